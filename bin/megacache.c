@@ -1,0 +1,1031 @@
+/*
+ * megacache.c - the command-line tool: a thin layer over libmegacache that parses
+ * arguments, prints results, and maps errors to exit codes (0 ok, 1 verification
+ * failure, 2 usage or system error).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "megacache.h"
+
+#define EXIT_VERIFY 1
+#define EXIT_USAGE 2
+
+static const char *prog = "megacache";
+static int quiet;
+
+static const char usage_text[] =
+	"usage: megacache COMMAND [OPTIONS]\n"
+	"\n"
+	"Record PyTorch compile caches into one signed bundle, and warm caches from it.\n"
+	"\n"
+	"commands:\n"
+	"  keygen -p PUBFILE -s SECFILE [-W] [-f]\n"
+	"        make a key pair (minisign format); -W leaves the secret key unencrypted\n"
+	"  pack -o BUNDLE [-s SECFILE]... [--from-torch BLOB]... [--from-dir DIR]...\n"
+	"       [--label K=V]... [--bundle-version N] [--expires UNIXTIME] [--level N]\n"
+	"       [--no-compress] [--json] [-v]\n"
+	"        record artifacts from torch blobs and cache dirs into a bundle\n"
+	"  sign BUNDLE -s SECFILE [-o OUT]\n"
+	"        add a signature to a bundle (in place unless -o)\n"
+	"  verify BUNDLE -p PUBFILE [-p PUBFILE]... [--threshold K] [--min-version N] [--json]\n"
+	"        check signatures, policy and every byte of a bundle\n"
+	"  list BUNDLE [--json]\n"
+	"        show a bundle's labels, signatures and artifacts (not verified)\n"
+	"  load BUNDLE -p PUBFILE... [--cache-dir DIR] [--types T[,T]...] [--dry-run] [--json]\n"
+	"       [--threshold K] [--min-version N] [--insecure-no-verify]\n"
+	"        verify a bundle and install its artifacts into the cache dirs\n"
+	"  export BUNDLE --torch OUTFILE [-p PUBFILE]... [--insecure-no-verify]\n"
+	"        write the bundle's artifacts as a torch cache blob\n"
+	"\n"
+	"common options:\n"
+	"  --password-file F  read the secret key's password from the first line of F\n"
+	"  -q, --quiet        print nothing but errors\n"
+	"  -h, --help         this text;  --version  the version\n"
+	"\n"
+	"The default cache dir is torch's: $TORCHINDUCTOR_CACHE_DIR, else\n"
+	"$TMPDIR/torchinductor_$USER (TMPDIR defaulting to /tmp).\n"
+	"SOURCE_DATE_EPOCH, when set, is the creation time pack records (reproducible bundles).\n"
+	"\n"
+	"exit status: 0 success; 1 verification or integrity failure; 2 usage or system error.\n";
+
+static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void
+usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'megacache --help'.\n");
+	exit(EXIT_USAGE);
+}
+
+/* Prints the library's error and returns the exit code for it. */
+static int
+fail(mc_ctx *ctx, int rc)
+{
+	const char *msg = ctx != NULL ? mc_ctx_error(ctx) : "";
+
+	fprintf(stderr, "%s: %s\n", prog, msg[0] ? msg : mc_strerror(rc));
+	return mc_status_is_verification_failure(rc) ? EXIT_VERIFY : EXIT_USAGE;
+}
+
+static void
+human_bytes(uint64_t n, char *buf, size_t len)
+{
+	if (n >= 1000000000ull)
+		snprintf(buf, len, "%.2f GB", n / 1e9);
+	else if (n >= 1000000ull)
+		snprintf(buf, len, "%.2f MB", n / 1e6);
+	else if (n >= 1000ull)
+		snprintf(buf, len, "%.1f kB", n / 1e3);
+	else
+		snprintf(buf, len, "%" PRIu64 " B", n);
+}
+
+static int
+parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return -1;
+	*v = x;
+	return 0;
+}
+
+/* ---- progress ---- */
+
+struct progress {
+	int on;
+	int last;
+};
+
+static void
+on_progress(void *ud, const char *phase, uint64_t done, uint64_t total)
+{
+	struct progress *p = ud;
+	int pct = total ? (int)(done * 100 / total) : 100;
+
+	if (!p->on || pct == p->last)
+		return;
+	p->last = pct;
+	fprintf(stderr, "\r%s: %3d%%", phase, pct);
+	if (pct == 100)
+		fprintf(stderr, "\r\033[K");
+	fflush(stderr);
+}
+
+static mc_ctx *
+new_ctx(struct progress *p)
+{
+	mc_ctx *ctx;
+	int rc = mc_ctx_new(&ctx);
+
+	if (rc != MC_OK) {
+		fprintf(stderr, "%s: cannot start: %s\n", prog, mc_strerror(rc));
+		exit(EXIT_USAGE);
+	}
+	p->on = !quiet && isatty(STDERR_FILENO);
+	p->last = -1;
+	mc_ctx_set_progress(ctx, on_progress, p);
+	return ctx;
+}
+
+/* ---- passwords ---- */
+
+static const char *password_file;
+
+static int
+read_password(void *ud, const char *prompt, char *buf, size_t len)
+{
+	FILE *f;
+	struct termios old, noecho;
+	int tty_ok;
+	size_t n;
+
+	if (password_file != NULL) {
+		if ((f = fopen(password_file, "r")) == NULL) {
+			fprintf(stderr, "%s: %s: %s\n", prog, password_file, strerror(errno));
+			return MC_ERR_IO;
+		}
+	} else if ((f = fopen("/dev/tty", "r+")) == NULL) {
+		fprintf(stderr, "%s: a password is needed and there is no terminal; use "
+			"--password-file\n", prog);
+		return MC_ERR_INVALID;
+	}
+	tty_ok = password_file == NULL && tcgetattr(fileno(f), &old) == 0;
+	if (password_file == NULL) {
+		fputs(prompt, f);
+		fflush(f);
+	}
+	if (tty_ok) {
+		noecho = old;
+		noecho.c_lflag &= ~(tcflag_t)ECHO;
+		tcsetattr(fileno(f), TCSAFLUSH, &noecho);
+	}
+	if (fgets(buf, (int)len, f) == NULL)
+		buf[0] = '\0';
+	if (tty_ok) {
+		tcsetattr(fileno(f), TCSAFLUSH, &old);
+		fputs("\n", f);
+	}
+	fclose(f);
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	return MC_OK;
+}
+
+/* ---- option tables ---- */
+
+enum {
+	OPT_FROM_TORCH = 256, OPT_FROM_DIR, OPT_LABEL, OPT_BUNDLE_VERSION, OPT_EXPIRES,
+	OPT_LEVEL, OPT_NO_COMPRESS, OPT_JSON, OPT_THRESHOLD, OPT_MIN_VERSION, OPT_CACHE_DIR,
+	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW
+};
+
+#define COMMON_LONG {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'}, \
+	{"password-file", required_argument, NULL, OPT_PASSWORD_FILE}
+
+static int
+common_opt(int c)
+{
+	switch (c) {
+	case 'h':
+		fputs(usage_text, stdout);
+		exit(0);
+	case 'q':
+		quiet = 1;
+		return 1;
+	case OPT_PASSWORD_FILE:
+		password_file = optarg;
+		return 1;
+	case '?':
+		fprintf(stderr, "Try 'megacache --help'.\n");
+		exit(EXIT_USAGE);
+	default:
+		return 0;
+	}
+}
+
+/* ---- trust options shared by verify, load and export ---- */
+
+struct trust {
+	const char *pubs[32];
+	size_t npubs;
+	unsigned threshold;
+	uint64_t min_version;
+	int insecure;
+	int64_t now;
+	int have_now;
+};
+
+static int
+trust_opt(struct trust *t, int c)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'p':
+		if (t->npubs == sizeof t->pubs / sizeof t->pubs[0])
+			usage_error("too many public keys (at most %s)", "32");
+		t->pubs[t->npubs++] = optarg;
+		return 1;
+	case OPT_THRESHOLD:
+		if (parse_u64(optarg, &v) != 0 || v == 0 || v > 32)
+			usage_error("--threshold takes a number from 1 to 32, not '%s'", optarg);
+		t->threshold = (unsigned)v;
+		return 1;
+	case OPT_MIN_VERSION:
+		if (parse_u64(optarg, &v) != 0)
+			usage_error("--min-version takes a whole number, not '%s'", optarg);
+		t->min_version = v;
+		return 1;
+	case OPT_INSECURE:
+		t->insecure = 1;
+		return 1;
+	case OPT_NOW:
+		if (parse_u64(optarg, &v) != 0 || v > INT64_MAX)
+			usage_error("--now takes a Unix time, not '%s'", optarg);
+		t->now = (int64_t)v;
+		t->have_now = 1;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Loads the keys and applies the policy to b. Keys are returned for freeing. */
+static int
+apply_trust(mc_ctx *ctx, mc_bundle *b, const struct trust *t, mc_pubkey **keys)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < t->npubs; i++) {
+		if ((rc = mc_pubkey_load(ctx, t->pubs[i], &keys[i])) != MC_OK ||
+		    (rc = mc_bundle_trust(b, keys[i])) != MC_OK)
+			return rc;
+	}
+	if (t->threshold && (rc = mc_bundle_set_threshold(b, t->threshold)) != MC_OK)
+		return rc;
+	if ((rc = mc_bundle_set_min_version(b, t->min_version)) != MC_OK)
+		return rc;
+	if (t->have_now && (rc = mc_bundle_set_now(b, t->now)) != MC_OK)
+		return rc;
+	return mc_bundle_set_insecure(b, t->insecure);
+}
+
+static void
+free_keys(mc_pubkey **keys, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		mc_pubkey_free(keys[i]);
+}
+
+static void
+print_json(cJSON *j)
+{
+	char *s = cJSON_Print(j);
+
+	if (s != NULL) {
+		puts(s);
+		free(s);
+	}
+	cJSON_Delete(j);
+}
+
+/* ---- keygen ---- */
+
+static int
+cmd_keygen(int argc, char **argv)
+{
+	static const struct option lo[] = {COMMON_LONG, {"force", no_argument, NULL, 'f'},
+					   {NULL, 0, NULL, 0}};
+	const char *pub = NULL, *sec = NULL;
+	int c, unencrypted = 0, force = 0, rc;
+	char pw1[1024], pw2[1024];
+	struct progress p;
+	mc_seckey *sk;
+	mc_pubkey *pk;
+	mc_ctx *ctx;
+
+	while ((c = getopt_long(argc, argv, "p:s:Wfhq", lo, NULL)) != -1) {
+		if (common_opt(c))
+			continue;
+		switch (c) {
+		case 'p': pub = optarg; break;
+		case 's': sec = optarg; break;
+		case 'W': unencrypted = 1; break;
+		case 'f': force = 1; break;
+		default: usage_error("keygen: unexpected option%s", "");
+		}
+	}
+	if (pub == NULL || sec == NULL || optind != argc)
+		usage_error("keygen needs -p PUBFILE and -s SECFILE%s", "");
+	ctx = new_ctx(&p);
+	if (!unencrypted) {
+		if (read_password(NULL, "Password for the new secret key: ", pw1, sizeof pw1) != MC_OK)
+			return EXIT_USAGE;
+		if (password_file == NULL &&
+		    (read_password(NULL, "Password (again): ", pw2, sizeof pw2) != MC_OK ||
+		     strcmp(pw1, pw2) != 0)) {
+			fprintf(stderr, "%s: the passwords differ\n", prog);
+			return EXIT_USAGE;
+		}
+		if (pw1[0] == '\0') {
+			fprintf(stderr, "%s: empty password; use -W for an unencrypted key\n", prog);
+			return EXIT_USAGE;
+		}
+	}
+	if ((rc = mc_keygen(ctx, &sk, &pk)) != MC_OK)
+		return fail(ctx, rc);
+	rc = mc_keypair_save(ctx, sk, pk, pub, sec, unencrypted ? NULL : pw1, force);
+	memset(pw1, 0, sizeof pw1);
+	memset(pw2, 0, sizeof pw2);
+	if (rc != MC_OK) {
+		mc_seckey_free(sk);
+		mc_pubkey_free(pk);
+		return fail(ctx, rc);
+	}
+	if (!quiet)
+		printf("key %s: public key in %s, secret key in %s\n", mc_pubkey_id(pk), pub, sec);
+	mc_seckey_free(sk);
+	mc_pubkey_free(pk);
+	mc_ctx_free(ctx);
+	return 0;
+}
+
+/* ---- pack ---- */
+
+struct scan_tally {
+	int verbose;
+	size_t skipped;
+};
+
+static void
+on_scan(void *ud, int what, const char *rel, const char *text)
+{
+	struct scan_tally *t = ud;
+
+	if (what == MC_SCAN_SKIPPED) {
+		t->skipped++;
+		if (t->verbose)
+			fprintf(stderr, "skipped %s: %s\n", rel, text);
+	}
+}
+
+static int
+load_signers(mc_ctx *ctx, const char **secs, size_t n, mc_seckey **keys)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		if ((rc = mc_seckey_load(ctx, secs[i], read_password, NULL, &keys[i])) != MC_OK)
+			return rc;
+	return MC_OK;
+}
+
+static int
+cmd_pack(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONG,
+		{"output", required_argument, NULL, 'o'},
+		{"from-torch", required_argument, NULL, OPT_FROM_TORCH},
+		{"from-dir", required_argument, NULL, OPT_FROM_DIR},
+		{"label", required_argument, NULL, OPT_LABEL},
+		{"bundle-version", required_argument, NULL, OPT_BUNDLE_VERSION},
+		{"expires", required_argument, NULL, OPT_EXPIRES},
+		{"level", required_argument, NULL, OPT_LEVEL},
+		{"no-compress", no_argument, NULL, OPT_NO_COMPRESS},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"verbose", no_argument, NULL, 'v'},
+		{NULL, 0, NULL, 0}};
+	const char *out = NULL, *secs[16], *srcs[256];
+	int srckind[256];
+	char *labels[256];
+	size_t nsecs = 0, nsrcs = 0, nlabels = 0, i;
+	uint64_t bver = 0, expires = 0, level = 3;
+	int c, rc = MC_OK, json = 0;
+	struct scan_tally tally = {0, 0};
+	mc_seckey *keys[16] = {NULL};
+	struct progress p;
+	mc_writer *w = NULL;
+	mc_ctx *ctx;
+	const char *sde;
+	char hb[32];
+
+	while ((c = getopt_long(argc, argv, "o:s:vhq", lo, NULL)) != -1) {
+		if (common_opt(c))
+			continue;
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 's':
+			if (nsecs == 16)
+				usage_error("too many signing keys (at most %s)", "16");
+			secs[nsecs++] = optarg;
+			break;
+		case OPT_FROM_TORCH:
+		case OPT_FROM_DIR:
+			if (nsrcs == 256)
+				usage_error("too many sources (at most %s)", "256");
+			srckind[nsrcs] = c;
+			srcs[nsrcs++] = optarg;
+			break;
+		case OPT_LABEL:
+			if (nlabels == 256)
+				usage_error("too many labels (at most %s)", "256");
+			if (strchr(optarg, '=') == NULL)
+				usage_error("--label takes KEY=VALUE, not '%s'", optarg);
+			labels[nlabels++] = optarg;
+			break;
+		case OPT_BUNDLE_VERSION:
+			if (parse_u64(optarg, &bver) != 0)
+				usage_error("--bundle-version takes a whole number, not '%s'", optarg);
+			break;
+		case OPT_EXPIRES:
+			if (parse_u64(optarg, &expires) != 0 || expires == 0)
+				usage_error("--expires takes a Unix time, not '%s'", optarg);
+			break;
+		case OPT_LEVEL:
+			if (parse_u64(optarg, &level) != 0 || level < 1 || level > 19)
+				usage_error("--level takes 1 to 19, not '%s'", optarg);
+			break;
+		case OPT_NO_COMPRESS: level = 0; break;
+		case OPT_JSON: json = 1; break;
+		case 'v': tally.verbose = 1; break;
+		default: usage_error("pack: unexpected option%s", "");
+		}
+	}
+	if (out == NULL)
+		usage_error("pack needs -o BUNDLE%s", "");
+	if (optind != argc)
+		usage_error("pack: unexpected argument '%s'", argv[optind]);
+	if (nsrcs == 0)
+		usage_error("pack needs at least one --from-torch BLOB or --from-dir DIR%s", "");
+	ctx = new_ctx(&p);
+	if ((rc = mc_writer_new(ctx, &w)) != MC_OK)
+		return fail(ctx, rc);
+	sde = getenv("SOURCE_DATE_EPOCH");
+	if (sde != NULL && sde[0] != '\0') {
+		uint64_t t;
+		if (parse_u64(sde, &t) != 0)
+			usage_error("SOURCE_DATE_EPOCH is not a Unix time: '%s'", sde);
+		rc = mc_writer_set_created(w, (int64_t)t);
+	} else {
+		rc = mc_writer_set_created(w, (int64_t)time(NULL));
+	}
+	if (rc == MC_OK)
+		rc = mc_writer_set_bundle_version(w, bver);
+	if (rc == MC_OK)
+		rc = mc_writer_set_expires(w, (int64_t)expires);
+	if (rc == MC_OK)
+		rc = mc_writer_set_compression(w, (int)level);
+	for (i = 0; rc == MC_OK && i < nlabels; i++) {
+		char *eq = strchr(labels[i], '=');
+		*eq = '\0';
+		rc = mc_writer_set_label(w, labels[i], eq + 1);
+		*eq = '=';
+	}
+	if (rc == MC_OK)
+		rc = load_signers(ctx, secs, nsecs, keys);
+	for (i = 0; rc == MC_OK && i < nsecs; i++)
+		rc = mc_writer_add_signer(w, keys[i]);
+	for (i = 0; rc == MC_OK && i < nsrcs; i++)
+		rc = srckind[i] == OPT_FROM_TORCH ? mc_writer_add_torch_blob(w, srcs[i])
+						  : mc_writer_add_cache_dir(w, srcs[i], on_scan, &tally);
+	if (rc == MC_OK && mc_writer_artifact_count(w) == 0) {
+		fprintf(stderr, "%s: no artifacts found in the sources; nothing written\n", prog);
+		rc = MC_ERR_INVALID;
+		goto done;
+	}
+	if (rc == MC_OK)
+		rc = mc_writer_save(w, out);
+	if (rc != MC_OK) {
+		rc = fail(ctx, rc);
+		goto done;
+	}
+	human_bytes(mc_writer_total_bytes(w), hb, sizeof hb);
+	if (json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "bundle", out);
+		cJSON_AddNumberToObject(j, "artifacts", (double)mc_writer_artifact_count(w));
+		cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_total_bytes(w));
+		cJSON_AddNumberToObject(j, "signatures", (double)nsecs);
+		cJSON_AddNumberToObject(j, "skipped_files", (double)tally.skipped);
+		print_json(j);
+	} else if (!quiet) {
+		printf("packed %zu artifacts (%s) into %s, %zu signature%s\n",
+		       mc_writer_artifact_count(w), hb, out, nsecs, nsecs == 1 ? "" : "s");
+		if (tally.skipped > 0)
+			printf("skipped %zu files: locks, temp files and files of no recorded type (-v lists them)\n",
+			       tally.skipped);
+	}
+	rc = 0;
+done:
+	for (i = 0; i < nsecs; i++)
+		mc_seckey_free(keys[i]);
+	mc_writer_free(w);
+	mc_ctx_free(ctx);
+	return rc;
+}
+
+/* ---- sign ---- */
+
+static int
+cmd_sign(int argc, char **argv)
+{
+	static const struct option lo[] = {COMMON_LONG, {"output", required_argument, NULL, 'o'},
+					   {NULL, 0, NULL, 0}};
+	const char *sec = NULL, *out = NULL, *path;
+	struct progress p;
+	mc_seckey *sk = NULL;
+	mc_bundle *b = NULL;
+	mc_ctx *ctx;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "s:o:hq", lo, NULL)) != -1) {
+		if (common_opt(c))
+			continue;
+		switch (c) {
+		case 's': sec = optarg; break;
+		case 'o': out = optarg; break;
+		default: usage_error("sign: unexpected option%s", "");
+		}
+	}
+	if (optind + 1 != argc || sec == NULL)
+		usage_error("sign needs BUNDLE and -s SECFILE%s", "");
+	path = argv[optind];
+	ctx = new_ctx(&p);
+	if ((rc = mc_seckey_load(ctx, sec, read_password, NULL, &sk)) != MC_OK ||
+	    (rc = mc_bundle_open(ctx, path, &b)) != MC_OK ||
+	    (rc = mc_bundle_add_signature(b, sk, out ? out : path)) != MC_OK) {
+		rc = fail(ctx, rc);
+	} else {
+		if (!quiet)
+			printf("signed %s with key %s\n", out ? out : path, mc_seckey_id(sk));
+		rc = 0;
+	}
+	mc_bundle_free(b);
+	mc_seckey_free(sk);
+	mc_ctx_free(ctx);
+	return rc;
+}
+
+/* ---- verify ---- */
+
+static int
+cmd_verify(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONG,
+		{"threshold", required_argument, NULL, OPT_THRESHOLD},
+		{"min-version", required_argument, NULL, OPT_MIN_VERSION},
+		{"now", required_argument, NULL, OPT_NOW},
+		{"json", no_argument, NULL, OPT_JSON},
+		{NULL, 0, NULL, 0}};
+	struct trust t;
+	mc_pubkey *keys[32] = {NULL};
+	struct progress p;
+	mc_bundle *b = NULL;
+	mc_ctx *ctx;
+	int c, rc, json = 0;
+
+	memset(&t, 0, sizeof t);
+	while ((c = getopt_long(argc, argv, "p:hq", lo, NULL)) != -1) {
+		if (common_opt(c) || trust_opt(&t, c))
+			continue;
+		if (c == OPT_JSON)
+			json = 1;
+		else
+			usage_error("verify: unexpected option%s", "");
+	}
+	if (optind + 1 != argc)
+		usage_error("verify needs exactly one BUNDLE%s", "");
+	if (t.npubs == 0)
+		usage_error("verify needs at least one -p PUBFILE%s", "");
+	ctx = new_ctx(&p);
+	rc = mc_bundle_open(ctx, argv[optind], &b);
+	if (rc == MC_OK)
+		rc = apply_trust(ctx, b, &t, keys);
+	if (rc == MC_OK)
+		rc = mc_bundle_verify(b);
+	if (json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "bundle", argv[optind]);
+		cJSON_AddBoolToObject(j, "ok", rc == MC_OK);
+		if (rc != MC_OK) {
+			cJSON_AddStringToObject(j, "error", mc_strerror(rc));
+			cJSON_AddStringToObject(j, "message", mc_ctx_error(ctx));
+		} else {
+			cJSON_AddNumberToObject(j, "artifacts", (double)mc_bundle_artifact_count(b));
+			cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
+		}
+		print_json(j);
+	}
+	if (rc != MC_OK) {
+		rc = json ? (mc_status_is_verification_failure(rc) ? EXIT_VERIFY : EXIT_USAGE)
+			  : fail(ctx, rc);
+	} else {
+		if (!json && !quiet)
+			printf("%s: OK (%zu artifacts, bundle version %" PRIu64 ", %zu signature%s)\n",
+			       argv[optind], mc_bundle_artifact_count(b), mc_bundle_version(b),
+			       mc_bundle_signature_count(b), mc_bundle_signature_count(b) == 1 ? "" : "s");
+		rc = 0;
+	}
+	mc_bundle_free(b);
+	free_keys(keys, t.npubs);
+	mc_ctx_free(ctx);
+	return rc;
+}
+
+/* ---- list ---- */
+
+static int
+cmd_list(int argc, char **argv)
+{
+	static const struct option lo[] = {COMMON_LONG, {"json", no_argument, NULL, OPT_JSON},
+					   {NULL, 0, NULL, 0}};
+	struct progress p;
+	mc_bundle *b = NULL;
+	mc_ctx *ctx;
+	size_t i, n;
+	int c, rc, json = 0;
+
+	while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
+		if (common_opt(c))
+			continue;
+		if (c == OPT_JSON)
+			json = 1;
+		else
+			usage_error("list: unexpected option%s", "");
+	}
+	if (optind + 1 != argc)
+		usage_error("list needs exactly one BUNDLE%s", "");
+	ctx = new_ctx(&p);
+	if ((rc = mc_bundle_open(ctx, argv[optind], &b)) != MC_OK) {
+		rc = fail(ctx, rc);
+		mc_ctx_free(ctx);
+		return rc;
+	}
+	n = mc_bundle_artifact_count(b);
+	if (json) {
+		cJSON *j = cJSON_CreateObject(), *labels, *sigs, *arts;
+		cJSON_AddStringToObject(j, "bundle", argv[optind]);
+		cJSON_AddBoolToObject(j, "verified", 0);
+		cJSON_AddNumberToObject(j, "format_version", MC_FORMAT_VERSION);
+		cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
+		cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
+		if (mc_bundle_expires(b) != 0)
+			cJSON_AddNumberToObject(j, "expires", (double)mc_bundle_expires(b));
+		labels = cJSON_AddObjectToObject(j, "labels");
+		for (i = 0; i < mc_bundle_label_count(b); i++) {
+			const char *k, *v;
+			if (mc_bundle_label(b, i, &k, &v) == MC_OK)
+				cJSON_AddStringToObject(labels, k, v);
+		}
+		sigs = cJSON_AddArrayToObject(j, "signatures");
+		for (i = 0; i < mc_bundle_signature_count(b); i++)
+			cJSON_AddItemToArray(sigs, cJSON_CreateString(mc_bundle_signature_key_id(b, i)));
+		arts = cJSON_AddArrayToObject(j, "artifacts");
+		for (i = 0; i < n; i++) {
+			const char *type, *key, *hash;
+			uint64_t size;
+			cJSON *a;
+			if (mc_bundle_artifact(b, i, &type, &key, &size, &hash) != MC_OK)
+				continue;
+			a = cJSON_CreateObject();
+			cJSON_AddStringToObject(a, "type", type);
+			cJSON_AddStringToObject(a, "key", key);
+			cJSON_AddNumberToObject(a, "size", (double)size);
+			cJSON_AddStringToObject(a, "hash", hash);
+			cJSON_AddItemToArray(arts, a);
+		}
+		print_json(j);
+	} else {
+		char hb[32];
+		printf("bundle %s (format %d, not verified)\n", argv[optind], MC_FORMAT_VERSION);
+		printf("created %" PRId64 ", bundle version %" PRIu64, mc_bundle_created(b),
+		       mc_bundle_version(b));
+		if (mc_bundle_expires(b) != 0)
+			printf(", expires %" PRId64, mc_bundle_expires(b));
+		printf("\n");
+		for (i = 0; i < mc_bundle_label_count(b); i++) {
+			const char *k, *v;
+			if (mc_bundle_label(b, i, &k, &v) == MC_OK)
+				printf("label %s=%s\n", k, v);
+		}
+		for (i = 0; i < mc_bundle_signature_count(b); i++)
+			printf("signature by key %s\n", mc_bundle_signature_key_id(b, i));
+		if (mc_bundle_signature_count(b) == 0)
+			printf("unsigned\n");
+		for (i = 0; i < n; i++) {
+			const char *type, *key, *hash;
+			uint64_t size;
+			if (mc_bundle_artifact(b, i, &type, &key, &size, &hash) != MC_OK)
+				continue;
+			human_bytes(size, hb, sizeof hb);
+			printf("%-12s %10s  %s\n", type, hb, key);
+		}
+		printf("%zu artifacts\n", n);
+	}
+	mc_bundle_free(b);
+	mc_ctx_free(ctx);
+	return 0;
+}
+
+/* ---- load ---- */
+
+struct type_sum {
+	char type[40];
+	size_t count;
+	uint64_t bytes;
+	size_t unchanged;
+};
+
+struct load_report {
+	int json;
+	int dry;
+	const char *root;
+	cJSON *arts;
+	struct type_sum sums[64];
+	size_t nsums;
+	size_t installed, unchanged, planned;
+	uint64_t bytes;
+};
+
+static void
+on_artifact(void *ud, int what, const char *type, const char *key, const char *dest, uint64_t size)
+{
+	struct load_report *r = ud;
+	const char *action = what == MC_LOAD_INSTALLED ? "installed"
+			     : what == MC_LOAD_UNCHANGED ? "unchanged" : "would-install";
+	size_t i;
+
+	for (i = 0; i < r->nsums && strcmp(r->sums[i].type, type) != 0; i++)
+		;
+	if (i == r->nsums && r->nsums < 64) {
+		snprintf(r->sums[i].type, sizeof r->sums[i].type, "%s", type);
+		r->nsums++;
+	}
+	if (i < r->nsums) {
+		if (what == MC_LOAD_UNCHANGED)
+			r->sums[i].unchanged++;
+		else {
+			r->sums[i].count++;
+			r->sums[i].bytes += size;
+		}
+	}
+	if (what == MC_LOAD_INSTALLED)
+		r->installed++, r->bytes += size;
+	else if (what == MC_LOAD_UNCHANGED)
+		r->unchanged++;
+	else
+		r->planned++, r->bytes += size;
+	if (r->json) {
+		cJSON *a = cJSON_CreateObject();
+		cJSON_AddStringToObject(a, "type", type);
+		cJSON_AddStringToObject(a, "key", key);
+		cJSON_AddNumberToObject(a, "size", (double)size);
+		cJSON_AddStringToObject(a, "dest", dest);
+		cJSON_AddStringToObject(a, "action", action);
+		cJSON_AddItemToArray(r->arts, a);
+	} else if (r->dry && !quiet) {
+		printf("%-13s %-12s %s/%s\n", action, type, r->root, dest);
+	}
+}
+
+static int
+cmd_load(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONG,
+		{"threshold", required_argument, NULL, OPT_THRESHOLD},
+		{"min-version", required_argument, NULL, OPT_MIN_VERSION},
+		{"now", required_argument, NULL, OPT_NOW},
+		{"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+		{"types", required_argument, NULL, OPT_TYPES},
+		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"insecure-no-verify", no_argument, NULL, OPT_INSECURE},
+		{NULL, 0, NULL, 0}};
+	struct trust t;
+	mc_pubkey *keys[32] = {NULL};
+	const char *cache_dir = NULL, *types = NULL;
+	struct load_report r;
+	struct progress p;
+	mc_bundle *b = NULL;
+	mc_ctx *ctx;
+	int c, rc;
+	size_t i;
+
+	memset(&t, 0, sizeof t);
+	memset(&r, 0, sizeof r);
+	while ((c = getopt_long(argc, argv, "p:hq", lo, NULL)) != -1) {
+		if (common_opt(c) || trust_opt(&t, c))
+			continue;
+		switch (c) {
+		case OPT_CACHE_DIR: cache_dir = optarg; break;
+		case OPT_TYPES: types = optarg; break;
+		case OPT_DRY_RUN: r.dry = 1; break;
+		case OPT_JSON: r.json = 1; break;
+		default: usage_error("load: unexpected option%s", "");
+		}
+	}
+	if (optind + 1 != argc)
+		usage_error("load needs exactly one BUNDLE%s", "");
+	if (t.npubs == 0 && !t.insecure)
+		usage_error("load needs -p PUBFILE (or --insecure-no-verify to skip signature "
+			    "checks)%s", "");
+	if (t.npubs > 0 && t.insecure)
+		usage_error("-p and --insecure-no-verify do not go together%s", "");
+	ctx = new_ctx(&p);
+	if (cache_dir != NULL && (rc = mc_ctx_set_tier_root(ctx, "inductor", cache_dir)) != MC_OK)
+		return fail(ctx, rc);
+	if ((rc = mc_ctx_tier_root(ctx, "inductor", &r.root)) != MC_OK)
+		return fail(ctx, rc);
+	rc = mc_bundle_open(ctx, argv[optind], &b);
+	if (rc == MC_OK)
+		rc = apply_trust(ctx, b, &t, keys);
+	if (rc == MC_OK && types != NULL) {
+		char *copy = strdup(types), *tok, *save = NULL;
+		if (copy == NULL)
+			rc = MC_ERR_NOMEM;
+		for (tok = copy ? strtok_r(copy, ",", &save) : NULL; rc == MC_OK && tok != NULL;
+		     tok = strtok_r(NULL, ",", &save))
+			if ((rc = mc_bundle_select_type(b, tok)) != MC_OK)
+				rc = MC_ERR_INVALID;
+		free(copy);
+	}
+	if (r.json)
+		r.arts = cJSON_CreateArray();
+	if (rc == MC_OK)
+		rc = mc_bundle_load(b, r.dry ? MC_LOAD_DRY_RUN : 0, on_artifact, &r);
+	if (rc != MC_OK) {
+		cJSON_Delete(r.arts);
+		rc = fail(ctx, rc);
+		goto done;
+	}
+	if (r.json) {
+		cJSON *j = cJSON_CreateObject(), *sum;
+		cJSON_AddStringToObject(j, "bundle", argv[optind]);
+		cJSON_AddStringToObject(j, "cache_dir", r.root);
+		cJSON_AddBoolToObject(j, "dry_run", r.dry);
+		cJSON_AddBoolToObject(j, "verified", !t.insecure);
+		cJSON_AddNumberToObject(j, "installed", (double)r.installed);
+		cJSON_AddNumberToObject(j, "unchanged", (double)r.unchanged);
+		cJSON_AddNumberToObject(j, "would_install", (double)r.planned);
+		cJSON_AddNumberToObject(j, "bytes", (double)r.bytes);
+		sum = cJSON_AddObjectToObject(j, "types");
+		for (i = 0; i < r.nsums; i++) {
+			cJSON *s = cJSON_AddObjectToObject(sum, r.sums[i].type);
+			cJSON_AddNumberToObject(s, "count", (double)r.sums[i].count);
+			cJSON_AddNumberToObject(s, "bytes", (double)r.sums[i].bytes);
+			cJSON_AddNumberToObject(s, "unchanged", (double)r.sums[i].unchanged);
+		}
+		cJSON_AddItemToObject(j, "artifacts", r.arts);
+		print_json(j);
+	} else if (!quiet) {
+		char hb[32];
+		if (t.insecure)
+			fprintf(stderr, "%s: warning: signatures were not checked "
+				"(--insecure-no-verify)\n", prog);
+		printf("%s %s into %s\n", r.dry ? "would warm" : "warmed", argv[optind], r.root);
+		for (i = 0; i < r.nsums; i++) {
+			human_bytes(r.sums[i].bytes, hb, sizeof hb);
+			printf("  %-13s %5zu file%s %10s", r.sums[i].type, r.sums[i].count,
+			       r.sums[i].count == 1 ? " " : "s", hb);
+			if (r.sums[i].unchanged)
+				printf("  (%zu already there)", r.sums[i].unchanged);
+			printf("\n");
+		}
+		human_bytes(r.bytes, hb, sizeof hb);
+		printf("%zu file%s %s (%s), %zu already there\n", r.dry ? r.planned : r.installed,
+		       (r.dry ? r.planned : r.installed) == 1 ? "" : "s",
+		       r.dry ? "to install" : "installed", hb, r.unchanged);
+	}
+	rc = 0;
+done:
+	mc_bundle_free(b);
+	free_keys(keys, t.npubs);
+	mc_ctx_free(ctx);
+	return rc;
+}
+
+/* ---- export ---- */
+
+static int
+cmd_export(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONG,
+		{"torch", required_argument, NULL, OPT_TORCH},
+		{"threshold", required_argument, NULL, OPT_THRESHOLD},
+		{"min-version", required_argument, NULL, OPT_MIN_VERSION},
+		{"now", required_argument, NULL, OPT_NOW},
+		{"insecure-no-verify", no_argument, NULL, OPT_INSECURE},
+		{NULL, 0, NULL, 0}};
+	const char *out = NULL;
+	mc_pubkey *keys[32] = {NULL};
+	struct trust t;
+	struct progress p;
+	mc_bundle *b = NULL;
+	mc_ctx *ctx;
+	int c, rc;
+
+	memset(&t, 0, sizeof t);
+	while ((c = getopt_long(argc, argv, "p:hq", lo, NULL)) != -1) {
+		if (common_opt(c) || trust_opt(&t, c))
+			continue;
+		if (c == OPT_TORCH)
+			out = optarg;
+		else
+			usage_error("export: unexpected option%s", "");
+	}
+	if (optind + 1 != argc || out == NULL)
+		usage_error("export needs BUNDLE and --torch OUTFILE%s", "");
+	/* Without keys, export checks integrity only, and says so. */
+	if (t.npubs == 0)
+		t.insecure = 1;
+	ctx = new_ctx(&p);
+	rc = mc_bundle_open(ctx, argv[optind], &b);
+	if (rc == MC_OK)
+		rc = apply_trust(ctx, b, &t, keys);
+	if (rc == MC_OK)
+		rc = mc_bundle_export_torch(b, out);
+	if (rc != MC_OK) {
+		rc = fail(ctx, rc);
+	} else {
+		if (!quiet) {
+			if (t.npubs == 0)
+				fprintf(stderr, "%s: warning: signatures not checked (no -p given)\n", prog);
+			printf("exported %s to %s\n", argv[optind], out);
+		}
+		rc = 0;
+	}
+	mc_bundle_free(b);
+	free_keys(keys, t.npubs);
+	mc_ctx_free(ctx);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int, char **);
+	} cmds[] = {{"keygen", cmd_keygen}, {"pack", cmd_pack},     {"sign", cmd_sign},
+		    {"verify", cmd_verify}, {"list", cmd_list},     {"load", cmd_load},
+		    {"export", cmd_export}};
+	size_t i;
+
+	if (argc < 2) {
+		fputs(usage_text, stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("megacache %s (bundle format %d)\n", MC_VERSION_STRING, MC_FORMAT_VERSION);
+		return 0;
+	}
+	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		if (strcmp(argv[1], cmds[i].name) == 0) {
+			char name[64];
+			snprintf(name, sizeof name, "megacache %s", cmds[i].name);
+			argv[1] = name;
+			return cmds[i].fn(argc - 1, argv + 1);
+		}
+	fprintf(stderr, "%s: unknown command '%s'\nTry 'megacache --help'.\n", prog, argv[1]);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,55 @@
+/*
+ * bundle_private.h - the open bundle handle, shared by the reader, the loader and the
+ * exporters; not installed.
+ */
+#ifndef MC_BUNDLE_PRIVATE_H
+#define MC_BUNDLE_PRIVATE_H
+
+#include "mc_private.h"
+
+struct mc_bsig {
+	struct mc_sig sig;
+	char *text; /* the member's bytes */
+	size_t len;
+};
+
+struct mc_bundle {
+	mc_ctx *ctx;
+	char *path;
+	int fd;
+	mc_zin *z;
+	int fresh;             /* stream positioned just after the signatures */
+	unsigned char *mbytes; /* manifest bytes */
+	size_t mlen;
+	struct mc_manifest m;
+	struct mc_bsig *sigs;
+	size_t nsigs;
+	char pending[101];     /* header read after the signatures */
+	uint64_t pending_size;
+	int pending_end;       /* that header was the end-of-archive block */
+	const mc_pubkey **trusted;
+	size_t ntrusted;
+	unsigned threshold;
+	uint64_t min_version;
+	int have_now;
+	int64_t now;
+	int insecure;
+	char **types; /* selected types; none: all */
+	size_t ntypes;
+	int planned;
+};
+
+/* Receives each object's content while the reader streams it. */
+typedef int (*mc_obj_sink)(void *ud, size_t obj, const unsigned char *buf, size_t n);
+
+/* Streams every object in order, checking names, sizes, hashes, padding and the end
+ * of the archive. sink may be NULL. want (may be NULL) says which objects the sink
+ * wants; the others are only hashed. */
+MC_HIDDEN int mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, void *ud);
+/* Signatures and policy, as mc_bundle_check_signatures. */
+MC_HIDDEN int mc__bundle_policy(mc_bundle *b);
+/* Computes each artifact's handler and destination; checks conflicts. */
+MC_HIDDEN int mc__bundle_plan(mc_bundle *b);
+MC_HIDDEN int mc__type_selected(const mc_bundle *b, const char *type);
+
+#endif

@@ -1,0 +1,276 @@
+/*
+ * context.c - the context: registry of artifact types, tier roots, caps, progress.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "mc_private.h"
+
+/* Default caps; format/SPEC.md documents them. */
+#define MC_DEFAULT_MAX_MANIFEST (64ull << 20)
+#define MC_DEFAULT_MAX_ARTIFACTS 1000000ull
+#define MC_DEFAULT_MAX_ARTIFACT_BYTES ((8ull << 30) - 1) /* ustar size field */
+#define MC_DEFAULT_MAX_TOTAL_BYTES (256ull << 30)
+
+int
+mc__crypto_init(mc_ctx *ctx)
+{
+	/* 1 means "already initialised"; only a negative value is a failure. */
+	if (sodium_init() < 0)
+		return mc__err(ctx, MC_ERR_CRYPTO, "libsodium could not be initialised");
+	return MC_OK;
+}
+
+int
+mc_ctx_new(mc_ctx **out)
+{
+	mc_ctx *ctx;
+	int rc;
+
+	if (out == NULL)
+		return MC_ERR_INVALID;
+	*out = NULL;
+	ctx = calloc(1, sizeof *ctx);
+	if (ctx == NULL)
+		return MC_ERR_NOMEM;
+	ctx->max_manifest = MC_DEFAULT_MAX_MANIFEST;
+	ctx->max_artifacts = MC_DEFAULT_MAX_ARTIFACTS;
+	ctx->max_artifact_bytes = MC_DEFAULT_MAX_ARTIFACT_BYTES;
+	ctx->max_total_bytes = MC_DEFAULT_MAX_TOTAL_BYTES;
+	if ((rc = mc__crypto_init(ctx)) != MC_OK ||
+	    (rc = mc__register_torch_types(ctx)) != MC_OK) {
+		mc_ctx_free(ctx);
+		return rc;
+	}
+	*out = ctx;
+	return MC_OK;
+}
+
+void
+mc_ctx_free(mc_ctx *ctx)
+{
+	size_t i;
+
+	if (ctx == NULL)
+		return;
+	for (i = 0; i < ctx->ntypes; i++)
+		free(ctx->types[i].tier);
+	free(ctx->types);
+	for (i = 0; i < ctx->ntiers; i++) {
+		free(ctx->tiers[i].name);
+		free(ctx->tiers[i].root);
+	}
+	free(ctx->tiers);
+	free(ctx);
+}
+
+static struct mc_tier *
+find_tier(mc_ctx *ctx, const char *name, int create)
+{
+	struct mc_tier *t;
+	size_t i;
+
+	for (i = 0; i < ctx->ntiers; i++)
+		if (strcmp(ctx->tiers[i].name, name) == 0)
+			return &ctx->tiers[i];
+	if (!create)
+		return NULL;
+	t = realloc(ctx->tiers, (ctx->ntiers + 1) * sizeof *t);
+	if (t == NULL)
+		return NULL;
+	ctx->tiers = t;
+	t = &ctx->tiers[ctx->ntiers];
+	t->root = NULL;
+	if ((t->name = mc__strdup(name)) == NULL)
+		return NULL;
+	ctx->ntiers++;
+	return t;
+}
+
+static int
+name_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > max)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+			return 0;
+	return 1;
+}
+
+int
+mc_ctx_set_tier_root(mc_ctx *ctx, const char *tier, const char *path)
+{
+	struct mc_tier *t;
+	char *copy;
+
+	if (ctx == NULL || tier == NULL || path == NULL)
+		return MC_ERR_INVALID;
+	if (!name_ok(tier, MC_TYPE_MAX))
+		return mc__err(ctx, MC_ERR_INVALID, "tier name '%s' is not 1-32 of [a-z0-9_]", tier);
+	if (path[0] == '\0' || strlen(path) >= MC_PATH_MAX)
+		return mc__err(ctx, MC_ERR_INVALID, "tier %s: empty or too long root path", tier);
+	if ((t = find_tier(ctx, tier, 1)) == NULL || (copy = mc__strdup(path)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	free(t->root);
+	t->root = copy;
+	return MC_OK;
+}
+
+int
+mc_ctx_tier_root(mc_ctx *ctx, const char *tier, const char **path)
+{
+	struct mc_tier *t;
+	int rc;
+
+	if (ctx == NULL || tier == NULL || path == NULL)
+		return MC_ERR_INVALID;
+	*path = NULL;
+	t = find_tier(ctx, tier, 0);
+	if (t != NULL && t->root != NULL) {
+		*path = t->root;
+		return MC_OK;
+	}
+	if (strcmp(tier, "inductor") != 0)
+		return mc__err(ctx, MC_ERR_INVALID, "tier %s has no root folder set", tier);
+	if ((t = find_tier(ctx, tier, 1)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	if ((rc = mc__torch_default_root(ctx, &t->root)) != MC_OK)
+		return rc;
+	*path = t->root;
+	return MC_OK;
+}
+
+int
+mc_ctx_register_type(mc_ctx *ctx, const char *type, const char *tier, unsigned flags,
+		     mc_key_check_fn key_check, mc_dest_path_fn dest_path, void *ud)
+{
+	struct mc_type *types, *t;
+
+	if (ctx == NULL || type == NULL || tier == NULL || key_check == NULL || dest_path == NULL)
+		return MC_ERR_INVALID;
+	if (!name_ok(type, MC_TYPE_MAX))
+		return mc__err(ctx, MC_ERR_INVALID, "type name '%s' is not 1-32 of [a-z0-9_]", type);
+	if (!name_ok(tier, MC_TYPE_MAX))
+		return mc__err(ctx, MC_ERR_INVALID, "tier name '%s' is not 1-32 of [a-z0-9_]", tier);
+	if ((flags & ~MC_TYPE_WANTS_SHA256) != 0)
+		return mc__err(ctx, MC_ERR_INVALID, "type %s: unknown flags", type);
+	if (mc__find_type(ctx, type) != NULL)
+		return mc__err(ctx, MC_ERR_INVALID, "type %s is already registered", type);
+	types = realloc(ctx->types, (ctx->ntypes + 1) * sizeof *types);
+	if (types == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	ctx->types = types;
+	t = &types[ctx->ntypes];
+	memset(t, 0, sizeof *t);
+	memcpy(t->name, type, strlen(type) + 1);
+	if ((t->tier = mc__strdup(tier)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	t->flags = flags;
+	t->key_check = key_check;
+	t->dest_path = dest_path;
+	t->ud = ud;
+	ctx->ntypes++;
+	return MC_OK;
+}
+
+const struct mc_type *
+mc__find_type(const mc_ctx *ctx, const char *type)
+{
+	size_t i;
+
+	for (i = 0; i < ctx->ntypes; i++)
+		if (strcmp(ctx->types[i].name, type) == 0)
+			return &ctx->types[i];
+	return NULL;
+}
+
+/* A destination must be a plain relative path: no absolute path, no empty, "." or ".."
+ * component, no backslash and no control character. Handlers are trusted to compute
+ * paths, but this check keeps one buggy handler from escaping its tier. */
+static int
+dest_ok(const char *p)
+{
+	const char *c = p, *seg = p;
+
+	if (*p == '\0' || *p == '/')
+		return 0;
+	for (;; c++) {
+		if (*c == '/' || *c == '\0') {
+			size_t n = (size_t)(c - seg);
+			if (n == 0 || (n == 1 && seg[0] == '.') ||
+			    (n == 2 && seg[0] == '.' && seg[1] == '.') || n > 255)
+				return 0;
+			if (*c == '\0')
+				return 1;
+			seg = c + 1;
+		} else if ((unsigned char)*c < 0x20 || *c == 0x7f || *c == '\\') {
+			return 0;
+		}
+	}
+}
+
+int
+mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key, const unsigned char *sha256,
+	     char *buf, size_t buflen)
+{
+	char why[256] = "";
+	int rc;
+
+	if (strlen(key) == 0 || strlen(key) > MC_KEY_MAX)
+		return mc__err(ctx, MC_ERR_BAD_KEY, "%s key of %zu bytes (must be 1-%d)", t->name,
+			       strlen(key), MC_KEY_MAX);
+	rc = t->key_check(t->ud, key, why, sizeof why);
+	why[sizeof why - 1] = '\0';
+	if (rc != MC_OK)
+		return mc__err(ctx, MC_ERR_BAD_KEY, "%s key '%.200s' refused: %s", t->name, key,
+			       why[0] ? why : "wrong shape");
+	if ((t->flags & MC_TYPE_WANTS_SHA256) && sha256 == NULL)
+		return mc__err(ctx, MC_ERR_MANIFEST, "%s artifact '%.200s' has no sha256", t->name, key);
+	buf[0] = '\0';
+	rc = t->dest_path(t->ud, key, (t->flags & MC_TYPE_WANTS_SHA256) ? sha256 : NULL, buf, buflen);
+	if (rc != MC_OK || memchr(buf, '\0', buflen) == NULL)
+		return mc__err(ctx, MC_ERR_BAD_KEY, "%s key '%.200s': handler gave no destination",
+			       t->name, key);
+	if (!dest_ok(buf))
+		return mc__err(ctx, MC_ERR_BAD_KEY, "%s key '%.200s': destination '%.200s' is not a "
+			       "plain relative path", t->name, key, buf);
+	return MC_OK;
+}
+
+void
+mc_ctx_set_progress(mc_ctx *ctx, mc_progress_fn fn, void *ud)
+{
+	if (ctx == NULL)
+		return;
+	ctx->progress = fn;
+	ctx->progress_ud = ud;
+}
+
+void
+mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total)
+{
+	if (ctx->progress != NULL)
+		ctx->progress(ctx->progress_ud, phase, done, total);
+}
+
+int
+mc_ctx_set_limit(mc_ctx *ctx, int which, uint64_t value)
+{
+	if (ctx == NULL || value == 0)
+		return MC_ERR_INVALID;
+	switch (which) {
+	case MC_LIMIT_MANIFEST_BYTES: ctx->max_manifest = value; break;
+	case MC_LIMIT_ARTIFACTS: ctx->max_artifacts = value; break;
+	case MC_LIMIT_ARTIFACT_BYTES: ctx->max_artifact_bytes = value; break;
+	case MC_LIMIT_TOTAL_BYTES: ctx->max_total_bytes = value; break;
+	default: return mc__err(ctx, MC_ERR_INVALID, "unknown limit %d", which);
+	}
+	return MC_OK;
+}

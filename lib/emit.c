@@ -1,0 +1,173 @@
+/*
+ * emit.c - writes the bundle container: ustar members through libarchive, compressed
+ * by zstream.c, into a temp file that is renamed over the target once complete.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "emit_private.h"
+
+static la_ssize_t
+emit_write_cb(struct archive *a, void *ud, const void *buf, size_t n)
+{
+	mc_emit *e = ud;
+
+	if (mc__zout_write(e->z, buf, n) != MC_OK) {
+		archive_set_error(a, EIO, "%s", e->ctx->err);
+		e->failed = 1;
+		return -1;
+	}
+	return (la_ssize_t)n;
+}
+
+int
+mc__emit_open(mc_ctx *ctx, const char *path, int level, mc_emit **out)
+{
+	mc_emit *e = calloc(1, sizeof *e);
+	int rc;
+
+	*out = NULL;
+	if (e == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	e->ctx = ctx;
+	e->fd = -1;
+	if ((e->path = mc__strdup(path)) == NULL) {
+		free(e);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	if ((e->fd = mc__open_temp_beside(ctx, path, &e->tmp, 0644)) < 0) {
+		mc__emit_abort(e);
+		return MC_ERR_IO;
+	}
+	if ((rc = mc__zout_new(ctx, e->fd, level, &e->z)) != MC_OK) {
+		mc__emit_abort(e);
+		return rc;
+	}
+	e->a = archive_write_new();
+	if (e->a == NULL || archive_write_set_format_ustar(e->a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(e->a, 10240) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(e->a, 1) != ARCHIVE_OK ||
+	    archive_write_open2(e->a, e, NULL, emit_write_cb, NULL, NULL) != ARCHIVE_OK) {
+		rc = mc__err(ctx, MC_ERR_IO, "%s: cannot start the archive: %s", path,
+			     e->a ? archive_error_string(e->a) : "out of memory");
+		mc__emit_abort(e);
+		return rc;
+	}
+	e->entry = archive_entry_new();
+	if (e->entry == NULL) {
+		mc__emit_abort(e);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	*out = e;
+	return MC_OK;
+}
+
+static int
+archive_fail(mc_emit *e, const char *what)
+{
+	if (e->failed)
+		return MC_ERR_IO; /* the zstd layer set the message */
+	return mc__err(e->ctx, MC_ERR_IO, "%s: %s: %s", e->path, what, archive_error_string(e->a));
+}
+
+int
+mc__emit_member(mc_emit *e, const char *name, uint64_t size)
+{
+	archive_entry_clear(e->entry);
+	archive_entry_set_pathname(e->entry, name);
+	archive_entry_set_size(e->entry, (la_int64_t)size);
+	archive_entry_set_filetype(e->entry, AE_IFREG);
+	archive_entry_set_perm(e->entry, 0644);
+	archive_entry_set_uid(e->entry, 0);
+	archive_entry_set_gid(e->entry, 0);
+	archive_entry_set_mtime(e->entry, 0, 0);
+	if (archive_write_header(e->a, e->entry) != ARCHIVE_OK)
+		return archive_fail(e, "cannot write a member header");
+	return MC_OK;
+}
+
+int
+mc__emit_data(mc_emit *e, const void *buf, size_t n)
+{
+	while (n > 0) {
+		la_ssize_t w = archive_write_data(e->a, buf, n);
+		if (w <= 0)
+			return archive_fail(e, "cannot write member data");
+		buf = (const unsigned char *)buf + w;
+		n -= (size_t)w;
+	}
+	return MC_OK;
+}
+
+int
+mc__emit_finish(mc_emit *e)
+{
+	int rc = MC_OK;
+
+	if (archive_write_close(e->a) != ARCHIVE_OK)
+		rc = archive_fail(e, "cannot finish the archive");
+	if (rc == MC_OK)
+		rc = mc__zout_finish(e->z);
+	if (rc == MC_OK && fsync(e->fd) != 0)
+		rc = mc__errno(e->ctx, MC_ERR_IO, "cannot flush", e->tmp);
+	if (rc == MC_OK) {
+		if (close(e->fd) != 0)
+			rc = mc__errno(e->ctx, MC_ERR_IO, "cannot write", e->tmp);
+		e->fd = -1;
+	}
+	if (rc == MC_OK && rename(e->tmp, e->path) != 0)
+		rc = mc__errno(e->ctx, MC_ERR_IO, "cannot rename into place", e->path);
+	if (rc == MC_OK) {
+		free(e->tmp);
+		e->tmp = NULL;
+	}
+	mc__emit_abort(e);
+	return rc;
+}
+
+void
+mc__emit_abort(mc_emit *e)
+{
+	if (e == NULL)
+		return;
+	if (e->a != NULL)
+		archive_write_free(e->a);
+	archive_entry_free(e->entry);
+	mc__zout_free(e->z);
+	if (e->fd >= 0)
+		close(e->fd);
+	if (e->tmp != NULL) {
+		unlink(e->tmp);
+		free(e->tmp);
+	}
+	free(e->path);
+	free(e);
+}
+
+int
+mc__emit_head(mc_emit *e, const char *manifest, size_t mlen, char *const *sigs,
+	      const size_t *siglens, const char (*sigids)[17], size_t nsigs)
+{
+	char name[64];
+	size_t i;
+	int rc;
+
+	if ((rc = mc__emit_member(e, MC_MEMBER_MANIFEST, mlen)) != MC_OK ||
+	    (rc = mc__emit_data(e, manifest, mlen)) != MC_OK)
+		return rc;
+	for (i = 0; i < nsigs; i++) {
+		snprintf(name, sizeof name, "%s%s%s", MC_MEMBER_SIG_PREFIX, sigids[i],
+			 MC_MEMBER_SIG_SUFFIX);
+		if ((rc = mc__emit_member(e, name, siglens[i])) != MC_OK ||
+		    (rc = mc__emit_data(e, sigs[i], siglens[i])) != MC_OK)
+			return rc;
+	}
+	return MC_OK;
+}

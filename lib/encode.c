@@ -1,0 +1,231 @@
+/*
+ * encode.c - byte encodings: hex, torch's base32 names, base64, CRC-32, UTF-8 checks,
+ * and explicit big- and little-endian integer access for on-disk fields.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "mc_private.h"
+
+void
+mc__hex(const unsigned char *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int
+mc__unhex(const char *in, unsigned char *out, size_t n)
+{
+	size_t i;
+
+	if (strlen(in) != 2 * n)
+		return -1;
+	for (i = 0; i < n; i++) {
+		int hi = hexval(in[2 * i]), lo = hexval(in[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+int
+mc__is_lower_hex(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (hexval(s[i]) < 0)
+			return 0;
+	return s[n] == '\0';
+}
+
+void
+mc__torch_b32_51(const unsigned char sha[32], char out[52])
+{
+	static const char alpha[] = "abcdefghijklmnopqrstuvwxyz234567";
+	unsigned int acc = 0;
+	int bits = 0;
+	size_t i, o = 0;
+
+	/* 256 bits give 52 characters (the last holds 1 bit); torch keeps the first 51. */
+	for (i = 0; i < 32 && o < 51; i++) {
+		acc = (acc << 8) | sha[i];
+		bits += 8;
+		while (bits >= 5 && o < 51) {
+			out[o++] = alpha[(acc >> (bits - 5)) & 31];
+			bits -= 5;
+		}
+	}
+	out[51] = '\0';
+}
+
+uint32_t
+mc__crc32(uint32_t crc, const void *buf, size_t n)
+{
+	static uint32_t table[256];
+	static int ready;
+	const unsigned char *p = buf;
+	size_t i;
+
+	if (!ready) {
+		/* Computing the table twice from two threads writes identical values. */
+		for (i = 0; i < 256; i++) {
+			uint32_t c = (uint32_t)i;
+			int k;
+			for (k = 0; k < 8; k++)
+				c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+			table[i] = c;
+		}
+		ready = 1;
+	}
+	crc = ~crc;
+	for (i = 0; i < n; i++)
+		crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
+
+int
+mc__utf8_valid(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned char c = s[i];
+		size_t len;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		} else if ((c & 0xe0) == 0xc0) {
+			len = 2;
+			cp = c & 0x1f;
+		} else if ((c & 0xf0) == 0xe0) {
+			len = 3;
+			cp = c & 0x0f;
+		} else if ((c & 0xf8) == 0xf0) {
+			len = 4;
+			cp = c & 0x07;
+		} else {
+			return 0;
+		}
+		if (n - i < len)
+			return 0;
+		for (size_t k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (s[i + k] & 0x3f);
+		}
+		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		i += len;
+	}
+	return 1;
+}
+
+uint64_t
+mc__be64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+void
+mc__put_be64(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--) {
+		p[i] = (unsigned char)(v & 0xff);
+		v >>= 8;
+	}
+}
+
+uint64_t
+mc__le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+void
+mc__put_le64(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		p[i] = (unsigned char)(v & 0xff);
+		v >>= 8;
+	}
+}
+
+char *
+mc__strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+
+	if (d != NULL)
+		memcpy(d, s, n);
+	return d;
+}
+
+char *
+mc__b64_encode(const unsigned char *in, size_t n)
+{
+	size_t len = sodium_base64_encoded_len(n, sodium_base64_VARIANT_ORIGINAL);
+	char *out = malloc(len);
+
+	if (out != NULL)
+		sodium_bin2base64(out, len, in, n, sodium_base64_VARIANT_ORIGINAL);
+	return out;
+}
+
+int
+mc__b64_decode(const char *in, size_t inlen, unsigned char *out, size_t outmax, size_t *outlen)
+{
+	const char *end = NULL;
+	char *again;
+	int same;
+
+	if (sodium_base642bin(out, outmax, in, inlen, NULL, outlen, &end,
+			      sodium_base64_VARIANT_ORIGINAL) != 0 || end != in + inlen)
+		return -1;
+	/* Only the canonical encoding is accepted (no stray padding bits). */
+	if ((again = mc__b64_encode(out, *outlen)) == NULL)
+		return -1;
+	same = strlen(again) == inlen && memcmp(again, in, inlen) == 0;
+	free(again);
+	return same ? 0 : -1;
+}

@@ -1,0 +1,92 @@
+/*
+ * error.c - status codes to text, and the error text kept on a context.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mc_private.h"
+
+const char *
+mc_strerror(int status)
+{
+	switch (status) {
+	case MC_OK: return "success";
+	case MC_ERR_NOMEM: return "out of memory";
+	case MC_ERR_INVALID: return "invalid argument";
+	case MC_ERR_IO: return "input/output error";
+	case MC_ERR_NOT_BUNDLE: return "not a megacache bundle";
+	case MC_ERR_MALFORMED: return "malformed bundle";
+	case MC_ERR_MANIFEST: return "invalid manifest";
+	case MC_ERR_INTEGRITY: return "content does not match the manifest";
+	case MC_ERR_NO_SIGNATURE: return "no signature by a trusted key";
+	case MC_ERR_BAD_SIGNATURE: return "invalid signature";
+	case MC_ERR_THRESHOLD: return "not enough trusted signatures";
+	case MC_ERR_EXPIRED: return "bundle expired";
+	case MC_ERR_ROLLBACK: return "bundle version below the minimum";
+	case MC_ERR_LIMIT: return "limit exceeded";
+	case MC_ERR_UNKNOWN_TYPE: return "unknown artifact type";
+	case MC_ERR_BAD_KEY: return "invalid artifact key";
+	case MC_ERR_CONFLICT: return "conflicting artifacts";
+	case MC_ERR_UNSAFE_DEST: return "unsafe destination";
+	case MC_ERR_KEYFILE: return "malformed key or signature file";
+	case MC_ERR_PASSWORD: return "wrong password";
+	case MC_ERR_TORCH_FORMAT: return "malformed torch cache blob";
+	case MC_ERR_CRYPTO: return "crypto library failed to start";
+	case MC_ERR_EXISTS: return "file exists";
+	default: return "unknown error";
+	}
+}
+
+int
+mc_status_is_verification_failure(int status)
+{
+	switch (status) {
+	case MC_ERR_MALFORMED:
+	case MC_ERR_MANIFEST:
+	case MC_ERR_INTEGRITY:
+	case MC_ERR_NO_SIGNATURE:
+	case MC_ERR_BAD_SIGNATURE:
+	case MC_ERR_THRESHOLD:
+	case MC_ERR_EXPIRED:
+	case MC_ERR_ROLLBACK:
+	case MC_ERR_LIMIT:
+	case MC_ERR_UNKNOWN_TYPE:
+	case MC_ERR_BAD_KEY:
+	case MC_ERR_CONFLICT:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int
+mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ctx == NULL)
+		return code;
+	va_start(ap, fmt);
+	vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int
+mc__errno(mc_ctx *ctx, int code, const char *what, const char *path)
+{
+	int e = errno;
+
+	if (e == 0)
+		return mc__err(ctx, code, "%s: %s: unexpected end of file", path, what);
+	return mc__err(ctx, code, "%s: %s: %s", path, what, strerror(e));
+}
+
+const char *
+mc_ctx_error(const mc_ctx *ctx)
+{
+	return ctx == NULL ? "" : ctx->err;
+}

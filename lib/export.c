@@ -1,0 +1,440 @@
+/*
+ * export.c - what is made from a verified bundle other than installed caches: a torch
+ * blob (the layout the bundle recorded, or one group per torch type), and a copy of
+ * the bundle with one more signature.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bundle_private.h"
+#include "emit_private.h"
+
+/* ---- torch blob ---- */
+
+struct xent {
+	const char *key;
+	size_t object;
+};
+
+struct xgroup {
+	const char *type;
+	struct xent *ents;
+	size_t n;
+};
+
+struct parts {
+	mc_ctx *ctx;
+	int dfd;             /* temp folder holding one file per needed object */
+	const char *dirpath;
+	char *need;          /* per object */
+	int fd;
+	size_t cur;
+};
+
+static int
+parts_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
+{
+	struct parts *p = ud;
+	char name[32];
+
+	if (!p->need[obj])
+		return MC_OK;
+	if (p->fd < 0 || p->cur != obj) {
+		if (p->fd >= 0)
+			close(p->fd);
+		snprintf(name, sizeof name, "%zu", obj);
+		p->fd = openat(p->dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (p->fd < 0)
+			return mc__errno(p->ctx, MC_ERR_IO, "cannot create a temp file in", p->dirpath);
+		p->cur = obj;
+	}
+	if (mc__write_all(p->fd, buf, n) != 0)
+		return mc__errno(p->ctx, MC_ERR_IO, "cannot write a temp file in", p->dirpath);
+	return MC_OK;
+}
+
+struct crcout {
+	mc_ctx *ctx;
+	int fd;
+	const char *path;
+	uint32_t crc;
+};
+
+static int
+out_bytes(struct crcout *o, const void *buf, size_t n)
+{
+	o->crc = mc__crc32(o->crc, buf, n);
+	if (mc__write_all(o->fd, buf, n) != 0)
+		return mc__errno(o->ctx, MC_ERR_IO, "cannot write", o->path);
+	return MC_OK;
+}
+
+static int
+out_u64(struct crcout *o, uint64_t v)
+{
+	unsigned char b[8];
+
+	mc__put_be64(b, v);
+	return out_bytes(o, b, 8);
+}
+
+static int
+out_str(struct crcout *o, const char *s)
+{
+	char *b64 = mc__b64_encode((const unsigned char *)s, strlen(s));
+	int rc;
+
+	if (b64 == NULL)
+		return mc__err(o->ctx, MC_ERR_NOMEM, "out of memory");
+	if ((rc = out_u64(o, strlen(b64))) == MC_OK)
+		rc = out_bytes(o, b64, strlen(b64));
+	free(b64);
+	return rc;
+}
+
+static int
+out_part(struct crcout *o, struct parts *p, size_t obj, uint64_t size)
+{
+	unsigned char *buf;
+	char name[32];
+	int fd, rc;
+
+	if ((rc = out_u64(o, size)) != MC_OK || size == 0)
+		return rc;
+	snprintf(name, sizeof name, "%zu", obj);
+	if ((fd = openat(p->dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return mc__errno(o->ctx, MC_ERR_IO, "cannot read a temp file in", p->dirpath);
+	if ((buf = malloc(MC_IO_CHUNK)) == NULL) {
+		close(fd);
+		return mc__err(o->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	while (rc == MC_OK && size > 0) {
+		size_t want = size < MC_IO_CHUNK ? (size_t)size : MC_IO_CHUNK;
+		if (mc__read_full(fd, buf, want) != 0) {
+			rc = mc__errno(o->ctx, MC_ERR_IO, "cannot read a temp file in", p->dirpath);
+			break;
+		}
+		rc = out_bytes(o, buf, want);
+		size -= want;
+	}
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+static int
+art_rank_cmp(const void *x, const void *y)
+{
+	const struct mc_martifact *a = *(const struct mc_martifact *const *)x;
+	const struct mc_martifact *b = *(const struct mc_martifact *const *)y;
+	int ra = mc__torch_type_rank(a->type), rb = mc__torch_type_rank(b->type);
+
+	if (ra != rb)
+		return ra < rb ? -1 : 1;
+	return strcmp(a->key, b->key);
+}
+
+/* The groups to write: the recorded layout, else the torch types in torch's order. */
+static int
+export_layout(mc_bundle *b, struct xgroup **gout, size_t *ngout)
+{
+	struct xgroup *g = NULL;
+	size_t ng = 0, i, j;
+
+	*gout = NULL;
+	*ngout = 0;
+	if (b->m.has_torch_blob) {
+		if ((g = calloc(b->m.ngroups + 1, sizeof *g)) == NULL)
+			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+		for (i = 0; i < b->m.ngroups; i++) {
+			g[i].type = b->m.groups[i].type;
+			g[i].n = b->m.groups[i].nentries;
+			if ((g[i].ents = calloc(g[i].n + 1, sizeof *g[i].ents)) == NULL) {
+				ng = i;
+				goto nomem;
+			}
+			for (j = 0; j < g[i].n; j++) {
+				g[i].ents[j].key = b->m.groups[i].entries[j].key;
+				g[i].ents[j].object = b->m.groups[i].entries[j].object;
+			}
+		}
+		*gout = g;
+		*ngout = b->m.ngroups;
+		return MC_OK;
+	}
+	{
+		const struct mc_martifact **arts = calloc(b->m.nartifacts + 1, sizeof *arts);
+		size_t n = 0;
+
+		if (arts == NULL || (g = calloc(b->m.nartifacts + 1, sizeof *g)) == NULL) {
+			free(arts);
+			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+		}
+		for (i = 0; i < b->m.nartifacts; i++)
+			if (mc__torch_type_rank(b->m.artifacts[i].type) >= 0)
+				arts[n++] = &b->m.artifacts[i];
+		qsort(arts, n, sizeof *arts, art_rank_cmp);
+		for (i = 0; i < n; i++) {
+			if (ng == 0 || strcmp(g[ng - 1].type, arts[i]->type) != 0) {
+				g[ng].type = arts[i]->type;
+				if ((g[ng].ents = calloc(n + 1, sizeof *g[ng].ents)) == NULL) {
+					free(arts);
+					goto nomem;
+				}
+				ng++;
+			}
+			g[ng - 1].ents[g[ng - 1].n].key = arts[i]->key;
+			g[ng - 1].ents[g[ng - 1].n++].object = arts[i]->object;
+		}
+		free(arts);
+		*gout = g;
+		*ngout = ng;
+		return MC_OK;
+	}
+nomem:
+	for (i = 0; i < ng; i++)
+		free(g[i].ents);
+	free(g);
+	return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+}
+
+static void
+remove_parts(struct parts *p, size_t nobjects)
+{
+	char name[32];
+	size_t i;
+
+	for (i = 0; i < nobjects; i++)
+		if (p->need[i]) {
+			snprintf(name, sizeof name, "%zu", i);
+			unlinkat(p->dfd, name, 0);
+		}
+}
+
+int
+mc_bundle_export_torch(mc_bundle *b, const char *out_path)
+{
+	struct parts p;
+	struct crcout o;
+	struct xgroup *g = NULL;
+	size_t ng = 0, i, j;
+	char *dirpath = NULL, *tmp = NULL;
+	unsigned char head[4];
+	int rc;
+
+	if (b == NULL || out_path == NULL)
+		return MC_ERR_INVALID;
+	memset(&p, 0, sizeof p);
+	p.dfd = -1;
+	p.fd = -1;
+	o.fd = -1;
+	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = export_layout(b, &g, &ng)) != MC_OK)
+		return rc;
+	if (ng == 0) {
+		rc = mc__err(b->ctx, MC_ERR_INVALID, "%s: no torch artifacts to export", b->path);
+		goto out;
+	}
+	if ((p.need = calloc(b->m.nobjects + 1, 1)) == NULL ||
+	    (dirpath = malloc(strlen(out_path) + 16)) == NULL) {
+		rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < ng; i++)
+		for (j = 0; j < g[i].n; j++)
+			p.need[g[i].ents[j].object] = 1;
+	/* Contents arrive in hash order but are written in blob order: park them on disk
+	 * beside the output, so memory stays bounded. */
+	sprintf(dirpath, "%s.mcXXXXXX", out_path);
+	if (mkdtemp(dirpath) == NULL) {
+		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot create a temp folder beside", out_path);
+		free(dirpath);
+		dirpath = NULL;
+		goto out;
+	}
+	p.ctx = b->ctx;
+	p.dirpath = dirpath;
+	if ((p.dfd = open(dirpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot open", dirpath);
+		goto out;
+	}
+	/* Empty contents stream no bytes; their parts are made here. */
+	for (i = 0; i < b->m.nobjects; i++)
+		if (p.need[i] && b->m.objects[i].size == 0 &&
+		    (rc = parts_sink(&p, i, (const unsigned char *)"", 0)) != MC_OK)
+			goto out;
+	if ((rc = mc__bundle_stream(b, parts_sink, &p)) != MC_OK)
+		goto out;
+	if (p.fd >= 0) {
+		close(p.fd);
+		p.fd = -1;
+	}
+	o.ctx = b->ctx;
+	o.path = out_path;
+	o.crc = 0;
+	if ((o.fd = mc__open_temp_beside(b->ctx, out_path, &tmp, 0644)) < 0) {
+		rc = MC_ERR_IO;
+		goto out;
+	}
+	memset(head, 0, sizeof head);
+	if (mc__write_all(o.fd, head, 4) != 0) {
+		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write", out_path);
+		goto out;
+	}
+	rc = out_u64(&o, 1);
+	for (i = 0; rc == MC_OK && i < ng; i++) {
+		rc = out_str(&o, g[i].type);
+		if (rc == MC_OK)
+			rc = out_u64(&o, g[i].n);
+		for (j = 0; rc == MC_OK && j < g[i].n; j++) {
+			size_t obj = g[i].ents[j].object;
+			if ((rc = out_str(&o, g[i].ents[j].key)) == MC_OK)
+				rc = out_part(&o, &p, obj, b->m.objects[obj].size);
+		}
+	}
+	if (rc == MC_OK) {
+		head[0] = (unsigned char)(o.crc >> 24);
+		head[1] = (unsigned char)(o.crc >> 16);
+		head[2] = (unsigned char)(o.crc >> 8);
+		head[3] = (unsigned char)o.crc;
+		if (pwrite(o.fd, head, 4, 0) != 4 || fsync(o.fd) != 0)
+			rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write", out_path);
+	}
+	if (close(o.fd) != 0 && rc == MC_OK)
+		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write", out_path);
+	o.fd = -1;
+	if (rc == MC_OK && rename(tmp, out_path) != 0)
+		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot rename into place", out_path);
+out:
+	if (o.fd >= 0)
+		close(o.fd);
+	if (tmp != NULL) {
+		if (rc != MC_OK)
+			unlink(tmp);
+		free(tmp);
+	}
+	if (p.fd >= 0)
+		close(p.fd);
+	if (p.dfd >= 0) {
+		remove_parts(&p, b->m.nobjects);
+		close(p.dfd);
+	}
+	if (dirpath != NULL) {
+		rmdir(dirpath);
+		free(dirpath);
+	}
+	free(p.need);
+	for (i = 0; i < ng; i++)
+		free(g[i].ents);
+	free(g);
+	return rc;
+}
+
+/* ---- adding a signature ---- */
+
+struct resign {
+	mc_bundle *b;
+	mc_emit *e;
+	size_t cur;
+	int started;
+};
+
+static int
+resign_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
+{
+	struct resign *r = ud;
+	char name[128];
+	int rc;
+
+	/* Objects are emitted in the same order; start each member at its first byte. */
+	while (!r->started || r->cur != obj) {
+		size_t next = r->started ? r->cur + 1 : 0;
+		snprintf(name, sizeof name, "%s%s", MC_MEMBER_OBJ_PREFIX, r->b->m.objects[next].hash_hex);
+		if ((rc = mc__emit_member(r->e, name, r->b->m.objects[next].size)) != MC_OK)
+			return rc;
+		r->cur = next;
+		r->started = 1;
+	}
+	return n > 0 ? mc__emit_data(r->e, buf, n) : MC_OK;
+}
+
+int
+mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk, const char *out_path)
+{
+	struct resign r;
+	struct mc_sig sig;
+	char **texts = NULL, tc[128];
+	size_t *lens = NULL, n = 0, i;
+	char (*ids)[17] = NULL;
+	char *mine = NULL;
+	size_t minelen = 0;
+	int rc, level;
+
+	if (b == NULL || sk == NULL || out_path == NULL)
+		return MC_ERR_INVALID;
+	snprintf(tc, sizeof tc, "timestamp:%lld\tfile:manifest.json\thashed", (long long)b->m.created);
+	if ((rc = mc__sig_make(b->ctx, sk, b->mbytes, b->mlen, tc, &sig)) != MC_OK)
+		return rc;
+	mine = mc__sig_render(&sig, &minelen);
+	texts = calloc(b->nsigs + 1, sizeof *texts);
+	lens = calloc(b->nsigs + 1, sizeof *lens);
+	ids = calloc(b->nsigs + 1, sizeof *ids);
+	if (mine == NULL || texts == NULL || lens == NULL || ids == NULL) {
+		rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	/* The existing signatures in key-id order, with this key's replaced or inserted. */
+	for (i = 0; i <= b->nsigs; i++) {
+		int here = i == b->nsigs || strcmp(b->sigs[i].sig.id, sig.id) >= 0;
+		if (here && mine != NULL) {
+			texts[n] = mine;
+			lens[n] = minelen;
+			memcpy(ids[n++], sig.id, 17);
+			mine = NULL;
+			if (i < b->nsigs && strcmp(b->sigs[i].sig.id, sig.id) == 0)
+				continue;
+		}
+		if (i < b->nsigs) {
+			texts[n] = b->sigs[i].text;
+			lens[n] = b->sigs[i].len;
+			memcpy(ids[n++], b->sigs[i].sig.id, 17);
+		}
+	}
+	level = mc__zin_compressed(b->z) ? 3 : 0;
+	memset(&r, 0, sizeof r);
+	r.b = b;
+	if ((rc = mc__emit_open(b->ctx, out_path, level, &r.e)) != MC_OK)
+		goto out;
+	if ((rc = mc__emit_head(r.e, (const char *)b->mbytes, b->mlen, texts, lens,
+				(const char (*)[17])ids, n)) == MC_OK)
+		rc = mc__bundle_stream(b, resign_sink, &r);
+	/* Objects with no bytes never reached the sink. */
+	while (rc == MC_OK && (r.started ? r.cur + 1 : 0) < b->m.nobjects)
+		rc = resign_sink(&r, r.started ? r.cur + 1 : 0, NULL, 0);
+	if (rc == MC_OK)
+		rc = mc__emit_finish(r.e);
+	else
+		mc__emit_abort(r.e);
+out:
+	for (i = 0; i < n; i++)
+		if (texts[i] != NULL) {
+			size_t k;
+			int borrowed = 0;
+			for (k = 0; k < b->nsigs; k++)
+				if (texts[i] == b->sigs[k].text)
+					borrowed = 1;
+			if (!borrowed)
+				free(texts[i]);
+		}
+	free(mine);
+	free(texts);
+	free(lens);
+	free(ids);
+	mc__sig_clear(&sig);
+	return rc;
+}

@@ -1,0 +1,119 @@
+/*
+ * fileio.c - small POSIX file helpers: full reads and writes, temp files beside a target.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "mc_private.h"
+
+int
+mc__write_all(int fd, const void *buf, size_t n)
+{
+	const unsigned char *p = buf;
+
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int
+mc__read_full(int fd, void *buf, size_t n)
+{
+	unsigned char *p = buf;
+
+	while (n > 0) {
+		ssize_t r = read(fd, p, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0) {
+			errno = 0;
+			return -1;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+int
+mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode)
+{
+	size_t n = strlen(path) + 32;
+	char *tmp = malloc(n);
+	int fd, tries;
+
+	*tmp_out = NULL;
+	if (tmp == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	for (tries = 0; tries < 16; tries++) {
+		snprintf(tmp, n, "%s.%08x.tmp", path, randombytes_random());
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd >= 0) {
+			*tmp_out = tmp;
+			return fd;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	mc__errno(ctx, MC_ERR_IO, "cannot create a temporary file", path);
+	free(tmp);
+	return -1;
+}
+
+int
+mc__read_small_file(mc_ctx *ctx, const char *path, size_t max, char **buf, size_t *len)
+{
+	struct stat st;
+	char *b;
+	int fd;
+
+	*buf = NULL;
+	*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return mc__err(ctx, MC_ERR_IO, "%s: not a regular file", path);
+	}
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		return mc__err(ctx, MC_ERR_KEYFILE, "%s: file too large (%lld bytes, at most %zu)", path,
+			       (long long)st.st_size, max);
+	}
+	b = malloc((size_t)st.st_size + 1);
+	if (b == NULL) {
+		close(fd);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	if (mc__read_full(fd, b, (size_t)st.st_size) != 0) {
+		int rc = mc__errno(ctx, MC_ERR_IO, "cannot read", path);
+		close(fd);
+		free(b);
+		return rc;
+	}
+	close(fd);
+	b[st.st_size] = '\0';
+	*buf = b;
+	*len = (size_t)st.st_size;
+	return MC_OK;
+}

@@ -1,0 +1,225 @@
+/*
+ * handlers_torch.c - the built-in artifact types of torch 2.11's compile caches and
+ * the default root of their tier, as design/TORCH_CACHES.md measured them.
+ */
+#include "config.h"
+
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mc_private.h"
+
+static int
+all_in(const char *s, size_t n, const char *set)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] == '\0' || strchr(set, s[i]) == NULL)
+			return 0;
+	return 1;
+}
+
+#define B32 "abcdefghijklmnopqrstuvwxyz234567"
+#define HEX "0123456789abcdef"
+
+static int
+why(char *buf, size_t len, const char *text)
+{
+	snprintf(buf, len, "%s", text);
+	return MC_ERR_BAD_KEY;
+}
+
+/* torch's FX-graph and AOTAutograd keys: a prefix letter and 51 base32 characters. */
+static int
+check_graph_key(const char *key, char prefix, char *w, size_t wl)
+{
+	if (strlen(key) != 52 || key[0] != prefix || !all_in(key + 1, 51, B32)) {
+		char msg[64];
+		snprintf(msg, sizeof msg, "expected '%c' and 51 characters of [a-z2-7]", prefix);
+		return why(w, wl, msg);
+	}
+	return MC_OK;
+}
+
+static int
+inductor_check(void *ud, const char *key, char *w, size_t wl)
+{
+	return check_graph_key(key, 'f', w, wl);
+}
+
+static int
+aot_check(void *ud, const char *key, char *w, size_t wl)
+{
+	return check_graph_key(key, 'a', w, wl);
+}
+
+static int
+inductor_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
+{
+	char h[52];
+	int n;
+
+	mc__torch_b32_51(sha256, h);
+	n = snprintf(buf, len, "fxgraph/%.2s/%s/%s", key + 1, key, h);
+	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
+}
+
+static int
+aot_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
+{
+	char h[52];
+	int n;
+
+	mc__torch_b32_51(sha256, h);
+	n = snprintf(buf, len, "aotautograd/%s/%s", key, h);
+	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
+}
+
+/* "<2 chars>/<64 hex>.best_config": the folder of the generated kernel, then the hash. */
+static int
+autotune_check(void *ud, const char *key, char *w, size_t wl)
+{
+	if (strlen(key) != 2 + 1 + 64 + 12 || !all_in(key, 2, "abcdefghijklmnopqrstuvwxyz0123456789") ||
+	    key[2] != '/' || !all_in(key + 3, 64, HEX) || strcmp(key + 67, ".best_config") != 0)
+		return why(w, wl, "expected <2 of [a-z0-9]>/<64 hex>.best_config");
+	return MC_OK;
+}
+
+static int
+autotune_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s", key);
+	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
+}
+
+/* "<job_id>:<rank>:<tag>". torch makes a file name of it by replacing each of
+ * < > : " / \ | ? * with '_'; printable ASCII keeps that name safe. */
+#define PGO_KEY_MAX 200
+
+static int
+pgo_check(void *ud, const char *key, char *w, size_t wl)
+{
+	size_t n = strlen(key), i;
+
+	if (n == 0 || n > PGO_KEY_MAX)
+		return why(w, wl, "expected 1-200 characters");
+	for (i = 0; i < n; i++)
+		if ((unsigned char)key[i] < 0x20 || (unsigned char)key[i] > 0x7e)
+			return why(w, wl, "expected printable ASCII only");
+	return MC_OK;
+}
+
+static int
+pgo_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
+{
+	char name[PGO_KEY_MAX + 1];
+	size_t i, n = strlen(key);
+	int r;
+
+	if (n > PGO_KEY_MAX)
+		return MC_ERR_INVALID;
+	for (i = 0; i < n; i++)
+		name[i] = strchr("<>:\"/\\|?*", key[i]) != NULL ? '_' : key[i];
+	name[n] = '\0';
+	r = snprintf(buf, len, "dynamo/code_state_%s.pkl", name);
+	return r > 0 && (size_t)r < len ? MC_OK : MC_ERR_INVALID;
+}
+
+static int
+precompile_check(void *ud, const char *key, char *w, size_t wl)
+{
+	if (strlen(key) != 64 || !all_in(key, 64, HEX))
+		return why(w, wl, "expected 64 lower-case hex digits");
+	return MC_OK;
+}
+
+static int
+precompile_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "dynamo/%s/entry", key);
+	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
+}
+
+int
+mc__register_torch_types(mc_ctx *ctx)
+{
+	int rc;
+
+	if ((rc = mc_ctx_register_type(ctx, "inductor", "inductor", MC_TYPE_WANTS_SHA256,
+				       inductor_check, inductor_dest, NULL)) != MC_OK ||
+	    (rc = mc_ctx_register_type(ctx, "aot_autograd", "inductor", MC_TYPE_WANTS_SHA256,
+				       aot_check, aot_dest, NULL)) != MC_OK ||
+	    (rc = mc_ctx_register_type(ctx, "autotune", "inductor", 0, autotune_check,
+				       autotune_dest, NULL)) != MC_OK ||
+	    (rc = mc_ctx_register_type(ctx, "pgo", "inductor", 0, pgo_check, pgo_dest, NULL)) != MC_OK ||
+	    (rc = mc_ctx_register_type(ctx, "precompile", "inductor", 0, precompile_check,
+				       precompile_dest, NULL)) != MC_OK)
+		return rc;
+	return MC_OK;
+}
+
+int
+mc__torch_type_rank(const char *type)
+{
+	static const char *const order[] = {"inductor", "autotune", "aot_autograd", "pgo",
+					    "precompile"};
+	size_t i;
+
+	for (i = 0; i < sizeof order / sizeof order[0]; i++)
+		if (strcmp(order[i], type) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* getpass.getuser(): the first non-empty of these variables, else the password entry. */
+static const char *
+torch_user(void)
+{
+	static const char *const vars[] = {"LOGNAME", "USER", "LNAME", "USERNAME"};
+	struct passwd *pw;
+	size_t i;
+
+	for (i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		const char *v = getenv(vars[i]);
+		if (v != NULL && v[0] != '\0')
+			return v;
+	}
+	pw = getpwuid(getuid());
+	return pw != NULL ? pw->pw_name : NULL;
+}
+
+int
+mc__torch_default_root(mc_ctx *ctx, char **out)
+{
+	const char *env = getenv("TORCHINDUCTOR_CACHE_DIR");
+	const char *tmp, *user;
+	char *p;
+	size_t n, i, base;
+
+	*out = NULL;
+	if (env != NULL && env[0] != '\0') {
+		if ((*out = mc__strdup(env)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		return MC_OK;
+	}
+	tmp = getenv("TMPDIR");
+	if (tmp == NULL || tmp[0] == '\0')
+		tmp = "/tmp";
+	if ((user = torch_user()) == NULL)
+		return mc__err(ctx, MC_ERR_INVALID, "cannot tell the user name for the default "
+			       "inductor cache dir; set TORCHINDUCTOR_CACHE_DIR");
+	n = strlen(tmp) + strlen("/torchinductor_") + strlen(user) + 1;
+	if ((p = malloc(n)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	snprintf(p, n, "%s/torchinductor_", tmp);
+	base = strlen(p);
+	for (i = 0; user[i]; i++)
+		p[base + i] = strchr("\\/:*?\"<>|", user[i]) != NULL ? '_' : user[i];
+	p[base + i] = '\0';
+	*out = p;
+	return MC_OK;
+}

@@ -1,0 +1,271 @@
+/*
+ * mc_private.h - declarations shared by the files of libmegacache; not installed.
+ */
+#ifndef MC_PRIVATE_H
+#define MC_PRIVATE_H
+
+#ifndef MC_BUILDING_LIBRARY
+#error "mc_private.h is internal to libmegacache"
+#endif
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "megacache.h"
+
+#define MC_HIDDEN __attribute__((visibility("hidden")))
+
+#define MC_HASH_BYTES 32     /* BLAKE2b-256 object hash */
+#define MC_HASH_HEX 65       /* with NUL */
+#define MC_KEYID_BYTES 8
+#define MC_ERRBUF 1024
+#define MC_PATH_MAX 4096
+#define MC_KEY_MAX 1024      /* artifact key, bytes */
+#define MC_TYPE_MAX 32
+#define MC_IO_CHUNK (256 * 1024)
+
+/* ---- context ---- */
+
+struct mc_type {
+	char name[MC_TYPE_MAX + 1];
+	char *tier;
+	unsigned flags;
+	mc_key_check_fn key_check;
+	mc_dest_path_fn dest_path;
+	void *ud;
+};
+
+struct mc_tier {
+	char *name;
+	char *root; /* NULL until set or resolved */
+};
+
+struct mc_ctx {
+	char err[MC_ERRBUF];
+	struct mc_type *types;
+	size_t ntypes;
+	struct mc_tier *tiers;
+	size_t ntiers;
+	mc_progress_fn progress;
+	void *progress_ud;
+	uint64_t max_manifest;
+	uint64_t max_artifacts;
+	uint64_t max_artifact_bytes;
+	uint64_t max_total_bytes;
+};
+
+MC_HIDDEN int mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+MC_HIDDEN int mc__errno(mc_ctx *ctx, int code, const char *what, const char *path);
+MC_HIDDEN const struct mc_type *mc__find_type(const mc_ctx *ctx, const char *type);
+MC_HIDDEN void mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total);
+MC_HIDDEN int mc__crypto_init(mc_ctx *ctx);
+MC_HIDDEN int mc__register_torch_types(mc_ctx *ctx);
+MC_HIDDEN int mc__torch_default_root(mc_ctx *ctx, char **out);
+/* Checks key with the type's handler and computes its destination. */
+MC_HIDDEN int mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key,
+			   const unsigned char *sha256, char *buf, size_t buflen);
+
+/* ---- encodings (encode.c) ---- */
+
+MC_HIDDEN void mc__hex(const unsigned char *in, size_t n, char *out);
+MC_HIDDEN int mc__unhex(const char *in, unsigned char *out, size_t n);
+MC_HIDDEN int mc__is_lower_hex(const char *s, size_t n);
+/* torch's H(): lower-case RFC 4648 base32 of in, first 51 characters. out: 52 bytes. */
+MC_HIDDEN void mc__torch_b32_51(const unsigned char sha256[32], char out[52]);
+MC_HIDDEN uint32_t mc__crc32(uint32_t crc, const void *buf, size_t n);
+MC_HIDDEN int mc__utf8_valid(const unsigned char *s, size_t n);
+MC_HIDDEN uint64_t mc__be64(const unsigned char *p);
+MC_HIDDEN void mc__put_be64(unsigned char *p, uint64_t v);
+MC_HIDDEN uint64_t mc__le64(const unsigned char *p);
+MC_HIDDEN void mc__put_le64(unsigned char *p, uint64_t v);
+MC_HIDDEN char *mc__strdup(const char *s);
+/* base64 (standard alphabet, padded); decode is strict: canonical input only. */
+MC_HIDDEN char *mc__b64_encode(const unsigned char *in, size_t n);
+MC_HIDDEN int mc__b64_decode(const char *in, size_t inlen, unsigned char *out, size_t outmax,
+			     size_t *outlen);
+
+/* ---- file helpers (fileio.c) ---- */
+
+MC_HIDDEN int mc__write_all(int fd, const void *buf, size_t n);
+/* Reads exactly n bytes; returns 0, or -1 with errno (EIO-like short read: errno 0). */
+MC_HIDDEN int mc__read_full(int fd, void *buf, size_t n);
+/* Opens a temp file beside path (same folder). Returns fd, and the temp name. */
+MC_HIDDEN int mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode);
+MC_HIDDEN int mc__read_small_file(mc_ctx *ctx, const char *path, size_t max, char **buf,
+				  size_t *len);
+
+/* ---- minisign formats (minisign.c) ---- */
+
+struct mc_pubkey {
+	unsigned char keynum[MC_KEYID_BYTES];
+	unsigned char pk[32];
+	char id[17];
+};
+
+struct mc_seckey {
+	unsigned char keynum[MC_KEYID_BYTES];
+	unsigned char *sk; /* 64 bytes, sodium_malloc'd */
+	char id[17];
+};
+
+/* A parsed minisign signature. */
+struct mc_sig {
+	unsigned char keynum[MC_KEYID_BYTES];
+	unsigned char sig[64];
+	char *trusted_comment; /* without prefix and newline */
+	unsigned char global_sig[64];
+	char id[17];
+};
+
+MC_HIDDEN void mc__keyid_str(const unsigned char keynum[8], char out[17]);
+/* Signs msg (prehashed, "ED") with a trusted comment; fills sig. */
+MC_HIDDEN int mc__sig_make(mc_ctx *ctx, const mc_seckey *sk, const unsigned char *msg, size_t n,
+			   const char *trusted_comment, struct mc_sig *sig);
+/* Renders the canonical signature file text (malloc'd). */
+MC_HIDDEN char *mc__sig_render(const struct mc_sig *sig, size_t *len);
+/* Parses signature file text. strict: the bytes must be the canonical rendering. */
+MC_HIDDEN int mc__sig_parse(mc_ctx *ctx, const char *text, size_t len, int strict,
+			    struct mc_sig *sig);
+MC_HIDDEN void mc__sig_clear(struct mc_sig *sig);
+/* 0 if sig verifies msg under pk (both signature and trusted-comment signature). */
+MC_HIDDEN int mc__sig_verify(const struct mc_sig *sig, const mc_pubkey *pk,
+			     const unsigned char *msg, size_t n);
+
+/* ---- zstd framing (zstream.c) ---- */
+
+typedef struct mc_zout mc_zout;
+typedef struct mc_zin mc_zin;
+
+/* Output stream to fd: zstd at level (1..19) or plain (level 0). */
+MC_HIDDEN int mc__zout_new(mc_ctx *ctx, int fd, int level, mc_zout **out);
+MC_HIDDEN int mc__zout_write(mc_zout *z, const void *buf, size_t n);
+MC_HIDDEN int mc__zout_finish(mc_zout *z);
+MC_HIDDEN void mc__zout_free(mc_zout *z);
+
+/* Input stream from fd; detects zstd or plain tar from the first bytes. */
+MC_HIDDEN int mc__zin_new(mc_ctx *ctx, int fd, const char *path, mc_zin **out);
+/* Reads exactly n decompressed bytes; MC_ERR_MALFORMED on truncation. */
+MC_HIDDEN int mc__zin_read(mc_zin *z, void *buf, size_t n);
+/* MC_OK when the stream is at its canonical end: frame complete, no byte after it. */
+MC_HIDDEN int mc__zin_expect_end(mc_zin *z);
+MC_HIDDEN int mc__zin_compressed(const mc_zin *z);
+MC_HIDDEN void mc__zin_free(mc_zin *z);
+/* zstd frame header bytes the writer produces and the reader requires. */
+#define MC_ZSTD_HEADER_LEN 6
+extern MC_HIDDEN const unsigned char mc__zstd_header[MC_ZSTD_HEADER_LEN];
+
+/* ---- canonical tar headers (tarfmt.c) ---- */
+
+#define MC_TAR_BLOCK 512
+MC_HIDDEN int mc__tar_header_render(const char *name, uint64_t size, unsigned char hdr[512]);
+/* Parses a header strictly: it must equal the rendering of the name and size it holds.
+ * name: buffer of at least 101 bytes. Returns MC_OK, 1 for an all-zero block, or an
+ * error (message set on ctx). */
+MC_HIDDEN int mc__tar_header_parse(mc_ctx *ctx, const unsigned char hdr[512], char *name,
+				   uint64_t *size);
+
+/* ---- manifest (manifest.c) ---- */
+
+struct mc_label {
+	char *key;
+	char *value;
+};
+
+struct mc_martifact {
+	char *type;
+	char *key;
+	uint64_t size;
+	unsigned char hash[MC_HASH_BYTES];
+	char hash_hex[MC_HASH_HEX];
+	int has_sha256;
+	unsigned char sha256[32];
+	size_t object;  /* index into objects */
+	int selected;   /* load: chosen by type filter */
+	char *dest;     /* load: path relative to tier root */
+	const struct mc_type *handler;
+};
+
+struct mc_mentry { /* one entry of a torch blob group */
+	char *key;
+	size_t object;
+};
+
+struct mc_mgroup {
+	char *type;
+	struct mc_mentry *entries;
+	size_t nentries;
+};
+
+struct mc_mobject {
+	unsigned char hash[MC_HASH_BYTES];
+	char hash_hex[MC_HASH_HEX];
+	uint64_t size;
+};
+
+struct mc_manifest {
+	int64_t created;
+	uint64_t bundle_version;
+	int64_t expires;
+	struct mc_label *labels;
+	size_t nlabels;
+	struct mc_martifact *artifacts;
+	size_t nartifacts;
+	int has_torch_blob;
+	struct mc_mgroup *groups;
+	size_t ngroups;
+	struct mc_mobject *objects; /* sorted by hash, unique */
+	size_t nobjects;
+};
+
+MC_HIDDEN void mc__manifest_free(struct mc_manifest *m);
+/* Parses and validates manifest bytes (structure, types, ranges, order, objects). */
+MC_HIDDEN int mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len,
+				 struct mc_manifest *m);
+/* Serialises m (artifacts sorted, objects derived) to JSON bytes (malloc'd). */
+MC_HIDDEN int mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out,
+				  size_t *outlen);
+MC_HIDDEN int mc__label_key_ok(const char *k);
+MC_HIDDEN int mc__label_value_ok(const char *v);
+
+/* ---- bundle member names ---- */
+
+#define MC_MEMBER_MANIFEST "manifest.json"
+#define MC_MEMBER_SIG_PREFIX "signatures/"
+#define MC_MEMBER_SIG_SUFFIX ".minisig"
+#define MC_MEMBER_OBJ_PREFIX "objects/"
+
+/* ---- torch blob (torchblob.c) ---- */
+
+struct mc_tb_item {
+	char *type;
+	char *key;
+	uint64_t offset; /* of content within the blob file */
+	uint64_t size;
+	size_t group;
+};
+
+struct mc_tb {
+	struct mc_tb_item *items;
+	size_t nitems;
+	char **gtypes; /* type of each group, in order */
+	size_t ngroups;
+};
+
+MC_HIDDEN int mc__torch_blob_parse(mc_ctx *ctx, const char *path, struct mc_tb *tb);
+MC_HIDDEN void mc__torch_blob_free(struct mc_tb *tb);
+/* The order in which export emits groups when the bundle has no blob layout. */
+MC_HIDDEN int mc__torch_type_rank(const char *type);
+
+/* ---- writer internals shared with scan.c ---- */
+
+MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *key,
+				   const char *path, uint64_t offset, uint64_t size,
+				   size_t *object_out);
+MC_HIDDEN mc_ctx *mc__writer_ctx(mc_writer *w);
+/* Counts a source that added n artifacts (a bundle of one torch blob keeps its layout). */
+MC_HIDDEN void mc__writer_note_source(mc_writer *w, size_t n);
+
+#endif /* MC_PRIVATE_H */

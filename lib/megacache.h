@@ -1,0 +1,283 @@
+/*
+ * megacache.h - the public interface of libmegacache: record typed compile-cache
+ * artifacts into one signed, compressed bundle, and verify and install them again.
+ *
+ * Conventions (every function follows them):
+ *  - Fallible calls return an int status: MC_OK (0) or a negative MC_ERR_* code.
+ *    The error text of the last failure is on the context: mc_ctx_error().
+ *  - Handles are opaque and come in _new/_free (or _open/_free) pairs; every _free
+ *    accepts NULL.
+ *  - Strings returned by the library are owned by the handle they came from and stay
+ *    valid until that handle is freed, unless a comment says otherwise. Callers never
+ *    free() library memory.
+ *  - The library never prints and never exits. It reads the environment only to resolve
+ *    default tier roots (documented at mc_ctx_tier_root()).
+ *  - A context and everything made from it must be used from one thread at a time.
+ *    Separate contexts are independent.
+ */
+#ifndef MEGACACHE_H
+#define MEGACACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(MC_BUILDING_LIBRARY) && defined(MC_HAVE_VISIBILITY)
+#define MC_API __attribute__((visibility("default")))
+#else
+#define MC_API
+#endif
+
+#if defined(__GNUC__)
+#define MC_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define MC_MUST_CHECK
+#endif
+
+#define MC_VERSION_STRING "0.1.0"
+/* The bundle format version this library writes and reads (format/SPEC.md). */
+#define MC_FORMAT_VERSION 1
+
+/* Status codes. Append only: values never change meaning. */
+enum {
+	MC_OK = 0,
+	MC_ERR_NOMEM = -1,         /* out of memory */
+	MC_ERR_INVALID = -2,       /* bad argument or call order */
+	MC_ERR_IO = -3,            /* a system call on a file failed */
+	MC_ERR_NOT_BUNDLE = -4,    /* the file is not a megacache bundle at all */
+	MC_ERR_MALFORMED = -5,     /* bundle structure broken: truncated, not canonical */
+	MC_ERR_MANIFEST = -6,      /* the manifest is invalid */
+	MC_ERR_INTEGRITY = -7,     /* an object's hash or size does not match the manifest */
+	MC_ERR_NO_SIGNATURE = -8,  /* no signature by any trusted key */
+	MC_ERR_BAD_SIGNATURE = -9, /* a signature by a trusted key id does not verify */
+	MC_ERR_THRESHOLD = -10,    /* fewer valid trusted signatures than required */
+	MC_ERR_EXPIRED = -11,      /* the bundle's expiry time has passed */
+	MC_ERR_ROLLBACK = -12,     /* bundle version below the required minimum */
+	MC_ERR_LIMIT = -13,        /* a size or count cap was exceeded */
+	MC_ERR_UNKNOWN_TYPE = -14, /* an artifact type no handler is registered for */
+	MC_ERR_BAD_KEY = -15,      /* an artifact key its handler refuses */
+	MC_ERR_CONFLICT = -16,     /* two artifacts map to one destination */
+	MC_ERR_UNSAFE_DEST = -17,  /* a destination is a symlink or not a directory */
+	MC_ERR_KEYFILE = -18,      /* a key or signature file is malformed */
+	MC_ERR_PASSWORD = -19,     /* wrong password for an encrypted secret key */
+	MC_ERR_TORCH_FORMAT = -20, /* a torch cache blob is malformed */
+	MC_ERR_CRYPTO = -21,       /* the crypto library could not start */
+	MC_ERR_EXISTS = -22        /* an output file exists and overwriting was not asked */
+};
+
+/* A fixed English description of a status code. Never NULL; static storage. */
+MC_API const char *mc_strerror(int status);
+
+/* 1 when status means "this bundle must not be trusted" (signature, integrity,
+ * structure, policy), 0 for usage, system and resource errors. */
+MC_API int mc_status_is_verification_failure(int status);
+
+/* ------------------------------------------------------------------------- */
+/* Context: type registry, tier roots, limits, progress, error text.          */
+
+typedef struct mc_ctx mc_ctx;
+
+/* Creates a context with the built-in torch handlers registered. */
+MC_API MC_MUST_CHECK int mc_ctx_new(mc_ctx **out);
+MC_API void mc_ctx_free(mc_ctx *ctx);
+
+/* Text of the last error on this context ("" if none). Owned by ctx; valid until the
+ * next failing call on ctx or anything made from it. */
+MC_API const char *mc_ctx_error(const mc_ctx *ctx);
+
+/* Sets the root folder of a tier ("inductor", or a tier named by a registered type).
+ * The folder need not exist yet. */
+MC_API MC_MUST_CHECK int mc_ctx_set_tier_root(mc_ctx *ctx, const char *tier, const char *path);
+
+/* The root folder of a tier: the one set, else the default. The default of tier
+ * "inductor" is resolved as torch resolves it: $TORCHINDUCTOR_CACHE_DIR, else
+ * <tmp>/torchinductor_<user> with <tmp> = $TMPDIR or /tmp and <user> from $LOGNAME,
+ * $USER, $LNAME, $USERNAME or the password database, with each of \ / : * ? " < > |
+ * replaced by _. Other tiers have no default. *path is owned by ctx. */
+MC_API MC_MUST_CHECK int mc_ctx_tier_root(mc_ctx *ctx, const char *tier, const char **path);
+
+/* Handler callbacks of an artifact type.
+ * key_check: return MC_OK if key is valid for the type, else MC_ERR_BAD_KEY and write a
+ *   short reason into why (NUL-terminated, at most whylen bytes).
+ * dest_path: write the destination path relative to the tier root into buf (at most
+ *   buflen bytes with the NUL). sha256 is the SHA-256 of the content when the type was
+ *   registered with MC_TYPE_WANTS_SHA256, else NULL. Components are separated by '/';
+ *   the library refuses absolute paths, empty components, "." and "..". */
+typedef int (*mc_key_check_fn)(void *ud, const char *key, char *why, size_t whylen);
+typedef int (*mc_dest_path_fn)(void *ud, const char *key, const unsigned char *sha256,
+			       char *buf, size_t buflen);
+
+#define MC_TYPE_WANTS_SHA256 0x1u
+
+/* Registers an artifact type. The type name is 1..32 characters of [a-z0-9_]; a name
+ * may be registered once. ud is passed to the callbacks and is not owned. */
+MC_API MC_MUST_CHECK int mc_ctx_register_type(mc_ctx *ctx, const char *type, const char *tier,
+					      unsigned flags, mc_key_check_fn key_check,
+					      mc_dest_path_fn dest_path, void *ud);
+
+/* Progress of long operations: phase is a short word ("pack", "verify", "load"),
+ * done and total are bytes of artifact content. Called from the calling thread. */
+typedef void (*mc_progress_fn)(void *ud, const char *phase, uint64_t done, uint64_t total);
+MC_API void mc_ctx_set_progress(mc_ctx *ctx, mc_progress_fn fn, void *ud);
+
+/* Caps applied when reading bundles and torch blobs (defaults in format/SPEC.md). */
+enum {
+	MC_LIMIT_MANIFEST_BYTES = 1,
+	MC_LIMIT_ARTIFACTS = 2,
+	MC_LIMIT_ARTIFACT_BYTES = 3,
+	MC_LIMIT_TOTAL_BYTES = 4
+};
+MC_API MC_MUST_CHECK int mc_ctx_set_limit(mc_ctx *ctx, int which, uint64_t value);
+
+/* ------------------------------------------------------------------------- */
+/* Keys, in minisign's formats.                                               */
+
+typedef struct mc_pubkey mc_pubkey;
+typedef struct mc_seckey mc_seckey;
+
+/* Asks for the password of an encrypted secret key. Write at most buflen-1 bytes and
+ * a NUL into buf; return MC_OK, or an error to give up. */
+typedef int (*mc_password_fn)(void *ud, const char *prompt, char *buf, size_t buflen);
+
+/* Makes a new key pair. */
+MC_API MC_MUST_CHECK int mc_keygen(mc_ctx *ctx, mc_seckey **sk, mc_pubkey **pk);
+/* Writes a key pair: the public key to pub_path, the secret key to sec_path (mode
+ * 0600), encrypted with password unless password is NULL. Refuses to replace existing
+ * files unless overwrite is nonzero. */
+MC_API MC_MUST_CHECK int mc_keypair_save(mc_ctx *ctx, const mc_seckey *sk, const mc_pubkey *pk,
+					 const char *pub_path, const char *sec_path,
+					 const char *password, int overwrite);
+/* Reads a public key file, or a base64 public key string when the argument is one. */
+MC_API MC_MUST_CHECK int mc_pubkey_load(mc_ctx *ctx, const char *path_or_base64, mc_pubkey **out);
+/* Reads a secret key file; pw is called only when the key is encrypted. */
+MC_API MC_MUST_CHECK int mc_seckey_load(mc_ctx *ctx, const char *path, mc_password_fn pw,
+					void *pw_ud, mc_seckey **out);
+MC_API void mc_pubkey_free(mc_pubkey *pk);
+MC_API void mc_seckey_free(mc_seckey *sk);
+/* The key id as minisign prints it: 16 upper-case hex digits. Owned by the key. */
+MC_API const char *mc_pubkey_id(const mc_pubkey *pk);
+MC_API const char *mc_seckey_id(const mc_seckey *sk);
+
+/* ------------------------------------------------------------------------- */
+/* Writing bundles.                                                           */
+
+typedef struct mc_writer mc_writer;
+
+MC_API MC_MUST_CHECK int mc_writer_new(mc_ctx *ctx, mc_writer **out);
+MC_API void mc_writer_free(mc_writer *w);
+
+/* Records an artifact whose content is in memory; the bytes are copied. */
+MC_API MC_MUST_CHECK int mc_writer_add_memory(mc_writer *w, const char *type, const char *key,
+					      const void *data, size_t len);
+/* Records an artifact whose content is a file. The file is read twice (hashing now,
+ * copying at save) and never held in memory; a change in between fails the save. */
+MC_API MC_MUST_CHECK int mc_writer_add_file(mc_writer *w, const char *type, const char *key,
+					    const char *path);
+/* Records every artifact of a torch blob (torch.compiler.save_cache_artifacts()). */
+MC_API MC_MUST_CHECK int mc_writer_add_torch_blob(mc_writer *w, const char *path);
+
+/* What a cache-dir scan did with one file: recorded as an artifact, or skipped. */
+enum { MC_SCAN_RECORDED = 0, MC_SCAN_SKIPPED = 1 };
+typedef void (*mc_scan_fn)(void *ud, int what, const char *relpath, const char *type_or_reason);
+/* Scans a torch cache dir (an inductor root) and records the artifacts found in it.
+ * fn (may be NULL) is told about each file. */
+MC_API MC_MUST_CHECK int mc_writer_add_cache_dir(mc_writer *w, const char *dir, mc_scan_fn fn,
+						 void *ud);
+
+/* Bundle-level fields. Label keys are 1..64 characters of [A-Za-z0-9_.-]; values are
+ * UTF-8 without control characters, at most 1024 bytes. Setting a key again replaces it. */
+MC_API MC_MUST_CHECK int mc_writer_set_label(mc_writer *w, const char *key, const char *value);
+MC_API MC_MUST_CHECK int mc_writer_set_bundle_version(mc_writer *w, uint64_t version);
+/* Unix time after which readers refuse the bundle; 0 (the default) means never. */
+MC_API MC_MUST_CHECK int mc_writer_set_expires(mc_writer *w, int64_t unix_time);
+/* Creation time recorded in the manifest; default 0. Callers wanting reproducible
+ * bundles pass SOURCE_DATE_EPOCH here. */
+MC_API MC_MUST_CHECK int mc_writer_set_created(mc_writer *w, int64_t unix_time);
+/* zstd level 1..19, or 0 for an uncompressed tar. Default 3. */
+MC_API MC_MUST_CHECK int mc_writer_set_compression(mc_writer *w, int level);
+/* Signs the manifest with sk at save. May be called for several keys. sk is borrowed
+ * and must outlive the save. */
+MC_API MC_MUST_CHECK int mc_writer_add_signer(mc_writer *w, const mc_seckey *sk);
+/* Writes the bundle: to a temp file beside path, renamed over path when complete. */
+MC_API MC_MUST_CHECK int mc_writer_save(mc_writer *w, const char *path);
+/* Number of artifacts recorded and their total content bytes. */
+MC_API size_t mc_writer_artifact_count(const mc_writer *w);
+MC_API uint64_t mc_writer_total_bytes(const mc_writer *w);
+
+/* ------------------------------------------------------------------------- */
+/* Reading, verifying and loading bundles.                                    */
+
+typedef struct mc_bundle mc_bundle;
+
+/* Opens a bundle and reads its manifest and signatures (not its objects). The
+ * manifest is parsed and checked; nothing is trusted until mc_bundle_verify() or
+ * mc_bundle_load() succeeded. */
+MC_API MC_MUST_CHECK int mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle **out);
+MC_API void mc_bundle_free(mc_bundle *b);
+
+/* Trust policy. A signature counts when its key is trusted and it verifies; each
+ * trusted key counts once. Threshold defaults to 1. */
+MC_API MC_MUST_CHECK int mc_bundle_trust(mc_bundle *b, const mc_pubkey *pk);
+MC_API MC_MUST_CHECK int mc_bundle_set_threshold(mc_bundle *b, unsigned k);
+MC_API MC_MUST_CHECK int mc_bundle_set_min_version(mc_bundle *b, uint64_t min_version);
+/* The time used for the expiry check; default: the clock at the check. */
+MC_API MC_MUST_CHECK int mc_bundle_set_now(mc_bundle *b, int64_t unix_time);
+/* Skips signature and policy checks (integrity is always checked). */
+MC_API MC_MUST_CHECK int mc_bundle_set_insecure(mc_bundle *b, int insecure);
+
+/* Checks signatures and policy only (reads no object). */
+MC_API MC_MUST_CHECK int mc_bundle_check_signatures(mc_bundle *b);
+/* Checks signatures, policy, and every byte of the bundle; writes nothing. */
+MC_API MC_MUST_CHECK int mc_bundle_verify(mc_bundle *b);
+
+/* Manifest contents. Strings are owned by b. */
+MC_API int64_t mc_bundle_created(const mc_bundle *b);
+MC_API uint64_t mc_bundle_version(const mc_bundle *b);
+MC_API int64_t mc_bundle_expires(const mc_bundle *b);
+MC_API size_t mc_bundle_label_count(const mc_bundle *b);
+MC_API MC_MUST_CHECK int mc_bundle_label(const mc_bundle *b, size_t i, const char **key,
+					 const char **value);
+MC_API size_t mc_bundle_signature_count(const mc_bundle *b);
+/* Key id of signature i (16 hex digits). */
+MC_API const char *mc_bundle_signature_key_id(const mc_bundle *b, size_t i);
+MC_API size_t mc_bundle_artifact_count(const mc_bundle *b);
+/* hash is the BLAKE2b-256 of the content in lower-case hex. */
+MC_API MC_MUST_CHECK int mc_bundle_artifact(const mc_bundle *b, size_t i, const char **type,
+					    const char **key, uint64_t *size, const char **hash);
+
+/* Restricts mc_bundle_load() to a type; call once per type. No call: every type. */
+MC_API MC_MUST_CHECK int mc_bundle_select_type(mc_bundle *b, const char *type);
+
+/* What load did (or, in a dry run, would do) for one artifact. */
+enum {
+	MC_LOAD_INSTALLED = 0, /* written */
+	MC_LOAD_UNCHANGED = 1, /* an identical file was already there */
+	MC_LOAD_PLANNED = 2    /* dry run: would be written */
+};
+typedef void (*mc_artifact_fn)(void *ud, int what, const char *type, const char *key,
+			       const char *dest, uint64_t size);
+#define MC_LOAD_DRY_RUN 0x1u
+
+/* Verifies the bundle and installs the selected artifacts into their tiers. All or
+ * nothing: files are staged beside their destinations and renamed into place only
+ * after the whole bundle verified; on failure the staged files and the folders this
+ * call created are removed. fn (may be NULL) is told about each artifact. */
+MC_API MC_MUST_CHECK int mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud);
+
+/* Writes the bundle's artifacts as a torch blob (the format torch's
+ * load_cache_artifacts() reads). A bundle made from one torch blob gives that blob
+ * back byte for byte. Checks integrity; checks signatures unless set insecure. */
+MC_API MC_MUST_CHECK int mc_bundle_export_torch(mc_bundle *b, const char *out_path);
+
+/* Writes a copy of the bundle with one more signature, by sk, to out_path (which may
+ * be the bundle's own path). The bundle's integrity is checked while copying. */
+MC_API MC_MUST_CHECK int mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk,
+						 const char *out_path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEGACACHE_H */

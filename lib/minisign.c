@@ -1,0 +1,535 @@
+/*
+ * minisign.c - Ed25519 keys and signatures in minisign's file formats, so stock
+ * minisign verifies what megacache signs and minisign keys work with megacache.
+ * Fields are read and written through explicit little-endian helpers.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "mc_private.h"
+
+#define UNTRUSTED_PREFIX "untrusted comment: "
+#define TRUSTED_PREFIX "trusted comment: "
+#define SIG_COMMENT "signature from megacache secret key"
+#define TRUSTED_MAX 8192
+#define PK_BYTES 42        /* "Ed" keynum pk */
+#define SK_BYTES 158       /* "Ed" kdf chk salt ops mem keynum sk chk */
+#define SIG_BYTES 74       /* "ED" keynum sig */
+#define KEYNUM_SK_BYTES 104
+#define KEYFILE_MAX 4096
+
+void
+mc__keyid_str(const unsigned char keynum[8], char out[17])
+{
+	snprintf(out, 17, "%016llX", (unsigned long long)mc__le64(keynum));
+}
+
+const char *
+mc_pubkey_id(const mc_pubkey *pk)
+{
+	return pk == NULL ? "" : pk->id;
+}
+
+const char *
+mc_seckey_id(const mc_seckey *sk)
+{
+	return sk == NULL ? "" : sk->id;
+}
+
+void
+mc_pubkey_free(mc_pubkey *pk)
+{
+	free(pk);
+}
+
+void
+mc_seckey_free(mc_seckey *sk)
+{
+	if (sk == NULL)
+		return;
+	sodium_free(sk->sk);
+	sodium_memzero(sk, sizeof *sk);
+	free(sk);
+}
+
+static mc_seckey *
+seckey_alloc(void)
+{
+	mc_seckey *sk = calloc(1, sizeof *sk);
+
+	if (sk == NULL)
+		return NULL;
+	if ((sk->sk = sodium_malloc(64)) == NULL) {
+		free(sk);
+		return NULL;
+	}
+	return sk;
+}
+
+int
+mc_keygen(mc_ctx *ctx, mc_seckey **skp, mc_pubkey **pkp)
+{
+	mc_seckey *sk;
+	mc_pubkey *pk;
+
+	if (ctx == NULL || skp == NULL || pkp == NULL)
+		return MC_ERR_INVALID;
+	*skp = NULL;
+	*pkp = NULL;
+	sk = seckey_alloc();
+	pk = calloc(1, sizeof *pk);
+	if (sk == NULL || pk == NULL) {
+		mc_seckey_free(sk);
+		free(pk);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	crypto_sign_keypair(pk->pk, sk->sk);
+	randombytes_buf(sk->keynum, sizeof sk->keynum);
+	memcpy(pk->keynum, sk->keynum, sizeof pk->keynum);
+	mc__keyid_str(pk->keynum, pk->id);
+	memcpy(sk->id, pk->id, sizeof sk->id);
+	*skp = sk;
+	*pkp = pk;
+	return MC_OK;
+}
+
+/* BLAKE2b-256 over sig_alg || keynum || sk: minisign's secret key checksum. */
+static void
+sk_checksum(const unsigned char keynum[8], const unsigned char *sk, unsigned char out[32])
+{
+	crypto_generichash_state st;
+
+	crypto_generichash_init(&st, NULL, 0, 32);
+	crypto_generichash_update(&st, (const unsigned char *)"Ed", 2);
+	crypto_generichash_update(&st, keynum, 8);
+	crypto_generichash_update(&st, sk, 64);
+	crypto_generichash_final(&st, out, 32);
+}
+
+static int
+write_key_file(mc_ctx *ctx, const char *path, const char *comment, const unsigned char *bin,
+	       size_t n, int mode, int overwrite)
+{
+	char *b64 = mc__b64_encode(bin, n), *tmp = NULL;
+	int fd, rc = MC_OK;
+
+	if (b64 == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	if (!overwrite && access(path, F_OK) == 0) {
+		free(b64);
+		return mc__err(ctx, MC_ERR_EXISTS, "%s: file exists (not replaced)", path);
+	}
+	if ((fd = mc__open_temp_beside(ctx, path, &tmp, mode)) < 0) {
+		free(b64);
+		return MC_ERR_IO;
+	}
+	if (mc__write_all(fd, UNTRUSTED_PREFIX, strlen(UNTRUSTED_PREFIX)) != 0 ||
+	    mc__write_all(fd, comment, strlen(comment)) != 0 || mc__write_all(fd, "\n", 1) != 0 ||
+	    mc__write_all(fd, b64, strlen(b64)) != 0 || mc__write_all(fd, "\n", 1) != 0 ||
+	    fsync(fd) != 0)
+		rc = mc__errno(ctx, MC_ERR_IO, "cannot write", path);
+	if (close(fd) != 0 && rc == MC_OK)
+		rc = mc__errno(ctx, MC_ERR_IO, "cannot write", path);
+	if (rc == MC_OK) {
+		/* link() refuses to replace, so a racing writer cannot be overwritten. */
+		if (overwrite ? rename(tmp, path) != 0 : link(tmp, path) != 0)
+			rc = errno == EEXIST ? mc__err(ctx, MC_ERR_EXISTS, "%s: file exists (not replaced)", path)
+					     : mc__errno(ctx, MC_ERR_IO, "cannot create", path);
+	}
+	if (!(rc == MC_OK && overwrite))
+		unlink(tmp);
+	free(tmp);
+	sodium_memzero(b64, strlen(b64));
+	free(b64);
+	return rc;
+}
+
+int
+mc_keypair_save(mc_ctx *ctx, const mc_seckey *sk, const mc_pubkey *pk, const char *pub_path,
+		const char *sec_path, const char *password, int overwrite)
+{
+	unsigned char pkbin[PK_BYTES];
+	unsigned char *skbin;
+	char comment[64];
+	int rc;
+
+	if (ctx == NULL || sk == NULL || pk == NULL || pub_path == NULL || sec_path == NULL)
+		return MC_ERR_INVALID;
+	if ((skbin = sodium_malloc(SK_BYTES)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	memset(skbin, 0, SK_BYTES);
+	memcpy(skbin, "Ed", 2);
+	memcpy(skbin + 4, "B2", 2);
+	memcpy(skbin + 54, sk->keynum, 8);
+	memcpy(skbin + 62, sk->sk, 64);
+	sk_checksum(sk->keynum, sk->sk, skbin + 126);
+	if (password != NULL) {
+		unsigned char *stream = sodium_malloc(KEYNUM_SK_BYTES);
+		uint64_t ops = crypto_pwhash_scryptsalsa208sha256_OPSLIMIT_SENSITIVE;
+		uint64_t mem = crypto_pwhash_scryptsalsa208sha256_MEMLIMIT_SENSITIVE;
+		size_t i;
+
+		memcpy(skbin + 2, "Sc", 2);
+		randombytes_buf(skbin + 6, 32);
+		mc__put_le64(skbin + 38, ops);
+		mc__put_le64(skbin + 46, mem);
+		if (stream == NULL ||
+		    crypto_pwhash_scryptsalsa208sha256(stream, KEYNUM_SK_BYTES, password,
+						       strlen(password), skbin + 6, ops,
+						       (size_t)mem) != 0) {
+			sodium_free(stream);
+			sodium_free(skbin);
+			return mc__err(ctx, MC_ERR_NOMEM, "cannot derive a key from the password "
+				       "(not enough memory for scrypt)");
+		}
+		for (i = 0; i < KEYNUM_SK_BYTES; i++)
+			skbin[54 + i] ^= stream[i];
+		sodium_free(stream);
+	}
+	memcpy(pkbin, "Ed", 2);
+	memcpy(pkbin + 2, pk->keynum, 8);
+	memcpy(pkbin + 10, pk->pk, 32);
+	snprintf(comment, sizeof comment, "minisign public key %s", pk->id);
+	rc = write_key_file(ctx, sec_path, "minisign encrypted secret key", skbin, SK_BYTES, 0600,
+			    overwrite);
+	if (rc == MC_OK) {
+		rc = write_key_file(ctx, pub_path, comment, pkbin, PK_BYTES, 0644, overwrite);
+		if (rc != MC_OK)
+			unlink(sec_path);
+	}
+	sodium_free(skbin);
+	return rc;
+}
+
+/* Finds the base64 line of a key file: the line after the untrusted comment. */
+static int
+key_payload(mc_ctx *ctx, const char *what, const char *text, const char **b64, size_t *b64len)
+{
+	const char *p = text, *nl, *end;
+
+	if (strncmp(p, UNTRUSTED_PREFIX, strlen(UNTRUSTED_PREFIX)) != 0)
+		return mc__err(ctx, MC_ERR_KEYFILE, "%s: first line is not an untrusted comment", what);
+	if ((nl = strchr(p, '\n')) == NULL)
+		return mc__err(ctx, MC_ERR_KEYFILE, "%s: no key line", what);
+	p = nl + 1;
+	end = strchr(p, '\n');
+	if (end == NULL)
+		end = p + strlen(p);
+	if (end > p && end[-1] == '\r')
+		end--;
+	*b64 = p;
+	*b64len = (size_t)(end - p);
+	return MC_OK;
+}
+
+int
+mc_pubkey_load(mc_ctx *ctx, const char *arg, mc_pubkey **out)
+{
+	unsigned char bin[PK_BYTES + 8];
+	char *text = NULL;
+	const char *b64;
+	size_t b64len, n;
+	mc_pubkey *pk;
+	int rc;
+
+	if (ctx == NULL || arg == NULL || out == NULL)
+		return MC_ERR_INVALID;
+	*out = NULL;
+	if ((rc = mc__crypto_init(ctx)) != MC_OK)
+		return rc;
+	/* A bare base64 key (minisign's -P form) is 56 characters starting "RW". */
+	if (strlen(arg) == 56 && strncmp(arg, "RW", 2) == 0 && strchr(arg, '/') == NULL &&
+	    access(arg, F_OK) != 0) {
+		b64 = arg;
+		b64len = 56;
+	} else {
+		if ((rc = mc__read_small_file(ctx, arg, KEYFILE_MAX, &text, &n)) != MC_OK)
+			return rc;
+		if ((rc = key_payload(ctx, arg, text, &b64, &b64len)) != MC_OK) {
+			free(text);
+			return rc;
+		}
+	}
+	if (mc__b64_decode(b64, b64len, bin, sizeof bin, &n) != 0 || n != PK_BYTES ||
+	    memcmp(bin, "Ed", 2) != 0) {
+		free(text);
+		return mc__err(ctx, MC_ERR_KEYFILE, "%s: not a minisign Ed25519 public key", arg);
+	}
+	free(text);
+	if ((pk = calloc(1, sizeof *pk)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	memcpy(pk->keynum, bin + 2, 8);
+	memcpy(pk->pk, bin + 10, 32);
+	mc__keyid_str(pk->keynum, pk->id);
+	*out = pk;
+	return MC_OK;
+}
+
+int
+mc_seckey_load(mc_ctx *ctx, const char *path, mc_password_fn pw, void *pw_ud, mc_seckey **out)
+{
+	unsigned char *bin = NULL, chk[32];
+	char *text = NULL, *pass = NULL;
+	const char *b64;
+	size_t b64len, n;
+	mc_seckey *sk = NULL;
+	int rc = MC_OK;
+	static const unsigned char zero[32];
+
+	if (ctx == NULL || path == NULL || out == NULL)
+		return MC_ERR_INVALID;
+	*out = NULL;
+	if ((rc = mc__crypto_init(ctx)) != MC_OK)
+		return rc;
+	if ((rc = mc__read_small_file(ctx, path, KEYFILE_MAX, &text, &n)) != MC_OK)
+		return rc;
+	if ((rc = key_payload(ctx, path, text, &b64, &b64len)) != MC_OK)
+		goto done;
+	if ((bin = sodium_malloc(SK_BYTES + 8)) == NULL) {
+		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	if (mc__b64_decode(b64, b64len, bin, SK_BYTES + 8, &n) != 0 || n != SK_BYTES ||
+	    memcmp(bin, "Ed", 2) != 0 || memcmp(bin + 4, "B2", 2) != 0) {
+		rc = mc__err(ctx, MC_ERR_KEYFILE, "%s: not a minisign Ed25519 secret key", path);
+		goto done;
+	}
+	if (memcmp(bin + 2, "Sc", 2) == 0) {
+		unsigned char *stream;
+		uint64_t ops = mc__le64(bin + 38), mem = mc__le64(bin + 46);
+		char prompt[256];
+		size_t i;
+
+		if (pw == NULL) {
+			rc = mc__err(ctx, MC_ERR_PASSWORD, "%s: the key is encrypted and no password "
+				     "was given", path);
+			goto done;
+		}
+		if (ops > (1ull << 40) || mem > (8ull << 30)) {
+			rc = mc__err(ctx, MC_ERR_KEYFILE, "%s: scrypt parameters out of range", path);
+			goto done;
+		}
+		if ((pass = sodium_malloc(1024)) == NULL || (stream = sodium_malloc(KEYNUM_SK_BYTES)) == NULL) {
+			rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+			goto done;
+		}
+		snprintf(prompt, sizeof prompt, "Password for %s: ", path);
+		pass[0] = '\0';
+		if (pw(pw_ud, prompt, pass, 1024) != MC_OK) {
+			sodium_free(stream);
+			rc = mc__err(ctx, MC_ERR_PASSWORD, "%s: no password given", path);
+			goto done;
+		}
+		pass[1023] = '\0';
+		if (crypto_pwhash_scryptsalsa208sha256(stream, KEYNUM_SK_BYTES, pass, strlen(pass),
+						       bin + 6, ops, (size_t)mem) != 0) {
+			sodium_free(stream);
+			rc = mc__err(ctx, MC_ERR_NOMEM, "%s: not enough memory for scrypt", path);
+			goto done;
+		}
+		for (i = 0; i < KEYNUM_SK_BYTES; i++)
+			bin[54 + i] ^= stream[i];
+		sodium_free(stream);
+		sk_checksum(bin + 54, bin + 62, chk);
+		if (sodium_memcmp(chk, bin + 126, 32) != 0) {
+			rc = mc__err(ctx, MC_ERR_PASSWORD, "%s: wrong password", path);
+			goto done;
+		}
+	} else if (bin[2] == 0 && bin[3] == 0) {
+		/* Unencrypted (minisign -W writes a zero checksum). */
+		sk_checksum(bin + 54, bin + 62, chk);
+		if (sodium_memcmp(chk, bin + 126, 32) != 0 && sodium_memcmp(zero, bin + 126, 32) != 0) {
+			rc = mc__err(ctx, MC_ERR_KEYFILE, "%s: secret key checksum mismatch", path);
+			goto done;
+		}
+	} else {
+		rc = mc__err(ctx, MC_ERR_KEYFILE, "%s: unknown key derivation algorithm", path);
+		goto done;
+	}
+	if ((sk = seckey_alloc()) == NULL) {
+		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	memcpy(sk->keynum, bin + 54, 8);
+	memcpy(sk->sk, bin + 62, 64);
+	mc__keyid_str(sk->keynum, sk->id);
+	*out = sk;
+done:
+	if (text != NULL) {
+		sodium_memzero(text, strlen(text));
+		free(text);
+	}
+	sodium_free(bin);
+	sodium_free(pass);
+	return rc;
+}
+
+static int
+comment_ok(const char *c)
+{
+	size_t n = strlen(c);
+
+	return n <= TRUSTED_MAX && strpbrk(c, "\r\n") == NULL &&
+	       mc__utf8_valid((const unsigned char *)c, n);
+}
+
+int
+mc__sig_make(mc_ctx *ctx, const mc_seckey *sk, const unsigned char *msg, size_t n,
+	     const char *trusted_comment, struct mc_sig *sig)
+{
+	unsigned char prehash[64];
+	unsigned char *buf;
+	size_t tclen = strlen(trusted_comment);
+
+	memset(sig, 0, sizeof *sig);
+	if (!comment_ok(trusted_comment))
+		return mc__err(ctx, MC_ERR_INVALID, "trusted comment too long or has a line break");
+	crypto_generichash(prehash, sizeof prehash, msg, n, NULL, 0);
+	crypto_sign_detached(sig->sig, NULL, prehash, sizeof prehash, sk->sk);
+	memcpy(sig->keynum, sk->keynum, 8);
+	mc__keyid_str(sig->keynum, sig->id);
+	if ((sig->trusted_comment = mc__strdup(trusted_comment)) == NULL ||
+	    (buf = malloc(64 + tclen)) == NULL) {
+		mc__sig_clear(sig);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	memcpy(buf, sig->sig, 64);
+	memcpy(buf + 64, trusted_comment, tclen);
+	crypto_sign_detached(sig->global_sig, NULL, buf, 64 + tclen, sk->sk);
+	free(buf);
+	return MC_OK;
+}
+
+void
+mc__sig_clear(struct mc_sig *sig)
+{
+	free(sig->trusted_comment);
+	memset(sig, 0, sizeof *sig);
+}
+
+char *
+mc__sig_render(const struct mc_sig *sig, size_t *len)
+{
+	unsigned char bin[SIG_BYTES];
+	char *b1, *b2, *out = NULL;
+	size_t n;
+
+	memcpy(bin, "ED", 2);
+	memcpy(bin + 2, sig->keynum, 8);
+	memcpy(bin + 10, sig->sig, 64);
+	b1 = mc__b64_encode(bin, sizeof bin);
+	b2 = mc__b64_encode(sig->global_sig, 64);
+	if (b1 != NULL && b2 != NULL) {
+		n = strlen(UNTRUSTED_PREFIX) + strlen(SIG_COMMENT) + strlen(b1) +
+		    strlen(TRUSTED_PREFIX) + strlen(sig->trusted_comment) + strlen(b2) + 5;
+		if ((out = malloc(n)) != NULL)
+			*len = (size_t)snprintf(out, n, "%s%s\n%s\n%s%s\n%s\n", UNTRUSTED_PREFIX,
+						SIG_COMMENT, b1, TRUSTED_PREFIX,
+						sig->trusted_comment, b2);
+	}
+	free(b1);
+	free(b2);
+	return out;
+}
+
+/* Splits the next line off [*p, end); fails on a missing newline. */
+static int
+next_line(const char **p, const char *end, const char **line, size_t *n)
+{
+	const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+
+	if (nl == NULL)
+		return -1;
+	*line = *p;
+	*n = (size_t)(nl - *p);
+	*p = nl + 1;
+	return 0;
+}
+
+int
+mc__sig_parse(mc_ctx *ctx, const char *text, size_t len, int strict, struct mc_sig *sig)
+{
+	const char *p = text, *end = text + len, *l;
+	unsigned char bin[SIG_BYTES + 8];
+	size_t n, got;
+
+	memset(sig, 0, sizeof *sig);
+	if (memchr(text, '\0', len) != NULL)
+		return mc__err(ctx, MC_ERR_KEYFILE, "signature contains a NUL byte");
+	if (next_line(&p, end, &l, &n) != 0 || n < strlen(UNTRUSTED_PREFIX) ||
+	    memcmp(l, UNTRUSTED_PREFIX, strlen(UNTRUSTED_PREFIX)) != 0)
+		return mc__err(ctx, MC_ERR_KEYFILE, "signature: first line is not an untrusted comment");
+	if (next_line(&p, end, &l, &n) != 0 || mc__b64_decode(l, n, bin, sizeof bin, &got) != 0 ||
+	    got != SIG_BYTES)
+		return mc__err(ctx, MC_ERR_KEYFILE, "signature: bad signature line");
+	if (memcmp(bin, "ED", 2) != 0)
+		return mc__err(ctx, MC_ERR_KEYFILE, "signature: algorithm is not prehashed Ed25519 (ED)");
+	memcpy(sig->keynum, bin + 2, 8);
+	memcpy(sig->sig, bin + 10, 64);
+	mc__keyid_str(sig->keynum, sig->id);
+	if (next_line(&p, end, &l, &n) != 0 || n < strlen(TRUSTED_PREFIX) ||
+	    memcmp(l, TRUSTED_PREFIX, strlen(TRUSTED_PREFIX)) != 0 ||
+	    n - strlen(TRUSTED_PREFIX) > TRUSTED_MAX)
+		return mc__err(ctx, MC_ERR_KEYFILE, "signature: bad trusted comment line");
+	if ((sig->trusted_comment = malloc(n - strlen(TRUSTED_PREFIX) + 1)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	memcpy(sig->trusted_comment, l + strlen(TRUSTED_PREFIX), n - strlen(TRUSTED_PREFIX));
+	sig->trusted_comment[n - strlen(TRUSTED_PREFIX)] = '\0';
+	if (!comment_ok(sig->trusted_comment)) {
+		mc__sig_clear(sig);
+		return mc__err(ctx, MC_ERR_KEYFILE, "signature: trusted comment is not valid UTF-8 text");
+	}
+	if (next_line(&p, end, &l, &n) != 0 || mc__b64_decode(l, n, bin, sizeof bin, &got) != 0 ||
+	    got != 64) {
+		mc__sig_clear(sig);
+		return mc__err(ctx, MC_ERR_KEYFILE, "signature: bad comment signature line");
+	}
+	memcpy(sig->global_sig, bin, 64);
+	if (strict) {
+		char *canon = mc__sig_render(sig, &n);
+		int same = canon != NULL && n == len && memcmp(canon, text, len) == 0;
+		free(canon);
+		if (!same) {
+			mc__sig_clear(sig);
+			return mc__err(ctx, MC_ERR_KEYFILE, "signature member is not in canonical form");
+		}
+	} else if (p != end) {
+		/* Only trailing blank space may follow in a file made by another tool. */
+		for (; p < end; p++)
+			if (*p != '\n' && *p != '\r' && *p != ' ' && *p != '\t') {
+				mc__sig_clear(sig);
+				return mc__err(ctx, MC_ERR_KEYFILE, "signature: trailing data");
+			}
+	}
+	return MC_OK;
+}
+
+int
+mc__sig_verify(const struct mc_sig *sig, const mc_pubkey *pk, const unsigned char *msg, size_t n)
+{
+	unsigned char prehash[64];
+	unsigned char *buf;
+	size_t tclen = strlen(sig->trusted_comment);
+	int ok;
+
+	if (memcmp(sig->keynum, pk->keynum, 8) != 0)
+		return -1;
+	crypto_generichash(prehash, sizeof prehash, msg, n, NULL, 0);
+	if (crypto_sign_verify_detached(sig->sig, prehash, sizeof prehash, pk->pk) != 0)
+		return -1;
+	if ((buf = malloc(64 + tclen)) == NULL)
+		return -1;
+	memcpy(buf, sig->sig, 64);
+	memcpy(buf + 64, sig->trusted_comment, tclen);
+	ok = crypto_sign_verify_detached(sig->global_sig, buf, 64 + tclen, pk->pk) == 0;
+	free(buf);
+	return ok ? 0 : -1;
+}

@@ -1,0 +1,629 @@
+/*
+ * populate.c - installs a verified bundle's artifacts into their tier folders. Every
+ * file is staged under a temp name beside its destination (O_EXCL, O_NOFOLLOW, folders
+ * walked without following links) and renamed into place only after the whole bundle
+ * verified; on failure the staged files and the folders made are removed again.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "bundle_private.h"
+
+struct dest_ref {
+	const char *tier;
+	const char *dest;
+	size_t art;
+};
+
+static int
+dest_ref_cmp(const void *x, const void *y)
+{
+	const struct dest_ref *a = x, *b = y;
+	int c = strcmp(a->tier, b->tier);
+
+	return c != 0 ? c : strcmp(a->dest, b->dest);
+}
+
+int
+mc__bundle_plan(mc_bundle *b)
+{
+	struct dest_ref *refs;
+	size_t i, n = 0;
+	int rc = MC_OK;
+
+	if (b->planned)
+		return MC_OK;
+	if ((refs = calloc(b->m.nartifacts + 1, sizeof *refs)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < b->m.nartifacts && rc == MC_OK; i++) {
+		struct mc_martifact *a = &b->m.artifacts[i];
+		char dest[MC_PATH_MAX];
+
+		free(a->dest);
+		a->dest = NULL;
+		a->selected = mc__type_selected(b, a->type);
+		if (!a->selected)
+			continue;
+		if ((a->handler = mc__find_type(b->ctx, a->type)) == NULL) {
+			rc = mc__err(b->ctx, MC_ERR_UNKNOWN_TYPE, "%s: artifact type '%s' has no handler "
+				     "(key %.200s)", b->path, a->type, a->key);
+			break;
+		}
+		if (a->has_sha256 != ((a->handler->flags & MC_TYPE_WANTS_SHA256) != 0)) {
+			rc = mc__err(b->ctx, MC_ERR_MANIFEST, "%s: %s artifact %.200s %s a sha256 field",
+				     b->path, a->type, a->key, a->has_sha256 ? "has" : "lacks");
+			break;
+		}
+		if ((rc = mc__dest_for(b->ctx, a->handler, a->key, a->has_sha256 ? a->sha256 : NULL,
+				       dest, sizeof dest)) != MC_OK) {
+			char msg[MC_ERRBUF];
+			snprintf(msg, sizeof msg, "%s", b->ctx->err);
+			rc = mc__err(b->ctx, rc, "%s: %s", b->path, msg);
+			break;
+		}
+		if ((a->dest = mc__strdup(dest)) == NULL) {
+			rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+			break;
+		}
+		refs[n].tier = a->handler->tier;
+		refs[n].dest = a->dest;
+		refs[n++].art = i;
+	}
+	if (rc == MC_OK) {
+		/* Two artifacts on one path, or one path inside another's, cannot both land. */
+		qsort(refs, n, sizeof *refs, dest_ref_cmp);
+		for (i = 1; i < n; i++) {
+			size_t l = strlen(refs[i - 1].dest);
+			if (strcmp(refs[i - 1].tier, refs[i].tier) == 0 &&
+			    strncmp(refs[i - 1].dest, refs[i].dest, l) == 0 &&
+			    (refs[i].dest[l] == '\0' || refs[i].dest[l] == '/')) {
+				rc = mc__err(b->ctx, MC_ERR_CONFLICT, "%s: artifacts %s %.200s and %s %.200s "
+					     "both map to %s", b->path, b->m.artifacts[refs[i - 1].art].type,
+					     b->m.artifacts[refs[i - 1].art].key,
+					     b->m.artifacts[refs[i].art].type,
+					     b->m.artifacts[refs[i].art].key, refs[i].dest);
+				break;
+			}
+		}
+	}
+	free(refs);
+	if (rc == MC_OK)
+		b->planned = 1;
+	return rc;
+}
+
+/* ---- the installer ---- */
+
+struct tier_root {
+	const char *name;
+	const char *root;
+	int fd;
+};
+
+struct made_dir {
+	size_t tier; /* (size_t)-1: an absolute path of a tier root */
+	char *path;
+};
+
+struct staged {
+	size_t art;
+	size_t tier;
+	char *dir;  /* relative folder */
+	char *base; /* final name */
+	char *tmp;  /* temp name in the same folder */
+	int fd;
+};
+
+struct loader {
+	mc_bundle *b;
+	mc_ctx *ctx;
+	struct tier_root *tiers;
+	size_t ntiers;
+	struct made_dir *made;
+	size_t nmade;
+	struct staged *st;
+	size_t nst;
+	size_t *by_obj;     /* staged indices sorted by object */
+	size_t *obj_first;  /* per object: first position in by_obj, nobjects+1 entries */
+	int *unchanged;     /* per artifact */
+	size_t cur_obj;
+	int cur_open;
+};
+
+static int
+remember_dir(struct loader *L, size_t tier, const char *path)
+{
+	struct made_dir *m = realloc(L->made, (L->nmade + 1) * sizeof *m);
+
+	if (m == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	L->made = m;
+	if ((m[L->nmade].path = mc__strdup(path)) == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	m[L->nmade++].tier = tier;
+	return MC_OK;
+}
+
+/* Creates the tier root (and its parents) as needed; the root path itself may pass
+ * through links, since the caller named it. */
+static int
+open_root(struct loader *L, struct tier_root *t)
+{
+	char *p = mc__strdup(t->root), *s;
+	int rc = MC_OK;
+
+	if (p == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	for (s = p + 1;; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+			*s = '\0';
+			if (mkdir(p, 0755) == 0) {
+				if ((rc = remember_dir(L, (size_t)-1, p)) != MC_OK)
+					break;
+			} else if (errno != EEXIST) {
+				rc = mc__errno(L->ctx, MC_ERR_IO, "cannot create folder", p);
+				break;
+			}
+			*s = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	free(p);
+	if (rc != MC_OK)
+		return rc;
+	if ((t->fd = open(t->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return mc__errno(L->ctx, MC_ERR_IO, "cannot open tier folder", t->root);
+	return MC_OK;
+}
+
+/* Opens folder rel beneath the tier root, one component at a time and never through
+ * a link; creates missing ones when create is set. *fd is -1 with MC_OK when a
+ * component is missing and create is not set. */
+static int
+open_rel_dir(struct loader *L, size_t tier, const char *rel, int create, int *fd)
+{
+	const struct tier_root *t = &L->tiers[tier];
+	char path[MC_PATH_MAX];
+	int cur, rc = MC_OK;
+	size_t i, n = strlen(rel);
+
+	*fd = -1;
+	if (n >= sizeof path)
+		return mc__err(L->ctx, MC_ERR_INVALID, "path too long");
+	if ((cur = dup(t->fd)) < 0)
+		return mc__errno(L->ctx, MC_ERR_IO, "cannot open", t->root);
+	memcpy(path, rel, n + 1);
+	for (i = 0; i < n && rc == MC_OK;) {
+		size_t j = i;
+		int next;
+
+		while (j < n && path[j] != '/')
+			j++;
+		path[j] = '\0';
+		next = openat(cur, path + i, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT && create) {
+			if (mkdirat(cur, path + i, 0755) == 0) {
+				rc = remember_dir(L, tier, path);
+			} else if (errno != EEXIST) {
+				rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot create folder: %s", t->root,
+					     path, strerror(errno));
+			}
+			if (rc == MC_OK)
+				next = openat(cur, path + i, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (rc == MC_OK && next < 0) {
+			if (errno == ENOENT && !create) {
+				close(cur);
+				return MC_OK;
+			}
+			rc = (errno == ELOOP || errno == ENOTDIR)
+				     ? mc__err(L->ctx, MC_ERR_UNSAFE_DEST, "%s/%s: is a symlink or not a "
+					       "folder; refusing to write through it", t->root, path)
+				     : mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot open folder: %s", t->root,
+					       path, strerror(errno));
+		}
+		close(cur);
+		cur = next;
+		if (j < n)
+			path[j] = '/';
+		i = j + 1;
+	}
+	if (rc != MC_OK) {
+		if (cur >= 0)
+			close(cur);
+		return rc;
+	}
+	*fd = cur;
+	return MC_OK;
+}
+
+static void
+split_dest(const char *dest, char *dir, size_t dirlen, const char **base)
+{
+	const char *slash = strrchr(dest, '/');
+
+	if (slash == NULL) {
+		snprintf(dir, dirlen, ".");
+		*base = dest;
+	} else {
+		snprintf(dir, dirlen, "%.*s", (int)(slash - dest), dest);
+		*base = slash + 1;
+	}
+}
+
+static size_t
+tier_index(struct loader *L, const char *tier)
+{
+	size_t i;
+
+	for (i = 0; i < L->ntiers; i++)
+		if (strcmp(L->tiers[i].name, tier) == 0)
+			return i;
+	return (size_t)-1;
+}
+
+static int
+open_dir_of(struct loader *L, size_t tier, const char *dir, int create, int *fd)
+{
+	if (strcmp(dir, ".") == 0) {
+		*fd = dup(L->tiers[tier].fd);
+		return *fd < 0 ? mc__errno(L->ctx, MC_ERR_IO, "cannot open", L->tiers[tier].root) : MC_OK;
+	}
+	return open_rel_dir(L, tier, dir, create, fd);
+}
+
+/* Is an identical file already at the destination? Refuses links and folders there. */
+static int
+check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, int *same)
+{
+	char dir[MC_PATH_MAX];
+	const char *base;
+	struct stat st;
+	int dfd, fd, rc;
+
+	*same = 0;
+	split_dest(a->dest, dir, sizeof dir, &base);
+	if ((rc = open_dir_of(L, tier, dir, 0, &dfd)) != MC_OK || dfd < 0)
+		return rc;
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		rc = errno == ENOENT ? MC_OK
+				     : mc__err(L->ctx, MC_ERR_IO, "%s/%s: %s", L->tiers[tier].root, a->dest,
+					       strerror(errno));
+		close(dfd);
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(dfd);
+		return mc__err(L->ctx, MC_ERR_UNSAFE_DEST, "%s/%s: exists and is %s; refusing to "
+			       "replace it", L->tiers[tier].root, a->dest,
+			       S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
+	}
+	if ((uint64_t)st.st_size == a->size &&
+	    (fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+		crypto_generichash_state gs;
+		unsigned char buf[65536], h[MC_HASH_BYTES];
+		ssize_t r;
+
+		crypto_generichash_init(&gs, NULL, 0, sizeof h);
+		while ((r = read(fd, buf, sizeof buf)) > 0)
+			crypto_generichash_update(&gs, buf, (size_t)r);
+		crypto_generichash_final(&gs, h, sizeof h);
+		*same = r == 0 && memcmp(h, a->hash, sizeof h) == 0;
+		close(fd);
+	}
+	close(dfd);
+	return MC_OK;
+}
+
+static int
+stage_open(struct loader *L, struct staged *s)
+{
+	int dfd, rc, tries;
+	char tmp[300];
+
+	if ((rc = open_dir_of(L, s->tier, s->dir, 1, &dfd)) != MC_OK)
+		return rc;
+	for (tries = 0; tries < 16; tries++) {
+		snprintf(tmp, sizeof tmp, ".%.200s.mc%08x.tmp", s->base, randombytes_random());
+		s->fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (s->fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (s->fd < 0) {
+		rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot create a temp file: %s",
+			     L->tiers[s->tier].root, s->dir, strerror(errno));
+		close(dfd);
+		return rc;
+	}
+	close(dfd);
+	if ((s->tmp = mc__strdup(tmp)) == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	return MC_OK;
+}
+
+static int
+stage_close(struct loader *L, struct staged *s)
+{
+	int rc = MC_OK;
+
+	if (s->fd >= 0 && close(s->fd) != 0)
+		rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot write: %s", L->tiers[s->tier].root,
+			     s->dir, strerror(errno));
+	s->fd = -1;
+	return rc;
+}
+
+static int
+close_current(struct loader *L)
+{
+	size_t k;
+	int rc = MC_OK, r;
+
+	if (!L->cur_open)
+		return MC_OK;
+	for (k = L->obj_first[L->cur_obj]; k < L->obj_first[L->cur_obj + 1]; k++)
+		if ((r = stage_close(L, &L->st[L->by_obj[k]])) != MC_OK && rc == MC_OK)
+			rc = r;
+	L->cur_open = 0;
+	return rc;
+}
+
+static int
+open_object(struct loader *L, size_t obj)
+{
+	size_t k;
+	int rc;
+
+	if ((rc = close_current(L)) != MC_OK)
+		return rc;
+	L->cur_obj = obj;
+	L->cur_open = 1;
+	for (k = L->obj_first[obj]; k < L->obj_first[obj + 1]; k++)
+		if ((rc = stage_open(L, &L->st[L->by_obj[k]])) != MC_OK)
+			return rc;
+	return MC_OK;
+}
+
+static int
+sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
+{
+	struct loader *L = ud;
+	size_t k;
+	int rc;
+
+	if (L->obj_first[obj] == L->obj_first[obj + 1])
+		return MC_OK;
+	if ((!L->cur_open || L->cur_obj != obj) && (rc = open_object(L, obj)) != MC_OK)
+		return rc;
+	for (k = L->obj_first[obj]; k < L->obj_first[obj + 1]; k++) {
+		struct staged *s = &L->st[L->by_obj[k]];
+		if (mc__write_all(s->fd, buf, n) != 0)
+			return mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot write: %s", L->tiers[s->tier].root,
+				       s->dir, strerror(errno));
+	}
+	return MC_OK;
+}
+
+static void
+rollback(struct loader *L)
+{
+	size_t i;
+	int dfd;
+
+	close_current(L);
+	for (i = 0; i < L->nst; i++) {
+		struct staged *s = &L->st[i];
+		if (s->fd >= 0)
+			close(s->fd);
+		s->fd = -1;
+		if (s->tmp != NULL && open_dir_of(L, s->tier, s->dir, 0, &dfd) == MC_OK && dfd >= 0) {
+			unlinkat(dfd, s->tmp, 0);
+			close(dfd);
+		}
+	}
+	/* Newest first; a folder another process filled meanwhile stays. */
+	for (i = L->nmade; i > 0; i--) {
+		struct made_dir *m = &L->made[i - 1];
+		if (m->tier == (size_t)-1)
+			rmdir(m->path);
+		else
+			unlinkat(L->tiers[m->tier].fd, m->path, AT_REMOVEDIR);
+	}
+}
+
+static int
+commit(struct loader *L, mc_artifact_fn fn, void *ud)
+{
+	size_t i;
+	int dfd, rc = MC_OK;
+
+	for (i = 0; i < L->nst && rc == MC_OK; i++) {
+		struct staged *s = &L->st[i];
+		const struct mc_martifact *a = &L->b->m.artifacts[s->art];
+
+		if ((rc = open_dir_of(L, s->tier, s->dir, 0, &dfd)) != MC_OK)
+			break;
+		if (dfd < 0) {
+			rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
+				     L->tiers[s->tier].root, s->dir);
+			break;
+		}
+		if (renameat(dfd, s->tmp, dfd, s->base) != 0)
+			rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot rename into place: %s",
+				     L->tiers[s->tier].root, a->dest, strerror(errno));
+		close(dfd);
+		if (rc == MC_OK) {
+			free(s->tmp);
+			s->tmp = NULL;
+			if (fn != NULL)
+				fn(ud, MC_LOAD_INSTALLED, a->type, a->key, a->dest, a->size);
+		}
+	}
+	return rc;
+}
+
+static void
+loader_free(struct loader *L)
+{
+	size_t i;
+
+	for (i = 0; i < L->ntiers; i++)
+		if (L->tiers[i].fd >= 0)
+			close(L->tiers[i].fd);
+	free(L->tiers);
+	for (i = 0; i < L->nmade; i++)
+		free(L->made[i].path);
+	free(L->made);
+	for (i = 0; i < L->nst; i++) {
+		free(L->st[i].dir);
+		free(L->st[i].tmp);
+	}
+	free(L->st);
+	free(L->by_obj);
+	free(L->obj_first);
+	free(L->unchanged);
+}
+
+static int
+setup_tiers(struct loader *L, int dry)
+{
+	const mc_bundle *b = L->b;
+	size_t i;
+	int rc;
+
+	if ((L->tiers = calloc(b->m.nartifacts + 1, sizeof *L->tiers)) == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < b->m.nartifacts; i++) {
+		const struct mc_martifact *a = &b->m.artifacts[i];
+		struct tier_root *t;
+
+		if (!a->selected || tier_index(L, a->handler->tier) != (size_t)-1)
+			continue;
+		t = &L->tiers[L->ntiers++];
+		t->name = a->handler->tier;
+		t->fd = -1;
+		if ((rc = mc_ctx_tier_root(L->ctx, t->name, &t->root)) != MC_OK)
+			return rc;
+		if (dry) {
+			t->fd = open(t->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (t->fd < 0 && errno != ENOENT)
+				return mc__errno(L->ctx, MC_ERR_IO, "cannot open tier folder", t->root);
+		} else if ((rc = open_root(L, t)) != MC_OK) {
+			return rc;
+		}
+	}
+	return MC_OK;
+}
+
+int
+mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
+{
+	struct loader L;
+	size_t i, k;
+	int rc, dry = (flags & MC_LOAD_DRY_RUN) != 0;
+
+	if (b == NULL || (flags & ~MC_LOAD_DRY_RUN) != 0)
+		return MC_ERR_INVALID;
+	memset(&L, 0, sizeof L);
+	L.b = b;
+	L.ctx = b->ctx;
+	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = mc__bundle_plan(b)) != MC_OK)
+		return rc;
+	if ((rc = setup_tiers(&L, dry)) != MC_OK)
+		goto out;
+	if ((L.unchanged = calloc(b->m.nartifacts + 1, sizeof *L.unchanged)) == NULL ||
+	    (L.st = calloc(b->m.nartifacts + 1, sizeof *L.st)) == NULL ||
+	    (L.by_obj = calloc(b->m.nartifacts + 1, sizeof *L.by_obj)) == NULL ||
+	    (L.obj_first = calloc(b->m.nobjects + 2, sizeof *L.obj_first)) == NULL) {
+		rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	/* What is already there, and what must be staged. */
+	for (i = 0; i < b->m.nartifacts; i++) {
+		const struct mc_martifact *a = &b->m.artifacts[i];
+		size_t tier;
+		char dir[MC_PATH_MAX];
+		const char *base;
+		struct staged *s;
+
+		if (!a->selected)
+			continue;
+		tier = tier_index(&L, a->handler->tier);
+		if (L.tiers[tier].fd >= 0 && (rc = check_existing(&L, tier, a, &L.unchanged[i])) != MC_OK)
+			goto out;
+		if (L.unchanged[i])
+			continue;
+		split_dest(a->dest, dir, sizeof dir, &base);
+		s = &L.st[L.nst++];
+		s->art = i;
+		s->tier = tier;
+		s->fd = -1;
+		s->base = (char *)base; /* points into a->dest, owned by the manifest */
+		if ((s->dir = mc__strdup(dir)) == NULL) {
+			rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+	}
+	/* Staged files grouped by object, for the streaming sink. */
+	for (i = 0; i < L.nst; i++)
+		L.obj_first[b->m.artifacts[L.st[i].art].object + 1]++;
+	for (i = 0; i < b->m.nobjects; i++)
+		L.obj_first[i + 1] += L.obj_first[i];
+	{
+		size_t *fill = calloc(b->m.nobjects + 1, sizeof *fill);
+		if (fill == NULL) {
+			rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		for (i = 0; i < L.nst; i++) {
+			size_t o = b->m.artifacts[L.st[i].art].object;
+			L.by_obj[L.obj_first[o] + fill[o]++] = i;
+		}
+		free(fill);
+	}
+	if (dry) {
+		rc = mc__bundle_stream(b, NULL, NULL);
+		for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++) {
+			const struct mc_martifact *a = &b->m.artifacts[i];
+			if (a->selected)
+				fn(ud, L.unchanged[i] ? MC_LOAD_UNCHANGED : MC_LOAD_PLANNED, a->type, a->key,
+				   a->dest, a->size);
+		}
+		goto out;
+	}
+	/* Empty contents produce no data to stream: stage them now. */
+	for (i = 0; i < b->m.nobjects; i++)
+		if (b->m.objects[i].size == 0 && L.obj_first[i] != L.obj_first[i + 1]) {
+			if ((rc = open_object(&L, i)) != MC_OK)
+				break;
+		}
+	if (rc == MC_OK)
+		rc = close_current(&L);
+	if (rc == MC_OK)
+		rc = mc__bundle_stream(b, sink, &L);
+	if (rc == MC_OK)
+		rc = close_current(&L);
+	if (rc == MC_OK)
+		rc = commit(&L, fn, ud);
+	if (rc == MC_OK && fn != NULL)
+		for (k = 0; k < b->m.nartifacts; k++) {
+			const struct mc_martifact *a = &b->m.artifacts[k];
+			if (a->selected && L.unchanged[k])
+				fn(ud, MC_LOAD_UNCHANGED, a->type, a->key, a->dest, a->size);
+		}
+out:
+	if (rc != MC_OK && !dry)
+		rollback(&L);
+	loader_free(&L);
+	return rc;
+}

@@ -1,0 +1,761 @@
+/*
+ * writer.c - records artifacts (from memory, files, torch blobs) and saves them as a
+ * bundle: manifest, signatures, then each distinct content once, ordered by hash.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "emit_private.h"
+
+struct wobj {
+	unsigned char hash[MC_HASH_BYTES];
+	uint64_t size;
+	unsigned char *data; /* content in memory, or NULL */
+	char *path;          /* else a range of this file */
+	uint64_t offset;
+	size_t out_index;    /* position in the saved manifest's object table */
+};
+
+struct wart {
+	char *type;
+	char *key;
+	size_t obj;
+	size_t seq;
+	int has_sha256;
+	unsigned char sha256[32];
+};
+
+struct mc_writer {
+	mc_ctx *ctx;
+	struct wobj *objs;
+	size_t nobjs, capobjs;
+	size_t *table; /* open addressing on hash: object index + 1, 0 = empty */
+	size_t tcap;
+	struct wart *arts;
+	size_t narts, caparts;
+	struct mc_label *labels;
+	size_t nlabels;
+	uint64_t bundle_version;
+	int64_t expires, created;
+	int level;
+	const mc_seckey **signers;
+	size_t nsigners;
+	/* A bundle made from exactly one torch blob and nothing else keeps its layout. */
+	size_t nsources;
+	int only_blob;
+	struct mc_mgroup *groups;
+	size_t ngroups;
+	uint64_t total;
+};
+
+int
+mc_writer_new(mc_ctx *ctx, mc_writer **out)
+{
+	mc_writer *w;
+
+	if (ctx == NULL || out == NULL)
+		return MC_ERR_INVALID;
+	if ((w = calloc(1, sizeof *w)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	w->ctx = ctx;
+	w->level = 3;
+	w->only_blob = 1;
+	*out = w;
+	return MC_OK;
+}
+
+static void
+free_groups(mc_writer *w)
+{
+	size_t i, j;
+
+	for (i = 0; i < w->ngroups; i++) {
+		for (j = 0; j < w->groups[i].nentries; j++)
+			free(w->groups[i].entries[j].key);
+		free(w->groups[i].entries);
+		free(w->groups[i].type);
+	}
+	free(w->groups);
+	w->groups = NULL;
+	w->ngroups = 0;
+}
+
+void
+mc_writer_free(mc_writer *w)
+{
+	size_t i;
+
+	if (w == NULL)
+		return;
+	for (i = 0; i < w->nobjs; i++) {
+		free(w->objs[i].data);
+		free(w->objs[i].path);
+	}
+	free(w->objs);
+	free(w->table);
+	for (i = 0; i < w->narts; i++) {
+		free(w->arts[i].type);
+		free(w->arts[i].key);
+	}
+	free(w->arts);
+	for (i = 0; i < w->nlabels; i++) {
+		free(w->labels[i].key);
+		free(w->labels[i].value);
+	}
+	free(w->labels);
+	free(w->signers);
+	free_groups(w);
+	free(w);
+}
+
+static size_t
+slot_of(const unsigned char *hash, size_t cap)
+{
+	size_t h;
+
+	memcpy(&h, hash, sizeof h);
+	return h & (cap - 1);
+}
+
+static int
+table_grow(mc_writer *w)
+{
+	size_t cap = w->tcap ? w->tcap * 2 : 1024, i;
+	size_t *t = calloc(cap, sizeof *t);
+
+	if (t == NULL)
+		return -1;
+	for (i = 0; i < w->nobjs; i++) {
+		size_t s = slot_of(w->objs[i].hash, cap);
+		while (t[s] != 0)
+			s = (s + 1) & (cap - 1);
+		t[s] = i + 1;
+	}
+	free(w->table);
+	w->table = t;
+	w->tcap = cap;
+	return 0;
+}
+
+/* Returns the index of the object with this hash, adding it if new (*added = 1). */
+static int
+intern_object(mc_writer *w, const unsigned char *hash, uint64_t size, size_t *idx, int *added)
+{
+	size_t s;
+
+	*added = 0;
+	if ((w->nobjs + 1) * 2 > w->tcap && table_grow(w) != 0)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	for (s = slot_of(hash, w->tcap); w->table[s] != 0; s = (s + 1) & (w->tcap - 1)) {
+		struct wobj *o = &w->objs[w->table[s] - 1];
+		if (memcmp(o->hash, hash, MC_HASH_BYTES) == 0) {
+			*idx = w->table[s] - 1;
+			return MC_OK;
+		}
+	}
+	if (w->nobjs == w->capobjs) {
+		size_t cap = w->capobjs ? w->capobjs * 2 : 64;
+		struct wobj *o = realloc(w->objs, cap * sizeof *o);
+		if (o == NULL)
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		w->objs = o;
+		w->capobjs = cap;
+	}
+	memset(&w->objs[w->nobjs], 0, sizeof w->objs[0]);
+	memcpy(w->objs[w->nobjs].hash, hash, MC_HASH_BYTES);
+	w->objs[w->nobjs].size = size;
+	w->table[s] = w->nobjs + 1;
+	*idx = w->nobjs++;
+	*added = 1;
+	return MC_OK;
+}
+
+static int
+add_artifact(mc_writer *w, const char *type, const char *key, size_t obj, const unsigned char *sha)
+{
+	struct wart *a;
+
+	if (w->narts == w->caparts) {
+		size_t cap = w->caparts ? w->caparts * 2 : 64;
+		a = realloc(w->arts, cap * sizeof *a);
+		if (a == NULL)
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		w->arts = a;
+		w->caparts = cap;
+	}
+	a = &w->arts[w->narts];
+	memset(a, 0, sizeof *a);
+	if ((a->type = mc__strdup(type)) == NULL || (a->key = mc__strdup(key)) == NULL) {
+		free(a->type);
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	a->obj = obj;
+	a->seq = w->narts;
+	if (sha != NULL) {
+		a->has_sha256 = 1;
+		memcpy(a->sha256, sha, 32);
+	}
+	w->narts++;
+	w->total += w->objs[obj].size;
+	return MC_OK;
+}
+
+/* Checks type and key before anything is read, so a bad key fails fast. */
+static int
+check_artifact(mc_writer *w, const char *type, const char *key, const struct mc_type **tp)
+{
+	static const unsigned char zero[32];
+	char dest[MC_PATH_MAX];
+	const struct mc_type *t = mc__find_type(w->ctx, type);
+
+	if (t == NULL)
+		return mc__err(w->ctx, MC_ERR_UNKNOWN_TYPE, "unknown artifact type '%.40s'", type);
+	*tp = t;
+	return mc__dest_for(w->ctx, t, key, zero, dest, sizeof dest);
+}
+
+int
+mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void *data, size_t len)
+{
+	unsigned char hash[MC_HASH_BYTES], sha[32];
+	const struct mc_type *t;
+	unsigned char *copy;
+	size_t idx;
+	int rc, added;
+
+	if (w == NULL || type == NULL || key == NULL || (data == NULL && len > 0))
+		return MC_ERR_INVALID;
+	if ((rc = check_artifact(w, type, key, &t)) != MC_OK)
+		return rc;
+	if ((uint64_t)len > w->ctx->max_artifact_bytes)
+		return mc__err(w->ctx, MC_ERR_LIMIT, "%s %.200s: %zu bytes is over the per-artifact "
+			       "cap", type, key, len);
+	crypto_generichash(hash, sizeof hash, data, len, NULL, 0);
+	if (t->flags & MC_TYPE_WANTS_SHA256)
+		crypto_hash_sha256(sha, data, len);
+	if ((copy = malloc(len ? len : 1)) == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	memcpy(copy, data, len);
+	if ((rc = intern_object(w, hash, len, &idx, &added)) != MC_OK) {
+		free(copy);
+		return rc;
+	}
+	if (added && w->objs[idx].data == NULL && w->objs[idx].path == NULL)
+		w->objs[idx].data = copy;
+	else
+		free(copy);
+	w->only_blob = 0;
+	w->nsources++;
+	return add_artifact(w, type, key, idx, (t->flags & MC_TYPE_WANTS_SHA256) ? sha : NULL);
+}
+
+int
+mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char *path,
+		     uint64_t offset, uint64_t size, size_t *object_out)
+{
+	unsigned char hash[MC_HASH_BYTES], sha[32];
+	crypto_generichash_state gs;
+	crypto_hash_sha256_state ss;
+	const struct mc_type *t;
+	unsigned char *buf;
+	uint64_t left = size;
+	size_t idx;
+	int fd, rc, added, want_sha;
+
+	if ((rc = check_artifact(w, type, key, &t)) != MC_OK)
+		return rc;
+	if (size > w->ctx->max_artifact_bytes)
+		return mc__err(w->ctx, MC_ERR_LIMIT, "%s: %llu bytes is over the per-artifact cap of "
+			       "%llu", path, (unsigned long long)size,
+			       (unsigned long long)w->ctx->max_artifact_bytes);
+	want_sha = (t->flags & MC_TYPE_WANTS_SHA256) != 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return mc__errno(w->ctx, MC_ERR_IO, "cannot open", path);
+	if ((buf = malloc(MC_IO_CHUNK)) == NULL) {
+		close(fd);
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	crypto_generichash_init(&gs, NULL, 0, sizeof hash);
+	crypto_hash_sha256_init(&ss);
+	while (left > 0) {
+		size_t want = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
+		ssize_t r = pread(fd, buf, want, (off_t)(offset + size - left));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = 0;
+			rc = mc__errno(w->ctx, MC_ERR_IO, "cannot read", path);
+			free(buf);
+			close(fd);
+			return rc;
+		}
+		crypto_generichash_update(&gs, buf, (size_t)r);
+		if (want_sha)
+			crypto_hash_sha256_update(&ss, buf, (size_t)r);
+		left -= (uint64_t)r;
+	}
+	free(buf);
+	close(fd);
+	crypto_generichash_final(&gs, hash, sizeof hash);
+	crypto_hash_sha256_final(&ss, sha);
+	if ((rc = intern_object(w, hash, size, &idx, &added)) != MC_OK)
+		return rc;
+	if (added) {
+		if ((w->objs[idx].path = mc__strdup(path)) == NULL)
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		w->objs[idx].offset = offset;
+	}
+	if (object_out != NULL)
+		*object_out = idx;
+	return add_artifact(w, type, key, idx, want_sha ? sha : NULL);
+}
+
+int
+mc_writer_add_file(mc_writer *w, const char *type, const char *key, const char *path)
+{
+	struct stat st;
+	int rc;
+
+	if (w == NULL || type == NULL || key == NULL || path == NULL)
+		return MC_ERR_INVALID;
+	if (stat(path, &st) != 0)
+		return mc__errno(w->ctx, MC_ERR_IO, "cannot open", path);
+	if (!S_ISREG(st.st_mode))
+		return mc__err(w->ctx, MC_ERR_IO, "%s: not a regular file", path);
+	if ((rc = mc__writer_add_range(w, type, key, path, 0, (uint64_t)st.st_size, NULL)) != MC_OK)
+		return rc;
+	w->only_blob = 0;
+	w->nsources++;
+	return MC_OK;
+}
+
+int
+mc_writer_add_torch_blob(mc_writer *w, const char *path)
+{
+	struct mc_tb tb;
+	size_t i, obj, g;
+	int rc;
+
+	if (w == NULL || path == NULL)
+		return MC_ERR_INVALID;
+	if ((rc = mc__torch_blob_parse(w->ctx, path, &tb)) != MC_OK)
+		return rc;
+	free_groups(w);
+	if (tb.ngroups > 0 && (w->groups = calloc(tb.ngroups, sizeof *w->groups)) == NULL) {
+		mc__torch_blob_free(&tb);
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	w->ngroups = tb.ngroups;
+	for (g = 0; g < tb.ngroups; g++)
+		if ((w->groups[g].type = mc__strdup(tb.gtypes[g])) == NULL) {
+			mc__torch_blob_free(&tb);
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		}
+	for (i = 0; i < tb.nitems; i++) {
+		struct mc_tb_item *it = &tb.items[i];
+		struct mc_mgroup *grp = &w->groups[it->group];
+		struct mc_mentry *e;
+
+		rc = mc__writer_add_range(w, it->type, it->key, path, it->offset, it->size, &obj);
+		if (rc != MC_OK) {
+			char msg[MC_ERRBUF];
+			snprintf(msg, sizeof msg, "%s", w->ctx->err);
+			mc__err(w->ctx, rc, "%s: artifact %zu: %s", path, i + 1, msg);
+			break;
+		}
+		e = realloc(grp->entries, (grp->nentries + 1) * sizeof *e);
+		if (e == NULL) {
+			rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+			break;
+		}
+		grp->entries = e;
+		e[grp->nentries].object = obj;
+		if ((e[grp->nentries].key = mc__strdup(it->key)) == NULL) {
+			rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+			break;
+		}
+		grp->nentries++;
+	}
+	mc__torch_blob_free(&tb);
+	w->nsources++;
+	return rc;
+}
+
+int
+mc_writer_set_label(mc_writer *w, const char *key, const char *value)
+{
+	struct mc_label *l;
+	size_t i;
+	char *v;
+
+	if (w == NULL || key == NULL || value == NULL)
+		return MC_ERR_INVALID;
+	if (!mc__label_key_ok(key))
+		return mc__err(w->ctx, MC_ERR_INVALID, "label name '%.64s' is not 1-64 of [A-Za-z0-9_.-]",
+			       key);
+	if (!mc__label_value_ok(value))
+		return mc__err(w->ctx, MC_ERR_INVALID, "label %s: value must be printable UTF-8 of at "
+			       "most 1024 bytes", key);
+	if ((v = mc__strdup(value)) == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < w->nlabels; i++)
+		if (strcmp(w->labels[i].key, key) == 0) {
+			free(w->labels[i].value);
+			w->labels[i].value = v;
+			return MC_OK;
+		}
+	if (w->nlabels >= 1024) {
+		free(v);
+		return mc__err(w->ctx, MC_ERR_LIMIT, "more than 1024 labels");
+	}
+	l = realloc(w->labels, (w->nlabels + 1) * sizeof *l);
+	if (l == NULL || (l[w->nlabels].key = mc__strdup(key)) == NULL) {
+		if (l != NULL)
+			w->labels = l;
+		free(v);
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	l[w->nlabels].value = v;
+	w->labels = l;
+	w->nlabels++;
+	return MC_OK;
+}
+
+int
+mc_writer_set_bundle_version(mc_writer *w, uint64_t version)
+{
+	if (w == NULL || version > 9007199254740991ull)
+		return MC_ERR_INVALID;
+	w->bundle_version = version;
+	return MC_OK;
+}
+
+int
+mc_writer_set_expires(mc_writer *w, int64_t t)
+{
+	if (w == NULL || t < 0 || t > 9007199254740991ll)
+		return MC_ERR_INVALID;
+	w->expires = t;
+	return MC_OK;
+}
+
+int
+mc_writer_set_created(mc_writer *w, int64_t t)
+{
+	if (w == NULL || t < 0 || t > 9007199254740991ll)
+		return MC_ERR_INVALID;
+	w->created = t;
+	return MC_OK;
+}
+
+int
+mc_writer_set_compression(mc_writer *w, int level)
+{
+	if (w == NULL || level < 0 || level > 19)
+		return MC_ERR_INVALID;
+	w->level = level;
+	return MC_OK;
+}
+
+int
+mc_writer_add_signer(mc_writer *w, const mc_seckey *sk)
+{
+	const mc_seckey **s;
+	size_t i;
+
+	if (w == NULL || sk == NULL)
+		return MC_ERR_INVALID;
+	for (i = 0; i < w->nsigners; i++)
+		if (memcmp(w->signers[i]->keynum, sk->keynum, 8) == 0)
+			return mc__err(w->ctx, MC_ERR_INVALID, "key %s is already a signer", sk->id);
+	if ((s = realloc(w->signers, (w->nsigners + 1) * sizeof *s)) == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	s[w->nsigners++] = sk;
+	w->signers = s;
+	return MC_OK;
+}
+
+mc_ctx *
+mc__writer_ctx(mc_writer *w)
+{
+	return w->ctx;
+}
+
+void
+mc__writer_note_source(mc_writer *w, size_t n)
+{
+	(void)n;
+	w->only_blob = 0;
+	w->nsources++;
+}
+
+size_t
+mc_writer_artifact_count(const mc_writer *w)
+{
+	return w == NULL ? 0 : w->narts;
+}
+
+uint64_t
+mc_writer_total_bytes(const mc_writer *w)
+{
+	return w == NULL ? 0 : w->total;
+}
+
+static int
+art_cmp(const void *x, const void *y)
+{
+	const struct wart *a = x, *b = y;
+	int c = strcmp(a->type, b->type);
+
+	if (c == 0)
+		c = strcmp(a->key, b->key);
+	if (c == 0)
+		c = a->seq < b->seq ? -1 : a->seq > b->seq;
+	return c;
+}
+
+struct hashidx {
+	unsigned char hash[MC_HASH_BYTES];
+	size_t idx;
+};
+
+static int
+hashidx_cmp(const void *x, const void *y)
+{
+	return memcmp(((const struct hashidx *)x)->hash, ((const struct hashidx *)y)->hash,
+		      MC_HASH_BYTES);
+}
+
+static int
+label_cmp(const void *x, const void *y)
+{
+	return strcmp(((const struct mc_label *)x)->key, ((const struct mc_label *)y)->key);
+}
+
+/* Copies one object's content into the archive, hashing it again: a source file that
+ * changed since it was recorded fails the save instead of producing a bad bundle. */
+static int
+copy_object(mc_writer *w, mc_emit *e, const struct wobj *o, uint64_t *done, uint64_t total)
+{
+	unsigned char hash[MC_HASH_BYTES];
+	crypto_generichash_state gs;
+	unsigned char *buf;
+	uint64_t left = o->size;
+	int fd, rc = MC_OK;
+
+	if (o->data != NULL) {
+		*done += o->size;
+		return mc__emit_data(e, o->data, (size_t)o->size);
+	}
+	if ((fd = open(o->path, O_RDONLY | O_CLOEXEC)) < 0)
+		return mc__errno(w->ctx, MC_ERR_IO, "cannot open", o->path);
+	if ((buf = malloc(MC_IO_CHUNK)) == NULL) {
+		close(fd);
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	crypto_generichash_init(&gs, NULL, 0, sizeof hash);
+	while (rc == MC_OK && left > 0) {
+		size_t want = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
+		ssize_t r = pread(fd, buf, want, (off_t)(o->offset + o->size - left));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = 0;
+			rc = mc__errno(w->ctx, MC_ERR_IO, "cannot read (did it shrink?)", o->path);
+			break;
+		}
+		crypto_generichash_update(&gs, buf, (size_t)r);
+		rc = mc__emit_data(e, buf, (size_t)r);
+		left -= (uint64_t)r;
+		*done += (uint64_t)r;
+		mc__progress(w->ctx, "pack", *done, total);
+	}
+	free(buf);
+	close(fd);
+	crypto_generichash_final(&gs, hash, sizeof hash);
+	if (rc == MC_OK && memcmp(hash, o->hash, MC_HASH_BYTES) != 0)
+		rc = mc__err(w->ctx, MC_ERR_IO, "%s: content changed while packing", o->path);
+	return rc;
+}
+
+int
+mc_writer_save(mc_writer *w, const char *path)
+{
+	struct mc_manifest m;
+	struct hashidx *order = NULL;
+	size_t i, j, nuniq = 0, nsig = 0;
+	char *json = NULL, **sigtxt = NULL;
+	size_t jlen = 0, *siglen = NULL;
+	char (*sigid)[17] = NULL;
+	uint64_t done = 0, total = 0;
+	mc_emit *e = NULL;
+	int rc = MC_OK;
+	char *used = NULL;
+
+	if (w == NULL || path == NULL)
+		return MC_ERR_INVALID;
+	memset(&m, 0, sizeof m);
+	/* Artifacts sorted by (type, key); for a repeated pair the last recorded wins. */
+	qsort(w->arts, w->narts, sizeof *w->arts, art_cmp);
+	if ((m.artifacts = calloc(w->narts + 1, sizeof *m.artifacts)) == NULL ||
+	    (order = malloc((w->nobjs + 1) * sizeof *order)) == NULL ||
+	    (used = calloc(w->nobjs + 1, 1)) == NULL) {
+		rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < w->narts; i = j) {
+		for (j = i + 1; j < w->narts && strcmp(w->arts[j].type, w->arts[i].type) == 0 &&
+				strcmp(w->arts[j].key, w->arts[i].key) == 0;
+		     j++)
+			;
+		used[w->arts[j - 1].obj] = 1;
+		m.artifacts[m.nartifacts++].object = j - 1; /* temporarily: index into arts */
+	}
+	if (w->only_blob && w->nsources == 1)
+		for (i = 0; i < w->ngroups; i++)
+			for (j = 0; j < w->groups[i].nentries; j++)
+				used[w->groups[i].entries[j].object] = 1;
+	for (i = 0; i < w->nobjs; i++)
+		if (used[i]) {
+			memcpy(order[nuniq].hash, w->objs[i].hash, MC_HASH_BYTES);
+			order[nuniq++].idx = i;
+		}
+	qsort(order, nuniq, sizeof *order, hashidx_cmp);
+	if ((m.objects = calloc(nuniq + 1, sizeof *m.objects)) == NULL) {
+		rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < nuniq; i++) {
+		struct wobj *o = &w->objs[order[i].idx];
+		o->out_index = i;
+		memcpy(m.objects[i].hash, o->hash, MC_HASH_BYTES);
+		mc__hex(o->hash, MC_HASH_BYTES, m.objects[i].hash_hex);
+		m.objects[i].size = o->size;
+		total += o->size;
+	}
+	m.nobjects = nuniq;
+	for (i = 0; i < m.nartifacts; i++) {
+		const struct wart *a = &w->arts[m.artifacts[i].object];
+		struct mc_martifact *ma = &m.artifacts[i];
+		const struct wobj *o = &w->objs[a->obj];
+
+		ma->type = a->type; /* borrowed; not freed below */
+		ma->key = a->key;
+		ma->size = o->size;
+		memcpy(ma->hash, o->hash, MC_HASH_BYTES);
+		mc__hex(o->hash, MC_HASH_BYTES, ma->hash_hex);
+		ma->has_sha256 = a->has_sha256;
+		memcpy(ma->sha256, a->sha256, 32);
+		ma->object = o->out_index;
+	}
+	if (w->only_blob && w->nsources == 1) {
+		m.has_torch_blob = 1;
+		m.ngroups = w->ngroups;
+		m.groups = calloc(w->ngroups + 1, sizeof *m.groups);
+		if (m.groups == NULL) {
+			rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		for (i = 0; i < w->ngroups && rc == MC_OK; i++) {
+			m.groups[i].type = w->groups[i].type;
+			m.groups[i].nentries = w->groups[i].nentries;
+			m.groups[i].entries = calloc(w->groups[i].nentries + 1, sizeof(struct mc_mentry));
+			if (m.groups[i].entries == NULL) {
+				rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+				break;
+			}
+			for (j = 0; j < w->groups[i].nentries; j++) {
+				m.groups[i].entries[j].key = w->groups[i].entries[j].key;
+				m.groups[i].entries[j].object = w->objs[w->groups[i].entries[j].object].out_index;
+			}
+		}
+		if (rc != MC_OK)
+			goto out;
+	}
+	qsort(w->labels, w->nlabels, sizeof *w->labels, label_cmp);
+	m.labels = w->labels;
+	m.nlabels = w->nlabels;
+	m.created = w->created;
+	m.bundle_version = w->bundle_version;
+	m.expires = w->expires;
+	if ((rc = mc__manifest_render(w->ctx, &m, &json, &jlen)) != MC_OK)
+		goto out;
+	if (jlen > w->ctx->max_manifest) {
+		rc = mc__err(w->ctx, MC_ERR_LIMIT, "manifest of %zu bytes is over the cap", jlen);
+		goto out;
+	}
+	/* Signatures, ordered by key id. */
+	if (w->nsigners > 0 &&
+	    ((sigtxt = calloc(w->nsigners, sizeof *sigtxt)) == NULL ||
+	     (siglen = calloc(w->nsigners, sizeof *siglen)) == NULL ||
+	     (sigid = calloc(w->nsigners, sizeof *sigid)) == NULL)) {
+		rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < w->nsigners; i++) {
+		struct mc_sig sig;
+		char tc[128];
+
+		snprintf(tc, sizeof tc, MC_SIG_TRUSTED_FMT, (long long)w->created);
+		if ((rc = mc__sig_make(w->ctx, w->signers[i], (const unsigned char *)json, jlen, tc,
+				       &sig)) != MC_OK)
+			goto out;
+		/* Insertion keeps the arrays sorted by key id. */
+		for (j = nsig; j > 0 && strcmp(sigid[j - 1], sig.id) > 0; j--) {
+			sigtxt[j] = sigtxt[j - 1];
+			siglen[j] = siglen[j - 1];
+			memcpy(sigid[j], sigid[j - 1], 17);
+		}
+		sigtxt[j] = mc__sig_render(&sig, &siglen[j]);
+		memcpy(sigid[j], sig.id, 17);
+		mc__sig_clear(&sig);
+		nsig++;
+		if (sigtxt[j] == NULL) {
+			rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+	}
+	if ((rc = mc__emit_open(w->ctx, path, w->level, &e)) != MC_OK)
+		goto out;
+	if ((rc = mc__emit_head(e, json, jlen, sigtxt, siglen, (const char (*)[17])sigid, nsig)) != MC_OK)
+		goto out;
+	for (i = 0; i < nuniq && rc == MC_OK; i++) {
+		const struct wobj *o = &w->objs[order[i].idx];
+		char name[128];
+
+		snprintf(name, sizeof name, "%s%s", MC_MEMBER_OBJ_PREFIX, m.objects[i].hash_hex);
+		if ((rc = mc__emit_member(e, name, o->size)) == MC_OK)
+			rc = copy_object(w, e, o, &done, total);
+	}
+	if (rc == MC_OK) {
+		rc = mc__emit_finish(e);
+		e = NULL;
+	}
+out:
+	mc__emit_abort(e);
+	if (m.groups != NULL)
+		for (i = 0; i < m.ngroups; i++)
+			free(m.groups[i].entries);
+	free(m.groups);
+	free(m.artifacts);
+	free(m.objects);
+	free(order);
+	free(used);
+	free(json);
+	for (i = 0; i < nsig; i++)
+		free(sigtxt[i]);
+	free(sigtxt);
+	free(siglen);
+	free(sigid);
+	return rc;
+}
