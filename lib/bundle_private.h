@@ -18,6 +18,7 @@ struct mc_bundle {
 	char *path;
 	int fd;
 	mc_zin *z;
+	mc_zdec *dec;
 	int fresh;             /* stream positioned just after the signatures */
 	unsigned char *mbytes; /* manifest bytes */
 	size_t mlen;
@@ -42,10 +43,10 @@ struct mc_bundle {
 /* Receives each object's content while the reader streams it. */
 typedef int (*mc_obj_sink)(void *ud, size_t obj, const unsigned char *buf, size_t n);
 
-/* Streams every object in order, checking names, sizes, hashes, padding and the end
- * of the archive. sink may be NULL. want (may be NULL) says which objects the sink
- * wants; the others are only hashed. */
-MC_HIDDEN int mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, void *ud);
+/* Streams every object in order, checking names, sizes, both hashes, padding and the
+ * end of the archive. sink (may be NULL) gets each object's content; raw (may be
+ * NULL) gets its stored bytes. */
+MC_HIDDEN int mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, mc_obj_sink raw, void *ud);
 /* Signatures and policy, as mc_bundle_check_signatures. */
 MC_HIDDEN int mc__bundle_policy(mc_bundle *b);
 /* Computes each artifact's handler and destination; checks conflicts. */

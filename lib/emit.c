@@ -1,6 +1,6 @@
 /*
- * emit.c - writes the bundle container: ustar members through libarchive, compressed
- * by zstream.c, into a temp file that is renamed over the target once complete.
+ * emit.c - writes the bundle container: ustar members through libarchive, into a temp
+ * file that is renamed over the target once complete.
  */
 #include "config.h"
 
@@ -14,21 +14,41 @@
 
 #include "emit_private.h"
 
+static int
+emit_flush(mc_emit *e)
+{
+	if (e->len > 0 && mc__write_all(e->fd, e->buf, e->len) != 0)
+		return mc__errno(e->ctx, MC_ERR_IO, "cannot write", e->path);
+	e->len = 0;
+	return MC_OK;
+}
+
 static la_ssize_t
 emit_write_cb(struct archive *a, void *ud, const void *buf, size_t n)
 {
 	mc_emit *e = ud;
 
-	if (mc__zout_write(e->z, buf, n) != MC_OK) {
+	if (e->len + n > MC_IO_CHUNK && emit_flush(e) != MC_OK) {
 		archive_set_error(a, EIO, "%s", e->ctx->err);
 		e->failed = 1;
 		return -1;
 	}
+	if (n >= MC_IO_CHUNK) {
+		if (mc__write_all(e->fd, buf, n) != 0) {
+			mc__errno(e->ctx, MC_ERR_IO, "cannot write", e->path);
+			archive_set_error(a, EIO, "%s", e->ctx->err);
+			e->failed = 1;
+			return -1;
+		}
+		return (la_ssize_t)n;
+	}
+	memcpy(e->buf + e->len, buf, n);
+	e->len += n;
 	return (la_ssize_t)n;
 }
 
 int
-mc__emit_open(mc_ctx *ctx, const char *path, int level, mc_emit **out)
+mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out)
 {
 	mc_emit *e = calloc(1, sizeof *e);
 	int rc;
@@ -46,9 +66,9 @@ mc__emit_open(mc_ctx *ctx, const char *path, int level, mc_emit **out)
 		mc__emit_abort(e);
 		return MC_ERR_IO;
 	}
-	if ((rc = mc__zout_new(ctx, e->fd, level, &e->z)) != MC_OK) {
+	if ((e->buf = malloc(MC_IO_CHUNK)) == NULL) {
 		mc__emit_abort(e);
-		return rc;
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
 	e->a = archive_write_new();
 	if (e->a == NULL || archive_write_set_format_ustar(e->a) != ARCHIVE_OK ||
@@ -114,7 +134,7 @@ mc__emit_finish(mc_emit *e)
 	if (archive_write_close(e->a) != ARCHIVE_OK)
 		rc = archive_fail(e, "cannot finish the archive");
 	if (rc == MC_OK)
-		rc = mc__zout_finish(e->z);
+		rc = emit_flush(e);
 	if (rc == MC_OK && fsync(e->fd) != 0)
 		rc = mc__errno(e->ctx, MC_ERR_IO, "cannot flush", e->tmp);
 	if (rc == MC_OK) {
@@ -140,7 +160,7 @@ mc__emit_abort(mc_emit *e)
 	if (e->a != NULL)
 		archive_write_free(e->a);
 	archive_entry_free(e->entry);
-	mc__zout_free(e->z);
+	free(e->buf);
 	if (e->fd >= 0)
 		close(e->fd);
 	if (e->tmp != NULL) {

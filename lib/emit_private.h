@@ -15,12 +15,13 @@ typedef struct mc_emit {
 	char *tmp;
 	int fd;
 	int failed;
-	mc_zout *z;
+	unsigned char *buf; /* output buffer */
+	size_t len;
 	struct archive *a;
 	struct archive_entry *entry;
 } mc_emit;
 
-MC_HIDDEN int mc__emit_open(mc_ctx *ctx, const char *path, int level, mc_emit **out);
+MC_HIDDEN int mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out);
 /* Writes manifest.json and the signature members (sigids sorted ascending). */
 MC_HIDDEN int mc__emit_head(mc_emit *e, const char *manifest, size_t mlen, char *const *sigs,
 			    const size_t *siglens, const char (*sigids)[17], size_t nsigs);

@@ -268,7 +268,7 @@ mc_bundle_export_torch(mc_bundle *b, const char *out_path)
 		if (p.need[i] && b->m.objects[i].size == 0 &&
 		    (rc = parts_sink(&p, i, (const unsigned char *)"", 0)) != MC_OK)
 			goto out;
-	if ((rc = mc__bundle_stream(b, parts_sink, &p)) != MC_OK)
+	if ((rc = mc__bundle_stream(b, parts_sink, NULL, &p)) != MC_OK)
 		goto out;
 	if (p.fd >= 0) {
 		close(p.fd);
@@ -351,11 +351,12 @@ resign_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
 	char name[128];
 	int rc;
 
-	/* Objects are emitted in the same order; start each member at its first byte. */
+	/* Stored bytes are copied as they are, in the same order; each member starts at
+	 * its first byte. */
 	while (!r->started || r->cur != obj) {
 		size_t next = r->started ? r->cur + 1 : 0;
 		snprintf(name, sizeof name, "%s%s", MC_MEMBER_OBJ_PREFIX, r->b->m.objects[next].hash_hex);
-		if ((rc = mc__emit_member(r->e, name, r->b->m.objects[next].size)) != MC_OK)
+		if ((rc = mc__emit_member(r->e, name, r->b->m.objects[next].stored_size)) != MC_OK)
 			return rc;
 		r->cur = next;
 		r->started = 1;
@@ -373,7 +374,7 @@ mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk, const char *out_path)
 	char (*ids)[17] = NULL;
 	char *mine = NULL;
 	size_t minelen = 0;
-	int rc, level;
+	int rc;
 
 	if (b == NULL || sk == NULL || out_path == NULL)
 		return MC_ERR_INVALID;
@@ -405,14 +406,13 @@ mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk, const char *out_path)
 			memcpy(ids[n++], b->sigs[i].sig.id, 17);
 		}
 	}
-	level = mc__zin_compressed(b->z) ? 3 : 0;
 	memset(&r, 0, sizeof r);
 	r.b = b;
-	if ((rc = mc__emit_open(b->ctx, out_path, level, &r.e)) != MC_OK)
+	if ((rc = mc__emit_open(b->ctx, out_path, &r.e)) != MC_OK)
 		goto out;
 	if ((rc = mc__emit_head(r.e, (const char *)b->mbytes, b->mlen, texts, lens,
 				(const char (*)[17])ids, n)) == MC_OK)
-		rc = mc__bundle_stream(b, resign_sink, &r);
+		rc = mc__bundle_stream(b, NULL, resign_sink, &r);
 	/* Objects with no bytes never reached the sink. */
 	while (rc == MC_OK && (r.started ? r.cur + 1 : 0) < b->m.nobjects)
 		rc = resign_sink(&r, r.started ? r.cur + 1 : 0, NULL, 0);

@@ -66,7 +66,7 @@ mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	for (tries = 0; tries < 16; tries++) {
 		snprintf(tmp, n, "%s.%08x.tmp", path, randombytes_random());
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (fd >= 0) {
 			*tmp_out = tmp;
 			return fd;

@@ -84,7 +84,7 @@ add_int(cJSON *o, const char *k, double v)
 int
 mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out, size_t *outlen)
 {
-	cJSON *root = cJSON_CreateObject(), *labels, *arts, *tb, *groups;
+	cJSON *root = cJSON_CreateObject(), *labels, *arts, *objs, *tb, *groups;
 	char hex[65];
 	size_t i, j;
 	int ok = root != NULL;
@@ -113,6 +113,19 @@ mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out, size_t
 			mc__hex(a->sha256, 32, hex);
 			ok = cJSON_AddStringToObject(o, "sha256", hex) != NULL;
 		}
+	}
+	ok = ok && (objs = cJSON_AddArrayToObject(root, "objects")) != NULL;
+	for (i = 0; ok && i < m->nobjects; i++) {
+		const struct mc_mobject *ob = &m->objects[i];
+		cJSON *o = cJSON_CreateObject();
+
+		ok = o != NULL && cJSON_AddItemToArray(objs, o);
+		ok = ok && cJSON_AddStringToObject(o, "hash", ob->hash_hex) != NULL;
+		ok = ok && add_int(o, "size", (double)ob->size) != NULL;
+		ok = ok && cJSON_AddStringToObject(o, "encoding", ob->encoding == MC_ENC_ZSTD ? "zstd" : "none") != NULL;
+		ok = ok && add_int(o, "stored_size", (double)ob->stored_size) != NULL;
+		mc__hex(ob->stored_hash, 32, hex);
+		ok = ok && cJSON_AddStringToObject(o, "stored_hash", hex) != NULL;
 	}
 	if (ok && m->has_torch_blob) {
 		ok = (tb = cJSON_AddObjectToObject(root, "torch_blob")) != NULL &&
@@ -258,18 +271,6 @@ key_text_ok(const char *k)
 	return n > 0 && n <= MC_KEY_MAX;
 }
 
-/* Object table: every (hash, size) referenced, sorted and unique. */
-struct objref {
-	unsigned char hash[32];
-	uint64_t size;
-};
-
-static int
-objref_cmp(const void *a, const void *b)
-{
-	return memcmp(((const struct objref *)a)->hash, ((const struct objref *)b)->hash, 32);
-}
-
 static size_t
 find_object(const struct mc_manifest *m, const unsigned char hash[32])
 {
@@ -288,27 +289,75 @@ find_object(const struct mc_manifest *m, const unsigned char hash[32])
 	return (size_t)-1;
 }
 
+/* The object table: sorted strictly by content hash; stored bytes described exactly. */
 static int
-build_objects(mc_ctx *ctx, struct mc_manifest *m, struct objref *refs, size_t nrefs)
+parse_objects(mc_ctx *ctx, const cJSON *objs, struct mc_manifest *m)
 {
-	size_t i, j, k;
+	static const char *const fields[] = {"!hash", "!size", "!encoding", "!stored_size",
+					     "!stored_hash", NULL};
+	const cJSON *c;
+	size_t n;
+	int rc;
 
-	qsort(refs, nrefs, sizeof *refs, objref_cmp);
-	if (nrefs > 0 && (m->objects = calloc(nrefs, sizeof *m->objects)) == NULL)
+	if (!cJSON_IsArray(objs))
+		return BAD("manifest: objects is not an array");
+	n = (size_t)cJSON_GetArraySize(objs);
+	if (n > ctx->max_artifacts)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest lists %zu objects, over the cap of %llu", n,
+			       (unsigned long long)ctx->max_artifacts);
+	if (n > 0 && (m->objects = calloc(n, sizeof *m->objects)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	for (i = 0, k = 0; i < nrefs; i = j) {
-		for (j = i + 1; j < nrefs && memcmp(refs[j].hash, refs[i].hash, 32) == 0; j++)
-			if (refs[j].size != refs[i].size)
-				return BAD("manifest: object %02x%02x... listed with two sizes",
-					   refs[i].hash[0], refs[i].hash[1]);
-		memcpy(m->objects[k].hash, refs[i].hash, 32);
-		mc__hex(refs[i].hash, 32, m->objects[k].hash_hex);
-		m->objects[k].size = refs[i].size;
-		k++;
+	for (c = objs->child; c != NULL; c = c->next) {
+		struct mc_mobject *o = &m->objects[m->nobjects];
+		const char *hash = NULL, *enc = NULL, *shash = NULL;
+		char what[48];
+
+		snprintf(what, sizeof what, "objects[%zu]", m->nobjects);
+		if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
+		    (rc = get_str(ctx, c, "hash", what, &hash)) != MC_OK ||
+		    (rc = get_str(ctx, c, "encoding", what, &enc)) != MC_OK ||
+		    (rc = get_str(ctx, c, "stored_hash", what, &shash)) != MC_OK ||
+		    (rc = get_uint(ctx, c, "size", what, &o->size)) != MC_OK ||
+		    (rc = get_uint(ctx, c, "stored_size", what, &o->stored_size)) != MC_OK ||
+		    (rc = hash_field(ctx, hash, what, o->hash)) != MC_OK ||
+		    (rc = hash_field(ctx, shash, what, o->stored_hash)) != MC_OK)
+			return rc;
+		memcpy(o->hash_hex, hash, 65);
+		if (strcmp(enc, "zstd") == 0) {
+			o->encoding = MC_ENC_ZSTD;
+		} else if (strcmp(enc, "none") == 0) {
+			o->encoding = MC_ENC_NONE;
+			if (o->stored_size != o->size || memcmp(o->stored_hash, o->hash, 32) != 0)
+				return BAD("manifest: %s is stored as is but its stored size or hash differs",
+					   what);
+		} else {
+			return BAD("manifest: %s has unknown encoding '%.20s'", what, enc);
+		}
+		if (o->size > ctx->max_artifact_bytes || o->stored_size > ctx->max_artifact_bytes)
+			return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is over the per-artifact cap of %llu "
+				       "bytes", what, (unsigned long long)ctx->max_artifact_bytes);
+		/* Expansion is declared, and decompression stops at the declared size. */
+		m->nobjects++;
+		if (m->nobjects > 1 && memcmp(o[-1].hash, o->hash, 32) >= 0)
+			return BAD("manifest: objects not sorted by hash, or repeated, at %s", what);
 	}
-	m->nobjects = k;
-	for (i = 0; i < m->nartifacts; i++)
-		m->artifacts[i].object = find_object(m, m->artifacts[i].hash);
+	return MC_OK;
+}
+
+/* Resolves a reference to an object, checking its size; marks it used. */
+static int
+ref_object(mc_ctx *ctx, struct mc_manifest *m, const unsigned char hash[32], uint64_t size,
+	   const char *what, char *used, size_t *idx)
+{
+	size_t i = find_object(m, hash);
+
+	if (i == (size_t)-1)
+		return BAD("manifest: %s refers to an object not in the object table", what);
+	if (m->objects[i].size != size)
+		return BAD("manifest: %s gives size %llu, the object table %llu", what,
+			   (unsigned long long)size, (unsigned long long)m->objects[i].size);
+	used[i] = 1;
+	*idx = i;
 	return MC_OK;
 }
 
@@ -344,8 +393,7 @@ parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
 }
 
 static int
-parse_artifacts(mc_ctx *ctx, const cJSON *arts, struct mc_manifest *m, struct objref *refs,
-		size_t *nrefs)
+parse_artifacts(mc_ctx *ctx, const cJSON *arts, struct mc_manifest *m, char *used)
 {
 	static const char *const fields[] = {"!type", "!key", "!size", "!hash", "sha256", NULL};
 	const cJSON *c;
@@ -398,15 +446,14 @@ parse_artifacts(mc_ctx *ctx, const cJSON *arts, struct mc_manifest *m, struct ob
 			if (cmp > 0)
 				return BAD("manifest: artifacts not sorted by (type, key) at %s", what);
 		}
-		memcpy(refs[*nrefs].hash, a->hash, 32);
-		refs[(*nrefs)++].size = a->size;
+		if ((rc = ref_object(ctx, m, a->hash, a->size, what, used, &a->object)) != MC_OK)
+			return rc;
 	}
 	return MC_OK;
 }
 
 static int
-parse_torch_blob(mc_ctx *ctx, const cJSON *tb, struct mc_manifest *m, struct objref **refsp,
-		 size_t *nrefs, size_t *cap)
+parse_torch_blob(mc_ctx *ctx, const cJSON *tb, struct mc_manifest *m, char *used)
 {
 	static const char *const tbf[] = {"!groups", NULL};
 	static const char *const gf[] = {"!type", "!entries", NULL};
@@ -450,33 +497,23 @@ parse_torch_blob(mc_ctx *ctx, const cJSON *tb, struct mc_manifest *m, struct obj
 			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 		for (e = ents->child; e != NULL; e = e->next) {
 			const char *key = NULL, *hash = NULL;
-			struct objref *r;
+			unsigned char h[32];
+			uint64_t size;
 
-			if (*nrefs == *cap) {
-				r = realloc(*refsp, (*cap * 2 + 16) * sizeof *r);
-				if (r == NULL)
-					return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-				*refsp = r;
-				*cap = *cap * 2 + 16;
-			}
-			r = &(*refsp)[*nrefs];
 			if ((rc = check_members(ctx, e, "torch_blob entry", ef)) != MC_OK ||
 			    (rc = get_str(ctx, e, "key", "torch_blob entry", &key)) != MC_OK ||
 			    (rc = get_str(ctx, e, "hash", "torch_blob entry", &hash)) != MC_OK ||
-			    (rc = get_uint(ctx, e, "size", "torch_blob entry", &r->size)) != MC_OK ||
-			    (rc = hash_field(ctx, hash, "torch_blob entry hash", r->hash)) != MC_OK)
+			    (rc = get_uint(ctx, e, "size", "torch_blob entry", &size)) != MC_OK ||
+			    (rc = hash_field(ctx, hash, "torch_blob entry hash", h)) != MC_OK)
 				return rc;
 			if (!key_text_ok(key))
 				return BAD("manifest: torch_blob entry key is empty or too long");
-			if (r->size > ctx->max_artifact_bytes)
-				return mc__err(ctx, MC_ERR_LIMIT, "manifest: torch_blob entry over the "
-					       "per-artifact cap");
+			if ((rc = ref_object(ctx, m, h, size, "torch_blob entry", used,
+					     &grp->entries[grp->nentries].object)) != MC_OK)
+				return rc;
 			if ((grp->entries[grp->nentries].key = mc__strdup(key)) == NULL)
 				return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-			/* Resolved to an object index once the table is built. */
-			grp->entries[grp->nentries].object = *nrefs;
 			grp->nentries++;
-			(*nrefs)++;
 		}
 	}
 	return MC_OK;
@@ -487,12 +524,12 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 {
 	static const char *const top[] = {"!format", "!format_version", "!created",
 					  "!bundle_version", "expires", "!labels", "!artifacts",
-					  "torch_blob", NULL};
+					  "!objects", "torch_blob", NULL};
 	const char *end = NULL, *fmt = NULL;
 	cJSON *root = NULL;
 	const cJSON *arts, *tb;
-	struct objref *refs = NULL;
-	size_t nrefs = 0, cap, n, i, j;
+	char *used = NULL;
+	size_t n, i;
 	uint64_t v;
 	int rc;
 
@@ -554,37 +591,26 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 			     (unsigned long long)ctx->max_artifacts);
 		goto out;
 	}
-	cap = n + 16;
-	if ((refs = malloc(cap * sizeof *refs)) == NULL ||
+	if ((rc = parse_objects(ctx, cJSON_GetObjectItemCaseSensitive(root, "objects"), m)) != MC_OK)
+		goto out;
+	if ((used = calloc(m->nobjects + 1, 1)) == NULL ||
 	    (n > 0 && (m->artifacts = calloc(n, sizeof *m->artifacts)) == NULL)) {
 		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = parse_artifacts(ctx, arts, m, refs, &nrefs)) != MC_OK)
+	if ((rc = parse_artifacts(ctx, arts, m, used)) != MC_OK)
 		goto out;
 	if ((tb = cJSON_GetObjectItemCaseSensitive(root, "torch_blob")) != NULL &&
-	    (rc = parse_torch_blob(ctx, tb, m, &refs, &nrefs, &cap)) != MC_OK)
+	    (rc = parse_torch_blob(ctx, tb, m, used)) != MC_OK)
 		goto out;
-	{
-		/* Entries hold their ref index; remember each ref's hash before sorting. */
-		struct objref *copy = NULL;
-		if (m->has_torch_blob && nrefs > 0) {
-			if ((copy = malloc(nrefs * sizeof *copy)) == NULL) {
-				rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-				goto out;
-			}
-			memcpy(copy, refs, nrefs * sizeof *copy);
+	for (i = 0; i < m->nobjects; i++)
+		if (!used[i]) {
+			rc = BAD("manifest: object %s is listed but no artifact uses it",
+				 m->objects[i].hash_hex);
+			goto out;
 		}
-		rc = build_objects(ctx, m, refs, nrefs);
-		for (i = 0; rc == MC_OK && copy != NULL && i < m->ngroups; i++)
-			for (j = 0; j < m->groups[i].nentries; j++) {
-				size_t r = m->groups[i].entries[j].object;
-				m->groups[i].entries[j].object = find_object(m, copy[r].hash);
-			}
-		free(copy);
-	}
 out:
-	free(refs);
+	free(used);
 	cJSON_Delete(root);
 	if (rc != MC_OK)
 		mc__manifest_free(m);

@@ -134,28 +134,40 @@ MC_HIDDEN void mc__sig_clear(struct mc_sig *sig);
 MC_HIDDEN int mc__sig_verify(const struct mc_sig *sig, const mc_pubkey *pk,
 			     const unsigned char *msg, size_t n);
 
-/* ---- zstd framing (zstream.c) ---- */
+/* ---- file input and per-object zstd (zstream.c) ---- */
 
-typedef struct mc_zout mc_zout;
 typedef struct mc_zin mc_zin;
 
-/* Output stream to fd: zstd at level (1..19) or plain (level 0). */
-MC_HIDDEN int mc__zout_new(mc_ctx *ctx, int fd, int level, mc_zout **out);
-MC_HIDDEN int mc__zout_write(mc_zout *z, const void *buf, size_t n);
-MC_HIDDEN int mc__zout_finish(mc_zout *z);
-MC_HIDDEN void mc__zout_free(mc_zout *z);
-
-/* Input stream from fd; detects zstd or plain tar from the first bytes. */
+/* Buffered input from a bundle file; the first block must be a ustar header. */
 MC_HIDDEN int mc__zin_new(mc_ctx *ctx, int fd, const char *path, mc_zin **out);
-/* Reads exactly n decompressed bytes; MC_ERR_MALFORMED on truncation. */
+/* Reads exactly n bytes; MC_ERR_MALFORMED on truncation. */
 MC_HIDDEN int mc__zin_read(mc_zin *z, void *buf, size_t n);
-/* MC_OK when the stream is at its canonical end: frame complete, no byte after it. */
+/* MC_OK when the file ends here. */
 MC_HIDDEN int mc__zin_expect_end(mc_zin *z);
-MC_HIDDEN int mc__zin_compressed(const mc_zin *z);
 MC_HIDDEN void mc__zin_free(mc_zin *z);
-/* zstd frame header bytes the writer produces and the reader requires. */
-#define MC_ZSTD_HEADER_LEN 6
-extern MC_HIDDEN const unsigned char mc__zstd_header[MC_ZSTD_HEADER_LEN];
+
+/* Object encodings. */
+#define MC_ENC_NONE 0
+#define MC_ENC_ZSTD 1
+#define MC_ZSTD_WINDOW_LOG 23
+
+/* Streaming compressor of one object at a time (fixed parameters: deterministic). */
+typedef struct mc_zenc mc_zenc;
+typedef int (*mc_out_fn)(void *ud, const unsigned char *buf, size_t n);
+MC_HIDDEN int mc__zenc_new(mc_ctx *ctx, int level, mc_zenc **out);
+/* Feeds n bytes (end: the object's last bytes) and passes output to fn. */
+MC_HIDDEN int mc__zenc_run(mc_zenc *z, const void *buf, size_t n, int end, mc_out_fn fn, void *ud);
+MC_HIDDEN void mc__zenc_free(mc_zenc *z);
+
+/* Streaming decompressor of one object at a time. */
+typedef struct mc_zdec mc_zdec;
+MC_HIDDEN int mc__zdec_new(mc_ctx *ctx, mc_zdec **out);
+MC_HIDDEN void mc__zdec_reset(mc_zdec *z);
+/* Feeds stored bytes; passes decompressed bytes to fn. *done is set when the frame
+ * ended (then no stored byte may follow). */
+MC_HIDDEN int mc__zdec_run(mc_zdec *z, const void *buf, size_t n, mc_out_fn fn, void *ud,
+			   int *done);
+MC_HIDDEN void mc__zdec_free(mc_zdec *z);
 
 /* ---- canonical tar headers (tarfmt.c) ---- */
 
@@ -200,9 +212,12 @@ struct mc_mgroup {
 };
 
 struct mc_mobject {
-	unsigned char hash[MC_HASH_BYTES];
+	unsigned char hash[MC_HASH_BYTES];   /* of the content */
 	char hash_hex[MC_HASH_HEX];
-	uint64_t size;
+	uint64_t size;                       /* of the content */
+	int encoding;                        /* MC_ENC_* */
+	uint64_t stored_size;                /* bytes in the archive member */
+	unsigned char stored_hash[MC_HASH_BYTES];
 };
 
 struct mc_manifest {

@@ -246,7 +246,7 @@ mc_pubkey_load(mc_ctx *ctx, const char *arg, mc_pubkey **out)
 	if ((rc = mc__crypto_init(ctx)) != MC_OK)
 		return rc;
 	/* A bare base64 key (minisign's -P form) is 56 characters starting "RW". */
-	if (strlen(arg) == 56 && strncmp(arg, "RW", 2) == 0 && strchr(arg, '/') == NULL &&
+	if (strlen(arg) == 56 && strncmp(arg, "RW", 2) == 0 &&
 	    access(arg, F_OK) != 0) {
 		b64 = arg;
 		b64len = 56;

@@ -592,7 +592,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		free(fill);
 	}
 	if (dry) {
-		rc = mc__bundle_stream(b, NULL, NULL);
+		rc = mc__bundle_stream(b, NULL, NULL, NULL);
 		for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++) {
 			const struct mc_martifact *a = &b->m.artifacts[i];
 			if (a->selected)
@@ -610,7 +610,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	if (rc == MC_OK)
 		rc = close_current(&L);
 	if (rc == MC_OK)
-		rc = mc__bundle_stream(b, sink, &L);
+		rc = mc__bundle_stream(b, sink, NULL, &L);
 	if (rc == MC_OK)
 		rc = close_current(&L);
 	if (rc == MC_OK)

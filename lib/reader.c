@@ -248,6 +248,7 @@ mc_bundle_free(mc_bundle *b)
 	if (b == NULL)
 		return;
 	mc__zin_free(b->z);
+	mc__zdec_free(b->dec);
 	if (b->fd >= 0)
 		close(b->fd);
 	free(b->path);
@@ -265,11 +266,100 @@ mc_bundle_free(mc_bundle *b)
 	free(b);
 }
 
-int
-mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, void *ud)
-{
-	unsigned char *buf, hash[MC_HASH_BYTES], zero[MC_TAR_BLOCK];
+struct objstate {
+	mc_bundle *b;
+	size_t obj;
+	mc_obj_sink sink;
+	void *ud;
+	uint64_t produced;
 	crypto_generichash_state gs;
+};
+
+/* Decompressed bytes: counted against the declared size, hashed, passed on. */
+static int
+content_out(void *p, const unsigned char *buf, size_t n)
+{
+	struct objstate *st = p;
+	const struct mc_mobject *o = &st->b->m.objects[st->obj];
+
+	if (n > o->size - st->produced)
+		return mc__err(st->b->ctx, MC_ERR_INTEGRITY, "%s: object %s expands past its declared "
+			       "%llu bytes", st->b->path, o->hash_hex, (unsigned long long)o->size);
+	st->produced += n;
+	crypto_generichash_update(&st->gs, buf, n);
+	return st->sink != NULL ? st->sink(st->ud, st->obj, buf, n) : MC_OK;
+}
+
+static int
+read_object(mc_bundle *b, size_t i, mc_obj_sink sink, mc_obj_sink raw, void *ud, unsigned char *buf,
+	    uint64_t *done, uint64_t total)
+{
+	const struct mc_mobject *o = &b->m.objects[i];
+	unsigned char hash[MC_HASH_BYTES];
+	crypto_generichash_state sgs;
+	struct objstate st;
+	uint64_t left;
+	int rc = MC_OK, ended = 0;
+
+	memset(&st, 0, sizeof st);
+	st.b = b;
+	st.obj = i;
+	st.sink = sink;
+	st.ud = ud;
+	crypto_generichash_init(&st.gs, NULL, 0, MC_HASH_BYTES);
+	crypto_generichash_init(&sgs, NULL, 0, MC_HASH_BYTES);
+	if (o->encoding == MC_ENC_ZSTD) {
+		if (b->dec == NULL && (rc = mc__zdec_new(b->ctx, &b->dec)) != MC_OK)
+			return rc;
+		mc__zdec_reset(b->dec);
+	}
+	for (left = o->stored_size; left > 0 && rc == MC_OK;) {
+		size_t n = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
+		if ((rc = mc__zin_read(b->z, buf, n)) != MC_OK)
+			break;
+		crypto_generichash_update(&sgs, buf, n);
+		if (raw != NULL && (rc = raw(ud, i, buf, n)) != MC_OK)
+			break;
+		if (o->encoding == MC_ENC_ZSTD)
+			rc = mc__zdec_run(b->dec, buf, n, content_out, &st, &ended);
+		else
+			rc = content_out(&st, buf, n);
+		left -= n;
+		*done += n;
+		mc__progress(b->ctx, "verify", *done, total);
+	}
+	if (rc == MC_OK && o->encoding == MC_ENC_ZSTD && !ended)
+		rc = mc__zdec_run(b->dec, NULL, 0, content_out, &st, &ended);
+	if (rc != MC_OK) {
+		if (rc == MC_ERR_MALFORMED && strncmp(b->ctx->err, b->path, strlen(b->path)) != 0) {
+			char msg[MC_ERRBUF];
+			snprintf(msg, sizeof msg, "%s", b->ctx->err);
+			rc = mc__err(b->ctx, rc, "%s: object %s: %s", b->path, o->hash_hex, msg);
+		}
+		return rc;
+	}
+	crypto_generichash_final(&sgs, hash, sizeof hash);
+	if (sodium_memcmp(hash, o->stored_hash, sizeof hash) != 0)
+		return mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s: stored bytes do not match "
+			       "their hash", b->path, o->hash_hex);
+	if (o->encoding == MC_ENC_ZSTD && !ended)
+		return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: object %s: compressed data ends early",
+			       b->path, o->hash_hex);
+	if (st.produced != o->size)
+		return mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s is %llu bytes, the manifest "
+			       "says %llu", b->path, o->hash_hex, (unsigned long long)st.produced,
+			       (unsigned long long)o->size);
+	crypto_generichash_final(&st.gs, hash, sizeof hash);
+	if (sodium_memcmp(hash, o->hash, sizeof hash) != 0)
+		return mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s: content does not match its "
+			       "hash", b->path, o->hash_hex);
+	return MC_OK;
+}
+
+int
+mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, mc_obj_sink raw, void *ud)
+{
+	unsigned char *buf, zero[MC_TAR_BLOCK];
 	uint64_t done = 0, total = 0;
 	size_t i;
 	int rc = MC_OK;
@@ -278,13 +368,12 @@ mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, void *ud)
 		return rc;
 	b->fresh = 0;
 	for (i = 0; i < b->m.nobjects; i++)
-		total += b->m.objects[i].size;
+		total += b->m.objects[i].stored_size;
 	if ((buf = malloc(MC_IO_CHUNK)) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < b->m.nobjects && rc == MC_OK; i++) {
 		const struct mc_mobject *o = &b->m.objects[i];
 		size_t pl = strlen(MC_MEMBER_OBJ_PREFIX);
-		uint64_t left;
 
 		if (b->pending_end) {
 			rc = mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s listed in the manifest is "
@@ -305,33 +394,15 @@ mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, void *ud)
 					       "manifest is missing", b->path, o->hash_hex);
 			break;
 		}
-		if (b->pending_size != o->size) {
-			rc = mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s is %llu bytes, the manifest "
-				     "says %llu", b->path, o->hash_hex, (unsigned long long)b->pending_size,
-				     (unsigned long long)o->size);
+		if (b->pending_size != o->stored_size) {
+			rc = mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s is stored in %llu bytes, the "
+				     "manifest says %llu", b->path, o->hash_hex,
+				     (unsigned long long)b->pending_size,
+				     (unsigned long long)o->stored_size);
 			break;
 		}
-		crypto_generichash_init(&gs, NULL, 0, sizeof hash);
-		for (left = o->size; left > 0 && rc == MC_OK;) {
-			size_t n = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
-			if ((rc = mc__zin_read(b->z, buf, n)) != MC_OK)
-				break;
-			crypto_generichash_update(&gs, buf, n);
-			if (sink != NULL)
-				rc = sink(ud, i, buf, n);
-			left -= n;
-			done += n;
-			mc__progress(b->ctx, "verify", done, total);
-		}
-		if (rc != MC_OK)
-			break;
-		crypto_generichash_final(&gs, hash, sizeof hash);
-		if (sodium_memcmp(hash, o->hash, sizeof hash) != 0) {
-			rc = mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s: content does not match its "
-				     "hash", b->path, o->hash_hex);
-			break;
-		}
-		if ((rc = read_padding(b, o->size, b->pending)) != MC_OK)
+		if ((rc = read_object(b, i, sink, raw, ud, buf, &done, total)) != MC_OK ||
+		    (rc = read_padding(b, o->stored_size, b->pending)) != MC_OK)
 			break;
 		rc = next_header(b, b->pending, &b->pending_size);
 		if (rc == 1) {
@@ -424,8 +495,9 @@ mc__bundle_policy(mc_bundle *b)
 		if (b->ntrusted == 0)
 			return mc__err(b->ctx, MC_ERR_INVALID, "%s: no trusted public key given", b->path);
 		if (b->threshold > b->ntrusted)
-			return mc__err(b->ctx, MC_ERR_INVALID, "threshold %u is more than the %zu trusted "
-				       "keys given", b->threshold, b->ntrusted);
+			return mc__err(b->ctx, MC_ERR_THRESHOLD, "%s: threshold %u cannot be met: only "
+				       "%zu distinct trusted key%s given", b->path, b->threshold, b->ntrusted,
+				       b->ntrusted == 1 ? "" : "s");
 		for (i = 0; i < b->nsigs; i++)
 			for (j = 0; j < b->ntrusted; j++) {
 				if (memcmp(b->sigs[i].sig.keynum, b->trusted[j]->keynum, 8) != 0)
@@ -476,7 +548,7 @@ mc_bundle_verify(mc_bundle *b)
 		return MC_ERR_INVALID;
 	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = mc__bundle_plan(b)) != MC_OK)
 		return rc;
-	return mc__bundle_stream(b, NULL, NULL);
+	return mc__bundle_stream(b, NULL, NULL, NULL);
 }
 
 /* ---- accessors ---- */

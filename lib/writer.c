@@ -22,6 +22,7 @@ struct wobj {
 	char *path;          /* else a range of this file */
 	uint64_t offset;
 	size_t out_index;    /* position in the saved manifest's object table */
+	uint64_t spool_off;  /* compressed bytes in the spool file */
 };
 
 struct wart {
@@ -541,10 +542,12 @@ label_cmp(const void *x, const void *y)
 	return strcmp(((const struct mc_label *)x)->key, ((const struct mc_label *)y)->key);
 }
 
-/* Copies one object's content into the archive, hashing it again: a source file that
- * changed since it was recorded fails the save instead of producing a bad bundle. */
+/* Reads one object's content from its source in chunks, hashing it again: a source
+ * file that changed since it was recorded fails the save instead of producing a bad
+ * bundle. */
 static int
-copy_object(mc_writer *w, mc_emit *e, const struct wobj *o, uint64_t *done, uint64_t total)
+read_object(mc_writer *w, const struct wobj *o, mc_out_fn fn, void *ud, uint64_t *done,
+	    uint64_t total)
 {
 	unsigned char hash[MC_HASH_BYTES];
 	crypto_generichash_state gs;
@@ -554,7 +557,7 @@ copy_object(mc_writer *w, mc_emit *e, const struct wobj *o, uint64_t *done, uint
 
 	if (o->data != NULL) {
 		*done += o->size;
-		return mc__emit_data(e, o->data, (size_t)o->size);
+		return o->size > 0 ? fn(ud, o->data, (size_t)o->size) : MC_OK;
 	}
 	if ((fd = open(o->path, O_RDONLY | O_CLOEXEC)) < 0)
 		return mc__errno(w->ctx, MC_ERR_IO, "cannot open", o->path);
@@ -575,7 +578,7 @@ copy_object(mc_writer *w, mc_emit *e, const struct wobj *o, uint64_t *done, uint
 			break;
 		}
 		crypto_generichash_update(&gs, buf, (size_t)r);
-		rc = mc__emit_data(e, buf, (size_t)r);
+		rc = fn(ud, buf, (size_t)r);
 		left -= (uint64_t)r;
 		*done += (uint64_t)r;
 		mc__progress(w->ctx, "pack", *done, total);
@@ -588,6 +591,94 @@ copy_object(mc_writer *w, mc_emit *e, const struct wobj *o, uint64_t *done, uint
 	return rc;
 }
 
+static int
+emit_out(void *ud, const unsigned char *buf, size_t n)
+{
+	return mc__emit_data(ud, buf, n);
+}
+
+/* The spool: compressed objects wait there until the manifest, which records their
+ * stored hashes, has been written. */
+struct spool {
+	mc_ctx *ctx;
+	int fd;
+	uint64_t len;
+	mc_zenc *z;
+	crypto_generichash_state gs;
+};
+
+static int
+spool_out(void *ud, const unsigned char *buf, size_t n)
+{
+	struct spool *sp = ud;
+
+	if (mc__write_all(sp->fd, buf, n) != 0)
+		return mc__errno(sp->ctx, MC_ERR_IO, "cannot write the spool file", "temp");
+	crypto_generichash_update(&sp->gs, buf, n);
+	sp->len += n;
+	return MC_OK;
+}
+
+static int
+spool_in(void *ud, const unsigned char *buf, size_t n)
+{
+	struct spool *sp = ud;
+
+	return mc__zenc_run(sp->z, buf, n, 0, spool_out, sp);
+}
+
+/* Compresses object o into the spool, or keeps it as is when that is not smaller. */
+static int
+spool_object(mc_writer *w, struct spool *sp, struct wobj *o, struct mc_mobject *mo,
+	     uint64_t *done, uint64_t total)
+{
+	int rc;
+
+	o->spool_off = sp->len;
+	crypto_generichash_init(&sp->gs, NULL, 0, MC_HASH_BYTES);
+	if ((rc = read_object(w, o, spool_in, sp, done, total)) != MC_OK ||
+	    (rc = mc__zenc_run(sp->z, NULL, 0, 1, spool_out, sp)) != MC_OK)
+		return rc;
+	crypto_generichash_final(&sp->gs, mo->stored_hash, MC_HASH_BYTES);
+	mo->stored_size = sp->len - o->spool_off;
+	mo->encoding = MC_ENC_ZSTD;
+	if (mo->stored_size >= o->size) {
+		mo->encoding = MC_ENC_NONE;
+		mo->stored_size = o->size;
+		memcpy(mo->stored_hash, o->hash, MC_HASH_BYTES);
+		if (ftruncate(sp->fd, (off_t)o->spool_off) != 0 ||
+		    lseek(sp->fd, (off_t)o->spool_off, SEEK_SET) < 0)
+			return mc__errno(w->ctx, MC_ERR_IO, "cannot rewind the spool file", "temp");
+		sp->len = o->spool_off;
+	}
+	return MC_OK;
+}
+
+static int
+copy_spooled(mc_writer *w, mc_emit *e, int fd, uint64_t off, uint64_t n)
+{
+	unsigned char *buf = malloc(MC_IO_CHUNK);
+	int rc = MC_OK;
+
+	if (buf == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	while (rc == MC_OK && n > 0) {
+		size_t want = n < MC_IO_CHUNK ? (size_t)n : MC_IO_CHUNK;
+		ssize_t r = pread(fd, buf, want, (off_t)off);
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			rc = mc__err(w->ctx, MC_ERR_IO, "cannot read the spool file");
+			break;
+		}
+		rc = mc__emit_data(e, buf, (size_t)r);
+		off += (uint64_t)r;
+		n -= (uint64_t)r;
+	}
+	free(buf);
+	return rc;
+}
+
 int
 mc_writer_save(mc_writer *w, const char *path)
 {
@@ -597,7 +688,8 @@ mc_writer_save(mc_writer *w, const char *path)
 	char *json = NULL, **sigtxt = NULL;
 	size_t jlen = 0, *siglen = NULL;
 	char (*sigid)[17] = NULL;
-	uint64_t done = 0, total = 0;
+	uint64_t done = 0, total = 0, spare = 0;
+	struct spool sp;
 	mc_emit *e = NULL;
 	int rc = MC_OK;
 	char *used = NULL;
@@ -605,6 +697,8 @@ mc_writer_save(mc_writer *w, const char *path)
 	if (w == NULL || path == NULL)
 		return MC_ERR_INVALID;
 	memset(&m, 0, sizeof m);
+	memset(&sp, 0, sizeof sp);
+	sp.fd = -1;
 	/* Artifacts sorted by (type, key); for a repeated pair the last recorded wins. */
 	qsort(w->arts, w->narts, sizeof *w->arts, art_cmp);
 	if ((m.artifacts = calloc(w->narts + 1, sizeof *m.artifacts)) == NULL ||
@@ -641,9 +735,28 @@ mc_writer_save(mc_writer *w, const char *path)
 		memcpy(m.objects[i].hash, o->hash, MC_HASH_BYTES);
 		mc__hex(o->hash, MC_HASH_BYTES, m.objects[i].hash_hex);
 		m.objects[i].size = o->size;
+		m.objects[i].encoding = MC_ENC_NONE;
+		m.objects[i].stored_size = o->size;
+		memcpy(m.objects[i].stored_hash, o->hash, MC_HASH_BYTES);
 		total += o->size;
 	}
 	m.nobjects = nuniq;
+	if (w->level > 0) {
+		char *sp_path = NULL;
+		if ((sp.fd = mc__open_temp_beside(w->ctx, path, &sp_path, 0600)) < 0) {
+			rc = MC_ERR_IO;
+			goto out;
+		}
+		unlink(sp_path); /* the open descriptor keeps it; nothing is left behind */
+		free(sp_path);
+		sp.ctx = w->ctx;
+		if ((rc = mc__zenc_new(w->ctx, w->level, &sp.z)) != MC_OK)
+			goto out;
+		for (i = 0; i < nuniq && rc == MC_OK; i++)
+			rc = spool_object(w, &sp, &w->objs[order[i].idx], &m.objects[i], &done, total);
+		if (rc != MC_OK)
+			goto out;
+	}
 	for (i = 0; i < m.nartifacts; i++) {
 		const struct wart *a = &w->arts[m.artifacts[i].object];
 		struct mc_martifact *ma = &m.artifacts[i];
@@ -725,7 +838,7 @@ mc_writer_save(mc_writer *w, const char *path)
 			goto out;
 		}
 	}
-	if ((rc = mc__emit_open(w->ctx, path, w->level, &e)) != MC_OK)
+	if ((rc = mc__emit_open(w->ctx, path, &e)) != MC_OK)
 		goto out;
 	if ((rc = mc__emit_head(e, json, jlen, sigtxt, siglen, (const char (*)[17])sigid, nsig)) != MC_OK)
 		goto out;
@@ -734,8 +847,12 @@ mc_writer_save(mc_writer *w, const char *path)
 		char name[128];
 
 		snprintf(name, sizeof name, "%s%s", MC_MEMBER_OBJ_PREFIX, m.objects[i].hash_hex);
-		if ((rc = mc__emit_member(e, name, o->size)) == MC_OK)
-			rc = copy_object(w, e, o, &done, total);
+		if ((rc = mc__emit_member(e, name, m.objects[i].stored_size)) != MC_OK)
+			break;
+		if (m.objects[i].encoding == MC_ENC_ZSTD)
+			rc = copy_spooled(w, e, sp.fd, o->spool_off, m.objects[i].stored_size);
+		else
+			rc = read_object(w, o, emit_out, e, w->level > 0 ? &spare : &done, total);
 	}
 	if (rc == MC_OK) {
 		rc = mc__emit_finish(e);
@@ -743,6 +860,9 @@ mc_writer_save(mc_writer *w, const char *path)
 	}
 out:
 	mc__emit_abort(e);
+	mc__zenc_free(sp.z);
+	if (sp.fd >= 0)
+		close(sp.fd);
 	if (m.groups != NULL)
 		for (i = 0; i < m.ngroups; i++)
 			free(m.groups[i].entries);

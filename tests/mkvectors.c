@@ -1,0 +1,621 @@
+/*
+ * mkvectors.c - writes format/vectors/: valid bundles made by the library's writer,
+ * and must-fail bundles crafted byte by byte (hostile manifests signed by the test
+ * key, hostile archive members, tampering, truncation, non-bundles), with
+ * expected.tsv naming the command, exit status and error text each must give.
+ * Usage: mkvectors SRCDIR OUTDIR   (SRCDIR holds tests/data and format/vectors/keys)
+ */
+#define MC_BUILDING_LIBRARY 1
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "mc_private.h"
+
+static const char *srcdir, *outdir;
+static mc_ctx *ctx;
+static mc_seckey *k_test, *k_test2, *k_other;
+static FILE *tsv;
+
+#define EPOCH 1700000000
+
+static void
+die(const char *what)
+{
+	fprintf(stderr, "mkvectors: %s: %s\n", what, ctx ? mc_ctx_error(ctx) : "");
+	exit(1);
+}
+
+static unsigned char *
+slurp(const char *rel, size_t *len)
+{
+	char path[4096];
+	char *buf;
+
+	snprintf(path, sizeof path, "%s/%s", srcdir, rel);
+	if (mc__read_small_file(ctx, path, 1 << 26, &buf, len) != MC_OK)
+		die(path);
+	return (unsigned char *)buf;
+}
+
+static void
+spit(const char *name, const void *buf, size_t n)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", outdir, name);
+	if ((f = fopen(path, "wb")) == NULL || fwrite(buf, 1, n, f) != n || fclose(f) != 0)
+		die(path);
+}
+
+static void
+expect(const char *file, const char *cmd, int code, const char *text)
+{
+	fprintf(tsv, "%s\t%s\t%d\t%s\n", file, cmd, code, text);
+}
+
+static mc_seckey *
+key(const char *name)
+{
+	char path[4096];
+	mc_seckey *sk;
+
+	snprintf(path, sizeof path, "%s/format/vectors/keys/%s", srcdir, name);
+	if (mc_seckey_load(ctx, path, NULL, NULL, &sk) != MC_OK)
+		die(path);
+	return sk;
+}
+
+/* ---- a raw bundle builder: any manifest, any members, any headers ---- */
+
+struct buf {
+	unsigned char *p;
+	size_t n, cap;
+};
+
+static void
+put(struct buf *b, const void *d, size_t n)
+{
+	if (b->n + n > b->cap) {
+		b->cap = (b->n + n) * 2 + 4096;
+		if ((b->p = realloc(b->p, b->cap)) == NULL)
+			die("out of memory");
+	}
+	memcpy(b->p + b->n, d, n);
+	b->n += n;
+}
+
+static void
+put_member_hdr(struct buf *b, const unsigned char hdr[512], const void *data, size_t n)
+{
+	static const unsigned char zero[512];
+
+	put(b, hdr, 512);
+	put(b, data, n);
+	put(b, zero, (512 - n % 512) % 512);
+}
+
+static void
+put_member(struct buf *b, const char *name, const void *data, size_t n)
+{
+	unsigned char hdr[512];
+
+	if (mc__tar_header_render(name, n, hdr) != MC_OK)
+		die(name);
+	put_member_hdr(b, hdr, data, n);
+}
+
+static void
+put_end(struct buf *b)
+{
+	static const unsigned char zero[1024];
+
+	put(b, zero, sizeof zero);
+}
+
+static void
+put_sig(struct buf *b, const mc_seckey *sk, const char *manifest, size_t mlen, const char *tc)
+{
+	struct mc_sig sig;
+	char name[64], deftc[128], *text;
+	size_t len;
+
+	snprintf(deftc, sizeof deftc, "timestamp:%d\tfile:manifest.json\thashed", EPOCH);
+	if (mc__sig_make(ctx, sk, (const unsigned char *)manifest, mlen, tc ? tc : deftc, &sig) != MC_OK)
+		die("sign");
+	text = mc__sig_render(&sig, &len);
+	snprintf(name, sizeof name, "signatures/%s.minisig", sig.id);
+	put_member(b, name, text, len);
+	free(text);
+	mc__sig_clear(&sig);
+}
+
+static void
+save_raw(const char *name, const struct buf *tar)
+{
+	spit(name, tar->p, tar->n);
+}
+
+/* Content of the small test artifacts. */
+static unsigned char *c_vu, *c_ig, *c_pgo;
+static size_t n_vu, n_ig, n_pgo;
+static const char *key_vu = "vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config";
+static const char *key_ig = "ig/4284062ea9a84465a56e21b40068c15a3f8fb827c0ab27e61d71153e3e3fadcc.best_config";
+
+static void
+hexhash(const unsigned char *d, size_t n, char out[65])
+{
+	unsigned char h[32];
+
+	crypto_generichash(h, 32, d, n, NULL, 0);
+	mc__hex(h, 32, out);
+}
+
+/* A signed bundle of one artifact whose manifest is given as text: the object is the
+ * vu config unless the manifest says otherwise. */
+static void
+signed_with_manifest(const char *name, const char *manifest, int with_object)
+{
+	struct buf b = {0};
+	char h[65], obj[128];
+
+	put_member(&b, "manifest.json", manifest, strlen(manifest));
+	put_sig(&b, k_test, manifest, strlen(manifest), NULL);
+	if (with_object) {
+		hexhash(c_vu, n_vu, h);
+		snprintf(obj, sizeof obj, "objects/%s", h);
+		put_member(&b, obj, c_vu, n_vu);
+	}
+	put_end(&b);
+	save_raw(name, &b);
+	free(b.p);
+}
+
+static char *
+manifest_one(const char *type, const char *key, uint64_t size, const char *hash, const char *extra)
+{
+	static char m[16384];
+
+	snprintf(m, sizeof m,
+		 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
+		 "\"labels\":{},\"artifacts\":[{\"type\":\"%s\",\"key\":\"%s\",\"size\":%llu,"
+		 "\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%llu,\"encoding\":\"none\","
+		 "\"stored_size\":%llu,\"stored_hash\":\"%s\"}]%s}",
+		 EPOCH, type, key, (unsigned long long)size, hash, hash, (unsigned long long)size,
+		 (unsigned long long)size, hash, extra ? extra : "");
+	return m;
+}
+
+static void
+hostile_manifest(const char *name, const char *type, const char *key, const char *msg)
+{
+	char h[65];
+
+	hexhash(c_vu, n_vu, h);
+	signed_with_manifest(name, manifest_one(type, key, n_vu, h, NULL), 1);
+	expect(name, "load", 1, msg);
+}
+
+/* ---- valid bundles, made by the library ---- */
+
+static void
+valid(const char *name, int level, const mc_seckey *s1, const mc_seckey *s2)
+{
+	char path[4096];
+	mc_writer *w;
+
+	snprintf(path, sizeof path, "%s/%s", outdir, name);
+	if (mc_writer_new(ctx, &w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK ||
+	    mc_writer_set_compression(w, level) != MC_OK ||
+	    mc_writer_set_label(w, "torch", "2.11.0+cu130") != MC_OK ||
+	    mc_writer_set_bundle_version(w, 7) != MC_OK ||
+	    mc_writer_add_memory(w, "autotune", key_vu, c_vu, n_vu) != MC_OK ||
+	    mc_writer_add_memory(w, "autotune", key_ig, c_ig, n_ig) != MC_OK ||
+	    mc_writer_add_memory(w, "pgo", "megacache-probe:None:", c_pgo, n_pgo) != MC_OK ||
+	    (s1 && mc_writer_add_signer(w, s1) != MC_OK) || (s2 && mc_writer_add_signer(w, s2) != MC_OK) ||
+	    mc_writer_save(w, path) != MC_OK)
+		die(name);
+	mc_writer_free(w);
+}
+
+static unsigned char *
+read_out(const char *name, size_t *len)
+{
+	char path[4096];
+	char *buf;
+
+	snprintf(path, sizeof path, "%s/%s", outdir, name);
+	if (mc__read_small_file(ctx, path, 1 << 26, &buf, len) != MC_OK)
+		die(path);
+	return (unsigned char *)buf;
+}
+
+static size_t
+find(const unsigned char *hay, size_t n, const char *needle)
+{
+	size_t k = strlen(needle), i;
+
+	for (i = 0; i + k <= n; i++)
+		if (memcmp(hay + i, needle, k) == 0)
+			return i;
+	die(needle);
+	return 0;
+}
+
+static void
+flipped(const char *name, const unsigned char *src, size_t n, size_t pos, const char *msg)
+{
+	unsigned char *c = malloc(n);
+
+	memcpy(c, src, n);
+	c[pos] ^= 0x01;
+	spit(name, c, n);
+	free(c);
+	expect(name, "load", 1, msg);
+}
+
+int
+main(int argc, char **argv)
+{
+	unsigned char *plain, *zst;
+	size_t nplain, nzst, pos;
+	char path[4096], h[65], m[16384];
+	struct buf b;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: mkvectors SRCDIR OUTDIR\n");
+		return 2;
+	}
+	srcdir = argv[1];
+	outdir = argv[2];
+	if (mc_ctx_new(&ctx) != MC_OK)
+		return 1;
+	k_test = key("test.key");
+	k_test2 = key("test2.key");
+	k_other = key("other.key");
+	c_vu = slurp("tests/data/small/vu.best_config", &n_vu);
+	c_ig = slurp("tests/data/small/ig.best_config", &n_ig);
+	c_pgo = slurp("tests/data/small/code_state.pkl", &n_pgo);
+	snprintf(path, sizeof path, "%s/expected.tsv", outdir);
+	if ((tsv = fopen(path, "w")) == NULL)
+		die(path);
+	fprintf(tsv, "# file\tcommand\texit\terror text (substring of stderr)\n");
+
+	/* Valid. */
+	valid("valid-signed.mcache", 3, k_test, NULL);
+	expect("valid-signed.mcache", "load", 0, "");
+	valid("valid-plain.mcache", 0, k_test, NULL);
+	expect("valid-plain.mcache", "load", 0, "");
+	valid("valid-two-signers.mcache", 3, k_test, k_test2);
+	expect("valid-two-signers.mcache", "load-threshold2", 0, "");
+	valid("valid-unsigned.mcache", 3, NULL, NULL);
+	expect("valid-unsigned.mcache", "load-insecure", 0, "");
+	expect("valid-unsigned.mcache", "load", 1, "not signed");
+
+	/* 1. Flipped bytes in each region. */
+	plain = read_out("valid-plain.mcache", &nplain);
+	zst = read_out("valid-signed.mcache", &nzst);
+	pos = find(plain, nplain, "\"bundle_version\":7");
+	flipped("flip-manifest.mcache", plain, nplain, pos + 17, "does not verify");
+	flipped("flip-manifest-syntax.mcache", plain, nplain, 512, "not valid JSON");
+	pos = find(plain, nplain, "untrusted comment");
+	flipped("flip-sig-comment.mcache", plain, nplain, pos + 25, "canonical");
+	pos = find(plain, nplain, "trusted comment: timestamp");
+	flipped("flip-sig-trusted.mcache", plain, nplain, pos + 20, "does not verify");
+	pos = find(plain, nplain, "objects/");
+	flipped("flip-obj-header.mcache", plain, nplain, pos + 110, "canonical");
+	flipped("flip-obj-content.mcache", plain, nplain, pos + 512 + 10, "do not match their hash");
+	flipped("flip-padding.mcache", plain, nplain, pos + 512 + n_vu + 1, "padding");
+	flipped("flip-end.mcache", plain, nplain, nplain - 3, "end-of-archive");
+	/* Inside a zstd-compressed object: its stored bytes are hashed in the manifest. */
+	pos = find(zst, nzst, "objects/");
+	flipped("flip-zstd-frame-header.mcache", zst, nzst, pos + 512 + 4, "object");
+	flipped("flip-zstd-block.mcache", zst, nzst, pos + 512 + 17, "object");
+
+	/* 2. Truncations. */
+	spit("trunc-member-boundary.mcache", plain, 1024);
+	expect("trunc-member-boundary.mcache", "load", 1, "truncated");
+	spit("trunc-inside-member.mcache", plain, pos + 512 + 100);
+	expect("trunc-inside-member.mcache", "load", 1, "truncated");
+	spit("trunc-before-end.mcache", plain, nplain - 512);
+	expect("trunc-before-end.mcache", "load", 1, "truncated");
+	spit("trunc-compressed.mcache", zst, pos + 512 + 20);
+	expect("trunc-compressed.mcache", "load", 1, "truncated");
+
+	/* 3. Signatures. */
+	valid("sig-untrusted.mcache", 3, k_other, NULL);
+	expect("sig-untrusted.mcache", "load", 1, "no signature by a trusted key");
+	{
+		/* The test key's id on a signature made by another key. */
+		mc_seckey forged = *k_other;
+		const char *man;
+		memcpy(forged.keynum, k_test->keynum, 8);
+		hexhash(c_vu, n_vu, h);
+		man = manifest_one("autotune", key_vu, n_vu, h, NULL);
+		memset(&b, 0, sizeof b);
+		put_member(&b, "manifest.json", man, strlen(man));
+		put_sig(&b, &forged, man, strlen(man), NULL);
+		snprintf(m, sizeof m, "objects/%s", h);
+		put_member(&b, m, c_vu, n_vu);
+		put_end(&b);
+		save_raw("sig-wrong-key.mcache", &b);
+		expect("sig-wrong-key.mcache", "load", 1, "does not verify");
+		free(b.p);
+
+		/* A valid signature over other bytes. */
+		memset(&b, 0, sizeof b);
+		put_member(&b, "manifest.json", man, strlen(man));
+		put_sig(&b, k_test, "{}", 2, NULL);
+		put_member(&b, m, c_vu, n_vu);
+		put_end(&b);
+		save_raw("sig-other-bytes.mcache", &b);
+		expect("sig-other-bytes.mcache", "load", 1, "does not verify");
+		free(b.p);
+
+		/* The trusted comment edited after signing (still canonical text). */
+		{
+			struct mc_sig sig;
+			char *text;
+			size_t len;
+			if (mc__sig_make(ctx, k_test, (const unsigned char *)man, strlen(man),
+					 "timestamp:1700000000\tfile:manifest.json\thashed", &sig) != MC_OK)
+				die("sign");
+			free(sig.trusted_comment);
+			sig.trusted_comment = mc__strdup("timestamp:1900000000\tfile:manifest.json\thashed");
+			text = mc__sig_render(&sig, &len);
+			memset(&b, 0, sizeof b);
+			put_member(&b, "manifest.json", man, strlen(man));
+			snprintf(path, sizeof path, "signatures/%s.minisig", sig.id);
+			put_member(&b, path, text, len);
+			put_member(&b, m, c_vu, n_vu);
+			put_end(&b);
+			save_raw("sig-edited-comment.mcache", &b);
+			expect("sig-edited-comment.mcache", "load", 1, "does not verify");
+			free(b.p);
+			free(text);
+			mc__sig_clear(&sig);
+		}
+
+		/* The same signature twice: members must have distinct, ordered key ids. */
+		memset(&b, 0, sizeof b);
+		put_member(&b, "manifest.json", man, strlen(man));
+		put_sig(&b, k_test, man, strlen(man), NULL);
+		put_sig(&b, k_test, man, strlen(man), NULL);
+		put_member(&b, m, c_vu, n_vu);
+		put_end(&b);
+		save_raw("sig-same-key-twice.mcache", &b);
+		expect("sig-same-key-twice.mcache", "load-threshold2-same", 1, "repeated");
+		free(b.p);
+	}
+	expect("valid-signed.mcache", "load-threshold2", 1, "1 valid trusted signature, 2 required");
+	expect("valid-signed.mcache", "load-threshold2-same", 1, "threshold 2 cannot be met");
+
+	/* 4. Hostile manifests, validly signed by the trusted key. */
+	hostile_manifest("manifest-dotdot.mcache", "autotune",
+			 "../3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config",
+			 "refused");
+	hostile_manifest("manifest-absolute.mcache", "autotune",
+			 "/e/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config",
+			 "refused");
+	hostile_manifest("manifest-backslash.mcache", "precompile",
+			 "..\\\\..\\\\3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a7",
+			 "refused");
+	hostile_manifest("manifest-nul.mcache", "pgo", "job\\u0000:0:", "escaped NUL");
+	hostile_manifest("manifest-empty-key.mcache", "pgo", "", "key is empty");
+	{
+		char longkey[3000];
+		memset(longkey, 'a', sizeof longkey - 1);
+		longkey[sizeof longkey - 1] = '\0';
+		hostile_manifest("manifest-long-key.mcache", "pgo", longkey, "key is empty or longer");
+	}
+	hostile_manifest("manifest-wrong-shape.mcache", "precompile", "abc", "refused");
+	hostile_manifest("manifest-unknown-type.mcache", "evil", "x", "has no handler");
+	hexhash(c_vu, n_vu, h);
+	snprintf(m, sizeof m,
+		 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
+		 "\"labels\":{},\"artifacts\":[{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,"
+		 "\"hash\":\"%s\"},{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,\"hash\":\"%s\"}],"
+		 "\"objects\":[{\"hash\":\"%s\",\"size\":%zu,\"encoding\":\"none\",\"stored_size\":%zu,"
+		 "\"stored_hash\":\"%s\"}]}",
+		 EPOCH, key_vu, n_vu, h, key_vu, n_vu, h, h, n_vu, n_vu, h);
+	signed_with_manifest("manifest-duplicate.mcache", m, 1);
+	expect("manifest-duplicate.mcache", "load", 1, "duplicate artifact");
+	signed_with_manifest("manifest-size-mismatch.mcache", manifest_one("autotune", key_vu, n_vu + 1, h, NULL), 1);
+	expect("manifest-size-mismatch.mcache", "load", 1, "the manifest says");
+	{
+		char h2[65];
+		hexhash(c_ig, n_ig, h2);
+		/* Listed with the ig config's hash; the archive carries the vu config. */
+		signed_with_manifest("manifest-object-missing.mcache", manifest_one("autotune", key_vu, n_ig, h2, NULL), 1);
+		expect("manifest-object-missing.mcache", "load", 1, "");
+	}
+	signed_with_manifest("manifest-object-absent.mcache", manifest_one("autotune", key_vu, n_vu, h, NULL), 0);
+	expect("manifest-object-absent.mcache", "load", 1, "is missing");
+	{
+		/* The listed object, then one more nobody listed. */
+		const char *man = manifest_one("autotune", key_vu, n_vu, h, NULL);
+		char h2[65];
+		hexhash(c_ig, n_ig, h2);
+		memset(&b, 0, sizeof b);
+		put_member(&b, "manifest.json", man, strlen(man));
+		put_sig(&b, k_test, man, strlen(man), NULL);
+		snprintf(path, sizeof path, "objects/%s", h);
+		put_member(&b, path, c_vu, n_vu);
+		snprintf(path, sizeof path, "objects/%s", h2);
+		put_member(&b, path, c_ig, n_ig);
+		put_end(&b);
+		save_raw("manifest-object-unlisted.mcache", &b);
+		expect("manifest-object-unlisted.mcache", "load", 1, "not listed in the manifest");
+		free(b.p);
+		/* Same object content under a hash name that is wrong for it. */
+		memset(&b, 0, sizeof b);
+		man = manifest_one("autotune", key_vu, n_vu, h2, NULL);
+		put_member(&b, "manifest.json", man, strlen(man));
+		put_sig(&b, k_test, man, strlen(man), NULL);
+		snprintf(path, sizeof path, "objects/%s", h2);
+		put_member(&b, path, c_vu, n_vu);
+		put_end(&b);
+		save_raw("manifest-hash-mismatch.mcache", &b);
+		expect("manifest-hash-mismatch.mcache", "load", 1, "do not match their hash");
+		free(b.p);
+	}
+	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format\":\"megacache\",\"format_version\":1,"
+		 "\"created\":%d,\"bundle_version\":0,\"labels\":{},\"artifacts\":[],\"objects\":[]}", EPOCH);
+	signed_with_manifest("json-duplicate-field.mcache", m, 0);
+	expect("json-duplicate-field.mcache", "load", 1, "twice");
+	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,"
+		 "\"bundle_version\":0,\"labels\":{\"a\":[[[[[[[[[[1]]]]]]]]]]},\"artifacts\":[],\"objects\":[]}", EPOCH);
+	signed_with_manifest("json-deep.mcache", m, 0);
+	expect("json-deep.mcache", "load", 1, "nests deeper");
+	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,"
+		 "\"bundle_version\":0,\"labels\":{\"a\":\"\xff\xfe\"},\"artifacts\":[],\"objects\":[]}", EPOCH);
+	signed_with_manifest("json-non-utf8.mcache", m, 0);
+	expect("json-non-utf8.mcache", "load", 1, "not valid UTF-8");
+	{
+		/* Replace the size by numbers no integer field may hold. */
+		static const char *const bad[] = {"1e400", "-1", "1.5", "18446744073709551616"};
+		static const char *const names[] = {"json-number-huge.mcache", "json-number-negative.mcache",
+						    "json-number-fraction.mcache", "json-number-2e64.mcache"};
+		size_t i;
+		for (i = 0; i < 4; i++) {
+			char *p;
+			snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, 12345, h, NULL));
+			p = strstr(m, "12345");
+			memmove(p + strlen(bad[i]), p + 5, strlen(p + 5) + 1);
+			memcpy(p, bad[i], strlen(bad[i]));
+			signed_with_manifest(names[i], m, 1);
+			expect(names[i], "load", 1, "not an integer");
+		}
+	}
+	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":2,\"created\":%d,"
+		 "\"bundle_version\":0,\"labels\":{},\"artifacts\":[],\"objects\":[]}", EPOCH);
+	signed_with_manifest("manifest-future-version.mcache", m, 0);
+	expect("manifest-future-version.mcache", "load", 1, "format version 2 is not supported");
+
+	/* Policy: expiry and rollback. */
+	snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, n_vu, h, ",\"expires\":1700000001"));
+	signed_with_manifest("policy-expired.mcache", m, 1);
+	expect("policy-expired.mcache", "load", 1, "expired");
+	expect("valid-signed.mcache", "load-min-version-8", 1, "below the minimum");
+	expect("valid-signed.mcache", "load-min-version-7", 0, "");
+
+	/* 5. Hostile archive members, after a valid signed manifest. */
+	{
+		const char *man = manifest_one("autotune", key_vu, n_vu, h, NULL);
+		static const struct {
+			const char *file, *name;
+			char type;
+			const char *msg;
+		} arch[] = {
+			{"archive-dotdot.mcache", "objects/../../../../tmp/x", '0', "unexpected member"},
+			{"archive-absolute.mcache", "/tmp/megacache-evil", '0', "unexpected member"},
+			{"archive-symlink.mcache", "objects/link", '2', "canonical"},
+			{"archive-hardlink.mcache", "objects/hard", '1', "canonical"},
+			{"archive-device.mcache", "objects/dev", '3', "canonical"},
+			{"archive-fifo.mcache", "objects/fifo", '6', "canonical"},
+			{"archive-pax.mcache", "PaxHeader/x", 'x', "canonical"},
+		};
+		size_t i;
+
+		for (i = 0; i < sizeof arch / sizeof arch[0]; i++) {
+			unsigned char hdr[512];
+			unsigned sum = 0;
+			size_t k;
+			const char *pax = "30 path=objects/../../../tmp/x\n";
+
+			memset(&b, 0, sizeof b);
+			put_member(&b, "manifest.json", man, strlen(man));
+			put_sig(&b, k_test, man, strlen(man), NULL);
+			mc__tar_header_render(arch[i].name, arch[i].type == 'x' ? strlen(pax) : 0, hdr);
+			hdr[156] = (unsigned char)arch[i].type;
+			if (arch[i].type == '2' || arch[i].type == '1')
+				memcpy(hdr + 157, "/etc/passwd", 11);
+			memset(hdr + 148, ' ', 8);
+			for (k = 0; k < 512; k++)
+				sum += hdr[k];
+			snprintf((char *)hdr + 148, 8, "%06o", sum);
+			hdr[155] = ' ';
+			put_member_hdr(&b, hdr, pax, arch[i].type == 'x' ? strlen(pax) : 0);
+			snprintf(path, sizeof path, "objects/%s", h);
+			put_member(&b, path, c_vu, n_vu);
+			put_end(&b);
+			save_raw(arch[i].file, &b);
+			expect(arch[i].file, "load", 1, arch[i].msg);
+			free(b.p);
+		}
+		memset(&b, 0, sizeof b);
+		put_member(&b, "manifest.json", man, strlen(man));
+		put_sig(&b, k_test, man, strlen(man), NULL);
+		put_member(&b, path, c_vu, n_vu);
+		put_member(&b, path, c_vu, n_vu);
+		put_end(&b);
+		save_raw("archive-duplicate-member.mcache", &b);
+		expect("archive-duplicate-member.mcache", "load", 1, "not listed in the manifest");
+		free(b.p);
+		memset(&b, 0, sizeof b);
+		put_member(&b, "manifest.json", man, strlen(man));
+		put_sig(&b, k_test, man, strlen(man), NULL);
+		put_member(&b, path, c_vu, n_vu);
+		put_end(&b);
+		put_member(&b, "objects/after-the-end", c_ig, n_ig);
+		save_raw("archive-after-end.mcache", &b);
+		expect("archive-after-end.mcache", "load", 1, "data after the end");
+		free(b.p);
+		/* Bytes appended to a valid bundle. */
+		{
+			unsigned char *more = malloc(nzst + 1);
+			memcpy(more, zst, nzst);
+			more[nzst] = 'x';
+			spit("archive-trailing-byte.mcache", more, nzst + 1);
+			expect("archive-trailing-byte.mcache", "load", 1, "data after the end");
+			free(more);
+		}
+		/* The manifest not first. */
+		memset(&b, 0, sizeof b);
+		put_member(&b, path, c_vu, n_vu);
+		put_member(&b, "manifest.json", man, strlen(man));
+		put_end(&b);
+		save_raw("archive-manifest-not-first.mcache", &b);
+		expect("archive-manifest-not-first.mcache", "load", 1, "not manifest.json");
+		free(b.p);
+	}
+
+	/* 7. Not bundles at all. */
+	spit("not-bundle-empty.bin", "", 0);
+	expect("not-bundle-empty.bin", "load", 2, "not a megacache bundle");
+	{
+		static const unsigned char gz[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+		static const unsigned char zip[] = "PK\005\006\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0";
+		unsigned char rnd[4096];
+		size_t n;
+		unsigned char *blob;
+		spit("not-bundle-gzip.bin", gz, sizeof gz);
+		expect("not-bundle-gzip.bin", "load", 2, "not a megacache bundle");
+		spit("not-bundle-zip.bin", zip, 22);
+		expect("not-bundle-zip.bin", "load", 2, "not a megacache bundle");
+		randombytes_buf_deterministic(rnd, sizeof rnd, (const unsigned char *)"megacache-vectors-random-bytes!!");
+		spit("not-bundle-random.bin", rnd, sizeof rnd);
+		expect("not-bundle-random.bin", "load", 2, "not a megacache bundle");
+		blob = slurp("tests/data/torch-2.11/mlp-cpu-pgo.megacache", &n);
+		spit("not-bundle-torch-blob.bin", blob, 4096);
+		expect("not-bundle-torch-blob.bin", "load", 2, "not a megacache bundle");
+		free(blob);
+	}
+	free(plain);
+	free(zst);
+	fclose(tsv);
+	mc_seckey_free(k_test);
+	mc_seckey_free(k_test2);
+	mc_seckey_free(k_other);
+	mc_ctx_free(ctx);
+	return 0;
+}

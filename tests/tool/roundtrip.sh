@@ -1,0 +1,95 @@
+# roundtrip.sh - the real torch 2.11 fixtures: blobs export back byte for byte, loads
+# reproduce the cache dirs' files, --from-dir packs reproduce them too, packs are
+# deterministic, and a second load changes nothing.
+. "$(dirname "$0")/lib.sh"
+PUB="$KEYS/test.pub"
+SEC="$KEYS/test.key"
+export SOURCE_DATE_EPOCH=1700000000
+
+mkdir -p "$T/ref"
+tar -xzf "$DATA/mlp-cuda-cachedir.tar.gz" -C "$T/ref"
+tar -xzf "$DATA/mlp-cpu-cachedir.tar.gz" -C "$T/ref"
+
+# The files of a real cache dir that the five torch types describe.
+torch_files() {
+	(cd "$1" && find fxgraph aotautograd dynamo -type f ! -name '*.lock' 2>/dev/null
+	 find . -mindepth 2 -maxdepth 2 -name '*.best_config' | sed 's|^\./||') | sort
+}
+
+for blob in mlp-cuda mlp-cuda-precompile mlp-cpu-pgo; do
+	run 0 "" pack -q -o "$T/$blob.mcache" -s "$SEC" --from-torch "$DATA/$blob.megacache"
+	run 0 "" export "$T/$blob.mcache" --torch "$T/$blob.out" -p "$PUB"
+	check "$blob: export is byte-identical to the torch blob" cmp -s "$T/$blob.out" "$DATA/$blob.megacache"
+	# Deterministic: the same inputs give the same bytes.
+	run 0 "" pack -q -o "$T/$blob.again" -s "$SEC" --from-torch "$DATA/$blob.megacache"
+	check "$blob: two packs are identical" cmp -s "$T/$blob.mcache" "$T/$blob.again"
+done
+
+compare_load() { # compare_load BUNDLE REFDIR LABEL
+	dest="$T/load-$3"
+	run 0 "installed" load "$1" -p "$PUB" --cache-dir "$dest" || return
+	torch_files "$2" > "$T/want.$3"
+	(cd "$dest" && find . -type f | sed 's|^\./||' | sort) > "$T/got.$3"
+	check "$3: same file list as the real cache dir" cmp -s "$T/want.$3" "$T/got.$3"
+	while read -r f; do
+		cmp -s "$dest/$f" "$2/$f" || { bad "$3: $f differs"; continue; }
+		ok
+	done < "$T/want.$3"
+	# Idempotent: a second load writes nothing and succeeds.
+	before=$(tree_sum "$dest"; ls -lR --time-style=+%s.%N "$dest" | md5sum)
+	run 0 "" load "$1" -p "$PUB" --cache-dir "$dest"
+	grep -q '^0 files installed' "$T/out" && ok || bad "$3: second load installed files: $(cat "$T/out")"
+	after=$(tree_sum "$dest"; ls -lR --time-style=+%s.%N "$dest" | md5sum)
+	[ "$before" = "$after" ] && ok || bad "$3: second load changed the tree"
+}
+
+compare_load "$T/mlp-cuda.mcache" "$T/ref/cache_mlp_cold" cuda-blob
+compare_load "$T/mlp-cpu-pgo.mcache" "$T/ref/cache_cpu_cold" cpu-blob
+check "cpu: the pgo file is the blob's last pgo artifact" \
+	cmp -s "$T/load-cpu-blob/dynamo/code_state_megacache-probe_None_.pkl" \
+	"$T/ref/cache_cpu_cold/dynamo/code_state_megacache-probe_None_.pkl"
+
+run 0 "" pack -q -o "$T/dir-cuda.mcache" -s "$SEC" --from-dir "$T/ref/cache_mlp_cold"
+compare_load "$T/dir-cuda.mcache" "$T/ref/cache_mlp_cold" cuda-dir
+run 0 "" pack -q -o "$T/dir-cpu.mcache" -s "$SEC" --from-dir "$T/ref/cache_cpu_cold"
+compare_load "$T/dir-cpu.mcache" "$T/ref/cache_cpu_cold" cpu-dir
+run 0 "" pack -q -o "$T/dir-cpu.again" -s "$SEC" --from-dir "$T/ref/cache_cpu_cold"
+check "from-dir: two packs are identical" cmp -s "$T/dir-cpu.mcache" "$T/dir-cpu.again"
+# Locks are never packed.
+run 0 "" list "$T/dir-cpu.mcache"
+grep -q '\.lock' "$T/out" && bad "a lock file was packed" || ok
+
+# Type selection and the dry run.
+run 0 "" load "$T/mlp-cuda.mcache" -p "$PUB" --cache-dir "$T/only-autotune" --types autotune
+n=$(find "$T/only-autotune" -type f | wc -l)
+[ "$n" = 4 ] && ok || bad "--types autotune installed $n files, expected 4"
+run 0 "" load "$T/mlp-cuda.mcache" -p "$PUB" --cache-dir "$T/dry" --dry-run
+[ ! -e "$T/dry" ] && ok || bad "--dry-run wrote something"
+grep -c 'would-install' "$T/out" | grep -qx 10 && ok || bad "--dry-run did not list 10 artifacts"
+run 0 "" load "$T/mlp-cuda.mcache" -p "$PUB" --cache-dir "$T/json" --json
+grep -Eq '"installed":[[:space:]]*10,' "$T/out" && ok || bad "--json lacks the installed count"
+run 2 "unknown artifact type" load "$T/mlp-cuda.mcache" -p "$PUB" --cache-dir "$T/x" --types nosuch
+run 2 "needs -p" load "$T/mlp-cuda.mcache" --cache-dir "$T/x"
+[ ! -e "$T/x" ] && ok || bad "a refused load wrote something"
+
+# The default cache dir is torch's.
+TORCHINDUCTOR_CACHE_DIR="$T/envroot" run 0 "" load "$T/mlp-cuda.mcache" -p "$PUB"
+[ -d "$T/envroot/fxgraph" ] && ok || bad "TORCHINDUCTOR_CACHE_DIR was not used"
+(unset TORCHINDUCTOR_CACHE_DIR; TMPDIR="$T/tmpdir" USER='a/b:c' LOGNAME='a/b:c' \
+	"$MEGACACHE" load "$T/mlp-cuda.mcache" -p "$PUB" -q)
+[ -d "$T/tmpdir/torchinductor_a_b_c/fxgraph" ] && ok || bad "default root is not \$TMPDIR/torchinductor_<user>"
+
+# sign adds a signature; verify with a threshold of two keys.
+run 0 "" pack -q -o "$T/two.mcache" -s "$SEC" --from-torch "$DATA/mlp-cpu-pgo.megacache"
+run 1 "1 valid trusted signature, 2 required" verify "$T/two.mcache" -p "$PUB" -p "$KEYS/test2.pub" --threshold 2
+run 0 "" sign "$T/two.mcache" -s "$KEYS/test2.key"
+run 0 "OK" verify "$T/two.mcache" -p "$PUB" -p "$KEYS/test2.pub" --threshold 2
+run 0 "" sign "$T/mlp-cpu-pgo.mcache" -s "$KEYS/test2.key" -o "$T/signed-copy.mcache"
+check "sign -o then pack with both keys give the same bytes" cmp -s "$T/signed-copy.mcache" "$T/two.mcache"
+
+# Labels are recorded and listed.
+run 0 "" pack -q -o "$T/labels.mcache" --from-torch "$DATA/mlp-cuda.megacache" --label torch=2.11.0 --label gpu=H100
+run 0 "" list "$T/labels.mcache" --json
+grep -Eq '"gpu":[[:space:]]*"H100"' "$T/out" && ok || bad "label missing from list --json"
+run 2 "KEY=VALUE" pack -o "$T/l2.mcache" --from-torch "$DATA/mlp-cuda.megacache" --label novalue
+finish

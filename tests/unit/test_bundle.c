@@ -1,0 +1,409 @@
+/* test_bundle.c - bundles through the public API: record, save, open, verify, load;
+ * every single-byte change and every truncation refused with nothing written;
+ * all-or-nothing installs; destinations that are links; determinism. */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+
+static mc_ctx *ctx;
+static char *dir;
+static mc_seckey *sk;
+static mc_pubkey *pk;
+
+#define VU "vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config"
+#define IG "ig/4284062ea9a84465a56e21b40068c15a3f8fb827c0ab27e61d71153e3e3fadcc.best_config"
+#define GRAPH "fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i"
+
+static void
+setup(void)
+{
+	char *p;
+
+	ck_assert_int_eq(mc_ctx_new(&ctx), MC_OK);
+	dir = scratch("bundle");
+	p = src_path("format/vectors/keys/test.key");
+	ck_assert_int_eq(mc_seckey_load(ctx, p, NULL, NULL, &sk), MC_OK);
+	free(p);
+	p = src_path("format/vectors/keys/test.pub");
+	ck_assert_int_eq(mc_pubkey_load(ctx, p, &pk), MC_OK);
+	free(p);
+}
+
+static void
+teardown(void)
+{
+	mc_seckey_free(sk);
+	mc_pubkey_free(pk);
+	mc_ctx_free(ctx);
+	free(dir);
+}
+
+/* A small bundle of real torch artifacts plus an empty one and a shared content. */
+static void
+make_bundle(const char *path, int level)
+{
+	mc_writer *w;
+	size_t n1, n2;
+	char *p1 = src_path("tests/data/small/vu.best_config"), *p2 = src_path("tests/data/small/code_state.pkl");
+	unsigned char *c1 = slurp(p1, &n1), *c2 = slurp(p2, &n2);
+
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	ck_assert_int_eq(mc_writer_set_created(w, 1700000000), MC_OK);
+	ck_assert_int_eq(mc_writer_set_compression(w, level), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "autotune", VU, c1, n1), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "autotune", IG, c1, n1), MC_OK); /* same content */
+	ck_assert_int_eq(mc_writer_add_memory(w, "pgo", "job:0:", c2, n2), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "pgo", "empty:0:", "", 0), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "inductor", GRAPH, c2, 100), MC_OK);
+	ck_assert_int_eq(mc_writer_add_signer(w, sk), MC_OK);
+	ck_assert_int_eq(mc_writer_save(w, path), MC_OK);
+	mc_writer_free(w);
+	free(c1);
+	free(c2);
+	free(p1);
+	free(p2);
+}
+
+static int
+load_into(const char *bundle, const char *root, unsigned flags)
+{
+	mc_bundle *b;
+	int rc;
+
+	ck_assert_int_eq(mc_ctx_set_tier_root(ctx, "inductor", root), MC_OK);
+	if ((rc = mc_bundle_open(ctx, bundle, &b)) != MC_OK)
+		return rc;
+	ck_assert_int_eq(mc_bundle_trust(b, pk), MC_OK);
+	rc = mc_bundle_load(b, flags, NULL, NULL);
+	mc_bundle_free(b);
+	return rc;
+}
+
+START_TEST(save_open_load)
+{
+	char path[4096], root[4096], f[4096];
+	mc_bundle *b;
+	const char *type, *key, *hash;
+	uint64_t size;
+	size_t n;
+	unsigned char *got;
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s/b.mcache", dir);
+	snprintf(root, sizeof root, "%s/root", dir);
+	make_bundle(path, 3);
+	ck_assert_int_eq(mc_bundle_open(ctx, path, &b), MC_OK);
+	ck_assert_uint_eq(mc_bundle_artifact_count(b), 5);
+	ck_assert_int_eq(mc_bundle_artifact(b, 0, &type, &key, &size, &hash), MC_OK);
+	ck_assert_str_eq(type, "autotune");
+	ck_assert_str_eq(key, IG);
+	ck_assert_uint_eq(mc_bundle_signature_count(b), 1);
+	ck_assert_str_eq(mc_bundle_signature_key_id(b, 0), mc_pubkey_id(pk));
+	/* No key: refused; with the key: verified. */
+	ck_assert_int_eq(mc_bundle_verify(b), MC_ERR_INVALID);
+	ck_assert_int_eq(mc_bundle_trust(b, pk), MC_OK);
+	ck_assert_int_eq(mc_bundle_verify(b), MC_OK);
+	/* Verify twice on one handle re-reads the same bytes. */
+	ck_assert_int_eq(mc_bundle_verify(b), MC_OK);
+	mc_bundle_free(b);
+	ck_assert_int_eq(load_into(path, root, 0), MC_OK);
+	snprintf(f, sizeof f, "%s/dynamo/code_state_empty_0_.pkl", root);
+	ck_assert_int_eq(stat(f, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+	snprintf(f, sizeof f, "%s/" IG, root);
+	got = slurp(f, &n);
+	ck_assert_uint_eq(n, 259);
+	free(got);
+	/* 5 files + folders vu ig dynamo fxgraph fxgraph/ot fxgraph/ot/<key> */
+	ck_assert_int_eq(count_tree(root), 11);
+}
+END_TEST
+
+START_TEST(deterministic)
+{
+	char a[4096], b[4096];
+	unsigned char *x, *y;
+	size_t nx, ny;
+
+	snprintf(a, sizeof a, "%s/a.mcache", dir);
+	snprintf(b, sizeof b, "%s/b.mcache", dir);
+	make_bundle(a, 3);
+	make_bundle(b, 3);
+	x = slurp(a, &nx);
+	y = slurp(b, &ny);
+	ck_assert_uint_eq(nx, ny);
+	ck_assert_int_eq(memcmp(x, y, nx), 0);
+	free(x);
+	free(y);
+}
+END_TEST
+
+/* Every byte of the bundle, flipped: refused as a verification failure (or, for the
+ * magic number, as not a bundle), and the root never created. */
+static void
+flip_every_byte(int level)
+{
+	char path[4096], bad[4096], root[4096];
+	unsigned char *orig;
+	size_t n, i;
+
+	snprintf(path, sizeof path, "%s/f.mcache", dir);
+	snprintf(bad, sizeof bad, "%s/bad.mcache", dir);
+	snprintf(root, sizeof root, "%s/froot", dir);
+	make_bundle(path, level);
+	orig = slurp(path, &n);
+	for (i = 0; i < n; i++) {
+		int rc;
+		orig[i] ^= 0x20;
+		spit(bad, orig, n);
+		orig[i] ^= 0x20;
+		rc = load_into(bad, root, 0);
+		ck_assert_msg(mc_status_is_verification_failure(rc) || (rc == MC_ERR_NOT_BUNDLE && i < 512),
+			      "byte %zu of %zu: rc %d (%s)", i, n, rc, mc_ctx_error(ctx));
+		ck_assert_msg(count_tree(root) == -1, "byte %zu: something was written", i);
+	}
+	ck_assert_int_eq(load_into(path, root, 0), MC_OK);
+	free(orig);
+}
+
+START_TEST(flip_every_byte_zstd)
+{
+	flip_every_byte(3);
+}
+END_TEST
+
+START_TEST(flip_every_byte_plain)
+{
+	flip_every_byte(0);
+}
+END_TEST
+
+START_TEST(truncate_everywhere)
+{
+	char path[4096], bad[4096], root[4096];
+	unsigned char *orig;
+	size_t n, i;
+	int level;
+
+	snprintf(path, sizeof path, "%s/t.mcache", dir);
+	snprintf(bad, sizeof bad, "%s/trunc.mcache", dir);
+	snprintf(root, sizeof root, "%s/troot", dir);
+	for (level = 0; level <= 3; level += 3) {
+		make_bundle(path, level);
+		orig = slurp(path, &n);
+		for (i = 0; i < n; i += (level ? 1 : 7)) {
+			int rc;
+			spit(bad, orig, i);
+			rc = load_into(bad, root, 0);
+			ck_assert_msg(rc == MC_ERR_MALFORMED || rc == MC_ERR_NOT_BUNDLE,
+				      "cut at %zu of %zu: rc %d (%s)", i, n, rc, mc_ctx_error(ctx));
+			ck_assert_int_eq(count_tree(root), -1);
+		}
+		free(orig);
+	}
+}
+END_TEST
+
+START_TEST(all_or_nothing)
+{
+	char path[4096], root[4096], f[4096];
+	unsigned char *orig;
+	size_t n;
+	int before;
+
+	snprintf(path, sizeof path, "%s/a.mcache", dir);
+	snprintf(root, sizeof root, "%s/root", dir);
+	make_bundle(path, 0);
+	/* A root that exists with a file of its own. */
+	mkdir(root, 0755);
+	snprintf(f, sizeof f, "%s/mine", root);
+	spit(f, "keep", 4);
+	before = count_tree(root);
+	/* Corrupt the last object's content: the failure comes after everything else
+	 * was staged. */
+	orig = slurp(path, &n);
+	{
+		size_t i, last = 0;
+		for (i = 0; i + 8 < n; i += 512)
+			if (memcmp(orig + i, "objects/", 8) == 0)
+				last = i;
+		ck_assert_uint_gt(last, 0);
+		orig[last + 512 + 10] ^= 1;
+	}
+	spit(path, orig, n);
+	free(orig);
+	ck_assert_int_eq(load_into(path, root, 0), MC_ERR_INTEGRITY);
+	ck_assert_int_eq(count_tree(root), before);
+}
+END_TEST
+
+START_TEST(symlinks_in_destination)
+{
+	char path[4096], root[4096], out[4096], f[4096];
+
+	snprintf(path, sizeof path, "%s/s.mcache", dir);
+	snprintf(root, sizeof root, "%s/root", dir);
+	snprintf(out, sizeof out, "%s/outside", dir);
+	make_bundle(path, 3);
+	mkdir(root, 0755);
+	mkdir(out, 0755);
+	/* A planted link at a folder the bundle writes into. */
+	snprintf(f, sizeof f, "%s/fxgraph", root);
+	ck_assert_int_eq(symlink(out, f), 0);
+	ck_assert_int_eq(load_into(path, root, 0), MC_ERR_UNSAFE_DEST);
+	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "symlink"));
+	ck_assert_int_eq(count_tree(out), 0);
+	ck_assert_int_eq(count_tree(root), 1);
+	unlink(f);
+	/* A planted link at a final file name. */
+	mkdir(f, 0755);
+	snprintf(f, sizeof f, "%s/dynamo", root);
+	mkdir(f, 0755);
+	snprintf(f, sizeof f, "%s/dynamo/code_state_job_0_.pkl", root);
+	ck_assert_int_eq(symlink("../../outside/victim", f), 0);
+	ck_assert_int_eq(load_into(path, root, 0), MC_ERR_UNSAFE_DEST);
+	ck_assert_int_eq(count_tree(out), 0);
+	ck_assert_int_eq(count_tree(root), 3);
+}
+END_TEST
+
+START_TEST(dry_run_and_types)
+{
+	char path[4096], root[4096];
+	mc_bundle *b;
+
+	snprintf(path, sizeof path, "%s/d.mcache", dir);
+	snprintf(root, sizeof root, "%s/root", dir);
+	make_bundle(path, 3);
+	ck_assert_int_eq(load_into(path, root, MC_LOAD_DRY_RUN), MC_OK);
+	ck_assert_int_eq(count_tree(root), -1);
+	ck_assert_int_eq(mc_bundle_open(ctx, path, &b), MC_OK);
+	ck_assert_int_eq(mc_bundle_trust(b, pk), MC_OK);
+	ck_assert_int_eq(mc_bundle_select_type(b, "pgo"), MC_OK);
+	ck_assert_int_eq(mc_bundle_select_type(b, "nosuch"), MC_ERR_INVALID);
+	ck_assert_int_eq(mc_bundle_load(b, 0, NULL, NULL), MC_OK);
+	mc_bundle_free(b);
+	ck_assert_int_eq(count_tree(root), 3); /* dynamo + 2 files */
+}
+END_TEST
+
+START_TEST(policy)
+{
+	char path[4096];
+	mc_writer *w;
+	mc_bundle *b;
+
+	snprintf(path, sizeof path, "%s/p.mcache", dir);
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "pgo", "a:0:", "x", 1), MC_OK);
+	ck_assert_int_eq(mc_writer_set_bundle_version(w, 5), MC_OK);
+	ck_assert_int_eq(mc_writer_set_expires(w, 2000), MC_OK);
+	ck_assert_int_eq(mc_writer_add_signer(w, sk), MC_OK);
+	ck_assert_int_eq(mc_writer_save(w, path), MC_OK);
+	mc_writer_free(w);
+	ck_assert_int_eq(mc_bundle_open(ctx, path, &b), MC_OK);
+	ck_assert_int_eq(mc_bundle_trust(b, pk), MC_OK);
+	ck_assert_int_eq(mc_bundle_set_now(b, 1999), MC_OK);
+	ck_assert_int_eq(mc_bundle_check_signatures(b), MC_OK);
+	ck_assert_int_eq(mc_bundle_set_now(b, 2000), MC_OK);
+	ck_assert_int_eq(mc_bundle_check_signatures(b), MC_ERR_EXPIRED);
+	ck_assert_int_eq(mc_bundle_set_now(b, 1), MC_OK);
+	ck_assert_int_eq(mc_bundle_set_min_version(b, 6), MC_OK);
+	ck_assert_int_eq(mc_bundle_check_signatures(b), MC_ERR_ROLLBACK);
+	ck_assert_int_eq(mc_bundle_set_min_version(b, 5), MC_OK);
+	ck_assert_int_eq(mc_bundle_check_signatures(b), MC_OK);
+	mc_bundle_free(b);
+}
+END_TEST
+
+static int
+note_check(void *ud, const char *key, char *why, size_t wl)
+{
+	return strspn(key, "abcdefghijklmnopqrstuvwxyz") == strlen(key) ? MC_OK : MC_ERR_BAD_KEY;
+}
+
+static int
+note_dest(void *ud, const char *key, const unsigned char *sha, char *buf, size_t len)
+{
+	snprintf(buf, len, "notes/%s.txt", key);
+	return MC_OK;
+}
+
+START_TEST(application_type_round_trip)
+{
+	char path[4096], root[4096], f[4096];
+	mc_writer *w;
+	unsigned char *got;
+	size_t n;
+	mc_ctx *other;
+	mc_bundle *b;
+
+	snprintf(path, sizeof path, "%s/n.mcache", dir);
+	snprintf(root, sizeof root, "%s/notes-tier", dir);
+	ck_assert_int_eq(mc_ctx_register_type(ctx, "note", "notes", 0, note_check, note_dest, NULL), MC_OK);
+	ck_assert_int_eq(mc_ctx_set_tier_root(ctx, "notes", root), MC_OK);
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "note", "hello", "hi there", 8), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "note", "Bad", "x", 1), MC_ERR_BAD_KEY);
+	ck_assert_int_eq(mc_writer_add_signer(w, sk), MC_OK);
+	ck_assert_int_eq(mc_writer_save(w, path), MC_OK);
+	mc_writer_free(w);
+	ck_assert_int_eq(mc_bundle_open(ctx, path, &b), MC_OK);
+	ck_assert_int_eq(mc_bundle_trust(b, pk), MC_OK);
+	ck_assert_int_eq(mc_bundle_load(b, 0, NULL, NULL), MC_OK);
+	mc_bundle_free(b);
+	snprintf(f, sizeof f, "%s/notes/hello.txt", root);
+	got = slurp(f, &n);
+	ck_assert_uint_eq(n, 8);
+	ck_assert_int_eq(memcmp(got, "hi there", 8), 0);
+	free(got);
+	/* A context without the type refuses the bundle. */
+	ck_assert_int_eq(mc_ctx_new(&other), MC_OK);
+	ck_assert_int_eq(mc_bundle_open(other, path, &b), MC_OK);
+	ck_assert_int_eq(mc_bundle_trust(b, pk), MC_OK);
+	ck_assert_int_eq(mc_bundle_verify(b), MC_ERR_UNKNOWN_TYPE);
+	mc_bundle_free(b);
+	mc_ctx_free(other);
+}
+END_TEST
+
+START_TEST(read_only_destination)
+{
+	char path[4096], root[4096];
+
+	if (geteuid() == 0)
+		return; /* root writes through permissions; the case is covered by the tool tests */
+	snprintf(path, sizeof path, "%s/r.mcache", dir);
+	snprintf(root, sizeof root, "%s/ro", dir);
+	make_bundle(path, 3);
+	mkdir(root, 0555);
+	ck_assert_int_eq(load_into(path, root, 0), MC_ERR_IO);
+	ck_assert_int_eq(count_tree(root), 0);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("bundle");
+	TCase *tc = tcase_create("api");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, save_open_load);
+	tcase_add_test(tc, deterministic);
+	tcase_add_test(tc, flip_every_byte_zstd);
+	tcase_add_test(tc, flip_every_byte_plain);
+	tcase_add_test(tc, truncate_everywhere);
+	tcase_add_test(tc, all_or_nothing);
+	tcase_add_test(tc, symlinks_in_destination);
+	tcase_add_test(tc, dry_run_and_types);
+	tcase_add_test(tc, policy);
+	tcase_add_test(tc, application_type_round_trip);
+	tcase_add_test(tc, read_only_destination);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+RUN_SUITE(suite())

@@ -1,0 +1,170 @@
+/* test_handlers.c - the torch handlers: key shapes, destinations, the default root,
+ * and types registered by applications. */
+#include "util.h"
+
+static mc_ctx *ctx;
+
+static void
+setup(void)
+{
+	ck_assert_int_eq(mc_ctx_new(&ctx), MC_OK);
+}
+
+static void
+teardown(void)
+{
+	mc_ctx_free(ctx);
+}
+
+static int
+dest(const char *type, const char *key, const unsigned char *sha, char *buf)
+{
+	const struct mc_type *t = mc__find_type(ctx, type);
+
+	ck_assert_ptr_nonnull(t);
+	return mc__dest_for(ctx, t, key, sha, buf, MC_PATH_MAX);
+}
+
+START_TEST(destinations_match_torch_layout)
+{
+	unsigned char sha[32] = {0};
+	char buf[MC_PATH_MAX];
+
+	ck_assert_int_eq(dest("inductor", "fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i", sha, buf), MC_OK);
+	ck_assert_str_eq(buf, "fxgraph/ot/fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i/"
+			      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	ck_assert_int_eq(dest("aot_autograd", "axwzp7kmjrbxcn3i4pjghhupnsqxu6k5i77rn52iovypcbamlzdg", sha, buf), MC_OK);
+	ck_assert_str_eq(buf, "aotautograd/axwzp7kmjrbxcn3i4pjghhupnsqxu6k5i77rn52iovypcbamlzdg/"
+			      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	ck_assert_int_eq(dest("autotune", "vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config", NULL, buf), MC_OK);
+	ck_assert_str_eq(buf, "vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config");
+	ck_assert_int_eq(dest("pgo", "megacache-probe:None:", NULL, buf), MC_OK);
+	ck_assert_str_eq(buf, "dynamo/code_state_megacache-probe_None_.pkl");
+	ck_assert_int_eq(dest("pgo", "a<b>c:d\"e/f\\g|h?i*j", NULL, buf), MC_OK);
+	ck_assert_str_eq(buf, "dynamo/code_state_a_b_c_d_e_f_g_h_i_j.pkl");
+	/* A pgo key full of path tricks stays one file name in dynamo/. */
+	ck_assert_int_eq(dest("pgo", "../../../etc/passwd", NULL, buf), MC_OK);
+	ck_assert_str_eq(buf, "dynamo/code_state_.._.._.._etc_passwd.pkl");
+	ck_assert_int_eq(dest("precompile", "3c3bd02041fdea183ad93af9710bdeea9bb820ffeffee94f4cc608fc173740e8", NULL, buf), MC_OK);
+	ck_assert_str_eq(buf, "dynamo/3c3bd02041fdea183ad93af9710bdeea9bb820ffeffee94f4cc608fc173740e8/entry");
+}
+END_TEST
+
+START_TEST(bad_keys_refused)
+{
+	unsigned char sha[32] = {0};
+	char buf[MC_PATH_MAX], longkey[300];
+	static const char *const bad[][2] = {
+		{"inductor", "fot"},
+		{"inductor", "aotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i"},
+		{"inductor", "f../../../../../../../../../../../../../../../../../.."},
+		{"aot_autograd", "a1wzp7kmjrbxcn3i4pjghhupnsqxu6k5i77rn52iovypcbamlzdg"},
+		{"autotune", "../3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config"},
+		{"autotune", "vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.json"},
+		{"autotune", "/etc/passwd"},
+		{"precompile", "../entry"},
+		{"precompile", "3C3BD02041FDEA183AD93AF9710BDEEA9BB820FFEFFEE94F4CC608FC173740E8"},
+		{"pgo", "tab\there"},
+		{"pgo", ""},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		ck_assert_msg(dest(bad[i][0], bad[i][1], sha, buf) == MC_ERR_BAD_KEY, "%s %s accepted",
+			      bad[i][0], bad[i][1]);
+	memset(longkey, 'a', sizeof longkey - 1);
+	longkey[sizeof longkey - 1] = '\0';
+	ck_assert_int_eq(dest("pgo", longkey, NULL, buf), MC_ERR_BAD_KEY);
+	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "refused"));
+}
+END_TEST
+
+START_TEST(default_root_like_torch)
+{
+	const char *root;
+	mc_ctx *c2;
+
+	setenv("TORCHINDUCTOR_CACHE_DIR", "/some/where", 1);
+	ck_assert_int_eq(mc_ctx_new(&c2), MC_OK);
+	ck_assert_int_eq(mc_ctx_tier_root(c2, "inductor", &root), MC_OK);
+	ck_assert_str_eq(root, "/some/where");
+	mc_ctx_free(c2);
+
+	unsetenv("TORCHINDUCTOR_CACHE_DIR");
+	setenv("TMPDIR", "/scratch", 1);
+	setenv("LOGNAME", "dom\\ain:us*er", 1);
+	ck_assert_int_eq(mc_ctx_new(&c2), MC_OK);
+	ck_assert_int_eq(mc_ctx_tier_root(c2, "inductor", &root), MC_OK);
+	ck_assert_str_eq(root, "/scratch/torchinductor_dom_ain_us_er");
+	/* The caller's choice wins. */
+	ck_assert_int_eq(mc_ctx_set_tier_root(c2, "inductor", "/mine"), MC_OK);
+	ck_assert_int_eq(mc_ctx_tier_root(c2, "inductor", &root), MC_OK);
+	ck_assert_str_eq(root, "/mine");
+	mc_ctx_free(c2);
+}
+END_TEST
+
+/* An application type: keys of [a-z]+, stored as notes/<key>.txt in tier "notes". */
+static int
+note_check(void *ud, const char *key, char *why, size_t wl)
+{
+	size_t i;
+
+	for (i = 0; key[i]; i++)
+		if (key[i] < 'a' || key[i] > 'z') {
+			snprintf(why, wl, "letters only");
+			return MC_ERR_BAD_KEY;
+		}
+	return MC_OK;
+}
+
+static int
+note_dest(void *ud, const char *key, const unsigned char *sha, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s.txt", (const char *)ud, key);
+	return MC_OK;
+}
+
+static int
+evil_dest(void *ud, const char *key, const unsigned char *sha, char *buf, size_t len)
+{
+	snprintf(buf, len, "../%s", key);
+	return MC_OK;
+}
+
+START_TEST(application_types)
+{
+	char buf[MC_PATH_MAX];
+
+	ck_assert_int_eq(mc_ctx_register_type(ctx, "note", "notes", 0, note_check, note_dest, "n"), MC_OK);
+	ck_assert_int_eq(mc_ctx_register_type(ctx, "note", "notes", 0, note_check, note_dest, "n"),
+			 MC_ERR_INVALID);
+	ck_assert_int_eq(mc_ctx_register_type(ctx, "Bad-Name", "notes", 0, note_check, note_dest, NULL),
+			 MC_ERR_INVALID);
+	ck_assert_int_eq(dest("note", "hello", NULL, buf), MC_OK);
+	ck_assert_str_eq(buf, "n/hello.txt");
+	ck_assert_int_eq(dest("note", "Hello", NULL, buf), MC_ERR_BAD_KEY);
+	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "letters only"));
+	/* A handler that computes an escaping path is stopped by the library. */
+	ck_assert_int_eq(mc_ctx_register_type(ctx, "evil", "notes", 0, note_check, evil_dest, NULL), MC_OK);
+	ck_assert_int_eq(dest("evil", "x", NULL, buf), MC_ERR_BAD_KEY);
+	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "not a plain relative path"));
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("handlers");
+	TCase *tc = tcase_create("torch");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, destinations_match_torch_layout);
+	tcase_add_test(tc, bad_keys_refused);
+	tcase_add_test(tc, default_root_like_torch);
+	tcase_add_test(tc, application_types);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+RUN_SUITE(suite())
