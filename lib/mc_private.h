@@ -280,6 +280,9 @@ MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *k
 				   const char *path, uint64_t offset, uint64_t size,
 				   size_t *object_out);
 MC_HIDDEN mc_ctx *mc__writer_ctx(mc_writer *w);
+/* The SHA-256 recorded for the last artifact, or NULL; and taking it back. */
+MC_HIDDEN const unsigned char *mc__writer_last_sha256(const mc_writer *w);
+MC_HIDDEN void mc__writer_drop_last(mc_writer *w);
 /* Counts a source that added n artifacts (a bundle of one torch blob keeps its layout). */
 MC_HIDDEN void mc__writer_note_source(mc_writer *w, size_t n);
 

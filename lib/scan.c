@@ -66,6 +66,18 @@ add_file(struct scan *s, const char *path, const char *type, const char *key)
 	}
 	if (rc != MC_OK)
 		return rc;
+	/* fxgraph and aotautograd entries are named after their content's hash; a file whose
+	 * name is not would be installed under another name, so it is not recorded. */
+	if (mc__writer_last_sha256(s->w) != NULL) {
+		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+		char h[52];
+		mc__torch_b32_51(mc__writer_last_sha256(s->w), h);
+		if (strcmp(h, base) != 0) {
+			mc__writer_drop_last(s->w);
+			report(s, MC_SCAN_SKIPPED, path, "file name is not the hash of its content");
+			return MC_OK;
+		}
+	}
 	report(s, MC_SCAN_RECORDED, path, type);
 	return MC_OK;
 }

@@ -485,6 +485,25 @@ mc_writer_add_signer(mc_writer *w, const mc_seckey *sk)
 	return MC_OK;
 }
 
+void
+mc__writer_drop_last(mc_writer *w)
+{
+	struct wart *a;
+
+	if (w->narts == 0)
+		return;
+	a = &w->arts[--w->narts];
+	w->total -= w->objs[a->obj].size;
+	free(a->type);
+	free(a->key);
+}
+
+const unsigned char *
+mc__writer_last_sha256(const mc_writer *w)
+{
+	return w->narts > 0 && w->arts[w->narts - 1].has_sha256 ? w->arts[w->narts - 1].sha256 : NULL;
+}
+
 mc_ctx *
 mc__writer_ctx(mc_writer *w)
 {

@@ -59,6 +59,16 @@ check "from-dir: two packs are identical" cmp -s "$T/dir-cpu.mcache" "$T/dir-cpu
 run 0 "" list "$T/dir-cpu.mcache"
 grep -q '\.lock' "$T/out" && bad "a lock file was packed" || ok
 
+# A graph file whose name is not its content's hash is not packed (it would land
+# under another name).
+cp -r "$T/ref/cache_mlp_cold" "$T/renamed"
+g=$(find "$T/renamed/fxgraph" -type f | head -n 1)
+mv "$g" "$(dirname "$g")/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+run 0 "" pack -v -o "$T/renamed.mcache" --from-dir "$T/renamed"
+grep -q "file name is not the hash of its content" "$T/err" && ok || bad "misnamed graph file not reported"
+run 0 "" list "$T/renamed.mcache"
+[ "$(grep -c '^inductor' "$T/out")" = 3 ] && ok || bad "misnamed graph file was packed"
+
 # Type selection and the dry run.
 run 0 "" load "$T/mlp-cuda.mcache" -p "$PUB" --cache-dir "$T/only-autotune" --types autotune
 n=$(find "$T/only-autotune" -type f | wc -l)

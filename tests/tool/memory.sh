@@ -1,0 +1,26 @@
+# memory.sh - contents are streamed, never held: a cache dir with a 512 MiB artifact is
+# packed, verified, loaded and exported under a 100 MB address-space limit, and the
+# results are byte-exact.
+. "$(dirname "$0")/lib.sh"
+mkdir -p "$T/src/dynamo"
+truncate -s 512M "$T/src/dynamo/code_state_big_0_.pkl"
+head -c 20000000 /dev/urandom > "$T/src/dynamo/code_state_noise_0_.pkl"
+run 0 "" keygen -q -W -p "$T/k.pub" -s "$T/k.key"
+# Every command below runs with its address space capped at 100 MB.
+printf '#!/bin/sh\nulimit -v 100000\nexec "%s" "$@"\n' "$MEGACACHE" > "$T/limited"
+chmod +x "$T/limited"
+MEGACACHE="$T/limited"
+run 0 "" pack -q -o "$T/big.mcache" -s "$T/k.key" --from-dir "$T/src"
+run 0 "OK" verify "$T/big.mcache" -p "$T/k.pub"
+run 0 "" load -q "$T/big.mcache" -p "$T/k.pub" --cache-dir "$T/warm"
+run 0 "" export -q "$T/big.mcache" --torch "$T/big.blob" -p "$T/k.pub"
+check "512 MiB artifact installed byte for byte" cmp -s "$T/src/dynamo/code_state_big_0_.pkl" "$T/warm/dynamo/code_state_big_0_.pkl"
+check "random artifact installed byte for byte" cmp -s "$T/src/dynamo/code_state_noise_0_.pkl" "$T/warm/dynamo/code_state_noise_0_.pkl"
+size=$(stat -c %s "$T/big.blob")
+[ "$size" -gt 556000000 ] && ok || bad "exported blob is $size bytes"
+# The cap is real: the same limit refuses a program that holds 512 MiB.
+"$T/limited" --version >/dev/null && ok || bad "the limited wrapper does not run"
+sh -c 'ulimit -v 100000; awk "BEGIN { s = sprintf(\"%600000000s\", \"\"); print length(s) }"' >/dev/null 2>&1 \
+	&& bad "ulimit -v did not limit memory" || ok
+rm -rf "$T/warm" "$T/big.blob" "$T/src"
+finish
