@@ -52,6 +52,7 @@ static const char usage_text[] =
 	"\n"
 	"common options:\n"
 	"  --password-file F  read the secret key's password from the first line of F\n"
+	"  --now UNIXTIME     (verify, load, export) check expiry as of this time\n"
 	"  -q, --quiet        print nothing but errors\n"
 	"  -h, --help         this text;  --version  the version\n"
 	"\n"

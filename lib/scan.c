@@ -156,159 +156,152 @@ is_dir(const char *path)
 	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Calls visit for each entry of folder dir, in name order, with its path and name;
+ * arg is passed through. Lock and temp files are reported as skipped instead. */
+typedef int (*visit_fn)(struct scan *s, const char *path, const char *name, const void *arg);
+
+static int skip_tree(struct scan *s, const char *path, const char *reason);
+static int skip_visit(struct scan *s, const char *path, const char *name, const void *reason);
+
+static int
+for_each_child(struct scan *s, const char *dir, visit_fn visit, const void *arg)
+{
+	char **names;
+	size_t n, i;
+	int rc;
+
+	if ((rc = list_dir(s, dir, &names, &n)) != MC_OK)
+		return rc;
+	for (i = 0; i < n && rc == MC_OK; i++) {
+		char *p = join(dir, names[i]);
+		if (p == NULL) {
+			rc = mc__err(s->ctx, MC_ERR_NOMEM, "out of memory");
+			break;
+		}
+		if (visit != skip_visit && is_transient(names[i]))
+			rc = skip_tree(s, p, "lock or temp file");
+		else
+			rc = visit(s, p, names[i], arg);
+		free(p);
+	}
+	free_list(names, n);
+	return rc;
+}
+
+static int
+skip_visit(struct scan *s, const char *path, const char *name, const void *reason)
+{
+	return skip_tree(s, path, reason);
+}
+
 /* Walks everything below path, reporting each file as skipped with reason. */
 static int
 skip_tree(struct scan *s, const char *path, const char *reason)
 {
-	char **names;
-	size_t n, i;
-	int rc;
-
 	if (!is_dir(path)) {
 		report(s, MC_SCAN_SKIPPED, path, reason);
 		return MC_OK;
 	}
-	if ((rc = list_dir(s, path, &names, &n)) != MC_OK)
-		return rc;
-	for (i = 0; i < n && rc == MC_OK; i++) {
-		char *p = join(path, names[i]);
-		if (p == NULL) {
-			rc = mc__err(s->ctx, MC_ERR_NOMEM, "out of memory");
-			break;
-		}
-		rc = skip_tree(s, p, reason);
-		free(p);
-	}
-	free_list(names, n);
-	return rc;
+	return for_each_child(s, path, skip_visit, reason);
 }
 
-/* fxgraph/<2>/<key>/<H> and aotautograd/<key>/<H>: each file in a key folder. */
-static int
-scan_keyed(struct scan *s, const char *dir, const char *type, int levels)
-{
-	char **names;
-	size_t n, i;
-	int rc;
+/* A key folder of fxgraph/ or aotautograd/: each file in it is one entry of the key. */
+struct keyed {
+	const char *type;
+	const char *key;
+};
 
-	if ((rc = list_dir(s, dir, &names, &n)) != MC_OK)
-		return rc;
-	for (i = 0; i < n && rc == MC_OK; i++) {
-		char *p = join(dir, names[i]);
-		if (p == NULL) {
-			rc = mc__err(s->ctx, MC_ERR_NOMEM, "out of memory");
-			break;
-		}
-		if (is_transient(names[i]))
-			rc = skip_tree(s, p, "lock or temp file");
-		else if (levels > 1 && is_dir(p))
-			rc = scan_keyed(s, p, type, levels - 1);
-		else if (levels == 1 && is_dir(p)) {
-			/* p is the key folder; its files are the entries. */
-			char **files;
-			size_t nf, k;
-			if ((rc = list_dir(s, p, &files, &nf)) == MC_OK) {
-				for (k = 0; k < nf && rc == MC_OK; k++) {
-					char *f = join(p, files[k]);
-					if (f == NULL) {
-						rc = mc__err(s->ctx, MC_ERR_NOMEM, "out of memory");
-						break;
-					}
-					if (is_transient(files[k]))
-						rc = skip_tree(s, f, "lock or temp file");
-					else
-						rc = add_file(s, f, type, names[i]);
-					free(f);
-				}
-				free_list(files, nf);
-			}
-		} else
-			rc = skip_tree(s, p, "unexpected file in the cache layout");
-		free(p);
-	}
-	free_list(names, n);
-	return rc;
+static int
+keyed_file(struct scan *s, const char *path, const char *name, const void *arg)
+{
+	const struct keyed *k = arg;
+
+	return add_file(s, path, k->type, k->key);
 }
 
 static int
-scan_dynamo(struct scan *s, const char *dir)
+key_dir(struct scan *s, const char *path, const char *name, const void *type)
 {
-	char **names;
-	size_t n, i;
-	int rc;
+	struct keyed k = {type, name};
 
-	if ((rc = list_dir(s, dir, &names, &n)) != MC_OK)
-		return rc;
-	for (i = 0; i < n && rc == MC_OK; i++) {
-		char *p = join(dir, names[i]);
-		size_t len = strlen(names[i]);
-		if (p == NULL) {
-			rc = mc__err(s->ctx, MC_ERR_NOMEM, "out of memory");
-			break;
-		}
-		if (is_transient(names[i])) {
-			rc = skip_tree(s, p, "lock or temp file");
-		} else if (!is_dir(p) && len > 15 && strncmp(names[i], "code_state_", 11) == 0 &&
-			   ends_with(names[i], ".pkl")) {
-			/* torch's file name replaced the key's special characters by '_'; the
-			 * name part is itself a key that maps to the same file. */
-			char key[256];
-			snprintf(key, sizeof key, "%.*s", (int)(len - 15), names[i] + 11);
-			rc = add_file(s, p, "pgo", key);
-		} else if (is_dir(p)) {
-			char *entry = join(p, "entry");
-			if (entry == NULL)
-				rc = mc__err(s->ctx, MC_ERR_NOMEM, "out of memory");
-			else if (access(entry, F_OK) == 0)
-				rc = add_file(s, entry, "precompile", names[i]);
-			else
-				rc = skip_tree(s, p, "not a precompile entry");
-			free(entry);
-		} else {
-			rc = skip_tree(s, p, "unknown dynamo file");
-		}
-		free(p);
-	}
-	free_list(names, n);
-	return rc;
+	if (!is_dir(path))
+		return skip_tree(s, path, "unexpected file in the cache layout");
+	return for_each_child(s, path, keyed_file, &k);
+}
+
+/* fxgraph/<2 chars>/ holds key folders. */
+static int
+prefix_dir(struct scan *s, const char *path, const char *name, const void *type)
+{
+	if (!is_dir(path))
+		return skip_tree(s, path, "unexpected file in the cache layout");
+	return for_each_child(s, path, key_dir, type);
 }
 
 static int
-scan_code_dir(struct scan *s, const char *dir, const char *two)
+dynamo_entry(struct scan *s, const char *path, const char *name, const void *arg)
 {
-	char **names;
-	size_t n, i;
+	size_t len = strlen(name);
+	char *entry;
 	int rc;
 
-	if ((rc = list_dir(s, dir, &names, &n)) != MC_OK)
-		return rc;
-	for (i = 0; i < n && rc == MC_OK; i++) {
-		char *p = join(dir, names[i]);
-		if (p == NULL) {
-			rc = mc__err(s->ctx, MC_ERR_NOMEM, "out of memory");
-			break;
-		}
-		if (is_transient(names[i])) {
-			rc = skip_tree(s, p, "lock or temp file");
-		} else if (ends_with(names[i], ".best_config") && !is_dir(p)) {
-			char key[512];
-			snprintf(key, sizeof key, "%s/%s", two, names[i]);
-			rc = add_file(s, p, "autotune", key);
-		} else {
-			rc = skip_tree(s, p, "generated kernel code (not a recorded type)");
-		}
-		free(p);
+	if (!is_dir(path) && len > 15 && strncmp(name, "code_state_", 11) == 0 &&
+	    ends_with(name, ".pkl")) {
+		/* torch's file name replaced the key's special characters by '_'; the name
+		 * part is itself a key that maps to the same file. */
+		char key[256];
+		snprintf(key, sizeof key, "%.*s", (int)(len - 15), name + 11);
+		return add_file(s, path, "pgo", key);
 	}
-	free_list(names, n);
+	if (!is_dir(path))
+		return skip_tree(s, path, "unknown dynamo file");
+	if ((entry = join(path, "entry")) == NULL)
+		return mc__err(s->ctx, MC_ERR_NOMEM, "out of memory");
+	rc = access(entry, F_OK) == 0 ? add_file(s, entry, "precompile", name)
+				       : skip_tree(s, path, "not a precompile entry");
+	free(entry);
 	return rc;
+}
+
+/* <2 chars>/: autotune configs beside generated kernel code. */
+static int
+code_entry(struct scan *s, const char *path, const char *name, const void *two)
+{
+	char key[512];
+
+	if (!ends_with(name, ".best_config") || is_dir(path))
+		return skip_tree(s, path, "generated kernel code (not a recorded type)");
+	snprintf(key, sizeof key, "%s/%s", (const char *)two, name);
+	return add_file(s, path, "autotune", key);
+}
+
+static int
+code_dir(struct scan *s, const char *path, const char *name, const void *arg)
+{
+	return for_each_child(s, path, code_entry, name);
+}
+
+static int
+top_entry(struct scan *s, const char *path, const char *name, const void *arg)
+{
+	if (strcmp(name, "fxgraph") == 0 && is_dir(path))
+		return for_each_child(s, path, prefix_dir, "inductor");
+	if (strcmp(name, "aotautograd") == 0 && is_dir(path))
+		return for_each_child(s, path, key_dir, "aot_autograd");
+	if (strcmp(name, "dynamo") == 0 && is_dir(path))
+		return for_each_child(s, path, dynamo_entry, NULL);
+	if (strcmp(name, "locks") == 0)
+		return skip_tree(s, path, "lock or temp file");
+	if (strlen(name) == 2 && is_dir(path))
+		return code_dir(s, path, name, NULL);
+	return skip_tree(s, path, "not a recorded type");
 }
 
 int
 mc_writer_add_cache_dir(mc_writer *w, const char *dir, mc_scan_fn fn, void *ud)
 {
 	struct scan s;
-	char **names;
-	size_t n, i, before;
+	size_t before;
 	int rc;
 
 	if (w == NULL || dir == NULL)
@@ -325,29 +318,7 @@ mc_writer_add_cache_dir(mc_writer *w, const char *dir, mc_scan_fn fn, void *ud)
 	if (!is_dir(dir))
 		return mc__err(s.ctx, MC_ERR_IO, "%s: not a folder", dir);
 	before = mc_writer_artifact_count(w);
-	if ((rc = list_dir(&s, dir, &names, &n)) != MC_OK)
-		return rc;
-	for (i = 0; i < n && rc == MC_OK; i++) {
-		char *p = join(dir, names[i]);
-		if (p == NULL) {
-			rc = mc__err(s.ctx, MC_ERR_NOMEM, "out of memory");
-			break;
-		}
-		if (strcmp(names[i], "fxgraph") == 0 && is_dir(p))
-			rc = scan_keyed(&s, p, "inductor", 2);
-		else if (strcmp(names[i], "aotautograd") == 0 && is_dir(p))
-			rc = scan_keyed(&s, p, "aot_autograd", 1);
-		else if (strcmp(names[i], "dynamo") == 0 && is_dir(p))
-			rc = scan_dynamo(&s, p);
-		else if (strcmp(names[i], "locks") == 0 || is_transient(names[i]))
-			rc = skip_tree(&s, p, "lock or temp file");
-		else if (strlen(names[i]) == 2 && is_dir(p))
-			rc = scan_code_dir(&s, p, names[i]);
-		else
-			rc = skip_tree(&s, p, "not a recorded type");
-		free(p);
-	}
-	free_list(names, n);
+	rc = for_each_child(&s, dir, top_entry, NULL);
 	if (rc == MC_OK)
 		mc__writer_note_source(w, mc_writer_artifact_count(w) - before);
 	return rc;
