@@ -35,16 +35,17 @@ static const char usage_text[] =
 	"  keygen -p PUBFILE -s SECFILE [-W] [-f]\n"
 	"        make a key pair (minisign format); -W leaves the secret key unencrypted\n"
 	"  pack -o BUNDLE [-s SECFILE]... [--from-torch BLOB]... [--from-dir DIR]...\n"
-	"       [--label K=V]... [--bundle-version N] [--expires UNIXTIME] [--level N]\n"
-	"       [--no-compress] [--json] [-v]\n"
-	"        record artifacts from torch blobs and cache dirs into a bundle\n"
+	"       [--from-triton-dir DIR]... [--keep-unknown] [--label K=V]...\n"
+	"       [--bundle-version N] [--expires UNIXTIME] [--level N] [--no-compress] [--json] [-v]\n"
+	"        record artifacts from torch blobs, cache dirs and Triton caches into a bundle\n"
 	"  sign BUNDLE -s SECFILE [-o OUT]\n"
 	"        add a signature to a bundle (in place unless -o)\n"
 	"  verify BUNDLE -p PUBFILE [-p PUBFILE]... [--threshold K] [--min-version N] [--json]\n"
 	"        check signatures, policy and every byte of a bundle\n"
 	"  list BUNDLE [--json]\n"
 	"        show a bundle's labels, signatures and artifacts (not verified)\n"
-	"  load BUNDLE -p PUBFILE... [--cache-dir DIR] [--types T[,T]...] [--dry-run] [--json]\n"
+	"  load BUNDLE -p PUBFILE... [--cache-dir DIR] [--triton-dir DIR] [--types T[,T]...]\n"
+	"       [--dry-run] [--json]\n"
 	"       [--threshold K] [--min-version N] [--insecure-no-verify]\n"
 	"        verify a bundle and install its artifacts into the cache dirs\n"
 	"  export BUNDLE --torch OUTFILE [-p PUBFILE]... [--insecure-no-verify]\n"
@@ -204,7 +205,8 @@ read_password(void *ud, const char *prompt, char *buf, size_t len)
 enum {
 	OPT_FROM_TORCH = 256, OPT_FROM_DIR, OPT_LABEL, OPT_BUNDLE_VERSION, OPT_EXPIRES,
 	OPT_LEVEL, OPT_NO_COMPRESS, OPT_JSON, OPT_THRESHOLD, OPT_MIN_VERSION, OPT_CACHE_DIR,
-	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW
+	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW,
+	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR
 };
 
 #define COMMON_LONG {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'}, \
@@ -420,6 +422,8 @@ cmd_pack(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"from-torch", required_argument, NULL, OPT_FROM_TORCH},
 		{"from-dir", required_argument, NULL, OPT_FROM_DIR},
+		{"from-triton-dir", required_argument, NULL, OPT_FROM_TRITON},
+		{"keep-unknown", no_argument, NULL, OPT_KEEP_UNKNOWN},
 		{"label", required_argument, NULL, OPT_LABEL},
 		{"bundle-version", required_argument, NULL, OPT_BUNDLE_VERSION},
 		{"expires", required_argument, NULL, OPT_EXPIRES},
@@ -433,7 +437,7 @@ cmd_pack(int argc, char **argv)
 	char *labels[256];
 	size_t nsecs = 0, nsrcs = 0, nlabels = 0, i;
 	uint64_t bver = 0, expires = 0, level = 3;
-	int c, rc = MC_OK, json = 0;
+	int c, rc = MC_OK, json = 0, keep_unknown = 0;
 	struct scan_tally tally = {0, 0};
 	mc_seckey *keys[16] = {NULL};
 	struct progress p;
@@ -454,6 +458,7 @@ cmd_pack(int argc, char **argv)
 			break;
 		case OPT_FROM_TORCH:
 		case OPT_FROM_DIR:
+		case OPT_FROM_TRITON:
 			if (nsrcs == 256)
 				usage_error("too many sources (at most %s)", "256");
 			srckind[nsrcs] = c;
@@ -479,6 +484,7 @@ cmd_pack(int argc, char **argv)
 				usage_error("--level takes 1 to 19, not '%s'", optarg);
 			break;
 		case OPT_NO_COMPRESS: level = 0; break;
+		case OPT_KEEP_UNKNOWN: keep_unknown = 1; break;
 		case OPT_JSON: json = 1; break;
 		case 'v': tally.verbose = 1; break;
 		default: usage_error("pack: unexpected option%s", "");
@@ -508,6 +514,8 @@ cmd_pack(int argc, char **argv)
 		rc = mc_writer_set_expires(w, (int64_t)expires);
 	if (rc == MC_OK)
 		rc = mc_writer_set_compression(w, (int)level);
+	if (rc == MC_OK)
+		rc = mc_writer_set_keep_unknown(w, keep_unknown);
 	for (i = 0; rc == MC_OK && i < nlabels; i++) {
 		char *eq = strchr(labels[i], '=');
 		*eq = '\0';
@@ -520,7 +528,8 @@ cmd_pack(int argc, char **argv)
 		rc = mc_writer_add_signer(w, keys[i]);
 	for (i = 0; rc == MC_OK && i < nsrcs; i++)
 		rc = srckind[i] == OPT_FROM_TORCH ? mc_writer_add_torch_blob(w, srcs[i])
-						  : mc_writer_add_cache_dir(w, srcs[i], on_scan, &tally);
+		     : srckind[i] == OPT_FROM_DIR ? mc_writer_add_cache_dir(w, srcs[i], on_scan, &tally)
+						  : mc_writer_add_triton_dir(w, srcs[i], on_scan, &tally);
 	if (rc == MC_OK && mc_writer_artifact_count(w) == 0) {
 		fprintf(stderr, "%s: no artifacts found in the sources; nothing written\n", prog);
 		rc = MC_ERR_INVALID;
@@ -545,8 +554,8 @@ cmd_pack(int argc, char **argv)
 		printf("packed %zu artifacts (%s) into %s, %zu signature%s\n",
 		       mc_writer_artifact_count(w), hb, out, nsecs, nsecs == 1 ? "" : "s");
 		if (tally.skipped > 0)
-			printf("skipped %zu files: locks, temp files and files of no recorded type (-v lists them)\n",
-			       tally.skipped);
+			printf("skipped %zu files: locks, temp files%s (-v lists them)\n", tally.skipped,
+			       keep_unknown ? "" : " and files of no known type");
 	}
 	rc = 0;
 done:
@@ -831,6 +840,7 @@ cmd_load(int argc, char **argv)
 		{"min-version", required_argument, NULL, OPT_MIN_VERSION},
 		{"now", required_argument, NULL, OPT_NOW},
 		{"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+		{"triton-dir", required_argument, NULL, OPT_TRITON_DIR},
 		{"types", required_argument, NULL, OPT_TYPES},
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 		{"json", no_argument, NULL, OPT_JSON},
@@ -838,7 +848,7 @@ cmd_load(int argc, char **argv)
 		{NULL, 0, NULL, 0}};
 	struct trust t;
 	mc_pubkey *keys[32] = {NULL};
-	const char *cache_dir = NULL, *types = NULL;
+	const char *cache_dir = NULL, *types = NULL, *triton_dir = NULL;
 	struct load_report r;
 	struct progress p;
 	mc_bundle *b = NULL;
@@ -853,6 +863,7 @@ cmd_load(int argc, char **argv)
 			continue;
 		switch (c) {
 		case OPT_CACHE_DIR: cache_dir = optarg; break;
+		case OPT_TRITON_DIR: triton_dir = optarg; break;
 		case OPT_TYPES: types = optarg; break;
 		case OPT_DRY_RUN: r.dry = 1; break;
 		case OPT_JSON: r.json = 1; break;
@@ -868,6 +879,8 @@ cmd_load(int argc, char **argv)
 		usage_error("-p and --insecure-no-verify do not go together%s", "");
 	ctx = new_ctx(&p);
 	if (cache_dir != NULL && (rc = mc_ctx_set_tier_root(ctx, "inductor", cache_dir)) != MC_OK)
+		return fail(ctx, rc);
+	if (triton_dir != NULL && (rc = mc_ctx_set_tier_root(ctx, "triton", triton_dir)) != MC_OK)
 		return fail(ctx, rc);
 	if ((rc = mc_ctx_tier_root(ctx, "inductor", &r.root)) != MC_OK)
 		return fail(ctx, rc);

@@ -120,6 +120,8 @@ mc_ctx_set_tier_root(mc_ctx *ctx, const char *tier, const char *path)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	free(t->root);
 	t->root = copy;
+	if (strcmp(tier, "triton") == 0)
+		ctx->triton_flat = 1;
 	return MC_OK;
 }
 
@@ -137,12 +139,25 @@ mc_ctx_tier_root(mc_ctx *ctx, const char *tier, const char **path)
 		*path = t->root;
 		return MC_OK;
 	}
-	if (strcmp(tier, "inductor") != 0)
+	if (strcmp(tier, "inductor") != 0 && strcmp(tier, "triton") != 0)
 		return mc__err(ctx, MC_ERR_INVALID, "tier %s has no root folder set", tier);
-	if ((t = find_tier(ctx, tier, 1)) == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	if ((rc = mc__torch_default_root(ctx, &t->root)) != MC_OK)
-		return rc;
+	if (strcmp(tier, "triton") == 0) {
+		char *root;
+		int flat;
+		if ((rc = mc__triton_default_root(ctx, &root, &flat)) != MC_OK)
+			return rc;
+		if ((t = find_tier(ctx, tier, 1)) == NULL) {
+			free(root);
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		}
+		t->root = root;
+		ctx->triton_flat = flat;
+	} else {
+		if ((t = find_tier(ctx, tier, 1)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		if ((rc = mc__torch_default_root(ctx, &t->root)) != MC_OK)
+			return rc;
+	}
 	*path = t->root;
 	return MC_OK;
 }
@@ -159,7 +174,7 @@ mc_ctx_register_type(mc_ctx *ctx, const char *type, const char *tier, unsigned f
 		return mc__err(ctx, MC_ERR_INVALID, "type name '%s' is not 1-32 of [a-z0-9_]", type);
 	if (!name_ok(tier, MC_TYPE_MAX))
 		return mc__err(ctx, MC_ERR_INVALID, "tier name '%s' is not 1-32 of [a-z0-9_]", tier);
-	if ((flags & ~MC_TYPE_WANTS_SHA256) != 0)
+	if ((flags & ~(MC_TYPE_WANTS_SHA256 | MC_TYPE_FOLDER_UNIT)) != 0)
 		return mc__err(ctx, MC_ERR_INVALID, "type %s: unknown flags", type);
 	if (mc__find_type(ctx, type) != NULL)
 		return mc__err(ctx, MC_ERR_INVALID, "type %s is already registered", type);

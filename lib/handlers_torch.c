@@ -144,6 +144,107 @@ precompile_dest(void *ud, const char *key, const unsigned char *sha256, char *bu
 	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
 }
 
+/* A file name inside a cache folder: 1-255 of [A-Za-z0-9_.+-], not starting with '.'
+ * (hidden names are temp files). */
+static int
+file_name_ok(const char *s, size_t n)
+{
+	return n > 0 && n <= 255 && s[0] != '.' &&
+	       all_in(s, n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-");
+}
+
+/* Generated kernel code: "<2 chars>/<file>" (c<hash>.py, .cpp, .so, .h, .main.*). */
+static int
+code_check(void *ud, const char *key, char *w, size_t wl)
+{
+	size_t n = strlen(key);
+
+	if (n < 4 || !all_in(key, 2, "abcdefghijklmnopqrstuvwxyz0123456789") || key[2] != '/' ||
+	    !file_name_ok(key + 3, n - 3))
+		return why(w, wl, "expected <2 of [a-z0-9]>/<file name>");
+	return MC_OK;
+}
+
+static int
+same_path_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s", key);
+	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
+}
+
+/* The max-autotune GEMM timing cache: cache/<64 hex>. */
+static int
+gemm_check(void *ud, const char *key, char *w, size_t wl)
+{
+	if (strlen(key) != 64 || !all_in(key, 64, HEX))
+		return why(w, wl, "expected 64 lower-case hex digits");
+	return MC_OK;
+}
+
+static int
+gemm_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "cache/%s", key);
+	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
+}
+
+/* Triton kernels: "<device index>/<kernel hash>/<file>". Installed in the triton tier:
+ * <inductor root>/triton keeps the device level; a root set by TRITON_CACHE_DIR or by
+ * the caller has none. */
+static int
+triton_split(const char *key, size_t *dev_len, size_t *hash_len)
+{
+	const char *a = strchr(key, '/'), *b = a ? strchr(a + 1, '/') : NULL;
+
+	if (a == NULL || b == NULL)
+		return -1;
+	*dev_len = (size_t)(a - key);
+	*hash_len = (size_t)(b - a - 1);
+	return 0;
+}
+
+static int
+triton_check(void *ud, const char *key, char *w, size_t wl)
+{
+	size_t dl, hl;
+
+	if (triton_split(key, &dl, &hl) != 0 || dl == 0 || dl > 3 || !all_in(key, dl, "0123456789") ||
+	    hl == 0 || hl > 128 ||
+	    !all_in(key + dl + 1, hl, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ||
+	    !file_name_ok(key + dl + hl + 2, strlen(key + dl + hl + 2)))
+		return why(w, wl, "expected <device index>/<kernel hash>/<file name>");
+	return MC_OK;
+}
+
+static int
+triton_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
+{
+	mc_ctx *ctx = ud;
+	const char *root;
+	int n;
+
+	if (mc_ctx_tier_root(ctx, "triton", &root) != MC_OK)
+		return MC_ERR_INVALID;
+	n = snprintf(buf, len, "%s", ctx->triton_flat ? strchr(key, '/') + 1 : key);
+	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
+}
+
+/* Any other file of a cache dir, kept when the caller asks: its relative path. */
+static int
+extra_check(void *ud, const char *key, char *w, size_t wl)
+{
+	const char *seg = key, *c;
+
+	for (c = key;; c++)
+		if (*c == '/' || *c == '\0') {
+			if (!file_name_ok(seg, (size_t)(c - seg)))
+				return why(w, wl, "expected a relative path of plain file names");
+			if (*c == '\0')
+				return MC_OK;
+			seg = c + 1;
+		}
+}
+
 int
 mc__register_torch_types(mc_ctx *ctx)
 {
@@ -157,7 +258,15 @@ mc__register_torch_types(mc_ctx *ctx)
 				       autotune_dest, NULL)) != MC_OK ||
 	    (rc = mc_ctx_register_type(ctx, "pgo", "inductor", 0, pgo_check, pgo_dest, NULL)) != MC_OK ||
 	    (rc = mc_ctx_register_type(ctx, "precompile", "inductor", 0, precompile_check,
-				       precompile_dest, NULL)) != MC_OK)
+				       precompile_dest, NULL)) != MC_OK ||
+	    (rc = mc_ctx_register_type(ctx, "kernel_code", "inductor", 0, code_check,
+				       same_path_dest, NULL)) != MC_OK ||
+	    (rc = mc_ctx_register_type(ctx, "gemm_timing", "inductor", 0, gemm_check, gemm_dest,
+				       NULL)) != MC_OK ||
+	    (rc = mc_ctx_register_type(ctx, "triton", "triton", MC_TYPE_FOLDER_UNIT, triton_check,
+				       triton_dest, ctx)) != MC_OK ||
+	    (rc = mc_ctx_register_type(ctx, "extra", "inductor", 0, extra_check, same_path_dest,
+				       NULL)) != MC_OK)
 		return rc;
 	return MC_OK;
 }
@@ -190,6 +299,30 @@ torch_user(void)
 	}
 	pw = getpwuid(getuid());
 	return pw != NULL ? pw->pw_name : NULL;
+}
+
+int
+mc__triton_default_root(mc_ctx *ctx, char **out, int *flat)
+{
+	const char *env = getenv("TRITON_CACHE_DIR"), *ind;
+	size_t n;
+	int rc;
+
+	*out = NULL;
+	if (env != NULL && env[0] != '\0') {
+		*flat = 1;
+		if ((*out = mc__strdup(env)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		return MC_OK;
+	}
+	if ((rc = mc_ctx_tier_root(ctx, "inductor", &ind)) != MC_OK)
+		return rc;
+	*flat = 0;
+	n = strlen(ind) + sizeof "/triton";
+	if ((*out = malloc(n)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	snprintf(*out, n, "%s/triton", ind);
+	return MC_OK;
 }
 
 int

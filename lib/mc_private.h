@@ -54,6 +54,7 @@ struct mc_ctx {
 	uint64_t max_artifacts;
 	uint64_t max_artifact_bytes;
 	uint64_t max_total_bytes;
+	int triton_flat; /* the triton tier has no device level */
 };
 
 MC_HIDDEN int mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
@@ -64,6 +65,7 @@ MC_HIDDEN void mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint6
 MC_HIDDEN int mc__crypto_init(mc_ctx *ctx);
 MC_HIDDEN int mc__register_torch_types(mc_ctx *ctx);
 MC_HIDDEN int mc__torch_default_root(mc_ctx *ctx, char **out);
+MC_HIDDEN int mc__triton_default_root(mc_ctx *ctx, char **out, int *flat);
 /* Checks key with the type's handler and computes its destination. */
 MC_HIDDEN int mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key,
 			   const unsigned char *sha256, char *buf, size_t buflen);
@@ -280,6 +282,7 @@ MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *k
 				   const char *path, uint64_t offset, uint64_t size,
 				   size_t *object_out);
 MC_HIDDEN mc_ctx *mc__writer_ctx(mc_writer *w);
+MC_HIDDEN int mc__writer_keep_unknown(const mc_writer *w);
 /* The SHA-256 recorded for the last artifact, or NULL; and taking it back. */
 MC_HIDDEN const unsigned char *mc__writer_last_sha256(const mc_writer *w);
 MC_HIDDEN void mc__writer_drop_last(mc_writer *w);

@@ -96,7 +96,10 @@ MC_API MC_MUST_CHECK int mc_ctx_set_tier_root(mc_ctx *ctx, const char *tier, con
  * "inductor" is resolved as torch resolves it: $TORCHINDUCTOR_CACHE_DIR, else
  * <tmp>/torchinductor_<user> with <tmp> = $TMPDIR or /tmp and <user> from $LOGNAME,
  * $USER, $LNAME, $USERNAME or the password database, with each of \ / : * ? " < > |
- * replaced by _. Other tiers have no default. *path is owned by ctx. */
+ * replaced by _. The default of tier "triton" is $TRITON_CACHE_DIR (kernels directly
+ * in it), else <inductor root>/triton (a folder per device index); a triton root set
+ * with mc_ctx_set_tier_root() is taken to have no device level, like
+ * $TRITON_CACHE_DIR. Other tiers have no default. *path is owned by ctx. */
 MC_API MC_MUST_CHECK int mc_ctx_tier_root(mc_ctx *ctx, const char *tier, const char **path);
 
 /* Handler callbacks of an artifact type.
@@ -111,6 +114,10 @@ typedef int (*mc_dest_path_fn)(void *ud, const char *key, const unsigned char *s
 			       char *buf, size_t buflen);
 
 #define MC_TYPE_WANTS_SHA256 0x1u
+/* The artifacts of the type that share a destination folder are installed together:
+ * staged in a temp folder renamed into place, or, when the folder exists already,
+ * completed file by file (a complete identical folder is left alone). */
+#define MC_TYPE_FOLDER_UNIT 0x2u
 
 /* Registers an artifact type. The type name is 1..32 characters of [a-z0-9_]; a name
  * may be registered once. ud is passed to the callbacks and is not owned. */
@@ -182,10 +189,19 @@ MC_API MC_MUST_CHECK int mc_writer_add_torch_blob(mc_writer *w, const char *path
 /* What a cache-dir scan did with one file: recorded as an artifact, or skipped. */
 enum { MC_SCAN_RECORDED = 0, MC_SCAN_SKIPPED = 1 };
 typedef void (*mc_scan_fn)(void *ud, int what, const char *relpath, const char *type_or_reason);
-/* Scans a torch cache dir (an inductor root) and records the artifacts found in it.
+/* Scans a torch cache dir (an inductor root) and records the artifacts found in it:
+ * types inductor, aot_autograd, autotune, pgo, precompile, kernel_code (the generated
+ * code of the <2 chars>/ folders), gemm_timing (cache/) and triton (triton/<device>/).
+ * Locks and temp files are skipped; other files are skipped too, or recorded as type
+ * "extra" (their relative path as key) after mc_writer_set_keep_unknown(w, 1).
  * fn (may be NULL) is told about each file. */
 MC_API MC_MUST_CHECK int mc_writer_add_cache_dir(mc_writer *w, const char *dir, mc_scan_fn fn,
 						 void *ud);
+/* Scans a Triton cache with no device level ($TRITON_CACHE_DIR): <kernel hash>/<files>,
+ * recorded as type triton for device 0. */
+MC_API MC_MUST_CHECK int mc_writer_add_triton_dir(mc_writer *w, const char *dir, mc_scan_fn fn,
+						  void *ud);
+MC_API MC_MUST_CHECK int mc_writer_set_keep_unknown(mc_writer *w, int keep);
 
 /* Bundle-level fields. Label keys are 1..64 characters of [A-Za-z0-9_.-]; values are
  * UTF-8 without control characters, at most 1024 bytes. Setting a key again replaces it. */

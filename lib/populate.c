@@ -82,8 +82,19 @@ mc__bundle_plan(mc_bundle *b)
 		qsort(refs, n, sizeof *refs, dest_ref_cmp);
 		for (i = 1; i < n; i++) {
 			size_t l = strlen(refs[i - 1].dest);
-			if (strcmp(refs[i - 1].tier, refs[i].tier) == 0 &&
-			    strncmp(refs[i - 1].dest, refs[i].dest, l) == 0 &&
+			struct mc_martifact *prev = &b->m.artifacts[refs[i - 1].art];
+			struct mc_martifact *cur = &b->m.artifacts[refs[i].art];
+			if (strcmp(refs[i - 1].tier, refs[i].tier) != 0)
+				continue;
+			/* The same content twice at one path (a kernel of two devices in a root
+			 * without device level) is installed once. */
+			if (strcmp(refs[i - 1].dest, refs[i].dest) == 0 &&
+			    memcmp(prev->hash, cur->hash, MC_HASH_BYTES) == 0) {
+				cur->selected = 0;
+				refs[i] = refs[i - 1];
+				continue;
+			}
+			if (strncmp(refs[i - 1].dest, refs[i].dest, l) == 0 &&
 			    (refs[i].dest[l] == '\0' || refs[i].dest[l] == '/')) {
 				rc = mc__err(b->ctx, MC_ERR_CONFLICT, "%s: artifacts %s %.200s and %s %.200s "
 					     "both map to %s", b->path, b->m.artifacts[refs[i - 1].art].type,
@@ -120,6 +131,17 @@ struct staged {
 	char *base; /* final name */
 	char *tmp;  /* temp name in the same folder */
 	int fd;
+	size_t unit; /* folder unit it belongs to, or (size_t)-1 */
+};
+
+/* A folder whose files are installed together (MC_TYPE_FOLDER_UNIT): staged in a
+ * hidden temp folder beside it, renamed into place at commit. */
+struct unit {
+	size_t tier;
+	char *parent;  /* relative folder holding it ("." for the root) */
+	char *name;    /* its final name */
+	char *tmpname; /* the temp folder's name, once made */
+	int made;      /* the temp folder exists */
 };
 
 struct loader {
@@ -136,6 +158,8 @@ struct loader {
 	int *unchanged;     /* per artifact */
 	size_t cur_obj;
 	int cur_open;
+	struct unit *units;
+	size_t nunits;
 };
 
 static int
@@ -325,12 +349,65 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, int 
 	return MC_OK;
 }
 
+/* Makes the unit's temp folder (once) and points the staged file into it. */
+static int
+unit_prepare(struct loader *L, struct staged *s)
+{
+	struct unit *u = &L->units[s->unit];
+	char dir[MC_PATH_MAX];
+	int pfd, rc, tries;
+
+	if (!u->made) {
+		char tmp[300];
+		int made = 0, err = 0;
+
+		if ((rc = open_dir_of(L, u->tier, u->parent, 1, &pfd)) != MC_OK)
+			return rc;
+		for (tries = 0; tries < 16 && !made; tries++) {
+			snprintf(tmp, sizeof tmp, ".%.200s.mc%08x.tmp", u->name, randombytes_random());
+			if (mkdirat(pfd, tmp, 0755) == 0)
+				made = 1;
+			else if ((err = errno) != EEXIST)
+				break;
+		}
+		close(pfd);
+		if (!made)
+			return mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot create a temp folder: %s",
+				       L->tiers[u->tier].root, u->parent, strerror(err));
+		if ((u->tmpname = mc__strdup(tmp)) == NULL)
+			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+		u->made = 1;
+	}
+	if (strcmp(u->parent, ".") == 0)
+		snprintf(dir, sizeof dir, "%s", u->tmpname);
+	else
+		snprintf(dir, sizeof dir, "%s/%s", u->parent, u->tmpname);
+	free(s->dir);
+	if ((s->dir = mc__strdup(dir)) == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	return MC_OK;
+}
+
 static int
 stage_open(struct loader *L, struct staged *s)
 {
 	int dfd, rc, tries;
 	char tmp[300];
 
+	if (s->unit != (size_t)-1) {
+		/* A private, fresh folder: files take their final names at once. */
+		if ((rc = unit_prepare(L, s)) != MC_OK ||
+		    (rc = open_dir_of(L, s->tier, s->dir, 0, &dfd)) != MC_OK)
+			return rc;
+		s->fd = openat(dfd, s->base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		rc = s->fd < 0 ? mc__err(L->ctx, MC_ERR_IO, "%s/%s/%s: cannot create: %s",
+					 L->tiers[s->tier].root, s->dir, s->base, strerror(errno))
+			       : MC_OK;
+		close(dfd);
+		if (rc == MC_OK && (s->tmp = mc__strdup(s->base)) == NULL)
+			rc = mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+		return rc;
+	}
 	if ((rc = open_dir_of(L, s->tier, s->dir, 1, &dfd)) != MC_OK)
 		return rc;
 	for (tries = 0; tries < 16; tries++) {
@@ -431,6 +508,13 @@ rollback(struct loader *L)
 			close(dfd);
 		}
 	}
+	for (i = 0; i < L->nunits; i++) {
+		struct unit *u = &L->units[i];
+		if (u->made && open_dir_of(L, u->tier, u->parent, 0, &dfd) == MC_OK && dfd >= 0) {
+			unlinkat(dfd, u->tmpname, AT_REMOVEDIR);
+			close(dfd);
+		}
+	}
 	/* Newest first; a folder another process filled meanwhile stays. */
 	for (i = L->nmade; i > 0; i--) {
 		struct made_dir *m = &L->made[i - 1];
@@ -451,6 +535,8 @@ commit(struct loader *L, mc_artifact_fn fn, void *ud)
 		struct staged *s = &L->st[i];
 		const struct mc_martifact *a = &L->b->m.artifacts[s->art];
 
+		if (s->unit != (size_t)-1)
+			continue;
 		if ((rc = open_dir_of(L, s->tier, s->dir, 0, &dfd)) != MC_OK)
 			break;
 		if (dfd < 0) {
@@ -467,6 +553,55 @@ commit(struct loader *L, mc_artifact_fn fn, void *ud)
 			s->tmp = NULL;
 			if (fn != NULL)
 				fn(ud, MC_LOAD_INSTALLED, a->type, a->key, a->dest, a->size);
+		}
+	}
+	for (i = 0; i < L->nunits && rc == MC_OK; i++) {
+		struct unit *u = &L->units[i];
+		int lost = 0;
+		size_t k;
+
+		if (!u->made)
+			continue;
+		if ((rc = open_dir_of(L, u->tier, u->parent, 0, &dfd)) != MC_OK || dfd < 0) {
+			rc = rc != MC_OK ? rc : mc__err(L->ctx, MC_ERR_IO, "%s/%s: folder vanished during "
+							"the load", L->tiers[u->tier].root, u->parent);
+			break;
+		}
+		if (renameat(dfd, u->tmpname, dfd, u->name) != 0) {
+			/* Another writer installed the folder first: keep theirs, drop ours. */
+			if (errno != EEXIST && errno != ENOTEMPTY) {
+				rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s/%s: cannot rename into place: %s",
+					     L->tiers[u->tier].root, u->parent, u->name, strerror(errno));
+				close(dfd);
+				break;
+			}
+			lost = 1;
+		}
+		close(dfd);
+		if (!lost)
+			u->made = 0;
+		for (k = 0; k < L->nst; k++) {
+			struct staged *s = &L->st[k];
+			const struct mc_martifact *a = &L->b->m.artifacts[s->art];
+			if (s->unit != i)
+				continue;
+			if (lost) {
+				int tfd;
+				if (open_dir_of(L, s->tier, s->dir, 0, &tfd) == MC_OK && tfd >= 0) {
+					unlinkat(tfd, s->tmp, 0);
+					close(tfd);
+				}
+			}
+			free(s->tmp);
+			s->tmp = NULL;
+			if (fn != NULL)
+				fn(ud, lost ? MC_LOAD_UNCHANGED : MC_LOAD_INSTALLED, a->type, a->key, a->dest,
+				   a->size);
+		}
+		if (lost && open_dir_of(L, u->tier, u->parent, 0, &dfd) == MC_OK && dfd >= 0) {
+			unlinkat(dfd, u->tmpname, AT_REMOVEDIR);
+			u->made = 0;
+			close(dfd);
 		}
 	}
 	return rc;
@@ -489,6 +624,12 @@ loader_free(struct loader *L)
 		free(L->st[i].tmp);
 	}
 	free(L->st);
+	for (i = 0; i < L->nunits; i++) {
+		free(L->units[i].parent);
+		free(L->units[i].name);
+		free(L->units[i].tmpname);
+	}
+	free(L->units);
 	free(L->by_obj);
 	free(L->obj_first);
 	free(L->unchanged);
@@ -525,6 +666,46 @@ setup_tiers(struct loader *L, int dry)
 	return MC_OK;
 }
 
+/* The unit of folder dir, made on first use; (size_t)-1 when the folder exists
+ * already (its files are then installed one by one, identical ones left alone). */
+static int
+find_unit(struct loader *L, size_t tier, const char *dir, size_t *unit)
+{
+	const char *slash = strrchr(dir, '/');
+	char parent[MC_PATH_MAX];
+	const char *name = slash ? slash + 1 : dir;
+	struct unit *u;
+	size_t i;
+	int dfd, rc;
+
+	snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - dir) : 1, slash ? dir : ".");
+	for (i = 0; i < L->nunits; i++)
+		if (L->units[i].tier == tier && strcmp(L->units[i].parent, parent) == 0 &&
+		    strcmp(L->units[i].name, name) == 0) {
+			*unit = i;
+			return MC_OK;
+		}
+	*unit = (size_t)-1;
+	if (L->tiers[tier].fd >= 0) {
+		if ((rc = open_dir_of(L, tier, dir, 0, &dfd)) != MC_OK)
+			return rc;
+		if (dfd >= 0) {
+			close(dfd);
+			return MC_OK;
+		}
+	}
+	if ((u = realloc(L->units, (L->nunits + 1) * sizeof *u)) == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	L->units = u;
+	u = &u[L->nunits];
+	memset(u, 0, sizeof *u);
+	u->tier = tier;
+	if ((u->parent = mc__strdup(parent)) == NULL || (u->name = mc__strdup(name)) == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	*unit = L->nunits++;
+	return MC_OK;
+}
+
 int
 mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 {
@@ -556,18 +737,25 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		const char *base;
 		struct staged *s;
 
+		size_t unit = (size_t)-1;
+
 		if (!a->selected)
 			continue;
 		tier = tier_index(&L, a->handler->tier);
-		if (L.tiers[tier].fd >= 0 && (rc = check_existing(&L, tier, a, &L.unchanged[i])) != MC_OK)
+		split_dest(a->dest, dir, sizeof dir, &base);
+		if ((a->handler->flags & MC_TYPE_FOLDER_UNIT) && strcmp(dir, ".") != 0 &&
+		    (rc = find_unit(&L, tier, dir, &unit)) != MC_OK)
+			goto out;
+		if (unit == (size_t)-1 && L.tiers[tier].fd >= 0 &&
+		    (rc = check_existing(&L, tier, a, &L.unchanged[i])) != MC_OK)
 			goto out;
 		if (L.unchanged[i])
 			continue;
-		split_dest(a->dest, dir, sizeof dir, &base);
 		s = &L.st[L.nst++];
 		s->art = i;
 		s->tier = tier;
 		s->fd = -1;
+		s->unit = unit;
 		s->base = (char *)base; /* points into a->dest, owned by the manifest */
 		if ((s->dir = mc__strdup(dir)) == NULL) {
 			rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");

@@ -1,7 +1,9 @@
 /*
  * scan.c - finds torch's cache artifacts in a live inductor cache dir: the files of
- * fxgraph/, aotautograd/, <2 chars>/<hash>.best_config and dynamo/. Locks and temp
- * files are skipped, as is everything no recorded type describes (each reported).
+ * fxgraph/, aotautograd/, dynamo/, the generated code and autotune configs of the
+ * <2 chars>/ folders, the GEMM timings of cache/, and Triton's kernels in triton/.
+ * Locks and temp files are skipped; anything else is reported and skipped, or kept
+ * as type "extra" when the caller asks.
  */
 #include "config.h"
 
@@ -15,6 +17,7 @@
 #include "mc_private.h"
 
 struct scan {
+	int keep_unknown;
 	mc_writer *w;
 	mc_ctx *ctx;
 	mc_scan_fn fn;
@@ -162,6 +165,8 @@ typedef int (*visit_fn)(struct scan *s, const char *path, const char *name, cons
 
 static int skip_tree(struct scan *s, const char *path, const char *reason);
 static int skip_visit(struct scan *s, const char *path, const char *name, const void *reason);
+static int unknown_visit(struct scan *s, const char *path, const char *name, const void *reason);
+static int unknown(struct scan *s, const char *path, const char *reason);
 
 static int
 for_each_child(struct scan *s, const char *dir, visit_fn visit, const void *arg)
@@ -225,7 +230,7 @@ key_dir(struct scan *s, const char *path, const char *name, const void *type)
 	struct keyed k = {type, name};
 
 	if (!is_dir(path))
-		return skip_tree(s, path, "unexpected file in the cache layout");
+		return unknown(s, path, "unexpected file in the cache layout");
 	return for_each_child(s, path, keyed_file, &k);
 }
 
@@ -234,7 +239,7 @@ static int
 prefix_dir(struct scan *s, const char *path, const char *name, const void *type)
 {
 	if (!is_dir(path))
-		return skip_tree(s, path, "unexpected file in the cache layout");
+		return unknown(s, path, "unexpected file in the cache layout");
 	return for_each_child(s, path, key_dir, type);
 }
 
@@ -254,13 +259,30 @@ dynamo_entry(struct scan *s, const char *path, const char *name, const void *arg
 		return add_file(s, path, "pgo", key);
 	}
 	if (!is_dir(path))
-		return skip_tree(s, path, "unknown dynamo file");
+		return unknown(s, path, "unknown dynamo file");
 	if ((entry = join(path, "entry")) == NULL)
 		return mc__err(s->ctx, MC_ERR_NOMEM, "out of memory");
 	rc = access(entry, F_OK) == 0 ? add_file(s, entry, "precompile", name)
-				       : skip_tree(s, path, "not a precompile entry");
+				       : unknown(s, path, "not a precompile entry");
 	free(entry);
 	return rc;
+}
+
+/* Something no type describes: kept as "extra" when asked, else reported. */
+static int
+unknown(struct scan *s, const char *path, const char *reason)
+{
+	if (!s->keep_unknown)
+		return skip_tree(s, path, reason);
+	if (is_dir(path))
+		return for_each_child(s, path, unknown_visit, reason);
+	return add_file(s, path, "extra", path + s->rootlen + 1);
+}
+
+static int
+unknown_visit(struct scan *s, const char *path, const char *name, const void *reason)
+{
+	return unknown(s, path, reason);
 }
 
 /* <2 chars>/: autotune configs beside generated kernel code. */
@@ -269,10 +291,57 @@ code_entry(struct scan *s, const char *path, const char *name, const void *two)
 {
 	char key[512];
 
-	if (!ends_with(name, ".best_config") || is_dir(path))
-		return skip_tree(s, path, "generated kernel code (not a recorded type)");
+	if (is_dir(path))
+		return unknown(s, path, "folder inside a kernel code folder");
 	snprintf(key, sizeof key, "%s/%s", (const char *)two, name);
-	return add_file(s, path, "autotune", key);
+	return add_file(s, path, ends_with(name, ".best_config") ? "autotune" : "kernel_code", key);
+}
+
+/* triton/<device>/<kernel hash>/<files>, or a flat Triton cache (device "0"). */
+struct kernel {
+	const char *dev;
+	const char *hash;
+};
+
+static int
+triton_file(struct scan *s, const char *path, const char *name, const void *arg)
+{
+	const struct kernel *k = arg;
+	char key[1024];
+
+	if (is_dir(path))
+		return unknown(s, path, "folder inside a Triton kernel folder");
+	snprintf(key, sizeof key, "%s/%s/%s", k->dev, k->hash, name);
+	return add_file(s, path, "triton", key);
+}
+
+static int
+triton_kernel(struct scan *s, const char *path, const char *name, const void *dev)
+{
+	struct kernel k = {dev, name};
+
+	/* Triton stages a kernel in tmp.pid_<pid>_<n>/ before renaming it into place. */
+	if (strncmp(name, "tmp.", 4) == 0)
+		return skip_tree(s, path, "lock or temp file");
+	if (!is_dir(path))
+		return unknown(s, path, "file outside a Triton kernel folder");
+	return for_each_child(s, path, triton_file, &k);
+}
+
+static int
+triton_device(struct scan *s, const char *path, const char *name, const void *arg)
+{
+	if (!is_dir(path) || strspn(name, "0123456789") != strlen(name))
+		return unknown(s, path, "not a Triton device folder");
+	return for_each_child(s, path, triton_kernel, name);
+}
+
+static int
+gemm_entry(struct scan *s, const char *path, const char *name, const void *arg)
+{
+	if (is_dir(path))
+		return unknown(s, path, "folder inside the GEMM timing cache");
+	return add_file(s, path, "gemm_timing", name);
 }
 
 static int
@@ -290,15 +359,19 @@ top_entry(struct scan *s, const char *path, const char *name, const void *arg)
 		return for_each_child(s, path, key_dir, "aot_autograd");
 	if (strcmp(name, "dynamo") == 0 && is_dir(path))
 		return for_each_child(s, path, dynamo_entry, NULL);
+	if (strcmp(name, "triton") == 0 && is_dir(path))
+		return for_each_child(s, path, triton_device, NULL);
+	if (strcmp(name, "cache") == 0 && is_dir(path))
+		return for_each_child(s, path, gemm_entry, NULL);
 	if (strcmp(name, "locks") == 0)
 		return skip_tree(s, path, "lock or temp file");
 	if (strlen(name) == 2 && is_dir(path))
 		return code_dir(s, path, name, NULL);
-	return skip_tree(s, path, "not a recorded type");
+	return unknown(s, path, "not a known cache file");
 }
 
-int
-mc_writer_add_cache_dir(mc_writer *w, const char *dir, mc_scan_fn fn, void *ud)
+static int
+scan_dir(mc_writer *w, const char *dir, int flat, mc_scan_fn fn, void *ud)
 {
 	struct scan s;
 	size_t before;
@@ -313,13 +386,26 @@ mc_writer_add_cache_dir(mc_writer *w, const char *dir, mc_scan_fn fn, void *ud)
 	s.ud = ud;
 	s.root = dir;
 	s.rootlen = strlen(dir);
+	s.keep_unknown = mc__writer_keep_unknown(w);
 	while (s.rootlen > 1 && dir[s.rootlen - 1] == '/')
 		s.rootlen--;
 	if (!is_dir(dir))
 		return mc__err(s.ctx, MC_ERR_IO, "%s: not a folder", dir);
 	before = mc_writer_artifact_count(w);
-	rc = for_each_child(&s, dir, top_entry, NULL);
+	rc = for_each_child(&s, dir, flat ? triton_kernel : top_entry, flat ? "0" : NULL);
 	if (rc == MC_OK)
 		mc__writer_note_source(w, mc_writer_artifact_count(w) - before);
 	return rc;
+}
+
+int
+mc_writer_add_cache_dir(mc_writer *w, const char *dir, mc_scan_fn fn, void *ud)
+{
+	return scan_dir(w, dir, 0, fn, ud);
+}
+
+int
+mc_writer_add_triton_dir(mc_writer *w, const char *dir, mc_scan_fn fn, void *ud)
+{
+	return scan_dir(w, dir, 1, fn, ud);
 }

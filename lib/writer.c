@@ -55,6 +55,7 @@ struct mc_writer {
 	struct mc_mgroup *groups;
 	size_t ngroups;
 	uint64_t total;
+	int keep_unknown;
 };
 
 int
@@ -502,6 +503,21 @@ const unsigned char *
 mc__writer_last_sha256(const mc_writer *w)
 {
 	return w->narts > 0 && w->arts[w->narts - 1].has_sha256 ? w->arts[w->narts - 1].sha256 : NULL;
+}
+
+int
+mc_writer_set_keep_unknown(mc_writer *w, int keep)
+{
+	if (w == NULL)
+		return MC_ERR_INVALID;
+	w->keep_unknown = keep != 0;
+	return MC_OK;
+}
+
+int
+mc__writer_keep_unknown(const mc_writer *w)
+{
+	return w->keep_unknown;
 }
 
 mc_ctx *
