@@ -48,8 +48,8 @@ static const char usage_text[] =
 	"       [--dry-run] [--json]\n"
 	"       [--threshold K] [--min-version N] [--insecure-no-verify]\n"
 	"        verify a bundle and install its artifacts into the cache dirs\n"
-	"  export BUNDLE --torch OUTFILE [-p PUBFILE]... [--insecure-no-verify]\n"
-	"        write the bundle's artifacts as a torch cache blob\n"
+	"  export BUNDLE --torch OUTFILE [--torch-format 2.7|current] [-p PUBFILE]...\n"
+	"        write the bundle's torch artifacts as a torch cache blob\n"
 	"\n"
 	"common options:\n"
 	"  --password-file F  read the secret key's password from the first line of F\n"
@@ -206,7 +206,7 @@ enum {
 	OPT_FROM_TORCH = 256, OPT_FROM_DIR, OPT_LABEL, OPT_BUNDLE_VERSION, OPT_EXPIRES,
 	OPT_LEVEL, OPT_NO_COMPRESS, OPT_JSON, OPT_THRESHOLD, OPT_MIN_VERSION, OPT_CACHE_DIR,
 	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW,
-	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR
+	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT
 };
 
 #define COMMON_LONG {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'}, \
@@ -782,6 +782,7 @@ struct type_sum {
 struct load_report {
 	int json;
 	int dry;
+	int silent; /* count only */
 	const char *root;
 	cJSON *arts;
 	struct type_sum sums[64];
@@ -826,7 +827,7 @@ on_artifact(void *ud, int what, const char *type, const char *key, const char *d
 		cJSON_AddStringToObject(a, "dest", dest);
 		cJSON_AddStringToObject(a, "action", action);
 		cJSON_AddItemToArray(r->arts, a);
-	} else if (r->dry && !quiet) {
+	} else if (r->dry && !quiet && !r->silent) {
 		printf("%-13s %-12s %s/%s\n", action, type, r->root, dest);
 	}
 }
@@ -960,6 +961,7 @@ cmd_export(int argc, char **argv)
 	static const struct option lo[] = {
 		COMMON_LONG,
 		{"torch", required_argument, NULL, OPT_TORCH},
+		{"torch-format", required_argument, NULL, OPT_TORCH_FORMAT},
 		{"threshold", required_argument, NULL, OPT_THRESHOLD},
 		{"min-version", required_argument, NULL, OPT_MIN_VERSION},
 		{"now", required_argument, NULL, OPT_NOW},
@@ -967,18 +969,29 @@ cmd_export(int argc, char **argv)
 		{NULL, 0, NULL, 0}};
 	const char *out = NULL;
 	mc_pubkey *keys[32] = {NULL};
+	struct load_report left;
 	struct trust t;
 	struct progress p;
 	mc_bundle *b = NULL;
 	mc_ctx *ctx;
-	int c, rc;
+	int c, rc, format = MC_TORCH_FORMAT_CURRENT;
+	size_t i;
 
 	memset(&t, 0, sizeof t);
+	memset(&left, 0, sizeof left);
+	left.dry = 1;
+	left.silent = 1;
 	while ((c = getopt_long(argc, argv, "p:hq", lo, NULL)) != -1) {
 		if (common_opt(c) || trust_opt(&t, c))
 			continue;
 		if (c == OPT_TORCH)
 			out = optarg;
+		else if (c == OPT_TORCH_FORMAT && strcmp(optarg, "2.7") == 0)
+			format = MC_TORCH_FORMAT_2_7;
+		else if (c == OPT_TORCH_FORMAT && (strcmp(optarg, "current") == 0 || strcmp(optarg, "2.8") == 0))
+			format = MC_TORCH_FORMAT_CURRENT;
+		else if (c == OPT_TORCH_FORMAT)
+			usage_error("--torch-format takes 2.7 or current, not '%s'", optarg);
 		else
 			usage_error("export: unexpected option%s", "");
 	}
@@ -992,14 +1005,18 @@ cmd_export(int argc, char **argv)
 	if (rc == MC_OK)
 		rc = apply_trust(ctx, b, &t, keys);
 	if (rc == MC_OK)
-		rc = mc_bundle_export_torch(b, out);
+		rc = mc_bundle_export_torch_as(b, out, format, on_artifact, &left);
 	if (rc != MC_OK) {
 		rc = fail(ctx, rc);
 	} else {
 		if (!quiet) {
 			if (t.npubs == 0)
 				fprintf(stderr, "%s: warning: signatures not checked (no -p given)\n", prog);
-			printf("exported %s to %s\n", argv[optind], out);
+			printf("exported %s to %s (torch %s format)\n", argv[optind], out,
+			       format == MC_TORCH_FORMAT_2_7 ? "2.7" : "2.8+");
+			for (i = 0; i < left.nsums; i++)
+				printf("left out %zu %s artifact%s: not a type that format holds\n",
+				       left.sums[i].count, left.sums[i].type, left.sums[i].count == 1 ? "" : "s");
 		}
 		rc = 0;
 	}

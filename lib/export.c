@@ -140,16 +140,24 @@ art_rank_cmp(const void *x, const void *y)
 	return strcmp(a->key, b->key);
 }
 
+static int
+format_accepts(int format, const char *type)
+{
+	int rank = mc__torch_type_rank(type);
+
+	return format == MC_TORCH_FORMAT_2_7 ? rank >= 0 && rank <= 3 : rank >= 0;
+}
+
 /* The groups to write: the recorded layout, else the torch types in torch's order. */
 static int
-export_layout(mc_bundle *b, struct xgroup **gout, size_t *ngout)
+export_layout(mc_bundle *b, int format, struct xgroup **gout, size_t *ngout)
 {
 	struct xgroup *g = NULL;
 	size_t ng = 0, i, j;
 
 	*gout = NULL;
 	*ngout = 0;
-	if (b->m.has_torch_blob) {
+	if (b->m.has_torch_blob && format == MC_TORCH_FORMAT_CURRENT) {
 		if ((g = calloc(b->m.ngroups + 1, sizeof *g)) == NULL)
 			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 		for (i = 0; i < b->m.ngroups; i++) {
@@ -177,7 +185,7 @@ export_layout(mc_bundle *b, struct xgroup **gout, size_t *ngout)
 			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 		}
 		for (i = 0; i < b->m.nartifacts; i++)
-			if (mc__torch_type_rank(b->m.artifacts[i].type) >= 0)
+			if (format_accepts(format, b->m.artifacts[i].type))
 				arts[n++] = &b->m.artifacts[i];
 		qsort(arts, n, sizeof *arts, art_rank_cmp);
 		for (i = 0; i < n; i++) {
@@ -217,8 +225,22 @@ remove_parts(struct parts *p, size_t nobjects)
 		}
 }
 
+/* torch 2.7's type ids. */
+static uint64_t
+type_id_27(const char *type)
+{
+	return (uint64_t)mc__torch_type_rank(type);
+}
+
 int
 mc_bundle_export_torch(mc_bundle *b, const char *out_path)
+{
+	return mc_bundle_export_torch_as(b, out_path, MC_TORCH_FORMAT_CURRENT, NULL, NULL);
+}
+
+int
+mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_artifact_fn left_out,
+			  void *ud)
 {
 	struct parts p;
 	struct crcout o;
@@ -228,14 +250,19 @@ mc_bundle_export_torch(mc_bundle *b, const char *out_path)
 	unsigned char head[4];
 	int rc;
 
-	if (b == NULL || out_path == NULL)
+	if (b == NULL || out_path == NULL ||
+	    (format != MC_TORCH_FORMAT_CURRENT && format != MC_TORCH_FORMAT_2_7))
 		return MC_ERR_INVALID;
 	memset(&p, 0, sizeof p);
 	p.dfd = -1;
 	p.fd = -1;
 	o.fd = -1;
-	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = export_layout(b, &g, &ng)) != MC_OK)
+	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = export_layout(b, format, &g, &ng)) != MC_OK)
 		return rc;
+	for (i = 0; left_out != NULL && i < b->m.nartifacts; i++)
+		if (!format_accepts(format, b->m.artifacts[i].type))
+			left_out(ud, MC_LOAD_PLANNED, b->m.artifacts[i].type, b->m.artifacts[i].key, NULL,
+				 b->m.artifacts[i].size);
 	if (ng == 0) {
 		rc = mc__err(b->ctx, MC_ERR_INVALID, "%s: no torch artifacts to export", b->path);
 		goto out;
@@ -288,11 +315,15 @@ mc_bundle_export_torch(mc_bundle *b, const char *out_path)
 	}
 	rc = out_u64(&o, 1);
 	for (i = 0; rc == MC_OK && i < ng; i++) {
-		rc = out_str(&o, g[i].type);
-		if (rc == MC_OK)
-			rc = out_u64(&o, g[i].n);
+		if (format == MC_TORCH_FORMAT_CURRENT) {
+			rc = out_str(&o, g[i].type);
+			if (rc == MC_OK)
+				rc = out_u64(&o, g[i].n);
+		}
 		for (j = 0; rc == MC_OK && j < g[i].n; j++) {
 			size_t obj = g[i].ents[j].object;
+			if (format == MC_TORCH_FORMAT_2_7 && (rc = out_u64(&o, type_id_27(g[i].type))) != MC_OK)
+				break;
 			if ((rc = out_str(&o, g[i].ents[j].key)) == MC_OK)
 				rc = out_part(&o, &p, obj, b->m.objects[obj].size);
 		}

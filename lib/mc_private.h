@@ -269,6 +269,10 @@ struct mc_tb {
 	size_t nitems;
 	char **gtypes; /* type of each group, in order */
 	size_t ngroups;
+	int format;    /* MC_TORCH_FORMAT_* it was read as */
+	int layout;    /* groups are the current format's (export reproduces them) */
+	char *env_torch_key; /* vLLM envelope: torch key in hex, and the aot key */
+	char *env_aot_key;
 };
 
 MC_HIDDEN int mc__torch_blob_parse(mc_ctx *ctx, const char *path, struct mc_tb *tb);

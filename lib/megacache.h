@@ -283,10 +283,22 @@ typedef void (*mc_artifact_fn)(void *ud, int what, const char *type, const char 
  * call created are removed. fn (may be NULL) is told about each artifact. */
 MC_API MC_MUST_CHECK int mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud);
 
+/* torch blob formats. */
+enum {
+	MC_TORCH_FORMAT_CURRENT = 1, /* torch 2.8 and later */
+	MC_TORCH_FORMAT_2_7 = 2,     /* torch 2.7: enum type ids (written with crc32 and base64) */
+	MC_TORCH_FORMAT_VLLM = 3     /* read only: vLLM's standalone_compile envelope */
+};
+
 /* Writes the bundle's artifacts as a torch blob (the format torch's
- * load_cache_artifacts() reads). A bundle made from one torch blob gives that blob
- * back byte for byte. Checks integrity; checks signatures unless set insecure. */
+ * load_cache_artifacts() reads). A bundle made from one current-format torch blob
+ * gives that blob back byte for byte. Checks integrity; checks signatures unless set
+ * insecure. */
 MC_API MC_MUST_CHECK int mc_bundle_export_torch(mc_bundle *b, const char *out_path);
+/* The same in a chosen format; artifacts of types the format cannot hold are left out
+ * and reported to left_out (may be NULL) with what = MC_LOAD_PLANNED and dest NULL. */
+MC_API MC_MUST_CHECK int mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format,
+						   mc_artifact_fn left_out, void *ud);
 
 /* Writes a copy of the bundle with one more signature, by sk, to out_path (which may
  * be the bundle's own path). The bundle's integrity is checked while copying. */

@@ -1,8 +1,12 @@
 /*
- * torchblob.c - torch's cache blob (torch.compiler.save_cache_artifacts(), 2.8 and
- * later): parsed by offsets without loading contents, and written back by export.
- * Layout (all integers big-endian): u32 crc32 of the rest, u64 version 1, then groups
- * of str type, u64 count, count x (str key, bytes content); str = u64 length + base64.
+ * torchblob.c - torch's cache blobs, parsed by offsets without loading contents. All
+ * integers big-endian; str = u64 length + text, bytes = u64 length + raw bytes.
+ *  current (2.8+): u32 crc32 of the rest, u64 version 1, then groups of
+ *                  str type (base64), u64 count, count x (str key (base64), bytes)
+ *  2.7:            [u32 crc32], u64 version 1, then per artifact u64 type id
+ *                  (0 inductor, 1 autotune, 2 aot_autograd, 3 pgo), str key, bytes;
+ *                  strings base64 or raw: copies of both exist, told apart by the bytes
+ *  vLLM envelope:  u32 crc32, bytes torch_key, str aot key (base64), bytes blob (current)
  */
 #include "config.h"
 
@@ -30,6 +34,8 @@ mc__torch_blob_free(struct mc_tb *tb)
 	for (i = 0; i < tb->ngroups; i++)
 		free(tb->gtypes[i]);
 	free(tb->gtypes);
+	free(tb->env_torch_key);
+	free(tb->env_aot_key);
 	memset(tb, 0, sizeof *tb);
 }
 
@@ -38,6 +44,7 @@ struct tbr {
 	const char *path;
 	int fd;
 	uint64_t pos, size;
+	int raw_strings; /* 2.7 copies without base64 */
 };
 
 static int
@@ -94,7 +101,10 @@ tb_str(struct tbr *r, char **out, const char *what)
 	}
 	if ((rc = tb_read(r, raw, (size_t)n, what)) != MC_OK)
 		return rc;
-	if (mc__b64_decode((const char *)raw, (size_t)n, dec, sizeof dec - 1, &dn) != 0) {
+	if (r->raw_strings) {
+		memcpy(dec, raw, (size_t)n);
+		dn = (size_t)n;
+	} else if (mc__b64_decode((const char *)raw, (size_t)n, dec, sizeof dec - 1, &dn) != 0) {
 		r->pos -= n;
 		return tb_bad(r, "invalid base64 string");
 	}
@@ -108,14 +118,16 @@ tb_str(struct tbr *r, char **out, const char *what)
 	return MC_OK;
 }
 
+/* Is the u32 at r->pos the CRC-32 of the bytes after it up to r->size? */
 static int
-crc_check(struct tbr *r)
+crc_matches(struct tbr *r, int *match)
 {
 	unsigned char head[4], *buf;
 	uint32_t crc = 0;
-	uint64_t off = 4;
+	uint64_t off = r->pos + 4;
 	int rc = MC_OK;
 
+	*match = 0;
 	if ((rc = tb_read(r, head, 4, "crc32 header")) != MC_OK)
 		return rc;
 	if ((buf = malloc(MC_IO_CHUNK)) == NULL)
@@ -135,20 +147,169 @@ crc_check(struct tbr *r)
 		off += (uint64_t)got;
 	}
 	free(buf);
-	if (rc == MC_OK && crc != ((uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 |
-				   (uint32_t)head[2] << 8 | head[3]))
-		rc = mc__err(r->ctx, MC_ERR_TORCH_FORMAT, "%s: not a valid torch cache blob: crc32 "
-			     "mismatch", r->path);
+	*match = crc == ((uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 |
+			 (uint32_t)head[2] << 8 | head[3]);
+	return rc;
+}
+
+static int
+push_group(struct tbr *r, struct mc_tb *tb, char *type)
+{
+	char **gt = realloc(tb->gtypes, (tb->ngroups + 1) * sizeof *gt);
+
+	if (gt == NULL) {
+		free(type);
+		return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	tb->gtypes = gt;
+	gt[tb->ngroups++] = type;
+	if (mc__find_type(r->ctx, type) == NULL)
+		return mc__err(r->ctx, MC_ERR_TORCH_FORMAT, "%s: unknown artifact type '%.40s' in "
+			       "group %zu", r->path, type, tb->ngroups);
+	return MC_OK;
+}
+
+/* One (key, content) entry of the current group. */
+static int
+read_entry(struct tbr *r, struct mc_tb *tb, const char *type)
+{
+	struct mc_tb_item *it;
+	uint64_t len;
+	int rc;
+
+	if (tb->nitems >= r->ctx->max_artifacts)
+		return mc__err(r->ctx, MC_ERR_LIMIT, "%s: more than %llu artifacts", r->path,
+			       (unsigned long long)r->ctx->max_artifacts);
+	it = realloc(tb->items, (tb->nitems + 1) * sizeof *it);
+	if (it == NULL)
+		return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
+	tb->items = it;
+	it = &tb->items[tb->nitems];
+	memset(it, 0, sizeof *it);
+	it->group = tb->ngroups - 1;
+	if ((it->type = mc__strdup(type)) == NULL)
+		return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
+	tb->nitems++;
+	if ((rc = tb_str(r, &it->key, "artifact key")) != MC_OK ||
+	    (rc = tb_u64(r, &len, "content length")) != MC_OK)
+		return rc;
+	if (len > r->size - r->pos) {
+		r->pos -= 8;
+		return tb_bad(r, "content length past the end");
+	}
+	it->offset = r->pos;
+	it->size = len;
+	r->pos += len;
+	return MC_OK;
+}
+
+/* The current format's groups, from r->pos to r->size. */
+static int
+parse_groups(struct tbr *r, struct mc_tb *tb)
+{
+	int rc;
+
+	while (r->pos < r->size) {
+		char *type = NULL;
+		uint64_t count, i;
+
+		if ((rc = tb_str(r, &type, "group type")) != MC_OK || (rc = push_group(r, tb, type)) != MC_OK ||
+		    (rc = tb_u64(r, &count, "group count")) != MC_OK)
+			return rc;
+		/* Each entry takes at least 24 bytes: a count past the end is a lie. */
+		if (count > (r->size - r->pos) / 24) {
+			r->pos -= 8;
+			return tb_bad(r, "group count past the end");
+		}
+		for (i = 0; i < count; i++)
+			if ((rc = read_entry(r, tb, tb->gtypes[tb->ngroups - 1])) != MC_OK)
+				return rc;
+	}
+	tb->layout = 1;
+	return MC_OK;
+}
+
+/* torch 2.7: an enum type id per artifact. Each artifact is a group of one. */
+static int
+parse_27(struct tbr *r, struct mc_tb *tb)
+{
+	static const char *const names[] = {"inductor", "autotune", "aot_autograd", "pgo"};
+	int rc;
+
+	while (r->pos < r->size) {
+		uint64_t id;
+		char *type;
+
+		if ((rc = tb_u64(r, &id, "type id")) != MC_OK)
+			return rc;
+		if (id > 3) {
+			r->pos -= 8;
+			return tb_bad(r, "unknown type id");
+		}
+		if ((type = mc__strdup(names[id])) == NULL)
+			return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
+		if ((rc = push_group(r, tb, type)) != MC_OK || (rc = read_entry(r, tb, names[id])) != MC_OK)
+			return rc;
+	}
+	return MC_OK;
+}
+
+/* Every key must be one its handler accepts: the test that tells base64 keys from raw. */
+static int
+keys_ok(mc_ctx *ctx, const struct mc_tb *tb)
+{
+	char dest[MC_PATH_MAX], saved[MC_ERRBUF];
+	static const unsigned char zero[32];
+	size_t i;
+
+	memcpy(saved, ctx->err, sizeof saved);
+	for (i = 0; i < tb->nitems; i++)
+		if (mc__dest_for(ctx, mc__find_type(ctx, tb->items[i].type), tb->items[i].key, zero, dest,
+				 sizeof dest) != MC_OK) {
+			memcpy(ctx->err, saved, sizeof saved);
+			return 0;
+		}
+	return 1;
+}
+
+static uint64_t
+peek_u64(struct tbr *r, uint64_t at, int *ok)
+{
+	unsigned char b[8];
+
+	*ok = at + 8 <= r->size && pread(r->fd, b, 8, (off_t)at) == 8;
+	return *ok ? mc__be64(b) : 0;
+}
+
+static int
+parse_27_any(struct tbr *r, struct mc_tb *tb, uint64_t start, const char *path)
+{
+	int rc;
+
+	/* First with base64 strings, then raw; the one whose keys all fit their types wins. */
+	r->pos = start;
+	r->raw_strings = 0;
+	if ((rc = parse_27(r, tb)) == MC_OK && keys_ok(r->ctx, tb)) {
+		tb->format = MC_TORCH_FORMAT_2_7;
+		return MC_OK;
+	}
+	mc__torch_blob_free(tb);
+	r->pos = start;
+	r->raw_strings = 1;
+	if ((rc = parse_27(r, tb)) == MC_OK) {
+		tb->format = MC_TORCH_FORMAT_2_7;
+		return MC_OK;
+	}
 	return rc;
 }
 
 int
 mc__torch_blob_parse(mc_ctx *ctx, const char *path, struct mc_tb *tb)
 {
-	struct tbr r = {ctx, path, -1, 0, 0};
+	struct tbr r = {ctx, path, -1, 0, 0, 0};
 	struct stat st;
-	uint64_t version;
-	int rc;
+	uint64_t v0, v1, size;
+	int rc, crc_ok = 0, ok0, ok1;
 
 	memset(tb, 0, sizeof *tb);
 	if ((r.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -157,76 +318,83 @@ mc__torch_blob_parse(mc_ctx *ctx, const char *path, struct mc_tb *tb)
 		close(r.fd);
 		return mc__err(ctx, MC_ERR_IO, "%s: not a regular file", path);
 	}
-	r.size = (uint64_t)st.st_size;
-	if ((rc = crc_check(&r)) != MC_OK || (rc = tb_u64(&r, &version, "version")) != MC_OK)
+	size = r.size = (uint64_t)st.st_size;
+	if ((rc = crc_matches(&r, &crc_ok)) != MC_OK)
 		goto out;
-	if (version != 1) {
-		r.pos -= 8;
-		rc = tb_bad(&r, "unsupported encoding version");
-		goto out;
-	}
-	while (r.pos < r.size) {
-		char *type = NULL, **gt;
-		uint64_t count, i;
+	if (crc_ok) {
+		v0 = peek_u64(&r, 4, &ok0);
+		v1 = peek_u64(&r, 12, &ok1);
+		if (ok0 && v0 == 1 && ok1 && v1 <= 3) {
+			rc = parse_27_any(&r, tb, 12, path);
+		} else if (ok0 && v0 == 1) {
+			r.pos = 12;
+			rc = parse_groups(&r, tb);
+			tb->format = MC_TORCH_FORMAT_CURRENT;
+		} else if (ok0 && v0 < 8) {
+			r.pos = 4;
+			rc = tb_bad(&r, "unsupported encoding version");
+		} else {
+			/* vLLM's envelope: bytes torch_key, str aot key, bytes blob to the end. */
+			uint64_t klen = v0, alen, blen, inner;
+			unsigned char key[256];
+			char *aot = NULL;
 
-		if ((rc = tb_str(&r, &type, "group type")) != MC_OK)
-			goto out;
-		gt = realloc(tb->gtypes, (tb->ngroups + 1) * sizeof *gt);
-		if (gt == NULL) {
-			free(type);
-			rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-			goto out;
-		}
-		tb->gtypes = gt;
-		gt[tb->ngroups++] = type;
-		if (mc__find_type(ctx, type) == NULL) {
-			rc = mc__err(ctx, MC_ERR_TORCH_FORMAT, "%s: unknown artifact type '%.40s' in "
-				     "group %zu", path, type, tb->ngroups);
-			goto out;
-		}
-		if ((rc = tb_u64(&r, &count, "group count")) != MC_OK)
-			goto out;
-		/* Each entry takes at least 24 bytes: a count past the end is a lie. */
-		if (count > (r.size - r.pos) / 24 || tb->nitems + count > ctx->max_artifacts) {
-			r.pos -= 8;
-			rc = count > (r.size - r.pos) / 24 ? tb_bad(&r, "group count past the end")
-							   : mc__err(ctx, MC_ERR_LIMIT, "%s: more than %llu artifacts",
-								     path, (unsigned long long)ctx->max_artifacts);
-			goto out;
-		}
-		if (count > 0) {
-			struct mc_tb_item *it = realloc(tb->items, (tb->nitems + count) * sizeof *it);
-			if (it == NULL) {
+			r.pos = 12;
+			if (!ok0 || klen == 0 || klen > sizeof key || klen > size - 12) {
+				rc = tb_bad(&r, "neither a torch cache blob nor a vLLM envelope");
+				goto out;
+			}
+			if ((rc = tb_read(&r, key, (size_t)klen, "torch key")) != MC_OK ||
+			    (rc = tb_str(&r, &aot, "aot_autograd key")) != MC_OK ||
+			    (rc = tb_u64(&r, &blen, "inner blob length")) != MC_OK) {
+				free(aot);
+				goto out;
+			}
+			if (blen != size - r.pos) {
+				free(aot);
+				rc = tb_bad(&r, "inner blob length does not reach the end");
+				goto out;
+			}
+			alen = strlen(aot);
+			(void)alen;
+			tb->env_aot_key = aot;
+			if ((tb->env_torch_key = malloc(2 * klen + 1)) == NULL) {
 				rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 				goto out;
 			}
-			tb->items = it;
+			mc__hex(key, (size_t)klen, tb->env_torch_key);
+			inner = r.pos;
+			if ((rc = crc_matches(&r, &crc_ok)) != MC_OK)
+				goto out;
+			if (!crc_ok) {
+				rc = mc__err(ctx, MC_ERR_TORCH_FORMAT, "%s: not a valid torch cache blob: "
+					     "crc32 mismatch in the vLLM envelope's inner blob", path);
+				goto out;
+			}
+			if (peek_u64(&r, inner + 4, &ok0) != 1 || !ok0) {
+				r.pos = inner + 4;
+				rc = tb_bad(&r, "unsupported encoding version");
+				goto out;
+			}
+			r.pos = inner + 12;
+			rc = parse_groups(&r, tb);
+			tb->format = MC_TORCH_FORMAT_VLLM;
 		}
-		for (i = 0; i < count; i++) {
-			struct mc_tb_item *it = &tb->items[tb->nitems];
-			uint64_t len;
-
-			memset(it, 0, sizeof *it);
-			it->group = tb->ngroups - 1;
-			if ((it->type = mc__strdup(type)) == NULL) {
-				rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-				goto out;
-			}
-			tb->nitems++;
-			if ((rc = tb_str(&r, &it->key, "artifact key")) != MC_OK ||
-			    (rc = tb_u64(&r, &len, "content length")) != MC_OK)
-				goto out;
-			if (len > r.size - r.pos) {
-				r.pos -= 8;
-				rc = tb_bad(&r, "content length past the end");
-				goto out;
-			}
-			it->offset = r.pos;
-			it->size = len;
-			r.pos += len;
+	} else {
+		v0 = peek_u64(&r, 0, &ok0);
+		v1 = peek_u64(&r, 8, &ok1);
+		if (ok0 && v0 == 1 && ok1 && v1 <= 3) {
+			rc = parse_27_any(&r, tb, 8, path);
+		} else if (size >= 12 && peek_u64(&r, 4, &ok0) == 1 && ok0) {
+			rc = mc__err(ctx, MC_ERR_TORCH_FORMAT, "%s: not a valid torch cache blob: crc32 "
+				     "mismatch", path);
+		} else {
+			r.pos = 0;
+			rc = size < 4 ? tb_bad(&r, "crc32 header")
+				      : tb_bad(&r, "not a torch cache blob of any known format");
 		}
 	}
-	if (tb->nitems == 0)
+	if (rc == MC_OK && tb->nitems == 0)
 		rc = mc__err(ctx, MC_ERR_TORCH_FORMAT, "%s: the torch cache blob holds no artifacts", path);
 out:
 	close(r.fd);

@@ -387,6 +387,13 @@ mc_writer_add_torch_blob(mc_writer *w, const char *path)
 		}
 		grp->nentries++;
 	}
+	if (rc == MC_OK && tb.env_torch_key != NULL)
+		rc = mc_writer_set_label(w, "vllm.torch_key", tb.env_torch_key);
+	if (rc == MC_OK && tb.env_aot_key != NULL && mc__label_value_ok(tb.env_aot_key))
+		rc = mc_writer_set_label(w, "vllm.aot_key", tb.env_aot_key);
+	/* Only the current format's groups are a layout export can reproduce. */
+	if (!tb.layout)
+		w->only_blob = 0;
 	mc__torch_blob_free(&tb);
 	w->nsources++;
 	return rc;

@@ -56,6 +56,20 @@ run 0 "" load "$T/flat.mcache" --insecure-no-verify --cache-dir "$T/w4"
 (cd "$T/w4/triton/0" && find . -type f | sort | xargs sha256sum) > "$T/got-flat"
 check "flat Triton cache round trip" cmp -s "$T/want-flat" "$T/got-flat"
 
+# Export to torch's formats keeps the types each holds and says what it left out.
+run 0 "left out 16 kernel_code artifacts" export "$T/b.mcache" --torch "$T/cur.blob" -p "$PUB"
+grep -q "left out 128 triton artifacts" "$T/out" && ok || bad "export did not report Triton kernels left out"
+run 0 "" export "$T/b.mcache" --torch "$T/27.blob" --torch-format 2.7 -p "$PUB"
+run 0 "" pack -q -o "$T/from27.mcache" --from-torch "$T/27.blob"
+run 0 "" pack -q -o "$T/fromcur.mcache" --from-torch "$T/cur.blob"
+run 0 "" list "$T/from27.mcache" --json
+grep -E '"(type|key|hash)"' "$T/out" > "$T/list27"
+run 0 "" list "$T/fromcur.mcache" --json
+grep -E '"(type|key|hash)"' "$T/out" > "$T/listcur"
+check "2.7 and current exports carry the same artifacts" cmp -s "$T/list27" "$T/listcur"
+[ "$(grep -c '"type"' "$T/list27")" = 10 ] && ok || bad "2.7 export does not hold the 10 torch artifacts"
+run 2 "--torch-format takes 2.7 or current" export "$T/b.mcache" --torch "$T/x.blob" --torch-format 2.6
+
 # --keep-unknown packs the rest too.
 run 0 "" pack -q -o "$T/all.mcache" --from-dir "$SRC" --keep-unknown
 run 0 "" load "$T/all.mcache" --insecure-no-verify --cache-dir "$T/w5"

@@ -229,6 +229,111 @@ START_TEST(hostile_blobs)
 }
 END_TEST
 
+static void
+b_rawstr(struct blob *x, const char *s)
+{
+	b_u64(x, strlen(s));
+	b_raw(x, s, strlen(s));
+}
+
+#define GRAPH "fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i"
+#define AOT "axwzp7kmjrbxcn3i4pjghhupnsqxu6k5i77rn52iovypcbamlzdg"
+
+/* torch 2.7's layout in its four copies: with or without crc, base64 or raw strings. */
+START_TEST(torch_27_variants)
+{
+	int crc, b64;
+
+	for (crc = 0; crc < 2; crc++)
+		for (b64 = 0; b64 < 2; b64++) {
+			struct blob x;
+			struct mc_tb tb;
+
+			x.n = crc ? 4 : 0;
+			b_u64(&x, 1);
+			b_u64(&x, 0); /* inductor */
+			b64 ? b_str(&x, GRAPH) : b_rawstr(&x, GRAPH);
+			b_u64(&x, 5);
+			b_raw(&x, "graph", 5);
+			b_u64(&x, 2); /* aot_autograd */
+			b64 ? b_str(&x, AOT) : b_rawstr(&x, AOT);
+			b_u64(&x, 3);
+			b_raw(&x, "aot", 3);
+			b_u64(&x, 3); /* pgo */
+			b64 ? b_str(&x, "job:0:") : b_rawstr(&x, "job:0:");
+			b_u64(&x, 1);
+			b_raw(&x, "p", 1);
+			if (crc)
+				b_seal(&x);
+			ck_assert_msg(parse(&x, &tb) == MC_OK, "crc %d b64 %d: %s", crc, b64, mc_ctx_error(ctx));
+			ck_assert_int_eq(tb.format, MC_TORCH_FORMAT_2_7);
+			ck_assert_uint_eq(tb.nitems, 3);
+			ck_assert_str_eq(tb.items[0].type, "inductor");
+			ck_assert_str_eq(tb.items[0].key, GRAPH);
+			ck_assert_str_eq(tb.items[1].type, "aot_autograd");
+			ck_assert_str_eq(tb.items[2].key, "job:0:");
+			ck_assert_uint_eq(tb.items[2].size, 1);
+			mc__torch_blob_free(&tb);
+		}
+}
+END_TEST
+
+START_TEST(torch_27_bad_type_id)
+{
+	struct blob x;
+
+	x.n = 0;
+	b_u64(&x, 1);
+	b_u64(&x, 2);
+	b_rawstr(&x, AOT);
+	b_u64(&x, 1);
+	b_raw(&x, "a", 1);
+	b_u64(&x, 7); /* no such type id */
+	b_rawstr(&x, "j:0:");
+	b_u64(&x, 1);
+	b_raw(&x, "p", 1);
+	expect_bad(&x, MC_ERR_TORCH_FORMAT, "unknown type id");
+}
+END_TEST
+
+START_TEST(vllm_envelope)
+{
+	struct blob inner, x;
+	struct mc_tb tb;
+
+	b_begin(&inner);
+	b_str(&inner, "inductor");
+	b_u64(&inner, 1);
+	b_str(&inner, GRAPH);
+	b_u64(&inner, 4);
+	b_raw(&inner, "abcd", 4);
+	b_seal(&inner);
+	x.n = 4;
+	b_u64(&x, 32);
+	b_raw(&x, "0123456789abcdef0123456789abcdef", 32);
+	b_str(&x, AOT);
+	b_u64(&x, inner.n);
+	b_raw(&x, inner.b, inner.n);
+	b_seal(&x);
+	ck_assert_msg(parse(&x, &tb) == MC_OK, "%s", mc_ctx_error(ctx));
+	ck_assert_int_eq(tb.format, MC_TORCH_FORMAT_VLLM);
+	ck_assert_uint_eq(tb.nitems, 1);
+	ck_assert_str_eq(tb.items[0].key, GRAPH);
+	ck_assert_uint_eq(tb.items[0].size, 4);
+	ck_assert_str_eq(tb.env_aot_key, AOT);
+	ck_assert_str_eq(tb.env_torch_key, "3031323334353637383961626364656630313233343536373839616263646566");
+	mc__torch_blob_free(&tb);
+	/* The inner blob's own crc is checked. */
+	x.b[x.n - 10] ^= 1;
+	b_seal(&x);
+	expect_bad(&x, MC_ERR_TORCH_FORMAT, "inner blob");
+	/* Something else entirely. */
+	x.n = 0;
+	b_raw(&x, "PK\003\004 zip file here", 18);
+	expect_bad(&x, MC_ERR_TORCH_FORMAT, "not a torch cache blob");
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -239,6 +344,9 @@ suite(void)
 	tcase_add_test(tc, real_fixtures);
 	tcase_add_test(tc, repeated_groups_kept_in_order);
 	tcase_add_test(tc, hostile_blobs);
+	tcase_add_test(tc, torch_27_variants);
+	tcase_add_test(tc, torch_27_bad_type_id);
+	tcase_add_test(tc, vllm_envelope);
 	suite_add_tcase(s, tc);
 	return s;
 }
