@@ -36,20 +36,29 @@ static const char usage_text[] =
 	"        make a key pair (minisign format); -W leaves the secret key unencrypted\n"
 	"  pack -o BUNDLE [-s SECFILE]... [--from-torch BLOB]... [--from-dir DIR]...\n"
 	"       [--from-triton-dir DIR]... [--keep-unknown] [--label K=V]...\n"
+	"       [--label-from-env VAR]... [--labels-json FILE]\n"
 	"       [--bundle-version N] [--expires UNIXTIME] [--level N] [--no-compress] [--json] [-v]\n"
 	"        record artifacts from torch blobs, cache dirs and Triton caches into a bundle\n"
 	"  sign BUNDLE -s SECFILE [-o OUT]\n"
 	"        add a signature to a bundle (in place unless -o)\n"
-	"  verify BUNDLE -p PUBFILE [-p PUBFILE]... [--threshold K] [--min-version N] [--json]\n"
+	"  verify BUNDLE -p PUBFILE [-p PUBFILE]... [--threshold K] [--min-version N]\n"
+	"       [--require K=V]... [--json]\n"
 	"        check signatures, policy and every byte of a bundle\n"
-	"  list BUNDLE [--json]\n"
-	"        show a bundle's labels, signatures and artifacts (not verified)\n"
+	"  list BUNDLE [--json] [--explain [--cache-dir DIR] [--triton-dir DIR]]\n"
+	"        show a bundle's labels, signatures and artifacts (not verified); --explain:\n"
+	"        where each artifact would land and whether an identical file is there\n"
 	"  load BUNDLE -p PUBFILE... [--cache-dir DIR] [--triton-dir DIR] [--types T[,T]...]\n"
 	"       [--dry-run] [--json]\n"
-	"       [--threshold K] [--min-version N] [--insecure-no-verify]\n"
+	"       [--threshold K] [--min-version N] [--require K=V]... [--insecure-no-verify]\n"
 	"        verify a bundle and install its artifacts into the cache dirs\n"
 	"  export BUNDLE --torch OUTFILE [--torch-format 2.7|current] [-p PUBFILE]...\n"
 	"        write the bundle's torch artifacts as a torch cache blob\n"
+	"  merge -o OUT BUNDLE... (-p PUBFILE... | --insecure-no-verify) [-s SECFILE]...\n"
+	"       [--label K=V]... [--bundle-version N] [--level N]\n"
+	"        several bundles into one, contents stored once; for a (type, key) with\n"
+	"        different contents the bundle given later wins (each conflict is reported)\n"
+	"  diff A B [--json]\n"
+	"        artifacts added, removed and changed from A to B, per type\n"
 	"\n"
 	"common options:\n"
 	"  --password-file F  read the secret key's password from the first line of F\n"
@@ -206,7 +215,8 @@ enum {
 	OPT_FROM_TORCH = 256, OPT_FROM_DIR, OPT_LABEL, OPT_BUNDLE_VERSION, OPT_EXPIRES,
 	OPT_LEVEL, OPT_NO_COMPRESS, OPT_JSON, OPT_THRESHOLD, OPT_MIN_VERSION, OPT_CACHE_DIR,
 	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW,
-	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT
+	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT, OPT_LABEL_FROM_ENV,
+	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN
 };
 
 #define COMMON_LONG {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'}, \
@@ -238,6 +248,8 @@ common_opt(int c)
 struct trust {
 	const char *pubs[32];
 	size_t npubs;
+	char *require[64];
+	size_t nrequire;
 	unsigned threshold;
 	uint64_t min_version;
 	int insecure;
@@ -269,6 +281,13 @@ trust_opt(struct trust *t, int c)
 	case OPT_INSECURE:
 		t->insecure = 1;
 		return 1;
+	case OPT_REQUIRE:
+		if (strchr(optarg, '=') == NULL || optarg[0] == '=')
+			usage_error("--require takes KEY=VALUE, not '%s'", optarg);
+		if (t->nrequire == sizeof t->require / sizeof t->require[0])
+			usage_error("too many --require (at most %s)", "64");
+		t->require[t->nrequire++] = optarg;
+		return 1;
 	case OPT_NOW:
 		if (parse_u64(optarg, &v) != 0 || v > INT64_MAX)
 			usage_error("--now takes a Unix time, not '%s'", optarg);
@@ -294,6 +313,14 @@ apply_trust(mc_ctx *ctx, mc_bundle *b, const struct trust *t, mc_pubkey **keys)
 	}
 	if (t->threshold && (rc = mc_bundle_set_threshold(b, t->threshold)) != MC_OK)
 		return rc;
+	for (i = 0; i < t->nrequire; i++) {
+		char *eq = strchr(t->require[i], '=');
+		*eq = '\0';
+		rc = mc_bundle_require_label(b, t->require[i], eq + 1);
+		*eq = '=';
+		if (rc != MC_OK)
+			return rc;
+	}
 	if ((rc = mc_bundle_set_min_version(b, t->min_version)) != MC_OK)
 		return rc;
 	if (t->have_now && (rc = mc_bundle_set_now(b, t->now)) != MC_OK)
@@ -414,6 +441,33 @@ load_signers(mc_ctx *ctx, const char **secs, size_t n, mc_seckey **keys)
 	return MC_OK;
 }
 
+/* Labels from a JSON object of strings (facts a job wrote beside its torch blob).
+ * A file that is not one ends the program with a usage error. */
+static int
+labels_from_json(mc_writer *w, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char buf[65536];
+	size_t n;
+	cJSON *j, *c;
+	int rc = MC_OK;
+
+	if (f == NULL)
+		usage_error("--labels-json %s: %s", path, strerror(errno));
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if (n == sizeof buf - 1 || (j = cJSON_Parse(buf)) == NULL || !cJSON_IsObject(j))
+		usage_error("--labels-json %s: not a JSON object of labels (at most 64 KiB)", path);
+	for (c = j->child; c != NULL && rc == MC_OK; c = c->next) {
+		if (!cJSON_IsString(c))
+			usage_error("--labels-json %s: label %s is not a string", path, c->string);
+		rc = mc_writer_set_label(w, c->string, c->valuestring);
+	}
+	cJSON_Delete(j);
+	return rc;
+}
+
 static int
 cmd_pack(int argc, char **argv)
 {
@@ -425,6 +479,8 @@ cmd_pack(int argc, char **argv)
 		{"from-triton-dir", required_argument, NULL, OPT_FROM_TRITON},
 		{"keep-unknown", no_argument, NULL, OPT_KEEP_UNKNOWN},
 		{"label", required_argument, NULL, OPT_LABEL},
+		{"label-from-env", required_argument, NULL, OPT_LABEL_FROM_ENV},
+		{"labels-json", required_argument, NULL, OPT_LABELS_JSON},
 		{"bundle-version", required_argument, NULL, OPT_BUNDLE_VERSION},
 		{"expires", required_argument, NULL, OPT_EXPIRES},
 		{"level", required_argument, NULL, OPT_LEVEL},
@@ -435,6 +491,8 @@ cmd_pack(int argc, char **argv)
 	const char *out = NULL, *secs[16], *srcs[256];
 	int srckind[256];
 	char *labels[256];
+	char owned[256] = {0};
+	const char *labels_json = NULL;
 	size_t nsecs = 0, nsrcs = 0, nlabels = 0, i;
 	uint64_t bver = 0, expires = 0, level = 3;
 	int c, rc = MC_OK, json = 0, keep_unknown = 0;
@@ -470,6 +528,23 @@ cmd_pack(int argc, char **argv)
 			if (strchr(optarg, '=') == NULL)
 				usage_error("--label takes KEY=VALUE, not '%s'", optarg);
 			labels[nlabels++] = optarg;
+			break;
+		case OPT_LABEL_FROM_ENV: {
+			const char *v = getenv(optarg);
+			size_t n;
+			if (v == NULL)
+				usage_error("--label-from-env %s: the variable is not set", optarg);
+			if (nlabels == 256)
+				usage_error("too many labels (at most %s)", "256");
+			n = strlen(optarg) + strlen(v) + 2;
+			if ((labels[nlabels] = malloc(n)) == NULL)
+				usage_error("out of memory%s", "");
+			snprintf(labels[nlabels], n, "%s=%s", optarg, v);
+			owned[nlabels++] = 1;
+			break;
+		}
+		case OPT_LABELS_JSON:
+			labels_json = optarg;
 			break;
 		case OPT_BUNDLE_VERSION:
 			if (parse_u64(optarg, &bver) != 0)
@@ -516,6 +591,8 @@ cmd_pack(int argc, char **argv)
 		rc = mc_writer_set_compression(w, (int)level);
 	if (rc == MC_OK)
 		rc = mc_writer_set_keep_unknown(w, keep_unknown);
+	if (rc == MC_OK && labels_json != NULL)
+		rc = labels_from_json(w, labels_json);
 	for (i = 0; rc == MC_OK && i < nlabels; i++) {
 		char *eq = strchr(labels[i], '=');
 		*eq = '\0';
@@ -559,6 +636,9 @@ cmd_pack(int argc, char **argv)
 	}
 	rc = 0;
 done:
+	for (i = 0; i < nlabels; i++)
+		if (owned[i])
+			free(labels[i]);
 	for (i = 0; i < nsecs; i++)
 		mc_seckey_free(keys[i]);
 	mc_writer_free(w);
@@ -618,6 +698,7 @@ cmd_verify(int argc, char **argv)
 		{"threshold", required_argument, NULL, OPT_THRESHOLD},
 		{"min-version", required_argument, NULL, OPT_MIN_VERSION},
 		{"now", required_argument, NULL, OPT_NOW},
+		{"require", required_argument, NULL, OPT_REQUIRE},
 		{"json", no_argument, NULL, OPT_JSON},
 		{NULL, 0, NULL, 0}};
 	struct trust t;
@@ -675,32 +756,165 @@ cmd_verify(int argc, char **argv)
 	return rc;
 }
 
+/* ---- reports of load, list --explain and export ---- */
+
+struct type_sum {
+	char type[40];
+	size_t count;
+	uint64_t bytes;
+	size_t unchanged;
+};
+
+struct load_report {
+	int json;
+	int dry;
+	int silent;  /* count only */
+	int explain; /* a line per artifact with its key and size */
+	mc_ctx *ctx;
+	const char *root;
+	cJSON *arts;
+	struct type_sum sums[64];
+	size_t nsums;
+	size_t installed, unchanged, planned;
+	uint64_t bytes;
+};
+
+static void
+on_artifact(void *ud, int what, const char *type, const char *key, const char *dest, uint64_t size)
+{
+	struct load_report *r = ud;
+	const char *action = what == MC_LOAD_INSTALLED ? "installed"
+			     : what == MC_LOAD_UNCHANGED ? "unchanged" : "would-install";
+	char full[8192] = "";
+	size_t i;
+
+	for (i = 0; i < r->nsums && strcmp(r->sums[i].type, type) != 0; i++)
+		;
+	if (i == r->nsums && r->nsums < 64) {
+		snprintf(r->sums[i].type, sizeof r->sums[i].type, "%s", type);
+		r->nsums++;
+	}
+	if (i < r->nsums) {
+		if (what == MC_LOAD_UNCHANGED)
+			r->sums[i].unchanged++;
+		else {
+			r->sums[i].count++;
+			r->sums[i].bytes += size;
+		}
+	}
+	if (what == MC_LOAD_INSTALLED)
+		r->installed++, r->bytes += size;
+	else if (what == MC_LOAD_UNCHANGED)
+		r->unchanged++;
+	else
+		r->planned++, r->bytes += size;
+	if (dest != NULL && r->ctx != NULL) {
+		const char *tier = mc_ctx_type_tier(r->ctx, type), *root = NULL;
+		if (tier != NULL && mc_ctx_tier_root(r->ctx, tier, &root) == MC_OK)
+			snprintf(full, sizeof full, "%s/%s", root, dest);
+		else
+			snprintf(full, sizeof full, "%s", dest);
+	}
+	if (r->json) {
+		cJSON *a = cJSON_CreateObject();
+		cJSON_AddStringToObject(a, "type", type);
+		cJSON_AddStringToObject(a, "key", key);
+		cJSON_AddNumberToObject(a, "size", (double)size);
+		cJSON_AddStringToObject(a, "dest", full);
+		cJSON_AddStringToObject(a, "action", action);
+		if (r->explain)
+			cJSON_AddBoolToObject(a, "identical_file_present", what == MC_LOAD_UNCHANGED);
+		cJSON_AddItemToArray(r->arts, a);
+	} else if (r->explain && !quiet) {
+		char hb[32];
+		human_bytes(size, hb, sizeof hb);
+		printf("%-12s %10s  %-13s %s\n%27s-> %s\n", type, hb,
+		       what == MC_LOAD_UNCHANGED ? "already there" : "would install", key, "", full);
+	} else if (r->dry && !quiet && !r->silent) {
+		printf("%-13s %-12s %s\n", action, type, full);
+	}
+}
+
+/* ---- load ---- */
+
 /* ---- list ---- */
+
+/* list --explain: where each artifact would land, and whether it is there already. */
+static int
+explain(mc_ctx *ctx, mc_bundle *b, const char *path, int json)
+{
+	struct load_report r;
+	int rc;
+
+	memset(&r, 0, sizeof r);
+	r.dry = 1;
+	r.explain = 1;
+	r.json = json;
+	r.ctx = ctx;
+	if (json)
+		r.arts = cJSON_CreateArray();
+	if ((rc = mc_bundle_set_insecure(b, 1)) != MC_OK ||
+	    (rc = mc_bundle_load(b, MC_LOAD_DRY_RUN, on_artifact, &r)) != MC_OK) {
+		cJSON_Delete(r.arts);
+		return fail(ctx, rc);
+	}
+	if (json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "bundle", path);
+		cJSON_AddBoolToObject(j, "signatures_checked", 0);
+		cJSON_AddNumberToObject(j, "would_install", (double)r.planned);
+		cJSON_AddNumberToObject(j, "already_there", (double)r.unchanged);
+		cJSON_AddItemToObject(j, "artifacts", r.arts);
+		print_json(j);
+	} else if (!quiet) {
+		printf("%zu to install, %zu already there (signatures not checked)\n", r.planned,
+		       r.unchanged);
+	}
+	return 0;
+}
 
 static int
 cmd_list(int argc, char **argv)
 {
 	static const struct option lo[] = {COMMON_LONG, {"json", no_argument, NULL, OPT_JSON},
+					   {"explain", no_argument, NULL, OPT_EXPLAIN},
+					   {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+					   {"triton-dir", required_argument, NULL, OPT_TRITON_DIR},
 					   {NULL, 0, NULL, 0}};
+	const char *cache_dir = NULL, *triton_dir = NULL;
 	struct progress p;
 	mc_bundle *b = NULL;
 	mc_ctx *ctx;
 	size_t i, n;
-	int c, rc, json = 0;
+	int c, rc, json = 0, expl = 0;
 
 	while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
 		if (common_opt(c))
 			continue;
 		if (c == OPT_JSON)
 			json = 1;
+		else if (c == OPT_EXPLAIN)
+			expl = 1;
+		else if (c == OPT_CACHE_DIR)
+			cache_dir = optarg;
+		else if (c == OPT_TRITON_DIR)
+			triton_dir = optarg;
 		else
 			usage_error("list: unexpected option%s", "");
 	}
 	if (optind + 1 != argc)
 		usage_error("list needs exactly one BUNDLE%s", "");
 	ctx = new_ctx(&p);
-	if ((rc = mc_bundle_open(ctx, argv[optind], &b)) != MC_OK) {
+	if ((cache_dir != NULL && (rc = mc_ctx_set_tier_root(ctx, "inductor", cache_dir)) != MC_OK) ||
+	    (triton_dir != NULL && (rc = mc_ctx_set_tier_root(ctx, "triton", triton_dir)) != MC_OK) ||
+	    (rc = mc_bundle_open(ctx, argv[optind], &b)) != MC_OK) {
 		rc = fail(ctx, rc);
+		mc_ctx_free(ctx);
+		return rc;
+	}
+	if (expl) {
+		rc = explain(ctx, b, argv[optind], json);
+		mc_bundle_free(b);
 		mc_ctx_free(ctx);
 		return rc;
 	}
@@ -770,68 +984,6 @@ cmd_list(int argc, char **argv)
 	return 0;
 }
 
-/* ---- load ---- */
-
-struct type_sum {
-	char type[40];
-	size_t count;
-	uint64_t bytes;
-	size_t unchanged;
-};
-
-struct load_report {
-	int json;
-	int dry;
-	int silent; /* count only */
-	const char *root;
-	cJSON *arts;
-	struct type_sum sums[64];
-	size_t nsums;
-	size_t installed, unchanged, planned;
-	uint64_t bytes;
-};
-
-static void
-on_artifact(void *ud, int what, const char *type, const char *key, const char *dest, uint64_t size)
-{
-	struct load_report *r = ud;
-	const char *action = what == MC_LOAD_INSTALLED ? "installed"
-			     : what == MC_LOAD_UNCHANGED ? "unchanged" : "would-install";
-	size_t i;
-
-	for (i = 0; i < r->nsums && strcmp(r->sums[i].type, type) != 0; i++)
-		;
-	if (i == r->nsums && r->nsums < 64) {
-		snprintf(r->sums[i].type, sizeof r->sums[i].type, "%s", type);
-		r->nsums++;
-	}
-	if (i < r->nsums) {
-		if (what == MC_LOAD_UNCHANGED)
-			r->sums[i].unchanged++;
-		else {
-			r->sums[i].count++;
-			r->sums[i].bytes += size;
-		}
-	}
-	if (what == MC_LOAD_INSTALLED)
-		r->installed++, r->bytes += size;
-	else if (what == MC_LOAD_UNCHANGED)
-		r->unchanged++;
-	else
-		r->planned++, r->bytes += size;
-	if (r->json) {
-		cJSON *a = cJSON_CreateObject();
-		cJSON_AddStringToObject(a, "type", type);
-		cJSON_AddStringToObject(a, "key", key);
-		cJSON_AddNumberToObject(a, "size", (double)size);
-		cJSON_AddStringToObject(a, "dest", dest);
-		cJSON_AddStringToObject(a, "action", action);
-		cJSON_AddItemToArray(r->arts, a);
-	} else if (r->dry && !quiet && !r->silent) {
-		printf("%-13s %-12s %s/%s\n", action, type, r->root, dest);
-	}
-}
-
 static int
 cmd_load(int argc, char **argv)
 {
@@ -840,6 +992,7 @@ cmd_load(int argc, char **argv)
 		{"threshold", required_argument, NULL, OPT_THRESHOLD},
 		{"min-version", required_argument, NULL, OPT_MIN_VERSION},
 		{"now", required_argument, NULL, OPT_NOW},
+		{"require", required_argument, NULL, OPT_REQUIRE},
 		{"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
 		{"triton-dir", required_argument, NULL, OPT_TRITON_DIR},
 		{"types", required_argument, NULL, OPT_TYPES},
@@ -900,6 +1053,7 @@ cmd_load(int argc, char **argv)
 	}
 	if (r.json)
 		r.arts = cJSON_CreateArray();
+	r.ctx = ctx;
 	if (rc == MC_OK)
 		rc = mc_bundle_load(b, r.dry ? MC_LOAD_DRY_RUN : 0, on_artifact, &r);
 	if (rc != MC_OK) {
@@ -1026,6 +1180,259 @@ cmd_export(int argc, char **argv)
 	return rc;
 }
 
+/* ---- merge ---- */
+
+static void
+on_conflict(void *ud, const char *type, const char *key)
+{
+	size_t *n = ud;
+
+	(*n)++;
+	if (!quiet)
+		fprintf(stderr, "%s: conflict: %s %s differs between bundles; kept the later one\n", prog,
+			type, key);
+}
+
+static int
+cmd_merge(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONG,
+		{"output", required_argument, NULL, 'o'},
+		{"threshold", required_argument, NULL, OPT_THRESHOLD},
+		{"min-version", required_argument, NULL, OPT_MIN_VERSION},
+		{"require", required_argument, NULL, OPT_REQUIRE},
+		{"now", required_argument, NULL, OPT_NOW},
+		{"insecure-no-verify", no_argument, NULL, OPT_INSECURE},
+		{"label", required_argument, NULL, OPT_LABEL},
+		{"bundle-version", required_argument, NULL, OPT_BUNDLE_VERSION},
+		{"level", required_argument, NULL, OPT_LEVEL},
+		{NULL, 0, NULL, 0}};
+	const char *out = NULL, *secs[16], *labels[64];
+	size_t nsecs = 0, nlabels = 0, conflicts = 0, i, k;
+	mc_seckey *sk[16] = {NULL};
+	uint64_t bver = 0, level = 3;
+	struct trust t;
+	struct progress p;
+	mc_writer *w = NULL;
+	mc_ctx *ctx;
+	char *dir, *slash;
+	const char *sde;
+	int c, rc = MC_OK;
+
+	memset(&t, 0, sizeof t);
+	while ((c = getopt_long(argc, argv, "o:s:p:hq", lo, NULL)) != -1) {
+		if (common_opt(c) || trust_opt(&t, c))
+			continue;
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 's':
+			if (nsecs == 16)
+				usage_error("too many signing keys (at most %s)", "16");
+			secs[nsecs++] = optarg;
+			break;
+		case OPT_LABEL:
+			if (strchr(optarg, '=') == NULL || nlabels == 64)
+				usage_error("--label takes KEY=VALUE (at most 64), not '%s'", optarg);
+			labels[nlabels++] = optarg;
+			break;
+		case OPT_BUNDLE_VERSION:
+			if (parse_u64(optarg, &bver) != 0)
+				usage_error("--bundle-version takes a whole number, not '%s'", optarg);
+			break;
+		case OPT_LEVEL:
+			if (parse_u64(optarg, &level) != 0 || level > 19)
+				usage_error("--level takes 0 to 19, not '%s'", optarg);
+			break;
+		default: usage_error("merge: unexpected option%s", "");
+		}
+	}
+	if (out == NULL || optind >= argc)
+		usage_error("merge needs -o OUT and at least one input bundle%s", "");
+	if (t.npubs == 0 && !t.insecure)
+		usage_error("merge needs -p PUBFILE to verify its inputs (or --insecure-no-verify)%s", "");
+	ctx = new_ctx(&p);
+	if ((rc = mc_writer_new(ctx, &w)) != MC_OK)
+		return fail(ctx, rc);
+	mc_writer_set_conflict_fn(w, on_conflict, &conflicts);
+	sde = getenv("SOURCE_DATE_EPOCH");
+	{
+		uint64_t tm = (uint64_t)time(NULL);
+		if (sde != NULL && sde[0] != '\0' && parse_u64(sde, &tm) != 0)
+			usage_error("SOURCE_DATE_EPOCH is not a Unix time: '%s'", sde);
+		rc = mc_writer_set_created(w, (int64_t)tm);
+	}
+	if (rc == MC_OK)
+		rc = mc_writer_set_bundle_version(w, bver);
+	if (rc == MC_OK)
+		rc = mc_writer_set_compression(w, (int)level);
+	/* Contents of the inputs wait beside the output. */
+	if ((dir = strdup(out)) == NULL)
+		usage_error("out of memory%s", "");
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	for (i = optind; rc == MC_OK && i < (size_t)argc; i++) {
+		mc_pubkey *kk[32] = {NULL};
+		mc_bundle *b = NULL;
+
+		rc = mc_bundle_open(ctx, argv[i], &b);
+		if (rc == MC_OK)
+			rc = apply_trust(ctx, b, &t, kk);
+		if (rc == MC_OK)
+			rc = mc_writer_add_bundle(w, b, dir);
+		mc_bundle_free(b);
+		for (k = 0; k < t.npubs; k++)
+			mc_pubkey_free(kk[k]);
+	}
+	free(dir);
+	for (i = 0; rc == MC_OK && i < nlabels; i++) {
+		char *copy = strdup(labels[i]), *eq;
+		if (copy == NULL)
+			usage_error("out of memory%s", "");
+		eq = strchr(copy, '=');
+		*eq = '\0';
+		rc = mc_writer_set_label(w, copy, eq + 1);
+		free(copy);
+	}
+	if (rc == MC_OK)
+		rc = load_signers(ctx, secs, nsecs, sk);
+	for (i = 0; rc == MC_OK && i < nsecs; i++)
+		rc = mc_writer_add_signer(w, sk[i]);
+	if (rc == MC_OK)
+		rc = mc_writer_save(w, out);
+	if (rc != MC_OK) {
+		rc = fail(ctx, rc);
+	} else {
+		mc_bundle *m = NULL;
+		size_t n = 0;
+		if (mc_bundle_open(ctx, out, &m) == MC_OK)
+			n = mc_bundle_artifact_count(m);
+		mc_bundle_free(m);
+		if (!quiet)
+			printf("merged %d bundles into %s: %zu artifacts, %zu conflict%s\n", argc - optind,
+			       out, n, conflicts, conflicts == 1 ? "" : "s");
+		rc = 0;
+	}
+	for (i = 0; i < nsecs; i++)
+		mc_seckey_free(sk[i]);
+	mc_writer_free(w);
+	mc_ctx_free(ctx);
+	return rc;
+}
+
+/* ---- diff ---- */
+
+struct diff_report {
+	int json;
+	cJSON *lists[3];
+	struct {
+		char type[40];
+		size_t n[3];
+	} types[64];
+	size_t ntypes;
+	size_t total[3];
+};
+
+static void
+on_diff(void *ud, int what, const char *type, const char *key, uint64_t size_a, uint64_t size_b)
+{
+	static const char mark[] = "+-~";
+	struct diff_report *d = ud;
+	size_t i;
+
+	for (i = 0; i < d->ntypes && strcmp(d->types[i].type, type) != 0; i++)
+		;
+	if (i == d->ntypes && d->ntypes < 64)
+		snprintf(d->types[d->ntypes++].type, sizeof d->types[0].type, "%s", type);
+	if (i < d->ntypes)
+		d->types[i].n[what]++;
+	d->total[what]++;
+	if (d->json) {
+		cJSON *a = cJSON_CreateObject();
+		cJSON_AddStringToObject(a, "type", type);
+		cJSON_AddStringToObject(a, "key", key);
+		if (what != MC_DIFF_ADDED)
+			cJSON_AddNumberToObject(a, "size_a", (double)size_a);
+		if (what != MC_DIFF_REMOVED)
+			cJSON_AddNumberToObject(a, "size_b", (double)size_b);
+		cJSON_AddItemToArray(d->lists[what], a);
+	} else if (!quiet) {
+		printf("%c %-12s %s\n", mark[what], type, key);
+	}
+}
+
+static int
+cmd_diff(int argc, char **argv)
+{
+	static const struct option lo[] = {COMMON_LONG, {"json", no_argument, NULL, OPT_JSON},
+					   {NULL, 0, NULL, 0}};
+	static const char *const names[] = {"added", "removed", "changed"};
+	struct diff_report d;
+	struct progress p;
+	mc_bundle *a = NULL, *b = NULL;
+	mc_ctx *ctx;
+	size_t i, k;
+	int c, rc;
+
+	memset(&d, 0, sizeof d);
+	while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
+		if (common_opt(c))
+			continue;
+		if (c == OPT_JSON)
+			d.json = 1;
+		else
+			usage_error("diff: unexpected option%s", "");
+	}
+	if (optind + 2 != argc)
+		usage_error("diff needs two bundles%s", "");
+	ctx = new_ctx(&p);
+	if ((rc = mc_bundle_open(ctx, argv[optind], &a)) != MC_OK ||
+	    (rc = mc_bundle_open(ctx, argv[optind + 1], &b)) != MC_OK) {
+		rc = fail(ctx, rc);
+		goto done;
+	}
+	for (k = 0; k < 3; k++)
+		d.lists[k] = cJSON_CreateArray();
+	if ((rc = mc_bundle_diff(a, b, on_diff, &d)) != MC_OK) {
+		rc = fail(ctx, rc);
+		goto done;
+	}
+	if (d.json) {
+		cJSON *j = cJSON_CreateObject(), *types;
+		cJSON_AddStringToObject(j, "a", argv[optind]);
+		cJSON_AddStringToObject(j, "b", argv[optind + 1]);
+		types = cJSON_AddObjectToObject(j, "types");
+		for (i = 0; i < d.ntypes; i++) {
+			cJSON *t = cJSON_AddObjectToObject(types, d.types[i].type);
+			for (k = 0; k < 3; k++)
+				cJSON_AddNumberToObject(t, names[k], (double)d.types[i].n[k]);
+		}
+		for (k = 0; k < 3; k++) {
+			cJSON_AddItemToObject(j, names[k], d.lists[k]);
+			d.lists[k] = NULL;
+		}
+		print_json(j);
+	} else if (!quiet) {
+		for (i = 0; i < d.ntypes; i++)
+			printf("%-12s %zu added, %zu removed, %zu changed\n", d.types[i].type,
+			       d.types[i].n[0], d.types[i].n[1], d.types[i].n[2]);
+		printf("%zu added, %zu removed, %zu changed\n", d.total[0], d.total[1], d.total[2]);
+	}
+	rc = 0;
+done:
+	for (k = 0; k < 3; k++)
+		cJSON_Delete(d.lists[k]);
+	mc_bundle_free(a);
+	mc_bundle_free(b);
+	mc_ctx_free(ctx);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1034,7 +1441,7 @@ main(int argc, char **argv)
 		int (*fn)(int, char **);
 	} cmds[] = {{"keygen", cmd_keygen}, {"pack", cmd_pack},     {"sign", cmd_sign},
 		    {"verify", cmd_verify}, {"list", cmd_list},     {"load", cmd_load},
-		    {"export", cmd_export}};
+		    {"export", cmd_export}, {"merge", cmd_merge},   {"diff", cmd_diff}};
 	size_t i;
 
 	if (argc < 2) {

@@ -35,6 +35,8 @@ struct mc_bundle {
 	int have_now;
 	int64_t now;
 	int insecure;
+	struct mc_label *required; /* labels the caller requires */
+	size_t nrequired;
 	char **types; /* selected types; none: all */
 	size_t ntypes;
 	int planned;
@@ -52,5 +54,22 @@ MC_HIDDEN int mc__bundle_policy(mc_bundle *b);
 /* Computes each artifact's handler and destination; checks conflicts. */
 MC_HIDDEN int mc__bundle_plan(mc_bundle *b);
 MC_HIDDEN int mc__type_selected(const mc_bundle *b, const char *type);
+
+/* Object contents parked in a temp folder (export.c). */
+struct mc_parts {
+	mc_ctx *ctx;
+	int dfd;
+	char *dirpath;
+	char *need; /* per object, or NULL: all */
+	int fd;
+	size_t cur;
+	size_t nobjects;
+};
+
+/* Streams b (checking it) and writes each needed object to <prefix>XXXXXX/<index>. */
+MC_HIDDEN int mc__parts_extract(mc_bundle *b, const char *prefix, char *need, struct mc_parts *p);
+MC_HIDDEN void mc__parts_path(const struct mc_parts *p, size_t obj, char *buf, size_t len);
+/* Removes the files and the folder; p->need is not freed. */
+MC_HIDDEN void mc__parts_remove(struct mc_parts *p);
 
 #endif

@@ -195,6 +195,16 @@ mc_ctx_register_type(mc_ctx *ctx, const char *type, const char *tier, unsigned f
 	return MC_OK;
 }
 
+const char *
+mc_ctx_type_tier(const mc_ctx *ctx, const char *type)
+{
+	const struct mc_type *t;
+
+	if (ctx == NULL || type == NULL || (t = mc__find_type(ctx, type)) == NULL)
+		return NULL;
+	return t->tier;
+}
+
 const struct mc_type *
 mc__find_type(const mc_ctx *ctx, const char *type)
 {

@@ -36,6 +36,7 @@ mc_strerror(int status)
 	case MC_ERR_TORCH_FORMAT: return "malformed torch cache blob";
 	case MC_ERR_CRYPTO: return "crypto library failed to start";
 	case MC_ERR_EXISTS: return "file exists";
+	case MC_ERR_LABEL: return "required label missing or different";
 	default: return "unknown error";
 	}
 }
@@ -56,6 +57,7 @@ mc_status_is_verification_failure(int status)
 	case MC_ERR_UNKNOWN_TYPE:
 	case MC_ERR_BAD_KEY:
 	case MC_ERR_CONFLICT:
+	case MC_ERR_LABEL:
 		return 1;
 	default:
 		return 0;

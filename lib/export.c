@@ -28,22 +28,15 @@ struct xgroup {
 	size_t n;
 };
 
-struct parts {
-	mc_ctx *ctx;
-	int dfd;             /* temp folder holding one file per needed object */
-	const char *dirpath;
-	char *need;          /* per object */
-	int fd;
-	size_t cur;
-};
-
+/* Parks object contents in a temp folder, one file per object named by its index, so
+ * that they can be read back in any order with bounded memory. */
 static int
 parts_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
 {
-	struct parts *p = ud;
+	struct mc_parts *p = ud;
 	char name[32];
 
-	if (!p->need[obj])
+	if (p->need != NULL && !p->need[obj])
 		return MC_OK;
 	if (p->fd < 0 || p->cur != obj) {
 		if (p->fd >= 0)
@@ -57,6 +50,70 @@ parts_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
 	if (mc__write_all(p->fd, buf, n) != 0)
 		return mc__errno(p->ctx, MC_ERR_IO, "cannot write a temp file in", p->dirpath);
 	return MC_OK;
+}
+
+int
+mc__parts_extract(mc_bundle *b, const char *prefix, char *need, struct mc_parts *p)
+{
+	size_t i;
+	int rc;
+
+	memset(p, 0, sizeof *p);
+	p->ctx = b->ctx;
+	p->dfd = -1;
+	p->fd = -1;
+	p->need = need;
+	p->nobjects = b->m.nobjects;
+	if ((p->dirpath = malloc(strlen(prefix) + 8)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	sprintf(p->dirpath, "%sXXXXXX", prefix);
+	if (mkdtemp(p->dirpath) == NULL) {
+		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot create a temp folder", p->dirpath);
+		free(p->dirpath);
+		p->dirpath = NULL;
+		return rc;
+	}
+	if ((p->dfd = open(p->dirpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return mc__errno(b->ctx, MC_ERR_IO, "cannot open", p->dirpath);
+	/* Empty contents stream no bytes; their parts are made here. */
+	for (i = 0; i < b->m.nobjects; i++)
+		if ((need == NULL || need[i]) && b->m.objects[i].size == 0 &&
+		    (rc = parts_sink(p, i, (const unsigned char *)"", 0)) != MC_OK)
+			return rc;
+	rc = mc__bundle_stream(b, parts_sink, NULL, p);
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	return rc;
+}
+
+void
+mc__parts_path(const struct mc_parts *p, size_t obj, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%zu", p->dirpath, obj);
+}
+
+void
+mc__parts_remove(struct mc_parts *p)
+{
+	char name[32];
+	size_t i;
+
+	if (p->fd >= 0)
+		close(p->fd);
+	if (p->dfd >= 0) {
+		for (i = 0; i < p->nobjects; i++)
+			if (p->need == NULL || p->need[i]) {
+				snprintf(name, sizeof name, "%zu", i);
+				unlinkat(p->dfd, name, 0);
+			}
+		close(p->dfd);
+	}
+	if (p->dirpath != NULL)
+		rmdir(p->dirpath);
+	free(p->dirpath);
+	memset(p, 0, sizeof *p);
+	p->fd = p->dfd = -1;
 }
 
 struct crcout {
@@ -99,7 +156,7 @@ out_str(struct crcout *o, const char *s)
 }
 
 static int
-out_part(struct crcout *o, struct parts *p, size_t obj, uint64_t size)
+out_part(struct crcout *o, struct mc_parts *p, size_t obj, uint64_t size)
 {
 	unsigned char *buf;
 	char name[32];
@@ -212,19 +269,6 @@ nomem:
 	return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 }
 
-static void
-remove_parts(struct parts *p, size_t nobjects)
-{
-	char name[32];
-	size_t i;
-
-	for (i = 0; i < nobjects; i++)
-		if (p->need[i]) {
-			snprintf(name, sizeof name, "%zu", i);
-			unlinkat(p->dfd, name, 0);
-		}
-}
-
 /* torch 2.7's type ids. */
 static uint64_t
 type_id_27(const char *type)
@@ -242,11 +286,12 @@ int
 mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_artifact_fn left_out,
 			  void *ud)
 {
-	struct parts p;
+	struct mc_parts p;
 	struct crcout o;
+	char *need = NULL, *prefix = NULL;
 	struct xgroup *g = NULL;
 	size_t ng = 0, i, j;
-	char *dirpath = NULL, *tmp = NULL;
+	char *tmp = NULL;
 	unsigned char head[4];
 	int rc;
 
@@ -267,40 +312,19 @@ mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_art
 		rc = mc__err(b->ctx, MC_ERR_INVALID, "%s: no torch artifacts to export", b->path);
 		goto out;
 	}
-	if ((p.need = calloc(b->m.nobjects + 1, 1)) == NULL ||
-	    (dirpath = malloc(strlen(out_path) + 16)) == NULL) {
+	if ((need = calloc(b->m.nobjects + 1, 1)) == NULL ||
+	    (prefix = malloc(strlen(out_path) + 8)) == NULL) {
 		rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < ng; i++)
 		for (j = 0; j < g[i].n; j++)
-			p.need[g[i].ents[j].object] = 1;
+			need[g[i].ents[j].object] = 1;
 	/* Contents arrive in hash order but are written in blob order: park them on disk
 	 * beside the output, so memory stays bounded. */
-	sprintf(dirpath, "%s.mcXXXXXX", out_path);
-	if (mkdtemp(dirpath) == NULL) {
-		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot create a temp folder beside", out_path);
-		free(dirpath);
-		dirpath = NULL;
+	sprintf(prefix, "%s.mc", out_path);
+	if ((rc = mc__parts_extract(b, prefix, need, &p)) != MC_OK)
 		goto out;
-	}
-	p.ctx = b->ctx;
-	p.dirpath = dirpath;
-	if ((p.dfd = open(dirpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot open", dirpath);
-		goto out;
-	}
-	/* Empty contents stream no bytes; their parts are made here. */
-	for (i = 0; i < b->m.nobjects; i++)
-		if (p.need[i] && b->m.objects[i].size == 0 &&
-		    (rc = parts_sink(&p, i, (const unsigned char *)"", 0)) != MC_OK)
-			goto out;
-	if ((rc = mc__bundle_stream(b, parts_sink, NULL, &p)) != MC_OK)
-		goto out;
-	if (p.fd >= 0) {
-		close(p.fd);
-		p.fd = -1;
-	}
 	o.ctx = b->ctx;
 	o.path = out_path;
 	o.crc = 0;
@@ -349,17 +373,9 @@ out:
 			unlink(tmp);
 		free(tmp);
 	}
-	if (p.fd >= 0)
-		close(p.fd);
-	if (p.dfd >= 0) {
-		remove_parts(&p, b->m.nobjects);
-		close(p.dfd);
-	}
-	if (dirpath != NULL) {
-		rmdir(dirpath);
-		free(dirpath);
-	}
-	free(p.need);
+	mc__parts_remove(&p);
+	free(need);
+	free(prefix);
 	for (i = 0; i < ng; i++)
 		free(g[i].ents);
 	free(g);

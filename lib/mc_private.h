@@ -286,6 +286,8 @@ MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *k
 				   const char *path, uint64_t offset, uint64_t size,
 				   size_t *object_out);
 MC_HIDDEN mc_ctx *mc__writer_ctx(mc_writer *w);
+/* Runs cleanup(arg) when the writer is freed. */
+MC_HIDDEN int mc__writer_adopt(mc_writer *w, void (*cleanup)(void *), void *arg);
 MC_HIDDEN int mc__writer_keep_unknown(const mc_writer *w);
 /* The SHA-256 recorded for the last artifact, or NULL; and taking it back. */
 MC_HIDDEN const unsigned char *mc__writer_last_sha256(const mc_writer *w);

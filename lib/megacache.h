@@ -65,7 +65,8 @@ enum {
 	MC_ERR_PASSWORD = -19,     /* wrong password for an encrypted secret key */
 	MC_ERR_TORCH_FORMAT = -20, /* a torch cache blob is malformed */
 	MC_ERR_CRYPTO = -21,       /* the crypto library could not start */
-	MC_ERR_EXISTS = -22        /* an output file exists and overwriting was not asked */
+	MC_ERR_EXISTS = -22,       /* an output file exists and overwriting was not asked */
+	MC_ERR_LABEL = -23         /* a label the caller requires is missing or differs */
 };
 
 /* A fixed English description of a status code. Never NULL; static storage. */
@@ -125,6 +126,9 @@ MC_API MC_MUST_CHECK int mc_ctx_register_type(mc_ctx *ctx, const char *type, con
 					      unsigned flags, mc_key_check_fn key_check,
 					      mc_dest_path_fn dest_path, void *ud);
 
+/* The tier a registered type installs into, or NULL for an unknown type. Owned by ctx. */
+MC_API const char *mc_ctx_type_tier(const mc_ctx *ctx, const char *type);
+
 /* Progress of long operations: phase is a short word ("pack", "verify", "load"),
  * done and total are bytes of artifact content. Called from the calling thread. */
 typedef void (*mc_progress_fn)(void *ud, const char *phase, uint64_t done, uint64_t total);
@@ -172,6 +176,7 @@ MC_API const char *mc_seckey_id(const mc_seckey *sk);
 /* Writing bundles.                                                           */
 
 typedef struct mc_writer mc_writer;
+typedef struct mc_bundle mc_bundle; /* an opened bundle: see below */
 
 MC_API MC_MUST_CHECK int mc_writer_new(mc_ctx *ctx, mc_writer **out);
 MC_API void mc_writer_free(mc_writer *w);
@@ -203,6 +208,17 @@ MC_API MC_MUST_CHECK int mc_writer_add_triton_dir(mc_writer *w, const char *dir,
 						  void *ud);
 MC_API MC_MUST_CHECK int mc_writer_set_keep_unknown(mc_writer *w, int keep);
 
+/* Records every artifact and label of an opened bundle (merging bundles). The bundle
+ * is read through once, checked by its policy (set trust or insecure on it first);
+ * contents are parked in a temp folder made in spool_dir and removed by
+ * mc_writer_free(). A (type, key) recorded again replaces the earlier one (see
+ * mc_writer_set_conflict_fn); a label set again takes the new value. */
+MC_API MC_MUST_CHECK int mc_writer_add_bundle(mc_writer *w, mc_bundle *b, const char *spool_dir);
+/* Called at save for each (type, key) that was recorded more than once with different
+ * contents; the one recorded last is kept. */
+typedef void (*mc_conflict_fn)(void *ud, const char *type, const char *key);
+MC_API void mc_writer_set_conflict_fn(mc_writer *w, mc_conflict_fn fn, void *ud);
+
 /* Bundle-level fields. Label keys are 1..64 characters of [A-Za-z0-9_.-]; values are
  * UTF-8 without control characters, at most 1024 bytes. Setting a key again replaces it. */
 MC_API MC_MUST_CHECK int mc_writer_set_label(mc_writer *w, const char *key, const char *value);
@@ -226,8 +242,6 @@ MC_API uint64_t mc_writer_total_bytes(const mc_writer *w);
 /* ------------------------------------------------------------------------- */
 /* Reading, verifying and loading bundles.                                    */
 
-typedef struct mc_bundle mc_bundle;
-
 /* Opens a bundle and reads its manifest and signatures (not its objects). The
  * manifest is parsed and checked; nothing is trusted until mc_bundle_verify() or
  * mc_bundle_load() succeeded. */
@@ -241,6 +255,9 @@ MC_API MC_MUST_CHECK int mc_bundle_set_threshold(mc_bundle *b, unsigned k);
 MC_API MC_MUST_CHECK int mc_bundle_set_min_version(mc_bundle *b, uint64_t min_version);
 /* The time used for the expiry check; default: the clock at the check. */
 MC_API MC_MUST_CHECK int mc_bundle_set_now(mc_bundle *b, int64_t unix_time);
+/* Requires label key to have value (checked with the policy, after the signatures).
+ * Call once per label. */
+MC_API MC_MUST_CHECK int mc_bundle_require_label(mc_bundle *b, const char *key, const char *value);
 /* Skips signature and policy checks (integrity is always checked). */
 MC_API MC_MUST_CHECK int mc_bundle_set_insecure(mc_bundle *b, int insecure);
 
@@ -299,6 +316,15 @@ MC_API MC_MUST_CHECK int mc_bundle_export_torch(mc_bundle *b, const char *out_pa
  * and reported to left_out (may be NULL) with what = MC_LOAD_PLANNED and dest NULL. */
 MC_API MC_MUST_CHECK int mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format,
 						   mc_artifact_fn left_out, void *ud);
+
+/* Differences between two bundles' artifacts, by (type, key), in (type, key) order:
+ * what is MC_DIFF_ADDED (only in b), MC_DIFF_REMOVED (only in a) or MC_DIFF_CHANGED
+ * (different content). Reads the manifests only; checks no signature. */
+enum { MC_DIFF_ADDED = 0, MC_DIFF_REMOVED = 1, MC_DIFF_CHANGED = 2 };
+typedef void (*mc_diff_fn)(void *ud, int what, const char *type, const char *key,
+			   uint64_t size_a, uint64_t size_b);
+MC_API MC_MUST_CHECK int mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn,
+					void *ud);
 
 /* Writes a copy of the bundle with one more signature, by sk, to out_path (which may
  * be the bundle's own path). The bundle's integrity is checked while copying. */

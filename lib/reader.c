@@ -260,6 +260,11 @@ mc_bundle_free(mc_bundle *b)
 	}
 	free(b->sigs);
 	free(b->trusted);
+	for (i = 0; i < b->nrequired; i++) {
+		free(b->required[i].key);
+		free(b->required[i].value);
+	}
+	free(b->required);
 	for (i = 0; i < b->ntypes; i++)
 		free(b->types[i]);
 	free(b->types);
@@ -477,6 +482,24 @@ mc_bundle_set_now(mc_bundle *b, int64_t t)
 }
 
 int
+mc_bundle_require_label(mc_bundle *b, const char *key, const char *value)
+{
+	struct mc_label *l;
+
+	if (b == NULL || key == NULL || value == NULL)
+		return MC_ERR_INVALID;
+	if ((l = realloc(b->required, (b->nrequired + 1) * sizeof *l)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	b->required = l;
+	l[b->nrequired].key = mc__strdup(key);
+	l[b->nrequired].value = mc__strdup(value);
+	b->nrequired++;
+	if (l[b->nrequired - 1].key == NULL || l[b->nrequired - 1].value == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	return MC_OK;
+}
+
+int
 mc_bundle_set_insecure(mc_bundle *b, int insecure)
 {
 	if (b == NULL)
@@ -528,6 +551,19 @@ mc__bundle_policy(mc_bundle *b)
 		return mc__err(b->ctx, MC_ERR_ROLLBACK, "%s: bundle version %llu is below the minimum "
 			       "%llu", b->path, (unsigned long long)b->m.bundle_version,
 			       (unsigned long long)b->min_version);
+	for (i = 0; i < b->nrequired; i++) {
+		const char *have = NULL;
+		for (j = 0; j < b->m.nlabels; j++)
+			if (strcmp(b->m.labels[j].key, b->required[i].key) == 0)
+				have = b->m.labels[j].value;
+		if (have == NULL)
+			return mc__err(b->ctx, MC_ERR_LABEL, "%s: label %s=%s is required; the bundle has "
+				       "no label %s", b->path, b->required[i].key, b->required[i].value,
+				       b->required[i].key);
+		if (strcmp(have, b->required[i].value) != 0)
+			return mc__err(b->ctx, MC_ERR_LABEL, "%s: label %s is '%s' in the bundle, '%s' "
+				       "required", b->path, b->required[i].key, have, b->required[i].value);
+	}
 	return MC_OK;
 }
 

@@ -56,6 +56,13 @@ struct mc_writer {
 	size_t ngroups;
 	uint64_t total;
 	int keep_unknown;
+	mc_conflict_fn conflict;
+	void *conflict_ud;
+	struct cleanup {
+		void (*fn)(void *);
+		void *arg;
+	} *cleanups;
+	size_t ncleanups;
 };
 
 int
@@ -115,7 +122,32 @@ mc_writer_free(mc_writer *w)
 	free(w->labels);
 	free(w->signers);
 	free_groups(w);
+	for (i = 0; i < w->ncleanups; i++)
+		w->cleanups[i].fn(w->cleanups[i].arg);
+	free(w->cleanups);
 	free(w);
+}
+
+int
+mc__writer_adopt(mc_writer *w, void (*fn)(void *), void *arg)
+{
+	struct cleanup *c = realloc(w->cleanups, (w->ncleanups + 1) * sizeof *c);
+
+	if (c == NULL)
+		return MC_ERR_NOMEM;
+	c[w->ncleanups].fn = fn;
+	c[w->ncleanups++].arg = arg;
+	w->cleanups = c;
+	return MC_OK;
+}
+
+void
+mc_writer_set_conflict_fn(mc_writer *w, mc_conflict_fn fn, void *ud)
+{
+	if (w == NULL)
+		return;
+	w->conflict = fn;
+	w->conflict_ud = ud;
 }
 
 static size_t
@@ -750,10 +782,14 @@ mc_writer_save(mc_writer *w, const char *path)
 		goto out;
 	}
 	for (i = 0; i < w->narts; i = j) {
+		int differ = 0;
+
 		for (j = i + 1; j < w->narts && strcmp(w->arts[j].type, w->arts[i].type) == 0 &&
 				strcmp(w->arts[j].key, w->arts[i].key) == 0;
 		     j++)
-			;
+			differ |= w->arts[j].obj != w->arts[i].obj;
+		if (differ && w->conflict != NULL)
+			w->conflict(w->conflict_ud, w->arts[i].type, w->arts[i].key);
 		used[w->arts[j - 1].obj] = 1;
 		m.artifacts[m.nartifacts++].object = j - 1; /* temporarily: index into arts */
 	}

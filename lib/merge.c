@@ -1,0 +1,66 @@
+/*
+ * merge.c - records the artifacts and labels of an existing bundle into a writer, so
+ * that several bundles (one per rank, say) become one.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bundle_private.h"
+
+static void
+parts_cleanup(void *arg)
+{
+	struct mc_parts *p = arg;
+
+	mc__parts_remove(p);
+	free(p);
+}
+
+int
+mc_writer_add_bundle(mc_writer *w, mc_bundle *b, const char *spool_dir)
+{
+	mc_ctx *ctx;
+	struct mc_parts *p;
+	char prefix[MC_PATH_MAX], path[MC_PATH_MAX];
+	size_t i;
+	int rc;
+
+	if (w == NULL || b == NULL || spool_dir == NULL)
+		return MC_ERR_INVALID;
+	ctx = mc__writer_ctx(w);
+	if (strlen(spool_dir) > MC_PATH_MAX - 64)
+		return mc__err(ctx, MC_ERR_INVALID, "spool folder path too long");
+	if ((p = calloc(1, sizeof *p)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	p->fd = p->dfd = -1;
+	snprintf(prefix, sizeof prefix, "%s/.megacache-merge-", spool_dir);
+	if ((rc = mc__bundle_policy(b)) == MC_OK)
+		rc = mc__parts_extract(b, prefix, NULL, p);
+	/* The writer removes the parked contents when it is freed, whatever happens now. */
+	if (mc__writer_adopt(w, parts_cleanup, p) != MC_OK) {
+		parts_cleanup(p);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	if (rc != MC_OK) {
+		if (b->ctx != ctx) {
+			char msg[MC_ERRBUF];
+			snprintf(msg, sizeof msg, "%s", b->ctx->err);
+			mc__err(ctx, rc, "%s", msg);
+		}
+		return rc;
+	}
+	for (i = 0; i < b->m.nartifacts; i++) {
+		const struct mc_martifact *a = &b->m.artifacts[i];
+
+		mc__parts_path(p, a->object, path, sizeof path);
+		if ((rc = mc__writer_add_range(w, a->type, a->key, path, 0, a->size, NULL)) != MC_OK)
+			return rc;
+	}
+	for (i = 0; i < b->m.nlabels; i++)
+		if ((rc = mc_writer_set_label(w, b->m.labels[i].key, b->m.labels[i].value)) != MC_OK)
+			return rc;
+	mc__writer_note_source(w, b->m.nartifacts);
+	return MC_OK;
+}

@@ -1,0 +1,62 @@
+# sources.sh - labels and where they come from, --require on load, list --explain,
+# merge and diff.
+. "$(dirname "$0")/lib.sh"
+PUB="$KEYS/test.pub"
+SEC="$KEYS/test.key"
+export SOURCE_DATE_EPOCH=1700000000
+
+# Labels: given, from the environment, from a JSON file of facts.
+printf '{"torch": "2.11.0+cu130", "gpu": "NVIDIA H100 80GB HBM3"}' > "$T/facts.json"
+GPU_COUNT=8 run 0 "" pack -q -o "$T/a.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda.megacache" \
+	--labels-json "$T/facts.json" --label-from-env GPU_COUNT --label rank=0
+run 0 "label gpu=NVIDIA H100 80GB HBM3" list "$T/a.mcache"
+grep -qx "label GPU_COUNT=8" "$T/out" && ok || bad "--label-from-env not recorded"
+grep -qx "label torch=2.11.0+cu130" "$T/out" && ok || bad "--labels-json not recorded"
+run 2 "is not set" pack -o "$T/x.mcache" --from-torch "$DATA/mlp-cuda.megacache" --label-from-env NO_SUCH_VAR_X
+printf '[1,2]' > "$T/bad.json"
+run 2 "not a JSON object" pack -o "$T/x.mcache" --from-torch "$DATA/mlp-cuda.megacache" --labels-json "$T/bad.json"
+
+# --require compares labels before anything is written.
+run 1 "label torch is '2.11.0+cu130' in the bundle, '2.10.0' required" \
+	load "$T/a.mcache" -p "$PUB" --cache-dir "$T/r1" --require torch=2.10.0
+[ ! -e "$T/r1" ] && ok || bad "a refused load wrote something"
+run 1 "the bundle has no label cuda" load "$T/a.mcache" -p "$PUB" --cache-dir "$T/r1" --require cuda=13.0
+run 0 "installed" load "$T/a.mcache" -p "$PUB" --cache-dir "$T/r1" --require torch=2.11.0+cu130 --require rank=0
+run 1 "required" verify "$T/a.mcache" -p "$PUB" --require rank=1
+
+# list --explain: type, key, size, destination, and whether it is there already.
+rm "$T/r1/vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config"
+run 0 "1 to install, 9 already there" list "$T/a.mcache" --explain --cache-dir "$T/r1"
+grep -q "would install vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config" "$T/out" \
+	&& ok || bad "explain does not name the missing artifact"
+grep -q -- "-> $T/r1/fxgraph/ot/fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i/" "$T/out" \
+	&& ok || bad "explain does not show destinations"
+run 0 "" list "$T/a.mcache" --explain --cache-dir "$T/r1" --json
+grep -Eq '"identical_file_present":[[:space:]]*false' "$T/out" && ok || bad "explain --json lacks the presence flag"
+
+# merge: two ranks' bundles into one; the same content stored once; conflicts reported.
+run 0 "" pack -q -o "$T/b.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda-precompile.megacache" --label rank=1
+run 2 "needs -p" merge -o "$T/m.mcache" "$T/a.mcache" "$T/b.mcache"
+run 0 "merged 2 bundles" merge -o "$T/m.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache" "$T/b.mcache"
+grep -q "13 artifacts, 8 conflicts" "$T/out" && ok || bad "merge counts: $(cat "$T/out")"
+grep -c "conflict: " "$T/err" | grep -qx 8 && ok || bad "conflicts not reported one per line"
+run 0 "OK" verify "$T/m.mcache" -p "$PUB"
+# The later bundle wins: the merged bundle loads what b alone loads, plus a's extra entries.
+run 0 "" load "$T/m.mcache" -p "$PUB" --cache-dir "$T/mm"
+run 0 "" load "$T/b.mcache" -p "$PUB" --cache-dir "$T/mb"
+for f in $(cd "$T/mb" && find . -type f); do
+	cmp -s "$T/mb/$f" "$T/mm/$f" || { bad "merged $f is not the later bundle's"; continue; }
+	ok
+done
+[ -z "$(find "$T" -maxdepth 1 -name '.megacache-merge-*')" ] && ok || bad "merge left temp folders"
+run 1 "" merge -o "$T/m2.mcache" -p "$KEYS/other.pub" "$T/a.mcache"
+[ ! -e "$T/m2.mcache" ] && ok || bad "merge of unverified input wrote a bundle"
+
+# diff: added, removed, changed, per type.
+run 0 "3 added, 2 removed, 8 changed" diff "$T/a.mcache" "$T/b.mcache"
+grep -qx "precompile   1 added, 0 removed, 0 changed" "$T/out" && ok || bad "per-type diff line missing"
+grep -q "^+ precompile" "$T/out" && ok || bad "added artifact not listed"
+run 0 "0 added, 0 removed, 0 changed" diff "$T/a.mcache" "$T/a.mcache"
+run 0 "" diff "$T/a.mcache" "$T/m.mcache" --json
+grep -Eq '"added":[[:space:]]*\[' "$T/out" && ok || bad "diff --json lacks lists"
+finish
