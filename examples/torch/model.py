@@ -90,6 +90,10 @@ def main():
         with open(args.blob, "wb") as f:
             f.write(blob)
         result["blob_bytes"] = len(blob)
+        # Facts about the environment, for `megacache pack --labels-json`.
+        with open(args.blob + ".labels.json", "w") as f:
+            json.dump({"torch": torch.__version__, "cuda": str(torch.version.cuda),
+                       "gpu": torch.cuda.get_device_name(0)}, f)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
 

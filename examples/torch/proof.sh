@@ -23,19 +23,18 @@ TORCHINDUCTOR_CACHE_DIR="$W/cold" "$PY" "$MODEL" cold --blob "$W/blob.bin" --out
 
 echo "== 2. two signed bundles: from torch's blob, and from the cache dir"
 "$M" keygen -q -W -f -p "$W/proof.pub" -s "$W/proof.key"
-labels=$("$PY" -c "import json; r=json.load(open('$W/cold.json')); print(' '.join('--label %s=%s' % (k, str(r[k]).replace(' ', '_')) for k in ('torch', 'cuda', 'gpu')))")
-# shellcheck disable=SC2086
-"$M" pack -o "$W/from-torch.mcache" -s "$W/proof.key" --from-torch "$W/blob.bin" $labels
-# shellcheck disable=SC2086
-"$M" pack -o "$W/from-dir.mcache" -s "$W/proof.key" --from-dir "$W/cold" $labels
-"$M" list "$W/from-dir.mcache"
+facts="$W/blob.bin.labels.json"
+"$M" pack -o "$W/from-torch.mcache" -s "$W/proof.key" --from-torch "$W/blob.bin" --labels-json "$facts"
+"$M" pack -o "$W/from-dir.mcache" -s "$W/proof.key" --from-dir "$W/cold" --labels-json "$facts"
+"$M" list "$W/from-dir.mcache" | head -8
+torch_version=$("$PY" -c "import json; print(json.load(open('$facts'))['torch'])")
 
 echo "== 3. warm runs, each in a fresh process with a new empty cache dir"
 for kind in from-torch from-dir; do
 	for rep in 1 2; do
 		d="$W/warm-$kind-$rep"
 		t=$(now)
-		"$M" load "$W/$kind.mcache" -p "$W/proof.pub" --cache-dir "$d"
+		"$M" load "$W/$kind.mcache" -p "$W/proof.pub" --cache-dir "$d" --require torch="$torch_version"
 		t2=$(now)
 		awk -v a="$t" -v b="$t2" 'BEGIN { printf "{\"load_s\": %.4f}\n", b - a }' > "$W/load-$kind-$rep.json"
 		TORCHINDUCTOR_CACHE_DIR="$d" "$PY" "$MODEL" warm --out "$W/warm-$kind-$rep.json"
