@@ -415,18 +415,30 @@ cmd_keygen(int argc, char **argv)
 struct scan_tally {
 	int verbose;
 	size_t skipped;
+	struct {
+		char why[96];
+		size_t n;
+	} reasons[16];
+	size_t nreasons;
 };
 
 static void
 on_scan(void *ud, int what, const char *rel, const char *text)
 {
 	struct scan_tally *t = ud;
+	size_t i;
 
-	if (what == MC_SCAN_SKIPPED) {
-		t->skipped++;
-		if (t->verbose)
-			fprintf(stderr, "skipped %s: %s\n", rel, text);
-	}
+	if (what != MC_SCAN_SKIPPED)
+		return;
+	t->skipped++;
+	if (t->verbose)
+		fprintf(stderr, "skipped %s: %s\n", rel, text);
+	for (i = 0; i < t->nreasons && strcmp(t->reasons[i].why, text) != 0; i++)
+		;
+	if (i == t->nreasons && t->nreasons < 16)
+		snprintf(t->reasons[t->nreasons++].why, sizeof t->reasons[0].why, "%s", text);
+	if (i < t->nreasons)
+		t->reasons[i].n++;
 }
 
 static int
@@ -496,7 +508,7 @@ cmd_pack(int argc, char **argv)
 	size_t nsecs = 0, nsrcs = 0, nlabels = 0, i;
 	uint64_t bver = 0, expires = 0, level = 3;
 	int c, rc = MC_OK, json = 0, keep_unknown = 0;
-	struct scan_tally tally = {0, 0};
+	struct scan_tally tally;
 	mc_seckey *keys[16] = {NULL};
 	struct progress p;
 	mc_writer *w = NULL;
@@ -504,6 +516,7 @@ cmd_pack(int argc, char **argv)
 	const char *sde;
 	char hb[32];
 
+	memset(&tally, 0, sizeof tally);
 	while ((c = getopt_long(argc, argv, "o:s:vhq", lo, NULL)) != -1) {
 		if (common_opt(c))
 			continue;
@@ -630,9 +643,12 @@ cmd_pack(int argc, char **argv)
 	} else if (!quiet) {
 		printf("packed %zu artifacts (%s) into %s, %zu signature%s\n",
 		       mc_writer_artifact_count(w), hb, out, nsecs, nsecs == 1 ? "" : "s");
-		if (tally.skipped > 0)
-			printf("skipped %zu files: locks, temp files%s (-v lists them)\n", tally.skipped,
-			       keep_unknown ? "" : " and files of no known type");
+		if (tally.skipped > 0) {
+			printf("skipped %zu file%s (-v lists them):", tally.skipped, tally.skipped == 1 ? "" : "s");
+			for (i = 0; i < tally.nreasons; i++)
+				printf("%s %zu %s", i ? "," : "", tally.reasons[i].n, tally.reasons[i].why);
+			printf("\n");
+		}
 	}
 	rc = 0;
 done:
