@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -63,6 +64,11 @@ static const char usage_text[] =
 	"common options:\n"
 	"  --password-file F  read the secret key's password from the first line of F\n"
 	"  --now UNIXTIME     (verify, load, export) check expiry as of this time\n"
+	"  --max-manifest-bytes N, --max-artifacts N, --max-artifact-bytes N,\n"
+	"  --max-total-bytes N, --max-expansion N\n"
+	"                     caps on what a bundle may declare (defaults 64 MiB, 1000000,\n"
+	"                     8 GiB - 1, 256 GiB, and 4096 times an object's stored size;\n"
+	"                     --max-expansion 0 turns that cap off)\n"
 	"  -q, --quiet        print nothing but errors\n"
 	"  -h, --help         this text;  --version  the version\n"
 	"\n"
@@ -126,6 +132,18 @@ parse_u64(const char *s, uint64_t *v)
 	return 0;
 }
 
+/* Caps given on the command line (0: the library's default). */
+static struct {
+	int which;
+	const char *name;
+	uint64_t value;
+	int set;
+} caps[] = {{MC_LIMIT_MANIFEST_BYTES, "max-manifest-bytes", 0, 0},
+	    {MC_LIMIT_ARTIFACTS, "max-artifacts", 0, 0},
+	    {MC_LIMIT_ARTIFACT_BYTES, "max-artifact-bytes", 0, 0},
+	    {MC_LIMIT_TOTAL_BYTES, "max-total-bytes", 0, 0},
+	    {MC_LIMIT_EXPANSION, "max-expansion", 0, 0}};
+
 /* ---- progress ---- */
 
 struct progress {
@@ -161,12 +179,18 @@ new_ctx(struct progress *p)
 	p->on = !quiet && isatty(STDERR_FILENO);
 	p->last = -1;
 	mc_ctx_set_progress(ctx, on_progress, p);
+	for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
+		if (caps[i].set && mc_ctx_set_limit(ctx, caps[i].which, caps[i].value) != MC_OK)
+			usage_error("--%s: %llu is not a valid cap", caps[i].name,
+				    (unsigned long long)caps[i].value);
 	return ctx;
 }
 
 /* ---- passwords ---- */
 
 static const char *password_file;
+
+
 
 static int
 read_password(void *ud, const char *prompt, char *buf, size_t len)
@@ -216,11 +240,16 @@ enum {
 	OPT_LEVEL, OPT_NO_COMPRESS, OPT_JSON, OPT_THRESHOLD, OPT_MIN_VERSION, OPT_CACHE_DIR,
 	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW,
 	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT, OPT_LABEL_FROM_ENV,
-	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN
+	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_CAP /* + 0..4 */
 };
 
 #define COMMON_LONG {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'}, \
-	{"password-file", required_argument, NULL, OPT_PASSWORD_FILE}
+	{"password-file", required_argument, NULL, OPT_PASSWORD_FILE}, \
+	{"max-manifest-bytes", required_argument, NULL, OPT_CAP + 0}, \
+	{"max-artifacts", required_argument, NULL, OPT_CAP + 1}, \
+	{"max-artifact-bytes", required_argument, NULL, OPT_CAP + 2}, \
+	{"max-total-bytes", required_argument, NULL, OPT_CAP + 3}, \
+	{"max-expansion", required_argument, NULL, OPT_CAP + 4}
 
 static int
 common_opt(int c)
@@ -234,6 +263,11 @@ common_opt(int c)
 		return 1;
 	case OPT_PASSWORD_FILE:
 		password_file = optarg;
+		return 1;
+	case OPT_CAP + 0: case OPT_CAP + 1: case OPT_CAP + 2: case OPT_CAP + 3: case OPT_CAP + 4:
+		if (parse_u64(optarg, &caps[c - OPT_CAP].value) != 0)
+			usage_error("--%s takes a whole number, not '%s'", caps[c - OPT_CAP].name, optarg);
+		caps[c - OPT_CAP].set = 1;
 		return 1;
 	case '?':
 		fprintf(stderr, "Try 'megacache --help'.\n");
@@ -1460,6 +1494,8 @@ main(int argc, char **argv)
 		    {"export", cmd_export}, {"merge", cmd_merge},   {"diff", cmd_diff}};
 	size_t i;
 
+	/* A file-size limit must give a clear error (EFBIG), not kill the process. */
+	signal(SIGXFSZ, SIG_IGN);
 	if (argc < 2) {
 		fputs(usage_text, stderr);
 		return EXIT_USAGE;

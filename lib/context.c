@@ -15,6 +15,7 @@
 #define MC_DEFAULT_MAX_ARTIFACTS 1000000ull
 #define MC_DEFAULT_MAX_ARTIFACT_BYTES ((8ull << 30) - 1) /* ustar size field */
 #define MC_DEFAULT_MAX_TOTAL_BYTES (256ull << 30)
+#define MC_DEFAULT_MAX_EXPANSION 4096ull
 
 int
 mc__crypto_init(mc_ctx *ctx)
@@ -41,6 +42,7 @@ mc_ctx_new(mc_ctx **out)
 	ctx->max_artifacts = MC_DEFAULT_MAX_ARTIFACTS;
 	ctx->max_artifact_bytes = MC_DEFAULT_MAX_ARTIFACT_BYTES;
 	ctx->max_total_bytes = MC_DEFAULT_MAX_TOTAL_BYTES;
+	ctx->max_expansion = MC_DEFAULT_MAX_EXPANSION;
 	if ((rc = mc__crypto_init(ctx)) != MC_OK ||
 	    (rc = mc__register_torch_types(ctx)) != MC_OK) {
 		mc_ctx_free(ctx);
@@ -288,9 +290,10 @@ mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total)
 int
 mc_ctx_set_limit(mc_ctx *ctx, int which, uint64_t value)
 {
-	if (ctx == NULL || value == 0)
+	if (ctx == NULL || (value == 0 && which != MC_LIMIT_EXPANSION))
 		return MC_ERR_INVALID;
 	switch (which) {
+	case MC_LIMIT_EXPANSION: ctx->max_expansion = value; break;
 	case MC_LIMIT_MANIFEST_BYTES: ctx->max_manifest = value; break;
 	case MC_LIMIT_ARTIFACTS: ctx->max_artifacts = value; break;
 	case MC_LIMIT_ARTIFACT_BYTES: ctx->max_artifact_bytes = value; break;

@@ -336,7 +336,14 @@ parse_objects(mc_ctx *ctx, const cJSON *objs, struct mc_manifest *m)
 		if (o->size > ctx->max_artifact_bytes || o->stored_size > ctx->max_artifact_bytes)
 			return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is over the per-artifact cap of %llu "
 				       "bytes", what, (unsigned long long)ctx->max_artifact_bytes);
-		/* Expansion is declared, and decompression stops at the declared size. */
+		/* Decompression stops at the declared size; the declared size itself is
+		 * bounded by the stored size, so a small bundle cannot fill a disk. */
+		if (o->encoding == MC_ENC_ZSTD && ctx->max_expansion != 0 &&
+		    o->size / ctx->max_expansion > o->stored_size)
+			return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s expands %llu bytes to %llu, more "
+				       "than the expansion cap of %llu", what,
+				       (unsigned long long)o->stored_size, (unsigned long long)o->size,
+				       (unsigned long long)ctx->max_expansion);
 		m->nobjects++;
 		if (m->nobjects > 1 && memcmp(o[-1].hash, o->hash, 32) >= 0)
 			return BAD("manifest: objects not sorted by hash, or repeated, at %s", what);

@@ -54,6 +54,7 @@ struct mc_ctx {
 	uint64_t max_artifacts;
 	uint64_t max_artifact_bytes;
 	uint64_t max_total_bytes;
+	uint64_t max_expansion; /* 0: no cap */
 	int triton_flat; /* the triton tier has no device level */
 };
 

@@ -136,11 +136,14 @@ MC_API void mc_ctx_set_progress(mc_ctx *ctx, mc_progress_fn fn, void *ud);
 
 /* Caps applied when reading bundles and torch blobs (defaults in format/SPEC.md). */
 enum {
-	MC_LIMIT_MANIFEST_BYTES = 1,
-	MC_LIMIT_ARTIFACTS = 2,
-	MC_LIMIT_ARTIFACT_BYTES = 3,
-	MC_LIMIT_TOTAL_BYTES = 4
+	MC_LIMIT_MANIFEST_BYTES = 1, /* default 64 MiB */
+	MC_LIMIT_ARTIFACTS = 2,      /* default 1,000,000 */
+	MC_LIMIT_ARTIFACT_BYTES = 3, /* default 8 GiB - 1 */
+	MC_LIMIT_TOTAL_BYTES = 4,    /* default 256 GiB */
+	MC_LIMIT_EXPANSION = 5       /* content size / stored size of a compressed object;
+					default 4096; 0 turns the check off */
 };
+/* Sets a cap; 0 is refused except for MC_LIMIT_EXPANSION. */
 MC_API MC_MUST_CHECK int mc_ctx_set_limit(mc_ctx *ctx, int which, uint64_t value);
 
 /* ------------------------------------------------------------------------- */

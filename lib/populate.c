@@ -6,7 +6,10 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,6 +352,73 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, int 
 	return MC_OK;
 }
 
+/* Temp files and folders of loaders that were killed: ".<name>.mc<pid>-<rand>.tmp",
+ * older than an hour, whose process is gone. Removed from the folders a load stages
+ * into, so crashed loads leave no garbage for long. The age test keeps a live loader
+ * in another pid namespace (a container sharing the cache) from losing its files. */
+#define STALE_SECONDS 3600
+
+static void
+remove_tree_at(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+	struct dirent *e;
+
+	if (fd < 0) {
+		unlinkat(dfd, name, 0);
+		return;
+	}
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			unlinkat(dirfd(d), e->d_name, 0); /* a unit folder holds only files */
+	closedir(d);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+static void
+clean_stale(int dfd)
+{
+	int fd = dup(dfd);
+	DIR *d;
+	struct dirent *e;
+	time_t now = time(NULL);
+
+	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		const char *mc, *n = e->d_name;
+		struct stat st;
+		char *end;
+		long pid;
+		size_t len = strlen(n);
+
+		if (n[0] != '.' || len < 8 || strcmp(n + len - 4, ".tmp") != 0 ||
+		    (mc = strstr(n, ".mc")) == NULL)
+			continue;
+		pid = strtol(mc + 3, &end, 10);
+		if (end == mc + 3 || *end != '-' || pid <= 0 || pid == (long)getpid())
+			continue;
+		if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 || now - st.st_mtime < STALE_SECONDS)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			remove_tree_at(dfd, n);
+		else if (S_ISREG(st.st_mode))
+			unlinkat(dfd, n, 0);
+	}
+	rewinddir(d);
+	closedir(d);
+}
+
 /* Makes the unit's temp folder (once) and points the staged file into it. */
 static int
 unit_prepare(struct loader *L, struct staged *s)
@@ -363,8 +433,9 @@ unit_prepare(struct loader *L, struct staged *s)
 
 		if ((rc = open_dir_of(L, u->tier, u->parent, 1, &pfd)) != MC_OK)
 			return rc;
+		clean_stale(pfd);
 		for (tries = 0; tries < 16 && !made; tries++) {
-			snprintf(tmp, sizeof tmp, ".%.200s.mc%08x.tmp", u->name, randombytes_random());
+			snprintf(tmp, sizeof tmp, ".%.200s.mc%ld-%08x.tmp", u->name, (long)getpid(), randombytes_random());
 			if (mkdirat(pfd, tmp, 0755) == 0)
 				made = 1;
 			else if ((err = errno) != EEXIST)
@@ -410,8 +481,9 @@ stage_open(struct loader *L, struct staged *s)
 	}
 	if ((rc = open_dir_of(L, s->tier, s->dir, 1, &dfd)) != MC_OK)
 		return rc;
+	clean_stale(dfd);
 	for (tries = 0; tries < 16; tries++) {
-		snprintf(tmp, sizeof tmp, ".%.200s.mc%08x.tmp", s->base, randombytes_random());
+		snprintf(tmp, sizeof tmp, ".%.200s.mc%ld-%08x.tmp", s->base, (long)getpid(), randombytes_random());
 		s->fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (s->fd >= 0 || errno != EEXIST)
 			break;
