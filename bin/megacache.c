@@ -103,6 +103,16 @@ fail(mc_ctx *ctx, int rc)
 	return mc_status_is_verification_failure(rc) ? EXIT_VERIFY : EXIT_USAGE;
 }
 
+/* The same, for the early exits of a command: the context is freed too. */
+static int
+fail_free(mc_ctx *ctx, int rc)
+{
+	int code = fail(ctx, rc);
+
+	mc_ctx_free(ctx);
+	return code;
+}
+
 static void
 human_bytes(uint64_t n, char *buf, size_t len)
 {
@@ -427,14 +437,14 @@ cmd_keygen(int argc, char **argv)
 		}
 	}
 	if ((rc = mc_keygen(ctx, &sk, &pk)) != MC_OK)
-		return fail(ctx, rc);
+		return fail_free(ctx, rc);
 	rc = mc_keypair_save(ctx, sk, pk, pub, sec, unencrypted ? NULL : pw1, force);
 	memset(pw1, 0, sizeof pw1);
 	memset(pw2, 0, sizeof pw2);
 	if (rc != MC_OK) {
 		mc_seckey_free(sk);
 		mc_pubkey_free(pk);
-		return fail(ctx, rc);
+		return fail_free(ctx, rc);
 	}
 	if (!quiet)
 		printf("key %s: public key in %s, secret key in %s\n", mc_pubkey_id(pk), pub, sec);
@@ -620,7 +630,7 @@ cmd_pack(int argc, char **argv)
 		usage_error("pack needs at least one --from-torch BLOB or --from-dir DIR%s", "");
 	ctx = new_ctx(&p);
 	if ((rc = mc_writer_new(ctx, &w)) != MC_OK)
-		return fail(ctx, rc);
+		return fail_free(ctx, rc);
 	sde = getenv("SOURCE_DATE_EPOCH");
 	if (sde != NULL && sde[0] != '\0') {
 		uint64_t t;
@@ -1083,11 +1093,11 @@ cmd_load(int argc, char **argv)
 		usage_error("-p and --insecure-no-verify do not go together%s", "");
 	ctx = new_ctx(&p);
 	if (cache_dir != NULL && (rc = mc_ctx_set_tier_root(ctx, "inductor", cache_dir)) != MC_OK)
-		return fail(ctx, rc);
+		return fail_free(ctx, rc);
 	if (triton_dir != NULL && (rc = mc_ctx_set_tier_root(ctx, "triton", triton_dir)) != MC_OK)
-		return fail(ctx, rc);
+		return fail_free(ctx, rc);
 	if ((rc = mc_ctx_tier_root(ctx, "inductor", &r.root)) != MC_OK)
-		return fail(ctx, rc);
+		return fail_free(ctx, rc);
 	rc = mc_bundle_open(ctx, argv[optind], &b);
 	if (rc == MC_OK)
 		rc = apply_trust(ctx, b, &t, keys);
@@ -1303,7 +1313,7 @@ cmd_merge(int argc, char **argv)
 		usage_error("merge needs -p PUBFILE to verify its inputs (or --insecure-no-verify)%s", "");
 	ctx = new_ctx(&p);
 	if ((rc = mc_writer_new(ctx, &w)) != MC_OK)
-		return fail(ctx, rc);
+		return fail_free(ctx, rc);
 	mc_writer_set_conflict_fn(w, on_conflict, &conflicts);
 	sde = getenv("SOURCE_DATE_EPOCH");
 	{

@@ -90,6 +90,7 @@ run 2 "needs -p" load "$T/mlp-cuda.mcache" --cache-dir "$T/x"
 # The default cache dir is torch's.
 TORCHINDUCTOR_CACHE_DIR="$T/envroot" run 0 "" load "$T/mlp-cuda.mcache" -p "$PUB"
 [ -d "$T/envroot/fxgraph" ] && ok || bad "TORCHINDUCTOR_CACHE_DIR was not used"
+mkdir -p "$T/tmpdir"
 (unset TORCHINDUCTOR_CACHE_DIR; TMPDIR="$T/tmpdir" USER='a/b:c' LOGNAME='a/b:c' \
 	"$MEGACACHE" load "$T/mlp-cuda.mcache" -p "$PUB" -q)
 [ -d "$T/tmpdir/torchinductor_a_b_c/fxgraph" ] && ok || bad "default root is not \$TMPDIR/torchinductor_<user>"
