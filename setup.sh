@@ -9,7 +9,7 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
-	libarchive-dev libsodium-dev libcjson-dev libzstd-dev check minisign >/dev/null
+	libarchive-dev libsodium-dev libcjson-dev libzstd-dev check minisign valgrind >/dev/null
 autoreconf -fi
 ./configure --enable-werror
 make -j"$(nproc)"

@@ -244,7 +244,8 @@ export_layout(mc_bundle *b, int format, struct xgroup **gout, size_t *ngout)
 		for (i = 0; i < b->m.nartifacts; i++)
 			if (format_accepts(format, b->m.artifacts[i].type))
 				arts[n++] = &b->m.artifacts[i];
-		qsort(arts, n, sizeof *arts, art_rank_cmp);
+		if (n > 1)
+			qsort(arts, n, sizeof *arts, art_rank_cmp);
 		for (i = 0; i < n; i++) {
 			if (ng == 0 || strcmp(g[ng - 1].type, arts[i]->type) != 0) {
 				g[ng].type = arts[i]->type;

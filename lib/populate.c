@@ -82,7 +82,8 @@ mc__bundle_plan(mc_bundle *b)
 	}
 	if (rc == MC_OK) {
 		/* Two artifacts on one path, or one path inside another's, cannot both land. */
-		qsort(refs, n, sizeof *refs, dest_ref_cmp);
+		if (n > 1)
+			qsort(refs, n, sizeof *refs, dest_ref_cmp);
 		for (i = 1; i < n; i++) {
 			size_t l = strlen(refs[i - 1].dest);
 			struct mc_martifact *prev = &b->m.artifacts[refs[i - 1].art];

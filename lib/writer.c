@@ -774,7 +774,8 @@ mc_writer_save(mc_writer *w, const char *path)
 	memset(&sp, 0, sizeof sp);
 	sp.fd = -1;
 	/* Artifacts sorted by (type, key); for a repeated pair the last recorded wins. */
-	qsort(w->arts, w->narts, sizeof *w->arts, art_cmp);
+	if (w->narts > 1)
+		qsort(w->arts, w->narts, sizeof *w->arts, art_cmp);
 	if ((m.artifacts = calloc(w->narts + 1, sizeof *m.artifacts)) == NULL ||
 	    (order = malloc((w->nobjs + 1) * sizeof *order)) == NULL ||
 	    (used = calloc(w->nobjs + 1, 1)) == NULL) {
@@ -802,7 +803,8 @@ mc_writer_save(mc_writer *w, const char *path)
 			memcpy(order[nuniq].hash, w->objs[i].hash, MC_HASH_BYTES);
 			order[nuniq++].idx = i;
 		}
-	qsort(order, nuniq, sizeof *order, hashidx_cmp);
+	if (nuniq > 1)
+		qsort(order, nuniq, sizeof *order, hashidx_cmp);
 	if ((m.objects = calloc(nuniq + 1, sizeof *m.objects)) == NULL) {
 		rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
@@ -873,7 +875,8 @@ mc_writer_save(mc_writer *w, const char *path)
 		if (rc != MC_OK)
 			goto out;
 	}
-	qsort(w->labels, w->nlabels, sizeof *w->labels, label_cmp);
+	if (w->nlabels > 1)
+		qsort(w->labels, w->nlabels, sizeof *w->labels, label_cmp);
 	m.labels = w->labels;
 	m.nlabels = w->nlabels;
 	m.created = w->created;
