@@ -303,6 +303,15 @@ tier_index(struct loader *L, const char *tier)
 static int
 open_dir_of(struct loader *L, size_t tier, const char *dir, int create, int *fd)
 {
+	int rc;
+
+	*fd = -1;
+	if (L->tiers[tier].fd < 0) {
+		if (!create)
+			return MC_OK;
+		if ((rc = open_root(L, &L->tiers[tier])) != MC_OK)
+			return rc;
+	}
 	if (strcmp(dir, ".") == 0) {
 		*fd = dup(L->tiers[tier].fd);
 		return *fd < 0 ? mc__errno(L->ctx, MC_ERR_IO, "cannot open", L->tiers[tier].root) : MC_OK;
@@ -709,7 +718,7 @@ loader_free(struct loader *L)
 }
 
 static int
-setup_tiers(struct loader *L, int dry)
+setup_tiers(struct loader *L)
 {
 	const mc_bundle *b = L->b;
 	size_t i;
@@ -728,13 +737,11 @@ setup_tiers(struct loader *L, int dry)
 		t->fd = -1;
 		if ((rc = mc_ctx_tier_root(L->ctx, t->name, &t->root)) != MC_OK)
 			return rc;
-		if (dry) {
-			t->fd = open(t->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (t->fd < 0 && errno != ENOENT)
-				return mc__errno(L->ctx, MC_ERR_IO, "cannot open tier folder", t->root);
-		} else if ((rc = open_root(L, t)) != MC_OK) {
-			return rc;
-		}
+		/* Opened if it exists; made only when the first file is staged, so that a
+		 * load refused before that leaves no trace. */
+		t->fd = open(t->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (t->fd < 0 && errno != ENOENT)
+			return mc__errno(L->ctx, MC_ERR_IO, "cannot open tier folder", t->root);
 	}
 	return MC_OK;
 }
@@ -793,7 +800,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	L.ctx = b->ctx;
 	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = mc__bundle_plan(b)) != MC_OK)
 		return rc;
-	if ((rc = setup_tiers(&L, dry)) != MC_OK)
+	if ((rc = setup_tiers(&L)) != MC_OK)
 		goto out;
 	if ((L.unchanged = calloc(b->m.nartifacts + 1, sizeof *L.unchanged)) == NULL ||
 	    (L.st = calloc(b->m.nartifacts + 1, sizeof *L.st)) == NULL ||

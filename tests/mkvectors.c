@@ -139,6 +139,13 @@ put_sig(struct buf *b, const mc_seckey *sk, const char *manifest, size_t mlen, c
 	mc__sig_clear(&sig);
 }
 
+static int
+bomb_out(struct buf *b, const unsigned char *d, size_t n)
+{
+	put(b, d, n);
+	return MC_OK;
+}
+
 static void
 save_raw(const char *name, const struct buf *tar)
 {
@@ -587,6 +594,98 @@ main(int argc, char **argv)
 		save_raw("archive-manifest-not-first.mcache", &b);
 		expect("archive-manifest-not-first.mcache", "load", 1, "not manifest.json");
 		free(b.p);
+	}
+
+	/* 6. Bombs. */
+	{
+		size_t big = 64u << 20, ztiny = 0;
+		unsigned char *zeros = calloc(1, big), *zbuf;
+		char man[16384], zh[65], sh[65];
+		mc_zenc *z;
+		struct buf out = {0};
+
+		if (zeros == NULL || mc__zenc_new(ctx, 3, &z) != MC_OK)
+			die("bomb");
+		if (mc__zenc_run(z, zeros, big, 1, (mc_out_fn)bomb_out, &out) != MC_OK)
+			die("bomb");
+		mc__zenc_free(z);
+		zbuf = out.p;
+		ztiny = out.n;
+		hexhash(zeros, big, zh);
+		hexhash(zbuf, ztiny, sh);
+		/* 64 MiB declared from a few kB stored: over the expansion cap, refused before
+		 * anything is written. */
+		snprintf(man, sizeof man,
+			 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
+			 "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"bomb:0:\",\"size\":%zu,"
+			 "\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%zu,\"encoding\":\"zstd\","
+			 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
+			 EPOCH, big, zh, zh, big, ztiny, sh);
+		memset(&b, 0, sizeof b);
+		put_member(&b, "manifest.json", man, strlen(man));
+		put_sig(&b, k_test, man, strlen(man), NULL);
+		snprintf(path, sizeof path, "objects/%s", zh);
+		put_member(&b, path, zbuf, ztiny);
+		put_end(&b);
+		save_raw("bomb-expansion.mcache", &b);
+		expect("bomb-expansion.mcache", "load", 1, "more than the expansion cap");
+		free(b.p);
+		/* A frame that expands past the size it declares: stopped at the declared size. */
+		hexhash(zeros, 4096, zh);
+		snprintf(man, sizeof man,
+			 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
+			 "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"bomb:0:\",\"size\":4096,"
+			 "\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":4096,\"encoding\":\"zstd\","
+			 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
+			 EPOCH, zh, zh, ztiny, sh);
+		memset(&b, 0, sizeof b);
+		put_member(&b, "manifest.json", man, strlen(man));
+		put_sig(&b, k_test, man, strlen(man), NULL);
+		snprintf(path, sizeof path, "objects/%s", zh);
+		put_member(&b, path, zbuf, ztiny);
+		put_end(&b);
+		save_raw("bomb-overflow.mcache", &b);
+		expect("bomb-overflow.mcache", "load", 1, "expands past its declared 4096 bytes");
+		free(b.p);
+		free(zbuf);
+		free(zeros);
+	}
+	{
+		/* A manifest member that claims 100 MB: refused before it is read. */
+		unsigned char hdr[512];
+		memset(&b, 0, sizeof b);
+		mc__tar_header_render("manifest.json", 100u << 20, hdr);
+		put(&b, hdr, 512);
+		put(&b, "{}", 2);
+		save_raw("bomb-manifest-size.mcache", &b);
+		expect("bomb-manifest-size.mcache", "load", 1, "over the cap");
+		free(b.p);
+	}
+	{
+		/* Many tiny artifacts: 1,001 against a cap of 1,000. */
+		mc_writer *w;
+		char key[64], p2[4096];
+		int i;
+		snprintf(p2, sizeof p2, "%s/many-artifacts.mcache", outdir);
+		if (mc_writer_new(ctx, &w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK)
+			die("many");
+		for (i = 0; i < 1001; i++) {
+			snprintf(key, sizeof key, "job:%d:", i);
+			if (mc_writer_add_memory(w, "pgo", key, key, strlen(key)) != MC_OK)
+				die("many");
+		}
+		if (mc_writer_add_signer(w, k_test) != MC_OK || mc_writer_save(w, p2) != MC_OK)
+			die("many");
+		mc_writer_free(w);
+		expect("many-artifacts.mcache", "load-max-artifacts-1000", 1, "over the cap of 1000");
+		expect("many-artifacts.mcache", "load", 0, "");
+	}
+	{
+		/* A key of PATH_MAX + 1 bytes. */
+		char longkey[4098];
+		memset(longkey, 'k', 4097);
+		longkey[4097] = '\0';
+		hostile_manifest("manifest-key-path-max.mcache", "pgo", longkey, "key is empty or longer");
 	}
 
 	/* 7. Not bundles at all. */

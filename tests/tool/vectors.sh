@@ -2,6 +2,10 @@
 # expected.tsv names, and a refused bundle leaves the cache dir untouched.
 . "$(dirname "$0")/lib.sh"
 V="$MC_SRCDIR/format/vectors"
+# Something beside the cache dirs, to show that no case touches it.
+mkdir -p "$T/beside"
+echo keep > "$T/beside/file"
+touch -d 2001-01-01 "$T/beside/file" "$T/beside"
 n=0
 while IFS="$(printf '\t')" read -r file cmd code text; do
 	case "$file" in ''|'#'*) continue ;; esac
@@ -14,6 +18,7 @@ while IFS="$(printf '\t')" read -r file cmd code text; do
 	load-threshold2) set -- "$@" -p "$KEYS/test.pub" -p "$KEYS/test2.pub" --threshold 2 ;;
 	load-threshold2-same) set -- "$@" -p "$KEYS/test.pub" -p "$KEYS/test.pub" --threshold 2 ;;
 	load-min-version-*) set -- "$@" -p "$KEYS/test.pub" --min-version "${cmd#load-min-version-}" ;;
+	load-max-artifacts-*) set -- "$@" -p "$KEYS/test.pub" --max-artifacts "${cmd#load-max-artifacts-}" ;;
 	*) bad "unknown command $cmd in expected.tsv"; continue ;;
 	esac
 	run "$code" "$text" "$@" || continue
@@ -27,4 +32,11 @@ while IFS="$(printf '\t')" read -r file cmd code text; do
 	fi
 done < "$V/expected.tsv"
 [ "$n" -ge 60 ] && ok || bad "only $n vectors read"
+# Nothing outside the cache dirs was touched.
+[ -z "$(find "$T/beside" -newermt 2002-01-01)" ] && [ "$(cat "$T/beside/file")" = keep ] && ok \
+	|| bad "a case touched a file beside the cache dir"
+extra=$(cd "$T" && ls -A | grep -vE '^(cache[0-9]+|beside|out|err)$')
+[ -z "$extra" ] && ok || bad "cases left files beside the cache dirs: $extra"
+[ ! -e /tmp/megacache-evil ] && ok || bad "an archive member escaped to /tmp"
+echo "vectors: $n cases"
 finish

@@ -1,0 +1,69 @@
+# destination.sh - hostile destinations: links planted in the cache dir at a folder, at
+# a final file name and at a Triton kernel folder; a cache dir the loader may not
+# write. Each is refused with exit 2 and a message naming the path, and nothing outside
+# (or inside) changes.
+. "$(dirname "$0")/lib.sh"
+PUB="$KEYS/test.pub"
+SEC="$KEYS/test.key"
+tar -xzf "$DATA/mlp-cuda-cachedir.tar.gz" -C "$T"
+tar -xzf "$DATA/mlp-cpu-cachedir.tar.gz" -C "$T"
+run 0 "" pack -q -o "$T/cuda.mcache" -s "$SEC" --from-dir "$T/cache_mlp_cold"
+run 0 "" pack -q -o "$T/cpu.mcache" -s "$SEC" --from-torch "$DATA/mlp-cpu-pgo.megacache"
+mkdir -p "$T/outside"
+echo precious > "$T/outside/victim"
+snap() { (cd "$1" && find . -printf '%p %y %s %T@\n' | LC_ALL=C sort); }
+
+fresh_root() {
+	rm -rf "$T/root"
+	mkdir -p "$T/root"
+}
+
+# A link at fxgraph/.
+fresh_root
+ln -s "$T/outside" "$T/root/fxgraph"
+snap "$T/outside" > "$T/before"
+snap "$T/root" > "$T/root.before"
+run 2 "fxgraph: is a symlink or not a folder" load "$T/cuda.mcache" -p "$PUB" --cache-dir "$T/root"
+snap "$T/outside" | cmp -s - "$T/before" && ok || bad "the folder behind the link changed"
+snap "$T/root" | cmp -s - "$T/root.before" && ok || bad "the cache dir changed"
+
+# A link at a final file name.
+fresh_root
+mkdir -p "$T/root/dynamo"
+ln -s "$T/outside/victim" "$T/root/dynamo/code_state_megacache-probe_None_.pkl"
+snap "$T/root" > "$T/root.before"
+run 2 "code_state_megacache-probe_None_.pkl: exists and is a symlink" load "$T/cpu.mcache" -p "$PUB" --cache-dir "$T/root"
+[ "$(cat "$T/outside/victim")" = precious ] && ok || bad "the file behind the link was written"
+snap "$T/root" | cmp -s - "$T/root.before" && ok || bad "the cache dir changed"
+
+# A link at a Triton kernel folder.
+fresh_root
+mkdir -p "$T/root/triton/0"
+ln -s "$T/outside" "$T/root/triton/0/5R467APMN4NBYYOOQVSRYSCYJWWLZWXLOLQGVNQZHQXVOTJYWSOA"
+snap "$T/outside" > "$T/before"
+run 2 "is a symlink or not a folder" load "$T/cuda.mcache" -p "$PUB" --cache-dir "$T/root"
+snap "$T/outside" | cmp -s - "$T/before" && ok || bad "the folder behind the kernel link changed"
+[ "$(find "$T/root" | wc -l)" = 4 ] && ok || bad "the cache dir changed: $(find "$T/root" | head)"
+
+# A link at the tier root itself is the caller's choice and is followed.
+fresh_root
+ln -s "$T/root" "$T/root-link"
+run 0 "" load -q "$T/cpu.mcache" -p "$PUB" --cache-dir "$T/root-link"
+[ -f "$T/root/dynamo/code_state_megacache-probe_None_.pkl" ] && ok || bad "a linked root was not followed"
+
+# A cache dir the loader may not write (as an unprivileged user when run as root).
+fresh_root
+chmod 0555 "$T/root"
+if [ "$(id -u)" = 0 ]; then
+	AS="setpriv --reuid=65534 --regid=65534 --clear-groups"
+	chmod o+rx "$T" "$T/cpu.mcache" 2>/dev/null
+else
+	AS=""
+fi
+$AS "$MEGACACHE" load "$T/cpu.mcache" -p "$PUB" --cache-dir "$T/root" >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" = 2 ] && ok || bad "read-only cache dir: exit $rc, expected 2: $(cat "$T/err")"
+grep -q "Permission denied" "$T/err" && grep -q "$T/root" "$T/err" && ok || bad "read-only: unclear error: $(cat "$T/err")"
+[ -z "$(find "$T/root" -mindepth 1)" ] && ok || bad "read-only: something was written"
+chmod 0755 "$T/root"
+finish
