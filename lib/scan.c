@@ -48,6 +48,9 @@ is_transient(const char *name)
 	return ends_with(name, ".lock") || ends_with(name, ".tmp") || name[0] == '.';
 }
 
+static int unknown(struct scan *s, const char *path, const char *reason);
+static int unknown_visit(struct scan *s, const char *path, const char *name, const void *reason);
+
 static int
 add_file(struct scan *s, const char *path, const char *type, const char *key)
 {
@@ -64,8 +67,11 @@ add_file(struct scan *s, const char *path, const char *type, const char *key)
 	rc = mc__writer_add_range(s->w, type, key, path, 0, (uint64_t)st.st_size, NULL);
 	if (rc == MC_ERR_BAD_KEY) {
 		snprintf(why, sizeof why, "name does not fit type %s", type);
-		report(s, MC_SCAN_SKIPPED, path, why);
-		return MC_OK;
+		if (strcmp(type, "extra") == 0) {
+			report(s, MC_SCAN_SKIPPED, path, why);
+			return MC_OK;
+		}
+		return unknown(s, path, why);
 	}
 	if (rc != MC_OK)
 		return rc;
@@ -77,8 +83,7 @@ add_file(struct scan *s, const char *path, const char *type, const char *key)
 		mc__torch_b32_51(mc__writer_last_sha256(s->w), h);
 		if (strcmp(h, base) != 0) {
 			mc__writer_drop_last(s->w);
-			report(s, MC_SCAN_SKIPPED, path, "file name is not the hash of its content");
-			return MC_OK;
+			return unknown(s, path, "file name is not the hash of its content");
 		}
 	}
 	report(s, MC_SCAN_RECORDED, path, type);
@@ -165,8 +170,6 @@ typedef int (*visit_fn)(struct scan *s, const char *path, const char *name, cons
 
 static int skip_tree(struct scan *s, const char *path, const char *reason);
 static int skip_visit(struct scan *s, const char *path, const char *name, const void *reason);
-static int unknown_visit(struct scan *s, const char *path, const char *name, const void *reason);
-static int unknown(struct scan *s, const char *path, const char *reason);
 
 static int
 for_each_child(struct scan *s, const char *dir, visit_fn visit, const void *arg)

@@ -73,6 +73,11 @@ run 0 "" pack -v -o "$T/renamed.mcache" --from-dir "$T/renamed"
 grep -q "file name is not the hash of its content" "$T/err" && ok || bad "misnamed graph file not reported"
 run 0 "" list "$T/renamed.mcache"
 [ "$(grep -c '^inductor' "$T/out")" = 3 ] && ok || bad "misnamed graph file was packed"
+# ... unless every file is to be kept: then it is kept as it is, at its path.
+run 0 "" pack -q -o "$T/renamed-all.mcache" --from-dir "$T/renamed" --keep-unknown
+run 0 "" load -q "$T/renamed-all.mcache" --insecure-no-verify --cache-dir "$T/renamed-out"
+check "misnamed graph file kept with --keep-unknown" cmp -s "$(dirname "$g")/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+	"$T/renamed-out/$(dirname "${g#$T/renamed/}")/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 # Type selection and the dry run.
 run 0 "" load "$T/mlp-cuda.mcache" -p "$PUB" --cache-dir "$T/only-autotune" --types autotune
