@@ -43,7 +43,7 @@ static const char usage_text[] =
 	"  sign BUNDLE -s SECFILE [-o OUT]\n"
 	"        add a signature to a bundle (in place unless -o)\n"
 	"  verify BUNDLE -p PUBFILE [-p PUBFILE]... [--threshold K] [--min-version N]\n"
-	"       [--require K=V]... [--json]\n"
+	"       [--require K=V]... [--insecure-no-verify] [--json]\n"
 	"        check signatures, policy and every byte of a bundle\n"
 	"  list BUNDLE [--json] [--explain [--cache-dir DIR] [--triton-dir DIR]]\n"
 	"        show a bundle's labels, signatures and artifacts (not verified); --explain:\n"
@@ -260,6 +260,13 @@ enum {
 	{"max-artifact-bytes", required_argument, NULL, OPT_CAP + 2}, \
 	{"max-total-bytes", required_argument, NULL, OPT_CAP + 3}, \
 	{"max-expansion", required_argument, NULL, OPT_CAP + 4}
+
+/* The trust options of verify, load, export and merge. */
+#define TRUST_LONG {"threshold", required_argument, NULL, OPT_THRESHOLD}, \
+	{"min-version", required_argument, NULL, OPT_MIN_VERSION}, \
+	{"now", required_argument, NULL, OPT_NOW}, \
+	{"require", required_argument, NULL, OPT_REQUIRE}, \
+	{"insecure-no-verify", no_argument, NULL, OPT_INSECURE}
 
 static int
 common_opt(int c)
@@ -755,10 +762,7 @@ cmd_verify(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		COMMON_LONG,
-		{"threshold", required_argument, NULL, OPT_THRESHOLD},
-		{"min-version", required_argument, NULL, OPT_MIN_VERSION},
-		{"now", required_argument, NULL, OPT_NOW},
-		{"require", required_argument, NULL, OPT_REQUIRE},
+		TRUST_LONG,
 		{"json", no_argument, NULL, OPT_JSON},
 		{NULL, 0, NULL, 0}};
 	struct trust t;
@@ -779,8 +783,9 @@ cmd_verify(int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		usage_error("verify needs exactly one BUNDLE%s", "");
-	if (t.npubs == 0)
-		usage_error("verify needs at least one -p PUBFILE%s", "");
+	if (t.npubs == 0 && !t.insecure)
+		usage_error("verify needs at least one -p PUBFILE (or --insecure-no-verify: integrity "
+			    "only)%s", "");
 	ctx = new_ctx(&p);
 	rc = mc_bundle_open(ctx, argv[optind], &b);
 	if (rc == MC_OK)
@@ -1049,16 +1054,12 @@ cmd_load(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		COMMON_LONG,
-		{"threshold", required_argument, NULL, OPT_THRESHOLD},
-		{"min-version", required_argument, NULL, OPT_MIN_VERSION},
-		{"now", required_argument, NULL, OPT_NOW},
-		{"require", required_argument, NULL, OPT_REQUIRE},
+		TRUST_LONG,
 		{"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
 		{"triton-dir", required_argument, NULL, OPT_TRITON_DIR},
 		{"types", required_argument, NULL, OPT_TYPES},
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 		{"json", no_argument, NULL, OPT_JSON},
-		{"insecure-no-verify", no_argument, NULL, OPT_INSECURE},
 		{NULL, 0, NULL, 0}};
 	struct trust t;
 	mc_pubkey *keys[32] = {NULL};
@@ -1174,12 +1175,9 @@ cmd_export(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		COMMON_LONG,
+		TRUST_LONG,
 		{"torch", required_argument, NULL, OPT_TORCH},
 		{"torch-format", required_argument, NULL, OPT_TORCH_FORMAT},
-		{"threshold", required_argument, NULL, OPT_THRESHOLD},
-		{"min-version", required_argument, NULL, OPT_MIN_VERSION},
-		{"now", required_argument, NULL, OPT_NOW},
-		{"insecure-no-verify", no_argument, NULL, OPT_INSECURE},
 		{NULL, 0, NULL, 0}};
 	const char *out = NULL;
 	mc_pubkey *keys[32] = {NULL};
@@ -1258,12 +1256,8 @@ cmd_merge(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		COMMON_LONG,
+		TRUST_LONG,
 		{"output", required_argument, NULL, 'o'},
-		{"threshold", required_argument, NULL, OPT_THRESHOLD},
-		{"min-version", required_argument, NULL, OPT_MIN_VERSION},
-		{"require", required_argument, NULL, OPT_REQUIRE},
-		{"now", required_argument, NULL, OPT_NOW},
-		{"insecure-no-verify", no_argument, NULL, OPT_INSECURE},
 		{"label", required_argument, NULL, OPT_LABEL},
 		{"bundle-version", required_argument, NULL, OPT_BUNDLE_VERSION},
 		{"level", required_argument, NULL, OPT_LEVEL},
