@@ -504,6 +504,18 @@ load_signers(mc_ctx *ctx, const char **secs, size_t n, mc_seckey **keys)
 	return MC_OK;
 }
 
+/* The creation time: SOURCE_DATE_EPOCH when set (reproducible bundles), else now. */
+static int
+set_created(mc_writer *w)
+{
+	const char *sde = getenv("SOURCE_DATE_EPOCH");
+	uint64_t t = (uint64_t)time(NULL);
+
+	if (sde != NULL && sde[0] != '\0' && parse_u64(sde, &t) != 0)
+		usage_error("SOURCE_DATE_EPOCH is not a Unix time: '%s'", sde);
+	return mc_writer_set_created(w, (int64_t)t);
+}
+
 /* Labels from a JSON object of strings (facts a job wrote beside its torch blob).
  * A file that is not one ends the program with a usage error. */
 static int
@@ -564,7 +576,6 @@ cmd_pack(int argc, char **argv)
 	struct progress p;
 	mc_writer *w = NULL;
 	mc_ctx *ctx;
-	const char *sde;
 	char hb[32];
 
 	memset(&tally, 0, sizeof tally);
@@ -638,15 +649,7 @@ cmd_pack(int argc, char **argv)
 	ctx = new_ctx(&p);
 	if ((rc = mc_writer_new(ctx, &w)) != MC_OK)
 		return fail_free(ctx, rc);
-	sde = getenv("SOURCE_DATE_EPOCH");
-	if (sde != NULL && sde[0] != '\0') {
-		uint64_t t;
-		if (parse_u64(sde, &t) != 0)
-			usage_error("SOURCE_DATE_EPOCH is not a Unix time: '%s'", sde);
-		rc = mc_writer_set_created(w, (int64_t)t);
-	} else {
-		rc = mc_writer_set_created(w, (int64_t)time(NULL));
-	}
+	rc = set_created(w);
 	if (rc == MC_OK)
 		rc = mc_writer_set_bundle_version(w, bver);
 	if (rc == MC_OK)
@@ -1271,7 +1274,6 @@ cmd_merge(int argc, char **argv)
 	mc_writer *w = NULL;
 	mc_ctx *ctx;
 	char *dir, *slash;
-	const char *sde;
 	int c, rc = MC_OK;
 
 	memset(&t, 0, sizeof t);
@@ -1309,13 +1311,7 @@ cmd_merge(int argc, char **argv)
 	if ((rc = mc_writer_new(ctx, &w)) != MC_OK)
 		return fail_free(ctx, rc);
 	mc_writer_set_conflict_fn(w, on_conflict, &conflicts);
-	sde = getenv("SOURCE_DATE_EPOCH");
-	{
-		uint64_t tm = (uint64_t)time(NULL);
-		if (sde != NULL && sde[0] != '\0' && parse_u64(sde, &tm) != 0)
-			usage_error("SOURCE_DATE_EPOCH is not a Unix time: '%s'", sde);
-		rc = mc_writer_set_created(w, (int64_t)tm);
-	}
+	rc = set_created(w);
 	if (rc == MC_OK)
 		rc = mc_writer_set_bundle_version(w, bver);
 	if (rc == MC_OK)

@@ -35,15 +35,21 @@ die(const char *what)
 }
 
 static unsigned char *
-slurp(const char *rel, size_t *len)
+read_in(const char *dir, const char *rel, size_t *len)
 {
 	char path[4096];
 	char *buf;
 
-	snprintf(path, sizeof path, "%s/%s", srcdir, rel);
+	snprintf(path, sizeof path, "%s/%s", dir, rel);
 	if (mc__read_small_file(ctx, path, 1 << 26, &buf, len) != MC_OK)
 		die(path);
 	return (unsigned char *)buf;
+}
+
+static unsigned char *
+slurp(const char *rel, size_t *len)
+{
+	return read_in(srcdir, rel, len);
 }
 
 static void
@@ -237,13 +243,7 @@ valid(const char *name, int level, const mc_seckey *s1, const mc_seckey *s2)
 static unsigned char *
 read_out(const char *name, size_t *len)
 {
-	char path[4096];
-	char *buf;
-
-	snprintf(path, sizeof path, "%s/%s", outdir, name);
-	if (mc__read_small_file(ctx, path, 1 << 26, &buf, len) != MC_OK)
-		die(path);
-	return (unsigned char *)buf;
+	return read_in(outdir, name, len);
 }
 
 static size_t
