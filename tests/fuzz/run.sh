@@ -7,6 +7,7 @@ set -eu
 secs=${1:-600}
 [ $# -gt 0 ] && shift
 targets=${*:-bundle manifest torchblob keys}
+found=0
 src=$(cd "$(dirname "$0")" && pwd)
 for t in $targets; do
 	w=run/fuzz/$t
@@ -17,5 +18,10 @@ for t in $targets; do
 	TMPDIR="$w" ./tests/fuzz/fuzz_$t -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 \
 		-artifact_prefix="$w/" -print_final_stats=1 "$w/corpus" > "$w/log" 2>&1 || true
 	grep -E '^stat::(number_of_executed_units|new_units_added|peak_rss_mb)|cov: ' "$w/log" | tail -4
-	ls "$w"/crash-* "$w"/leak-* "$w"/timeout-* 2>/dev/null || echo "no crash"
+	if ls "$w"/crash-* "$w"/leak-* "$w"/timeout-* "$w"/oom-* 2>/dev/null; then
+		found=1
+	else
+		echo "no crash"
+	fi
 done
+exit "$found"
