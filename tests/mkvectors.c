@@ -158,6 +158,32 @@ save_raw(const char *name, const struct buf *tar)
 	spit(name, tar->p, tar->n);
 }
 
+/* A bundle under construction: the manifest member first, signed by the test key. */
+static void
+start(struct buf *b, const char *man)
+{
+	memset(b, 0, sizeof *b);
+	put_member(b, "manifest.json", man, strlen(man));
+}
+
+static void
+start_signed(struct buf *b, const char *man)
+{
+	start(b, man);
+	put_sig(b, k_test, man, strlen(man), NULL);
+}
+
+/* Ends the archive, writes the vector and records what loading it must give. */
+static void
+finish(struct buf *b, const char *name, const char *cmd, int code, const char *text)
+{
+	put_end(b);
+	save_raw(name, b);
+	expect(name, cmd, code, text);
+	free(b->p);
+	b->p = NULL;
+}
+
 /* Content of the small test artifacts. */
 static unsigned char *c_vu, *c_ig, *c_pgo;
 static size_t n_vu, n_ig, n_pgo;
@@ -181,8 +207,7 @@ signed_with_manifest(const char *name, const char *manifest, int with_object)
 	struct buf b = {0};
 	char h[65], obj[128];
 
-	put_member(&b, "manifest.json", manifest, strlen(manifest));
-	put_sig(&b, k_test, manifest, strlen(manifest), NULL);
+	start_signed(&b, manifest);
 	if (with_object) {
 		hexhash(c_vu, n_vu, h);
 		snprintf(obj, sizeof obj, "objects/%s", h);
@@ -348,25 +373,17 @@ main(int argc, char **argv)
 		memcpy(forged.keynum, k_test->keynum, 8);
 		hexhash(c_vu, n_vu, h);
 		man = manifest_one("autotune", key_vu, n_vu, h, NULL);
-		memset(&b, 0, sizeof b);
-		put_member(&b, "manifest.json", man, strlen(man));
+		start(&b, man);
 		put_sig(&b, &forged, man, strlen(man), NULL);
 		snprintf(m, sizeof m, "objects/%s", h);
 		put_member(&b, m, c_vu, n_vu);
-		put_end(&b);
-		save_raw("sig-wrong-key.mcache", &b);
-		expect("sig-wrong-key.mcache", "load", 1, "does not verify");
-		free(b.p);
+		finish(&b, "sig-wrong-key.mcache", "load", 1, "does not verify");
 
 		/* A valid signature over other bytes. */
-		memset(&b, 0, sizeof b);
-		put_member(&b, "manifest.json", man, strlen(man));
+		start(&b, man);
 		put_sig(&b, k_test, "{}", 2, NULL);
 		put_member(&b, m, c_vu, n_vu);
-		put_end(&b);
-		save_raw("sig-other-bytes.mcache", &b);
-		expect("sig-other-bytes.mcache", "load", 1, "does not verify");
-		free(b.p);
+		finish(&b, "sig-other-bytes.mcache", "load", 1, "does not verify");
 
 		/* The trusted comment edited after signing (still canonical text). */
 		{
@@ -379,29 +396,20 @@ main(int argc, char **argv)
 			free(sig.trusted_comment);
 			sig.trusted_comment = mc__strdup("timestamp:1900000000\tfile:manifest.json\thashed");
 			text = mc__sig_render(&sig, &len);
-			memset(&b, 0, sizeof b);
-			put_member(&b, "manifest.json", man, strlen(man));
+			start(&b, man);
 			snprintf(path, sizeof path, "signatures/%s.minisig", sig.id);
 			put_member(&b, path, text, len);
 			put_member(&b, m, c_vu, n_vu);
-			put_end(&b);
-			save_raw("sig-edited-comment.mcache", &b);
-			expect("sig-edited-comment.mcache", "load", 1, "does not verify");
-			free(b.p);
+			finish(&b, "sig-edited-comment.mcache", "load", 1, "does not verify");
 			free(text);
 			mc__sig_clear(&sig);
 		}
 
 		/* The same signature twice: members must have distinct, ordered key ids. */
-		memset(&b, 0, sizeof b);
-		put_member(&b, "manifest.json", man, strlen(man));
-		put_sig(&b, k_test, man, strlen(man), NULL);
+		start_signed(&b, man);
 		put_sig(&b, k_test, man, strlen(man), NULL);
 		put_member(&b, m, c_vu, n_vu);
-		put_end(&b);
-		save_raw("sig-same-key-twice.mcache", &b);
-		expect("sig-same-key-twice.mcache", "load-threshold2-same", 1, "repeated");
-		free(b.p);
+		finish(&b, "sig-same-key-twice.mcache", "load-threshold2-same", 1, "repeated");
 	}
 	expect("valid-signed.mcache", "load-threshold2", 1, "1 valid trusted signature, 2 required");
 	expect("valid-signed.mcache", "load-threshold2-same", 1, "threshold 2 cannot be met");
@@ -452,17 +460,12 @@ main(int argc, char **argv)
 		const char *man = manifest_one("autotune", key_vu, n_vu, h, NULL);
 		char h2[65];
 		hexhash(c_ig, n_ig, h2);
-		memset(&b, 0, sizeof b);
-		put_member(&b, "manifest.json", man, strlen(man));
-		put_sig(&b, k_test, man, strlen(man), NULL);
+		start_signed(&b, man);
 		snprintf(path, sizeof path, "objects/%s", h);
 		put_member(&b, path, c_vu, n_vu);
 		snprintf(path, sizeof path, "objects/%s", h2);
 		put_member(&b, path, c_ig, n_ig);
-		put_end(&b);
-		save_raw("manifest-object-unlisted.mcache", &b);
-		expect("manifest-object-unlisted.mcache", "load", 1, "not listed in the manifest");
-		free(b.p);
+		finish(&b, "manifest-object-unlisted.mcache", "load", 1, "not listed in the manifest");
 		/* Same object content under a hash name that is wrong for it. */
 		memset(&b, 0, sizeof b);
 		man = manifest_one("autotune", key_vu, n_vu, h2, NULL);
@@ -470,10 +473,7 @@ main(int argc, char **argv)
 		put_sig(&b, k_test, man, strlen(man), NULL);
 		snprintf(path, sizeof path, "objects/%s", h2);
 		put_member(&b, path, c_vu, n_vu);
-		put_end(&b);
-		save_raw("manifest-hash-mismatch.mcache", &b);
-		expect("manifest-hash-mismatch.mcache", "load", 1, "do not match their hash");
-		free(b.p);
+		finish(&b, "manifest-hash-mismatch.mcache", "load", 1, "do not match their hash");
 	}
 	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format\":\"megacache\",\"format_version\":1,"
 		 "\"created\":%d,\"bundle_version\":0,\"labels\":{},\"artifacts\":[],\"objects\":[]}", EPOCH);
@@ -539,9 +539,7 @@ main(int argc, char **argv)
 			size_t k;
 			const char *pax = "30 path=objects/../../../tmp/x\n";
 
-			memset(&b, 0, sizeof b);
-			put_member(&b, "manifest.json", man, strlen(man));
-			put_sig(&b, k_test, man, strlen(man), NULL);
+			start_signed(&b, man);
 			mc__tar_header_render(arch[i].name, arch[i].type == 'x' ? strlen(pax) : 0, hdr);
 			hdr[156] = (unsigned char)arch[i].type;
 			if (arch[i].type == '2' || arch[i].type == '1')
@@ -554,23 +552,13 @@ main(int argc, char **argv)
 			put_member_hdr(&b, hdr, pax, arch[i].type == 'x' ? strlen(pax) : 0);
 			snprintf(path, sizeof path, "objects/%s", h);
 			put_member(&b, path, c_vu, n_vu);
-			put_end(&b);
-			save_raw(arch[i].file, &b);
-			expect(arch[i].file, "load", 1, arch[i].msg);
-			free(b.p);
+			finish(&b, arch[i].file, "load", 1, arch[i].msg);
 		}
-		memset(&b, 0, sizeof b);
-		put_member(&b, "manifest.json", man, strlen(man));
-		put_sig(&b, k_test, man, strlen(man), NULL);
+		start_signed(&b, man);
 		put_member(&b, path, c_vu, n_vu);
 		put_member(&b, path, c_vu, n_vu);
-		put_end(&b);
-		save_raw("archive-duplicate-member.mcache", &b);
-		expect("archive-duplicate-member.mcache", "load", 1, "not listed in the manifest");
-		free(b.p);
-		memset(&b, 0, sizeof b);
-		put_member(&b, "manifest.json", man, strlen(man));
-		put_sig(&b, k_test, man, strlen(man), NULL);
+		finish(&b, "archive-duplicate-member.mcache", "load", 1, "not listed in the manifest");
+		start_signed(&b, man);
 		put_member(&b, path, c_vu, n_vu);
 		put_end(&b);
 		put_member(&b, "objects/after-the-end", c_ig, n_ig);
@@ -590,10 +578,7 @@ main(int argc, char **argv)
 		memset(&b, 0, sizeof b);
 		put_member(&b, path, c_vu, n_vu);
 		put_member(&b, "manifest.json", man, strlen(man));
-		put_end(&b);
-		save_raw("archive-manifest-not-first.mcache", &b);
-		expect("archive-manifest-not-first.mcache", "load", 1, "not manifest.json");
-		free(b.p);
+		finish(&b, "archive-manifest-not-first.mcache", "load", 1, "not manifest.json");
 	}
 
 	/* 6. Bombs. */
@@ -621,15 +606,10 @@ main(int argc, char **argv)
 			 "\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%zu,\"encoding\":\"zstd\","
 			 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
 			 EPOCH, big, zh, zh, big, ztiny, sh);
-		memset(&b, 0, sizeof b);
-		put_member(&b, "manifest.json", man, strlen(man));
-		put_sig(&b, k_test, man, strlen(man), NULL);
+		start_signed(&b, man);
 		snprintf(path, sizeof path, "objects/%s", zh);
 		put_member(&b, path, zbuf, ztiny);
-		put_end(&b);
-		save_raw("bomb-expansion.mcache", &b);
-		expect("bomb-expansion.mcache", "load", 1, "more than the expansion cap");
-		free(b.p);
+		finish(&b, "bomb-expansion.mcache", "load", 1, "more than the expansion cap");
 		/* A frame that expands past the size it declares: stopped at the declared size. */
 		hexhash(zeros, 4096, zh);
 		snprintf(man, sizeof man,
@@ -638,15 +618,10 @@ main(int argc, char **argv)
 			 "\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":4096,\"encoding\":\"zstd\","
 			 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
 			 EPOCH, zh, zh, ztiny, sh);
-		memset(&b, 0, sizeof b);
-		put_member(&b, "manifest.json", man, strlen(man));
-		put_sig(&b, k_test, man, strlen(man), NULL);
+		start_signed(&b, man);
 		snprintf(path, sizeof path, "objects/%s", zh);
 		put_member(&b, path, zbuf, ztiny);
-		put_end(&b);
-		save_raw("bomb-overflow.mcache", &b);
-		expect("bomb-overflow.mcache", "load", 1, "expands past its declared 4096 bytes");
-		free(b.p);
+		finish(&b, "bomb-overflow.mcache", "load", 1, "expands past its declared 4096 bytes");
 		free(zbuf);
 		free(zeros);
 	}
