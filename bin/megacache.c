@@ -69,6 +69,8 @@ static const char usage_text[] =
 	"                     caps on what a bundle may declare (defaults 64 MiB, 1000000,\n"
 	"                     8 GiB - 1, 256 GiB, and 4096 times an object's stored size;\n"
 	"                     --max-expansion 0 turns that cap off)\n"
+	"  --threads N        worker threads for pack, verify and load (default 0: one per\n"
+	"                     CPU, at most 8); the bundle pack writes does not depend on it\n"
 	"  -q, --quiet        print nothing but errors\n"
 	"  -h, --help         this text;  --version  the version\n"
 	"\n"
@@ -142,6 +144,9 @@ parse_u64(const char *s, uint64_t *v)
 	return 0;
 }
 
+/* Worker threads (--threads; 0: one per CPU). */
+static unsigned threads;
+
 /* Caps given on the command line (0: the library's default). */
 static struct {
 	int which;
@@ -189,6 +194,8 @@ new_ctx(struct progress *p)
 	p->on = !quiet && isatty(STDERR_FILENO);
 	p->last = -1;
 	mc_ctx_set_progress(ctx, on_progress, p);
+	if (mc_ctx_set_threads(ctx, threads) != MC_OK)
+		usage_error("--threads: %u is not valid", threads);
 	for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
 		if (caps[i].set && mc_ctx_set_limit(ctx, caps[i].which, caps[i].value) != MC_OK)
 			usage_error("--%s: %llu is not a valid cap", caps[i].name,
@@ -250,7 +257,7 @@ enum {
 	OPT_LEVEL, OPT_NO_COMPRESS, OPT_JSON, OPT_THRESHOLD, OPT_MIN_VERSION, OPT_CACHE_DIR,
 	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW,
 	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT, OPT_LABEL_FROM_ENV,
-	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_CAP /* + 0..4 */
+	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_CAP /* + 0..4 */
 };
 
 #define COMMON_LONG {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'}, \
@@ -259,7 +266,8 @@ enum {
 	{"max-artifacts", required_argument, NULL, OPT_CAP + 1}, \
 	{"max-artifact-bytes", required_argument, NULL, OPT_CAP + 2}, \
 	{"max-total-bytes", required_argument, NULL, OPT_CAP + 3}, \
-	{"max-expansion", required_argument, NULL, OPT_CAP + 4}
+	{"max-expansion", required_argument, NULL, OPT_CAP + 4}, \
+	{"threads", required_argument, NULL, OPT_THREADS}
 
 /* The trust options of verify, load, export and merge. */
 #define TRUST_LONG {"threshold", required_argument, NULL, OPT_THRESHOLD}, \
@@ -281,6 +289,13 @@ common_opt(int c)
 	case OPT_PASSWORD_FILE:
 		password_file = optarg;
 		return 1;
+	case OPT_THREADS: {
+		uint64_t n;
+		if (parse_u64(optarg, &n) != 0 || n > 1024)
+			usage_error("--threads takes 0 to 1024, not '%s'", optarg);
+		threads = (unsigned)n;
+		return 1;
+	}
 	case OPT_CAP + 0: case OPT_CAP + 1: case OPT_CAP + 2: case OPT_CAP + 3: case OPT_CAP + 4:
 		if (parse_u64(optarg, &caps[c - OPT_CAP].value) != 0)
 			usage_error("--%s takes a whole number, not '%s'", caps[c - OPT_CAP].name, optarg);

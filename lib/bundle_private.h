@@ -45,10 +45,16 @@ struct mc_bundle {
 /* Receives each object's content while the reader streams it. */
 typedef int (*mc_obj_sink)(void *ud, size_t obj, const unsigned char *buf, size_t n);
 
-/* Streams every object in order, checking names, sizes, both hashes, padding and the
- * end of the archive. sink (may be NULL) gets each object's content; raw (may be
- * NULL) gets its stored bytes. */
+/* Streams every object, checking names, sizes, stored hashes, padding and the end of
+ * the archive, in order on the calling thread. sink (may be NULL) gets each object's
+ * content; raw (may be NULL) gets its stored bytes. */
 MC_HIDDEN int mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, mc_obj_sink raw, void *ud);
+/* The same on the context's worker threads: sink (may be NULL) is called from any of
+ * them, with the worker's number and a context for its error message, and gets each
+ * object's content in one piece unless it is over 4 MiB. */
+typedef int (*mc_par_sink)(void *ud, unsigned worker, mc_ctx *ctx, size_t obj,
+			   const unsigned char *buf, size_t n);
+MC_HIDDEN int mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, void *ud);
 /* Signatures and policy, as mc_bundle_check_signatures. */
 MC_HIDDEN int mc__bundle_policy(mc_bundle *b);
 /* Computes each artifact's handler and destination; checks conflicts. */

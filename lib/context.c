@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -301,4 +302,26 @@ mc_ctx_set_limit(mc_ctx *ctx, int which, uint64_t value)
 	default: return mc__err(ctx, MC_ERR_INVALID, "unknown limit %d", which);
 	}
 	return MC_OK;
+}
+
+int
+mc_ctx_set_threads(mc_ctx *ctx, unsigned n)
+{
+	if (ctx == NULL || n > 1024)
+		return MC_ERR_INVALID;
+	ctx->threads = n;
+	return MC_OK;
+}
+
+unsigned
+mc__threads(const mc_ctx *ctx)
+{
+	long n;
+
+	if (ctx->threads > 0)
+		return ctx->threads;
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		return 1;
+	return n > MC_MAX_THREADS ? MC_MAX_THREADS : (unsigned)n;
 }

@@ -25,6 +25,8 @@
 #define MC_KEY_MAX 1024      /* artifact key, bytes */
 #define MC_TYPE_MAX 32
 #define MC_IO_CHUNK (256 * 1024)
+/* Contents up to this size are read, compressed and decoded in one piece. */
+#define MC_WHOLE_MAX (4u << 20)
 
 /* ---- context ---- */
 
@@ -56,7 +58,21 @@ struct mc_ctx {
 	uint64_t max_total_bytes;
 	uint64_t max_expansion; /* 0: no cap */
 	int triton_flat; /* the triton tier has no device level */
+	unsigned threads; /* worker threads; 0: one per online CPU, at most MC_MAX_THREADS */
 };
+
+#define MC_MAX_THREADS 8
+/* The number of worker threads an operation on ctx uses (at least 1). */
+MC_HIDDEN unsigned mc__threads(const mc_ctx *ctx);
+
+/* One item of parallel work. worker: 0 is the calling thread (the only one that may
+ * report progress); wctx: the context for its error message (ctx itself when there is
+ * one worker, else the worker's own copy, valid during the run). */
+typedef int (*mc_par_fn)(void *ud, unsigned worker, mc_ctx *wctx, size_t i);
+/* Runs fn for i = 0..n-1 on up to nworkers threads, claiming items in order. After a
+ * failure no further item starts; the result is that of the lowest item that failed,
+ * its message on ctx. */
+MC_HIDDEN int mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud);
 
 MC_HIDDEN int mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -170,6 +186,10 @@ MC_HIDDEN void mc__zdec_reset(mc_zdec *z);
  * ended (then no stored byte may follow). */
 MC_HIDDEN int mc__zdec_run(mc_zdec *z, const void *buf, size_t n, mc_out_fn fn, void *ud,
 			   int *done);
+/* Decodes src, which must be exactly one frame, into dst in one call. *overflow is
+ * set (with MC_ERR_INTEGRITY and no message) when the output would pass cap. */
+MC_HIDDEN int mc__zdec_whole(mc_zdec *z, const void *src, size_t n, void *dst, size_t cap,
+			     size_t *produced, int *overflow);
 MC_HIDDEN void mc__zdec_free(mc_zdec *z);
 
 /* ---- canonical tar headers (tarfmt.c) ---- */

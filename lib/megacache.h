@@ -146,6 +146,11 @@ enum {
 /* Sets a cap; 0 is refused except for MC_LIMIT_EXPANSION. */
 MC_API MC_MUST_CHECK int mc_ctx_set_limit(mc_ctx *ctx, int which, uint64_t value);
 
+/* Worker threads for packing, verifying and loading: 0 (the default) uses one per
+ * online CPU, at most 8; 1 keeps all work on the calling thread. The output of pack
+ * does not depend on it. */
+MC_API MC_MUST_CHECK int mc_ctx_set_threads(mc_ctx *ctx, unsigned n);
+
 /* ------------------------------------------------------------------------- */
 /* Keys, in minisign's formats.                                               */
 

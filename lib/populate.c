@@ -14,9 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <sodium.h>
+#ifdef HAVE_LINUX_OPENAT2_H
+#include <linux/openat2.h>
+#endif
 
 #include "bundle_private.h"
 
@@ -148,6 +152,12 @@ struct unit {
 	int made;      /* the temp folder exists */
 };
 
+struct lworker {
+	size_t obj;       /* the object whose files are open */
+	int open;
+	uint64_t written; /* of its content */
+};
+
 struct loader {
 	mc_bundle *b;
 	mc_ctx *ctx;
@@ -160,8 +170,9 @@ struct loader {
 	size_t *by_obj;     /* staged indices sorted by object */
 	size_t *obj_first;  /* per object: first position in by_obj, nobjects+1 entries */
 	int *unchanged;     /* per artifact */
-	size_t cur_obj;
-	int cur_open;
+	struct lworker *wk; /* per worker thread */
+	unsigned nwk;
+	int no_openat2;     /* the kernel lacks it, or a filter refuses it */
 	struct unit *units;
 	size_t nunits;
 };
@@ -215,10 +226,10 @@ open_root(struct loader *L, struct tier_root *t)
 }
 
 /* Opens folder rel beneath the tier root, one component at a time and never through
- * a link; creates missing ones when create is set. *fd is -1 with MC_OK when a
- * component is missing and create is not set. */
+ * a link; creates missing ones when create is set (the calling thread only). *fd is
+ * -1 with MC_OK when a component is missing and create is not set. Errors go to ctx. */
 static int
-open_rel_dir(struct loader *L, size_t tier, const char *rel, int create, int *fd)
+open_rel_dir(struct loader *L, mc_ctx *ctx, size_t tier, const char *rel, int create, int *fd)
 {
 	const struct tier_root *t = &L->tiers[tier];
 	char path[MC_PATH_MAX];
@@ -227,9 +238,9 @@ open_rel_dir(struct loader *L, size_t tier, const char *rel, int create, int *fd
 
 	*fd = -1;
 	if (n >= sizeof path)
-		return mc__err(L->ctx, MC_ERR_INVALID, "path too long");
+		return mc__err(ctx, MC_ERR_INVALID, "path too long");
 	if ((cur = dup(t->fd)) < 0)
-		return mc__errno(L->ctx, MC_ERR_IO, "cannot open", t->root);
+		return mc__errno(ctx, MC_ERR_IO, "cannot open", t->root);
 	memcpy(path, rel, n + 1);
 	for (i = 0; i < n && rc == MC_OK;) {
 		size_t j = i;
@@ -243,7 +254,7 @@ open_rel_dir(struct loader *L, size_t tier, const char *rel, int create, int *fd
 			if (mkdirat(cur, path + i, 0755) == 0) {
 				rc = remember_dir(L, tier, path);
 			} else if (errno != EEXIST) {
-				rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot create folder: %s", t->root,
+				rc = mc__err(ctx, MC_ERR_IO, "%s/%s: cannot create folder: %s", t->root,
 					     path, strerror(errno));
 			}
 			if (rc == MC_OK)
@@ -255,9 +266,9 @@ open_rel_dir(struct loader *L, size_t tier, const char *rel, int create, int *fd
 				return MC_OK;
 			}
 			rc = (errno == ELOOP || errno == ENOTDIR)
-				     ? mc__err(L->ctx, MC_ERR_UNSAFE_DEST, "%s/%s: is a symlink or not a "
+				     ? mc__err(ctx, MC_ERR_UNSAFE_DEST, "%s/%s: is a symlink or not a "
 					       "folder; refusing to write through it", t->root, path)
-				     : mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot open folder: %s", t->root,
+				     : mc__err(ctx, MC_ERR_IO, "%s/%s: cannot open folder: %s", t->root,
 					       path, strerror(errno));
 		}
 		close(cur);
@@ -316,7 +327,7 @@ open_dir_of(struct loader *L, size_t tier, const char *dir, int create, int *fd)
 		*fd = dup(L->tiers[tier].fd);
 		return *fd < 0 ? mc__errno(L->ctx, MC_ERR_IO, "cannot open", L->tiers[tier].root) : MC_OK;
 	}
-	return open_rel_dir(L, tier, dir, create, fd);
+	return open_rel_dir(L, L->ctx, tier, dir, create, fd);
 }
 
 /* Is an identical file already at the destination? Refuses links and folders there. */
@@ -397,6 +408,7 @@ clean_stale(int dfd)
 	DIR *d;
 	struct dirent *e;
 	time_t now = time(NULL);
+	long self = (long)getpid();
 
 	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
 		if (fd >= 0)
@@ -408,13 +420,13 @@ clean_stale(int dfd)
 		struct stat st;
 		char *end;
 		long pid;
-		size_t len = strlen(n);
+		size_t len;
 
-		if (n[0] != '.' || len < 8 || strcmp(n + len - 4, ".tmp") != 0 ||
+		if (n[0] != '.' || (len = strlen(n)) < 8 || strcmp(n + len - 4, ".tmp") != 0 ||
 		    (mc = strstr(n, ".mc")) == NULL)
 			continue;
 		pid = strtol(mc + 3, &end, 10);
-		if (end == mc + 3 || *end != '-' || pid <= 0 || pid == (long)getpid())
+		if (end == mc + 3 || *end != '-' || pid <= 0 || pid == self)
 			continue;
 		if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 || now - st.st_mtime < STALE_SECONDS)
 			continue;
@@ -425,13 +437,18 @@ clean_stale(int dfd)
 		else if (S_ISREG(st.st_mode))
 			unlinkat(dfd, n, 0);
 	}
-	rewinddir(d);
 	closedir(d);
+}
+
+static void
+temp_name(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, ".%.200s.mc%ld-%08x.tmp", name, (long)getpid(), randombytes_random());
 }
 
 /* Makes the unit's temp folder (once) and points the staged file into it. */
 static int
-unit_prepare(struct loader *L, struct staged *s)
+unit_prepare(struct loader *L, struct staged *s, char *cleaned, size_t cleanedlen)
 {
 	struct unit *u = &L->units[s->unit];
 	char dir[MC_PATH_MAX];
@@ -443,9 +460,14 @@ unit_prepare(struct loader *L, struct staged *s)
 
 		if ((rc = open_dir_of(L, u->tier, u->parent, 1, &pfd)) != MC_OK)
 			return rc;
-		clean_stale(pfd);
+		/* Units sharing a parent folder come together: it is scanned once. */
+		snprintf(dir, sizeof dir, "%zu:%s", u->tier, u->parent);
+		if (strcmp(dir, cleaned) != 0) {
+			clean_stale(pfd);
+			snprintf(cleaned, cleanedlen, "%s", dir);
+		}
 		for (tries = 0; tries < 16 && !made; tries++) {
-			snprintf(tmp, sizeof tmp, ".%.200s.mc%ld-%08x.tmp", u->name, (long)getpid(), randombytes_random());
+			temp_name(tmp, sizeof tmp, u->name);
 			if (mkdirat(pfd, tmp, 0755) == 0)
 				made = 1;
 			else if ((err = errno) != EEXIST)
@@ -466,110 +488,193 @@ unit_prepare(struct loader *L, struct staged *s)
 	free(s->dir);
 	if ((s->dir = mc__strdup(dir)) == NULL)
 		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
-	return MC_OK;
-}
-
-static int
-stage_open(struct loader *L, struct staged *s)
-{
-	int dfd, rc, tries;
-	char tmp[300];
-
-	if (s->unit != (size_t)-1) {
-		/* A private, fresh folder: files take their final names at once. */
-		if ((rc = unit_prepare(L, s)) != MC_OK ||
-		    (rc = open_dir_of(L, s->tier, s->dir, 0, &dfd)) != MC_OK)
-			return rc;
-		s->fd = openat(dfd, s->base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		rc = s->fd < 0 ? mc__err(L->ctx, MC_ERR_IO, "%s/%s/%s: cannot create: %s",
-					 L->tiers[s->tier].root, s->dir, s->base, strerror(errno))
-			       : MC_OK;
-		close(dfd);
-		if (rc == MC_OK && (s->tmp = mc__strdup(s->base)) == NULL)
-			rc = mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
-		return rc;
-	}
-	if ((rc = open_dir_of(L, s->tier, s->dir, 1, &dfd)) != MC_OK)
-		return rc;
-	clean_stale(dfd);
-	for (tries = 0; tries < 16; tries++) {
-		snprintf(tmp, sizeof tmp, ".%.200s.mc%ld-%08x.tmp", s->base, (long)getpid(), randombytes_random());
-		s->fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (s->fd >= 0 || errno != EEXIST)
-			break;
-	}
-	if (s->fd < 0) {
-		rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot create a temp file: %s",
-			     L->tiers[s->tier].root, s->dir, strerror(errno));
-		close(dfd);
-		return rc;
-	}
-	close(dfd);
-	if ((s->tmp = mc__strdup(tmp)) == NULL)
+	/* A private, fresh folder: files take their final names at once. */
+	if ((s->tmp = mc__strdup(s->base)) == NULL)
 		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
 	return MC_OK;
 }
 
 static int
-stage_close(struct loader *L, struct staged *s)
+staged_dir_cmp(const void *x, const void *y)
+{
+	const struct staged *a = *(const struct staged *const *)x, *b = *(const struct staged *const *)y;
+
+	if (a->tier != b->tier)
+		return a->tier < b->tier ? -1 : 1;
+	return strcmp(a->dir, b->dir);
+}
+
+/* Before any content arrives: makes the folders (each scanned once for stale temp
+ * files), the units' temp folders and the temp names. Runs on the calling thread. */
+static int
+prepare(struct loader *L)
+{
+	struct staged **ord;
+	char cleaned[MC_PATH_MAX + 32] = "";
+	size_t i, prev = (size_t)-1;
+	int rc = MC_OK;
+
+	if (L->nst == 0)
+		return MC_OK;
+	if ((ord = malloc(L->nst * sizeof *ord)) == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < L->nst; i++)
+		ord[i] = &L->st[i];
+	qsort(ord, L->nst, sizeof *ord, staged_dir_cmp);
+	for (i = 0; i < L->nst && rc == MC_OK; i++) {
+		struct staged *s = ord[i];
+		char tmp[300];
+		int dfd;
+
+		if (s->unit != (size_t)-1) {
+			rc = unit_prepare(L, s, cleaned, sizeof cleaned);
+			continue;
+		}
+		if (prev == (size_t)-1 || staged_dir_cmp(&ord[prev], &ord[i]) != 0) {
+			if ((rc = open_dir_of(L, s->tier, s->dir, 1, &dfd)) != MC_OK)
+				break;
+			clean_stale(dfd);
+			close(dfd);
+			prev = i;
+		}
+		temp_name(tmp, sizeof tmp, s->base);
+		if ((s->tmp = mc__strdup(tmp)) == NULL)
+			rc = mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	free(ord);
+	return rc;
+}
+
+/* Creates path (relative to the tier root) exclusively, without following a link
+ * anywhere on the way: openat2() where the kernel has it, else a folder walk. */
+static int
+create_beneath(struct loader *L, mc_ctx *ctx, struct staged *s, int *fd)
+{
+	char path[MC_PATH_MAX + 300];
+	int dfd, rc;
+
+	*fd = -1;
+#if defined(HAVE_LINUX_OPENAT2_H) && defined(SYS_openat2)
+	if (!L->no_openat2) {
+		struct open_how how;
+
+		memset(&how, 0, sizeof how);
+		how.flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+		how.mode = 0644;
+		how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+		if (strcmp(s->dir, ".") == 0)
+			snprintf(path, sizeof path, "%s", s->tmp);
+		else
+			snprintf(path, sizeof path, "%s/%s", s->dir, s->tmp);
+		*fd = (int)syscall(SYS_openat2, L->tiers[s->tier].fd, path, &how, sizeof how);
+		if (*fd >= 0 || errno == EEXIST)
+			return MC_OK;
+		if (errno == ENOSYS || errno == EPERM)
+			L->no_openat2 = 1;
+		/* Anything else: the walk below names the part that is wrong. */
+	}
+#endif
+	if ((rc = open_rel_dir(L, ctx, s->tier, s->dir, 0, &dfd)) != MC_OK)
+		return rc;
+	if (dfd < 0)
+		return mc__err(ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
+			       L->tiers[s->tier].root, s->dir);
+	*fd = openat(dfd, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	rc = errno;
+	close(dfd);
+	errno = rc;
+	return MC_OK;
+}
+
+static int
+stage_open(struct loader *L, mc_ctx *ctx, struct staged *s)
+{
+	int rc, tries;
+
+	for (tries = 0; tries < 16; tries++) {
+		char tmp[300];
+
+		if ((rc = create_beneath(L, ctx, s, &s->fd)) != MC_OK)
+			return rc;
+		if (s->fd >= 0 || errno != EEXIST || s->unit != (size_t)-1)
+			break;
+		temp_name(tmp, sizeof tmp, s->base); /* taken by another loader: another name */
+		free(s->tmp);
+		if ((s->tmp = mc__strdup(tmp)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	if (s->fd < 0)
+		return mc__err(ctx, MC_ERR_IO, "%s/%s/%s: cannot create: %s", L->tiers[s->tier].root,
+			       s->dir, s->tmp, strerror(errno));
+	return MC_OK;
+}
+
+static int
+stage_close(struct loader *L, mc_ctx *ctx, struct staged *s)
 {
 	int rc = MC_OK;
 
 	if (s->fd >= 0 && close(s->fd) != 0)
-		rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot write: %s", L->tiers[s->tier].root,
+		rc = mc__err(ctx, MC_ERR_IO, "%s/%s: cannot write: %s", L->tiers[s->tier].root,
 			     s->dir, strerror(errno));
 	s->fd = -1;
 	return rc;
 }
 
+/* The files of the object a worker is writing. */
 static int
-close_current(struct loader *L)
+close_current(struct loader *L, mc_ctx *ctx, struct lworker *lw)
 {
 	size_t k;
 	int rc = MC_OK, r;
 
-	if (!L->cur_open)
+	if (!lw->open)
 		return MC_OK;
-	for (k = L->obj_first[L->cur_obj]; k < L->obj_first[L->cur_obj + 1]; k++)
-		if ((r = stage_close(L, &L->st[L->by_obj[k]])) != MC_OK && rc == MC_OK)
+	for (k = L->obj_first[lw->obj]; k < L->obj_first[lw->obj + 1]; k++)
+		if ((r = stage_close(L, ctx, &L->st[L->by_obj[k]])) != MC_OK && rc == MC_OK)
 			rc = r;
-	L->cur_open = 0;
+	lw->open = 0;
 	return rc;
 }
 
 static int
-open_object(struct loader *L, size_t obj)
+open_object(struct loader *L, mc_ctx *ctx, struct lworker *lw, size_t obj)
 {
 	size_t k;
 	int rc;
 
-	if ((rc = close_current(L)) != MC_OK)
+	if ((rc = close_current(L, ctx, lw)) != MC_OK)
 		return rc;
-	L->cur_obj = obj;
-	L->cur_open = 1;
+	lw->obj = obj;
+	lw->open = 1;
+	lw->written = 0;
 	for (k = L->obj_first[obj]; k < L->obj_first[obj + 1]; k++)
-		if ((rc = stage_open(L, &L->st[L->by_obj[k]])) != MC_OK)
+		if ((rc = stage_open(L, ctx, &L->st[L->by_obj[k]])) != MC_OK)
 			return rc;
 	return MC_OK;
 }
 
 static int
-sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
+sink(void *ud, unsigned worker, mc_ctx *ctx, size_t obj, const unsigned char *buf, size_t n)
 {
 	struct loader *L = ud;
+	struct lworker *lw = &L->wk[worker];
 	size_t k;
 	int rc;
 
 	if (L->obj_first[obj] == L->obj_first[obj + 1])
 		return MC_OK;
-	if ((!L->cur_open || L->cur_obj != obj) && (rc = open_object(L, obj)) != MC_OK)
+	if ((!lw->open || lw->obj != obj) && (rc = open_object(L, ctx, lw, obj)) != MC_OK)
 		return rc;
 	for (k = L->obj_first[obj]; k < L->obj_first[obj + 1]; k++) {
 		struct staged *s = &L->st[L->by_obj[k]];
 		if (mc__write_all(s->fd, buf, n) != 0)
-			return mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot write: %s", L->tiers[s->tier].root,
+			return mc__err(ctx, MC_ERR_IO, "%s/%s: cannot write: %s", L->tiers[s->tier].root,
 				       s->dir, strerror(errno));
 	}
+	lw->written += n;
+	if (lw->written == L->b->m.objects[obj].size)
+		return close_current(L, ctx, lw);
 	return MC_OK;
 }
 
@@ -579,7 +684,8 @@ rollback(struct loader *L)
 	size_t i;
 	int dfd;
 
-	close_current(L);
+	for (i = 0; i < L->nwk; i++)
+		close_current(L, L->ctx, &L->wk[i]);
 	for (i = 0; i < L->nst; i++) {
 		struct staged *s = &L->st[i];
 		if (s->fd >= 0)
@@ -613,23 +719,31 @@ commit(struct loader *L, mc_artifact_fn fn, void *ud)
 	size_t i;
 	int dfd, rc = MC_OK;
 
+	const struct staged *last = NULL;
+
+	dfd = -1;
 	for (i = 0; i < L->nst && rc == MC_OK; i++) {
 		struct staged *s = &L->st[i];
 		const struct mc_martifact *a = &L->b->m.artifacts[s->art];
 
 		if (s->unit != (size_t)-1)
 			continue;
-		if ((rc = open_dir_of(L, s->tier, s->dir, 0, &dfd)) != MC_OK)
-			break;
-		if (dfd < 0) {
-			rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
-				     L->tiers[s->tier].root, s->dir);
-			break;
+		/* Files of one folder are neighbours in the artifact order: one open each. */
+		if (last == NULL || last->tier != s->tier || strcmp(last->dir, s->dir) != 0) {
+			if (dfd >= 0)
+				close(dfd);
+			if ((rc = open_dir_of(L, s->tier, s->dir, 0, &dfd)) != MC_OK)
+				break;
+			if (dfd < 0) {
+				rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
+					     L->tiers[s->tier].root, s->dir);
+				break;
+			}
+			last = s;
 		}
 		if (renameat(dfd, s->tmp, dfd, s->base) != 0)
 			rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot rename into place: %s",
 				     L->tiers[s->tier].root, a->dest, strerror(errno));
-		close(dfd);
 		if (rc == MC_OK) {
 			free(s->tmp);
 			s->tmp = NULL;
@@ -637,6 +751,8 @@ commit(struct loader *L, mc_artifact_fn fn, void *ud)
 				fn(ud, MC_LOAD_INSTALLED, a->type, a->key, a->dest, a->size);
 		}
 	}
+	if (dfd >= 0)
+		close(dfd);
 	for (i = 0; i < L->nunits && rc == MC_OK; i++) {
 		struct unit *u = &L->units[i];
 		int lost = 0;
@@ -713,6 +829,7 @@ loader_free(struct loader *L)
 	}
 	free(L->units);
 	free(L->by_obj);
+	free(L->wk);
 	free(L->obj_first);
 	free(L->unchanged);
 }
@@ -860,7 +977,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		free(fill);
 	}
 	if (dry) {
-		rc = mc__bundle_stream(b, NULL, NULL, NULL);
+		rc = mc__bundle_stream_par(b, NULL, NULL);
 		for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++) {
 			const struct mc_martifact *a = &b->m.artifacts[i];
 			if (a->selected)
@@ -869,18 +986,24 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		}
 		goto out;
 	}
+	L.nwk = mc__threads(L.ctx);
+	if ((L.wk = calloc(L.nwk, sizeof *L.wk)) == NULL) {
+		rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	rc = prepare(&L);
 	/* Empty contents produce no data to stream: stage them now. */
-	for (i = 0; i < b->m.nobjects; i++)
-		if (b->m.objects[i].size == 0 && L.obj_first[i] != L.obj_first[i + 1]) {
-			if ((rc = open_object(&L, i)) != MC_OK)
-				break;
-		}
+	for (i = 0; rc == MC_OK && i < b->m.nobjects; i++)
+		if (b->m.objects[i].size == 0 && L.obj_first[i] != L.obj_first[i + 1] &&
+		    (rc = open_object(&L, L.ctx, &L.wk[0], i)) == MC_OK)
+			rc = close_current(&L, L.ctx, &L.wk[0]);
 	if (rc == MC_OK)
-		rc = close_current(&L);
-	if (rc == MC_OK)
-		rc = mc__bundle_stream(b, sink, NULL, &L);
-	if (rc == MC_OK)
-		rc = close_current(&L);
+		rc = mc__bundle_stream_par(b, sink, &L);
+	for (i = 0; i < L.nwk; i++) {
+		int r = close_current(&L, L.ctx, &L.wk[i]);
+		if (rc == MC_OK)
+			rc = r;
+	}
 	if (rc == MC_OK)
 		rc = commit(&L, fn, ud);
 	if (rc == MC_OK && fn != NULL)

@@ -38,6 +38,21 @@ read_padding(mc_bundle *b, uint64_t size, const char *member)
 	return MC_OK;
 }
 
+/* Parses header h of the bundle at path: MC_OK with name and size, 1 for an
+ * end-of-archive block; errors name the bundle. */
+static int
+parse_header(mc_ctx *ctx, const char *path, const unsigned char *h, char *name, uint64_t *size)
+{
+	int rc = mc__tar_header_parse(ctx, h, name, size);
+
+	if (rc < 0) {
+		char msg[MC_ERRBUF];
+		snprintf(msg, sizeof msg, "%s", ctx->err);
+		return mc__err(ctx, rc, "%s: %s", path, msg);
+	}
+	return rc;
+}
+
 /* Reads the next header: MC_OK with name and size, 1 at the end-of-archive block. */
 static int
 next_header(mc_bundle *b, char *name, uint64_t *size)
@@ -47,13 +62,7 @@ next_header(mc_bundle *b, char *name, uint64_t *size)
 
 	if ((rc = mc__zin_read(b->z, h, sizeof h)) != MC_OK)
 		return rc;
-	rc = mc__tar_header_parse(b->ctx, h, name, size);
-	if (rc < 0) {
-		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", b->ctx->err);
-		return mc__err(b->ctx, rc, "%s: %s", b->path, msg);
-	}
-	return rc;
+	return parse_header(b->ctx, b->path, h, name, size);
 }
 
 static int
@@ -271,162 +280,393 @@ mc_bundle_free(mc_bundle *b)
 	free(b);
 }
 
-struct objstate {
-	mc_bundle *b;
-	size_t obj;
-	mc_obj_sink sink;
-	void *ud;
-	uint64_t produced;
-	crypto_generichash_state gs;
+/* ---- the objects ----
+ * Each object member is read with pread at the offset the manifest implies, so that
+ * workers check and decode objects independently. The outcome is the one of the
+ * lowest-numbered object that failed, as if the members were read in order. */
+
+struct sstate;
+
+struct sworker { /* what a worker keeps between objects */
+	struct sstate *s;
+	unsigned id;
+	mc_ctx *ctx;
+	mc_zdec *dec;
+	unsigned char *in, *out;
+	size_t incap, outcap;
 };
 
-/* Decompressed bytes: counted against the declared size, hashed, passed on. */
-static int
-content_out(void *p, const unsigned char *buf, size_t n)
-{
-	struct objstate *st = p;
-	const struct mc_mobject *o = &st->b->m.objects[st->obj];
+struct sstate {
+	mc_bundle *b;
+	mc_par_sink psink;
+	mc_obj_sink sink, raw;
+	void *ud;
+	uint64_t *offs; /* of each object's header, then of the end blocks */
+	struct sworker *w;
+	_Atomic uint64_t done;
+	uint64_t total;
+};
 
-	if (n > o->size - st->produced)
-		return mc__err(st->b->ctx, MC_ERR_INTEGRITY, "%s: object %s expands past its declared "
-			       "%llu bytes", st->b->path, o->hash_hex, (unsigned long long)o->size);
-	st->produced += n;
-	crypto_generichash_update(&st->gs, buf, n);
-	return st->sink != NULL ? st->sink(st->ud, st->obj, buf, n) : MC_OK;
+static uint64_t
+padded(uint64_t n)
+{
+	return (n + MC_TAR_BLOCK - 1) / MC_TAR_BLOCK * MC_TAR_BLOCK;
 }
 
 static int
-read_object(mc_bundle *b, size_t i, mc_obj_sink sink, mc_obj_sink raw, void *ud, unsigned char *buf,
-	    uint64_t *done, uint64_t total)
+pread_full(struct sworker *w, void *buf, size_t n, uint64_t off)
 {
-	const struct mc_mobject *o = &b->m.objects[i];
-	unsigned char hash[MC_HASH_BYTES];
-	crypto_generichash_state sgs;
-	struct objstate st;
-	uint64_t left;
-	int rc = MC_OK, ended = 0;
+	unsigned char *p = buf;
+	const mc_bundle *b = w->s->b;
 
-	memset(&st, 0, sizeof st);
-	st.b = b;
-	st.obj = i;
-	st.sink = sink;
-	st.ud = ud;
-	crypto_generichash_init(&st.gs, NULL, 0, MC_HASH_BYTES);
-	crypto_generichash_init(&sgs, NULL, 0, MC_HASH_BYTES);
-	if (o->encoding == MC_ENC_ZSTD) {
-		if (b->dec == NULL && (rc = mc__zdec_new(b->ctx, &b->dec)) != MC_OK)
-			return rc;
-		mc__zdec_reset(b->dec);
+	while (n > 0) {
+		ssize_t r = pread(b->fd, p, n, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return mc__errno(w->ctx, MC_ERR_IO, "cannot read", b->path);
+		if (r == 0)
+			return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: truncated", b->path);
+		p += r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
 	}
-	for (left = o->stored_size; left > 0 && rc == MC_OK;) {
-		size_t n = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
-		if ((rc = mc__zin_read(b->z, buf, n)) != MC_OK)
-			break;
-		crypto_generichash_update(&sgs, buf, n);
-		if (raw != NULL && (rc = raw(ud, i, buf, n)) != MC_OK)
-			break;
-		if (o->encoding == MC_ENC_ZSTD)
-			rc = mc__zdec_run(b->dec, buf, n, content_out, &st, &ended);
-		else
-			rc = content_out(&st, buf, n);
-		left -= n;
-		*done += n;
-		mc__progress(b->ctx, "verify", *done, total);
-	}
-	if (rc == MC_OK && o->encoding == MC_ENC_ZSTD && !ended)
-		rc = mc__zdec_run(b->dec, NULL, 0, content_out, &st, &ended);
-	if (rc != MC_OK) {
-		if (rc == MC_ERR_MALFORMED && strncmp(b->ctx->err, b->path, strlen(b->path)) != 0) {
-			char msg[MC_ERRBUF];
-			snprintf(msg, sizeof msg, "%s", b->ctx->err);
-			rc = mc__err(b->ctx, rc, "%s: object %s: %s", b->path, o->hash_hex, msg);
-		}
-		return rc;
-	}
-	crypto_generichash_final(&sgs, hash, sizeof hash);
-	if (sodium_memcmp(hash, o->stored_hash, sizeof hash) != 0)
-		return mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s: stored bytes do not match "
-			       "their hash", b->path, o->hash_hex);
-	if (o->encoding == MC_ENC_ZSTD && !ended)
-		return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: object %s: compressed data ends early",
-			       b->path, o->hash_hex);
-	if (st.produced != o->size)
-		return mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s is %llu bytes, the manifest "
-			       "says %llu", b->path, o->hash_hex, (unsigned long long)st.produced,
-			       (unsigned long long)o->size);
-	crypto_generichash_final(&st.gs, hash, sizeof hash);
-	if (sodium_memcmp(hash, o->hash, sizeof hash) != 0)
-		return mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s: content does not match its "
-			       "hash", b->path, o->hash_hex);
 	return MC_OK;
 }
 
-int
-mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, mc_obj_sink raw, void *ud)
+static int
+grow(struct sworker *w, unsigned char **buf, size_t *cap, size_t need)
 {
-	unsigned char *buf, zero[MC_TAR_BLOCK];
-	uint64_t done = 0, total = 0;
+	unsigned char *p;
+
+	if (need <= *cap)
+		return MC_OK;
+	if (need < 65536)
+		need = 65536;
+	if ((p = realloc(*buf, need)) == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	*buf = p;
+	*cap = need;
+	return MC_OK;
+}
+
+static int
+deliver(struct sworker *w, size_t i, const unsigned char *buf, size_t n)
+{
+	struct sstate *s = w->s;
+
+	if (s->psink != NULL)
+		return s->psink(s->ud, w->id, w->ctx, i, buf, n);
+	return s->sink != NULL ? s->sink(s->ud, i, buf, n) : MC_OK;
+}
+
+static int
+object_error(struct sworker *w, int rc, const struct mc_mobject *o)
+{
+	const mc_bundle *b = w->s->b;
+
+	if (rc == MC_ERR_MALFORMED && strncmp(w->ctx->err, b->path, strlen(b->path)) != 0) {
+		char msg[MC_ERRBUF];
+		snprintf(msg, sizeof msg, "%s", w->ctx->err);
+		rc = mc__err(w->ctx, rc, "%s: object %s: %s", b->path, o->hash_hex, msg);
+	}
+	return rc;
+}
+
+/* An object small enough to hold: its stored bytes are authenticated before any of
+ * them reaches the decompressor. */
+static int
+whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
+{
+	const mc_bundle *b = w->s->b;
+	const struct mc_mobject *o = &b->m.objects[i];
+	size_t n = (size_t)o->stored_size, np = (size_t)padded(o->stored_size), k;
+	unsigned char hash[MC_HASH_BYTES];
+	const unsigned char *content;
+	int rc, overflow = 0;
+
+	if ((rc = grow(w, &w->in, &w->incap, np)) != MC_OK || (rc = pread_full(w, w->in, np, off)) != MC_OK)
+		return rc;
+	crypto_generichash(hash, sizeof hash, w->in, n, NULL, 0);
+	if (sodium_memcmp(hash, o->stored_hash, sizeof hash) != 0)
+		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s: stored bytes do not match "
+			       "their hash", b->path, o->hash_hex);
+	for (k = n; k < np; k++)
+		if (w->in[k] != 0)
+			return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: nonzero padding after member %.100s",
+				       b->path, member);
+	if (w->s->raw != NULL && n > 0 && (rc = w->s->raw(w->s->ud, i, w->in, n)) != MC_OK)
+		return rc;
+	content = w->in;
+	if (o->encoding == MC_ENC_ZSTD) {
+		size_t produced = 0;
+		if ((rc = grow(w, &w->out, &w->outcap, (size_t)o->size + 1)) != MC_OK)
+			return rc;
+		if (w->dec == NULL && (rc = mc__zdec_new(w->ctx, &w->dec)) != MC_OK)
+			return rc;
+		rc = mc__zdec_whole(w->dec, w->in, n, w->out, (size_t)o->size, &produced, &overflow);
+		if (overflow)
+			return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s expands past its declared "
+				       "%llu bytes", b->path, o->hash_hex, (unsigned long long)o->size);
+		if (rc != MC_OK)
+			return object_error(w, rc, o);
+		if (produced != o->size)
+			return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s is %llu bytes, the "
+				       "manifest says %llu", b->path, o->hash_hex,
+				       (unsigned long long)produced, (unsigned long long)o->size);
+		content = w->out;
+	}
+	return o->size > 0 ? deliver(w, i, content, (size_t)o->size) : MC_OK;
+}
+
+struct streamed {
+	struct sworker *w;
+	size_t obj;
+	uint64_t produced;
+};
+
+static int
+streamed_out(void *p, const unsigned char *buf, size_t n)
+{
+	struct streamed *st = p;
+	const mc_bundle *b = st->w->s->b;
+	const struct mc_mobject *o = &b->m.objects[st->obj];
+
+	if (n > o->size - st->produced)
+		return mc__err(st->w->ctx, MC_ERR_INTEGRITY, "%s: object %s expands past its declared "
+			       "%llu bytes", b->path, o->hash_hex, (unsigned long long)o->size);
+	st->produced += n;
+	return deliver(st->w, st->obj, buf, n);
+}
+
+/* A large object, in chunks; its stored hash is checked at the end, before anything
+ * written from it is used. */
+static int
+streamed_object(struct sworker *w, size_t i, uint64_t off, const char *member)
+{
+	const mc_bundle *b = w->s->b;
+	const struct mc_mobject *o = &b->m.objects[i];
+	unsigned char hash[MC_HASH_BYTES], pad[MC_TAR_BLOCK];
+	crypto_generichash_state gs;
+	struct streamed st = {w, i, 0};
+	uint64_t left;
+	size_t k, np;
+	int rc = MC_OK, ended = 0;
+
+	if ((rc = grow(w, &w->in, &w->incap, MC_IO_CHUNK)) != MC_OK)
+		return rc;
+	crypto_generichash_init(&gs, NULL, 0, MC_HASH_BYTES);
+	if (o->encoding == MC_ENC_ZSTD) {
+		if (w->dec == NULL && (rc = mc__zdec_new(w->ctx, &w->dec)) != MC_OK)
+			return rc;
+		mc__zdec_reset(w->dec);
+	}
+	for (left = o->stored_size; left > 0 && rc == MC_OK;) {
+		size_t n = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
+		if ((rc = pread_full(w, w->in, n, off)) != MC_OK)
+			break;
+		crypto_generichash_update(&gs, w->in, n);
+		if (w->s->raw != NULL && (rc = w->s->raw(w->s->ud, i, w->in, n)) != MC_OK)
+			break;
+		if (o->encoding == MC_ENC_ZSTD)
+			rc = mc__zdec_run(w->dec, w->in, n, streamed_out, &st, &ended);
+		else
+			rc = streamed_out(&st, w->in, n);
+		left -= n;
+		off += n;
+	}
+	if (rc == MC_OK && o->encoding == MC_ENC_ZSTD && !ended)
+		rc = mc__zdec_run(w->dec, NULL, 0, streamed_out, &st, &ended);
+	if (rc != MC_OK)
+		return object_error(w, rc, o);
+	crypto_generichash_final(&gs, hash, sizeof hash);
+	if (sodium_memcmp(hash, o->stored_hash, sizeof hash) != 0)
+		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s: stored bytes do not match "
+			       "their hash", b->path, o->hash_hex);
+	if (o->encoding == MC_ENC_ZSTD && !ended)
+		return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: object %s: compressed data ends early",
+			       b->path, o->hash_hex);
+	if (st.produced != o->size)
+		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s is %llu bytes, the manifest "
+			       "says %llu", b->path, o->hash_hex, (unsigned long long)st.produced,
+			       (unsigned long long)o->size);
+	np = (size_t)(padded(o->stored_size) - o->stored_size);
+	if (np > 0 && (rc = pread_full(w, pad, np, off)) != MC_OK)
+		return rc;
+	for (k = 0; k < np; k++)
+		if (pad[k] != 0)
+			return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: nonzero padding after member %.100s",
+				       b->path, member);
+	return MC_OK;
+}
+
+/* Reads the header at off: MC_OK with name and size, 1 for an end-of-archive block. */
+static int
+header_at(struct sworker *w, uint64_t off, char *name, uint64_t *size)
+{
+	const mc_bundle *b = w->s->b;
+	unsigned char h[MC_TAR_BLOCK];
+	int rc;
+
+	if ((rc = pread_full(w, h, sizeof h, off)) != MC_OK)
+		return rc;
+	return parse_header(w->ctx, b->path, h, name, size);
+}
+
+static int
+one_object(struct sworker *w, size_t i, uint64_t off)
+{
+	const mc_bundle *b = w->s->b;
+	const struct mc_mobject *o = &b->m.objects[i];
+	size_t pl = strlen(MC_MEMBER_OBJ_PREFIX);
+	char name[101];
+	uint64_t size;
+	int rc;
+
+	if ((rc = header_at(w, off, name, &size)) < 0)
+		return rc;
+	if (rc == 1)
+		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s listed in the manifest is "
+			       "missing", b->path, o->hash_hex);
+	if (strncmp(name, MC_MEMBER_OBJ_PREFIX, pl) != 0 || strlen(name) != pl + 64 ||
+	    !mc__is_lower_hex(name + pl, 64))
+		return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: unexpected member '%.100s'", b->path, name);
+	if (strcmp(name + pl, o->hash_hex) != 0)
+		return strcmp(name + pl, o->hash_hex) < 0
+			       ? mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s is not listed in the "
+					 "manifest (or out of order)", b->path, name + pl)
+			       : mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s listed in the "
+					 "manifest is missing", b->path, o->hash_hex);
+	if (size != o->stored_size)
+		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s is stored in %llu bytes, the "
+			       "manifest says %llu", b->path, o->hash_hex, (unsigned long long)size,
+			       (unsigned long long)o->stored_size);
+	if (o->stored_size <= MC_WHOLE_MAX && o->size <= MC_WHOLE_MAX)
+		return whole_object(w, i, off + MC_TAR_BLOCK, name);
+	return streamed_object(w, i, off + MC_TAR_BLOCK, name);
+}
+
+static int
+work(void *ud, unsigned id, mc_ctx *wctx, size_t i)
+{
+	struct sstate *s = ud;
+	struct sworker *w = &s->w[id];
+	uint64_t done;
+	int rc;
+
+	if (w->ctx != wctx) { /* the first object of this worker in this pass */
+		mc__zdec_free(w->dec);
+		w->dec = NULL;
+		w->ctx = wctx;
+	}
+	if ((rc = one_object(w, i, s->offs[i])) != MC_OK)
+		return rc;
+	done = s->done += s->b->m.objects[i].stored_size;
+	if (id == 0)
+		mc__progress(s->b->ctx, "verify", done, s->total);
+	return MC_OK;
+}
+
+/* After the last object: the end-of-archive blocks, then the end of the file. */
+static int
+check_end(struct sworker *w, uint64_t off)
+{
+	mc_bundle *b = w->s->b;
+	unsigned char zero[MC_TAR_BLOCK];
+	char name[101];
+	uint64_t size;
+	struct stat st;
 	size_t i;
+	int rc;
+
+	if ((rc = header_at(w, off, name, &size)) < 0)
+		return rc;
+	if (rc == 0)
+		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: member '%.100s' is not listed in the "
+			       "manifest", b->path, name);
+	if ((rc = pread_full(w, zero, sizeof zero, off + MC_TAR_BLOCK)) != MC_OK)
+		return rc;
+	for (i = 0; i < sizeof zero; i++)
+		if (zero[i] != 0)
+			return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: bad end-of-archive marker", b->path);
+	if (fstat(b->fd, &st) != 0)
+		return mc__errno(w->ctx, MC_ERR_IO, "cannot read", b->path);
+	if ((uint64_t)st.st_size != off + 2 * MC_TAR_BLOCK)
+		return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: data after the end of the archive", b->path);
+	return MC_OK;
+}
+
+static int
+stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_obj_sink raw,
+       void *ud)
+{
+	struct sstate s;
+	uint64_t off;
+	size_t i;
+	unsigned k;
 	int rc = MC_OK;
 
 	if (!b->fresh && (rc = open_stream(b)) != MC_OK)
 		return rc;
 	b->fresh = 0;
-	for (i = 0; i < b->m.nobjects; i++)
-		total += b->m.objects[i].stored_size;
-	if ((buf = malloc(MC_IO_CHUNK)) == NULL)
+	memset(&s, 0, sizeof s);
+	s.b = b;
+	s.psink = psink;
+	s.sink = sink;
+	s.raw = raw;
+	s.ud = ud;
+	if (nworkers == 0)
+		nworkers = 1;
+	if ((s.offs = malloc((b->m.nobjects + 1) * sizeof *s.offs)) == NULL ||
+	    (s.w = calloc(nworkers, sizeof *s.w)) == NULL) {
+		free(s.offs);
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	for (i = 0; i < b->m.nobjects && rc == MC_OK; i++) {
-		const struct mc_mobject *o = &b->m.objects[i];
-		size_t pl = strlen(MC_MEMBER_OBJ_PREFIX);
-
-		if (b->pending_end) {
-			rc = mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s listed in the manifest is "
-				     "missing", b->path, o->hash_hex);
-			break;
-		}
-		if (strncmp(b->pending, MC_MEMBER_OBJ_PREFIX, pl) != 0 ||
-		    strlen(b->pending) != pl + 64 || !mc__is_lower_hex(b->pending + pl, 64)) {
-			rc = mc__err(b->ctx, MC_ERR_MALFORMED, "%s: unexpected member '%.100s'", b->path,
-				     b->pending);
-			break;
-		}
-		if (strcmp(b->pending + pl, o->hash_hex) != 0) {
-			rc = strcmp(b->pending + pl, o->hash_hex) < 0
-				     ? mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s is not listed in "
-					       "the manifest (or out of order)", b->path, b->pending + pl)
-				     : mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s listed in the "
-					       "manifest is missing", b->path, o->hash_hex);
-			break;
-		}
-		if (b->pending_size != o->stored_size) {
-			rc = mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: object %s is stored in %llu bytes, the "
-				     "manifest says %llu", b->path, o->hash_hex,
-				     (unsigned long long)b->pending_size,
-				     (unsigned long long)o->stored_size);
-			break;
-		}
-		if ((rc = read_object(b, i, sink, raw, ud, buf, &done, total)) != MC_OK ||
-		    (rc = read_padding(b, o->stored_size, b->pending)) != MC_OK)
-			break;
-		rc = next_header(b, b->pending, &b->pending_size);
-		if (rc == 1) {
-			b->pending_end = 1;
-			rc = MC_OK;
-		}
 	}
-	free(buf);
-	if (rc != MC_OK)
-		return rc;
-	if (!b->pending_end)
-		return mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: member '%.100s' is not listed in the "
-			       "manifest", b->path, b->pending);
-	if ((rc = mc__zin_read(b->z, zero, sizeof zero)) != MC_OK)
-		return rc;
-	for (i = 0; i < sizeof zero; i++)
-		if (zero[i] != 0)
-			return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: bad end-of-archive marker", b->path);
-	return mc__zin_expect_end(b->z);
+	off = MC_TAR_BLOCK + padded(b->mlen);
+	for (i = 0; i < b->nsigs; i++)
+		off += MC_TAR_BLOCK + padded(b->sigs[i].len);
+	for (i = 0; i < b->m.nobjects; i++) {
+		s.offs[i] = off;
+		off += MC_TAR_BLOCK + padded(b->m.objects[i].stored_size);
+		s.total += b->m.objects[i].stored_size;
+	}
+	s.offs[i] = off;
+	for (k = 0; k < nworkers; k++) {
+		s.w[k].s = &s;
+		s.w[k].id = k;
+	}
+	/* The bundle's decoder serves a lone worker, whose context is the bundle's. */
+	s.w[0].ctx = b->ctx;
+	s.w[0].dec = b->dec;
+	b->dec = NULL;
+	rc = mc__parallel(b->ctx, b->m.nobjects, nworkers, work, &s);
+	if (rc == MC_OK) {
+		struct sworker end = {&s, 0, b->ctx, NULL, NULL, NULL, 0, 0};
+		rc = check_end(&end, s.offs[b->m.nobjects]);
+	}
+	for (k = 0; k < nworkers; k++) {
+		if (s.w[k].ctx == b->ctx && b->dec == NULL)
+			b->dec = s.w[k].dec; /* kept for the next pass */
+		else
+			mc__zdec_free(s.w[k].dec);
+		free(s.w[k].in);
+		free(s.w[k].out);
+	}
+	free(s.w);
+	free(s.offs);
+	return rc;
+}
+
+int
+mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, mc_obj_sink raw, void *ud)
+{
+	return stream(b, 1, NULL, sink, raw, ud);
+}
+
+int
+mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, void *ud)
+{
+	return stream(b, mc__threads(b->ctx), sink, NULL, NULL, ud);
 }
 
 /* ---- trust policy ---- */
@@ -584,7 +824,7 @@ mc_bundle_verify(mc_bundle *b)
 		return MC_ERR_INVALID;
 	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = mc__bundle_plan(b)) != MC_OK)
 		return rc;
-	return mc__bundle_stream(b, NULL, NULL, NULL);
+	return mc__bundle_stream_par(b, NULL, NULL);
 }
 
 /* ---- accessors ---- */

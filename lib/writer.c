@@ -21,8 +21,16 @@ struct wobj {
 	unsigned char *data; /* content in memory, or NULL */
 	char *path;          /* else a range of this file */
 	uint64_t offset;
+	int pending;         /* content not read yet: hashed (and deduplicated) at save */
+	int check_sha;       /* the save checks that the content still has this SHA-256 */
+	unsigned char sha256[32];
 	size_t out_index;    /* position in the saved manifest's object table */
-	uint64_t spool_off;  /* compressed bytes in the spool file */
+	/* Set at save: */
+	size_t canon;        /* the object with the same content that is kept */
+	int encoding;
+	unsigned spool;      /* the worker whose spool file holds the stored bytes */
+	uint64_t spool_off, stored_size;
+	unsigned char stored_hash[MC_HASH_BYTES];
 };
 
 struct wart {
@@ -169,6 +177,8 @@ table_grow(mc_writer *w)
 		return -1;
 	for (i = 0; i < w->nobjs; i++) {
 		size_t s = slot_of(w->objs[i].hash, cap);
+		if (w->objs[i].pending)
+			continue;
 		while (t[s] != 0)
 			s = (s + 1) & (cap - 1);
 		t[s] = i + 1;
@@ -179,11 +189,28 @@ table_grow(mc_writer *w)
 	return 0;
 }
 
+/* Makes room for objs[nobjs], zeroed. */
+static int
+new_object(mc_writer *w)
+{
+	if (w->nobjs == w->capobjs) {
+		size_t cap = w->capobjs ? w->capobjs * 2 : 64;
+		struct wobj *o = realloc(w->objs, cap * sizeof *o);
+		if (o == NULL)
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		w->objs = o;
+		w->capobjs = cap;
+	}
+	memset(&w->objs[w->nobjs], 0, sizeof w->objs[0]);
+	return MC_OK;
+}
+
 /* Returns the index of the object with this hash, adding it if new (*added = 1). */
 static int
 intern_object(mc_writer *w, const unsigned char *hash, uint64_t size, size_t *idx, int *added)
 {
 	size_t s;
+	int rc;
 
 	*added = 0;
 	if ((w->nobjs + 1) * 2 > w->tcap && table_grow(w) != 0)
@@ -195,15 +222,8 @@ intern_object(mc_writer *w, const unsigned char *hash, uint64_t size, size_t *id
 			return MC_OK;
 		}
 	}
-	if (w->nobjs == w->capobjs) {
-		size_t cap = w->capobjs ? w->capobjs * 2 : 64;
-		struct wobj *o = realloc(w->objs, cap * sizeof *o);
-		if (o == NULL)
-			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-		w->objs = o;
-		w->capobjs = cap;
-	}
-	memset(&w->objs[w->nobjs], 0, sizeof w->objs[0]);
+	if ((rc = new_object(w)) != MC_OK)
+		return rc;
 	memcpy(w->objs[w->nobjs].hash, hash, MC_HASH_BYTES);
 	w->objs[w->nobjs].size = size;
 	w->table[s] = w->nobjs + 1;
@@ -291,16 +311,52 @@ mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void
 	return add_artifact(w, type, key, idx, (t->flags & MC_TYPE_WANTS_SHA256) ? sha : NULL);
 }
 
+/* Reads a range of fd, computing its BLAKE2b (hash, may be NULL) and SHA-256 (sha, may
+ * be NULL). */
+static int
+hash_range(mc_writer *w, int fd, const char *path, uint64_t offset, uint64_t size,
+	   unsigned char *hash, unsigned char *sha)
+{
+	crypto_generichash_state gs;
+	crypto_hash_sha256_state ss;
+	unsigned char *buf = malloc(MC_IO_CHUNK);
+	uint64_t left = size;
+
+	if (buf == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	crypto_generichash_init(&gs, NULL, 0, MC_HASH_BYTES);
+	crypto_hash_sha256_init(&ss);
+	while (left > 0) {
+		size_t want = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
+		ssize_t r = pread(fd, buf, want, (off_t)(offset + size - left));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = 0;
+			free(buf);
+			return mc__errno(w->ctx, MC_ERR_IO, "cannot read", path);
+		}
+		if (hash != NULL)
+			crypto_generichash_update(&gs, buf, (size_t)r);
+		if (sha != NULL)
+			crypto_hash_sha256_update(&ss, buf, (size_t)r);
+		left -= (uint64_t)r;
+	}
+	free(buf);
+	if (hash != NULL)
+		crypto_generichash_final(&gs, hash, MC_HASH_BYTES);
+	if (sha != NULL)
+		crypto_hash_sha256_final(&ss, sha);
+	return MC_OK;
+}
+
 int
 mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char *path,
 		     uint64_t offset, uint64_t size, size_t *object_out)
 {
 	unsigned char hash[MC_HASH_BYTES], sha[32];
-	crypto_generichash_state gs;
-	crypto_hash_sha256_state ss;
 	const struct mc_type *t;
-	unsigned char *buf;
-	uint64_t left = size;
 	size_t idx;
 	int fd, rc, added, want_sha;
 
@@ -313,34 +369,35 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 	want_sha = (t->flags & MC_TYPE_WANTS_SHA256) != 0;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return mc__errno(w->ctx, MC_ERR_IO, "cannot open", path);
-	if ((buf = malloc(MC_IO_CHUNK)) == NULL) {
-		close(fd);
-		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	crypto_generichash_init(&gs, NULL, 0, sizeof hash);
-	crypto_hash_sha256_init(&ss);
-	while (left > 0) {
-		size_t want = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
-		ssize_t r = pread(fd, buf, want, (off_t)(offset + size - left));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			if (r == 0)
-				errno = 0;
-			rc = mc__errno(w->ctx, MC_ERR_IO, "cannot read", path);
-			free(buf);
-			close(fd);
-			return rc;
+	/* Contents are hashed and compressed at save, on the worker threads, reading each
+	 * once. A type that needs the SHA-256 for its destination gets it here (the save
+	 * computes it again, to notice a change); a blob's layout needs the hash now. */
+	if (object_out == NULL) {
+		if (want_sha) {
+			if ((rc = hash_range(w, fd, path, offset, size, NULL, sha)) != MC_OK) {
+				close(fd);
+				return rc;
+			}
 		}
-		crypto_generichash_update(&gs, buf, (size_t)r);
+		close(fd);
+		if ((rc = new_object(w)) != MC_OK)
+			return rc;
+		idx = w->nobjs;
+		if ((w->objs[idx].path = mc__strdup(path)) == NULL)
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		w->objs[idx].offset = offset;
+		w->objs[idx].size = size;
+		w->objs[idx].pending = 1;
+		w->objs[idx].check_sha = want_sha;
 		if (want_sha)
-			crypto_hash_sha256_update(&ss, buf, (size_t)r);
-		left -= (uint64_t)r;
+			memcpy(w->objs[idx].sha256, sha, sizeof sha);
+		w->nobjs++;
+		return add_artifact(w, type, key, idx, want_sha ? sha : NULL);
 	}
-	free(buf);
+	rc = hash_range(w, fd, path, offset, size, hash, want_sha ? sha : NULL);
 	close(fd);
-	crypto_generichash_final(&gs, hash, sizeof hash);
-	crypto_hash_sha256_final(&ss, sha);
+	if (rc != MC_OK)
+		return rc;
 	if ((rc = intern_object(w, hash, size, &idx, &added)) != MC_OK)
 		return rc;
 	if (added) {
@@ -671,14 +728,28 @@ emit_out(void *ud, const unsigned char *buf, size_t n)
 	return mc__emit_data(ud, buf, n);
 }
 
-/* The spool: compressed objects wait there until the manifest, which records their
- * stored hashes, has been written. */
+/* ---- the save's first pass, on the worker threads ----
+ * Each used object is read once: hashed (its hash is known only now for most), and
+ * compressed into the spool file of the worker, where the stored bytes wait until the
+ * manifest, which records their hashes, has been written. */
+
 struct spool {
-	mc_ctx *ctx;
+	mc_ctx *ctx;        /* the worker's context for messages */
 	int fd;
 	uint64_t len;
 	mc_zenc *z;
 	crypto_generichash_state gs;
+	unsigned char *buf;
+	size_t cap;
+};
+
+struct pass {
+	mc_writer *w;
+	const char *path; /* the bundle's: spool files are made beside it */
+	size_t *items;    /* object indices */
+	struct spool *sp; /* per worker */
+	_Atomic uint64_t done;
+	uint64_t total;
 };
 
 static int
@@ -693,38 +764,120 @@ spool_out(void *ud, const unsigned char *buf, size_t n)
 	return MC_OK;
 }
 
+/* Reads the source range in pieces into sp->buf (whole when it fits), hashing it and
+ * passing each piece on; a source that changed since it was recorded is refused. */
 static int
-spool_in(void *ud, const unsigned char *buf, size_t n)
+read_source(struct spool *sp, const struct wobj *o, unsigned char *hash, int level)
 {
-	struct spool *sp = ud;
+	crypto_generichash_state gs;
+	crypto_hash_sha256_state ss;
+	unsigned char sha[32];
+	uint64_t left = o->size;
+	size_t piece = o->size <= MC_WHOLE_MAX ? (size_t)o->size : MC_IO_CHUNK;
+	int fd, rc = MC_OK;
 
-	return mc__zenc_run(sp->z, buf, n, 0, spool_out, sp);
+	if (piece > sp->cap) {
+		unsigned char *p = realloc(sp->buf, piece < 65536 ? 65536 : piece);
+		if (p == NULL)
+			return mc__err(sp->ctx, MC_ERR_NOMEM, "out of memory");
+		sp->buf = p;
+		sp->cap = piece < 65536 ? 65536 : piece;
+	}
+	if ((fd = open(o->path, O_RDONLY | O_CLOEXEC)) < 0)
+		return mc__errno(sp->ctx, MC_ERR_IO, "cannot open", o->path);
+	crypto_generichash_init(&gs, NULL, 0, MC_HASH_BYTES);
+	crypto_hash_sha256_init(&ss);
+	while (rc == MC_OK && left > 0) {
+		size_t want = left < piece ? (size_t)left : piece, got = 0;
+		while (got < want) {
+			ssize_t r = pread(fd, sp->buf + got, want - got,
+					  (off_t)(o->offset + o->size - left + got));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				if (r == 0)
+					errno = 0;
+				rc = mc__errno(sp->ctx, MC_ERR_IO, "cannot read (did it shrink?)", o->path);
+				break;
+			}
+			got += (size_t)r;
+		}
+		if (rc != MC_OK)
+			break;
+		crypto_generichash_update(&gs, sp->buf, want);
+		if (o->check_sha)
+			crypto_hash_sha256_update(&ss, sp->buf, want);
+		left -= want;
+		if (level > 0)
+			rc = mc__zenc_run(sp->z, sp->buf, want, left == 0, spool_out, sp);
+	}
+	close(fd);
+	crypto_generichash_final(&gs, hash, MC_HASH_BYTES);
+	crypto_hash_sha256_final(&ss, sha);
+	if (rc == MC_OK && o->check_sha && memcmp(sha, o->sha256, sizeof sha) != 0)
+		rc = mc__err(sp->ctx, MC_ERR_IO, "%s: content changed while packing", o->path);
+	return rc;
 }
 
-/* Compresses object o into the spool, or keeps it as is when that is not smaller. */
 static int
-spool_object(mc_writer *w, struct spool *sp, struct wobj *o, struct mc_mobject *mo,
-	     uint64_t *done, uint64_t total)
+pass_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 {
+	struct pass *p = ud;
+	mc_writer *w = p->w;
+	struct spool *sp = &p->sp[worker];
+	struct wobj *o = &w->objs[p->items[k]];
+	unsigned char hash[MC_HASH_BYTES];
+	uint64_t done;
 	int rc;
 
+	if (sp->ctx != wctx) { /* this worker's first object */
+		sp->ctx = wctx;
+		if (w->level > 0) {
+			char *tmp = NULL;
+			if ((sp->fd = mc__open_temp_beside(wctx, p->path, &tmp, 0600)) < 0)
+				return MC_ERR_IO;
+			unlink(tmp); /* the open descriptor keeps it; nothing is left behind */
+			free(tmp);
+			if ((rc = mc__zenc_new(wctx, w->level, &sp->z)) != MC_OK)
+				return rc;
+		}
+	}
+	o->spool = worker;
 	o->spool_off = sp->len;
 	crypto_generichash_init(&sp->gs, NULL, 0, MC_HASH_BYTES);
-	if ((rc = read_object(w, o, spool_in, sp, done, total)) != MC_OK ||
-	    (rc = mc__zenc_run(sp->z, NULL, 0, 1, spool_out, sp)) != MC_OK)
-		return rc;
-	crypto_generichash_final(&sp->gs, mo->stored_hash, MC_HASH_BYTES);
-	mo->stored_size = sp->len - o->spool_off;
-	mo->encoding = MC_ENC_ZSTD;
-	if (mo->stored_size >= o->size) {
-		mo->encoding = MC_ENC_NONE;
-		mo->stored_size = o->size;
-		memcpy(mo->stored_hash, o->hash, MC_HASH_BYTES);
-		if (ftruncate(sp->fd, (off_t)o->spool_off) != 0 ||
-		    lseek(sp->fd, (off_t)o->spool_off, SEEK_SET) < 0)
-			return mc__errno(w->ctx, MC_ERR_IO, "cannot rewind the spool file", "temp");
-		sp->len = o->spool_off;
+	if (o->data != NULL) {
+		memcpy(hash, o->hash, sizeof hash);
+		rc = w->level > 0 ? mc__zenc_run(sp->z, o->data, (size_t)o->size, 1, spool_out, sp)
+				  : MC_OK;
+	} else {
+		rc = read_source(sp, o, hash, w->level);
 	}
+	if (rc != MC_OK)
+		return rc;
+	if (o->pending) {
+		memcpy(o->hash, hash, sizeof hash);
+		o->pending = 0;
+	} else if (memcmp(hash, o->hash, sizeof hash) != 0) {
+		return mc__err(wctx, MC_ERR_IO, "%s: content changed while packing", o->path);
+	}
+	o->encoding = MC_ENC_NONE;
+	o->stored_size = o->size;
+	memcpy(o->stored_hash, o->hash, MC_HASH_BYTES);
+	if (w->level > 0) {
+		if (sp->len - o->spool_off < o->size) {
+			o->encoding = MC_ENC_ZSTD;
+			o->stored_size = sp->len - o->spool_off;
+			crypto_generichash_final(&sp->gs, o->stored_hash, MC_HASH_BYTES);
+		} else { /* stored as is: the spool forgets it */
+			if (ftruncate(sp->fd, (off_t)o->spool_off) != 0 ||
+			    lseek(sp->fd, (off_t)o->spool_off, SEEK_SET) < 0)
+				return mc__errno(wctx, MC_ERR_IO, "cannot rewind the spool file", "temp");
+			sp->len = o->spool_off;
+		}
+	}
+	done = p->done += o->size;
+	if (worker == 0)
+		mc__progress(w->ctx, "pack", done, p->total);
 	return MC_OK;
 }
 
@@ -753,17 +906,46 @@ copy_spooled(mc_writer *w, mc_emit *e, int fd, uint64_t off, uint64_t n)
 	return rc;
 }
 
+/* After the first pass: objects with equal contents become one, the first recorded
+ * (so the choice does not depend on the workers). canon[i] for every used object. */
+static int
+dedup(mc_writer *w, const char *used)
+{
+	size_t cap = 1024, i, *t;
+
+	while (cap < w->nobjs * 2 + 2)
+		cap *= 2;
+	if ((t = calloc(cap, sizeof *t)) == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < w->nobjs; i++) {
+		size_t s;
+		if (!used[i])
+			continue;
+		w->objs[i].canon = i;
+		for (s = slot_of(w->objs[i].hash, cap); t[s] != 0; s = (s + 1) & (cap - 1))
+			if (memcmp(w->objs[t[s] - 1].hash, w->objs[i].hash, MC_HASH_BYTES) == 0) {
+				w->objs[i].canon = t[s] - 1;
+				break;
+			}
+		if (t[s] == 0)
+			t[s] = i + 1;
+	}
+	free(t);
+	return MC_OK;
+}
+
 int
 mc_writer_save(mc_writer *w, const char *path)
 {
 	struct mc_manifest m;
 	struct hashidx *order = NULL;
-	size_t i, j, nuniq = 0, nsig = 0;
+	size_t i, j, nuniq = 0, nsig = 0, nitems = 0;
 	char *json = NULL, **sigtxt = NULL;
 	size_t jlen = 0, *siglen = NULL;
 	char (*sigid)[17] = NULL;
 	uint64_t done = 0, total = 0, spare = 0;
-	struct spool sp;
+	struct pass pass;
+	unsigned nworkers = mc__threads(w->ctx), k;
 	mc_emit *e = NULL;
 	int rc = MC_OK;
 	char *used = NULL;
@@ -771,35 +953,57 @@ mc_writer_save(mc_writer *w, const char *path)
 	if (w == NULL || path == NULL)
 		return MC_ERR_INVALID;
 	memset(&m, 0, sizeof m);
-	memset(&sp, 0, sizeof sp);
-	sp.fd = -1;
+	memset(&pass, 0, sizeof pass);
 	/* Artifacts sorted by (type, key); for a repeated pair the last recorded wins. */
 	if (w->narts > 1)
 		qsort(w->arts, w->narts, sizeof *w->arts, art_cmp);
 	if ((m.artifacts = calloc(w->narts + 1, sizeof *m.artifacts)) == NULL ||
 	    (order = malloc((w->nobjs + 1) * sizeof *order)) == NULL ||
-	    (used = calloc(w->nobjs + 1, 1)) == NULL) {
+	    (used = calloc(w->nobjs + 1, 1)) == NULL ||
+	    (pass.items = malloc((w->nobjs + 1) * sizeof *pass.items)) == NULL ||
+	    (pass.sp = calloc(nworkers, sizeof *pass.sp)) == NULL) {
 		rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	for (k = 0; k < nworkers; k++)
+		pass.sp[k].fd = -1;
+	for (i = 0; i < w->narts; i = j) {
+		for (j = i + 1; j < w->narts && strcmp(w->arts[j].type, w->arts[i].type) == 0 &&
+				strcmp(w->arts[j].key, w->arts[i].key) == 0;
+		     j++)
+			;
+		used[w->arts[j - 1].obj] = 1;
+	}
+	if (w->only_blob && w->nsources == 1)
+		for (i = 0; i < w->ngroups; i++)
+			for (j = 0; j < w->groups[i].nentries; j++)
+				used[w->groups[i].entries[j].object] = 1;
+	/* The first pass: every used object read once, hashed and compressed. */
+	for (i = 0; i < w->nobjs; i++)
+		if (used[i] && (w->level > 0 || w->objs[i].pending)) {
+			pass.items[nitems++] = i;
+			pass.total += w->objs[i].size;
+		}
+	pass.w = w;
+	pass.path = path;
+	if ((rc = mc__parallel(w->ctx, nitems, nworkers, pass_item, &pass)) != MC_OK ||
+	    (rc = dedup(w, used)) != MC_OK)
+		goto out;
+	done = pass.done;
 	for (i = 0; i < w->narts; i = j) {
 		int differ = 0;
 
 		for (j = i + 1; j < w->narts && strcmp(w->arts[j].type, w->arts[i].type) == 0 &&
 				strcmp(w->arts[j].key, w->arts[i].key) == 0;
 		     j++)
-			differ |= w->arts[j].obj != w->arts[i].obj;
+			differ |= memcmp(w->objs[w->arts[j].obj].hash, w->objs[w->arts[i].obj].hash,
+					 MC_HASH_BYTES) != 0;
 		if (differ && w->conflict != NULL)
 			w->conflict(w->conflict_ud, w->arts[i].type, w->arts[i].key);
-		used[w->arts[j - 1].obj] = 1;
 		m.artifacts[m.nartifacts++].object = j - 1; /* temporarily: index into arts */
 	}
-	if (w->only_blob && w->nsources == 1)
-		for (i = 0; i < w->ngroups; i++)
-			for (j = 0; j < w->groups[i].nentries; j++)
-				used[w->groups[i].entries[j].object] = 1;
 	for (i = 0; i < w->nobjs; i++)
-		if (used[i]) {
+		if (used[i] && w->objs[i].canon == i) {
 			memcpy(order[nuniq].hash, w->objs[i].hash, MC_HASH_BYTES);
 			order[nuniq++].idx = i;
 		}
@@ -815,32 +1019,16 @@ mc_writer_save(mc_writer *w, const char *path)
 		memcpy(m.objects[i].hash, o->hash, MC_HASH_BYTES);
 		mc__hex(o->hash, MC_HASH_BYTES, m.objects[i].hash_hex);
 		m.objects[i].size = o->size;
-		m.objects[i].encoding = MC_ENC_NONE;
-		m.objects[i].stored_size = o->size;
-		memcpy(m.objects[i].stored_hash, o->hash, MC_HASH_BYTES);
+		m.objects[i].encoding = w->level > 0 ? o->encoding : MC_ENC_NONE;
+		m.objects[i].stored_size = w->level > 0 ? o->stored_size : o->size;
+		memcpy(m.objects[i].stored_hash, w->level > 0 ? o->stored_hash : o->hash, MC_HASH_BYTES);
 		total += o->size;
 	}
 	m.nobjects = nuniq;
-	if (w->level > 0) {
-		char *sp_path = NULL;
-		if ((sp.fd = mc__open_temp_beside(w->ctx, path, &sp_path, 0600)) < 0) {
-			rc = MC_ERR_IO;
-			goto out;
-		}
-		unlink(sp_path); /* the open descriptor keeps it; nothing is left behind */
-		free(sp_path);
-		sp.ctx = w->ctx;
-		if ((rc = mc__zenc_new(w->ctx, w->level, &sp.z)) != MC_OK)
-			goto out;
-		for (i = 0; i < nuniq && rc == MC_OK; i++)
-			rc = spool_object(w, &sp, &w->objs[order[i].idx], &m.objects[i], &done, total);
-		if (rc != MC_OK)
-			goto out;
-	}
 	for (i = 0; i < m.nartifacts; i++) {
 		const struct wart *a = &w->arts[m.artifacts[i].object];
 		struct mc_martifact *ma = &m.artifacts[i];
-		const struct wobj *o = &w->objs[a->obj];
+		const struct wobj *o = &w->objs[w->objs[a->obj].canon];
 
 		ma->type = a->type; /* borrowed; not freed below */
 		ma->key = a->key;
@@ -869,7 +1057,8 @@ mc_writer_save(mc_writer *w, const char *path)
 			}
 			for (j = 0; j < w->groups[i].nentries; j++) {
 				m.groups[i].entries[j].key = w->groups[i].entries[j].key;
-				m.groups[i].entries[j].object = w->objs[w->groups[i].entries[j].object].out_index;
+				size_t c = w->objs[w->groups[i].entries[j].object].canon;
+				m.groups[i].entries[j].object = w->objs[c].out_index;
 			}
 		}
 		if (rc != MC_OK)
@@ -931,7 +1120,7 @@ mc_writer_save(mc_writer *w, const char *path)
 		if ((rc = mc__emit_member(e, name, m.objects[i].stored_size)) != MC_OK)
 			break;
 		if (m.objects[i].encoding == MC_ENC_ZSTD)
-			rc = copy_spooled(w, e, sp.fd, o->spool_off, m.objects[i].stored_size);
+			rc = copy_spooled(w, e, pass.sp[o->spool].fd, o->spool_off, m.objects[i].stored_size);
 		else
 			rc = read_object(w, o, emit_out, e, w->level > 0 ? &spare : &done, total);
 	}
@@ -941,9 +1130,14 @@ mc_writer_save(mc_writer *w, const char *path)
 	}
 out:
 	mc__emit_abort(e);
-	mc__zenc_free(sp.z);
-	if (sp.fd >= 0)
-		close(sp.fd);
+	for (k = 0; pass.sp != NULL && k < nworkers; k++) {
+		mc__zenc_free(pass.sp[k].z);
+		if (pass.sp[k].fd >= 0)
+			close(pass.sp[k].fd);
+		free(pass.sp[k].buf);
+	}
+	free(pass.sp);
+	free(pass.items);
 	if (m.groups != NULL)
 		for (i = 0; i < m.ngroups; i++)
 			free(m.groups[i].entries);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "mc_private.h"
 
@@ -255,6 +256,46 @@ mc__zdec_run(mc_zdec *z, const void *buf, size_t n, mc_out_fn fn, void *ud, int 
 			break;
 	}
 	*done = z->done;
+	return MC_OK;
+}
+
+int
+mc__zdec_whole(mc_zdec *z, const void *src, size_t n, void *dst, size_t cap, size_t *produced,
+	       int *overflow)
+{
+	const unsigned char *p = src;
+	size_t fsize, r;
+
+	*produced = 0;
+	*overflow = 0;
+	fsize = ZSTD_findFrameCompressedSize(src, n);
+	if (ZSTD_isError(fsize))
+		return ZSTD_getErrorCode(fsize) == ZSTD_error_srcSize_wrong
+			       ? mc__err(z->ctx, MC_ERR_MALFORMED, "compressed data ends early")
+			       : mc__err(z->ctx, MC_ERR_MALFORMED, "corrupt compressed data (%s)",
+					 ZSTD_getErrorName(fsize));
+	if (fsize < n)
+		return mc__err(z->ctx, MC_ERR_MALFORMED, "bytes after the end of a compressed object");
+	/* The streaming decoder's window cap, applied to the declared window (RFC 8878
+	 * 3.1.1.1: magic, descriptor, then the window byte unless single-segment, whose
+	 * window is the content size and so below the cap here). */
+	if (n >= 6 && ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24) == 0xFD2FB528u && (p[4] & 0x20) == 0) {
+		unsigned wlog = 10u + (p[5] >> 3);
+		uint64_t window = (1ull << wlog) + ((1ull << wlog) / 8) * (p[5] & 7u);
+		if (window > (1ull << MC_ZSTD_WINDOW_LOG))
+			return mc__err(z->ctx, MC_ERR_MALFORMED, "corrupt compressed data (%s)",
+				       ZSTD_getErrorString(ZSTD_error_frameParameter_windowTooLarge));
+	}
+	r = ZSTD_decompressDCtx(z->dctx, dst, cap, src, n);
+	if (ZSTD_isError(r)) {
+		if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall) {
+			*overflow = 1;
+			return MC_ERR_INTEGRITY;
+		}
+		return mc__err(z->ctx, MC_ERR_MALFORMED, "corrupt compressed data (%s)",
+			       ZSTD_getErrorName(r));
+	}
+	*produced = r;
 	return MC_OK;
 }
 

@@ -1,21 +1,36 @@
 #!/bin/sh
 # bench.sh - megacache against the obvious script on the same content at the same zstd
 # level: `tar --zstd` + `minisign` for pack, `minisign -V` + `tar --zstd -x` for load,
-# and `zstd -d` of the baseline bundle for verify. Runs alternate; the table gives
-# medians of wall time and peak RSS and the ratios megacache/baseline.
-#   sh tests/bench/bench.sh [COPIES...]      (default 130: about 510 MB in 20,000 files)
-# Environment: RUNS (default 5), LEVEL (3), WORK (/tmp/megacache-bench), SHARED (../shared).
+# and `zstd -d` of the baseline bundle for verify. The two sides alternate (which goes
+# first flips every run); the table gives medians of wall time and peak RSS, and the
+# ratios megacache/baseline.
+#   sh tests/bench/bench.sh [COPIES...]
+# COPIES: copies of the real CUDA MLP cache dir (130: about 510 MB in 20,000 files);
+# several give the scaling series, e.g. `130 520 2080` for 1x, 4x and 16x.
+# Environment: RUNS (default 5), LEVEL (3), WORK (/tmp/megacache-bench), SHARED
+# (../shared), THREADS (megacache's --threads, default 0: one per CPU).
 # Needs: python3, GNU time (/usr/bin/time), zstd, minisign, tar. Run from a built tree.
+#
+# Each load writes into an empty folder with a clean page cache: the previous output is
+# removed, dirty pages are written back and, when this runs as root, the page cache is
+# dropped; then the bundle is read once so that both sides start from it in memory.
+# (Without this, a load right after removing a large tree measures the file system's
+# search for free inodes more than the loader.) Each pack starts with its source tree
+# read once for the same reason.
 set -eu
 top=$(pwd)
 RUNS=${RUNS:-5}
 LEVEL=${LEVEL:-3}
+THREADS=${THREADS:-0}
 WORK=${WORK:-/tmp/megacache-bench}
 SHARED=${SHARED:-$top/../shared}
 M="$top/bin/.libs/megacache"
 [ -x "$M" ] || M="$top/bin/megacache"
 export LD_LIBRARY_PATH="$top/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 copies_list=${*:-130}
+for tool in python3 /usr/bin/time zstd minisign tar; do
+	command -v "$tool" >/dev/null 2>&1 || { echo "bench: $tool is needed" >&2; exit 2; }
+done
 mkdir -p "$WORK"
 rm -rf "$WORK/src"
 mkdir -p "$WORK/src"
@@ -37,6 +52,34 @@ median() { # median COLUMN FILE
 	cut -d' ' -f"$1" "$2" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# settle FILE...: written-back, dropped (when allowed) page cache, then FILEs read once.
+settle() {
+	sync
+	[ -w /proc/sys/vm/drop_caches ] && echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || :
+	for f in "$@"; do
+		if [ -d "$f" ]; then tar -cf - -C "$f" . | cat > /dev/null; else cat "$f" > /dev/null; fi
+	done
+}
+
+pack_base() { t pack-base sh -c "tar -cf - -C '$C' . | zstd -q -$LEVEL -T1 -o '$WORK/base.tar.zst' && minisign -S -s '$WORK/k.key' -m '$WORK/base.tar.zst'"; }
+pack_mc() { t pack-mc "$M" pack -q -o "$WORK/mc.mcache" -s "$WORK/k.key" --from-dir "$C" --keep-unknown --level "$LEVEL" --threads "$THREADS"; }
+load_base() {
+	rm -rf "$WORK/out-base"
+	mkdir -p "$WORK/out-base"
+	settle "$WORK/base.tar.zst"
+	t load-base sh -c "minisign -Vq -p '$WORK/k.pub' -m '$WORK/base.tar.zst' && tar --zstd -xf '$WORK/base.tar.zst' -C '$WORK/out-base'"
+}
+load_mc() {
+	rm -rf "$WORK/out-mc"
+	settle "$WORK/mc.mcache"
+	t load-mc "$M" load -q "$WORK/mc.mcache" -p "$WORK/k.pub" --cache-dir "$WORK/out-mc" --max-expansion 0 --threads "$THREADS"
+}
+verify_base() { t verify-base sh -c "zstd -q -d -c '$WORK/base.tar.zst' > /dev/null"; }
+verify_mc() { t verify-mc "$M" verify -q "$WORK/mc.mcache" -p "$WORK/k.pub" --max-expansion 0 --threads "$THREADS"; }
+
+echo "machine: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/^Mem:/ { print $2 }') GiB," \
+	"$(uname -sr), $(df -T "$WORK" | awk 'NR == 2 { print $2 }') at $WORK; megacache --threads $THREADS"
+echo
 echo "| corpus | operation | baseline (s) | megacache (s) | ratio | baseline RSS (MiB) | megacache RSS (MiB) |"
 echo "|---|---|---|---|---|---|---|"
 for copies in $copies_list; do
@@ -51,19 +94,21 @@ for copies in $copies_list; do
 	while [ "$i" -lt "$RUNS" ]; do
 		i=$((i + 1))
 		rm -f "$WORK/base.tar.zst" "$WORK/base.tar.zst.minisig" "$WORK/mc.mcache"
-		t pack-base sh -c "tar -cf - -C '$C' . | zstd -q -$LEVEL -T1 -o '$WORK/base.tar.zst' && minisign -S -s '$WORK/k.key' -m '$WORK/base.tar.zst'"
-		t pack-mc "$M" pack -q -o "$WORK/mc.mcache" -s "$WORK/k.key" --from-dir "$C" --keep-unknown --level "$LEVEL"
-		rm -rf "$WORK/out-base" "$WORK/out-mc"
-		mkdir -p "$WORK/out-base"
-		t load-base sh -c "minisign -Vq -p '$WORK/k.pub' -m '$WORK/base.tar.zst' && tar --zstd -xf '$WORK/base.tar.zst' -C '$WORK/out-base'"
-		t load-mc "$M" load -q "$WORK/mc.mcache" -p "$WORK/k.pub" --cache-dir "$WORK/out-mc" --max-expansion 0
-		t verify-base sh -c "zstd -q -d -c '$WORK/base.tar.zst' > /dev/null"
-		t verify-mc "$M" verify -q "$WORK/mc.mcache" -p "$WORK/k.pub" --max-expansion 0
+		if [ $((i % 2)) -eq 1 ]; then
+			settle "$C"; pack_base; settle "$C"; pack_mc
+			load_base; load_mc
+			verify_base; verify_mc
+		else
+			settle "$C"; pack_mc; settle "$C"; pack_base
+			load_mc; load_base
+			verify_mc; verify_base
+		fi
 	done
 	# The two loads must give the same tree.
 	(cd "$WORK/out-base" && find . -type f | sort | xargs sha256sum) > "$WORK/base.sums"
 	(cd "$WORK/out-mc" && find . -type f | sort | xargs sha256sum) > "$WORK/mc.sums"
 	cmp -s "$WORK/base.sums" "$WORK/mc.sums" || { echo "bench: the loads differ" >&2; exit 1; }
+	rm -rf "$WORK/out-base" "$WORK/out-mc"
 	for op in pack load verify; do
 		bw=$(median 1 "$WORK/$op-base.times")
 		mw=$(median 1 "$WORK/$op-mc.times")
@@ -72,7 +117,7 @@ for copies in $copies_list; do
 		awk -v c="$size MB, $files files" -v op="$op" -v bw="$bw" -v mw="$mw" -v br="$br" -v mr="$mr" \
 			'BEGIN { printf "| %s | %s | %.2f | %.2f | %.2f | %.1f | %.1f |\n", c, op, bw, mw, mw / bw, br / 1024, mr / 1024 }'
 	done
-	echo "bundle sizes: baseline $(stat -c %s "$WORK/base.tar.zst") bytes, megacache $(stat -c %s "$WORK/mc.mcache") bytes" >&2
+	echo "| | bundle size (MB) | $(stat -c %s "$WORK/base.tar.zst" | awk '{ printf "%.1f", $1 / 1e6 }') | $(stat -c %s "$WORK/mc.mcache" | awk '{ printf "%.1f", $1 / 1e6 }') | | | |"
 done
 echo
 echo "medians of $RUNS alternating runs, zstd level $LEVEL; verify's baseline is \`zstd -d\` of the baseline bundle to /dev/null"

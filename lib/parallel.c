@@ -1,0 +1,116 @@
+/*
+ * parallel.c - runs independent items on worker threads. Items are claimed in order;
+ * after a failure no further item starts, and the result is the one of the lowest-
+ * numbered item that failed, so that what a caller sees does not depend on timing.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mc_private.h"
+
+struct par {
+	mc_par_fn fn;
+	void *ud;
+	size_t n;
+	pthread_mutex_t lock;
+	size_t next;
+	int failed;
+	size_t err_item;
+	int err_rc;
+	char err_msg[MC_ERRBUF];
+};
+
+struct par_worker {
+	struct par *p;
+	unsigned id;
+	mc_ctx *ctx;
+	pthread_t thread;
+	int started;
+};
+
+static void *
+par_run(void *arg)
+{
+	struct par_worker *w = arg;
+	struct par *p = w->p;
+
+	for (;;) {
+		size_t i;
+		int rc;
+
+		pthread_mutex_lock(&p->lock);
+		if (p->failed || p->next >= p->n) {
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+		i = p->next++;
+		pthread_mutex_unlock(&p->lock);
+		if ((rc = p->fn(p->ud, w->id, w->ctx, i)) != MC_OK) {
+			pthread_mutex_lock(&p->lock);
+			if (!p->failed || i < p->err_item) {
+				p->err_item = i;
+				p->err_rc = rc;
+				snprintf(p->err_msg, sizeof p->err_msg, "%s", w->ctx->err);
+			}
+			p->failed = 1;
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+	}
+	return NULL;
+}
+
+int
+mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud)
+{
+	struct par p;
+	struct par_worker *w;
+	mc_ctx *own = NULL;
+	unsigned k;
+
+	if (nworkers == 0 || n == 0)
+		nworkers = 1;
+	if (nworkers > n && n > 0)
+		nworkers = (unsigned)n;
+	memset(&p, 0, sizeof p);
+	p.fn = fn;
+	p.ud = ud;
+	p.n = n;
+	if ((w = calloc(nworkers, sizeof *w)) == NULL ||
+	    (nworkers > 1 && (own = calloc(nworkers, sizeof *own)) == NULL)) {
+		free(w);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	if (pthread_mutex_init(&p.lock, NULL) != 0) {
+		free(w);
+		free(own);
+		return mc__err(ctx, MC_ERR_NOMEM, "cannot create a lock");
+	}
+	for (k = 0; k < nworkers; k++) {
+		w[k].p = &p;
+		w[k].id = k;
+		/* A lone worker writes its messages on ctx; several have their own copy. */
+		if (own != NULL) {
+			own[k] = *ctx;
+			w[k].ctx = &own[k];
+		} else {
+			w[k].ctx = ctx;
+		}
+	}
+	for (k = 1; k < nworkers; k++)
+		w[k].started = pthread_create(&w[k].thread, NULL, par_run, &w[k]) == 0;
+	par_run(&w[0]);
+	for (k = 1; k < nworkers; k++)
+		if (w[k].started)
+			pthread_join(w[k].thread, NULL);
+	pthread_mutex_destroy(&p.lock);
+	free(w);
+	free(own);
+	if (!p.failed)
+		return MC_OK;
+	snprintf(ctx->err, sizeof ctx->err, "%s", p.err_msg);
+	return p.err_rc;
+}
