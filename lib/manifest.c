@@ -81,10 +81,62 @@ add_int(cJSON *o, const char *k, double v)
 	return cJSON_AddNumberToObject(o, k, v);
 }
 
+/* The manifest text is built entry by entry: each artifact and object is rendered by
+ * cJSON on its own and appended, so that no tree of the whole manifest is ever held
+ * (the bytes are the same as cJSON would print for the whole). */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	int bad;
+};
+
+static void
+sb_add(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->bad)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 65536;
+		char *p;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		if ((p = realloc(b->p, cap)) == NULL) {
+			b->bad = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void
+sb_str(struct sbuf *b, const char *s)
+{
+	sb_add(b, s, strlen(s));
+}
+
+/* Appends o printed (without its closing brace when open is set) and frees it. */
+static void
+sb_json(struct sbuf *b, cJSON *o, int ok, int open)
+{
+	char *t = ok && o != NULL ? cJSON_PrintUnformatted(o) : NULL;
+
+	if (t == NULL)
+		b->bad = 1;
+	else
+		sb_add(b, t, strlen(t) - (open ? 1 : 0));
+	free(t);
+	cJSON_Delete(o);
+}
+
 int
 mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out, size_t *outlen)
 {
-	cJSON *root = cJSON_CreateObject(), *labels, *arts, *objs, *tb, *groups;
+	cJSON *root = cJSON_CreateObject(), *labels, *tb, *groups;
+	struct sbuf sb = {NULL, 0, 0, 0};
 	char hex[65];
 	size_t i, j;
 	int ok = root != NULL;
@@ -99,13 +151,13 @@ mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out, size_t
 	ok = ok && (labels = cJSON_AddObjectToObject(root, "labels")) != NULL;
 	for (i = 0; ok && i < m->nlabels; i++)
 		ok = cJSON_AddStringToObject(labels, m->labels[i].key, m->labels[i].value) != NULL;
-	ok = ok && (arts = cJSON_AddArrayToObject(root, "artifacts")) != NULL;
-	for (i = 0; ok && i < m->nartifacts; i++) {
+	sb_json(&sb, root, ok, 1);
+	sb_str(&sb, ",\"artifacts\":[");
+	for (i = 0; !sb.bad && i < m->nartifacts; i++) {
 		const struct mc_martifact *a = &m->artifacts[i];
 		cJSON *o = cJSON_CreateObject();
 
-		ok = o != NULL && cJSON_AddItemToArray(arts, o);
-		ok = ok && cJSON_AddStringToObject(o, "type", a->type) != NULL;
+		ok = o != NULL && cJSON_AddStringToObject(o, "type", a->type) != NULL;
 		ok = ok && cJSON_AddStringToObject(o, "key", a->key) != NULL;
 		ok = ok && add_int(o, "size", (double)a->size) != NULL;
 		ok = ok && cJSON_AddStringToObject(o, "hash", a->hash_hex) != NULL;
@@ -113,23 +165,29 @@ mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out, size_t
 			mc__hex(a->sha256, 32, hex);
 			ok = cJSON_AddStringToObject(o, "sha256", hex) != NULL;
 		}
+		if (i > 0)
+			sb_str(&sb, ",");
+		sb_json(&sb, o, ok, 0);
 	}
-	ok = ok && (objs = cJSON_AddArrayToObject(root, "objects")) != NULL;
-	for (i = 0; ok && i < m->nobjects; i++) {
+	sb_str(&sb, "],\"objects\":[");
+	for (i = 0; !sb.bad && i < m->nobjects; i++) {
 		const struct mc_mobject *ob = &m->objects[i];
 		cJSON *o = cJSON_CreateObject();
 
-		ok = o != NULL && cJSON_AddItemToArray(objs, o);
-		ok = ok && cJSON_AddStringToObject(o, "hash", ob->hash_hex) != NULL;
+		ok = o != NULL && cJSON_AddStringToObject(o, "hash", ob->hash_hex) != NULL;
 		ok = ok && add_int(o, "size", (double)ob->size) != NULL;
 		ok = ok && cJSON_AddStringToObject(o, "encoding", ob->encoding == MC_ENC_ZSTD ? "zstd" : "none") != NULL;
 		ok = ok && add_int(o, "stored_size", (double)ob->stored_size) != NULL;
 		mc__hex(ob->stored_hash, 32, hex);
 		ok = ok && cJSON_AddStringToObject(o, "stored_hash", hex) != NULL;
+		if (i > 0)
+			sb_str(&sb, ",");
+		sb_json(&sb, o, ok, 0);
 	}
-	if (ok && m->has_torch_blob) {
-		ok = (tb = cJSON_AddObjectToObject(root, "torch_blob")) != NULL &&
-		     (groups = cJSON_AddArrayToObject(tb, "groups")) != NULL;
+	sb_str(&sb, "]");
+	if (!sb.bad && m->has_torch_blob) {
+		tb = cJSON_CreateObject();
+		ok = tb != NULL && (groups = cJSON_AddArrayToObject(tb, "groups")) != NULL;
 		for (i = 0; ok && i < m->ngroups; i++) {
 			cJSON *g = cJSON_CreateObject(), *ents;
 			ok = g != NULL && cJSON_AddItemToArray(groups, g) &&
@@ -144,12 +202,16 @@ mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out, size_t
 				     cJSON_AddStringToObject(o, "hash", m->objects[e->object].hash_hex) != NULL;
 			}
 		}
+		sb_str(&sb, ",\"torch_blob\":");
+		sb_json(&sb, tb, ok, 0);
 	}
-	if (ok && (*out = cJSON_PrintUnformatted(root)) != NULL)
-		*outlen = strlen(*out);
-	cJSON_Delete(root);
-	if (*out == NULL)
+	sb_str(&sb, "}");
+	if (sb.bad) {
+		free(sb.p);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory rendering the manifest");
+	}
+	*out = sb.p;
+	*outlen = sb.len;
 	return MC_OK;
 }
 

@@ -20,7 +20,11 @@ BIN="$MC_BUILDDIR/bin/.libs/megacache"
 [ -x "$BIN" ] || BIN="$MC_BUILDDIR/bin/megacache"
 export LD_LIBRARY_PATH="$MC_BUILDDIR/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-# 1. kill -9 at random points: delays spread over a load's length (about 0.2 s here).
+# 1. kill -9 at random points: delays spread over the length of a load, measured here.
+t0=$(date +%s%N)
+"$BIN" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/timed" 2>/dev/null
+span_ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$span_ms" -gt 0 ] || span_ms=1
 partial=0
 interrupted=0
 staged=0
@@ -29,7 +33,7 @@ while [ "$i" -lt "$TRIALS" ]; do
 	i=$((i + 1))
 	d="$T/k"
 	rm -rf "$d"
-	delay=$(awk -v s="$i" 'BEGIN { srand(s * 7919); printf "%.3f", rand() * 0.25 }')
+	delay=$(awk -v s="$i" -v ms="$span_ms" 'BEGIN { srand(s * 7919); printf "%.4f", rand() * ms / 1000 }')
 	"$BIN" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$d" 2>/dev/null &
 	pid=$!
 	sleep "$delay"

@@ -60,6 +60,17 @@ run 0 "" pack -q -o "$T/dir-cpu.mcache" -s "$SEC" --from-dir "$T/ref/cache_cpu_c
 compare_load "$T/dir-cpu.mcache" "$T/ref/cache_cpu_cold" cpu-dir all_files
 run 0 "" pack -q -o "$T/dir-cpu.again" -s "$SEC" --from-dir "$T/ref/cache_cpu_cold"
 check "from-dir: two packs are identical" cmp -s "$T/dir-cpu.mcache" "$T/dir-cpu.again"
+# The number of worker threads changes neither the bundle nor the loaded tree.
+for n in 1 3 8; do
+	run 0 "" pack -q -o "$T/dir-cpu.j$n" -s "$SEC" --from-dir "$T/ref/cache_cpu_cold" --keep-unknown --threads "$n"
+	run 0 "" load -q "$T/dir-cpu.j$n" -p "$PUB" --cache-dir "$T/load-j$n" --threads "$n"
+	run 0 "OK" verify "$T/dir-cpu.j$n" -p "$PUB" --threads "$n"
+done
+check "--threads 1 and 3 pack the same bytes" cmp -s "$T/dir-cpu.j1" "$T/dir-cpu.j3"
+check "--threads 1 and 8 pack the same bytes" cmp -s "$T/dir-cpu.j1" "$T/dir-cpu.j8"
+[ "$(tree_sum "$T/load-j1")" = "$(tree_sum "$T/load-j3")" ] && [ "$(tree_sum "$T/load-j1")" = "$(tree_sum "$T/load-j8")" ] &&
+	[ -n "$(tree_sum "$T/load-j1")" ] && ok || bad "loads with 1, 3 and 8 threads differ"
+run 2 "--threads takes 0 to 1024" verify "$T/dir-cpu.j1" -p "$PUB" --threads many
 # Locks are never packed.
 run 0 "" list "$T/dir-cpu.mcache"
 grep -q '\.lock' "$T/out" && bad "a lock file was packed" || ok
