@@ -172,7 +172,7 @@ struct loader {
 	int *unchanged;     /* per artifact */
 	struct lworker *wk; /* per worker thread */
 	unsigned nwk;
-	int no_openat2;     /* the kernel lacks it, or a filter refuses it */
+	_Atomic int no_openat2; /* the kernel lacks it, or a filter refuses it */
 	struct unit *units;
 	size_t nunits;
 };

@@ -16,7 +16,8 @@
 # dropped; then the bundle is read once so that both sides start from it in memory.
 # (Without this, a load right after removing a large tree measures the file system's
 # search for free inodes more than the loader.) Each pack starts with its source tree
-# read once for the same reason.
+# read once, and each verify with its bundle, for the same reason (and so that the
+# write-back of a load's output does not compete with the next step).
 set -eu
 top=$(pwd)
 RUNS=${RUNS:-5}
@@ -74,8 +75,8 @@ load_mc() {
 	settle "$WORK/mc.mcache"
 	t load-mc "$M" load -q "$WORK/mc.mcache" -p "$WORK/k.pub" --cache-dir "$WORK/out-mc" --max-expansion 0 --threads "$THREADS"
 }
-verify_base() { t verify-base sh -c "zstd -q -d -c '$WORK/base.tar.zst' > /dev/null"; }
-verify_mc() { t verify-mc "$M" verify -q "$WORK/mc.mcache" -p "$WORK/k.pub" --max-expansion 0 --threads "$THREADS"; }
+verify_base() { settle "$WORK/base.tar.zst"; t verify-base sh -c "zstd -q -d -c '$WORK/base.tar.zst' > /dev/null"; }
+verify_mc() { settle "$WORK/mc.mcache"; t verify-mc "$M" verify -q "$WORK/mc.mcache" -p "$WORK/k.pub" --max-expansion 0 --threads "$THREADS"; }
 
 echo "machine: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/^Mem:/ { print $2 }') GiB," \
 	"$(uname -sr), $(df -T "$WORK" | awk 'NR == 2 { print $2 }') at $WORK; megacache --threads $THREADS"
@@ -109,6 +110,9 @@ for copies in $copies_list; do
 	(cd "$WORK/out-mc" && find . -type f | sort | xargs sha256sum) > "$WORK/mc.sums"
 	cmp -s "$WORK/base.sums" "$WORK/mc.sums" || { echo "bench: the loads differ" >&2; exit 1; }
 	rm -rf "$WORK/out-base" "$WORK/out-mc"
+	for f in "$WORK"/*.times; do # every run, for the record
+		echo "bench: $copies copies, $(basename "$f" .times) (s): $(cut -d' ' -f1 "$f" | tr '\n' ' ')" >&2
+	done
 	for op in pack load verify; do
 		bw=$(median 1 "$WORK/$op-base.times")
 		mw=$(median 1 "$WORK/$op-mc.times")
