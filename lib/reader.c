@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -551,7 +552,7 @@ work(void *ud, unsigned id, mc_ctx *wctx, size_t i)
 {
 	struct sstate *s = ud;
 	struct sworker *w = &s->w[id];
-	uint64_t done;
+	uint64_t done, n;
 	int rc;
 
 	if (w->ctx != wctx) { /* the first object of this worker in this pass */
@@ -561,7 +562,8 @@ work(void *ud, unsigned id, mc_ctx *wctx, size_t i)
 	}
 	if ((rc = one_object(w, i, s->offs[i])) != MC_OK)
 		return rc;
-	done = s->done += s->b->m.objects[i].stored_size;
+	n = s->b->m.objects[i].stored_size;
+	done = atomic_fetch_add(&s->done, n) + n;
 	if (id == 0)
 		mc__progress(s->b->ctx, "verify", done, s->total);
 	return MC_OK;

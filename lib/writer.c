@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -875,7 +876,7 @@ pass_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 			sp->len = o->spool_off;
 		}
 	}
-	done = p->done += o->size;
+	done = atomic_fetch_add(&p->done, o->size) + o->size;
 	if (worker == 0)
 		mc__progress(w->ctx, "pack", done, p->total);
 	return MC_OK;
@@ -989,7 +990,7 @@ mc_writer_save(mc_writer *w, const char *path)
 	if ((rc = mc__parallel(w->ctx, nitems, nworkers, pass_item, &pass)) != MC_OK ||
 	    (rc = dedup(w, used)) != MC_OK)
 		goto out;
-	done = pass.done;
+	done = atomic_load(&pass.done);
 	for (i = 0; i < w->narts; i = j) {
 		int differ = 0;
 
