@@ -25,9 +25,6 @@ struct mc_bundle {
 	struct mc_manifest m;
 	struct mc_bsig *sigs;
 	size_t nsigs;
-	char pending[101];     /* header read after the signatures */
-	uint64_t pending_size;
-	int pending_end;       /* that header was the end-of-archive block */
 	const mc_pubkey **trusted;
 	size_t ntrusted;
 	unsigned threshold;

@@ -156,16 +156,9 @@ open_stream(mc_bundle *b)
 
 		if ((rc = next_header(b, name, &size)) < 0)
 			return rc;
-		if (rc == 1) {
-			b->pending_end = 1;
+		/* The first header after the signatures is read again, with the objects. */
+		if (rc == 1 || strncmp(name, MC_MEMBER_SIG_PREFIX, strlen(MC_MEMBER_SIG_PREFIX)) != 0)
 			break;
-		}
-		if (strncmp(name, MC_MEMBER_SIG_PREFIX, strlen(MC_MEMBER_SIG_PREFIX)) != 0) {
-			memcpy(b->pending, name, sizeof b->pending);
-			b->pending_size = size;
-			b->pending_end = 0;
-			break;
-		}
 		if (!sig_name_ok(name, id))
 			return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: bad signature member name '%.100s'",
 				       b->path, name);
