@@ -21,22 +21,32 @@
 #define SIG_MEMBER_MAX 16384
 #define SIG_COUNT_MAX 64
 
+/* The n padding bytes after member must be zero. */
+static int
+check_padding(mc_ctx *ctx, const char *path, const unsigned char *pad, size_t n,
+	      const char *member)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (pad[i] != 0)
+			return mc__err(ctx, MC_ERR_MALFORMED, "%s: nonzero padding after member %.100s",
+				       path, member);
+	return MC_OK;
+}
+
 static int
 read_padding(mc_bundle *b, uint64_t size, const char *member)
 {
 	unsigned char pad[MC_TAR_BLOCK];
-	size_t n = (size_t)((MC_TAR_BLOCK - size % MC_TAR_BLOCK) % MC_TAR_BLOCK), i;
+	size_t n = (size_t)((MC_TAR_BLOCK - size % MC_TAR_BLOCK) % MC_TAR_BLOCK);
 	int rc;
 
 	if (n == 0)
 		return MC_OK;
 	if ((rc = mc__zin_read(b->z, pad, n)) != MC_OK)
 		return rc;
-	for (i = 0; i < n; i++)
-		if (pad[i] != 0)
-			return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: nonzero padding after member %.100s",
-				       b->path, member);
-	return MC_OK;
+	return check_padding(b->ctx, b->path, pad, n, member);
 }
 
 /* Parses header h of the bundle at path: MC_OK with name and size, 1 for an
@@ -374,7 +384,7 @@ whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 {
 	const mc_bundle *b = w->s->b;
 	const struct mc_mobject *o = &b->m.objects[i];
-	size_t n = (size_t)o->stored_size, np = (size_t)padded(o->stored_size), k;
+	size_t n = (size_t)o->stored_size, np = (size_t)padded(o->stored_size);
 	unsigned char hash[MC_HASH_BYTES];
 	const unsigned char *content;
 	int rc, overflow = 0;
@@ -385,10 +395,8 @@ whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 	if (sodium_memcmp(hash, o->stored_hash, sizeof hash) != 0)
 		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s: stored bytes do not match "
 			       "their hash", b->path, o->hash_hex);
-	for (k = n; k < np; k++)
-		if (w->in[k] != 0)
-			return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: nonzero padding after member %.100s",
-				       b->path, member);
+	if ((rc = check_padding(w->ctx, b->path, w->in + n, np - n, member)) != MC_OK)
+		return rc;
 	if (w->s->raw != NULL && n > 0 && (rc = w->s->raw(w->s->ud, i, w->in, n)) != MC_OK)
 		return rc;
 	content = w->in;
@@ -444,7 +452,7 @@ streamed_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 	crypto_generichash_state gs;
 	struct streamed st = {w, i, 0};
 	uint64_t left;
-	size_t k, np;
+	size_t np;
 	int rc = MC_OK, ended = 0;
 
 	if ((rc = grow(w, &w->in, &w->incap, MC_IO_CHUNK)) != MC_OK)
@@ -487,11 +495,7 @@ streamed_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 	np = (size_t)(padded(o->stored_size) - o->stored_size);
 	if (np > 0 && (rc = pread_full(w, pad, np, off)) != MC_OK)
 		return rc;
-	for (k = 0; k < np; k++)
-		if (pad[k] != 0)
-			return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: nonzero padding after member %.100s",
-				       b->path, member);
-	return MC_OK;
+	return check_padding(w->ctx, b->path, pad, np, member);
 }
 
 /* Reads the header at off: MC_OK with name and size, 1 for an end-of-archive block. */

@@ -312,44 +312,94 @@ mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void
 	return add_artifact(w, type, key, idx, (t->flags & MC_TYPE_WANTS_SHA256) ? sha : NULL);
 }
 
-/* Reads a range of fd, computing its BLAKE2b (hash, may be NULL) and SHA-256 (sha, may
- * be NULL). */
+/* Reading sources. At save, each worker's compressed objects wait in its spool file
+ * until the manifest, which records their stored hashes, has been written. */
+struct spool {
+	mc_ctx *ctx;        /* the context for messages (a worker's, at save) */
+	int fd;
+	uint64_t len;
+	mc_zenc *z;
+	crypto_generichash_state gs;
+	unsigned char *buf;
+	size_t cap;
+};
+
+struct pass {
+	mc_writer *w;
+	const char *path; /* the bundle's: spool files are made beside it */
+	size_t *items;    /* object indices */
+	struct spool *sp; /* per worker */
+	_Atomic uint64_t done;
+	uint64_t total;
+};
+
 static int
-hash_range(mc_writer *w, int fd, const char *path, uint64_t offset, uint64_t size,
-	   unsigned char *hash, unsigned char *sha)
+spool_out(void *ud, const unsigned char *buf, size_t n)
+{
+	struct spool *sp = ud;
+
+	if (mc__write_all(sp->fd, buf, n) != 0)
+		return mc__errno(sp->ctx, MC_ERR_IO, "cannot write the spool file", "temp");
+	crypto_generichash_update(&sp->gs, buf, n);
+	sp->len += n;
+	return MC_OK;
+}
+
+/* Reads size bytes at offset of path in pieces into sp->buf (in one piece up to
+ * MC_WHOLE_MAX), computing their BLAKE2b (hash) and SHA-256 (sha), either of which may
+ * be NULL; with compress set, each piece goes on to the spool's compressor. */
+static int
+read_source(struct spool *sp, const char *path, uint64_t offset, uint64_t size,
+	    unsigned char *hash, unsigned char *sha, int compress)
 {
 	crypto_generichash_state gs;
 	crypto_hash_sha256_state ss;
-	unsigned char *buf = malloc(MC_IO_CHUNK);
 	uint64_t left = size;
+	size_t piece = size <= MC_WHOLE_MAX ? (size_t)size : MC_IO_CHUNK;
+	int fd, rc = MC_OK;
 
-	if (buf == NULL)
-		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	if (piece > sp->cap) {
+		unsigned char *p = realloc(sp->buf, piece < 65536 ? 65536 : piece);
+		if (p == NULL)
+			return mc__err(sp->ctx, MC_ERR_NOMEM, "out of memory");
+		sp->buf = p;
+		sp->cap = piece < 65536 ? 65536 : piece;
+	}
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return mc__errno(sp->ctx, MC_ERR_IO, "cannot open", path);
 	crypto_generichash_init(&gs, NULL, 0, MC_HASH_BYTES);
 	crypto_hash_sha256_init(&ss);
-	while (left > 0) {
-		size_t want = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
-		ssize_t r = pread(fd, buf, want, (off_t)(offset + size - left));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			if (r == 0)
-				errno = 0;
-			free(buf);
-			return mc__errno(w->ctx, MC_ERR_IO, "cannot read", path);
+	while (rc == MC_OK && left > 0) {
+		size_t want = left < piece ? (size_t)left : piece, got = 0;
+		while (got < want) {
+			ssize_t r = pread(fd, sp->buf + got, want - got,
+					  (off_t)(offset + size - left + got));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				if (r == 0)
+					errno = 0;
+				rc = mc__errno(sp->ctx, MC_ERR_IO, "cannot read (did it shrink?)", path);
+				break;
+			}
+			got += (size_t)r;
 		}
+		if (rc != MC_OK)
+			break;
 		if (hash != NULL)
-			crypto_generichash_update(&gs, buf, (size_t)r);
+			crypto_generichash_update(&gs, sp->buf, want);
 		if (sha != NULL)
-			crypto_hash_sha256_update(&ss, buf, (size_t)r);
-		left -= (uint64_t)r;
+			crypto_hash_sha256_update(&ss, sp->buf, want);
+		left -= want;
+		if (compress)
+			rc = mc__zenc_run(sp->z, sp->buf, want, left == 0, spool_out, sp);
 	}
-	free(buf);
+	close(fd);
 	if (hash != NULL)
 		crypto_generichash_final(&gs, hash, MC_HASH_BYTES);
 	if (sha != NULL)
 		crypto_hash_sha256_final(&ss, sha);
-	return MC_OK;
+	return rc;
 }
 
 int
@@ -368,19 +418,26 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 			       "%llu", path, (unsigned long long)size,
 			       (unsigned long long)w->ctx->max_artifact_bytes);
 	want_sha = (t->flags & MC_TYPE_WANTS_SHA256) != 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return mc__errno(w->ctx, MC_ERR_IO, "cannot open", path);
 	/* Contents are hashed and compressed at save, on the worker threads, reading each
 	 * once. A type that needs the SHA-256 for its destination gets it here (the save
 	 * computes it again, to notice a change); a blob's layout needs the hash now. */
-	if (object_out == NULL) {
-		if (want_sha) {
-			if ((rc = hash_range(w, fd, path, offset, size, NULL, sha)) != MC_OK) {
-				close(fd);
-				return rc;
-			}
-		}
+	if (want_sha || object_out != NULL) {
+		struct spool rd;
+
+		memset(&rd, 0, sizeof rd);
+		rd.ctx = w->ctx;
+		rd.fd = -1;
+		rc = read_source(&rd, path, offset, size, object_out != NULL ? hash : NULL,
+				 want_sha ? sha : NULL, 0);
+		free(rd.buf);
+		if (rc != MC_OK)
+			return rc;
+	} else {
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			return mc__errno(w->ctx, MC_ERR_IO, "cannot open", path);
 		close(fd);
+	}
+	if (object_out == NULL) {
 		if ((rc = new_object(w)) != MC_OK)
 			return rc;
 		idx = w->nobjs;
@@ -395,10 +452,6 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 		w->nobjs++;
 		return add_artifact(w, type, key, idx, want_sha ? sha : NULL);
 	}
-	rc = hash_range(w, fd, path, offset, size, hash, want_sha ? sha : NULL);
-	close(fd);
-	if (rc != MC_OK)
-		return rc;
 	if ((rc = intern_object(w, hash, size, &idx, &added)) != MC_OK)
 		return rc;
 	if (added) {
@@ -730,95 +783,8 @@ emit_out(void *ud, const unsigned char *buf, size_t n)
 }
 
 /* ---- the save's first pass, on the worker threads ----
- * Each used object is read once: hashed (its hash is known only now for most), and
- * compressed into the spool file of the worker, where the stored bytes wait until the
- * manifest, which records their hashes, has been written. */
-
-struct spool {
-	mc_ctx *ctx;        /* the worker's context for messages */
-	int fd;
-	uint64_t len;
-	mc_zenc *z;
-	crypto_generichash_state gs;
-	unsigned char *buf;
-	size_t cap;
-};
-
-struct pass {
-	mc_writer *w;
-	const char *path; /* the bundle's: spool files are made beside it */
-	size_t *items;    /* object indices */
-	struct spool *sp; /* per worker */
-	_Atomic uint64_t done;
-	uint64_t total;
-};
-
-static int
-spool_out(void *ud, const unsigned char *buf, size_t n)
-{
-	struct spool *sp = ud;
-
-	if (mc__write_all(sp->fd, buf, n) != 0)
-		return mc__errno(sp->ctx, MC_ERR_IO, "cannot write the spool file", "temp");
-	crypto_generichash_update(&sp->gs, buf, n);
-	sp->len += n;
-	return MC_OK;
-}
-
-/* Reads the source range in pieces into sp->buf (whole when it fits), hashing it and
- * passing each piece on; a source that changed since it was recorded is refused. */
-static int
-read_source(struct spool *sp, const struct wobj *o, unsigned char *hash, int level)
-{
-	crypto_generichash_state gs;
-	crypto_hash_sha256_state ss;
-	unsigned char sha[32];
-	uint64_t left = o->size;
-	size_t piece = o->size <= MC_WHOLE_MAX ? (size_t)o->size : MC_IO_CHUNK;
-	int fd, rc = MC_OK;
-
-	if (piece > sp->cap) {
-		unsigned char *p = realloc(sp->buf, piece < 65536 ? 65536 : piece);
-		if (p == NULL)
-			return mc__err(sp->ctx, MC_ERR_NOMEM, "out of memory");
-		sp->buf = p;
-		sp->cap = piece < 65536 ? 65536 : piece;
-	}
-	if ((fd = open(o->path, O_RDONLY | O_CLOEXEC)) < 0)
-		return mc__errno(sp->ctx, MC_ERR_IO, "cannot open", o->path);
-	crypto_generichash_init(&gs, NULL, 0, MC_HASH_BYTES);
-	crypto_hash_sha256_init(&ss);
-	while (rc == MC_OK && left > 0) {
-		size_t want = left < piece ? (size_t)left : piece, got = 0;
-		while (got < want) {
-			ssize_t r = pread(fd, sp->buf + got, want - got,
-					  (off_t)(o->offset + o->size - left + got));
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				if (r == 0)
-					errno = 0;
-				rc = mc__errno(sp->ctx, MC_ERR_IO, "cannot read (did it shrink?)", o->path);
-				break;
-			}
-			got += (size_t)r;
-		}
-		if (rc != MC_OK)
-			break;
-		crypto_generichash_update(&gs, sp->buf, want);
-		if (o->check_sha)
-			crypto_hash_sha256_update(&ss, sp->buf, want);
-		left -= want;
-		if (level > 0)
-			rc = mc__zenc_run(sp->z, sp->buf, want, left == 0, spool_out, sp);
-	}
-	close(fd);
-	crypto_generichash_final(&gs, hash, MC_HASH_BYTES);
-	crypto_hash_sha256_final(&ss, sha);
-	if (rc == MC_OK && o->check_sha && memcmp(sha, o->sha256, sizeof sha) != 0)
-		rc = mc__err(sp->ctx, MC_ERR_IO, "%s: content changed while packing", o->path);
-	return rc;
-}
+ * Each used object is read once: hashed (its hash is known only now for most) and
+ * compressed into the worker's spool file. */
 
 static int
 pass_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
@@ -851,7 +817,11 @@ pass_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 		rc = w->level > 0 ? mc__zenc_run(sp->z, o->data, (size_t)o->size, 1, spool_out, sp)
 				  : MC_OK;
 	} else {
-		rc = read_source(sp, o, hash, w->level);
+		unsigned char sha[32];
+		rc = read_source(sp, o->path, o->offset, o->size, hash, o->check_sha ? sha : NULL,
+				 w->level > 0);
+		if (rc == MC_OK && o->check_sha && memcmp(sha, o->sha256, sizeof sha) != 0)
+			rc = mc__err(wctx, MC_ERR_IO, "%s: content changed while packing", o->path);
 	}
 	if (rc != MC_OK)
 		return rc;
