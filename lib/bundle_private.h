@@ -20,7 +20,8 @@ struct mc_bundle {
 	mc_zin *z;
 	mc_zdec *dec;
 	int fresh;             /* stream positioned just after the signatures */
-	unsigned char *mbytes; /* manifest bytes */
+	int have_manifest;
+	unsigned char mprehash[MC_SIG_PREHASH]; /* of the manifest's bytes, which are not kept */
 	size_t mlen;
 	struct mc_manifest m;
 	struct mc_bsig *sigs;
@@ -52,6 +53,8 @@ MC_HIDDEN int mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, mc_obj_sink raw,
 typedef int (*mc_par_sink)(void *ud, unsigned worker, mc_ctx *ctx, size_t obj,
 			   const unsigned char *buf, size_t n);
 MC_HIDDEN int mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, void *ud);
+/* The manifest's bytes, read again and checked against the prehash (malloc'd). */
+MC_HIDDEN int mc__bundle_manifest(mc_bundle *b, unsigned char **out);
 /* Signatures and policy, as mc_bundle_check_signatures. */
 MC_HIDDEN int mc__bundle_policy(mc_bundle *b);
 /* Computes each artifact's handler and destination; checks conflicts. */

@@ -175,13 +175,22 @@ int
 mc__emit_head(mc_emit *e, const char *manifest, size_t mlen, char *const *sigs,
 	      const size_t *siglens, const char (*sigids)[17], size_t nsigs)
 {
-	char name[64];
-	size_t i;
 	int rc;
 
 	if ((rc = mc__emit_member(e, MC_MEMBER_MANIFEST, mlen)) != MC_OK ||
 	    (rc = mc__emit_data(e, manifest, mlen)) != MC_OK)
 		return rc;
+	return mc__emit_sigs(e, sigs, siglens, sigids, nsigs);
+}
+
+int
+mc__emit_sigs(mc_emit *e, char *const *sigs, const size_t *siglens, const char (*sigids)[17],
+	      size_t nsigs)
+{
+	char name[64];
+	size_t i;
+	int rc;
+
 	for (i = 0; i < nsigs; i++) {
 		snprintf(name, sizeof name, "%s%s%s", MC_MEMBER_SIG_PREFIX, sigids[i],
 			 MC_MEMBER_SIG_SUFFIX);

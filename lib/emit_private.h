@@ -25,6 +25,9 @@ MC_HIDDEN int mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out);
 /* Writes manifest.json and the signature members (sigids sorted ascending). */
 MC_HIDDEN int mc__emit_head(mc_emit *e, const char *manifest, size_t mlen, char *const *sigs,
 			    const size_t *siglens, const char (*sigids)[17], size_t nsigs);
+/* Writes the signature members alone, after a manifest written in pieces. */
+MC_HIDDEN int mc__emit_sigs(mc_emit *e, char *const *sigs, const size_t *siglens,
+			    const char (*sigids)[17], size_t nsigs);
 MC_HIDDEN int mc__emit_member(mc_emit *e, const char *name, uint64_t size);
 MC_HIDDEN int mc__emit_data(mc_emit *e, const void *buf, size_t n);
 /* Completes the archive and renames it into place; frees e either way. */

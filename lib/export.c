@@ -421,14 +421,19 @@ mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk, const char *out_path)
 	size_t *lens = NULL, n = 0, i;
 	char (*ids)[17] = NULL;
 	char *mine = NULL;
+	unsigned char *mbytes = NULL;
 	size_t minelen = 0;
 	int rc;
 
 	if (b == NULL || sk == NULL || out_path == NULL)
 		return MC_ERR_INVALID;
 	snprintf(tc, sizeof tc, "timestamp:%lld\tfile:manifest.json\thashed", (long long)b->m.created);
-	if ((rc = mc__sig_make(b->ctx, sk, b->mbytes, b->mlen, tc, &sig)) != MC_OK)
+	memset(&sig, 0, sizeof sig);
+	if ((rc = mc__bundle_manifest(b, &mbytes)) != MC_OK ||
+	    (rc = mc__sig_make(b->ctx, sk, mbytes, b->mlen, tc, &sig)) != MC_OK) {
+		free(mbytes);
 		return rc;
+	}
 	mine = mc__sig_render(&sig, &minelen);
 	texts = calloc(b->nsigs + 1, sizeof *texts);
 	lens = calloc(b->nsigs + 1, sizeof *lens);
@@ -458,7 +463,7 @@ mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk, const char *out_path)
 	r.b = b;
 	if ((rc = mc__emit_open(b->ctx, out_path, &r.e)) != MC_OK)
 		goto out;
-	if ((rc = mc__emit_head(r.e, (const char *)b->mbytes, b->mlen, texts, lens,
+	if ((rc = mc__emit_head(r.e, (const char *)mbytes, b->mlen, texts, lens,
 				(const char (*)[17])ids, n)) == MC_OK)
 		rc = mc__bundle_stream(b, NULL, resign_sink, &r);
 	/* Objects with no bytes never reached the sink. */
@@ -480,6 +485,7 @@ out:
 				free(texts[i]);
 		}
 	free(mine);
+	free(mbytes);
 	free(texts);
 	free(lens);
 	free(ids);

@@ -83,25 +83,52 @@ add_int(cJSON *o, const char *k, double v)
 
 /* The manifest text is built entry by entry: each artifact and object is rendered by
  * cJSON on its own and appended, so that no tree of the whole manifest is ever held
- * (the bytes are the same as cJSON would print for the whole). */
+ * (the bytes are the same as cJSON would print for the whole). With a sink, the text
+ * goes out in pieces of up to SB_CHUNK bytes and is not held whole either. */
+#define SB_CHUNK 65536
+
 struct sbuf {
 	char *p;
 	size_t len, cap;
-	int bad;
+	int bad; /* an error: MC_ERR_NOMEM, or what the sink returned */
+	mc_text_sink sink;
+	void *ud;
 };
+
+static void
+sb_flush(struct sbuf *b)
+{
+	int rc;
+
+	if (b->bad || b->len == 0)
+		return;
+	if ((rc = b->sink(b->ud, b->p, b->len)) != MC_OK)
+		b->bad = rc;
+	b->len = 0;
+}
 
 static void
 sb_add(struct sbuf *b, const char *s, size_t n)
 {
+	int rc;
+
 	if (b->bad)
 		return;
+	if (b->sink != NULL && b->len + n + 1 > SB_CHUNK) {
+		sb_flush(b);
+		if (n + 1 > SB_CHUNK) {
+			if (!b->bad && (rc = b->sink(b->ud, s, n)) != MC_OK)
+				b->bad = rc;
+			return;
+		}
+	}
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 65536;
 		char *p;
 		while (cap < b->len + n + 1)
 			cap *= 2;
 		if ((p = realloc(b->p, cap)) == NULL) {
-			b->bad = 1;
+			b->bad = MC_ERR_NOMEM;
 			return;
 		}
 		b->p = p;
@@ -124,24 +151,25 @@ sb_json(struct sbuf *b, cJSON *o, int ok, int open)
 {
 	char *t = ok && o != NULL ? cJSON_PrintUnformatted(o) : NULL;
 
-	if (t == NULL)
-		b->bad = 1;
-	else
+	if (t == NULL) {
+		if (!b->bad)
+			b->bad = MC_ERR_NOMEM;
+	} else {
 		sb_add(b, t, strlen(t) - (open ? 1 : 0));
+	}
 	free(t);
 	cJSON_Delete(o);
 }
 
-int
-mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out, size_t *outlen)
+static int
+render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 {
 	cJSON *root = cJSON_CreateObject(), *labels, *tb, *groups;
-	struct sbuf sb = {NULL, 0, 0, 0};
+	struct sbuf sb = *b;
 	char hex[65];
 	size_t i, j;
 	int ok = root != NULL;
 
-	*out = NULL;
 	ok = ok && cJSON_AddStringToObject(root, "format", "megacache") != NULL;
 	ok = ok && add_int(root, "format_version", MC_FORMAT_VERSION) != NULL;
 	ok = ok && add_int(root, "created", (double)m->created) != NULL;
@@ -206,13 +234,38 @@ mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out, size_t
 		sb_json(&sb, tb, ok, 0);
 	}
 	sb_str(&sb, "}");
-	if (sb.bad) {
-		free(sb.p);
+	if (sb.sink != NULL)
+		sb_flush(&sb);
+	*b = sb;
+	if (sb.bad == MC_ERR_NOMEM)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory rendering the manifest");
+	return sb.bad;
+}
+
+int
+mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out, size_t *outlen)
+{
+	struct sbuf sb = {NULL, 0, 0, 0, NULL, NULL};
+	int rc;
+
+	*out = NULL;
+	if ((rc = render(ctx, m, &sb)) != MC_OK) {
+		free(sb.p);
+		return rc;
 	}
 	*out = sb.p;
 	*outlen = sb.len;
 	return MC_OK;
+}
+
+int
+mc__manifest_write(mc_ctx *ctx, const struct mc_manifest *m, mc_text_sink sink, void *ud)
+{
+	struct sbuf sb = {NULL, 0, 0, 0, sink, ud};
+	int rc = render(ctx, m, &sb);
+
+	free(sb.p);
+	return rc;
 }
 
 /* ---- parsing ---- */
@@ -351,67 +404,275 @@ find_object(const struct mc_manifest *m, const unsigned char hash[32])
 	return (size_t)-1;
 }
 
-/* The object table: sorted strictly by content hash; stored bytes described exactly. */
-static int
-parse_objects(mc_ctx *ctx, const cJSON *objs, struct mc_manifest *m)
+/* ---- the document, a member or an array element at a time ----
+ *
+ * The manifest is never made into one cJSON tree: a tree of a large manifest takes
+ * several times its size. The top-level object is walked here, its two large arrays
+ * element by element, and each value is handed to cJSON as its own small tree. This
+ * walk only finds where values end (nesting was bounded beforehand); cJSON still reads
+ * every byte of every value, so what is refused is what a whole-tree parse refuses. */
+
+struct jdoc {
+	const unsigned char *s;
+	size_t n, i;
+};
+
+static void
+jws(struct jdoc *d)
 {
-	static const char *const fields[] = {"!hash", "!size", "!encoding", "!stored_size",
-					     "!stored_hash", NULL};
-	const cJSON *c;
-	size_t n;
-	int rc;
+	while (d->i < d->n && (d->s[d->i] == ' ' || d->s[d->i] == '\t' || d->s[d->i] == '\n' ||
+			       d->s[d->i] == '\r'))
+		d->i++;
+}
 
-	if (!cJSON_IsArray(objs))
-		return BAD("manifest: objects is not an array");
-	n = (size_t)cJSON_GetArraySize(objs);
-	if (n > ctx->max_artifacts)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest lists %zu objects, over the cap of %llu", n,
-			       (unsigned long long)ctx->max_artifacts);
-	if (n > 0 && (m->objects = calloc(n, sizeof *m->objects)) == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	for (c = objs->child; c != NULL; c = c->next) {
-		struct mc_mobject *o = &m->objects[m->nobjects];
-		const char *hash = NULL, *enc = NULL, *shash = NULL;
-		char what[48];
+static int
+jat(const struct jdoc *d, char c)
+{
+	return d->i < d->n && d->s[d->i] == (unsigned char)c;
+}
 
-		snprintf(what, sizeof what, "objects[%zu]", m->nobjects);
-		if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
-		    (rc = get_str(ctx, c, "hash", what, &hash)) != MC_OK ||
-		    (rc = get_str(ctx, c, "encoding", what, &enc)) != MC_OK ||
-		    (rc = get_str(ctx, c, "stored_hash", what, &shash)) != MC_OK ||
-		    (rc = get_uint(ctx, c, "size", what, &o->size)) != MC_OK ||
-		    (rc = get_uint(ctx, c, "stored_size", what, &o->stored_size)) != MC_OK ||
-		    (rc = hash_field(ctx, hash, what, o->hash)) != MC_OK ||
-		    (rc = hash_field(ctx, shash, what, o->stored_hash)) != MC_OK)
-			return rc;
-		memcpy(o->hash_hex, hash, 65);
-		if (strcmp(enc, "zstd") == 0) {
-			o->encoding = MC_ENC_ZSTD;
-		} else if (strcmp(enc, "none") == 0) {
-			o->encoding = MC_ENC_NONE;
-			if (o->stored_size != o->size || memcmp(o->stored_hash, o->hash, 32) != 0)
-				return BAD("manifest: %s is stored as is but its stored size or hash differs",
-					   what);
-		} else {
-			return BAD("manifest: %s has unknown encoding '%.20s'", what, enc);
+/* Moves past the value at d->i; 0 when it does not end before the text does. */
+static int
+jskip(struct jdoc *d)
+{
+	size_t i = d->i;
+	int depth = 0, in_str = 0;
+
+	if (i >= d->n)
+		return 0;
+	if (d->s[i] != '"' && d->s[i] != '{' && d->s[i] != '[') {
+		while (i < d->n && memchr(",]} \t\r\n", d->s[i], 7) == NULL)
+			i++;
+		if (i == d->i)
+			return 0;
+		d->i = i;
+		return 1;
+	}
+	for (; i < d->n; i++) {
+		unsigned char c = d->s[i];
+		if (in_str) {
+			if (c == '\\') {
+				i++;
+			} else if (c == '"') {
+				in_str = 0;
+				if (depth == 0)
+					break;
+			}
+		} else if (c == '"') {
+			in_str = 1;
+		} else if (c == '{' || c == '[') {
+			depth++;
+		} else if ((c == '}' || c == ']') && --depth == 0) {
+			break;
 		}
-		if (o->size > ctx->max_artifact_bytes || o->stored_size > ctx->max_artifact_bytes)
-			return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is over the per-artifact cap of %llu "
-				       "bytes", what, (unsigned long long)ctx->max_artifact_bytes);
-		/* Decompression stops at the declared size; the declared size itself is
-		 * bounded by the stored size, so a small bundle cannot fill a disk. */
-		if (o->encoding == MC_ENC_ZSTD && ctx->max_expansion != 0 &&
-		    o->size / ctx->max_expansion > o->stored_size)
-			return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s expands %llu bytes to %llu, more "
-				       "than the expansion cap of %llu", what,
-				       (unsigned long long)o->stored_size, (unsigned long long)o->size,
-				       (unsigned long long)ctx->max_expansion);
-		m->nobjects++;
-		if (m->nobjects > 1 && memcmp(o[-1].hash, o->hash, 32) >= 0)
-			return BAD("manifest: objects not sorted by hash, or repeated, at %s", what);
+	}
+	if (i >= d->n)
+		return 0;
+	d->i = i + 1;
+	return 1;
+}
+
+/* Parses the value at d->i into its own tree and moves past it. */
+static int
+jvalue(mc_ctx *ctx, struct jdoc *d, cJSON **out)
+{
+	size_t start = d->i;
+	const char *end = NULL;
+
+	*out = NULL;
+	if (jskip(d))
+		*out = cJSON_ParseWithLengthOpts((const char *)d->s + start, d->i - start, &end, 0);
+	if (*out == NULL || end != (const char *)d->s + d->i) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		return BAD("manifest is not valid JSON");
 	}
 	return MC_OK;
 }
+
+typedef int (*jelem_fn)(mc_ctx *ctx, const cJSON *e, size_t idx, void *ud);
+
+/* Walks the array whose '[' is at d->i, calling fn (when not NULL) with each element;
+ * *count gets the number of elements. */
+static int
+jarray(mc_ctx *ctx, struct jdoc *d, jelem_fn fn, void *ud, size_t *count)
+{
+	size_t k = 0;
+	int rc;
+
+	d->i++;
+	jws(d);
+	if (jat(d, ']')) {
+		d->i++;
+		*count = 0;
+		return MC_OK;
+	}
+	for (;;) {
+		jws(d);
+		if (fn == NULL) {
+			if (!jskip(d))
+				return BAD("manifest is not valid JSON");
+		} else {
+			cJSON *e;
+			if ((rc = jvalue(ctx, d, &e)) != MC_OK)
+				return rc;
+			rc = fn(ctx, e, k, ud);
+			cJSON_Delete(e);
+			if (rc != MC_OK)
+				return rc;
+		}
+		k++;
+		jws(d);
+		if (jat(d, ',')) {
+			d->i++;
+		} else if (jat(d, ']')) {
+			d->i++;
+			break;
+		} else {
+			return BAD("manifest is not valid JSON");
+		}
+	}
+	*count = k;
+	return MC_OK;
+}
+
+/* The top level: every member goes into root, each as its own tree, except an
+ * "artifacts" or "objects" array, which is only walked over: root gets an empty array
+ * in its place, and *arts, *objs the offset of its '['. No byte may follow the value. */
+static int
+jtop(mc_ctx *ctx, struct jdoc *d, cJSON **rootp, size_t *arts, size_t *objs)
+{
+	cJSON *root, *name = NULL, *v;
+	size_t n;
+	int rc;
+
+	*rootp = NULL;
+	jws(d);
+	if (!jat(d, '{')) {
+		if ((rc = jvalue(ctx, d, rootp)) != MC_OK)
+			return rc;
+		goto end;
+	}
+	if ((*rootp = root = cJSON_CreateObject()) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	d->i++;
+	jws(d);
+	if (jat(d, '}')) {
+		d->i++;
+		goto end;
+	}
+	for (;;) {
+		size_t *at = NULL;
+
+		jws(d);
+		if (!jat(d, '"'))
+			return BAD("manifest is not valid JSON");
+		if ((rc = jvalue(ctx, d, &name)) != MC_OK)
+			return rc;
+		jws(d);
+		if (!jat(d, ':')) {
+			cJSON_Delete(name);
+			return BAD("manifest is not valid JSON");
+		}
+		d->i++;
+		jws(d);
+		if (cJSON_GetObjectItemCaseSensitive(root, name->valuestring) != NULL) {
+			rc = BAD("manifest: manifest has field '%.64s' twice", name->valuestring);
+			cJSON_Delete(name);
+			return rc;
+		}
+		if (strcmp(name->valuestring, "artifacts") == 0)
+			at = arts;
+		else if (strcmp(name->valuestring, "objects") == 0)
+			at = objs;
+		if (at != NULL && jat(d, '[')) {
+			*at = d->i;
+			rc = jarray(ctx, d, NULL, NULL, &n);
+			v = rc == MC_OK ? cJSON_CreateArray() : NULL;
+			if (rc == MC_OK && v == NULL)
+				rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		} else {
+			rc = jvalue(ctx, d, &v);
+		}
+		if (rc == MC_OK && !cJSON_AddItemToObject(root, name->valuestring, v)) {
+			cJSON_Delete(v);
+			rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		}
+		cJSON_Delete(name);
+		if (rc != MC_OK)
+			return rc;
+		jws(d);
+		if (jat(d, ',')) {
+			d->i++;
+		} else if (jat(d, '}')) {
+			d->i++;
+			break;
+		} else {
+			return BAD("manifest is not valid JSON");
+		}
+	}
+end:
+	if (d->i != d->n)
+		return BAD("manifest has bytes after its JSON value");
+	return MC_OK;
+}
+
+/* One entry of the object table: sorted strictly by content hash, stored bytes
+ * described exactly. */
+static int
+object_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
+{
+	static const char *const fields[] = {"!hash", "!size", "!encoding", "!stored_size",
+					     "!stored_hash", NULL};
+	struct mc_manifest *m = ud;
+	struct mc_mobject *o = &m->objects[idx];
+	const char *hash = NULL, *enc = NULL, *shash = NULL;
+	char what[48];
+	int rc;
+
+	snprintf(what, sizeof what, "objects[%zu]", idx);
+	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
+	    (rc = get_str(ctx, c, "hash", what, &hash)) != MC_OK ||
+	    (rc = get_str(ctx, c, "encoding", what, &enc)) != MC_OK ||
+	    (rc = get_str(ctx, c, "stored_hash", what, &shash)) != MC_OK ||
+	    (rc = get_uint(ctx, c, "size", what, &o->size)) != MC_OK ||
+	    (rc = get_uint(ctx, c, "stored_size", what, &o->stored_size)) != MC_OK ||
+	    (rc = hash_field(ctx, hash, what, o->hash)) != MC_OK ||
+	    (rc = hash_field(ctx, shash, what, o->stored_hash)) != MC_OK)
+		return rc;
+	memcpy(o->hash_hex, hash, 65);
+	if (strcmp(enc, "zstd") == 0) {
+		o->encoding = MC_ENC_ZSTD;
+	} else if (strcmp(enc, "none") == 0) {
+		o->encoding = MC_ENC_NONE;
+		if (o->stored_size != o->size || memcmp(o->stored_hash, o->hash, 32) != 0)
+			return BAD("manifest: %s is stored as is but its stored size or hash differs",
+				   what);
+	} else {
+		return BAD("manifest: %s has unknown encoding '%.20s'", what, enc);
+	}
+	if (o->size > ctx->max_artifact_bytes || o->stored_size > ctx->max_artifact_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is over the per-artifact cap of %llu "
+			       "bytes", what, (unsigned long long)ctx->max_artifact_bytes);
+	/* Decompression stops at the declared size; the declared size itself is
+	 * bounded by the stored size, so a small bundle cannot fill a disk. */
+	if (o->encoding == MC_ENC_ZSTD && ctx->max_expansion != 0 &&
+	    o->size / ctx->max_expansion > o->stored_size)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s expands %llu bytes to %llu, more "
+			       "than the expansion cap of %llu", what,
+			       (unsigned long long)o->stored_size, (unsigned long long)o->size,
+			       (unsigned long long)ctx->max_expansion);
+	m->nobjects++;
+	if (m->nobjects > 1 && memcmp(o[-1].hash, o->hash, 32) >= 0)
+		return BAD("manifest: objects not sorted by hash, or repeated, at %s", what);
+	return MC_OK;
+}
+
+struct art_walk {
+	struct mc_manifest *m;
+	char *used; /* per object: named by an artifact or torch blob entry */
+	uint64_t total;
+};
 
 /* Resolves a reference to an object, checking its size; marks it used. */
 static int
@@ -461,64 +722,60 @@ parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
 	return MC_OK;
 }
 
+/* One entry of the artifact table, sorted strictly by (type, key). */
 static int
-parse_artifacts(mc_ctx *ctx, const cJSON *arts, struct mc_manifest *m, char *used)
+artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 {
 	static const char *const fields[] = {"!type", "!key", "!size", "!hash", "sha256", NULL};
-	const cJSON *c;
-	uint64_t total = 0;
+	struct art_walk *w = ud;
+	struct mc_manifest *m = w->m;
+	struct mc_martifact *a = &m->artifacts[idx];
+	const char *type = NULL, *key = NULL, *hash = NULL, *sha = NULL;
+	char what[48];
 	int rc;
 
-	for (c = arts->child; c != NULL; c = c->next) {
-		struct mc_martifact *a = &m->artifacts[m->nartifacts];
-		const char *type = NULL, *key = NULL, *hash = NULL, *sha = NULL;
-		char what[48];
-
-		snprintf(what, sizeof what, "artifacts[%zu]", m->nartifacts);
-		if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
-		    (rc = get_str(ctx, c, "type", what, &type)) != MC_OK ||
-		    (rc = get_str(ctx, c, "key", what, &key)) != MC_OK ||
-		    (rc = get_str(ctx, c, "hash", what, &hash)) != MC_OK ||
-		    (rc = get_uint(ctx, c, "size", what, &a->size)) != MC_OK)
+	snprintf(what, sizeof what, "artifacts[%zu]", idx);
+	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
+	    (rc = get_str(ctx, c, "type", what, &type)) != MC_OK ||
+	    (rc = get_str(ctx, c, "key", what, &key)) != MC_OK ||
+	    (rc = get_str(ctx, c, "hash", what, &hash)) != MC_OK ||
+	    (rc = get_uint(ctx, c, "size", what, &a->size)) != MC_OK)
+		return rc;
+	if (!type_name_ok(type))
+		return BAD("manifest: %s.type '%.40s' is not 1-32 of [a-z0-9_]", what, type);
+	if (!key_text_ok(key))
+		return BAD("manifest: %s.key is empty or longer than %d bytes", what, MC_KEY_MAX);
+	if ((rc = hash_field(ctx, hash, what, a->hash)) != MC_OK)
+		return rc;
+	memcpy(a->hash_hex, hash, 65);
+	if (cJSON_GetObjectItemCaseSensitive(c, "sha256") != NULL) {
+		if ((rc = get_str(ctx, c, "sha256", what, &sha)) != MC_OK ||
+		    (rc = hash_field(ctx, sha, what, a->sha256)) != MC_OK)
 			return rc;
-		if (!type_name_ok(type))
-			return BAD("manifest: %s.type '%.40s' is not 1-32 of [a-z0-9_]", what, type);
-		if (!key_text_ok(key))
-			return BAD("manifest: %s.key is empty or longer than %d bytes", what, MC_KEY_MAX);
-		if ((rc = hash_field(ctx, hash, what, a->hash)) != MC_OK)
-			return rc;
-		memcpy(a->hash_hex, hash, 65);
-		if (cJSON_GetObjectItemCaseSensitive(c, "sha256") != NULL) {
-			if ((rc = get_str(ctx, c, "sha256", what, &sha)) != MC_OK ||
-			    (rc = hash_field(ctx, sha, what, a->sha256)) != MC_OK)
-				return rc;
-			a->has_sha256 = 1;
-		}
-		if (a->size > ctx->max_artifact_bytes)
-			return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is %llu bytes, over the cap of "
-				       "%llu", what, (unsigned long long)a->size,
-				       (unsigned long long)ctx->max_artifact_bytes);
-		total += a->size;
-		if (total > ctx->max_total_bytes)
-			return mc__err(ctx, MC_ERR_LIMIT, "manifest: artifacts total more than the cap "
-				       "of %llu bytes", (unsigned long long)ctx->max_total_bytes);
-		if ((a->type = mc__strdup(type)) == NULL || (a->key = mc__strdup(key)) == NULL)
-			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		m->nartifacts++;
-		if (m->nartifacts > 1) {
-			const struct mc_martifact *p = a - 1;
-			int cmp = strcmp(p->type, a->type);
-			if (cmp == 0)
-				cmp = strcmp(p->key, a->key);
-			if (cmp == 0)
-				return BAD("manifest: duplicate artifact (%s, %.200s)", a->type, a->key);
-			if (cmp > 0)
-				return BAD("manifest: artifacts not sorted by (type, key) at %s", what);
-		}
-		if ((rc = ref_object(ctx, m, a->hash, a->size, what, used, &a->object)) != MC_OK)
-			return rc;
+		a->has_sha256 = 1;
 	}
-	return MC_OK;
+	if (a->size > ctx->max_artifact_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is %llu bytes, over the cap of "
+			       "%llu", what, (unsigned long long)a->size,
+			       (unsigned long long)ctx->max_artifact_bytes);
+	w->total += a->size;
+	if (w->total > ctx->max_total_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: artifacts total more than the cap "
+			       "of %llu bytes", (unsigned long long)ctx->max_total_bytes);
+	if ((a->type = mc__strdup(type)) == NULL || (a->key = mc__strdup(key)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	m->nartifacts++;
+	if (m->nartifacts > 1) {
+		const struct mc_martifact *p = a - 1;
+		int cmp = strcmp(p->type, a->type);
+		if (cmp == 0)
+			cmp = strcmp(p->key, a->key);
+		if (cmp == 0)
+			return BAD("manifest: duplicate artifact (%s, %.200s)", a->type, a->key);
+		if (cmp > 0)
+			return BAD("manifest: artifacts not sorted by (type, key) at %s", what);
+	}
+	return ref_object(ctx, m, a->hash, a->size, what, w->used, &a->object);
 }
 
 static int
@@ -594,11 +851,12 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 	static const char *const top[] = {"!format", "!format_version", "!created",
 					  "!bundle_version", "expires", "!labels", "!artifacts",
 					  "!objects", "torch_blob", NULL};
-	const char *end = NULL, *fmt = NULL;
+	struct jdoc d = {buf, len, 0};
+	struct art_walk w = {m, NULL, 0};
+	const char *fmt = NULL;
 	cJSON *root = NULL;
-	const cJSON *arts, *tb;
-	char *used = NULL;
-	size_t n, i;
+	const cJSON *tb;
+	size_t arts = 0, objs = 0, n = 0, k, i;
 	uint64_t v;
 	int rc;
 
@@ -615,14 +873,8 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 			return BAD("manifest contains an escaped NUL character");
 	if (!depth_ok(buf, len, MANIFEST_DEPTH_MAX))
 		return BAD("manifest nests deeper than %d levels", MANIFEST_DEPTH_MAX);
-	root = cJSON_ParseWithLengthOpts((const char *)buf, len, &end, 0);
-	if (root == NULL)
-		return BAD("manifest is not valid JSON");
-	if (end != (const char *)buf + len) {
-		rc = BAD("manifest has bytes after its JSON value");
-		goto out;
-	}
-	if ((rc = check_members(ctx, root, "manifest", top)) != MC_OK ||
+	if ((rc = jtop(ctx, &d, &root, &arts, &objs)) != MC_OK ||
+	    (rc = check_members(ctx, root, "manifest", top)) != MC_OK ||
 	    (rc = get_str(ctx, root, "format", "manifest", &fmt)) != MC_OK)
 		goto out;
 	if (strcmp(fmt, "megacache") != 0) {
@@ -649,37 +901,56 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 	}
 	if ((rc = parse_labels(ctx, cJSON_GetObjectItemCaseSensitive(root, "labels"), m)) != MC_OK)
 		goto out;
-	arts = cJSON_GetObjectItemCaseSensitive(root, "artifacts");
-	if (!cJSON_IsArray(arts)) {
+	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "artifacts"))) {
 		rc = BAD("manifest: artifacts is not an array");
 		goto out;
 	}
-	n = (size_t)cJSON_GetArraySize(arts);
+	if (arts != 0) {
+		d.i = arts;
+		(void)jarray(ctx, &d, NULL, NULL, &n); /* walked once already */
+	}
 	if (n > ctx->max_artifacts) {
 		rc = mc__err(ctx, MC_ERR_LIMIT, "manifest lists %zu artifacts, over the cap of %llu", n,
 			     (unsigned long long)ctx->max_artifacts);
 		goto out;
 	}
-	if ((rc = parse_objects(ctx, cJSON_GetObjectItemCaseSensitive(root, "objects"), m)) != MC_OK)
+	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "objects"))) {
+		rc = BAD("manifest: objects is not an array");
 		goto out;
-	if ((used = calloc(m->nobjects + 1, 1)) == NULL ||
+	}
+	k = 0;
+	if (objs != 0) {
+		d.i = objs;
+		(void)jarray(ctx, &d, NULL, NULL, &k);
+	}
+	if (k > ctx->max_artifacts) {
+		rc = mc__err(ctx, MC_ERR_LIMIT, "manifest lists %zu objects, over the cap of %llu", k,
+			     (unsigned long long)ctx->max_artifacts);
+		goto out;
+	}
+	if ((k > 0 && (m->objects = calloc(k, sizeof *m->objects)) == NULL) ||
+	    (w.used = calloc(k + 1, 1)) == NULL ||
 	    (n > 0 && (m->artifacts = calloc(n, sizeof *m->artifacts)) == NULL)) {
 		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = parse_artifacts(ctx, arts, m, used)) != MC_OK)
+	d.i = objs;
+	if (k > 0 && (rc = jarray(ctx, &d, object_entry, m, &k)) != MC_OK)
+		goto out;
+	d.i = arts;
+	if (n > 0 && (rc = jarray(ctx, &d, artifact_entry, &w, &n)) != MC_OK)
 		goto out;
 	if ((tb = cJSON_GetObjectItemCaseSensitive(root, "torch_blob")) != NULL &&
-	    (rc = parse_torch_blob(ctx, tb, m, used)) != MC_OK)
+	    (rc = parse_torch_blob(ctx, tb, m, w.used)) != MC_OK)
 		goto out;
 	for (i = 0; i < m->nobjects; i++)
-		if (!used[i]) {
+		if (!w.used[i]) {
 			rc = BAD("manifest: object %s is listed but no artifact uses it",
 				 m->objects[i].hash_hex);
 			goto out;
 		}
 out:
-	free(used);
+	free(w.used);
 	cJSON_Delete(root);
 	if (rc != MC_OK)
 		mc__manifest_free(m);

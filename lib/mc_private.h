@@ -140,9 +140,16 @@ struct mc_sig {
 };
 
 MC_HIDDEN void mc__keyid_str(const unsigned char keynum[8], char out[17]);
+/* What an "ED" signature signs: the BLAKE2b-512 of the message. */
+#define MC_SIG_PREHASH 64
 /* Signs msg (prehashed, "ED") with a trusted comment; fills sig. */
 MC_HIDDEN int mc__sig_make(mc_ctx *ctx, const mc_seckey *sk, const unsigned char *msg, size_t n,
 			   const char *trusted_comment, struct mc_sig *sig);
+/* The same, given the message's prehash (MC_SIG_PREHASH bytes, mc__sig_prehash). */
+MC_HIDDEN int mc__sig_make_prehashed(mc_ctx *ctx, const mc_seckey *sk,
+				     const unsigned char prehash[MC_SIG_PREHASH],
+				     const char *trusted_comment,
+				     struct mc_sig *sig);
 /* Renders the canonical signature file text (malloc'd). */
 MC_HIDDEN char *mc__sig_render(const struct mc_sig *sig, size_t *len);
 /* Parses signature file text. strict: the bytes must be the canonical rendering. */
@@ -152,6 +159,11 @@ MC_HIDDEN void mc__sig_clear(struct mc_sig *sig);
 /* 0 if sig verifies msg under pk (both signature and trusted-comment signature). */
 MC_HIDDEN int mc__sig_verify(const struct mc_sig *sig, const mc_pubkey *pk,
 			     const unsigned char *msg, size_t n);
+MC_HIDDEN void mc__sig_prehash(const unsigned char *msg, size_t n,
+			       unsigned char out[MC_SIG_PREHASH]);
+/* The same as mc__sig_verify, given the message's prehash. */
+MC_HIDDEN int mc__sig_verify_prehashed(const struct mc_sig *sig, const mc_pubkey *pk,
+				       const unsigned char prehash[MC_SIG_PREHASH]);
 
 /* ---- file input and per-object zstd (zstream.c) ---- */
 
@@ -265,6 +277,11 @@ MC_HIDDEN int mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t l
 /* Serialises m (artifacts sorted, objects derived) to JSON bytes (malloc'd). */
 MC_HIDDEN int mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out,
 				  size_t *outlen);
+/* The same bytes, handed to sink in pieces; sink's error (with the context's message
+ * set) ends the rendering. */
+typedef int (*mc_text_sink)(void *ud, const char *p, size_t n);
+MC_HIDDEN int mc__manifest_write(mc_ctx *ctx, const struct mc_manifest *m, mc_text_sink sink,
+				 void *ud);
 MC_HIDDEN int mc__label_key_ok(const char *k);
 MC_HIDDEN int mc__label_value_ok(const char *v);
 

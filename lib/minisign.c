@@ -385,15 +385,24 @@ int
 mc__sig_make(mc_ctx *ctx, const mc_seckey *sk, const unsigned char *msg, size_t n,
 	     const char *trusted_comment, struct mc_sig *sig)
 {
-	unsigned char prehash[64];
+	unsigned char prehash[MC_SIG_PREHASH];
+
+	mc__sig_prehash(msg, n, prehash);
+	return mc__sig_make_prehashed(ctx, sk, prehash, trusted_comment, sig);
+}
+
+int
+mc__sig_make_prehashed(mc_ctx *ctx, const mc_seckey *sk,
+		       const unsigned char prehash[MC_SIG_PREHASH], const char *trusted_comment,
+		       struct mc_sig *sig)
+{
 	unsigned char *buf;
 	size_t tclen = strlen(trusted_comment);
 
 	memset(sig, 0, sizeof *sig);
 	if (!comment_ok(trusted_comment))
 		return mc__err(ctx, MC_ERR_INVALID, "trusted comment too long or has a line break");
-	crypto_generichash(prehash, sizeof prehash, msg, n, NULL, 0);
-	crypto_sign_detached(sig->sig, NULL, prehash, sizeof prehash, sk->sk);
+	crypto_sign_detached(sig->sig, NULL, prehash, MC_SIG_PREHASH, sk->sk);
 	memcpy(sig->keynum, sk->keynum, 8);
 	mc__keyid_str(sig->keynum, sig->id);
 	if ((sig->trusted_comment = mc__strdup(trusted_comment)) == NULL ||
@@ -512,18 +521,32 @@ mc__sig_parse(mc_ctx *ctx, const char *text, size_t len, int strict, struct mc_s
 	return MC_OK;
 }
 
+void
+mc__sig_prehash(const unsigned char *msg, size_t n, unsigned char out[MC_SIG_PREHASH])
+{
+	crypto_generichash(out, MC_SIG_PREHASH, msg, n, NULL, 0);
+}
+
 int
 mc__sig_verify(const struct mc_sig *sig, const mc_pubkey *pk, const unsigned char *msg, size_t n)
 {
-	unsigned char prehash[64];
+	unsigned char prehash[MC_SIG_PREHASH];
+
+	mc__sig_prehash(msg, n, prehash);
+	return mc__sig_verify_prehashed(sig, pk, prehash);
+}
+
+int
+mc__sig_verify_prehashed(const struct mc_sig *sig, const mc_pubkey *pk,
+			 const unsigned char prehash[MC_SIG_PREHASH])
+{
 	unsigned char *buf;
 	size_t tclen = strlen(sig->trusted_comment);
 	int ok;
 
 	if (memcmp(sig->keynum, pk->keynum, 8) != 0)
 		return -1;
-	crypto_generichash(prehash, sizeof prehash, msg, n, NULL, 0);
-	if (crypto_sign_verify_detached(sig->sig, prehash, sizeof prehash, pk->pk) != 0)
+	if (crypto_sign_verify_detached(sig->sig, prehash, MC_SIG_PREHASH, pk->pk) != 0)
 		return -1;
 	if ((buf = malloc(64 + tclen)) == NULL)
 		return -1;

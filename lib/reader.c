@@ -119,7 +119,8 @@ read_member(mc_bundle *b, const char *name, uint64_t size, unsigned char **out)
 static int
 open_stream(mc_bundle *b)
 {
-	int first = b->mbytes == NULL;
+	int first = !b->have_manifest;
+	unsigned char prehash[MC_SIG_PREHASH];
 	char name[101], prev[101] = "";
 	unsigned char *buf;
 	uint64_t size;
@@ -147,18 +148,21 @@ open_stream(mc_bundle *b)
 			       (unsigned long long)b->ctx->max_manifest);
 	if ((rc = read_member(b, name, size, &buf)) != MC_OK)
 		return rc;
+	mc__sig_prehash(buf, (size_t)size, prehash);
 	if (first) {
-		b->mbytes = buf;
-		b->mlen = (size_t)size;
-		if ((rc = mc__manifest_parse(b->ctx, buf, b->mlen, &b->m)) != MC_OK) {
+		rc = mc__manifest_parse(b->ctx, buf, (size_t)size, &b->m);
+		free(buf);
+		if (rc != MC_OK) {
 			char msg[MC_ERRBUF];
 			snprintf(msg, sizeof msg, "%s", b->ctx->err);
 			return mc__err(b->ctx, rc, "%s: %s", b->path, msg);
 		}
+		b->have_manifest = 1;
+		b->mlen = (size_t)size;
+		memcpy(b->mprehash, prehash, sizeof prehash);
 	} else {
-		int same = size == b->mlen && memcmp(buf, b->mbytes, b->mlen) == 0;
 		free(buf);
-		if (!same)
+		if (size != b->mlen || sodium_memcmp(prehash, b->mprehash, sizeof prehash) != 0)
 			return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: changed while being read", b->path);
 	}
 	for (;;) {
@@ -218,6 +222,38 @@ open_stream(mc_bundle *b)
 }
 
 int
+mc__bundle_manifest(mc_bundle *b, unsigned char **out)
+{
+	unsigned char prehash[MC_SIG_PREHASH], *buf;
+	size_t got = 0;
+	ssize_t r;
+
+	*out = NULL;
+	if ((buf = malloc(b->mlen + 1)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	while (got < b->mlen) {
+		r = pread(b->fd, buf + got, b->mlen - got, (off_t)(MC_TAR_BLOCK + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			free(buf);
+			return r < 0 ? mc__errno(b->ctx, MC_ERR_IO, "cannot read", b->path)
+				     : mc__err(b->ctx, MC_ERR_MALFORMED, "%s: changed while being read",
+					       b->path);
+		}
+		got += (size_t)r;
+	}
+	mc__sig_prehash(buf, b->mlen, prehash);
+	if (sodium_memcmp(prehash, b->mprehash, sizeof prehash) != 0) {
+		free(buf);
+		return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: changed while being read", b->path);
+	}
+	buf[b->mlen] = '\0';
+	*out = buf;
+	return MC_OK;
+}
+
+int
 mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle **out)
 {
 	mc_bundle *b;
@@ -265,7 +301,6 @@ mc_bundle_free(mc_bundle *b)
 	if (b->fd >= 0)
 		close(b->fd);
 	free(b->path);
-	free(b->mbytes);
 	mc__manifest_free(&b->m);
 	for (i = 0; i < b->nsigs; i++) {
 		mc__sig_clear(&b->sigs[i].sig);
@@ -764,7 +799,7 @@ mc__bundle_policy(mc_bundle *b)
 			for (j = 0; j < b->ntrusted; j++) {
 				if (memcmp(b->sigs[i].sig.keynum, b->trusted[j]->keynum, 8) != 0)
 					continue;
-				if (mc__sig_verify(&b->sigs[i].sig, b->trusted[j], b->mbytes, b->mlen) != 0)
+				if (mc__sig_verify_prehashed(&b->sigs[i].sig, b->trusted[j], b->mprehash) != 0)
 					return mc__err(b->ctx, MC_ERR_BAD_SIGNATURE, "%s: the signature by "
 						       "trusted key %s does not verify", b->path,
 						       b->sigs[i].sig.id);

@@ -905,14 +905,39 @@ dedup(mc_writer *w, const char *used)
 	return MC_OK;
 }
 
+/* The manifest text as it is rendered: counted and prehashed, and written to e when
+ * that is set. */
+struct mtext {
+	mc_ctx *ctx;
+	crypto_generichash_state st;
+	uint64_t len;
+	mc_emit *e;
+};
+
+static int
+mtext_sink(void *ud, const char *p, size_t n)
+{
+	struct mtext *t = ud;
+
+	crypto_generichash_update(&t->st, (const unsigned char *)p, n);
+	t->len += n;
+	if (t->e == NULL && t->len > t->ctx->max_manifest)
+		return mc__err(t->ctx, MC_ERR_LIMIT, "manifest of more than %llu bytes is over the cap",
+			       (unsigned long long)t->ctx->max_manifest);
+	return t->e != NULL ? mc__emit_data(t->e, p, n) : MC_OK;
+}
+
 int
 mc_writer_save(mc_writer *w, const char *path)
 {
 	struct mc_manifest m;
 	struct hashidx *order = NULL;
+	struct mtext mt;
+	unsigned char prehash[MC_SIG_PREHASH], again[MC_SIG_PREHASH];
 	size_t i, j, nuniq = 0, nsig = 0, nitems = 0;
-	char *json = NULL, **sigtxt = NULL;
-	size_t jlen = 0, *siglen = NULL;
+	char **sigtxt = NULL;
+	size_t *siglen = NULL;
+	uint64_t jlen = 0;
 	char (*sigid)[17] = NULL;
 	uint64_t done = 0, total = 0, spare = 0;
 	struct pass pass;
@@ -1042,12 +1067,15 @@ mc_writer_save(mc_writer *w, const char *path)
 	m.created = w->created;
 	m.bundle_version = w->bundle_version;
 	m.expires = w->expires;
-	if ((rc = mc__manifest_render(w->ctx, &m, &json, &jlen)) != MC_OK)
+	/* The manifest is rendered twice, never held whole: once for its size and
+	 * prehash, which the signatures need before it is written, then into the file. */
+	memset(&mt, 0, sizeof mt);
+	crypto_generichash_init(&mt.st, NULL, 0, MC_SIG_PREHASH);
+	mt.ctx = w->ctx;
+	if ((rc = mc__manifest_write(w->ctx, &m, mtext_sink, &mt)) != MC_OK)
 		goto out;
-	if (jlen > w->ctx->max_manifest) {
-		rc = mc__err(w->ctx, MC_ERR_LIMIT, "manifest of %zu bytes is over the cap", jlen);
-		goto out;
-	}
+	crypto_generichash_final(&mt.st, prehash, sizeof prehash);
+	jlen = mt.len;
 	/* Signatures, ordered by key id. */
 	if (w->nsigners > 0 &&
 	    ((sigtxt = calloc(w->nsigners, sizeof *sigtxt)) == NULL ||
@@ -1061,8 +1089,7 @@ mc_writer_save(mc_writer *w, const char *path)
 		char tc[128];
 
 		snprintf(tc, sizeof tc, MC_SIG_TRUSTED_FMT, (long long)w->created);
-		if ((rc = mc__sig_make(w->ctx, w->signers[i], (const unsigned char *)json, jlen, tc,
-				       &sig)) != MC_OK)
+		if ((rc = mc__sig_make_prehashed(w->ctx, w->signers[i], prehash, tc, &sig)) != MC_OK)
 			goto out;
 		/* Insertion keeps the arrays sorted by key id. */
 		for (j = nsig; j > 0 && strcmp(sigid[j - 1], sig.id) > 0; j--) {
@@ -1081,7 +1108,20 @@ mc_writer_save(mc_writer *w, const char *path)
 	}
 	if ((rc = mc__emit_open(w->ctx, path, &e)) != MC_OK)
 		goto out;
-	if ((rc = mc__emit_head(e, json, jlen, sigtxt, siglen, (const char (*)[17])sigid, nsig)) != MC_OK)
+	memset(&mt, 0, sizeof mt);
+	crypto_generichash_init(&mt.st, NULL, 0, MC_SIG_PREHASH);
+	mt.ctx = w->ctx;
+	mt.e = e;
+	if ((rc = mc__emit_member(e, MC_MEMBER_MANIFEST, jlen)) != MC_OK ||
+	    (rc = mc__manifest_write(w->ctx, &m, mtext_sink, &mt)) != MC_OK)
+		goto out;
+	crypto_generichash_final(&mt.st, again, sizeof again);
+	if (mt.len != jlen || memcmp(again, prehash, sizeof prehash) != 0) {
+		rc = mc__err(w->ctx, MC_ERR_INVALID, "%s: the manifest rendered differently twice",
+			     path);
+		goto out;
+	}
+	if ((rc = mc__emit_sigs(e, sigtxt, siglen, (const char (*)[17])sigid, nsig)) != MC_OK)
 		goto out;
 	for (i = 0; i < nuniq && rc == MC_OK; i++) {
 		const struct wobj *o = &w->objs[order[i].idx];
@@ -1117,7 +1157,6 @@ out:
 	free(m.objects);
 	free(order);
 	free(used);
-	free(json);
 	for (i = 0; i < nsig; i++)
 		free(sigtxt[i]);
 	free(sigtxt);

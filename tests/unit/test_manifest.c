@@ -99,6 +99,22 @@ START_TEST(refusals)
 		{HEAD "\"labels\":{},\"artifacts\":[],\"objects\":[{\"hash\":\"" H64 "\",\"size\":1,\"encoding\":\"lz4\",\"stored_size\":1,\"stored_hash\":\"" H64 "\"}]}", "unknown encoding"},
 		{HEAD "\"labels\":{},\"artifacts\":[],\"objects\":[{\"hash\":\"" H64 "\",\"size\":1,\"encoding\":\"none\",\"stored_size\":2,\"stored_hash\":\"" H64 "\"}]}", "stored as is"},
 		{HEAD "\"labels\":{},\"artifacts\":[", "not valid JSON"},
+		/* The top level and the two tables are walked, not parsed as one tree. */
+		{HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ ",\"artifacts\":[]}", "field 'artifacts' twice"},
+		{HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ ",\"\\u0061rtifacts\":[]}", "field 'artifacts' twice"},
+		{HEAD "\"labels\":{},\"artifacts\":{}," NOOBJ "}", "artifacts is not an array"},
+		{HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ ",\"objects\":[]}", "field 'objects' twice"},
+		{HEAD "\"labels\":{},\"artifacts\":[],\"objects\":7}", "objects is not an array"},
+		{HEAD "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"a\",\"size\":1,\"hash\":\"" H64 "\"},]," OBJ(1) "}", "not valid JSON"},
+		{HEAD "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"a\",\"size\":1,\"hash\":\"" H64 "\"} {}]," OBJ(1) "}", "not valid JSON"},
+		{HEAD "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"a\",\"size\":1 2,\"hash\":\"" H64 "\"}]," OBJ(1) "}", "not valid JSON"},
+		{HEAD "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"a]\",\"size\":1,\"hash\":\"" H64 "\"]," OBJ(1) "}", "not valid JSON"},
+		{HEAD "\"labels\":{},\"artifacts\":[],\"objects\":[,]}", "not valid JSON"},
+		{HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ ",}", "not valid JSON"},
+		{HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ, "not valid JSON"},
+		{HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ "}}", "bytes after"},
+		{"[" HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ "}]", "manifest is not an object"},
+		{"", "not valid JSON"},
 	};
 	struct mc_manifest m;
 	size_t i;
@@ -108,6 +124,38 @@ START_TEST(refusals)
 		ck_assert_msg(rc == MC_ERR_MANIFEST, "case %zu accepted (rc %d)", i, rc);
 		ck_assert_msg(strstr(mc_ctx_error(ctx), cases[i].why) != NULL, "case %zu: '%s' lacks '%s'",
 			      i, mc_ctx_error(ctx), cases[i].why);
+	}
+}
+END_TEST
+
+/* Whitespace anywhere between tokens and any member order are accepted; the tables
+ * may come before or after what refers to them. */
+START_TEST(order_and_space)
+{
+	static const char *const texts[] = {
+		HEAD "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"a\",\"size\":1,\"hash\":\"" H64 "\"}]," OBJ(1) "}",
+		" \n{ \"objects\" :\t[ {\"hash\":\"" H64 "\",\"size\":1,\"encoding\":\"none\",\"stored_size\":1,\"stored_hash\":\"" H64 "\"} ] ,\r\n"
+		" \"artifacts\" : [ { \"key\" : \"a\" , \"type\":\"pgo\",\"hash\":\"" H64 "\",\"size\":1 } ] , \"labels\":{ \"k\" : \"v]}\\\"\" },"
+		"\"bundle_version\":3,\"created\":5,\"format_version\":1,\"format\":\"megacache\"}",
+	};
+	struct mc_manifest m;
+	size_t i;
+
+	for (i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+		ck_assert_msg(parse(texts[i], &m) == MC_OK, "text %zu: %s", i, mc_ctx_error(ctx));
+		ck_assert_uint_eq(m.nartifacts, 1);
+		ck_assert_str_eq(m.artifacts[0].type, "pgo");
+		ck_assert_str_eq(m.artifacts[0].key, "a");
+		ck_assert_uint_eq(m.artifacts[0].object, 0);
+		ck_assert_uint_eq(m.nobjects, 1);
+		ck_assert_uint_eq(m.objects[0].size, 1);
+		ck_assert_int_eq(m.objects[0].encoding, MC_ENC_NONE);
+		ck_assert_uint_eq(m.bundle_version, 3);
+		if (i == 1) {
+			ck_assert_uint_eq(m.nlabels, 1);
+			ck_assert_str_eq(m.labels[0].value, "v]}\"");
+		}
+		mc__manifest_free(&m);
 	}
 }
 END_TEST
@@ -143,6 +191,7 @@ suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, render_then_parse);
 	tcase_add_test(tc, refusals);
+	tcase_add_test(tc, order_and_space);
 	tcase_add_test(tc, caps);
 	suite_add_tcase(s, tc);
 	return s;
