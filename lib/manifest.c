@@ -536,14 +536,18 @@ jarray(mc_ctx *ctx, struct jdoc *d, jelem_fn fn, void *ud, size_t *count)
 	return MC_OK;
 }
 
+/* Where a table's '[' is (0: nowhere) and how many elements it has. */
+struct jtable {
+	size_t at, n;
+};
+
 /* The top level: every member goes into root, each as its own tree, except an
  * "artifacts" or "objects" array, which is only walked over: root gets an empty array
- * in its place, and *arts, *objs the offset of its '['. No byte may follow the value. */
+ * in its place, and *arts or *objs where it is. No byte may follow the value. */
 static int
-jtop(mc_ctx *ctx, struct jdoc *d, cJSON **rootp, size_t *arts, size_t *objs)
+jtop(mc_ctx *ctx, struct jdoc *d, cJSON **rootp, struct jtable *arts, struct jtable *objs)
 {
 	cJSON *root, *name = NULL, *v;
-	size_t n;
 	int rc;
 
 	*rootp = NULL;
@@ -562,7 +566,7 @@ jtop(mc_ctx *ctx, struct jdoc *d, cJSON **rootp, size_t *arts, size_t *objs)
 		goto end;
 	}
 	for (;;) {
-		size_t *at = NULL;
+		struct jtable *at = NULL;
 
 		jws(d);
 		if (!jat(d, '"'))
@@ -586,8 +590,8 @@ jtop(mc_ctx *ctx, struct jdoc *d, cJSON **rootp, size_t *arts, size_t *objs)
 		else if (strcmp(name->valuestring, "objects") == 0)
 			at = objs;
 		if (at != NULL && jat(d, '[')) {
-			*at = d->i;
-			rc = jarray(ctx, d, NULL, NULL, &n);
+			at->at = d->i;
+			rc = jarray(ctx, d, NULL, NULL, &at->n);
 			v = rc == MC_OK ? cJSON_CreateArray() : NULL;
 			if (rc == MC_OK && v == NULL)
 				rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
@@ -856,7 +860,8 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 	const char *fmt = NULL;
 	cJSON *root = NULL;
 	const cJSON *tb;
-	size_t arts = 0, objs = 0, n = 0, k, i;
+	struct jtable arts = {0, 0}, objs = {0, 0};
+	size_t n, k, i;
 	uint64_t v;
 	int rc;
 
@@ -905,10 +910,7 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 		rc = BAD("manifest: artifacts is not an array");
 		goto out;
 	}
-	if (arts != 0) {
-		d.i = arts;
-		(void)jarray(ctx, &d, NULL, NULL, &n); /* walked once already */
-	}
+	n = arts.n;
 	if (n > ctx->max_artifacts) {
 		rc = mc__err(ctx, MC_ERR_LIMIT, "manifest lists %zu artifacts, over the cap of %llu", n,
 			     (unsigned long long)ctx->max_artifacts);
@@ -918,11 +920,7 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 		rc = BAD("manifest: objects is not an array");
 		goto out;
 	}
-	k = 0;
-	if (objs != 0) {
-		d.i = objs;
-		(void)jarray(ctx, &d, NULL, NULL, &k);
-	}
+	k = objs.n;
 	if (k > ctx->max_artifacts) {
 		rc = mc__err(ctx, MC_ERR_LIMIT, "manifest lists %zu objects, over the cap of %llu", k,
 			     (unsigned long long)ctx->max_artifacts);
@@ -934,10 +932,10 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	d.i = objs;
+	d.i = objs.at;
 	if (k > 0 && (rc = jarray(ctx, &d, object_entry, m, &k)) != MC_OK)
 		goto out;
-	d.i = arts;
+	d.i = arts.at;
 	if (n > 0 && (rc = jarray(ctx, &d, artifact_entry, &w, &n)) != MC_OK)
 		goto out;
 	if ((tb = cJSON_GetObjectItemCaseSensitive(root, "torch_blob")) != NULL &&

@@ -221,27 +221,39 @@ open_stream(mc_bundle *b)
 	return MC_OK;
 }
 
+/* Reads n bytes at off of the bundle's file; a short file is a truncated bundle. */
+static int
+bundle_pread(mc_ctx *ctx, const mc_bundle *b, void *buf, size_t n, uint64_t off)
+{
+	unsigned char *p = buf;
+
+	while (n > 0) {
+		ssize_t r = pread(b->fd, p, n, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return mc__errno(ctx, MC_ERR_IO, "cannot read", b->path);
+		if (r == 0)
+			return mc__err(ctx, MC_ERR_MALFORMED, "%s: truncated", b->path);
+		p += r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return MC_OK;
+}
+
 int
 mc__bundle_manifest(mc_bundle *b, unsigned char **out)
 {
 	unsigned char prehash[MC_SIG_PREHASH], *buf;
-	size_t got = 0;
-	ssize_t r;
+	int rc;
 
 	*out = NULL;
 	if ((buf = malloc(b->mlen + 1)) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	while (got < b->mlen) {
-		r = pread(b->fd, buf + got, b->mlen - got, (off_t)(MC_TAR_BLOCK + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			free(buf);
-			return r < 0 ? mc__errno(b->ctx, MC_ERR_IO, "cannot read", b->path)
-				     : mc__err(b->ctx, MC_ERR_MALFORMED, "%s: changed while being read",
-					       b->path);
-		}
-		got += (size_t)r;
+	if ((rc = bundle_pread(b->ctx, b, buf, b->mlen, MC_TAR_BLOCK)) != MC_OK) {
+		free(buf);
+		return rc;
 	}
 	mc__sig_prehash(buf, b->mlen, prehash);
 	if (sodium_memcmp(prehash, b->mprehash, sizeof prehash) != 0) {
@@ -355,22 +367,7 @@ padded(uint64_t n)
 static int
 pread_full(struct sworker *w, void *buf, size_t n, uint64_t off)
 {
-	unsigned char *p = buf;
-	const mc_bundle *b = w->s->b;
-
-	while (n > 0) {
-		ssize_t r = pread(b->fd, p, n, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return mc__errno(w->ctx, MC_ERR_IO, "cannot read", b->path);
-		if (r == 0)
-			return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: truncated", b->path);
-		p += r;
-		n -= (size_t)r;
-		off += (uint64_t)r;
-	}
-	return MC_OK;
+	return bundle_pread(w->ctx, w->s->b, buf, n, off);
 }
 
 static int

@@ -927,17 +927,35 @@ mtext_sink(void *ud, const char *p, size_t n)
 	return t->e != NULL ? mc__emit_data(t->e, p, n) : MC_OK;
 }
 
+/* Renders m, into e when it is not NULL; gives its prehash and length. */
+static int
+write_manifest(mc_ctx *ctx, const struct mc_manifest *m, mc_emit *e,
+	       unsigned char prehash[MC_SIG_PREHASH], uint64_t *len)
+{
+	struct mtext mt;
+	int rc;
+
+	memset(&mt, 0, sizeof mt);
+	mt.ctx = ctx;
+	mt.e = e;
+	crypto_generichash_init(&mt.st, NULL, 0, MC_SIG_PREHASH);
+	if ((rc = mc__manifest_write(ctx, m, mtext_sink, &mt)) != MC_OK)
+		return rc;
+	crypto_generichash_final(&mt.st, prehash, MC_SIG_PREHASH);
+	*len = mt.len;
+	return MC_OK;
+}
+
 int
 mc_writer_save(mc_writer *w, const char *path)
 {
 	struct mc_manifest m;
 	struct hashidx *order = NULL;
-	struct mtext mt;
 	unsigned char prehash[MC_SIG_PREHASH], again[MC_SIG_PREHASH];
 	size_t i, j, nuniq = 0, nsig = 0, nitems = 0;
 	char **sigtxt = NULL;
 	size_t *siglen = NULL;
-	uint64_t jlen = 0;
+	uint64_t jlen = 0, again_len = 0;
 	char (*sigid)[17] = NULL;
 	uint64_t done = 0, total = 0, spare = 0;
 	struct pass pass;
@@ -1069,13 +1087,8 @@ mc_writer_save(mc_writer *w, const char *path)
 	m.expires = w->expires;
 	/* The manifest is rendered twice, never held whole: once for its size and
 	 * prehash, which the signatures need before it is written, then into the file. */
-	memset(&mt, 0, sizeof mt);
-	crypto_generichash_init(&mt.st, NULL, 0, MC_SIG_PREHASH);
-	mt.ctx = w->ctx;
-	if ((rc = mc__manifest_write(w->ctx, &m, mtext_sink, &mt)) != MC_OK)
+	if ((rc = write_manifest(w->ctx, &m, NULL, prehash, &jlen)) != MC_OK)
 		goto out;
-	crypto_generichash_final(&mt.st, prehash, sizeof prehash);
-	jlen = mt.len;
 	/* Signatures, ordered by key id. */
 	if (w->nsigners > 0 &&
 	    ((sigtxt = calloc(w->nsigners, sizeof *sigtxt)) == NULL ||
@@ -1108,15 +1121,10 @@ mc_writer_save(mc_writer *w, const char *path)
 	}
 	if ((rc = mc__emit_open(w->ctx, path, &e)) != MC_OK)
 		goto out;
-	memset(&mt, 0, sizeof mt);
-	crypto_generichash_init(&mt.st, NULL, 0, MC_SIG_PREHASH);
-	mt.ctx = w->ctx;
-	mt.e = e;
 	if ((rc = mc__emit_member(e, MC_MEMBER_MANIFEST, jlen)) != MC_OK ||
-	    (rc = mc__manifest_write(w->ctx, &m, mtext_sink, &mt)) != MC_OK)
+	    (rc = write_manifest(w->ctx, &m, e, again, &again_len)) != MC_OK)
 		goto out;
-	crypto_generichash_final(&mt.st, again, sizeof again);
-	if (mt.len != jlen || memcmp(again, prehash, sizeof prehash) != 0) {
+	if (again_len != jlen || memcmp(again, prehash, sizeof prehash) != 0) {
 		rc = mc__err(w->ctx, MC_ERR_INVALID, "%s: the manifest rendered differently twice",
 			     path);
 		goto out;
