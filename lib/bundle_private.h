@@ -38,6 +38,8 @@ struct mc_bundle {
 	char **types; /* selected types; none: all */
 	size_t ntypes;
 	int planned;
+	struct mc_arena dests; /* of the artifacts' destinations, made by the plan */
+	char hex[MC_HASH_HEX]; /* what mc_bundle_artifact() last gave as hash */
 };
 
 /* Receives each object's content while the reader streams it. */

@@ -33,7 +33,8 @@ mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
 			fn(ud, MC_DIFF_ADDED, y->type, y->key, 0, y->size);
 			j++;
 		} else {
-			if (memcmp(x->hash, y->hash, MC_HASH_BYTES) != 0)
+			if (memcmp(a->m.objects[x->object].hash, b->m.objects[y->object].hash,
+				   MC_HASH_BYTES) != 0)
 				fn(ud, MC_DIFF_CHANGED, x->type, x->key, x->size, y->size);
 			i++;
 			j++;

@@ -146,6 +146,60 @@ mc__utf8_valid(const unsigned char *s, size_t n)
 	return 1;
 }
 
+void
+mc__object_member(const unsigned char hash[MC_HASH_BYTES], char *name, size_t n)
+{
+	char hex[MC_HASH_HEX];
+
+	mc__hex(hash, MC_HASH_BYTES, hex);
+	snprintf(name, n, "%s%s", MC_MEMBER_OBJ_PREFIX, hex);
+}
+
+struct mc_ablock {
+	struct mc_ablock *next;
+	size_t used, cap;
+	char data[];
+};
+
+#define ARENA_BLOCK (64u * 1024)
+
+void *
+mc__arena_dup(struct mc_arena *a, const void *s, size_t n)
+{
+	struct mc_ablock *b = a->head;
+	char *p;
+
+	if (b == NULL || b->cap - b->used < n) {
+		size_t cap = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+		if ((b = malloc(sizeof *b + cap)) == NULL)
+			return NULL;
+		b->next = a->head;
+		b->used = 0;
+		b->cap = cap;
+		a->head = b;
+	}
+	p = b->data + b->used;
+	memcpy(p, s, n);
+	b->used += n;
+	return p;
+}
+
+char *
+mc__arena_strdup(struct mc_arena *a, const char *s)
+{
+	return mc__arena_dup(a, s, strlen(s) + 1);
+}
+
+void
+mc__arena_free(struct mc_arena *a)
+{
+	while (a->head != NULL) {
+		struct mc_ablock *next = a->head->next;
+		free(a->head);
+		a->head = next;
+	}
+}
+
 uint64_t
 mc__be64(const unsigned char *p)
 {

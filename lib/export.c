@@ -403,7 +403,7 @@ resign_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
 	 * its first byte. */
 	while (!r->started || r->cur != obj) {
 		size_t next = r->started ? r->cur + 1 : 0;
-		snprintf(name, sizeof name, "%s%s", MC_MEMBER_OBJ_PREFIX, r->b->m.objects[next].hash_hex);
+		mc__object_member(r->b->m.objects[next].hash, name, sizeof name);
 		if ((rc = mc__emit_member(r->e, name, r->b->m.objects[next].stored_size)) != MC_OK)
 			return rc;
 		r->cur = next;

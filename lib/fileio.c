@@ -1,5 +1,6 @@
 /*
- * fileio.c - small POSIX file helpers: full reads and writes, temp files beside a target.
+ * fileio.c - small POSIX file helpers: full reads and writes, temp files beside a target
+ * and nameless ones in the temp folder.
  */
 #include "config.h"
 
@@ -77,6 +78,41 @@ mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode)
 	mc__errno(ctx, MC_ERR_IO, "cannot create a temporary file", path);
 	free(tmp);
 	return -1;
+}
+
+int
+mc__open_temp_anon(mc_ctx *ctx)
+{
+	const char *dir = getenv("TMPDIR");
+	char *tmp;
+	int fd;
+
+	if (dir == NULL || *dir == '\0')
+		dir = "/tmp";
+#ifdef O_TMPFILE
+	fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) {
+		if (fd < 0)
+			mc__errno(ctx, MC_ERR_IO, "cannot create a temporary file", dir);
+		return fd;
+	}
+#endif
+	{
+		size_t n = strlen(dir) + sizeof "/megacache";
+		char *base = malloc(n);
+		if (base == NULL) {
+			mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+			return -1;
+		}
+		snprintf(base, n, "%s/megacache", dir);
+		fd = mc__open_temp_beside(ctx, base, &tmp, 0600);
+		free(base);
+	}
+	if (fd >= 0) {
+		unlink(tmp);
+		free(tmp);
+	}
+	return fd;
 }
 
 int

@@ -4,9 +4,11 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -56,11 +58,7 @@ mc__manifest_free(struct mc_manifest *m)
 		free(m->labels[i].value);
 	}
 	free(m->labels);
-	for (i = 0; i < m->nartifacts; i++) {
-		free(m->artifacts[i].type);
-		free(m->artifacts[i].key);
-		free(m->artifacts[i].dest);
-	}
+	mc__arena_free(&m->strings);
 	free(m->artifacts);
 	for (i = 0; i < m->ngroups; i++) {
 		for (j = 0; j < m->groups[i].nentries; j++)
@@ -188,8 +186,9 @@ render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 		ok = o != NULL && cJSON_AddStringToObject(o, "type", a->type) != NULL;
 		ok = ok && cJSON_AddStringToObject(o, "key", a->key) != NULL;
 		ok = ok && add_int(o, "size", (double)a->size) != NULL;
-		ok = ok && cJSON_AddStringToObject(o, "hash", a->hash_hex) != NULL;
-		if (ok && a->has_sha256) {
+		mc__hex(m->objects[a->object].hash, 32, hex);
+		ok = ok && cJSON_AddStringToObject(o, "hash", hex) != NULL;
+		if (ok && a->sha256 != NULL) {
 			mc__hex(a->sha256, 32, hex);
 			ok = cJSON_AddStringToObject(o, "sha256", hex) != NULL;
 		}
@@ -202,7 +201,8 @@ render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 		const struct mc_mobject *ob = &m->objects[i];
 		cJSON *o = cJSON_CreateObject();
 
-		ok = o != NULL && cJSON_AddStringToObject(o, "hash", ob->hash_hex) != NULL;
+		mc__hex(ob->hash, 32, hex);
+		ok = o != NULL && cJSON_AddStringToObject(o, "hash", hex) != NULL;
 		ok = ok && add_int(o, "size", (double)ob->size) != NULL;
 		ok = ok && cJSON_AddStringToObject(o, "encoding", ob->encoding == MC_ENC_ZSTD ? "zstd" : "none") != NULL;
 		ok = ok && add_int(o, "stored_size", (double)ob->stored_size) != NULL;
@@ -224,10 +224,11 @@ render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 			for (j = 0; ok && j < m->groups[i].nentries; j++) {
 				const struct mc_mentry *e = &m->groups[i].entries[j];
 				cJSON *o = cJSON_CreateObject();
+				mc__hex(m->objects[e->object].hash, 32, hex);
 				ok = o != NULL && cJSON_AddItemToArray(ents, o) &&
 				     cJSON_AddStringToObject(o, "key", e->key) != NULL &&
 				     add_int(o, "size", (double)m->objects[e->object].size) != NULL &&
-				     cJSON_AddStringToObject(o, "hash", m->objects[e->object].hash_hex) != NULL;
+				     cJSON_AddStringToObject(o, "hash", hex) != NULL;
 			}
 		}
 		sb_str(&sb, ",\"torch_blob\":");
@@ -272,34 +273,119 @@ mc__manifest_write(mc_ctx *ctx, const struct mc_manifest *m, mc_text_sink sink, 
 
 #define BAD(...) mc__err(ctx, MC_ERR_MANIFEST, __VA_ARGS__)
 
-/* Nesting depth of the JSON text, counted outside strings. */
-static int
-depth_ok(const unsigned char *s, size_t n, int max)
-{
-	int depth = 0, in_str = 0;
-	size_t i;
+/* ---- whole-text checks, fed in pieces ---- */
 
-	for (i = 0; i < n; i++) {
-		unsigned char c = s[i];
-		if (in_str) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_str = 0;
-		} else if (c == '"') {
-			in_str = 1;
-		} else if (c == '{' || c == '[') {
-			if (++depth > max)
-				return 0;
-		} else if (c == '}' || c == ']') {
-			depth--;
-		}
-	}
-	return 1;
+void
+mc__mcheck_init(struct mc_mcheck *c)
+{
+	memset(c, 0, sizeof *c);
 }
 
-/* Every member of an object must be one of the allowed names, each at most once;
- * names listed with a leading '!' are required. */
+/* Where the UTF-8 sequence that starts at s[i] would end, if s[i] is a lead byte;
+ * i + 1 for anything else (which the validator then judges). */
+static size_t
+utf8_end(const unsigned char *s, size_t i)
+{
+	unsigned char c = s[i];
+
+	if ((c & 0xe0) == 0xc0)
+		return i + 2;
+	if ((c & 0xf0) == 0xe0)
+		return i + 3;
+	if ((c & 0xf8) == 0xf0)
+		return i + 4;
+	return i + 1;
+}
+
+/* UTF-8 across pieces: a sequence cut by the end of a piece waits in c->u8 for the
+ * next one; each complete run goes through mc__utf8_valid. */
+static void
+check_utf8(struct mc_mcheck *c, const unsigned char *p, size_t n)
+{
+	size_t i = 0, cut, k;
+
+	if (c->nu8 > 0) {
+		size_t want = utf8_end(c->u8, 0) - c->nu8;
+		size_t take = want < n ? want : n;
+		memcpy(c->u8 + c->nu8, p, take);
+		c->nu8 += take;
+		i = take;
+		if (take < want)
+			return;
+		if (!mc__utf8_valid(c->u8, c->nu8))
+			c->bad_utf8 = 1;
+		c->nu8 = 0;
+	}
+	/* A lead byte in the last three whose sequence passes the end is carried. */
+	cut = n;
+	for (k = n; k > i && n - k < 3; k--)
+		if (p[k - 1] >= 0xc0) {
+			if (utf8_end(p, k - 1) > n)
+				cut = k - 1;
+			break;
+		}
+	if (!mc__utf8_valid(p + i, cut - i))
+		c->bad_utf8 = 1;
+	memcpy(c->u8, p + cut, n - cut);
+	c->nu8 = n - cut;
+}
+
+void
+mc__mcheck_feed(struct mc_mcheck *c, const unsigned char *p, size_t n)
+{
+	static const char esc0[] = "\\u0000";
+	size_t i;
+
+	if (!c->bad_utf8)
+		check_utf8(c, p, n);
+	if (memchr(p, '\0', n) != NULL)
+		c->has_nul = 1;
+	for (i = 0; i < n; i++) {
+		unsigned char b = p[i];
+
+		/* The six bytes \u0000 anywhere; no proper prefix of them is also a
+		 * suffix, so a mismatch restarts at 0, or at 1 on a backslash. */
+		if (b == (unsigned char)esc0[c->nesc0]) {
+			if (++c->nesc0 == 6) {
+				c->has_esc0 = 1;
+				c->nesc0 = 0;
+			}
+		} else {
+			c->nesc0 = b == '\\';
+		}
+		/* Nesting depth, counted outside strings. */
+		if (c->skip) {
+			c->skip = 0;
+		} else if (c->in_str) {
+			if (b == '\\')
+				c->skip = 1;
+			else if (b == '"')
+				c->in_str = 0;
+		} else if (b == '"') {
+			c->in_str = 1;
+		} else if (b == '{' || b == '[') {
+			if (++c->depth > MANIFEST_DEPTH_MAX)
+				c->too_deep = 1;
+		} else if (b == '}' || b == ']') {
+			c->depth--;
+		}
+	}
+}
+
+int
+mc__mcheck_end(mc_ctx *ctx, const struct mc_mcheck *c)
+{
+	if (c->bad_utf8 || c->nu8 > 0)
+		return BAD("manifest is not valid UTF-8");
+	if (c->has_nul)
+		return BAD("manifest contains a NUL byte");
+	if (c->has_esc0)
+		return BAD("manifest contains an escaped NUL character");
+	if (c->too_deep)
+		return BAD("manifest nests deeper than %d levels", MANIFEST_DEPTH_MAX);
+	return MC_OK;
+}
+
 static int
 check_members(mc_ctx *ctx, const cJSON *o, const char *what, const char *const *allowed)
 {
@@ -413,43 +499,102 @@ find_object(const struct mc_manifest *m, const unsigned char hash[32])
  * every byte of every value, so what is refused is what a whole-tree parse refuses. */
 
 struct jdoc {
-	const unsigned char *s;
-	size_t n, i;
+	const unsigned char *s; /* the window: bytes [w0, w0 + wn) of the text */
+	uint64_t w0;
+	size_t wn;
+	uint64_t n, i;          /* the text's length; the cursor */
+	int fd;                 /* where the text is read from; -1: s holds all of it */
+	unsigned char *buf;     /* the window's storage when read from fd */
+	size_t cap;
+	int ioerr;              /* errno of a failed read */
 };
+
+#define JDOC_WINDOW (256u * 1024)
+
+/* Makes the window hold [at, at + want), clipped to the text; -1 on a read error. */
+static int
+jload(struct jdoc *d, uint64_t at, size_t want)
+{
+	size_t got = 0;
+
+	if (at - d->w0 < d->wn && at + want <= d->w0 + d->wn)
+		return 0;
+	if (d->fd < 0 || at >= d->n)
+		return -1;
+	if (want < JDOC_WINDOW)
+		want = JDOC_WINDOW;
+	if (want > d->n - at)
+		want = (size_t)(d->n - at);
+	if (want > d->cap) {
+		unsigned char *nb = realloc(d->buf, want);
+		if (nb == NULL) {
+			d->ioerr = ENOMEM;
+			return -1;
+		}
+		d->buf = nb;
+		d->cap = want;
+	}
+	d->s = d->buf;
+	d->wn = 0;
+	while (got < want) {
+		ssize_t r = pread(d->fd, d->buf + got, want - got, (off_t)(at + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			d->ioerr = r < 0 ? errno : EIO;
+			return -1;
+		}
+		got += (size_t)r;
+	}
+	d->w0 = at;
+	d->wn = want;
+	return 0;
+}
+
+/* The byte at i, or -1 past the end of the text (or on a read error). */
+static inline int
+jbyte(struct jdoc *d, uint64_t i)
+{
+	if (i - d->w0 < d->wn)
+		return d->s[i - d->w0];
+	if (i >= d->n || jload(d, i, JDOC_WINDOW) != 0)
+		return -1;
+	return d->s[i - d->w0];
+}
 
 static void
 jws(struct jdoc *d)
 {
-	while (d->i < d->n && (d->s[d->i] == ' ' || d->s[d->i] == '\t' || d->s[d->i] == '\n' ||
-			       d->s[d->i] == '\r'))
+	int c;
+
+	while ((c = jbyte(d, d->i)) == ' ' || c == '\t' || c == '\n' || c == '\r')
 		d->i++;
 }
 
 static int
-jat(const struct jdoc *d, char c)
+jat(struct jdoc *d, char c)
 {
-	return d->i < d->n && d->s[d->i] == (unsigned char)c;
+	return jbyte(d, d->i) == (unsigned char)c;
 }
 
 /* Moves past the value at d->i; 0 when it does not end before the text does. */
 static int
 jskip(struct jdoc *d)
 {
-	size_t i = d->i;
-	int depth = 0, in_str = 0;
+	uint64_t i = d->i;
+	int depth = 0, in_str = 0, c = jbyte(d, i);
 
-	if (i >= d->n)
+	if (c < 0)
 		return 0;
-	if (d->s[i] != '"' && d->s[i] != '{' && d->s[i] != '[') {
-		while (i < d->n && memchr(",]} \t\r\n", d->s[i], 7) == NULL)
+	if (c != '"' && c != '{' && c != '[') {
+		while ((c = jbyte(d, i)) > 0 && memchr(",]} \t\r\n", c, 7) == NULL)
 			i++;
 		if (i == d->i)
 			return 0;
 		d->i = i;
 		return 1;
 	}
-	for (; i < d->n; i++) {
-		unsigned char c = d->s[i];
+	for (; (c = jbyte(d, i)) >= 0; i++) {
 		if (in_str) {
 			if (c == '\\') {
 				i++;
@@ -466,7 +611,7 @@ jskip(struct jdoc *d)
 			break;
 		}
 	}
-	if (i >= d->n)
+	if (c < 0)
 		return 0;
 	d->i = i + 1;
 	return 1;
@@ -476,17 +621,22 @@ jskip(struct jdoc *d)
 static int
 jvalue(mc_ctx *ctx, struct jdoc *d, cJSON **out)
 {
-	size_t start = d->i;
-	const char *end = NULL;
+	uint64_t start = d->i;
+	const char *p, *end = NULL;
+	size_t len;
 
 	*out = NULL;
-	if (jskip(d))
-		*out = cJSON_ParseWithLengthOpts((const char *)d->s + start, d->i - start, &end, 0);
-	if (*out == NULL || end != (const char *)d->s + d->i) {
-		cJSON_Delete(*out);
-		*out = NULL;
-		return BAD("manifest is not valid JSON");
+	if (jskip(d) && jload(d, start, (size_t)(d->i - start)) == 0) {
+		len = (size_t)(d->i - start);
+		p = (const char *)d->s + (start - d->w0);
+		*out = cJSON_ParseWithLengthOpts(p, len, &end, 0);
+		if (*out != NULL && end != p + len) {
+			cJSON_Delete(*out);
+			*out = NULL;
+		}
 	}
+	if (*out == NULL)
+		return BAD("manifest is not valid JSON");
 	return MC_OK;
 }
 
@@ -644,7 +794,6 @@ object_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	    (rc = hash_field(ctx, hash, what, o->hash)) != MC_OK ||
 	    (rc = hash_field(ctx, shash, what, o->stored_hash)) != MC_OK)
 		return rc;
-	memcpy(o->hash_hex, hash, 65);
 	if (strcmp(enc, "zstd") == 0) {
 		o->encoding = MC_ENC_ZSTD;
 	} else if (strcmp(enc, "none") == 0) {
@@ -735,6 +884,7 @@ artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	struct mc_manifest *m = w->m;
 	struct mc_martifact *a = &m->artifacts[idx];
 	const char *type = NULL, *key = NULL, *hash = NULL, *sha = NULL;
+	unsigned char h[MC_HASH_BYTES], sh[32];
 	char what[48];
 	int rc;
 
@@ -749,14 +899,14 @@ artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 		return BAD("manifest: %s.type '%.40s' is not 1-32 of [a-z0-9_]", what, type);
 	if (!key_text_ok(key))
 		return BAD("manifest: %s.key is empty or longer than %d bytes", what, MC_KEY_MAX);
-	if ((rc = hash_field(ctx, hash, what, a->hash)) != MC_OK)
+	if ((rc = hash_field(ctx, hash, what, h)) != MC_OK)
 		return rc;
-	memcpy(a->hash_hex, hash, 65);
 	if (cJSON_GetObjectItemCaseSensitive(c, "sha256") != NULL) {
 		if ((rc = get_str(ctx, c, "sha256", what, &sha)) != MC_OK ||
-		    (rc = hash_field(ctx, sha, what, a->sha256)) != MC_OK)
+		    (rc = hash_field(ctx, sha, what, sh)) != MC_OK)
 			return rc;
-		a->has_sha256 = 1;
+		if ((a->sha256 = mc__arena_dup(&m->strings, sh, sizeof sh)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
 	if (a->size > ctx->max_artifact_bytes)
 		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is %llu bytes, over the cap of "
@@ -766,7 +916,12 @@ artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	if (w->total > ctx->max_total_bytes)
 		return mc__err(ctx, MC_ERR_LIMIT, "manifest: artifacts total more than the cap "
 			       "of %llu bytes", (unsigned long long)ctx->max_total_bytes);
-	if ((a->type = mc__strdup(type)) == NULL || (a->key = mc__strdup(key)) == NULL)
+	/* The table is sorted by type: a type is stored once, with its first artifact. */
+	if (idx > 0 && strcmp(a[-1].type, type) == 0)
+		a->type = a[-1].type;
+	else if ((a->type = mc__arena_strdup(&m->strings, type)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	if ((a->key = mc__arena_strdup(&m->strings, key)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	m->nartifacts++;
 	if (m->nartifacts > 1) {
@@ -779,7 +934,7 @@ artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 		if (cmp > 0)
 			return BAD("manifest: artifacts not sorted by (type, key) at %s", what);
 	}
-	return ref_object(ctx, m, a->hash, a->size, what, w->used, &a->object);
+	return ref_object(ctx, m, h, a->size, what, w->used, &a->object);
 }
 
 static int
@@ -849,13 +1004,14 @@ parse_torch_blob(mc_ctx *ctx, const cJSON *tb, struct mc_manifest *m, char *used
 	return MC_OK;
 }
 
-int
-mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_manifest *m)
+/* The walk over a text that passed the whole-text checks. */
+static int
+parse_doc(mc_ctx *ctx, struct jdoc *dp, struct mc_manifest *m)
 {
 	static const char *const top[] = {"!format", "!format_version", "!created",
 					  "!bundle_version", "expires", "!labels", "!artifacts",
 					  "!objects", "torch_blob", NULL};
-	struct jdoc d = {buf, len, 0};
+	struct jdoc d = *dp;
 	struct art_walk w = {m, NULL, 0};
 	const char *fmt = NULL;
 	cJSON *root = NULL;
@@ -865,19 +1021,6 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 	uint64_t v;
 	int rc;
 
-	memset(m, 0, sizeof *m);
-	if (len > ctx->max_manifest)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest of %zu bytes is over the cap of %llu", len,
-			       (unsigned long long)ctx->max_manifest);
-	if (!mc__utf8_valid(buf, len))
-		return BAD("manifest is not valid UTF-8");
-	if (memchr(buf, '\0', len) != NULL)
-		return BAD("manifest contains a NUL byte");
-	for (i = 0; i + 6 <= len; i++)
-		if (buf[i] == '\\' && buf[i + 1] == 'u' && memcmp(buf + i + 2, "0000", 4) == 0)
-			return BAD("manifest contains an escaped NUL character");
-	if (!depth_ok(buf, len, MANIFEST_DEPTH_MAX))
-		return BAD("manifest nests deeper than %d levels", MANIFEST_DEPTH_MAX);
 	if ((rc = jtop(ctx, &d, &root, &arts, &objs)) != MC_OK ||
 	    (rc = check_members(ctx, root, "manifest", top)) != MC_OK ||
 	    (rc = get_str(ctx, root, "format", "manifest", &fmt)) != MC_OK)
@@ -943,13 +1086,66 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 		goto out;
 	for (i = 0; i < m->nobjects; i++)
 		if (!w.used[i]) {
-			rc = BAD("manifest: object %s is listed but no artifact uses it",
-				 m->objects[i].hash_hex);
+			char hex[MC_HASH_HEX];
+			mc__hex(m->objects[i].hash, MC_HASH_BYTES, hex);
+			rc = BAD("manifest: object %s is listed but no artifact uses it", hex);
 			goto out;
 		}
 out:
 	free(w.used);
 	cJSON_Delete(root);
+	*dp = d;
+	return rc;
+}
+
+int
+mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_manifest *m)
+{
+	struct jdoc d;
+	struct mc_mcheck c;
+	int rc;
+
+	memset(m, 0, sizeof *m);
+	if (len > ctx->max_manifest)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest of %zu bytes is over the cap of %llu", len,
+			       (unsigned long long)ctx->max_manifest);
+	mc__mcheck_init(&c);
+	mc__mcheck_feed(&c, buf, len);
+	if ((rc = mc__mcheck_end(ctx, &c)) != MC_OK)
+		return rc;
+	memset(&d, 0, sizeof d);
+	d.s = buf;
+	d.wn = len;
+	d.n = len;
+	d.fd = -1;
+	if ((rc = parse_doc(ctx, &d, m)) != MC_OK)
+		mc__manifest_free(m);
+	return rc;
+}
+
+int
+mc__manifest_parse_fd(mc_ctx *ctx, int fd, uint64_t len, const struct mc_mcheck *c,
+		      struct mc_manifest *m)
+{
+	struct jdoc d;
+	int rc;
+
+	memset(m, 0, sizeof *m);
+	if (len > ctx->max_manifest)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest of %llu bytes is over the cap of %llu",
+			       (unsigned long long)len, (unsigned long long)ctx->max_manifest);
+	if ((rc = mc__mcheck_end(ctx, c)) != MC_OK)
+		return rc;
+	memset(&d, 0, sizeof d);
+	d.n = len;
+	d.fd = fd;
+	rc = parse_doc(ctx, &d, m);
+	if (d.ioerr == ENOMEM)
+		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	else if (d.ioerr != 0)
+		rc = mc__err(ctx, MC_ERR_IO, "cannot read the manifest's temporary copy: %s",
+			     strerror(d.ioerr));
+	free(d.buf);
 	if (rc != MC_OK)
 		mc__manifest_free(m);
 	return rc;

@@ -113,6 +113,9 @@ MC_HIDDEN int mc__write_all(int fd, const void *buf, size_t n);
 MC_HIDDEN int mc__read_full(int fd, void *buf, size_t n);
 /* Opens a temp file beside path (same folder). Returns fd, and the temp name. */
 MC_HIDDEN int mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode);
+/* A private file with no name in $TMPDIR (or /tmp), gone when closed; -1 with the
+ * error on ctx. */
+MC_HIDDEN int mc__open_temp_anon(mc_ctx *ctx);
 MC_HIDDEN int mc__read_small_file(mc_ctx *ctx, const char *path, size_t max, char **buf,
 				  size_t *len);
 
@@ -221,17 +224,14 @@ struct mc_label {
 	char *value;
 };
 
-struct mc_martifact {
+struct mc_martifact { /* its content hash is its object's */
 	char *type;
 	char *key;
 	uint64_t size;
-	unsigned char hash[MC_HASH_BYTES];
-	char hash_hex[MC_HASH_HEX];
-	int has_sha256;
-	unsigned char sha256[32];
+	const unsigned char *sha256; /* 32 bytes, or NULL when the entry has none */
 	size_t object;  /* index into objects */
 	int selected;   /* load: chosen by type filter */
-	char *dest;     /* load: path relative to tier root */
+	char *dest;     /* load: path relative to tier root (in the bundle's dests) */
 	const struct mc_type *handler;
 };
 
@@ -248,14 +248,23 @@ struct mc_mgroup {
 
 struct mc_mobject {
 	unsigned char hash[MC_HASH_BYTES];   /* of the content */
-	char hash_hex[MC_HASH_HEX];
 	uint64_t size;                       /* of the content */
 	int encoding;                        /* MC_ENC_* */
 	uint64_t stored_size;                /* bytes in the archive member */
 	unsigned char stored_hash[MC_HASH_BYTES];
 };
 
+/* Strings that live as long as their owner, packed into large blocks: one malloc per
+ * block instead of one per string. */
+struct mc_arena {
+	struct mc_ablock *head;
+};
+MC_HIDDEN void *mc__arena_dup(struct mc_arena *a, const void *p, size_t n);
+MC_HIDDEN char *mc__arena_strdup(struct mc_arena *a, const char *s);
+MC_HIDDEN void mc__arena_free(struct mc_arena *a);
+
 struct mc_manifest {
+	struct mc_arena strings; /* of the artifacts' types and keys */
 	int64_t created;
 	uint64_t bundle_version;
 	int64_t expires;
@@ -274,6 +283,22 @@ MC_HIDDEN void mc__manifest_free(struct mc_manifest *m);
 /* Parses and validates manifest bytes (structure, types, ranges, order, objects). */
 MC_HIDDEN int mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len,
 				 struct mc_manifest *m);
+/* The checks on the whole text (UTF-8, no NUL, no escaped NUL, nesting), made on the
+ * text in pieces, so that a large manifest need not be held to be checked. */
+struct mc_mcheck {
+	unsigned char u8[4]; /* a UTF-8 sequence cut by the end of a piece */
+	size_t nu8;
+	int depth, in_str, skip, nesc0;
+	int bad_utf8, has_nul, has_esc0, too_deep;
+};
+MC_HIDDEN void mc__mcheck_init(struct mc_mcheck *c);
+MC_HIDDEN void mc__mcheck_feed(struct mc_mcheck *c, const unsigned char *p, size_t n);
+/* MC_OK, or the error of the first check that failed, in the order listed above. */
+MC_HIDDEN int mc__mcheck_end(mc_ctx *ctx, const struct mc_mcheck *c);
+/* The same parse of a text of len bytes (at most the manifest cap) that was fed
+ * through c and written to fd, read back in windows: the text is never held whole. */
+MC_HIDDEN int mc__manifest_parse_fd(mc_ctx *ctx, int fd, uint64_t len,
+				    const struct mc_mcheck *c, struct mc_manifest *m);
 /* Serialises m (artifacts sorted, objects derived) to JSON bytes (malloc'd). */
 MC_HIDDEN int mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out,
 				  size_t *outlen);
@@ -291,6 +316,8 @@ MC_HIDDEN int mc__label_value_ok(const char *v);
 #define MC_MEMBER_SIG_PREFIX "signatures/"
 #define MC_MEMBER_SIG_SUFFIX ".minisig"
 #define MC_MEMBER_OBJ_PREFIX "objects/"
+/* "objects/" and the content hash in hex. */
+MC_HIDDEN void mc__object_member(const unsigned char hash[MC_HASH_BYTES], char *name, size_t n);
 
 /* ---- torch blob (torchblob.c) ---- */
 

@@ -50,12 +50,13 @@ mc__bundle_plan(mc_bundle *b)
 		return MC_OK;
 	if ((refs = calloc(b->m.nartifacts + 1, sizeof *refs)) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	mc__arena_free(&b->dests);
+	for (i = 0; i < b->m.nartifacts; i++)
+		b->m.artifacts[i].dest = NULL;
 	for (i = 0; i < b->m.nartifacts && rc == MC_OK; i++) {
 		struct mc_martifact *a = &b->m.artifacts[i];
 		char dest[MC_PATH_MAX];
 
-		free(a->dest);
-		a->dest = NULL;
 		a->selected = mc__type_selected(b, a->type);
 		if (!a->selected)
 			continue;
@@ -64,19 +65,19 @@ mc__bundle_plan(mc_bundle *b)
 				     "(key %.200s)", b->path, a->type, a->key);
 			break;
 		}
-		if (a->has_sha256 != ((a->handler->flags & MC_TYPE_WANTS_SHA256) != 0)) {
+		if ((a->sha256 != NULL) != ((a->handler->flags & MC_TYPE_WANTS_SHA256) != 0)) {
 			rc = mc__err(b->ctx, MC_ERR_MANIFEST, "%s: %s artifact %.200s %s a sha256 field",
-				     b->path, a->type, a->key, a->has_sha256 ? "has" : "lacks");
+				     b->path, a->type, a->key, a->sha256 != NULL ? "has" : "lacks");
 			break;
 		}
-		if ((rc = mc__dest_for(b->ctx, a->handler, a->key, a->has_sha256 ? a->sha256 : NULL,
+		if ((rc = mc__dest_for(b->ctx, a->handler, a->key, a->sha256,
 				       dest, sizeof dest)) != MC_OK) {
 			char msg[MC_ERRBUF];
 			snprintf(msg, sizeof msg, "%s", b->ctx->err);
 			rc = mc__err(b->ctx, rc, "%s: %s", b->path, msg);
 			break;
 		}
-		if ((a->dest = mc__strdup(dest)) == NULL) {
+		if ((a->dest = mc__arena_strdup(&b->dests, dest)) == NULL) {
 			rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 			break;
 		}
@@ -97,7 +98,7 @@ mc__bundle_plan(mc_bundle *b)
 			/* The same content twice at one path (a kernel of two devices in a root
 			 * without device level) is installed once. */
 			if (strcmp(refs[i - 1].dest, refs[i].dest) == 0 &&
-			    memcmp(prev->hash, cur->hash, MC_HASH_BYTES) == 0) {
+			    prev->object == cur->object) { /* objects are unique by content */
 				cur->selected = 0;
 				refs[i] = refs[i - 1];
 				continue;
@@ -149,7 +150,9 @@ struct unit {
 	char *parent;  /* relative folder holding it ("." for the root) */
 	char *name;    /* its final name */
 	char *tmpname; /* the temp folder's name, once made */
+	char *stagedir; /* parent/tmpname: where its files are staged */
 	int made;      /* the temp folder exists */
+	size_t hash;   /* of (tier, folder), for the lookup table */
 };
 
 struct lworker {
@@ -175,6 +178,9 @@ struct loader {
 	_Atomic int no_openat2; /* the kernel lacks it, or a filter refuses it */
 	struct unit *units;
 	size_t nunits;
+	size_t *unit_tab;   /* open addressing on (tier, folder): unit index + 1, 0 = empty */
+	size_t unit_cap;    /* a power of two, at least twice nunits */
+	struct mc_arena strings; /* the staged files' folder names */
 };
 
 static int
@@ -366,7 +372,7 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, int 
 		while ((r = read(fd, buf, sizeof buf)) > 0)
 			crypto_generichash_update(&gs, buf, (size_t)r);
 		crypto_generichash_final(&gs, h, sizeof h);
-		*same = r == 0 && memcmp(h, a->hash, sizeof h) == 0;
+		*same = r == 0 && memcmp(h, L->b->m.objects[a->object].hash, sizeof h) == 0;
 		close(fd);
 	}
 	close(dfd);
@@ -481,13 +487,15 @@ unit_prepare(struct loader *L, struct staged *s, char *cleaned, size_t cleanedle
 			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
 		u->made = 1;
 	}
-	if (strcmp(u->parent, ".") == 0)
-		snprintf(dir, sizeof dir, "%s", u->tmpname);
-	else
-		snprintf(dir, sizeof dir, "%s/%s", u->parent, u->tmpname);
-	free(s->dir);
-	if ((s->dir = mc__strdup(dir)) == NULL)
-		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	if (u->stagedir == NULL) {
+		if (strcmp(u->parent, ".") == 0)
+			snprintf(dir, sizeof dir, "%s", u->tmpname);
+		else
+			snprintf(dir, sizeof dir, "%s/%s", u->parent, u->tmpname);
+		if ((u->stagedir = mc__strdup(dir)) == NULL)
+			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	s->dir = u->stagedir;
 	/* A private, fresh folder: files take their final names at once. */
 	if ((s->tmp = mc__strdup(s->base)) == NULL)
 		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
@@ -818,7 +826,6 @@ loader_free(struct loader *L)
 		free(L->made[i].path);
 	free(L->made);
 	for (i = 0; i < L->nst; i++) {
-		free(L->st[i].dir);
 		free(L->st[i].tmp);
 	}
 	free(L->st);
@@ -826,8 +833,11 @@ loader_free(struct loader *L)
 		free(L->units[i].parent);
 		free(L->units[i].name);
 		free(L->units[i].tmpname);
+		free(L->units[i].stagedir);
 	}
 	free(L->units);
+	free(L->unit_tab);
+	mc__arena_free(&L->strings);
 	free(L->by_obj);
 	free(L->wk);
 	free(L->obj_first);
@@ -841,14 +851,15 @@ setup_tiers(struct loader *L)
 	size_t i;
 	int rc;
 
-	if ((L->tiers = calloc(b->m.nartifacts + 1, sizeof *L->tiers)) == NULL)
-		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < b->m.nartifacts; i++) {
 		const struct mc_martifact *a = &b->m.artifacts[i];
 		struct tier_root *t;
 
 		if (!a->selected || tier_index(L, a->handler->tier) != (size_t)-1)
 			continue;
+		if ((t = realloc(L->tiers, (L->ntiers + 1) * sizeof *t)) == NULL)
+			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+		L->tiers = t;
 		t = &L->tiers[L->ntiers++];
 		t->name = a->handler->tier;
 		t->fd = -1;
@@ -863,6 +874,46 @@ setup_tiers(struct loader *L)
 	return MC_OK;
 }
 
+static size_t
+unit_hash(size_t tier, const char *dir)
+{
+	uint64_t h = 1469598103934665603ull ^ tier; /* FNV-1a */
+
+	for (; *dir != '\0'; dir++)
+		h = (h ^ (unsigned char)*dir) * 1099511628211ull;
+	return (size_t)h;
+}
+
+/* Enters unit k into the table of capacity cap. */
+static void
+unit_enter(size_t *tab, size_t cap, const struct unit *u, size_t k)
+{
+	size_t i;
+
+	for (i = u->hash & (cap - 1); tab[i] != 0; i = (i + 1) & (cap - 1))
+		;
+	tab[i] = k + 1;
+}
+
+/* Enters the newest unit into the table, growing it to keep it at most half full. */
+static int
+unit_index(struct loader *L)
+{
+	if (2 * L->nunits > L->unit_cap) {
+		size_t cap = L->unit_cap ? 2 * L->unit_cap : 64, k;
+		size_t *tab = calloc(cap, sizeof *tab);
+		if (tab == NULL)
+			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+		for (k = 0; k + 1 < L->nunits; k++)
+			unit_enter(tab, cap, &L->units[k], k);
+		free(L->unit_tab);
+		L->unit_tab = tab;
+		L->unit_cap = cap;
+	}
+	unit_enter(L->unit_tab, L->unit_cap, &L->units[L->nunits - 1], L->nunits - 1);
+	return MC_OK;
+}
+
 /* The unit of folder dir, made on first use; (size_t)-1 when the folder exists
  * already (its files are then installed one by one, identical ones left alone). */
 static int
@@ -872,16 +923,19 @@ find_unit(struct loader *L, size_t tier, const char *dir, size_t *unit)
 	char parent[MC_PATH_MAX];
 	const char *name = slash ? slash + 1 : dir;
 	struct unit *u;
-	size_t i;
+	size_t i, h;
 	int dfd, rc;
 
 	snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - dir) : 1, slash ? dir : ".");
-	for (i = 0; i < L->nunits; i++)
-		if (L->units[i].tier == tier && strcmp(L->units[i].parent, parent) == 0 &&
-		    strcmp(L->units[i].name, name) == 0) {
-			*unit = i;
+	h = unit_hash(tier, dir);
+	for (i = h & (L->unit_cap - 1); L->unit_cap > 0 && L->unit_tab[i] != 0;
+	     i = (i + 1) & (L->unit_cap - 1)) {
+		u = &L->units[L->unit_tab[i] - 1];
+		if (u->tier == tier && strcmp(u->parent, parent) == 0 && strcmp(u->name, name) == 0) {
+			*unit = L->unit_tab[i] - 1;
 			return MC_OK;
 		}
+	}
 	*unit = (size_t)-1;
 	if (L->tiers[tier].fd >= 0) {
 		if ((rc = open_dir_of(L, tier, dir, 0, &dfd)) != MC_OK)
@@ -899,8 +953,9 @@ find_unit(struct loader *L, size_t tier, const char *dir, size_t *unit)
 	u->tier = tier;
 	if ((u->parent = mc__strdup(parent)) == NULL || (u->name = mc__strdup(name)) == NULL)
 		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	u->hash = h;
 	*unit = L->nunits++;
-	return MC_OK;
+	return unit_index(L);
 }
 
 int
@@ -954,7 +1009,10 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		s->fd = -1;
 		s->unit = unit;
 		s->base = (char *)base; /* points into a->dest, owned by the manifest */
-		if ((s->dir = mc__strdup(dir)) == NULL) {
+		/* Files of one folder are neighbours in the artifact order: one copy each. */
+		if (L.nst > 1 && strcmp(s[-1].dir, dir) == 0)
+			s->dir = s[-1].dir;
+		else if ((s->dir = mc__arena_strdup(&L.strings, dir)) == NULL) {
 			rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
 			goto out;
 		}

@@ -114,6 +114,75 @@ read_member(mc_bundle *b, const char *name, uint64_t size, unsigned char **out)
 	return MC_OK;
 }
 
+/* Manifests up to this size are parsed from memory; larger ones are copied, as they
+ * are read and hashed, to a private temp file and parsed from there in windows, so
+ * that memory does not grow with the manifest. */
+#define MANIFEST_IN_MEMORY (1u << 20)
+#define MANIFEST_PIECE (64u * 1024)
+
+/* Reads the manifest member of size bytes, giving the prehash its signatures sign;
+ * the first time (first set) also checks and parses it into b->m. */
+static int
+read_manifest(mc_bundle *b, uint64_t size, int first, unsigned char prehash[MC_SIG_PREHASH])
+{
+	crypto_generichash_state hs;
+	struct mc_mcheck chk;
+	unsigned char *buf;
+	uint64_t left = size;
+	int fd = -1, rc = MC_OK;
+
+	if (first && size <= MANIFEST_IN_MEMORY) {
+		if ((rc = read_member(b, MC_MEMBER_MANIFEST, size, &buf)) != MC_OK)
+			return rc;
+		mc__sig_prehash(buf, (size_t)size, prehash);
+		rc = mc__manifest_parse(b->ctx, buf, (size_t)size, &b->m);
+		free(buf);
+		goto parsed;
+	}
+	if ((buf = malloc(MANIFEST_PIECE)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	if (first && (fd = mc__open_temp_anon(b->ctx)) < 0) {
+		char msg[MC_ERRBUF];
+		snprintf(msg, sizeof msg, "%s", b->ctx->err);
+		free(buf);
+		return mc__err(b->ctx, MC_ERR_IO, "%s: a manifest of %llu bytes is read through a "
+			       "temporary file: %s", b->path, (unsigned long long)size, msg);
+	}
+	mc__mcheck_init(&chk);
+	crypto_generichash_init(&hs, NULL, 0, MC_SIG_PREHASH); /* as mc__sig_prehash */
+	while (rc == MC_OK && left > 0) {
+		size_t k = left < MANIFEST_PIECE ? (size_t)left : MANIFEST_PIECE;
+		if ((rc = mc__zin_read(b->z, buf, k)) != MC_OK)
+			break;
+		crypto_generichash_update(&hs, buf, k);
+		if (first) {
+			mc__mcheck_feed(&chk, buf, k);
+			if (mc__write_all(fd, buf, k) != 0)
+				rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write the manifest's temporary "
+					       "copy", b->path);
+		}
+		left -= k;
+	}
+	free(buf);
+	if (rc == MC_OK)
+		rc = read_padding(b, size, MC_MEMBER_MANIFEST);
+	crypto_generichash_final(&hs, prehash, MC_SIG_PREHASH);
+	if (rc != MC_OK || !first) {
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	rc = mc__manifest_parse_fd(b->ctx, fd, size, &chk, &b->m);
+	close(fd);
+parsed: /* the parser's messages do not name the file */
+	if (rc != MC_OK) {
+		char msg[MC_ERRBUF];
+		snprintf(msg, sizeof msg, "%s", b->ctx->err);
+		return mc__err(b->ctx, rc, "%s: %s", b->path, msg);
+	}
+	return MC_OK;
+}
+
 /* (Re)starts the stream and reads the manifest and signatures. The first time they
  * are kept; later passes must see the same bytes. */
 static int
@@ -146,24 +215,14 @@ open_stream(mc_bundle *b)
 		return mc__err(b->ctx, MC_ERR_LIMIT, "%s: manifest of %llu bytes is over the cap of %llu",
 			       b->path, (unsigned long long)size,
 			       (unsigned long long)b->ctx->max_manifest);
-	if ((rc = read_member(b, name, size, &buf)) != MC_OK)
+	if ((rc = read_manifest(b, size, first, prehash)) != MC_OK)
 		return rc;
-	mc__sig_prehash(buf, (size_t)size, prehash);
 	if (first) {
-		rc = mc__manifest_parse(b->ctx, buf, (size_t)size, &b->m);
-		free(buf);
-		if (rc != MC_OK) {
-			char msg[MC_ERRBUF];
-			snprintf(msg, sizeof msg, "%s", b->ctx->err);
-			return mc__err(b->ctx, rc, "%s: %s", b->path, msg);
-		}
 		b->have_manifest = 1;
 		b->mlen = (size_t)size;
 		memcpy(b->mprehash, prehash, sizeof prehash);
-	} else {
-		free(buf);
-		if (size != b->mlen || sodium_memcmp(prehash, b->mprehash, sizeof prehash) != 0)
-			return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: changed while being read", b->path);
+	} else if (size != b->mlen || sodium_memcmp(prehash, b->mprehash, sizeof prehash) != 0) {
+		return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: changed while being read", b->path);
 	}
 	for (;;) {
 		char id[17];
@@ -314,6 +373,7 @@ mc_bundle_free(mc_bundle *b)
 		close(b->fd);
 	free(b->path);
 	mc__manifest_free(&b->m);
+	mc__arena_free(&b->dests);
 	for (i = 0; i < b->nsigs; i++) {
 		mc__sig_clear(&b->sigs[i].sig);
 		free(b->sigs[i].text);
@@ -345,6 +405,7 @@ struct sworker { /* what a worker keeps between objects */
 	mc_zdec *dec;
 	unsigned char *in, *out;
 	size_t incap, outcap;
+	char hex[MC_HASH_HEX]; /* the current object's content hash */
 };
 
 struct sstate {
@@ -397,14 +458,14 @@ deliver(struct sworker *w, size_t i, const unsigned char *buf, size_t n)
 }
 
 static int
-object_error(struct sworker *w, int rc, const struct mc_mobject *o)
+object_error(struct sworker *w, int rc)
 {
 	const mc_bundle *b = w->s->b;
 
 	if (rc == MC_ERR_MALFORMED && strncmp(w->ctx->err, b->path, strlen(b->path)) != 0) {
 		char msg[MC_ERRBUF];
 		snprintf(msg, sizeof msg, "%s", w->ctx->err);
-		rc = mc__err(w->ctx, rc, "%s: object %s: %s", b->path, o->hash_hex, msg);
+		rc = mc__err(w->ctx, rc, "%s: object %s: %s", b->path, w->hex, msg);
 	}
 	return rc;
 }
@@ -426,7 +487,7 @@ whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 	crypto_generichash(hash, sizeof hash, w->in, n, NULL, 0);
 	if (sodium_memcmp(hash, o->stored_hash, sizeof hash) != 0)
 		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s: stored bytes do not match "
-			       "their hash", b->path, o->hash_hex);
+			       "their hash", b->path, w->hex);
 	if ((rc = check_padding(w->ctx, b->path, w->in + n, np - n, member)) != MC_OK)
 		return rc;
 	if (w->s->raw != NULL && n > 0 && (rc = w->s->raw(w->s->ud, i, w->in, n)) != MC_OK)
@@ -441,12 +502,12 @@ whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 		rc = mc__zdec_whole(w->dec, w->in, n, w->out, (size_t)o->size, &produced, &overflow);
 		if (overflow)
 			return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s expands past its declared "
-				       "%llu bytes", b->path, o->hash_hex, (unsigned long long)o->size);
+				       "%llu bytes", b->path, w->hex, (unsigned long long)o->size);
 		if (rc != MC_OK)
-			return object_error(w, rc, o);
+			return object_error(w, rc);
 		if (produced != o->size)
 			return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s is %llu bytes, the "
-				       "manifest says %llu", b->path, o->hash_hex,
+				       "manifest says %llu", b->path, w->hex,
 				       (unsigned long long)produced, (unsigned long long)o->size);
 		content = w->out;
 	}
@@ -468,7 +529,7 @@ streamed_out(void *p, const unsigned char *buf, size_t n)
 
 	if (n > o->size - st->produced)
 		return mc__err(st->w->ctx, MC_ERR_INTEGRITY, "%s: object %s expands past its declared "
-			       "%llu bytes", b->path, o->hash_hex, (unsigned long long)o->size);
+			       "%llu bytes", b->path, st->w->hex, (unsigned long long)o->size);
 	st->produced += n;
 	return deliver(st->w, st->obj, buf, n);
 }
@@ -512,17 +573,17 @@ streamed_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 	if (rc == MC_OK && o->encoding == MC_ENC_ZSTD && !ended)
 		rc = mc__zdec_run(w->dec, NULL, 0, streamed_out, &st, &ended);
 	if (rc != MC_OK)
-		return object_error(w, rc, o);
+		return object_error(w, rc);
 	crypto_generichash_final(&gs, hash, sizeof hash);
 	if (sodium_memcmp(hash, o->stored_hash, sizeof hash) != 0)
 		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s: stored bytes do not match "
-			       "their hash", b->path, o->hash_hex);
+			       "their hash", b->path, w->hex);
 	if (o->encoding == MC_ENC_ZSTD && !ended)
 		return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: object %s: compressed data ends early",
-			       b->path, o->hash_hex);
+			       b->path, w->hex);
 	if (st.produced != o->size)
 		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s is %llu bytes, the manifest "
-			       "says %llu", b->path, o->hash_hex, (unsigned long long)st.produced,
+			       "says %llu", b->path, w->hex, (unsigned long long)st.produced,
 			       (unsigned long long)o->size);
 	np = (size_t)(padded(o->stored_size) - o->stored_size);
 	if (np > 0 && (rc = pread_full(w, pad, np, off)) != MC_OK)
@@ -553,23 +614,24 @@ one_object(struct sworker *w, size_t i, uint64_t off)
 	uint64_t size;
 	int rc;
 
+	mc__hex(o->hash, MC_HASH_BYTES, w->hex);
 	if ((rc = header_at(w, off, name, &size)) < 0)
 		return rc;
 	if (rc == 1)
 		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s listed in the manifest is "
-			       "missing", b->path, o->hash_hex);
+			       "missing", b->path, w->hex);
 	if (strncmp(name, MC_MEMBER_OBJ_PREFIX, pl) != 0 || strlen(name) != pl + 64 ||
 	    !mc__is_lower_hex(name + pl, 64))
 		return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: unexpected member '%.100s'", b->path, name);
-	if (strcmp(name + pl, o->hash_hex) != 0)
-		return strcmp(name + pl, o->hash_hex) < 0
+	if (strcmp(name + pl, w->hex) != 0)
+		return strcmp(name + pl, w->hex) < 0
 			       ? mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s is not listed in the "
 					 "manifest (or out of order)", b->path, name + pl)
 			       : mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s listed in the "
-					 "manifest is missing", b->path, o->hash_hex);
+					 "manifest is missing", b->path, w->hex);
 	if (size != o->stored_size)
 		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s is stored in %llu bytes, the "
-			       "manifest says %llu", b->path, o->hash_hex, (unsigned long long)size,
+			       "manifest says %llu", b->path, w->hex, (unsigned long long)size,
 			       (unsigned long long)o->stored_size);
 	if (o->stored_size <= MC_WHOLE_MAX && o->size <= MC_WHOLE_MAX)
 		return whole_object(w, i, off + MC_TAR_BLOCK, name);
@@ -672,7 +734,7 @@ stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_
 	b->dec = NULL;
 	rc = mc__parallel(b->ctx, b->m.nobjects, nworkers, work, &s);
 	if (rc == MC_OK) {
-		struct sworker end = {&s, 0, b->ctx, NULL, NULL, NULL, 0, 0};
+		struct sworker end = {.s = &s, .ctx = b->ctx};
 		rc = check_end(&end, s.offs[b->m.nobjects]);
 	}
 	for (k = 0; k < nworkers; k++) {
@@ -917,18 +979,22 @@ mc_bundle_artifact(const mc_bundle *b, size_t i, const char **type, const char *
 		   uint64_t *size, const char **hash)
 {
 	const struct mc_martifact *a;
+	char *hex;
 
 	if (b == NULL || i >= b->m.nartifacts)
 		return MC_ERR_INVALID;
 	a = &b->m.artifacts[i];
+	hex = ((mc_bundle *)b)->hex; /* b is never const itself: mc_bundle_open made it */
 	if (type != NULL)
 		*type = a->type;
 	if (key != NULL)
 		*key = a->key;
 	if (size != NULL)
 		*size = a->size;
-	if (hash != NULL)
-		*hash = a->hash_hex;
+	if (hash != NULL) {
+		mc__hex(b->m.objects[a->object].hash, MC_HASH_BYTES, hex);
+		*hash = hex;
+	}
 	return MC_OK;
 }
 

@@ -72,6 +72,7 @@ struct mc_writer {
 		void *arg;
 	} *cleanups;
 	size_t ncleanups;
+	struct mc_arena strings; /* the artifacts' types and keys, the sources' paths */
 };
 
 int
@@ -113,17 +114,12 @@ mc_writer_free(mc_writer *w)
 
 	if (w == NULL)
 		return;
-	for (i = 0; i < w->nobjs; i++) {
+	for (i = 0; i < w->nobjs; i++)
 		free(w->objs[i].data);
-		free(w->objs[i].path);
-	}
 	free(w->objs);
 	free(w->table);
-	for (i = 0; i < w->narts; i++) {
-		free(w->arts[i].type);
-		free(w->arts[i].key);
-	}
 	free(w->arts);
+	mc__arena_free(&w->strings);
 	for (i = 0; i < w->nlabels; i++) {
 		free(w->labels[i].key);
 		free(w->labels[i].value);
@@ -233,6 +229,16 @@ intern_object(mc_writer *w, const unsigned char *hash, uint64_t size, size_t *id
 	return MC_OK;
 }
 
+/* The path of a new object idx: shared with the object before it when they are
+ * ranges of one file (a torch blob). */
+static char *
+source_path(mc_writer *w, size_t idx, const char *path)
+{
+	if (idx > 0 && w->objs[idx - 1].path != NULL && strcmp(w->objs[idx - 1].path, path) == 0)
+		return w->objs[idx - 1].path;
+	return mc__arena_strdup(&w->strings, path);
+}
+
 static int
 add_artifact(mc_writer *w, const char *type, const char *key, size_t obj, const unsigned char *sha)
 {
@@ -248,10 +254,13 @@ add_artifact(mc_writer *w, const char *type, const char *key, size_t obj, const 
 	}
 	a = &w->arts[w->narts];
 	memset(a, 0, sizeof *a);
-	if ((a->type = mc__strdup(type)) == NULL || (a->key = mc__strdup(key)) == NULL) {
-		free(a->type);
+	/* Sources add many files of one type in a row: the type is stored once for them. */
+	if (w->narts > 0 && strcmp(a[-1].type, type) == 0)
+		a->type = a[-1].type;
+	else if ((a->type = mc__arena_strdup(&w->strings, type)) == NULL)
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-	}
+	if ((a->key = mc__arena_strdup(&w->strings, key)) == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	a->obj = obj;
 	a->seq = w->narts;
 	if (sha != NULL) {
@@ -441,7 +450,7 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 		if ((rc = new_object(w)) != MC_OK)
 			return rc;
 		idx = w->nobjs;
-		if ((w->objs[idx].path = mc__strdup(path)) == NULL)
+		if ((w->objs[idx].path = source_path(w, idx, path)) == NULL)
 			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 		w->objs[idx].offset = offset;
 		w->objs[idx].size = size;
@@ -455,7 +464,7 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 	if ((rc = intern_object(w, hash, size, &idx, &added)) != MC_OK)
 		return rc;
 	if (added) {
-		if ((w->objs[idx].path = mc__strdup(path)) == NULL)
+		if ((w->objs[idx].path = source_path(w, idx, path)) == NULL)
 			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 		w->objs[idx].offset = offset;
 	}
@@ -644,9 +653,7 @@ mc__writer_drop_last(mc_writer *w)
 	if (w->narts == 0)
 		return;
 	a = &w->arts[--w->narts];
-	w->total -= w->objs[a->obj].size;
-	free(a->type);
-	free(a->key);
+	w->total -= w->objs[a->obj].size; /* its strings stay in the arena until the end */
 }
 
 const unsigned char *
@@ -1031,7 +1038,6 @@ mc_writer_save(mc_writer *w, const char *path)
 		struct wobj *o = &w->objs[order[i].idx];
 		o->out_index = i;
 		memcpy(m.objects[i].hash, o->hash, MC_HASH_BYTES);
-		mc__hex(o->hash, MC_HASH_BYTES, m.objects[i].hash_hex);
 		m.objects[i].size = o->size;
 		m.objects[i].encoding = w->level > 0 ? o->encoding : MC_ENC_NONE;
 		m.objects[i].stored_size = w->level > 0 ? o->stored_size : o->size;
@@ -1047,10 +1053,7 @@ mc_writer_save(mc_writer *w, const char *path)
 		ma->type = a->type; /* borrowed; not freed below */
 		ma->key = a->key;
 		ma->size = o->size;
-		memcpy(ma->hash, o->hash, MC_HASH_BYTES);
-		mc__hex(o->hash, MC_HASH_BYTES, ma->hash_hex);
-		ma->has_sha256 = a->has_sha256;
-		memcpy(ma->sha256, a->sha256, 32);
+		ma->sha256 = a->has_sha256 ? a->sha256 : NULL; /* borrowed, as type and key */
 		ma->object = o->out_index;
 	}
 	if (w->only_blob && w->nsources == 1) {
@@ -1135,7 +1138,7 @@ mc_writer_save(mc_writer *w, const char *path)
 		const struct wobj *o = &w->objs[order[i].idx];
 		char name[128];
 
-		snprintf(name, sizeof name, "%s%s", MC_MEMBER_OBJ_PREFIX, m.objects[i].hash_hex);
+		mc__object_member(m.objects[i].hash, name, sizeof name);
 		if ((rc = mc__emit_member(e, name, m.objects[i].stored_size)) != MC_OK)
 			break;
 		if (m.objects[i].encoding == MC_ENC_ZSTD)

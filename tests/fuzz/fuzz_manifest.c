@@ -1,17 +1,43 @@
-/* fuzz_manifest.c - the manifest parser on arbitrary bytes. */
+/* fuzz_manifest.c - the manifest parser on arbitrary bytes, from memory and, in pieces
+ * of a size the input chooses, from a file in windows, as the reader takes large
+ * manifests: both must reach the same outcome. */
 #include "fuzz.h"
+
+static int
+parse_from_file(mc_ctx *ctx, int fd, const uint8_t *data, size_t size, struct mc_manifest *m)
+{
+	struct mc_mcheck c;
+	size_t piece = size > 0 ? (size_t)data[0] % 17 + 1 : 1, at;
+
+	if (ftruncate(fd, 0) != 0 || (size > 0 && pwrite(fd, data, size, 0) != (ssize_t)size))
+		abort();
+	mc__mcheck_init(&c);
+	for (at = 0; at < size; at += piece)
+		mc__mcheck_feed(&c, data + at, size - at < piece ? size - at : piece);
+	return mc__manifest_parse_fd(ctx, fd, size, &c, m);
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static mc_ctx *ctx;
-	struct mc_manifest m;
+	static int fd = -1;
+	struct mc_manifest m, f;
+	int rc;
 
 	if (ctx == NULL && mc_ctx_new(&ctx) != MC_OK)
 		abort();
-	if (mc__manifest_parse(ctx, data, size, &m) == MC_OK) {
+	if (fd < 0 && (fd = mc__open_temp_anon(ctx)) < 0)
+		abort();
+	rc = mc__manifest_parse(ctx, data, size, &m);
+	if (parse_from_file(ctx, fd, data, size, &f) != rc)
+		abort();
+	if (rc == MC_OK) {
 		char *json;
 		size_t len;
+		if (f.nartifacts != m.nartifacts || f.nobjects != m.nobjects)
+			abort();
+		mc__manifest_free(&f);
 		/* What parses renders, and the rendering parses again. */
 		if (mc__manifest_render(ctx, &m, &json, &len) == MC_OK) {
 			struct mc_manifest again;

@@ -21,10 +21,60 @@ teardown(void)
 #define NOOBJ "\"objects\":[]"
 #define HEAD "{\"format\":\"megacache\",\"format_version\":1,\"created\":5,\"bundle_version\":3,"
 
+/* The text parsed from a file, fed to the whole-text checks in pieces of `piece`
+ * bytes, as the reader does with large manifests. */
+static int
+parse_from_file(const char *json, size_t len, size_t piece, struct mc_manifest *m)
+{
+	struct mc_mcheck c;
+	size_t at;
+	int fd, rc;
+
+	fd = mc__open_temp_anon(ctx);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(mc__write_all(fd, json, len), 0);
+	mc__mcheck_init(&c);
+	for (at = 0; at < len; at += piece)
+		mc__mcheck_feed(&c, (const unsigned char *)json + at, len - at < piece ? len - at : piece);
+	rc = mc__manifest_parse_fd(ctx, fd, len, &c, m);
+	close(fd);
+	return rc;
+}
+
+/* Parses from memory, and from a file in pieces of several sizes: every way must give
+ * the same outcome and message. */
+static int
+parse_len(const char *json, size_t len, struct mc_manifest *m)
+{
+	static const size_t pieces[] = {1, 2, 3, 5, 4096};
+	char want[MC_ERRBUF];
+	size_t i;
+	int rc = mc__manifest_parse(ctx, (const unsigned char *)json, len, m);
+
+	snprintf(want, sizeof want, "%s", rc == MC_OK ? "" : mc_ctx_error(ctx));
+	for (i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
+		struct mc_manifest f;
+		int frc = parse_from_file(json, len, pieces[i], &f);
+		ck_assert_msg(frc == rc, "pieces of %zu: rc %d, from memory %d", pieces[i], frc, rc);
+		if (rc != MC_OK) {
+			ck_assert_str_eq(mc_ctx_error(ctx), want);
+			continue;
+		}
+		ck_assert_uint_eq(f.nartifacts, m->nartifacts);
+		ck_assert_uint_eq(f.nobjects, m->nobjects);
+		if (f.nartifacts > 0)
+			ck_assert_str_eq(f.artifacts[f.nartifacts - 1].key, m->artifacts[m->nartifacts - 1].key);
+		mc__manifest_free(&f);
+	}
+	if (rc != MC_OK)
+		mc__err(ctx, rc, "%s", want);
+	return rc;
+}
+
 static int
 parse(const char *json, struct mc_manifest *m)
 {
-	return mc__manifest_parse(ctx, (const unsigned char *)json, strlen(json), m);
+	return parse_len(json, strlen(json), m);
 }
 
 START_TEST(render_then_parse)
@@ -41,8 +91,6 @@ START_TEST(render_then_parse)
 	a.type = "pgo";
 	a.key = "job:0:";
 	a.size = 7;
-	memset(a.hash, 0xab, 32);
-	mc__hex(a.hash, 32, a.hash_hex);
 	m.created = 5;
 	m.bundle_version = 3;
 	m.expires = 99;
@@ -51,8 +99,7 @@ START_TEST(render_then_parse)
 	m.artifacts = &a;
 	m.nartifacts = 1;
 	memset(&ob, 0, sizeof ob);
-	memcpy(ob.hash, a.hash, 32);
-	memcpy(ob.hash_hex, a.hash_hex, 65);
+	memset(ob.hash, 0xab, 32);
 	ob.size = 7;
 	ob.encoding = MC_ENC_ZSTD;
 	ob.stored_size = 5;
@@ -115,6 +162,17 @@ START_TEST(refusals)
 		{HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ "}}", "bytes after"},
 		{"[" HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ "}]", "manifest is not an object"},
 		{"", "not valid JSON"},
+		/* The checks on the whole text, which the reader makes on pieces of it. */
+		{HEAD "\"labels\":{\"k\":\"\xc3\"},\"artifacts\":[]," NOOBJ "}", "not valid UTF-8"},
+		{HEAD "\"labels\":{\"k\":\"\xe2\x82\"},\"artifacts\":[]," NOOBJ "}", "not valid UTF-8"},
+		{HEAD "\"labels\":{\"k\":\"\xed\xa0\x80\"},\"artifacts\":[]," NOOBJ "}", "not valid UTF-8"},
+		{HEAD "\"labels\":{\"k\":\"\xf0\x9f\x98\"},\"artifacts\":[]," NOOBJ "}", "not valid UTF-8"},
+		{HEAD "\"labels\":{\"k\":\"\x80\"},\"artifacts\":[]," NOOBJ "}", "not valid UTF-8"},
+		{HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ "}\xf0\x9f", "not valid UTF-8"},
+		{HEAD "\"labels\":{\"k\":\"a\\u0000\"},\"artifacts\":[]," NOOBJ "}", "escaped NUL"},
+		{HEAD "\"labels\":{\"k\":\"a\\\\u0000\"},\"artifacts\":[]," NOOBJ "}", "escaped NUL"},
+		{HEAD "\"labels\":{\"k\":[[[[[[1]]]]]]},\"artifacts\":[]," NOOBJ "}", "nests deeper"},
+		{HEAD "\"labels\":{\"k\":\"\\\"[[[[[[\"},\"artifacts\":[]," NOOBJ ",\"expires\":0}", "expires is 0"},
 	};
 	struct mc_manifest m;
 	size_t i;
@@ -160,6 +218,54 @@ START_TEST(order_and_space)
 }
 END_TEST
 
+/* A manifest several times the reader's window: read from a file in windows, it
+ * gives what it gives from memory. */
+START_TEST(large)
+{
+	enum { N = 6000 };
+	struct mc_manifest m, back;
+	struct mc_martifact *a = calloc(N, sizeof *a);
+	struct mc_mobject *o = calloc(N, sizeof *o);
+	char (*keys)[32] = calloc(N, sizeof *keys);
+	char *json;
+	size_t i, len;
+
+	ck_assert(a != NULL && o != NULL && keys != NULL);
+	memset(&m, 0, sizeof m);
+	for (i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof keys[i], "job:%06zu:\u00e9t\u00e9", i);
+		a[i].type = "pgo";
+		a[i].key = keys[i];
+		a[i].size = i + 1;
+		a[i].object = i;
+		o[i].hash[0] = (unsigned char)(i >> 8);
+		o[i].hash[1] = (unsigned char)i;
+		o[i].size = i + 1;
+		o[i].encoding = MC_ENC_NONE;
+		o[i].stored_size = i + 1;
+		memcpy(o[i].stored_hash, o[i].hash, 32);
+	}
+	m.artifacts = a;
+	m.nartifacts = N;
+	m.objects = o;
+	m.nobjects = N;
+	ck_assert_int_eq(mc__manifest_render(ctx, &m, &json, &len), MC_OK);
+	ck_assert_uint_gt(len, 4 * 256 * 1024);
+	ck_assert_int_eq(parse_len(json, len, &back), MC_OK);
+	ck_assert_uint_eq(back.nartifacts, N);
+	ck_assert_str_eq(back.artifacts[N - 1].key, keys[N - 1]);
+	ck_assert_uint_eq(back.objects[N - 1].size, N);
+	mc__manifest_free(&back);
+	/* A cut anywhere, here inside the last table, is refused the same way. */
+	ck_assert_int_eq(parse_len(json, len - 300, &back), MC_ERR_MANIFEST);
+	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "not valid JSON"));
+	free(json);
+	free(keys);
+	free(o);
+	free(a);
+}
+END_TEST
+
 START_TEST(caps)
 {
 	struct mc_manifest m;
@@ -192,6 +298,7 @@ suite(void)
 	tcase_add_test(tc, render_then_parse);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, order_and_space);
+	tcase_add_test(tc, large);
 	tcase_add_test(tc, caps);
 	suite_add_tcase(s, tc);
 	return s;
