@@ -38,7 +38,6 @@ struct mc_bundle {
 	char **types; /* selected types; none: all */
 	size_t ntypes;
 	int planned;
-	struct mc_arena dests; /* of the artifacts' destinations, made by the plan */
 	char hex[MC_HASH_HEX]; /* what mc_bundle_artifact() last gave as hash */
 };
 
@@ -59,8 +58,12 @@ MC_HIDDEN int mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, void *ud);
 MC_HIDDEN int mc__bundle_manifest(mc_bundle *b, unsigned char **out);
 /* Signatures and policy, as mc_bundle_check_signatures. */
 MC_HIDDEN int mc__bundle_policy(mc_bundle *b);
-/* Computes each artifact's handler and destination; checks conflicts. */
+/* Finds each selected artifact's handler and checks destinations for conflicts. */
 MC_HIDDEN int mc__bundle_plan(mc_bundle *b);
+/* Artifact a's destination relative to its tier root (a planned, selected artifact);
+ * errors name the bundle. */
+MC_HIDDEN int mc__artifact_dest(mc_bundle *b, const struct mc_martifact *a, char *buf,
+				size_t len);
 MC_HIDDEN int mc__type_selected(const mc_bundle *b, const char *type);
 
 /* Object contents parked in a temp folder (export.c). */

@@ -231,7 +231,6 @@ struct mc_martifact { /* its content hash is its object's */
 	const unsigned char *sha256; /* 32 bytes, or NULL when the entry has none */
 	size_t object;  /* index into objects */
 	int selected;   /* load: chosen by type filter */
-	char *dest;     /* load: path relative to tier root (in the bundle's dests) */
 	const struct mc_type *handler;
 };
 

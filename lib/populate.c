@@ -24,38 +24,134 @@
 
 #include "bundle_private.h"
 
-struct dest_ref {
-	const char *tier;
-	const char *dest;
-	size_t art;
+/* An artifact's destination, relative to its tier's root: computed again from the
+ * signed type, key and SHA-256 wherever it is needed, never stored. */
+int
+mc__artifact_dest(mc_bundle *b, const struct mc_martifact *a, char *buf, size_t len)
+{
+	int rc = mc__dest_for(b->ctx, a->handler, a->key, a->sha256, buf, len);
+
+	if (rc != MC_OK) {
+		char msg[MC_ERRBUF];
+		snprintf(msg, sizeof msg, "%s", b->ctx->err);
+		rc = mc__err(b->ctx, rc, "%s: %s", b->path, msg);
+	}
+	return rc;
+}
+
+/* The plan's conflict check works on keyed 64-bit hashes of paths, so that no path is
+ * held: one entry per destination, and one per folder above a destination (a folder
+ * shared by neighbours in the artifact order is entered once). Entries with equal
+ * hashes are compared again as strings, so a collision cannot hide or make a
+ * conflict. */
+struct pref {
+	uint64_t h;        /* of the tier's index and the path */
+	uint32_t art;      /* the plan refuses more than 2^32 - 1 artifacts */
+	uint32_t len : 31; /* of the path: the destination, or a folder above it */
+	uint32_t dir : 1;  /* a folder above the artifact's destination */
 };
 
 static int
-dest_ref_cmp(const void *x, const void *y)
+pref_cmp(const void *x, const void *y)
 {
-	const struct dest_ref *a = x, *b = y;
-	int c = strcmp(a->tier, b->tier);
+	const struct pref *a = x, *b = y;
 
-	return c != 0 ? c : strcmp(a->dest, b->dest);
+	if (a->h != b->h)
+		return a->h < b->h ? -1 : 1;
+	if (a->dir != b->dir)
+		return a->dir < b->dir ? -1 : 1;
+	return a->art < b->art ? -1 : a->art > b->art;
+}
+
+struct plan {
+	mc_bundle *b;
+	struct pref *refs;
+	size_t n, cap;
+	const char **tiers; /* names, by first use */
+	size_t ntiers;
+	unsigned char key[crypto_shorthash_KEYBYTES];
+};
+
+static int
+plan_add(struct plan *P, size_t tier, const char *path, size_t len, size_t art, int dir)
+{
+	unsigned char in[MC_PATH_MAX + sizeof tier], out[crypto_shorthash_BYTES];
+
+	if (P->n == P->cap) {
+		size_t cap = P->cap ? 2 * P->cap : 1024;
+		struct pref *r = realloc(P->refs, cap * sizeof *r);
+		if (r == NULL)
+			return mc__err(P->b->ctx, MC_ERR_NOMEM, "out of memory");
+		P->refs = r;
+		P->cap = cap;
+	}
+	memcpy(in, &tier, sizeof tier);
+	memcpy(in + sizeof tier, path, len);
+	crypto_shorthash(out, in, sizeof tier + len, P->key);
+	memcpy(&P->refs[P->n].h, out, sizeof P->refs[P->n].h);
+	P->refs[P->n].art = (uint32_t)art;
+	P->refs[P->n].len = (uint32_t)len & 0x7fffffffu;
+	P->refs[P->n].dir = dir != 0;
+	P->n++;
+	return MC_OK;
+}
+
+static size_t
+plan_tier(struct plan *P, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < P->ntiers; i++)
+		if (strcmp(P->tiers[i], name) == 0)
+			return i;
+	return (size_t)-1;
+}
+
+/* Checks a run of entries with one hash; x < y are entries of it. *drop is set when y
+ * is the same content as x at the same path (installed once). */
+static int
+plan_pair(struct plan *P, const struct pref *x, const struct pref *y, int *drop)
+{
+	mc_bundle *b = P->b;
+	const struct mc_martifact *ax = &b->m.artifacts[x->art], *ay = &b->m.artifacts[y->art];
+	char dx[MC_PATH_MAX], dy[MC_PATH_MAX];
+	int rc;
+
+	*drop = 0;
+	if (x->dir || x->len != y->len || strcmp(ax->handler->tier, ay->handler->tier) != 0)
+		return MC_OK; /* two folders, or a collision */
+	if ((rc = mc__artifact_dest(b, ax, dx, sizeof dx)) != MC_OK ||
+	    (rc = mc__artifact_dest(b, ay, dy, sizeof dy)) != MC_OK)
+		return rc;
+	if (memcmp(dx, dy, x->len) != 0)
+		return MC_OK; /* a collision */
+	if (!y->dir && ax->object == ay->object) { /* objects are unique by content */
+		*drop = 1;
+		return MC_OK;
+	}
+	return mc__err(b->ctx, MC_ERR_CONFLICT, "%s: artifacts %s %.200s and %s %.200s both map "
+		       "to %s", b->path, ax->type, ax->key, ay->type, ay->key, dy);
 }
 
 int
 mc__bundle_plan(mc_bundle *b)
 {
-	struct dest_ref *refs;
-	size_t i, n = 0;
+	struct plan P;
+	char dest[MC_PATH_MAX], prev[MC_PATH_MAX] = "";
+	size_t i, j, k, prevtier = (size_t)-1;
 	int rc = MC_OK;
 
 	if (b->planned)
 		return MC_OK;
-	if ((refs = calloc(b->m.nartifacts + 1, sizeof *refs)) == NULL)
-		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	mc__arena_free(&b->dests);
-	for (i = 0; i < b->m.nartifacts; i++)
-		b->m.artifacts[i].dest = NULL;
+	if (b->m.nartifacts > UINT32_MAX)
+		return mc__err(b->ctx, MC_ERR_LIMIT, "%s: more than %lu artifacts", b->path,
+			       (unsigned long)UINT32_MAX);
+	memset(&P, 0, sizeof P);
+	P.b = b;
+	crypto_shorthash_keygen(P.key);
 	for (i = 0; i < b->m.nartifacts && rc == MC_OK; i++) {
 		struct mc_martifact *a = &b->m.artifacts[i];
-		char dest[MC_PATH_MAX];
+		size_t tier, l, d;
 
 		a->selected = mc__type_selected(b, a->type);
 		if (!a->selected)
@@ -70,57 +166,70 @@ mc__bundle_plan(mc_bundle *b)
 				     b->path, a->type, a->key, a->sha256 != NULL ? "has" : "lacks");
 			break;
 		}
-		if ((rc = mc__dest_for(b->ctx, a->handler, a->key, a->sha256,
-				       dest, sizeof dest)) != MC_OK) {
-			char msg[MC_ERRBUF];
-			snprintf(msg, sizeof msg, "%s", b->ctx->err);
-			rc = mc__err(b->ctx, rc, "%s: %s", b->path, msg);
+		if ((rc = mc__artifact_dest(b, a, dest, sizeof dest)) != MC_OK)
 			break;
-		}
-		if ((a->dest = mc__arena_strdup(&b->dests, dest)) == NULL) {
-			rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-			break;
-		}
-		refs[n].tier = a->handler->tier;
-		refs[n].dest = a->dest;
-		refs[n++].art = i;
-	}
-	if (rc == MC_OK) {
-		/* Two artifacts on one path, or one path inside another's, cannot both land. */
-		if (n > 1)
-			qsort(refs, n, sizeof *refs, dest_ref_cmp);
-		for (i = 1; i < n; i++) {
-			size_t l = strlen(refs[i - 1].dest);
-			struct mc_martifact *prev = &b->m.artifacts[refs[i - 1].art];
-			struct mc_martifact *cur = &b->m.artifacts[refs[i].art];
-			if (strcmp(refs[i - 1].tier, refs[i].tier) != 0)
-				continue;
-			/* The same content twice at one path (a kernel of two devices in a root
-			 * without device level) is installed once. */
-			if (strcmp(refs[i - 1].dest, refs[i].dest) == 0 &&
-			    prev->object == cur->object) { /* objects are unique by content */
-				cur->selected = 0;
-				refs[i] = refs[i - 1];
-				continue;
-			}
-			if (strncmp(refs[i - 1].dest, refs[i].dest, l) == 0 &&
-			    (refs[i].dest[l] == '\0' || refs[i].dest[l] == '/')) {
-				rc = mc__err(b->ctx, MC_ERR_CONFLICT, "%s: artifacts %s %.200s and %s %.200s "
-					     "both map to %s", b->path, b->m.artifacts[refs[i - 1].art].type,
-					     b->m.artifacts[refs[i - 1].art].key,
-					     b->m.artifacts[refs[i].art].type,
-					     b->m.artifacts[refs[i].art].key, refs[i].dest);
+		if ((tier = plan_tier(&P, a->handler->tier)) == (size_t)-1) {
+			const char **t = realloc(P.tiers, (P.ntiers + 1) * sizeof *t);
+			if (t == NULL) {
+				rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 				break;
 			}
+			P.tiers = t;
+			t[tier = P.ntiers++] = a->handler->tier;
+		}
+		l = strlen(dest);
+		if ((rc = plan_add(&P, tier, dest, l, i, 0)) != MC_OK)
+			break;
+		for (d = 0; d < l && rc == MC_OK; d++)
+			if (dest[d] == '/' && !(tier == prevtier && strncmp(prev, dest, d + 1) == 0))
+				rc = plan_add(&P, tier, dest, d, i, 1);
+		memcpy(prev, dest, l + 1);
+		prevtier = tier;
+	}
+	/* Two artifacts on one path, or one path a folder above another's, cannot both
+	 * land; the same content twice at one path (a kernel of two devices in a root
+	 * without device level) is installed once. */
+	if (rc == MC_OK && P.n > 1)
+		qsort(P.refs, P.n, sizeof *P.refs, pref_cmp);
+	for (i = 0; rc == MC_OK && i < P.n; i = j) {
+		for (j = i + 1; j < P.n && P.refs[j].h == P.refs[i].h; j++)
+			;
+		for (k = i + 1; rc == MC_OK && k < j; k++) {
+			size_t x;
+			for (x = i; rc == MC_OK && x < k; x++) {
+				int drop;
+				if (P.refs[k].dir && P.refs[x].dir)
+					break;
+				if (!b->m.artifacts[P.refs[x].art].selected)
+					continue;
+				if ((rc = plan_pair(&P, &P.refs[x], &P.refs[k], &drop)) == MC_OK && drop) {
+					b->m.artifacts[P.refs[k].art].selected = 0;
+					break;
+				}
+			}
 		}
 	}
-	free(refs);
+	free(P.refs);
+	free(P.tiers);
 	if (rc == MC_OK)
 		b->planned = 1;
 	return rc;
 }
 
 /* ---- the installer ---- */
+
+/* Tells fn (may be NULL) what became of artifact a, with its destination. */
+static void
+report(mc_bundle *b, mc_artifact_fn fn, void *ud, int what, const struct mc_martifact *a)
+{
+	char dest[MC_PATH_MAX];
+
+	if (fn == NULL)
+		return;
+	if (mc__dest_for(b->ctx, a->handler, a->key, a->sha256, dest, sizeof dest) != MC_OK)
+		dest[0] = '\0'; /* not reached: the plan computed it */
+	fn(ud, what, a->type, a->key, dest, a->size);
+}
 
 struct tier_root {
 	const char *name;
@@ -180,7 +289,7 @@ struct loader {
 	size_t nunits;
 	size_t *unit_tab;   /* open addressing on (tier, folder): unit index + 1, 0 = empty */
 	size_t unit_cap;    /* a power of two, at least twice nunits */
-	struct mc_arena strings; /* the staged files' folder names */
+	struct mc_arena strings; /* the staged files' folder and file names */
 };
 
 static int
@@ -338,7 +447,8 @@ open_dir_of(struct loader *L, size_t tier, const char *dir, int create, int *fd)
 
 /* Is an identical file already at the destination? Refuses links and folders there. */
 static int
-check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, int *same)
+check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, const char *dest,
+	       int *same)
 {
 	char dir[MC_PATH_MAX];
 	const char *base;
@@ -346,12 +456,12 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, int 
 	int dfd, fd, rc;
 
 	*same = 0;
-	split_dest(a->dest, dir, sizeof dir, &base);
+	split_dest(dest, dir, sizeof dir, &base);
 	if ((rc = open_dir_of(L, tier, dir, 0, &dfd)) != MC_OK || dfd < 0)
 		return rc;
 	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 		rc = errno == ENOENT ? MC_OK
-				     : mc__err(L->ctx, MC_ERR_IO, "%s/%s: %s", L->tiers[tier].root, a->dest,
+				     : mc__err(L->ctx, MC_ERR_IO, "%s/%s: %s", L->tiers[tier].root, dest,
 					       strerror(errno));
 		close(dfd);
 		return rc;
@@ -359,7 +469,7 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, int 
 	if (!S_ISREG(st.st_mode)) {
 		close(dfd);
 		return mc__err(L->ctx, MC_ERR_UNSAFE_DEST, "%s/%s: exists and is %s; refusing to "
-			       "replace it", L->tiers[tier].root, a->dest,
+			       "replace it", L->tiers[tier].root, dest,
 			       S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
 	}
 	if ((uint64_t)st.st_size == a->size &&
@@ -750,13 +860,13 @@ commit(struct loader *L, mc_artifact_fn fn, void *ud)
 			last = s;
 		}
 		if (renameat(dfd, s->tmp, dfd, s->base) != 0)
-			rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot rename into place: %s",
-				     L->tiers[s->tier].root, a->dest, strerror(errno));
+			rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s%s%s: cannot rename into place: %s",
+				     L->tiers[s->tier].root, strcmp(s->dir, ".") == 0 ? "" : s->dir,
+				     strcmp(s->dir, ".") == 0 ? "" : "/", s->base, strerror(errno));
 		if (rc == MC_OK) {
 			free(s->tmp);
 			s->tmp = NULL;
-			if (fn != NULL)
-				fn(ud, MC_LOAD_INSTALLED, a->type, a->key, a->dest, a->size);
+			report(L->b, fn, ud, MC_LOAD_INSTALLED, a);
 		}
 	}
 	if (dfd >= 0)
@@ -800,9 +910,7 @@ commit(struct loader *L, mc_artifact_fn fn, void *ud)
 			}
 			free(s->tmp);
 			s->tmp = NULL;
-			if (fn != NULL)
-				fn(ud, lost ? MC_LOAD_UNCHANGED : MC_LOAD_INSTALLED, a->type, a->key, a->dest,
-				   a->size);
+			report(L->b, fn, ud, lost ? MC_LOAD_UNCHANGED : MC_LOAD_INSTALLED, a);
 		}
 		if (lost && open_dir_of(L, u->tier, u->parent, 0, &dfd) == MC_OK && dfd >= 0) {
 			unlinkat(dfd, u->tmpname, AT_REMOVEDIR);
@@ -985,7 +1093,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	for (i = 0; i < b->m.nartifacts; i++) {
 		const struct mc_martifact *a = &b->m.artifacts[i];
 		size_t tier;
-		char dir[MC_PATH_MAX];
+		char dir[MC_PATH_MAX], dest[MC_PATH_MAX];
 		const char *base;
 		struct staged *s;
 
@@ -994,12 +1102,14 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		if (!a->selected)
 			continue;
 		tier = tier_index(&L, a->handler->tier);
-		split_dest(a->dest, dir, sizeof dir, &base);
+		if ((rc = mc__artifact_dest(b, a, dest, sizeof dest)) != MC_OK)
+			goto out;
+		split_dest(dest, dir, sizeof dir, &base);
 		if ((a->handler->flags & MC_TYPE_FOLDER_UNIT) && strcmp(dir, ".") != 0 &&
 		    (rc = find_unit(&L, tier, dir, &unit)) != MC_OK)
 			goto out;
 		if (unit == (size_t)-1 && L.tiers[tier].fd >= 0 &&
-		    (rc = check_existing(&L, tier, a, &L.unchanged[i])) != MC_OK)
+		    (rc = check_existing(&L, tier, a, dest, &L.unchanged[i])) != MC_OK)
 			goto out;
 		if (L.unchanged[i])
 			continue;
@@ -1008,7 +1118,10 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		s->tier = tier;
 		s->fd = -1;
 		s->unit = unit;
-		s->base = (char *)base; /* points into a->dest, owned by the manifest */
+		if ((s->base = mc__arena_strdup(&L.strings, base)) == NULL) {
+			rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
+			goto out;
+		}
 		/* Files of one folder are neighbours in the artifact order: one copy each. */
 		if (L.nst > 1 && strcmp(s[-1].dir, dir) == 0)
 			s->dir = s[-1].dir;
@@ -1039,8 +1152,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++) {
 			const struct mc_martifact *a = &b->m.artifacts[i];
 			if (a->selected)
-				fn(ud, L.unchanged[i] ? MC_LOAD_UNCHANGED : MC_LOAD_PLANNED, a->type, a->key,
-				   a->dest, a->size);
+				report(b, fn, ud, L.unchanged[i] ? MC_LOAD_UNCHANGED : MC_LOAD_PLANNED, a);
 		}
 		goto out;
 	}
@@ -1068,7 +1180,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		for (k = 0; k < b->m.nartifacts; k++) {
 			const struct mc_martifact *a = &b->m.artifacts[k];
 			if (a->selected && L.unchanged[k])
-				fn(ud, MC_LOAD_UNCHANGED, a->type, a->key, a->dest, a->size);
+				report(b, fn, ud, MC_LOAD_UNCHANGED, a);
 		}
 out:
 	if (rc != MC_OK && !dry)

@@ -373,7 +373,6 @@ mc_bundle_free(mc_bundle *b)
 		close(b->fd);
 	free(b->path);
 	mc__manifest_free(&b->m);
-	mc__arena_free(&b->dests);
 	for (i = 0; i < b->nsigs; i++) {
 		mc__sig_clear(&b->sigs[i].sig);
 		free(b->sigs[i].text);

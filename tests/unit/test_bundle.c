@@ -368,6 +368,91 @@ START_TEST(application_type_round_trip)
 }
 END_TEST
 
+/* A type whose destination is its key ([a-z/-] only), in tier "paths"; a second one
+ * in the same tier, so that two artifacts can claim one path. */
+static int
+path_check(void *ud, const char *key, char *why, size_t wl)
+{
+	return strspn(key, "abcdefghijklmnopqrstuvwxyz/-") == strlen(key) ? MC_OK : MC_ERR_BAD_KEY;
+}
+
+static int
+path_dest(void *ud, const char *key, const unsigned char *sha, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", key);
+	return MC_OK;
+}
+
+struct pitem {
+	const char *type, *key, *data;
+};
+
+/* Saves items into path, loads the bundle into root; returns the load's outcome. */
+static int
+load_paths(const char *path, const char *root, const struct pitem *items, size_t n)
+{
+	mc_writer *w;
+	mc_bundle *b;
+	size_t i;
+	int rc;
+
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(mc_writer_add_memory(w, items[i].type, items[i].key, items[i].data,
+						      strlen(items[i].data)), MC_OK);
+	ck_assert_int_eq(mc_writer_add_signer(w, sk), MC_OK);
+	ck_assert_int_eq(mc_writer_save(w, path), MC_OK);
+	mc_writer_free(w);
+	ck_assert_int_eq(mc_ctx_set_tier_root(ctx, "paths", root), MC_OK);
+	ck_assert_int_eq(mc_bundle_open(ctx, path, &b), MC_OK);
+	ck_assert_int_eq(mc_bundle_trust(b, pk), MC_OK);
+	rc = mc_bundle_load(b, 0, NULL, NULL);
+	mc_bundle_free(b);
+	return rc;
+}
+
+START_TEST(destination_conflicts)
+{
+	/* A path that is a folder above another's, also with a path that sorts between
+	 * them ("a/b-x" comes after "a/b" and before "a/b/c"). */
+	static const struct pitem nested[] = {
+		{"pa", "a/b", "1"}, {"pa", "a/b-x", "2"}, {"pa", "a/b/c", "3"}};
+	static const struct pitem deeper[] = {
+		{"pa", "q/r/s/t", "1"}, {"pa", "q/r-", "2"}, {"pb", "q/r", "3"}};
+	static const struct pitem same_path[] = {{"pa", "x/y", "1"}, {"pb", "x/y", "2"}};
+	static const struct pitem same_content[] = {{"pa", "x/y", "same"}, {"pb", "x/y", "same"},
+						     {"pb", "x/z", "other"}};
+	char path[4096], root[4096], f[4096];
+	unsigned char *got;
+	size_t n;
+
+	ck_assert_int_eq(mc_ctx_register_type(ctx, "pa", "paths", 0, path_check, path_dest, NULL), MC_OK);
+	ck_assert_int_eq(mc_ctx_register_type(ctx, "pb", "paths", 0, path_check, path_dest, NULL), MC_OK);
+	snprintf(path, sizeof path, "%s/c.mcache", dir);
+	snprintf(root, sizeof root, "%s/paths-tier", dir);
+
+	ck_assert_int_eq(load_paths(path, root, nested, 3), MC_ERR_CONFLICT);
+	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "artifacts pa a/b and pa a/b/c both map to a/b/c"));
+	ck_assert_int_ne(access(root, F_OK), 0); /* nothing made, not even the tier root */
+
+	ck_assert_int_eq(load_paths(path, root, deeper, 3), MC_ERR_CONFLICT);
+	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "artifacts pb q/r and pa q/r/s/t both map to q/r/s/t"));
+	ck_assert_int_ne(access(root, F_OK), 0); /* nothing made, not even the tier root */
+
+	ck_assert_int_eq(load_paths(path, root, same_path, 2), MC_ERR_CONFLICT);
+	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "artifacts pa x/y and pb x/y both map to x/y"));
+	ck_assert_int_ne(access(root, F_OK), 0); /* nothing made, not even the tier root */
+
+	/* The same content twice at one path is installed once. */
+	ck_assert_int_eq(load_paths(path, root, same_content, 3), MC_OK);
+	snprintf(f, sizeof f, "%s/x/y", root);
+	got = slurp(f, &n);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_int_eq(memcmp(got, "same", 4), 0);
+	free(got);
+}
+END_TEST
+
 START_TEST(read_only_destination)
 {
 	char path[4096], root[4096];
@@ -401,6 +486,7 @@ suite(void)
 	tcase_add_test(tc, dry_run_and_types);
 	tcase_add_test(tc, policy);
 	tcase_add_test(tc, application_type_round_trip);
+	tcase_add_test(tc, destination_conflicts);
 	tcase_add_test(tc, read_only_destination);
 	suite_add_tcase(s, tc);
 	return s;
