@@ -33,8 +33,12 @@ mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
 			fn(ud, MC_DIFF_ADDED, y->type, y->key, 0, y->size);
 			j++;
 		} else {
-			if (memcmp(a->m.objects[x->object].hash, b->m.objects[y->object].hash,
-				   MC_HASH_BYTES) != 0)
+			struct mc_mobject ox, oy;
+			int rc;
+			if ((rc = mc__mobjects(a->ctx, &a->m, x->object, 1, &ox)) != MC_OK ||
+			    (rc = mc__mobjects(b->ctx, &b->m, y->object, 1, &oy)) != MC_OK)
+				return rc;
+			if (memcmp(ox.hash, oy.hash, MC_HASH_BYTES) != 0)
 				fn(ud, MC_DIFF_CHANGED, x->type, x->key, x->size, y->size);
 			i++;
 			j++;

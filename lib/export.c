@@ -76,10 +76,14 @@ mc__parts_extract(mc_bundle *b, const char *prefix, char *need, struct mc_parts 
 	if ((p->dfd = open(p->dirpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return mc__errno(b->ctx, MC_ERR_IO, "cannot open", p->dirpath);
 	/* Empty contents stream no bytes; their parts are made here. */
-	for (i = 0; i < b->m.nobjects; i++)
-		if ((need == NULL || need[i]) && b->m.objects[i].size == 0 &&
-		    (rc = parts_sink(p, i, (const unsigned char *)"", 0)) != MC_OK)
+	for (i = 0; i < b->m.nobjects; i++) {
+		struct mc_mobject o;
+		if (need != NULL && !need[i])
+			continue;
+		if ((rc = mc__mobjects(b->ctx, &b->m, i, 1, &o)) != MC_OK ||
+		    (o.size == 0 && (rc = parts_sink(p, i, (const unsigned char *)"", 0)) != MC_OK))
 			return rc;
+	}
 	rc = mc__bundle_stream(b, parts_sink, NULL, p);
 	if (p->fd >= 0)
 		close(p->fd);
@@ -349,8 +353,10 @@ mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_art
 			size_t obj = g[i].ents[j].object;
 			if (format == MC_TORCH_FORMAT_2_7 && (rc = out_u64(&o, type_id_27(g[i].type))) != MC_OK)
 				break;
-			if ((rc = out_str(&o, g[i].ents[j].key)) == MC_OK)
-				rc = out_part(&o, &p, obj, b->m.objects[obj].size);
+			struct mc_mobject ob;
+			if ((rc = out_str(&o, g[i].ents[j].key)) == MC_OK &&
+			    (rc = mc__mobjects(b->ctx, &b->m, obj, 1, &ob)) == MC_OK)
+				rc = out_part(&o, &p, obj, ob.size);
 		}
 	}
 	if (rc == MC_OK) {
@@ -403,8 +409,11 @@ resign_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
 	 * its first byte. */
 	while (!r->started || r->cur != obj) {
 		size_t next = r->started ? r->cur + 1 : 0;
-		mc__object_member(r->b->m.objects[next].hash, name, sizeof name);
-		if ((rc = mc__emit_member(r->e, name, r->b->m.objects[next].stored_size)) != MC_OK)
+		struct mc_mobject o;
+		if ((rc = mc__mobjects(r->b->ctx, &r->b->m, next, 1, &o)) != MC_OK)
+			return rc;
+		mc__object_member(o.hash, name, sizeof name);
+		if ((rc = mc__emit_member(r->e, name, o.stored_size)) != MC_OK)
 			return rc;
 		r->cur = next;
 		r->started = 1;

@@ -33,13 +33,14 @@ mc__write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
-int
-mc__read_full(int fd, void *buf, size_t n)
+/* Reads n bytes at off (or, with at_off unset, at the file position). */
+static int
+read_all(int fd, void *buf, size_t n, int at_off, uint64_t off)
 {
 	unsigned char *p = buf;
 
 	while (n > 0) {
-		ssize_t r = read(fd, p, n);
+		ssize_t r = at_off ? pread(fd, p, n, (off_t)off) : read(fd, p, n);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -50,9 +51,22 @@ mc__read_full(int fd, void *buf, size_t n)
 			return -1;
 		}
 		p += r;
+		off += (uint64_t)r;
 		n -= (size_t)r;
 	}
 	return 0;
+}
+
+int
+mc__pread_full(int fd, void *buf, size_t n, uint64_t off)
+{
+	return read_all(fd, buf, n, 1, off);
+}
+
+int
+mc__read_full(int fd, void *buf, size_t n)
+{
+	return read_all(fd, buf, n, 0, 0);
 }
 
 int

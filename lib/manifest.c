@@ -68,7 +68,24 @@ mc__manifest_free(struct mc_manifest *m)
 	}
 	free(m->groups);
 	free(m->objects);
+	if (m->spilled)
+		close(m->objfd);
+	free(m->oprefix);
 	memset(m, 0, sizeof *m);
+}
+
+int
+mc__mobjects(mc_ctx *ctx, const struct mc_manifest *m, size_t first, size_t n,
+	     struct mc_mobject *out)
+{
+	if (!m->spilled) {
+		memcpy(out, m->objects + first, n * sizeof *out);
+		return MC_OK;
+	}
+	if (mc__pread_full(m->objfd, out, n * sizeof *out, (uint64_t)first * sizeof *out) != 0)
+		return mc__err(ctx, MC_ERR_IO, "cannot read the object table's temporary file: %s",
+			       errno != 0 ? strerror(errno) : "unexpected end of file");
+	return MC_OK;
 }
 
 /* ---- rendering ---- */
@@ -162,11 +179,15 @@ sb_json(struct sbuf *b, cJSON *o, int ok, int open)
 static int
 render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 {
-	cJSON *root = cJSON_CreateObject(), *labels, *tb, *groups;
+	cJSON *root, *labels, *tb, *groups;
 	struct sbuf sb = *b;
 	char hex[65];
 	size_t i, j;
-	int ok = root != NULL;
+	int ok;
+
+	if (m->spilled) /* a reader's manifest: only the writer's are rendered */
+		return mc__err(ctx, MC_ERR_INVALID, "a manifest read from a file is not rendered");
+	ok = (root = cJSON_CreateObject()) != NULL;
 
 	ok = ok && cJSON_AddStringToObject(root, "format", "megacache") != NULL;
 	ok = ok && add_int(root, "format_version", MC_FORMAT_VERSION) != NULL;
@@ -472,22 +493,51 @@ key_text_ok(const char *k)
 	return n > 0 && n <= MC_KEY_MAX;
 }
 
-static size_t
-find_object(const struct mc_manifest *m, const unsigned char hash[32])
+/* The object with this content hash: *idx, or (size_t)-1 when there is none; *o gets
+ * its record. */
+static int
+find_object(mc_ctx *ctx, const struct mc_manifest *m, const unsigned char hash[32], size_t *idx,
+	    struct mc_mobject *o)
 {
 	size_t lo = 0, hi = m->nobjects;
+	int rc;
 
+	*idx = (size_t)-1;
+	if (m->spilled) {
+		/* The first entry whose hash prefix is not below this one's; equal prefixes
+		 * are told apart by their records. */
+		uint64_t want = mc__be64(hash);
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (m->oprefix[mid] < want)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < m->nobjects && m->oprefix[lo] == want; lo++) {
+			if ((rc = mc__mobjects(ctx, m, lo, 1, o)) != MC_OK)
+				return rc;
+			if (memcmp(o->hash, hash, 32) == 0) {
+				*idx = lo;
+				return MC_OK;
+			}
+		}
+		return MC_OK;
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		int c = memcmp(m->objects[mid].hash, hash, 32);
-		if (c == 0)
-			return mid;
+		if (c == 0) {
+			*idx = mid;
+			*o = m->objects[mid];
+			return MC_OK;
+		}
 		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return (size_t)-1;
+	return MC_OK;
 }
 
 /* ---- the document, a member or an array element at a time ----
@@ -515,8 +565,6 @@ struct jdoc {
 static int
 jload(struct jdoc *d, uint64_t at, size_t want)
 {
-	size_t got = 0;
-
 	if (at - d->w0 < d->wn && at + want <= d->w0 + d->wn)
 		return 0;
 	if (d->fd < 0 || at >= d->n)
@@ -536,15 +584,9 @@ jload(struct jdoc *d, uint64_t at, size_t want)
 	}
 	d->s = d->buf;
 	d->wn = 0;
-	while (got < want) {
-		ssize_t r = pread(d->fd, d->buf + got, want - got, (off_t)(at + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			d->ioerr = r < 0 ? errno : EIO;
-			return -1;
-		}
-		got += (size_t)r;
+	if (mc__pread_full(d->fd, d->buf, want, at) != 0) {
+		d->ioerr = errno != 0 ? errno : EIO;
+		return -1;
 	}
 	d->w0 = at;
 	d->wn = want;
@@ -773,17 +815,39 @@ end:
 
 /* One entry of the object table: sorted strictly by content hash, stored bytes
  * described exactly. */
+struct obj_walk {
+	struct mc_manifest *m;
+	unsigned char prev[MC_HASH_BYTES]; /* the hash of the entry before */
+	struct mc_mobject *buf;            /* spilled: records not yet written */
+	size_t nbuf;
+};
+
+#define OBJ_BUF 512
+
+/* Writes the records waiting in w->buf to the table's temp file. */
+static int
+obj_flush(mc_ctx *ctx, struct obj_walk *w)
+{
+	if (w->nbuf > 0 && mc__write_all(w->m->objfd, w->buf, w->nbuf * sizeof *w->buf) != 0)
+		return mc__err(ctx, MC_ERR_IO, "cannot write the object table's temporary file: %s",
+			       strerror(errno));
+	w->nbuf = 0;
+	return MC_OK;
+}
+
 static int
 object_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 {
 	static const char *const fields[] = {"!hash", "!size", "!encoding", "!stored_size",
 					     "!stored_hash", NULL};
-	struct mc_manifest *m = ud;
-	struct mc_mobject *o = &m->objects[idx];
+	struct obj_walk *w = ud;
+	struct mc_manifest *m = w->m;
+	struct mc_mobject rec, *o = &rec;
 	const char *hash = NULL, *enc = NULL, *shash = NULL;
 	char what[48];
 	int rc;
 
+	memset(&rec, 0, sizeof rec); /* padding too: records go to a file */
 	snprintf(what, sizeof what, "objects[%zu]", idx);
 	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
 	    (rc = get_str(ctx, c, "hash", what, &hash)) != MC_OK ||
@@ -815,9 +879,18 @@ object_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 			       "than the expansion cap of %llu", what,
 			       (unsigned long long)o->stored_size, (unsigned long long)o->size,
 			       (unsigned long long)ctx->max_expansion);
-	m->nobjects++;
-	if (m->nobjects > 1 && memcmp(o[-1].hash, o->hash, 32) >= 0)
+	if (idx > 0 && memcmp(w->prev, o->hash, 32) >= 0)
 		return BAD("manifest: objects not sorted by hash, or repeated, at %s", what);
+	memcpy(w->prev, o->hash, 32);
+	if (!m->spilled) {
+		m->objects[idx] = rec;
+	} else {
+		m->oprefix[idx] = mc__be64(o->hash);
+		w->buf[w->nbuf++] = rec;
+		if (w->nbuf == OBJ_BUF && (rc = obj_flush(ctx, w)) != MC_OK)
+			return rc;
+	}
+	m->nobjects++;
 	return MC_OK;
 }
 
@@ -832,13 +905,17 @@ static int
 ref_object(mc_ctx *ctx, struct mc_manifest *m, const unsigned char hash[32], uint64_t size,
 	   const char *what, char *used, size_t *idx)
 {
-	size_t i = find_object(m, hash);
+	struct mc_mobject o;
+	size_t i;
+	int rc;
 
+	if ((rc = find_object(ctx, m, hash, &i, &o)) != MC_OK)
+		return rc;
 	if (i == (size_t)-1)
 		return BAD("manifest: %s refers to an object not in the object table", what);
-	if (m->objects[i].size != size)
+	if (o.size != size)
 		return BAD("manifest: %s gives size %llu, the object table %llu", what,
-			   (unsigned long long)size, (unsigned long long)m->objects[i].size);
+			   (unsigned long long)size, (unsigned long long)o.size);
 	used[i] = 1;
 	*idx = i;
 	return MC_OK;
@@ -1013,6 +1090,7 @@ parse_doc(mc_ctx *ctx, struct jdoc *dp, struct mc_manifest *m)
 					  "!objects", "torch_blob", NULL};
 	struct jdoc d = *dp;
 	struct art_walk w = {m, NULL, 0};
+	struct obj_walk ow;
 	const char *fmt = NULL;
 	cJSON *root = NULL;
 	const cJSON *tb;
@@ -1021,6 +1099,8 @@ parse_doc(mc_ctx *ctx, struct jdoc *dp, struct mc_manifest *m)
 	uint64_t v;
 	int rc;
 
+	memset(&ow, 0, sizeof ow);
+	ow.m = m;
 	if ((rc = jtop(ctx, &d, &root, &arts, &objs)) != MC_OK ||
 	    (rc = check_members(ctx, root, "manifest", top)) != MC_OK ||
 	    (rc = get_str(ctx, root, "format", "manifest", &fmt)) != MC_OK)
@@ -1069,14 +1149,25 @@ parse_doc(mc_ctx *ctx, struct jdoc *dp, struct mc_manifest *m)
 			     (unsigned long long)ctx->max_artifacts);
 		goto out;
 	}
-	if ((k > 0 && (m->objects = calloc(k, sizeof *m->objects)) == NULL) ||
+	/* A manifest read from a file keeps its object table in a file too. */
+	if (d.fd >= 0 && k > 0) {
+		if ((m->objfd = mc__open_temp_anon(ctx)) < 0) {
+			rc = MC_ERR_IO;
+			goto out;
+		}
+		m->spilled = 1;
+	}
+	if ((k > 0 && !m->spilled && (m->objects = calloc(k, sizeof *m->objects)) == NULL) ||
+	    (m->spilled && ((m->oprefix = calloc(k, sizeof *m->oprefix)) == NULL ||
+			    (ow.buf = calloc(OBJ_BUF, sizeof *ow.buf)) == NULL)) ||
 	    (w.used = calloc(k + 1, 1)) == NULL ||
 	    (n > 0 && (m->artifacts = calloc(n, sizeof *m->artifacts)) == NULL)) {
 		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	d.i = objs.at;
-	if (k > 0 && (rc = jarray(ctx, &d, object_entry, m, &k)) != MC_OK)
+	if (k > 0 && ((rc = jarray(ctx, &d, object_entry, &ow, &k)) != MC_OK ||
+		      (rc = obj_flush(ctx, &ow)) != MC_OK))
 		goto out;
 	d.i = arts.at;
 	if (n > 0 && (rc = jarray(ctx, &d, artifact_entry, &w, &n)) != MC_OK)
@@ -1087,11 +1178,15 @@ parse_doc(mc_ctx *ctx, struct jdoc *dp, struct mc_manifest *m)
 	for (i = 0; i < m->nobjects; i++)
 		if (!w.used[i]) {
 			char hex[MC_HASH_HEX];
-			mc__hex(m->objects[i].hash, MC_HASH_BYTES, hex);
+			struct mc_mobject o;
+			if ((rc = mc__mobjects(ctx, m, i, 1, &o)) != MC_OK)
+				goto out;
+			mc__hex(o.hash, MC_HASH_BYTES, hex);
 			rc = BAD("manifest: object %s is listed but no artifact uses it", hex);
 			goto out;
 		}
 out:
+	free(ow.buf);
 	free(w.used);
 	cJSON_Delete(root);
 	*dp = d;

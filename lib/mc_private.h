@@ -111,6 +111,8 @@ MC_HIDDEN int mc__b64_decode(const char *in, size_t inlen, unsigned char *out, s
 MC_HIDDEN int mc__write_all(int fd, const void *buf, size_t n);
 /* Reads exactly n bytes; returns 0, or -1 with errno (EIO-like short read: errno 0). */
 MC_HIDDEN int mc__read_full(int fd, void *buf, size_t n);
+/* n bytes at off; -1 with errno (0 at the end of the file) when they cannot be had. */
+MC_HIDDEN int mc__pread_full(int fd, void *buf, size_t n, uint64_t off);
 /* Opens a temp file beside path (same folder). Returns fd, and the temp name. */
 MC_HIDDEN int mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode);
 /* A private file with no name in $TMPDIR (or /tmp), gone when closed; -1 with the
@@ -274,9 +276,19 @@ struct mc_manifest {
 	int has_torch_blob;
 	struct mc_mgroup *groups;
 	size_t ngroups;
-	struct mc_mobject *objects; /* sorted by hash, unique */
+	struct mc_mobject *objects; /* sorted by hash, unique; NULL when spilled */
 	size_t nobjects;
+	/* A manifest read from a file keeps its object table there instead: records in
+	 * objfd, read with mc__mobjects(), and the first 8 bytes of each hash. */
+	int spilled;
+	int objfd;
+	uint64_t *oprefix;
 };
+
+/* Objects first .. first + n - 1 of m's table, copied to out; MC_ERR_IO when the
+ * table's temp file cannot be read (message on ctx). */
+MC_HIDDEN int mc__mobjects(mc_ctx *ctx, const struct mc_manifest *m, size_t first, size_t n,
+			   struct mc_mobject *out);
 
 MC_HIDDEN void mc__manifest_free(struct mc_manifest *m);
 /* Parses and validates manifest bytes (structure, types, ranges, order, objects). */

@@ -452,6 +452,7 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, cons
 {
 	char dir[MC_PATH_MAX];
 	const char *base;
+	struct mc_mobject o;
 	struct stat st;
 	int dfd, fd, rc;
 
@@ -482,8 +483,12 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, cons
 		while ((r = read(fd, buf, sizeof buf)) > 0)
 			crypto_generichash_update(&gs, buf, (size_t)r);
 		crypto_generichash_final(&gs, h, sizeof h);
-		*same = r == 0 && memcmp(h, L->b->m.objects[a->object].hash, sizeof h) == 0;
 		close(fd);
+		if (r == 0 && (rc = mc__mobjects(L->ctx, &L->b->m, a->object, 1, &o)) != MC_OK) {
+			close(dfd);
+			return rc;
+		}
+		*same = r == 0 && memcmp(h, o.hash, sizeof h) == 0;
 	}
 	close(dfd);
 	return MC_OK;
@@ -755,6 +760,13 @@ close_current(struct loader *L, mc_ctx *ctx, struct lworker *lw)
 	return rc;
 }
 
+/* The content size of an object with staged files: their artifacts' size. */
+static uint64_t
+obj_size(const struct loader *L, size_t obj)
+{
+	return L->b->m.artifacts[L->st[L->by_obj[L->obj_first[obj]]].art].size;
+}
+
 static int
 open_object(struct loader *L, mc_ctx *ctx, struct lworker *lw, size_t obj)
 {
@@ -791,7 +803,7 @@ sink(void *ud, unsigned worker, mc_ctx *ctx, size_t obj, const unsigned char *bu
 				       s->dir, strerror(errno));
 	}
 	lw->written += n;
-	if (lw->written == L->b->m.objects[obj].size)
+	if (lw->written == obj_size(L, obj))
 		return close_current(L, ctx, lw);
 	return MC_OK;
 }
@@ -1164,7 +1176,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	rc = prepare(&L);
 	/* Empty contents produce no data to stream: stage them now. */
 	for (i = 0; rc == MC_OK && i < b->m.nobjects; i++)
-		if (b->m.objects[i].size == 0 && L.obj_first[i] != L.obj_first[i + 1] &&
+		if (L.obj_first[i] != L.obj_first[i + 1] && obj_size(&L, i) == 0 &&
 		    (rc = open_object(&L, L.ctx, &L.wk[0], i)) == MC_OK)
 			rc = close_current(&L, L.ctx, &L.wk[0]);
 	if (rc == MC_OK)

@@ -404,7 +404,8 @@ struct sworker { /* what a worker keeps between objects */
 	mc_zdec *dec;
 	unsigned char *in, *out;
 	size_t incap, outcap;
-	char hex[MC_HASH_HEX]; /* the current object's content hash */
+	struct mc_mobject obj;  /* the current object's record */
+	char hex[MC_HASH_HEX]; /* and its content hash */
 };
 
 struct sstate {
@@ -475,7 +476,7 @@ static int
 whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 {
 	const mc_bundle *b = w->s->b;
-	const struct mc_mobject *o = &b->m.objects[i];
+	const struct mc_mobject *o = &w->obj;
 	size_t n = (size_t)o->stored_size, np = (size_t)padded(o->stored_size);
 	unsigned char hash[MC_HASH_BYTES];
 	const unsigned char *content;
@@ -524,7 +525,7 @@ streamed_out(void *p, const unsigned char *buf, size_t n)
 {
 	struct streamed *st = p;
 	const mc_bundle *b = st->w->s->b;
-	const struct mc_mobject *o = &b->m.objects[st->obj];
+	const struct mc_mobject *o = &st->w->obj;
 
 	if (n > o->size - st->produced)
 		return mc__err(st->w->ctx, MC_ERR_INTEGRITY, "%s: object %s expands past its declared "
@@ -539,7 +540,7 @@ static int
 streamed_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 {
 	const mc_bundle *b = w->s->b;
-	const struct mc_mobject *o = &b->m.objects[i];
+	const struct mc_mobject *o = &w->obj;
 	unsigned char hash[MC_HASH_BYTES], pad[MC_TAR_BLOCK];
 	crypto_generichash_state gs;
 	struct streamed st = {w, i, 0};
@@ -607,12 +608,14 @@ static int
 one_object(struct sworker *w, size_t i, uint64_t off)
 {
 	const mc_bundle *b = w->s->b;
-	const struct mc_mobject *o = &b->m.objects[i];
+	const struct mc_mobject *o = &w->obj;
 	size_t pl = strlen(MC_MEMBER_OBJ_PREFIX);
 	char name[101];
 	uint64_t size;
 	int rc;
 
+	if ((rc = mc__mobjects(w->ctx, &b->m, i, 1, &w->obj)) != MC_OK)
+		return rc;
 	mc__hex(o->hash, MC_HASH_BYTES, w->hex);
 	if ((rc = header_at(w, off, name, &size)) < 0)
 		return rc;
@@ -652,7 +655,7 @@ work(void *ud, unsigned id, mc_ctx *wctx, size_t i)
 	}
 	if ((rc = one_object(w, i, s->offs[i])) != MC_OK)
 		return rc;
-	n = s->b->m.objects[i].stored_size;
+	n = w->obj.stored_size;
 	done = atomic_fetch_add(&s->done, n) + n;
 	if (id == 0)
 		mc__progress(s->b->ctx, "verify", done, s->total);
@@ -693,6 +696,7 @@ stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_
        void *ud)
 {
 	struct sstate s;
+	struct mc_mobject recs[64]; /* the object table, read 64 records at a time */
 	uint64_t off;
 	size_t i;
 	unsigned k;
@@ -718,11 +722,21 @@ stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_
 	for (i = 0; i < b->nsigs; i++)
 		off += MC_TAR_BLOCK + padded(b->sigs[i].len);
 	for (i = 0; i < b->m.nobjects; i++) {
+		const struct mc_mobject *o = &recs[i % 64];
+		if (i % 64 == 0 &&
+		    (rc = mc__mobjects(b->ctx, &b->m, i, b->m.nobjects - i < 64 ? b->m.nobjects - i : 64,
+				       recs)) != MC_OK)
+			break;
 		s.offs[i] = off;
-		off += MC_TAR_BLOCK + padded(b->m.objects[i].stored_size);
-		s.total += b->m.objects[i].stored_size;
+		off += MC_TAR_BLOCK + padded(o->stored_size);
+		s.total += o->stored_size;
 	}
 	s.offs[i] = off;
+	if (rc != MC_OK) {
+		free(s.offs);
+		free(s.w);
+		return rc;
+	}
 	for (k = 0; k < nworkers; k++) {
 		s.w[k].s = &s;
 		s.w[k].id = k;
@@ -978,7 +992,9 @@ mc_bundle_artifact(const mc_bundle *b, size_t i, const char **type, const char *
 		   uint64_t *size, const char **hash)
 {
 	const struct mc_martifact *a;
+	struct mc_mobject o;
 	char *hex;
+	int rc;
 
 	if (b == NULL || i >= b->m.nartifacts)
 		return MC_ERR_INVALID;
@@ -991,7 +1007,9 @@ mc_bundle_artifact(const mc_bundle *b, size_t i, const char **type, const char *
 	if (size != NULL)
 		*size = a->size;
 	if (hash != NULL) {
-		mc__hex(b->m.objects[a->object].hash, MC_HASH_BYTES, hex);
+		if ((rc = mc__mobjects(b->ctx, &b->m, a->object, 1, &o)) != MC_OK)
+			return rc;
+		mc__hex(o.hash, MC_HASH_BYTES, hex);
 		*hash = hex;
 	}
 	return MC_OK;

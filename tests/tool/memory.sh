@@ -1,6 +1,6 @@
 # memory.sh - contents are streamed, never held: a cache dir with a 512 MiB artifact is
 # packed, verified, loaded and exported under a 100 MB address-space limit, and the
-# results are byte-exact.
+# results are byte-exact; a manifest over 1 MiB is read through temp files.
 . "$(dirname "$0")/lib.sh"
 mkdir -p "$T/src/dynamo"
 truncate -s 512M "$T/src/dynamo/code_state_big_0_.pkl"
@@ -27,4 +27,28 @@ dd if=/dev/zero bs=600M count=1 of=/dev/null 2>/dev/null && ok || bad "dd cannot
 sh -c 'ulimit -v 100000; dd if=/dev/zero bs=600M count=1 of=/dev/null' 2>/dev/null \
 	&& bad "ulimit -v did not limit memory" || ok
 rm -rf "$T/warm" "$T/big.blob" "$T/src"
+
+# A manifest over 1 MiB (4,000 artifacts) is read through nameless temp files in
+# $TMPDIR, its object table kept there too; every reading command gives what it gives
+# for a small one, and nothing is left behind.
+mkdir -p "$T/many/dynamo" "$T/tmp"
+i=0
+while [ "$i" -lt 4000 ]; do
+	printf 'content of state %d\n' "$i" > "$T/many/dynamo/code_state_f${i}_0_.pkl"
+	i=$((i + 1))
+done
+run 0 "" pack -q -o "$T/many.mcache" -s "$T/k.key" --from-dir "$T/many"
+export TMPDIR="$T/tmp"
+run 0 "OK (4000 artifacts" verify "$T/many.mcache" -p "$T/k.pub"
+run 0 "" load -q "$T/many.mcache" -p "$T/k.pub" --cache-dir "$T/many-out"
+check "4,000 artifacts installed byte for byte" diff -r "$T/many" "$T/many-out"
+run 0 "f3999_0_" list "$T/many.mcache"
+run 0 "" keygen -q -W -p "$T/k2.pub" -s "$T/k2.key"
+run 0 "" sign "$T/many.mcache" -s "$T/k2.key" -o "$T/many2.mcache"
+run 0 "2 signatures" verify "$T/many2.mcache" -p "$T/k.pub" -p "$T/k2.pub" --threshold 2
+run 0 "" export -q "$T/many.mcache" --torch "$T/many.blob" -p "$T/k.pub"
+check "nothing left in TMPDIR" test -z "$(ls -A "$T/tmp")"
+TMPDIR="$T/no-such-folder" run 2 "is read through a temporary file" verify "$T/many.mcache" -p "$T/k.pub"
+unset TMPDIR
+rm -rf "$T/many" "$T/many-out" "$T/many.blob"
 finish

@@ -62,6 +62,20 @@ parse_len(const char *json, size_t len, struct mc_manifest *m)
 		}
 		ck_assert_uint_eq(f.nartifacts, m->nartifacts);
 		ck_assert_uint_eq(f.nobjects, m->nobjects);
+		/* Read from a file, the object table is kept in one; its records are the ones
+		 * parsed from memory. */
+		ck_assert_int_eq(f.spilled, f.nobjects > 0);
+		for (size_t k = 0; k < f.nobjects; k++) {
+			struct mc_mobject o;
+			ck_assert_int_eq(mc__mobjects(ctx, &f, k, 1, &o), MC_OK);
+			ck_assert_int_eq(memcmp(o.hash, m->objects[k].hash, 32), 0);
+			ck_assert_int_eq(memcmp(o.stored_hash, m->objects[k].stored_hash, 32), 0);
+			ck_assert_uint_eq(o.size, m->objects[k].size);
+			ck_assert_uint_eq(o.stored_size, m->objects[k].stored_size);
+			ck_assert_int_eq(o.encoding, m->objects[k].encoding);
+		}
+		for (size_t k = 0; k < f.nartifacts; k++)
+			ck_assert_uint_eq(f.artifacts[k].object, m->artifacts[k].object);
 		if (f.nartifacts > 0)
 			ck_assert_str_eq(f.artifacts[f.nartifacts - 1].key, m->artifacts[m->nartifacts - 1].key);
 		mc__manifest_free(&f);
