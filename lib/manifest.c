@@ -354,7 +354,6 @@ check_utf8(struct mc_mcheck *c, const unsigned char *p, size_t n)
 void
 mc__mcheck_feed(struct mc_mcheck *c, const unsigned char *p, size_t n)
 {
-	static const char esc0[] = "\\u0000";
 	size_t i;
 
 	if (!c->bad_utf8)
@@ -364,19 +363,20 @@ mc__mcheck_feed(struct mc_mcheck *c, const unsigned char *p, size_t n)
 	for (i = 0; i < n; i++) {
 		unsigned char b = p[i];
 
-		/* The six bytes \u0000 anywhere; no proper prefix of them is also a
-		 * suffix, so a mismatch restarts at 0, or at 1 on a backslash. */
-		if (b == (unsigned char)esc0[c->nesc0]) {
-			if (++c->nesc0 == 6) {
+		/* An escape \u in a string followed by four zeros is a NUL; an escaped
+		 * backslash followed by the text u0000 is not. */
+		if (c->nesc0 > 0) {
+			if (b != '0')
+				c->nesc0 = 0;
+			else if (++c->nesc0 == 5) {
 				c->has_esc0 = 1;
 				c->nesc0 = 0;
 			}
-		} else {
-			c->nesc0 = b == '\\';
 		}
 		/* Nesting depth, counted outside strings. */
 		if (c->skip) {
 			c->skip = 0;
+			c->nesc0 = b == 'u';
 		} else if (c->in_str) {
 			if (b == '\\')
 				c->skip = 1;

@@ -299,7 +299,8 @@ MC_HIDDEN int mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t l
 struct mc_mcheck {
 	unsigned char u8[4]; /* a UTF-8 sequence cut by the end of a piece */
 	size_t nu8;
-	int depth, in_str, skip, nesc0;
+	int depth, in_str, skip;
+	int nesc0; /* 1 after the escape \u, up to 4 more for each 0 after it */
 	int bad_utf8, has_nul, has_esc0, too_deep;
 };
 MC_HIDDEN void mc__mcheck_init(struct mc_mcheck *c);

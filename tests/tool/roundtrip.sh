@@ -124,4 +124,8 @@ run 0 "" pack -q -o "$T/labels.mcache" --from-torch "$DATA/mlp-cuda.megacache" -
 run 0 "" list "$T/labels.mcache" --json
 grep -Eq '"gpu":[[:space:]]*"H100"' "$T/out" && ok || bad "label missing from list --json"
 run 2 "KEY=VALUE" pack -o "$T/l2.mcache" --from-torch "$DATA/mlp-cuda.megacache" --label novalue
+# A label whose text is a backslash and u0000 is text, not an escaped NUL: it reads back.
+run 0 "" pack -q -o "$T/l3.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda.megacache" --label 'odd=\u0000'
+run 0 "OK" verify "$T/l3.mcache" -p "$PUB"
+run 0 "label odd=\u0000" list "$T/l3.mcache"
 finish

@@ -184,7 +184,9 @@ START_TEST(refusals)
 		{HEAD "\"labels\":{\"k\":\"\x80\"},\"artifacts\":[]," NOOBJ "}", "not valid UTF-8"},
 		{HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ "}\xf0\x9f", "not valid UTF-8"},
 		{HEAD "\"labels\":{\"k\":\"a\\u0000\"},\"artifacts\":[]," NOOBJ "}", "escaped NUL"},
-		{HEAD "\"labels\":{\"k\":\"a\\\\u0000\"},\"artifacts\":[]," NOOBJ "}", "escaped NUL"},
+		{HEAD "\"labels\":{\"k\":\"\\u000\"},\"artifacts\":[]," NOOBJ "}", "not valid JSON"},
+		/* An escaped backslash then the text u0000 is no escaped NUL. */
+		{HEAD "\"labels\":{\"k\":\"a\\\\u0000\"},\"artifacts\":[]," NOOBJ ",\"expires\":0}", "expires is 0"},
 		{HEAD "\"labels\":{\"k\":[[[[[[1]]]]]]},\"artifacts\":[]," NOOBJ "}", "nests deeper"},
 		{HEAD "\"labels\":{\"k\":\"\\\"[[[[[[\"},\"artifacts\":[]," NOOBJ ",\"expires\":0}", "expires is 0"},
 	};
