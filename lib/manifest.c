@@ -1083,12 +1083,11 @@ parse_torch_blob(mc_ctx *ctx, const cJSON *tb, struct mc_manifest *m, char *used
 
 /* The walk over a text that passed the whole-text checks. */
 static int
-parse_doc(mc_ctx *ctx, struct jdoc *dp, struct mc_manifest *m)
+walk_doc(mc_ctx *ctx, struct jdoc *d, struct mc_manifest *m)
 {
 	static const char *const top[] = {"!format", "!format_version", "!created",
 					  "!bundle_version", "expires", "!labels", "!artifacts",
 					  "!objects", "torch_blob", NULL};
-	struct jdoc d = *dp;
 	struct art_walk w = {m, NULL, 0};
 	struct obj_walk ow;
 	const char *fmt = NULL;
@@ -1101,7 +1100,7 @@ parse_doc(mc_ctx *ctx, struct jdoc *dp, struct mc_manifest *m)
 
 	memset(&ow, 0, sizeof ow);
 	ow.m = m;
-	if ((rc = jtop(ctx, &d, &root, &arts, &objs)) != MC_OK ||
+	if ((rc = jtop(ctx, d, &root, &arts, &objs)) != MC_OK ||
 	    (rc = check_members(ctx, root, "manifest", top)) != MC_OK ||
 	    (rc = get_str(ctx, root, "format", "manifest", &fmt)) != MC_OK)
 		goto out;
@@ -1150,7 +1149,7 @@ parse_doc(mc_ctx *ctx, struct jdoc *dp, struct mc_manifest *m)
 		goto out;
 	}
 	/* A manifest read from a file keeps its object table in a file too. */
-	if (d.fd >= 0 && k > 0) {
+	if (d->fd >= 0 && k > 0) {
 		if ((m->objfd = mc__open_temp_anon(ctx)) < 0) {
 			rc = MC_ERR_IO;
 			goto out;
@@ -1165,12 +1164,12 @@ parse_doc(mc_ctx *ctx, struct jdoc *dp, struct mc_manifest *m)
 		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	d.i = objs.at;
-	if (k > 0 && ((rc = jarray(ctx, &d, object_entry, &ow, &k)) != MC_OK ||
+	d->i = objs.at;
+	if (k > 0 && ((rc = jarray(ctx, d, object_entry, &ow, &k)) != MC_OK ||
 		      (rc = obj_flush(ctx, &ow)) != MC_OK))
 		goto out;
-	d.i = arts.at;
-	if (n > 0 && (rc = jarray(ctx, &d, artifact_entry, &w, &n)) != MC_OK)
+	d->i = arts.at;
+	if (n > 0 && (rc = jarray(ctx, d, artifact_entry, &w, &n)) != MC_OK)
 		goto out;
 	if ((tb = cJSON_GetObjectItemCaseSensitive(root, "torch_blob")) != NULL &&
 	    (rc = parse_torch_blob(ctx, tb, m, w.used)) != MC_OK)
@@ -1189,7 +1188,30 @@ out:
 	free(ow.buf);
 	free(w.used);
 	cJSON_Delete(root);
-	*dp = d;
+	return rc;
+}
+
+/* The cap and the whole-text checks (c has seen all of the text), then the walk; m is
+ * left empty on failure. */
+static int
+parse_doc(mc_ctx *ctx, struct jdoc *d, const struct mc_mcheck *c, struct mc_manifest *m)
+{
+	int rc;
+
+	memset(m, 0, sizeof *m);
+	if (d->n > ctx->max_manifest)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest of %llu bytes is over the cap of %llu",
+			       (unsigned long long)d->n, (unsigned long long)ctx->max_manifest);
+	if ((rc = mc__mcheck_end(ctx, c)) != MC_OK)
+		return rc;
+	rc = walk_doc(ctx, d, m);
+	if (d->ioerr == ENOMEM)
+		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	else if (d->ioerr != 0)
+		rc = mc__err(ctx, MC_ERR_IO, "cannot read the manifest's temporary copy: %s",
+			     strerror(d->ioerr));
+	if (rc != MC_OK)
+		mc__manifest_free(m);
 	return rc;
 }
 
@@ -1198,24 +1220,15 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 {
 	struct jdoc d;
 	struct mc_mcheck c;
-	int rc;
 
-	memset(m, 0, sizeof *m);
-	if (len > ctx->max_manifest)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest of %zu bytes is over the cap of %llu", len,
-			       (unsigned long long)ctx->max_manifest);
-	mc__mcheck_init(&c);
-	mc__mcheck_feed(&c, buf, len);
-	if ((rc = mc__mcheck_end(ctx, &c)) != MC_OK)
-		return rc;
 	memset(&d, 0, sizeof d);
 	d.s = buf;
 	d.wn = len;
 	d.n = len;
 	d.fd = -1;
-	if ((rc = parse_doc(ctx, &d, m)) != MC_OK)
-		mc__manifest_free(m);
-	return rc;
+	mc__mcheck_init(&c);
+	mc__mcheck_feed(&c, buf, len);
+	return parse_doc(ctx, &d, &c, m);
 }
 
 int
@@ -1225,23 +1238,10 @@ mc__manifest_parse_fd(mc_ctx *ctx, int fd, uint64_t len, const struct mc_mcheck 
 	struct jdoc d;
 	int rc;
 
-	memset(m, 0, sizeof *m);
-	if (len > ctx->max_manifest)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest of %llu bytes is over the cap of %llu",
-			       (unsigned long long)len, (unsigned long long)ctx->max_manifest);
-	if ((rc = mc__mcheck_end(ctx, c)) != MC_OK)
-		return rc;
 	memset(&d, 0, sizeof d);
 	d.n = len;
 	d.fd = fd;
-	rc = parse_doc(ctx, &d, m);
-	if (d.ioerr == ENOMEM)
-		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	else if (d.ioerr != 0)
-		rc = mc__err(ctx, MC_ERR_IO, "cannot read the manifest's temporary copy: %s",
-			     strerror(d.ioerr));
+	rc = parse_doc(ctx, &d, c, m);
 	free(d.buf);
-	if (rc != MC_OK)
-		mc__manifest_free(m);
 	return rc;
 }

@@ -226,7 +226,7 @@ report(mc_bundle *b, mc_artifact_fn fn, void *ud, int what, const struct mc_mart
 
 	if (fn == NULL)
 		return;
-	if (mc__dest_for(b->ctx, a->handler, a->key, a->sha256, dest, sizeof dest) != MC_OK)
+	if (mc__artifact_dest(b, a, dest, sizeof dest) != MC_OK)
 		dest[0] = '\0'; /* not reached: the plan computed it */
 	fn(ud, what, a->type, a->key, dest, a->size);
 }

@@ -284,21 +284,11 @@ open_stream(mc_bundle *b)
 static int
 bundle_pread(mc_ctx *ctx, const mc_bundle *b, void *buf, size_t n, uint64_t off)
 {
-	unsigned char *p = buf;
-
-	while (n > 0) {
-		ssize_t r = pread(b->fd, p, n, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return mc__errno(ctx, MC_ERR_IO, "cannot read", b->path);
-		if (r == 0)
-			return mc__err(ctx, MC_ERR_MALFORMED, "%s: truncated", b->path);
-		p += r;
-		n -= (size_t)r;
-		off += (uint64_t)r;
-	}
-	return MC_OK;
+	if (mc__pread_full(b->fd, buf, n, off) == 0)
+		return MC_OK;
+	if (errno == 0)
+		return mc__err(ctx, MC_ERR_MALFORMED, "%s: truncated", b->path);
+	return mc__errno(ctx, MC_ERR_IO, "cannot read", b->path);
 }
 
 int
