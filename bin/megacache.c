@@ -1025,8 +1025,10 @@ cmd_list(int argc, char **argv)
 			const char *type, *key, *hash;
 			uint64_t size;
 			cJSON *a;
-			if (mc_bundle_artifact(b, i, &type, &key, &size, &hash) != MC_OK)
-				continue;
+			if ((rc = mc_bundle_artifact(b, i, &type, &key, &size, &hash)) != MC_OK) {
+				cJSON_Delete(j);
+				goto fail;
+			}
 			a = cJSON_CreateObject();
 			cJSON_AddStringToObject(a, "type", type);
 			cJSON_AddStringToObject(a, "key", key);
@@ -1055,8 +1057,8 @@ cmd_list(int argc, char **argv)
 		for (i = 0; i < n; i++) {
 			const char *type, *key, *hash;
 			uint64_t size;
-			if (mc_bundle_artifact(b, i, &type, &key, &size, &hash) != MC_OK)
-				continue;
+			if ((rc = mc_bundle_artifact(b, i, &type, &key, &size, &hash)) != MC_OK)
+				goto fail;
 			human_bytes(size, hb, sizeof hb);
 			printf("%-12s %10s  %s\n", type, hb, key);
 		}
@@ -1065,6 +1067,13 @@ cmd_list(int argc, char **argv)
 	mc_bundle_free(b);
 	mc_ctx_free(ctx);
 	return 0;
+fail:
+	/* The artifact table of a large bundle is read from a temp file as it is listed. */
+	fflush(stdout);
+	rc = fail(ctx, rc);
+	mc_bundle_free(b);
+	mc_ctx_free(ctx);
+	return rc;
 }
 
 static int

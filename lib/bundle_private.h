@@ -38,6 +38,8 @@ struct mc_bundle {
 	char **types; /* selected types; none: all */
 	size_t ntypes;
 	int planned;
+	unsigned char *sel; /* per artifact, from the plan: 1 when it is to be installed */
+	struct mc_acur cur; /* what mc_bundle_artifact() reads with */
 	char hex[MC_HASH_HEX]; /* what mc_bundle_artifact() last gave as hash */
 };
 

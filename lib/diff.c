@@ -10,16 +10,22 @@
 int
 mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
 {
+	struct mc_acur ca, cb;
 	size_t i = 0, j = 0;
+	int rc = MC_OK;
 
 	if (a == NULL || b == NULL || fn == NULL)
 		return MC_ERR_INVALID;
+	mc__acur_init(&ca, a->ctx, &a->m);
+	mc__acur_init(&cb, b->ctx, &b->m);
 	/* Both artifact tables are sorted by (type, key): one merge walk. */
-	while (i < a->m.nartifacts || j < b->m.nartifacts) {
-		const struct mc_martifact *x = i < a->m.nartifacts ? &a->m.artifacts[i] : NULL;
-		const struct mc_martifact *y = j < b->m.nartifacts ? &b->m.artifacts[j] : NULL;
+	while (rc == MC_OK && (i < a->m.nartifacts || j < b->m.nartifacts)) {
+		const struct mc_martifact *x = NULL, *y = NULL;
 		int c;
 
+		if ((i < a->m.nartifacts && (rc = mc__acur_get(&ca, i, &x)) != MC_OK) ||
+		    (j < b->m.nartifacts && (rc = mc__acur_get(&cb, j, &y)) != MC_OK))
+			break;
 		if (x == NULL)
 			c = 1;
 		else if (y == NULL)
@@ -34,15 +40,16 @@ mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
 			j++;
 		} else {
 			struct mc_mobject ox, oy;
-			int rc;
 			if ((rc = mc__mobjects(a->ctx, &a->m, x->object, 1, &ox)) != MC_OK ||
 			    (rc = mc__mobjects(b->ctx, &b->m, y->object, 1, &oy)) != MC_OK)
-				return rc;
+				break;
 			if (memcmp(ox.hash, oy.hash, MC_HASH_BYTES) != 0)
 				fn(ud, MC_DIFF_CHANGED, x->type, x->key, x->size, y->size);
 			i++;
 			j++;
 		}
 	}
-	return MC_OK;
+	mc__acur_free(&ca);
+	mc__acur_free(&cb);
+	return rc;
 }

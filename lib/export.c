@@ -192,8 +192,7 @@ out_part(struct crcout *o, struct mc_parts *p, size_t obj, uint64_t size)
 static int
 art_rank_cmp(const void *x, const void *y)
 {
-	const struct mc_martifact *a = *(const struct mc_martifact *const *)x;
-	const struct mc_martifact *b = *(const struct mc_martifact *const *)y;
+	const struct mc_martifact *a = x, *b = y;
 	int ra = mc__torch_type_rank(a->type), rb = mc__torch_type_rank(b->type);
 
 	if (ra != rb)
@@ -209,9 +208,11 @@ format_accepts(int format, const char *type)
 	return format == MC_TORCH_FORMAT_2_7 ? rank >= 0 && rank <= 3 : rank >= 0;
 }
 
-/* The groups to write: the recorded layout, else the torch types in torch's order. */
+/* The groups to write: the recorded layout, else the torch types in torch's order (their
+ * keys copied into keys). */
 static int
-export_layout(mc_bundle *b, int format, struct xgroup **gout, size_t *ngout)
+export_layout(mc_bundle *b, int format, struct mc_arena *keys, struct xgroup **gout,
+	      size_t *ngout)
 {
 	struct xgroup *g = NULL;
 	size_t ng = 0, i, j;
@@ -238,29 +239,43 @@ export_layout(mc_bundle *b, int format, struct xgroup **gout, size_t *ngout)
 		return MC_OK;
 	}
 	{
-		const struct mc_martifact **arts = calloc(b->m.nartifacts + 1, sizeof *arts);
+		struct mc_martifact *arts = calloc(b->m.nartifacts + 1, sizeof *arts);
+		struct mc_acur cur;
 		size_t n = 0;
+		int rc = MC_OK;
 
 		if (arts == NULL || (g = calloc(b->m.nartifacts + 1, sizeof *g)) == NULL) {
 			free(arts);
 			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 		}
-		for (i = 0; i < b->m.nartifacts; i++)
-			if (format_accepts(format, b->m.artifacts[i].type))
-				arts[n++] = &b->m.artifacts[i];
+		mc__acur_init(&cur, b->ctx, &b->m);
+		for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
+			const struct mc_martifact *a;
+			if ((rc = mc__acur_get(&cur, i, &a)) == MC_OK && format_accepts(format, a->type)) {
+				arts[n] = *a;
+				if ((arts[n++].key = mc__arena_strdup(keys, a->key)) == NULL)
+					rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+			}
+		}
+		mc__acur_free(&cur);
+		if (rc != MC_OK) {
+			free(arts);
+			free(g);
+			return rc;
+		}
 		if (n > 1)
 			qsort(arts, n, sizeof *arts, art_rank_cmp);
 		for (i = 0; i < n; i++) {
-			if (ng == 0 || strcmp(g[ng - 1].type, arts[i]->type) != 0) {
-				g[ng].type = arts[i]->type;
+			if (ng == 0 || strcmp(g[ng - 1].type, arts[i].type) != 0) {
+				g[ng].type = arts[i].type;
 				if ((g[ng].ents = calloc(n + 1, sizeof *g[ng].ents)) == NULL) {
 					free(arts);
 					goto nomem;
 				}
 				ng++;
 			}
-			g[ng - 1].ents[g[ng - 1].n].key = arts[i]->key;
-			g[ng - 1].ents[g[ng - 1].n++].object = arts[i]->object;
+			g[ng - 1].ents[g[ng - 1].n].key = arts[i].key;
+			g[ng - 1].ents[g[ng - 1].n++].object = arts[i].object;
 		}
 		free(arts);
 		*gout = g;
@@ -295,6 +310,7 @@ mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_art
 	struct crcout o;
 	char *need = NULL, *prefix = NULL;
 	struct xgroup *g = NULL;
+	struct mc_arena keys = {NULL};
 	size_t ng = 0, i, j;
 	char *tmp = NULL;
 	unsigned char head[4];
@@ -307,12 +323,23 @@ mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_art
 	p.dfd = -1;
 	p.fd = -1;
 	o.fd = -1;
-	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = export_layout(b, format, &g, &ng)) != MC_OK)
+	if ((rc = mc__bundle_policy(b)) != MC_OK ||
+	    (rc = export_layout(b, format, &keys, &g, &ng)) != MC_OK) {
+		mc__arena_free(&keys);
 		return rc;
-	for (i = 0; left_out != NULL && i < b->m.nartifacts; i++)
-		if (!format_accepts(format, b->m.artifacts[i].type))
-			left_out(ud, MC_LOAD_PLANNED, b->m.artifacts[i].type, b->m.artifacts[i].key, NULL,
-				 b->m.artifacts[i].size);
+	}
+	if (left_out != NULL) {
+		struct mc_acur cur;
+		mc__acur_init(&cur, b->ctx, &b->m);
+		for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
+			const struct mc_martifact *a;
+			if ((rc = mc__acur_get(&cur, i, &a)) == MC_OK && !format_accepts(format, a->type))
+				left_out(ud, MC_LOAD_PLANNED, a->type, a->key, NULL, a->size);
+		}
+		mc__acur_free(&cur);
+		if (rc != MC_OK)
+			goto out;
+	}
 	if (ng == 0) {
 		rc = mc__err(b->ctx, MC_ERR_INVALID, "%s: no torch artifacts to export", b->path);
 		goto out;
@@ -386,6 +413,7 @@ out:
 	for (i = 0; i < ng; i++)
 		free(g[i].ents);
 	free(g);
+	mc__arena_free(&keys);
 	return rc;
 }
 

@@ -48,6 +48,13 @@ mc__label_value_ok(const char *v)
 	return 1;
 }
 
+static int
+temp_read_error(mc_ctx *ctx, const char *what)
+{
+	return mc__err(ctx, MC_ERR_IO, "cannot read the %s's temporary file: %s", what,
+		       errno != 0 ? strerror(errno) : "unexpected end of file");
+}
+
 void
 mc__manifest_free(struct mc_manifest *m)
 {
@@ -68,9 +75,13 @@ mc__manifest_free(struct mc_manifest *m)
 	}
 	free(m->groups);
 	free(m->objects);
-	if (m->spilled)
+	if (m->spilled) {
 		close(m->objfd);
+		close(m->artfd);
+		close(m->keyfd);
+	}
 	free(m->oprefix);
+	free(m->types);
 	memset(m, 0, sizeof *m);
 }
 
@@ -83,8 +94,93 @@ mc__mobjects(mc_ctx *ctx, const struct mc_manifest *m, size_t first, size_t n,
 		return MC_OK;
 	}
 	if (mc__pread_full(m->objfd, out, n * sizeof *out, (uint64_t)first * sizeof *out) != 0)
-		return mc__err(ctx, MC_ERR_IO, "cannot read the object table's temporary file: %s",
-			       errno != 0 ? strerror(errno) : "unexpected end of file");
+		return temp_read_error(ctx, "object table");
+	return MC_OK;
+}
+
+void
+mc__acur_init(struct mc_acur *c, mc_ctx *ctx, const struct mc_manifest *m)
+{
+	memset(c, 0, sizeof *c);
+	c->ctx = ctx;
+	c->m = m;
+}
+
+void
+mc__acur_free(struct mc_acur *c)
+{
+	free(c->rec);
+	free(c->keys);
+	memset(c, 0, sizeof *c);
+}
+
+/* Reads the batch of records that starts at i, and their keys in one piece. */
+static int
+acur_fill(struct mc_acur *c, size_t i)
+{
+	const struct mc_manifest *m = c->m;
+	size_t n = m->nartifacts - i < MC_ACUR_BATCH ? m->nartifacts - i : MC_ACUR_BATCH, k;
+	uint64_t from, to;
+
+	c->n = 0;
+	if (c->rec == NULL && (c->rec = malloc(MC_ACUR_BATCH * sizeof *c->rec)) == NULL)
+		return mc__err(c->ctx, MC_ERR_NOMEM, "out of memory");
+	if (mc__pread_full(m->artfd, c->rec, n * sizeof *c->rec, (uint64_t)i * sizeof *c->rec) != 0)
+		return temp_read_error(c->ctx, "artifact table");
+	/* The parse wrote them, so they are in order and in range; checked anyway, as the
+	 * keys' buffer is sized from them. */
+	from = c->rec[0].key_off;
+	to = c->rec[n - 1].key_off + c->rec[n - 1].key_len + 1;
+	for (k = 0; k < n; k++)
+		if (c->rec[k].key_off < from || c->rec[k].key_off + c->rec[k].key_len + 1 > to ||
+		    c->rec[k].key_len > MC_KEY_MAX || c->rec[k].type >= m->ntypes)
+			return mc__err(c->ctx, MC_ERR_IO, "the artifact table's temporary file is "
+				       "damaged");
+	if (to - from > c->keycap) {
+		char *p = realloc(c->keys, (size_t)(to - from));
+		if (p == NULL)
+			return mc__err(c->ctx, MC_ERR_NOMEM, "out of memory");
+		c->keys = p;
+		c->keycap = (size_t)(to - from);
+	}
+	if (mc__pread_full(m->keyfd, c->keys, (size_t)(to - from), from) != 0)
+		return temp_read_error(c->ctx, "artifact table");
+	for (k = 0; k < n; k++)
+		if (c->keys[c->rec[k].key_off - from + c->rec[k].key_len] != '\0')
+			return mc__err(c->ctx, MC_ERR_IO, "the artifact table's temporary file is "
+				       "damaged");
+	c->first = i;
+	c->n = n;
+	return MC_OK;
+}
+
+int
+mc__acur_get(struct mc_acur *c, size_t i, const struct mc_martifact **out)
+{
+	const struct mc_manifest *m = c->m;
+	struct mc_martifact *a = &c->a;
+	int rc;
+
+	*out = NULL;
+	if (!m->spilled) {
+		*a = m->artifacts[i];
+	} else {
+		const struct mc_arec *r;
+		if ((i < c->first || i >= c->first + c->n) && (rc = acur_fill(c, i)) != MC_OK)
+			return rc;
+		r = &c->rec[i - c->first];
+		a->type = m->types[r->type];
+		a->key = c->keys + (r->key_off - c->rec[0].key_off);
+		a->size = r->size;
+		a->sha256 = r->has_sha ? r->sha256 : NULL;
+		a->object = (size_t)r->object;
+	}
+	if (a->type != c->htype) { /* a run of one type shares its string */
+		c->htype = a->type;
+		c->handler = mc__find_type(c->ctx, a->type);
+	}
+	a->handler = c->handler;
+	*out = a;
 	return MC_OK;
 }
 
@@ -898,7 +994,80 @@ struct art_walk {
 	struct mc_manifest *m;
 	char *used; /* per object: named by an artifact or torch blob entry */
 	uint64_t total;
+	/* spilled: records and keys not yet written, and the entry before */
+	struct mc_arec *rec;
+	size_t nrec;
+	char *keys;
+	size_t nkeys;
+	uint64_t key_off;
+	char prev[MC_KEY_MAX + 1];
 };
+
+#define ART_BUF 512
+#define KEY_BUF (256 * 1024)
+
+/* Writes the records and keys waiting in w to the table's temp files. */
+static int
+art_flush(mc_ctx *ctx, struct art_walk *w)
+{
+	if ((w->nrec > 0 && mc__write_all(w->m->artfd, w->rec, w->nrec * sizeof *w->rec) != 0) ||
+	    (w->nkeys > 0 && mc__write_all(w->m->keyfd, w->keys, w->nkeys) != 0))
+		return mc__err(ctx, MC_ERR_IO, "cannot write the artifact table's temporary file: "
+			       "%s", strerror(errno));
+	w->nrec = 0;
+	w->nkeys = 0;
+	return MC_OK;
+}
+
+/* Keeps a parsed artifact: in the table, or for a spilled one in the temp files. */
+static int
+art_keep(mc_ctx *ctx, struct art_walk *w, const struct mc_martifact *a, const char *type,
+	 const char *key)
+{
+	struct mc_manifest *m = w->m;
+	size_t klen = strlen(key), idx = m->nartifacts;
+	struct mc_arec *r;
+	int rc;
+
+	if (!m->spilled) {
+		struct mc_martifact *t = &m->artifacts[idx];
+		*t = *a;
+		/* The table is sorted by type: a type is stored once, with its first artifact. */
+		if (idx > 0 && strcmp(t[-1].type, type) == 0)
+			t->type = t[-1].type;
+		else if ((t->type = mc__arena_strdup(&m->strings, type)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		if ((t->key = mc__arena_strdup(&m->strings, key)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		return MC_OK;
+	}
+	if (m->ntypes == 0 || strcmp(m->types[m->ntypes - 1], type) != 0) {
+		char **t = realloc(m->types, (m->ntypes + 1) * sizeof *t);
+		if (t == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		m->types = t;
+		if ((t[m->ntypes] = mc__arena_strdup(&m->strings, type)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		m->ntypes++;
+	}
+	if ((w->nrec == ART_BUF || w->nkeys + klen + 1 > KEY_BUF) &&
+	    (rc = art_flush(ctx, w)) != MC_OK)
+		return rc;
+	r = &w->rec[w->nrec++];
+	memset(r, 0, sizeof *r); /* padding too: records go to a file */
+	r->size = a->size;
+	r->object = a->object;
+	r->key_off = w->key_off;
+	r->key_len = (uint32_t)klen;
+	r->type = (uint32_t)(m->ntypes - 1);
+	r->has_sha = a->sha256 != NULL;
+	if (a->sha256 != NULL)
+		memcpy(r->sha256, a->sha256, sizeof r->sha256);
+	memcpy(w->keys + w->nkeys, key, klen + 1);
+	w->nkeys += klen + 1;
+	w->key_off += klen + 1;
+	return MC_OK;
+}
 
 /* Resolves a reference to an object, checking its size; marks it used. */
 static int
@@ -959,12 +1128,13 @@ artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	static const char *const fields[] = {"!type", "!key", "!size", "!hash", "sha256", NULL};
 	struct art_walk *w = ud;
 	struct mc_manifest *m = w->m;
-	struct mc_martifact *a = &m->artifacts[idx];
-	const char *type = NULL, *key = NULL, *hash = NULL, *sha = NULL;
+	struct mc_martifact art, *a = &art;
+	const char *type = NULL, *key = NULL, *hash = NULL, *sha = NULL, *ptype, *pkey;
 	unsigned char h[MC_HASH_BYTES], sh[32];
 	char what[48];
 	int rc;
 
+	memset(&art, 0, sizeof art);
 	snprintf(what, sizeof what, "artifacts[%zu]", idx);
 	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
 	    (rc = get_str(ctx, c, "type", what, &type)) != MC_OK ||
@@ -982,7 +1152,9 @@ artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 		if ((rc = get_str(ctx, c, "sha256", what, &sha)) != MC_OK ||
 		    (rc = hash_field(ctx, sha, what, sh)) != MC_OK)
 			return rc;
-		if ((a->sha256 = mc__arena_dup(&m->strings, sh, sizeof sh)) == NULL)
+		if (m->spilled)
+			a->sha256 = sh;
+		else if ((a->sha256 = mc__arena_dup(&m->strings, sh, sizeof sh)) == NULL)
 			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
 	if (a->size > ctx->max_artifact_bytes)
@@ -993,25 +1165,29 @@ artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	if (w->total > ctx->max_total_bytes)
 		return mc__err(ctx, MC_ERR_LIMIT, "manifest: artifacts total more than the cap "
 			       "of %llu bytes", (unsigned long long)ctx->max_total_bytes);
-	/* The table is sorted by type: a type is stored once, with its first artifact. */
-	if (idx > 0 && strcmp(a[-1].type, type) == 0)
-		a->type = a[-1].type;
-	else if ((a->type = mc__arena_strdup(&m->strings, type)) == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	if ((a->key = mc__arena_strdup(&m->strings, key)) == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	m->nartifacts++;
-	if (m->nartifacts > 1) {
-		const struct mc_martifact *p = a - 1;
-		int cmp = strcmp(p->type, a->type);
+	if (idx > 0) {
+		int cmp;
+		if (m->spilled) {
+			ptype = m->types[m->ntypes - 1];
+			pkey = w->prev;
+		} else {
+			ptype = m->artifacts[idx - 1].type;
+			pkey = m->artifacts[idx - 1].key;
+		}
+		if ((cmp = strcmp(ptype, type)) == 0)
+			cmp = strcmp(pkey, key);
 		if (cmp == 0)
-			cmp = strcmp(p->key, a->key);
-		if (cmp == 0)
-			return BAD("manifest: duplicate artifact (%s, %.200s)", a->type, a->key);
+			return BAD("manifest: duplicate artifact (%s, %.200s)", type, key);
 		if (cmp > 0)
 			return BAD("manifest: artifacts not sorted by (type, key) at %s", what);
 	}
-	return ref_object(ctx, m, h, a->size, what, w->used, &a->object);
+	if ((rc = ref_object(ctx, m, h, a->size, what, w->used, &a->object)) != MC_OK ||
+	    (rc = art_keep(ctx, w, a, type, key)) != MC_OK)
+		return rc;
+	if (m->spilled)
+		memcpy(w->prev, key, strlen(key) + 1);
+	m->nartifacts++;
+	return MC_OK;
 }
 
 static int
@@ -1088,7 +1264,7 @@ walk_doc(mc_ctx *ctx, struct jdoc *d, struct mc_manifest *m)
 	static const char *const top[] = {"!format", "!format_version", "!created",
 					  "!bundle_version", "expires", "!labels", "!artifacts",
 					  "!objects", "torch_blob", NULL};
-	struct art_walk w = {m, NULL, 0};
+	struct art_walk w;
 	struct obj_walk ow;
 	const char *fmt = NULL;
 	cJSON *root = NULL;
@@ -1100,6 +1276,8 @@ walk_doc(mc_ctx *ctx, struct jdoc *d, struct mc_manifest *m)
 
 	memset(&ow, 0, sizeof ow);
 	ow.m = m;
+	memset(&w, 0, sizeof w);
+	w.m = m;
 	if ((rc = jtop(ctx, d, &root, &arts, &objs)) != MC_OK ||
 	    (rc = check_members(ctx, root, "manifest", top)) != MC_OK ||
 	    (rc = get_str(ctx, root, "format", "manifest", &fmt)) != MC_OK)
@@ -1148,28 +1326,34 @@ walk_doc(mc_ctx *ctx, struct jdoc *d, struct mc_manifest *m)
 			     (unsigned long long)ctx->max_artifacts);
 		goto out;
 	}
-	/* A manifest read from a file keeps its object table in a file too. */
-	if (d->fd >= 0 && k > 0) {
-		if ((m->objfd = mc__open_temp_anon(ctx)) < 0) {
+	/* A manifest read from a file keeps its tables in files too. */
+	if (d->fd >= 0) {
+		m->objfd = m->artfd = m->keyfd = -1;
+		m->spilled = 1;
+		if ((m->objfd = mc__open_temp_anon(ctx)) < 0 ||
+		    (m->artfd = mc__open_temp_anon(ctx)) < 0 ||
+		    (m->keyfd = mc__open_temp_anon(ctx)) < 0) {
 			rc = MC_ERR_IO;
 			goto out;
 		}
-		m->spilled = 1;
 	}
 	if ((k > 0 && !m->spilled && (m->objects = calloc(k, sizeof *m->objects)) == NULL) ||
-	    (m->spilled && ((m->oprefix = calloc(k, sizeof *m->oprefix)) == NULL ||
-			    (ow.buf = calloc(OBJ_BUF, sizeof *ow.buf)) == NULL)) ||
+	    (m->spilled && ((m->oprefix = calloc(k + 1, sizeof *m->oprefix)) == NULL ||
+			    (ow.buf = calloc(OBJ_BUF, sizeof *ow.buf)) == NULL ||
+			    (w.rec = calloc(ART_BUF, sizeof *w.rec)) == NULL ||
+			    (w.keys = malloc(KEY_BUF)) == NULL)) ||
 	    (w.used = calloc(k + 1, 1)) == NULL ||
-	    (n > 0 && (m->artifacts = calloc(n, sizeof *m->artifacts)) == NULL)) {
+	    (n > 0 && !m->spilled && (m->artifacts = calloc(n, sizeof *m->artifacts)) == NULL)) {
 		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	d->i = objs.at;
 	if (k > 0 && ((rc = jarray(ctx, d, object_entry, &ow, &k)) != MC_OK ||
-		      (rc = obj_flush(ctx, &ow)) != MC_OK))
+		      (m->spilled && (rc = obj_flush(ctx, &ow)) != MC_OK)))
 		goto out;
 	d->i = arts.at;
-	if (n > 0 && (rc = jarray(ctx, d, artifact_entry, &w, &n)) != MC_OK)
+	if (n > 0 && ((rc = jarray(ctx, d, artifact_entry, &w, &n)) != MC_OK ||
+		      (m->spilled && (rc = art_flush(ctx, &w)) != MC_OK)))
 		goto out;
 	if ((tb = cJSON_GetObjectItemCaseSensitive(root, "torch_blob")) != NULL &&
 	    (rc = parse_torch_blob(ctx, tb, m, w.used)) != MC_OK)
@@ -1186,6 +1370,8 @@ walk_doc(mc_ctx *ctx, struct jdoc *d, struct mc_manifest *m)
 		}
 out:
 	free(ow.buf);
+	free(w.rec);
+	free(w.keys);
 	free(w.used);
 	cJSON_Delete(root);
 	return rc;

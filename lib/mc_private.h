@@ -227,13 +227,24 @@ struct mc_label {
 };
 
 struct mc_martifact { /* its content hash is its object's */
-	char *type;
-	char *key;
+	const char *type;
+	const char *key;
 	uint64_t size;
 	const unsigned char *sha256; /* 32 bytes, or NULL when the entry has none */
 	size_t object;  /* index into objects */
-	int selected;   /* load: chosen by type filter */
-	const struct mc_type *handler;
+	const struct mc_type *handler; /* as read through a cursor: its type's, or NULL */
+};
+
+/* One artifact of a spilled table, as its temp file holds it. */
+struct mc_arec {
+	uint64_t size;
+	uint64_t object;
+	uint64_t key_off;  /* in the keys' temp file, where key_len bytes and a NUL are */
+	uint32_t key_len;
+	uint32_t type;     /* index into the manifest's types */
+	uint32_t has_sha;
+	uint32_t pad;
+	unsigned char sha256[32];
 };
 
 struct mc_mentry { /* one entry of a torch blob group */
@@ -278,12 +289,36 @@ struct mc_manifest {
 	size_t ngroups;
 	struct mc_mobject *objects; /* sorted by hash, unique; NULL when spilled */
 	size_t nobjects;
-	/* A manifest read from a file keeps its object table there instead: records in
-	 * objfd, read with mc__mobjects(), and the first 8 bytes of each hash. */
+	/* A manifest read from a file keeps its tables in temp files instead: the objects'
+	 * records in objfd, read with mc__mobjects(), and the first 8 bytes of each hash in
+	 * memory; the artifacts' records in artfd and their keys in keyfd, read through a
+	 * cursor, and their types (each named once) in memory. */
 	int spilled;
-	int objfd;
+	int objfd, artfd, keyfd;
 	uint64_t *oprefix;
+	char **types;
+	size_t ntypes;
 };
+
+/* Reads artifacts of a manifest, spilled or not, 64 records at a time. */
+#define MC_ACUR_BATCH 64
+struct mc_acur {
+	mc_ctx *ctx;
+	const struct mc_manifest *m;
+	size_t first, n;         /* the records held: first .. first + n - 1 */
+	struct mc_arec *rec;
+	char *keys;              /* their keys, from rec[0].key_off on */
+	size_t keycap;
+	const char *htype;       /* the last type looked up, and its handler */
+	const struct mc_type *handler;
+	struct mc_martifact a;
+};
+MC_HIDDEN void mc__acur_init(struct mc_acur *c, mc_ctx *ctx, const struct mc_manifest *m);
+/* Artifact i (< m->nartifacts) in *a, valid until the next call on c (its type string
+ * lives as long as the manifest). MC_ERR_IO when a temp file cannot be read, or
+ * MC_ERR_NOMEM (message on the cursor's context). */
+MC_HIDDEN int mc__acur_get(struct mc_acur *c, size_t i, const struct mc_martifact **a);
+MC_HIDDEN void mc__acur_free(struct mc_acur *c);
 
 /* Objects first .. first + n - 1 of m's table, copied to out; MC_ERR_IO when the
  * table's temp file cannot be read (message on ctx). */

@@ -286,8 +286,9 @@ MC_API size_t mc_bundle_signature_count(const mc_bundle *b);
 /* Key id of signature i (16 hex digits). */
 MC_API const char *mc_bundle_signature_key_id(const mc_bundle *b, size_t i);
 MC_API size_t mc_bundle_artifact_count(const mc_bundle *b);
-/* hash is the BLAKE2b-256 of the content in lower-case hex, held in b until the next
- * call of mc_bundle_artifact() on b; type and key are held until mc_bundle_free(). */
+/* hash is the BLAKE2b-256 of the content in lower-case hex. hash and key are held in b
+ * until the next call of mc_bundle_artifact() on b (a large bundle's table is read
+ * from a temp file, not held); type is held until mc_bundle_free(). */
 MC_API MC_MUST_CHECK int mc_bundle_artifact(const mc_bundle *b, size_t i, const char **type,
 					    const char **key, uint64_t *size, const char **hash);
 

@@ -24,6 +24,7 @@ mc_writer_add_bundle(mc_writer *w, mc_bundle *b, const char *spool_dir)
 	mc_ctx *ctx;
 	struct mc_parts *p;
 	char prefix[MC_PATH_MAX], path[MC_PATH_MAX];
+	struct mc_acur cur;
 	size_t i;
 	int rc;
 
@@ -51,13 +52,21 @@ mc_writer_add_bundle(mc_writer *w, mc_bundle *b, const char *spool_dir)
 		}
 		return rc;
 	}
+	mc__acur_init(&cur, b->ctx, &b->m);
 	for (i = 0; i < b->m.nartifacts; i++) {
-		const struct mc_martifact *a = &b->m.artifacts[i];
+		const struct mc_martifact *a;
 
+		if ((rc = mc__acur_get(&cur, i, &a)) != MC_OK) {
+			mc__acur_free(&cur);
+			return ctx == b->ctx ? rc : mc__err(ctx, rc, "%s", b->ctx->err);
+		}
 		mc__parts_path(p, a->object, path, sizeof path);
-		if ((rc = mc__writer_add_range(w, a->type, a->key, path, 0, a->size, NULL)) != MC_OK)
+		if ((rc = mc__writer_add_range(w, a->type, a->key, path, 0, a->size, NULL)) != MC_OK) {
+			mc__acur_free(&cur);
 			return rc;
+		}
 	}
+	mc__acur_free(&cur);
 	for (i = 0; i < b->m.nlabels; i++)
 		if ((rc = mc_writer_set_label(w, b->m.labels[i].key, b->m.labels[i].value)) != MC_OK)
 			return rc;

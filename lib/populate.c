@@ -65,6 +65,7 @@ pref_cmp(const void *x, const void *y)
 
 struct plan {
 	mc_bundle *b;
+	struct mc_acur cx, cy; /* for the two sides of a comparison */
 	struct pref *refs;
 	size_t n, cap;
 	const char **tiers; /* names, by first use */
@@ -113,13 +114,18 @@ static int
 plan_pair(struct plan *P, const struct pref *x, const struct pref *y, int *drop)
 {
 	mc_bundle *b = P->b;
-	const struct mc_martifact *ax = &b->m.artifacts[x->art], *ay = &b->m.artifacts[y->art];
+	const struct mc_martifact *ax, *ay;
 	char dx[MC_PATH_MAX], dy[MC_PATH_MAX];
 	int rc;
 
 	*drop = 0;
-	if (x->dir || x->len != y->len || strcmp(ax->handler->tier, ay->handler->tier) != 0)
+	if (x->dir || x->len != y->len)
 		return MC_OK; /* two folders, or a collision */
+	if ((rc = mc__acur_get(&P->cx, x->art, &ax)) != MC_OK ||
+	    (rc = mc__acur_get(&P->cy, y->art, &ay)) != MC_OK)
+		return rc;
+	if (strcmp(ax->handler->tier, ay->handler->tier) != 0)
+		return MC_OK; /* a collision */
 	if ((rc = mc__artifact_dest(b, ax, dx, sizeof dx)) != MC_OK ||
 	    (rc = mc__artifact_dest(b, ay, dy, sizeof dy)) != MC_OK)
 		return rc;
@@ -146,17 +152,23 @@ mc__bundle_plan(mc_bundle *b)
 	if (b->m.nartifacts > UINT32_MAX)
 		return mc__err(b->ctx, MC_ERR_LIMIT, "%s: more than %lu artifacts", b->path,
 			       (unsigned long)UINT32_MAX);
+	free(b->sel);
+	if ((b->sel = calloc(b->m.nartifacts + 1, 1)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	memset(&P, 0, sizeof P);
 	P.b = b;
+	mc__acur_init(&P.cx, b->ctx, &b->m);
+	mc__acur_init(&P.cy, b->ctx, &b->m);
 	crypto_shorthash_keygen(P.key);
 	for (i = 0; i < b->m.nartifacts && rc == MC_OK; i++) {
-		struct mc_martifact *a = &b->m.artifacts[i];
+		const struct mc_martifact *a;
 		size_t tier, l, d;
 
-		a->selected = mc__type_selected(b, a->type);
-		if (!a->selected)
+		if ((rc = mc__acur_get(&P.cx, i, &a)) != MC_OK)
+			break;
+		if (!(b->sel[i] = (unsigned char)mc__type_selected(b, a->type)))
 			continue;
-		if ((a->handler = mc__find_type(b->ctx, a->type)) == NULL) {
+		if (a->handler == NULL) {
 			rc = mc__err(b->ctx, MC_ERR_UNKNOWN_TYPE, "%s: artifact type '%s' has no handler "
 				     "(key %.200s)", b->path, a->type, a->key);
 			break;
@@ -200,10 +212,10 @@ mc__bundle_plan(mc_bundle *b)
 				int drop;
 				if (P.refs[k].dir && P.refs[x].dir)
 					break;
-				if (!b->m.artifacts[P.refs[x].art].selected)
+				if (!b->sel[P.refs[x].art])
 					continue;
 				if ((rc = plan_pair(&P, &P.refs[x], &P.refs[k], &drop)) == MC_OK && drop) {
-					b->m.artifacts[P.refs[k].art].selected = 0;
+					b->sel[P.refs[k].art] = 0;
 					break;
 				}
 			}
@@ -211,6 +223,8 @@ mc__bundle_plan(mc_bundle *b)
 	}
 	free(P.refs);
 	free(P.tiers);
+	mc__acur_free(&P.cx);
+	mc__acur_free(&P.cy);
 	if (rc == MC_OK)
 		b->planned = 1;
 	return rc;
@@ -244,6 +258,8 @@ struct made_dir {
 
 struct staged {
 	size_t art;
+	size_t obj;
+	uint64_t size;
 	size_t tier;
 	char *dir;  /* relative folder */
 	char *base; /* final name */
@@ -273,6 +289,7 @@ struct lworker {
 struct loader {
 	mc_bundle *b;
 	mc_ctx *ctx;
+	struct mc_acur cur; /* on the calling thread */
 	struct tier_root *tiers;
 	size_t ntiers;
 	struct made_dir *made;
@@ -764,7 +781,7 @@ close_current(struct loader *L, mc_ctx *ctx, struct lworker *lw)
 static uint64_t
 obj_size(const struct loader *L, size_t obj)
 {
-	return L->b->m.artifacts[L->st[L->by_obj[L->obj_first[obj]]].art].size;
+	return L->st[L->by_obj[L->obj_first[obj]]].size;
 }
 
 static int
@@ -854,10 +871,12 @@ commit(struct loader *L, mc_artifact_fn fn, void *ud)
 	dfd = -1;
 	for (i = 0; i < L->nst && rc == MC_OK; i++) {
 		struct staged *s = &L->st[i];
-		const struct mc_martifact *a = &L->b->m.artifacts[s->art];
+		const struct mc_martifact *a;
 
 		if (s->unit != (size_t)-1)
 			continue;
+		if ((rc = mc__acur_get(&L->cur, s->art, &a)) != MC_OK)
+			break;
 		/* Files of one folder are neighbours in the artifact order: one open each. */
 		if (last == NULL || last->tier != s->tier || strcmp(last->dir, s->dir) != 0) {
 			if (dfd >= 0)
@@ -910,9 +929,11 @@ commit(struct loader *L, mc_artifact_fn fn, void *ud)
 			u->made = 0;
 		for (k = 0; k < L->nst; k++) {
 			struct staged *s = &L->st[k];
-			const struct mc_martifact *a = &L->b->m.artifacts[s->art];
+			const struct mc_martifact *a;
 			if (s->unit != i)
 				continue;
+			if ((rc = mc__acur_get(&L->cur, s->art, &a)) != MC_OK)
+				break;
 			if (lost) {
 				int tfd;
 				if (open_dir_of(L, s->tier, s->dir, 0, &tfd) == MC_OK && tfd >= 0) {
@@ -958,6 +979,7 @@ loader_free(struct loader *L)
 	free(L->units);
 	free(L->unit_tab);
 	mc__arena_free(&L->strings);
+	mc__acur_free(&L->cur);
 	free(L->by_obj);
 	free(L->wk);
 	free(L->obj_first);
@@ -972,10 +994,14 @@ setup_tiers(struct loader *L)
 	int rc;
 
 	for (i = 0; i < b->m.nartifacts; i++) {
-		const struct mc_martifact *a = &b->m.artifacts[i];
+		const struct mc_martifact *a;
 		struct tier_root *t;
 
-		if (!a->selected || tier_index(L, a->handler->tier) != (size_t)-1)
+		if (!b->sel[i])
+			continue;
+		if ((rc = mc__acur_get(&L->cur, i, &a)) != MC_OK)
+			return rc;
+		if (tier_index(L, a->handler->tier) != (size_t)-1)
 			continue;
 		if ((t = realloc(L->tiers, (L->ntiers + 1) * sizeof *t)) == NULL)
 			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
@@ -1090,6 +1116,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	memset(&L, 0, sizeof L);
 	L.b = b;
 	L.ctx = b->ctx;
+	mc__acur_init(&L.cur, b->ctx, &b->m);
 	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = mc__bundle_plan(b)) != MC_OK)
 		return rc;
 	if ((rc = setup_tiers(&L)) != MC_OK)
@@ -1103,7 +1130,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	}
 	/* What is already there, and what must be staged. */
 	for (i = 0; i < b->m.nartifacts; i++) {
-		const struct mc_martifact *a = &b->m.artifacts[i];
+		const struct mc_martifact *a;
 		size_t tier;
 		char dir[MC_PATH_MAX], dest[MC_PATH_MAX];
 		const char *base;
@@ -1111,8 +1138,10 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 
 		size_t unit = (size_t)-1;
 
-		if (!a->selected)
+		if (!b->sel[i])
 			continue;
+		if ((rc = mc__acur_get(&L.cur, i, &a)) != MC_OK)
+			goto out;
 		tier = tier_index(&L, a->handler->tier);
 		if ((rc = mc__artifact_dest(b, a, dest, sizeof dest)) != MC_OK)
 			goto out;
@@ -1127,6 +1156,8 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 			continue;
 		s = &L.st[L.nst++];
 		s->art = i;
+		s->obj = a->object;
+		s->size = a->size;
 		s->tier = tier;
 		s->fd = -1;
 		s->unit = unit;
@@ -1144,7 +1175,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	}
 	/* Staged files grouped by object, for the streaming sink. */
 	for (i = 0; i < L.nst; i++)
-		L.obj_first[b->m.artifacts[L.st[i].art].object + 1]++;
+		L.obj_first[L.st[i].obj + 1]++;
 	for (i = 0; i < b->m.nobjects; i++)
 		L.obj_first[i + 1] += L.obj_first[i];
 	{
@@ -1154,7 +1185,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 			goto out;
 		}
 		for (i = 0; i < L.nst; i++) {
-			size_t o = b->m.artifacts[L.st[i].art].object;
+			size_t o = L.st[i].obj;
 			L.by_obj[L.obj_first[o] + fill[o]++] = i;
 		}
 		free(fill);
@@ -1162,8 +1193,8 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	if (dry) {
 		rc = mc__bundle_stream_par(b, NULL, NULL);
 		for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++) {
-			const struct mc_martifact *a = &b->m.artifacts[i];
-			if (a->selected)
+			const struct mc_martifact *a;
+			if (b->sel[i] && (rc = mc__acur_get(&L.cur, i, &a)) == MC_OK)
 				report(b, fn, ud, L.unchanged[i] ? MC_LOAD_UNCHANGED : MC_LOAD_PLANNED, a);
 		}
 		goto out;
@@ -1189,9 +1220,9 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	if (rc == MC_OK)
 		rc = commit(&L, fn, ud);
 	if (rc == MC_OK && fn != NULL)
-		for (k = 0; k < b->m.nartifacts; k++) {
-			const struct mc_martifact *a = &b->m.artifacts[k];
-			if (a->selected && L.unchanged[k])
+		for (k = 0; rc == MC_OK && k < b->m.nartifacts; k++) {
+			const struct mc_martifact *a;
+			if (b->sel[k] && L.unchanged[k] && (rc = mc__acur_get(&L.cur, k, &a)) == MC_OK)
 				report(b, fn, ud, MC_LOAD_UNCHANGED, a);
 		}
 out:

@@ -329,6 +329,7 @@ mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle **out)
 	b->ctx = ctx;
 	b->threshold = 1;
 	b->fd = -1;
+	mc__acur_init(&b->cur, ctx, &b->m);
 	if ((b->path = mc__strdup(path)) == NULL) {
 		mc_bundle_free(b);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
@@ -377,6 +378,8 @@ mc_bundle_free(mc_bundle *b)
 	for (i = 0; i < b->ntypes; i++)
 		free(b->types[i]);
 	free(b->types);
+	free(b->sel);
+	mc__acur_free(&b->cur);
 	free(b);
 }
 
@@ -988,8 +991,10 @@ mc_bundle_artifact(const mc_bundle *b, size_t i, const char **type, const char *
 
 	if (b == NULL || i >= b->m.nartifacts)
 		return MC_ERR_INVALID;
-	a = &b->m.artifacts[i];
-	hex = ((mc_bundle *)b)->hex; /* b is never const itself: mc_bundle_open made it */
+	/* b is never const itself: mc_bundle_open made it. */
+	if ((rc = mc__acur_get(&((mc_bundle *)b)->cur, i, &a)) != MC_OK)
+		return rc;
+	hex = ((mc_bundle *)b)->hex;
 	if (type != NULL)
 		*type = a->type;
 	if (key != NULL)

@@ -62,9 +62,10 @@ parse_len(const char *json, size_t len, struct mc_manifest *m)
 		}
 		ck_assert_uint_eq(f.nartifacts, m->nartifacts);
 		ck_assert_uint_eq(f.nobjects, m->nobjects);
-		/* Read from a file, the object table is kept in one; its records are the ones
-		 * parsed from memory. */
-		ck_assert_int_eq(f.spilled, f.nobjects > 0);
+		/* Read from a file, the tables are kept in temp files; their records are the
+		 * ones parsed from memory. */
+		ck_assert_int_eq(f.spilled, 1);
+		ck_assert_int_eq(m->spilled, 0);
 		for (size_t k = 0; k < f.nobjects; k++) {
 			struct mc_mobject o;
 			ck_assert_int_eq(mc__mobjects(ctx, &f, k, 1, &o), MC_OK);
@@ -74,10 +75,26 @@ parse_len(const char *json, size_t len, struct mc_manifest *m)
 			ck_assert_uint_eq(o.stored_size, m->objects[k].stored_size);
 			ck_assert_int_eq(o.encoding, m->objects[k].encoding);
 		}
-		for (size_t k = 0; k < f.nartifacts; k++)
-			ck_assert_uint_eq(f.artifacts[k].object, m->artifacts[k].object);
-		if (f.nartifacts > 0)
-			ck_assert_str_eq(f.artifacts[f.nartifacts - 1].key, m->artifacts[m->nartifacts - 1].key);
+		struct mc_acur cf, cm;
+		mc__acur_init(&cf, ctx, &f);
+		mc__acur_init(&cm, ctx, m);
+		/* Forwards, then from the end backwards: each batch is read again. */
+		for (size_t n = 0; n < 2 * f.nartifacts; n++) {
+			size_t k = n < f.nartifacts ? n : 2 * f.nartifacts - 1 - n;
+			const struct mc_martifact *x, *y;
+			ck_assert_int_eq(mc__acur_get(&cf, k, &x), MC_OK);
+			ck_assert_int_eq(mc__acur_get(&cm, k, &y), MC_OK);
+			ck_assert_str_eq(x->type, y->type);
+			ck_assert_str_eq(x->key, y->key);
+			ck_assert_uint_eq(x->size, y->size);
+			ck_assert_uint_eq(x->object, y->object);
+			ck_assert_int_eq(x->sha256 != NULL, y->sha256 != NULL);
+			if (x->sha256 != NULL)
+				ck_assert_int_eq(memcmp(x->sha256, y->sha256, 32), 0);
+			ck_assert_ptr_eq(x->handler, y->handler);
+		}
+		mc__acur_free(&cf);
+		mc__acur_free(&cm);
 		mc__manifest_free(&f);
 	}
 	if (rc != MC_OK)
@@ -242,15 +259,20 @@ START_TEST(large)
 	struct mc_manifest m, back;
 	struct mc_martifact *a = calloc(N, sizeof *a);
 	struct mc_mobject *o = calloc(N, sizeof *o);
-	char (*keys)[32] = calloc(N, sizeof *keys);
+	char (*keys)[48] = calloc(N, sizeof *keys);
+	unsigned char sha[32];
 	char *json;
 	size_t i, len;
 
 	ck_assert(a != NULL && o != NULL && keys != NULL);
 	memset(&m, 0, sizeof m);
+	memset(sha, 0x5a, sizeof sha);
 	for (i = 0; i < N; i++) {
-		snprintf(keys[i], sizeof keys[i], "job:%06zu:\u00e9t\u00e9", i);
-		a[i].type = "pgo";
+		/* Two types, keys of several lengths, some with a SHA-256. */
+		snprintf(keys[i], sizeof keys[i], "job:%06zu:\u00e9t\u00e9%.*s", i, (int)(i % 13),
+			 "xxxxxxxxxxxxx");
+		a[i].type = i < N / 3 ? "aot" : "pgo";
+		a[i].sha256 = i % 3 == 0 ? sha : NULL;
 		a[i].key = keys[i];
 		a[i].size = i + 1;
 		a[i].object = i;
