@@ -20,10 +20,16 @@ BIN="$MC_BUILDDIR/bin/.libs/megacache"
 [ -x "$BIN" ] || BIN="$MC_BUILDDIR/bin/megacache"
 export LD_LIBRARY_PATH="$MC_BUILDDIR/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-# 1. kill -9 at random points: delays spread over the length of a load, measured here.
-t0=$(date +%s%N)
-"$BIN" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/timed" 2>/dev/null
-span_ms=$((($(date +%s%N) - t0) / 1000000))
+# 1. kill -9 at random points: delays spread over the length of a load, measured here
+# as the shortest of three (one slowed by a busy machine would put most kills too late).
+span_ms=0
+for r in 1 2 3; do
+	rm -rf "$T/timed"
+	t0=$(date +%s%N)
+	"$BIN" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/timed" 2>/dev/null
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$span_ms" -eq 0 ] || [ "$ms" -lt "$span_ms" ] && span_ms=$ms
+done
 [ "$span_ms" -gt 0 ] || span_ms=1
 partial=0
 interrupted=0
