@@ -114,12 +114,16 @@ mc__acur_free(struct mc_acur *c)
 	memset(c, 0, sizeof *c);
 }
 
-/* Reads the batch of records that starts at i, and their keys in one piece. */
+/* Reads the records from i on, and their keys in one piece: a batch when the reads go
+ * forwards, else the one record. */
 static int
 acur_fill(struct mc_acur *c, size_t i)
 {
 	const struct mc_manifest *m = c->m;
 	size_t n = m->nartifacts - i < MC_ACUR_BATCH ? m->nartifacts - i : MC_ACUR_BATCH, k;
+
+	if (c->n > 0 && i != c->first + c->n)
+		n = 1;
 	uint64_t from, to;
 
 	c->n = 0;

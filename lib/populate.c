@@ -256,57 +256,66 @@ struct made_dir {
 	char *path;
 };
 
+#define NO_UNIT UINT32_MAX
+
+/* A file being staged. A load may stage millions, so it holds no names: its folder,
+ * temp name and final name are computed again from its artifact when needed. */
 struct staged {
-	size_t art;
-	size_t obj;
-	uint64_t size;
-	size_t tier;
-	char *dir;  /* relative folder */
-	char *base; /* final name */
-	char *tmp;  /* temp name in the same folder */
-	int fd;
-	size_t unit; /* folder unit it belongs to, or (size_t)-1 */
+	uint32_t art;
+	uint32_t unit;  /* the folder unit it belongs to, or NO_UNIT */
+	int fd;         /* -1 when closed */
+	uint16_t tier;
+	uint8_t tries;  /* which of its temp names it has (another when one is taken) */
+	uint8_t made;   /* the temp file exists */
 };
 
 /* A folder whose files are installed together (MC_TYPE_FOLDER_UNIT): staged in a
- * hidden temp folder beside it, renamed into place at commit. */
+ * hidden temp folder beside it, renamed into place at commit. Its path is computed
+ * again from one of its artifacts. */
 struct unit {
-	size_t tier;
-	char *parent;  /* relative folder holding it ("." for the root) */
-	char *name;    /* its final name */
-	char *tmpname; /* the temp folder's name, once made */
-	char *stagedir; /* parent/tmpname: where its files are staged */
-	int made;      /* the temp folder exists */
-	size_t hash;   /* of (tier, folder), for the lookup table */
+	uint64_t hash;  /* of (tier, folder), for the lookup table */
+	uint32_t art;   /* an artifact in the folder */
+	uint16_t tier;
+	uint8_t tries;  /* which of its temp names the temp folder has */
+	uint8_t made;   /* the temp folder exists */
+	uint8_t lost;   /* commit: another writer installed the folder first */
 };
 
 struct lworker {
-	size_t obj;       /* the object whose files are open */
+	struct mc_acur cur; /* reads the artifacts of its files */
+	size_t obj;         /* the object whose files are open */
 	int open;
-	uint64_t written; /* of its content */
+	uint64_t size;      /* of its content */
+	uint64_t written;
 };
 
 struct loader {
 	mc_bundle *b;
 	mc_ctx *ctx;
-	struct mc_acur cur; /* on the calling thread */
+	struct mc_acur cur;  /* on the calling thread */
+	struct mc_acur ucur; /* find_unit's check of a unit's folder */
+	uint32_t token;      /* random, part of this load's temp names */
+	long pid;
 	struct tier_root *tiers;
 	size_t ntiers;
 	struct made_dir *made;
 	size_t nmade;
 	struct staged *st;
 	size_t nst;
-	size_t *by_obj;     /* staged indices sorted by object */
-	size_t *obj_first;  /* per object: first position in by_obj, nobjects+1 entries */
-	int *unchanged;     /* per artifact */
-	struct lworker *wk; /* per worker thread */
+	uint32_t *by_obj;          /* staged indices sorted by object */
+	uint32_t *obj_first;       /* per object: first position in by_obj, nobjects+1 entries */
+	unsigned char *unchanged;  /* per artifact */
+	size_t empty_obj;          /* the object of empty content, when a file of it is staged */
+	struct lworker *wk;        /* per worker thread */
 	unsigned nwk;
 	_Atomic int no_openat2; /* the kernel lacks it, or a filter refuses it */
 	struct unit *units;
 	size_t nunits;
-	size_t *unit_tab;   /* open addressing on (tier, folder): unit index + 1, 0 = empty */
+	uint32_t *unit_tab; /* open addressing on (tier, folder): unit index + 1, 0 = empty */
 	size_t unit_cap;    /* a power of two, at least twice nunits */
-	struct mc_arena strings; /* the staged files' folder and file names */
+	/* The folder find_unit() last answered for, and its answer. */
+	size_t last_tier, last_unit;
+	char last_dir[MC_PATH_MAX];
 };
 
 static int
@@ -579,134 +588,245 @@ clean_stale(int dfd)
 }
 
 static void
-temp_name(char *buf, size_t len, const char *name)
+temp_name(const struct loader *L, char *buf, size_t len, const char *name, unsigned tries)
 {
-	snprintf(buf, len, ".%.200s.mc%ld-%08x.tmp", name, (long)getpid(), randombytes_random());
+	snprintf(buf, len, ".%.200s.mc%ld-%08x.tmp", name, L->pid, (unsigned)(L->token + tries));
 }
 
-/* Makes the unit's temp folder (once) and points the staged file into it. */
-static int
-unit_prepare(struct loader *L, struct staged *s, char *cleaned, size_t cleanedlen)
-{
-	struct unit *u = &L->units[s->unit];
+/* A staged file's names: where it ends (dest, split into dir and base), the folder
+ * it is staged in (relative to its tier root) and its name there. */
+struct snames {
+	char dest[MC_PATH_MAX];
 	char dir[MC_PATH_MAX];
-	int pfd, rc, tries;
+	const char *base;
+	char stage[MC_PATH_MAX + 512];
+	char tmp[512];
+};
 
-	if (!u->made) {
-		char tmp[300];
-		int made = 0, err = 0;
+/* The folder of a unit (relative to its tier root), read through c. */
+static int
+unit_dir(mc_ctx *ctx, struct mc_acur *c, const struct unit *u, char *dir, size_t len)
+{
+	const struct mc_martifact *a;
+	char dest[MC_PATH_MAX];
+	const char *base;
+	int rc;
 
-		if ((rc = open_dir_of(L, u->tier, u->parent, 1, &pfd)) != MC_OK)
-			return rc;
-		/* Units sharing a parent folder come together: it is scanned once. */
-		snprintf(dir, sizeof dir, "%zu:%s", u->tier, u->parent);
-		if (strcmp(dir, cleaned) != 0) {
-			clean_stale(pfd);
-			snprintf(cleaned, cleanedlen, "%s", dir);
-		}
-		for (tries = 0; tries < 16 && !made; tries++) {
-			temp_name(tmp, sizeof tmp, u->name);
-			if (mkdirat(pfd, tmp, 0755) == 0)
-				made = 1;
-			else if ((err = errno) != EEXIST)
-				break;
-		}
-		close(pfd);
-		if (!made)
-			return mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot create a temp folder: %s",
-				       L->tiers[u->tier].root, u->parent, strerror(err));
-		if ((u->tmpname = mc__strdup(tmp)) == NULL)
-			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
-		u->made = 1;
-	}
-	if (u->stagedir == NULL) {
-		if (strcmp(u->parent, ".") == 0)
-			snprintf(dir, sizeof dir, "%s", u->tmpname);
-		else
-			snprintf(dir, sizeof dir, "%s/%s", u->parent, u->tmpname);
-		if ((u->stagedir = mc__strdup(dir)) == NULL)
-			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	s->dir = u->stagedir;
-	/* A private, fresh folder: files take their final names at once. */
-	if ((s->tmp = mc__strdup(s->base)) == NULL)
-		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	c->ctx = ctx;
+	if ((rc = mc__acur_get(c, u->art, &a)) != MC_OK ||
+	    (rc = mc__dest_for(ctx, a->handler, a->key, a->sha256, dest, sizeof dest)) != MC_OK)
+		return rc;
+	split_dest(dest, dir, len, &base);
 	return MC_OK;
 }
 
-static int
-staged_dir_cmp(const void *x, const void *y)
-{
-	const struct staged *a = *(const struct staged *const *)x, *b = *(const struct staged *const *)y;
+/* A unit folder's parent, its name, and its temp folder's name and path. */
+struct unames {
+	char parent[MC_PATH_MAX];
+	const char *name;
+	char tmp[512];
+	char stage[MC_PATH_MAX + 512];
+};
 
-	if (a->tier != b->tier)
-		return a->tier < b->tier ? -1 : 1;
-	return strcmp(a->dir, b->dir);
+static void
+unit_names(const struct loader *L, const struct unit *u, const char *dir, struct unames *n)
+{
+	split_dest(dir, n->parent, sizeof n->parent, &n->name);
+	temp_name(L, n->tmp, sizeof n->tmp, n->name, u->tries);
+	if (strcmp(n->parent, ".") == 0)
+		snprintf(n->stage, sizeof n->stage, "%s", n->tmp);
+	else
+		snprintf(n->stage, sizeof n->stage, "%s/%s", n->parent, n->tmp);
+}
+
+/* Computes s's names from its artifact, read through c; *ap (may be NULL) gets the
+ * artifact, valid until the next use of c. */
+static int
+staged_names(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct staged *s,
+	     struct snames *n, const struct mc_martifact **ap)
+{
+	const struct mc_martifact *a;
+	int rc;
+
+	c->ctx = ctx;
+	if ((rc = mc__acur_get(c, s->art, &a)) != MC_OK ||
+	    (rc = mc__dest_for(ctx, a->handler, a->key, a->sha256, n->dest, sizeof n->dest)) != MC_OK)
+		return rc;
+	split_dest(n->dest, n->dir, sizeof n->dir, &n->base);
+	if (s->unit == NO_UNIT) {
+		snprintf(n->stage, sizeof n->stage, "%s", n->dir);
+		temp_name(L, n->tmp, sizeof n->tmp, n->base, s->tries);
+	} else {
+		/* A private, fresh folder: files take their final names at once. */
+		struct unames un;
+		unit_names(L, &L->units[s->unit], n->dir, &un);
+		snprintf(n->stage, sizeof n->stage, "%s", un.stage);
+		snprintf(n->tmp, sizeof n->tmp, "%s", n->base);
+	}
+	if (ap != NULL)
+		*ap = a;
+	return MC_OK;
+}
+
+/* Keyed hashes of the folders scanned for stale temp files: each is scanned once.
+ * A collision only skips a scan, which is housekeeping. */
+struct hset {
+	uint64_t *v; /* 0: empty */
+	size_t cap, n;
+	unsigned char key[crypto_shorthash_KEYBYTES];
+};
+
+/* Adds (tier, dir); *added is set when it was not there. */
+static int
+hset_add(struct hset *S, size_t tier, const char *dir, int *added)
+{
+	unsigned char in[MC_PATH_MAX + sizeof tier], out[crypto_shorthash_BYTES];
+	size_t n = strlen(dir), i;
+	uint64_t h;
+
+	*added = 0;
+	if (2 * (S->n + 1) > S->cap) {
+		size_t cap = S->cap ? 2 * S->cap : 64, k;
+		uint64_t *v = calloc(cap, sizeof *v);
+		if (v == NULL)
+			return MC_ERR_NOMEM;
+		for (k = 0; k < S->cap; k++)
+			if (S->v[k] != 0) {
+				for (i = S->v[k] & (cap - 1); v[i] != 0; i = (i + 1) & (cap - 1))
+					;
+				v[i] = S->v[k];
+			}
+		free(S->v);
+		S->v = v;
+		S->cap = cap;
+	}
+	if (n >= MC_PATH_MAX)
+		n = MC_PATH_MAX - 1;
+	memcpy(in, &tier, sizeof tier);
+	memcpy(in + sizeof tier, dir, n);
+	crypto_shorthash(out, in, sizeof tier + n, S->key);
+	memcpy(&h, out, sizeof h);
+	h += h == 0;
+	for (i = h & (S->cap - 1); S->v[i] != 0; i = (i + 1) & (S->cap - 1))
+		if (S->v[i] == h)
+			return MC_OK;
+	S->v[i] = h;
+	S->n++;
+	*added = 1;
+	return MC_OK;
+}
+
+/* Opens (making it as needed) folder dir of a tier, and scans it for stale temp files
+ * unless it was scanned already. */
+static int
+open_and_clean(struct loader *L, struct hset *S, size_t tier, const char *dir, int *dfd)
+{
+	int rc, added;
+
+	if ((rc = open_dir_of(L, tier, dir, 1, dfd)) != MC_OK)
+		return rc;
+	if (hset_add(S, tier, dir, &added) != MC_OK) {
+		close(*dfd);
+		*dfd = -1;
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	if (added)
+		clean_stale(*dfd);
+	return MC_OK;
+}
+
+/* Makes the unit's temp folder in its parent. */
+static int
+unit_prepare(struct loader *L, struct hset *S, struct unit *u, const char *dir)
+{
+	struct unames n;
+	int pfd, rc, err = 0;
+
+	unit_names(L, u, dir, &n);
+	if ((rc = open_and_clean(L, S, u->tier, n.parent, &pfd)) != MC_OK)
+		return rc;
+	for (; u->tries < 16; u->tries++) {
+		unit_names(L, u, dir, &n);
+		if (mkdirat(pfd, n.tmp, 0755) == 0) {
+			u->made = 1;
+			break;
+		}
+		if ((err = errno) != EEXIST)
+			break;
+	}
+	close(pfd);
+	if (!u->made)
+		return mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot create a temp folder: %s",
+			       L->tiers[u->tier].root, n.parent, strerror(err));
+	return MC_OK;
 }
 
 /* Before any content arrives: makes the folders (each scanned once for stale temp
- * files), the units' temp folders and the temp names. Runs on the calling thread. */
+ * files) and the units' temp folders. Runs on the calling thread. */
 static int
 prepare(struct loader *L)
 {
-	struct staged **ord;
-	char cleaned[MC_PATH_MAX + 32] = "";
-	size_t i, prev = (size_t)-1;
+	struct hset S;
+	char prev[MC_PATH_MAX] = "";
+	size_t i, prevtier = (size_t)-1;
 	int rc = MC_OK;
 
-	if (L->nst == 0)
-		return MC_OK;
-	if ((ord = malloc(L->nst * sizeof *ord)) == NULL)
-		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
-	for (i = 0; i < L->nst; i++)
-		ord[i] = &L->st[i];
-	qsort(ord, L->nst, sizeof *ord, staged_dir_cmp);
+	memset(&S, 0, sizeof S);
+	crypto_shorthash_keygen(S.key);
 	for (i = 0; i < L->nst && rc == MC_OK; i++) {
-		struct staged *s = ord[i];
-		char tmp[300];
+		struct staged *s = &L->st[i];
+		struct snames n;
 		int dfd;
 
-		if (s->unit != (size_t)-1) {
-			rc = unit_prepare(L, s, cleaned, sizeof cleaned);
+		if (s->unit != NO_UNIT && L->units[s->unit].made)
+			continue;
+		if ((rc = staged_names(L, L->ctx, &L->cur, s, &n, NULL)) != MC_OK)
+			break;
+		if (s->unit != NO_UNIT) {
+			rc = unit_prepare(L, &S, &L->units[s->unit], n.dir);
 			continue;
 		}
-		if (prev == (size_t)-1 || staged_dir_cmp(&ord[prev], &ord[i]) != 0) {
-			if ((rc = open_dir_of(L, s->tier, s->dir, 1, &dfd)) != MC_OK)
-				break;
-			clean_stale(dfd);
-			close(dfd);
-			prev = i;
-		}
-		temp_name(tmp, sizeof tmp, s->base);
-		if ((s->tmp = mc__strdup(tmp)) == NULL)
-			rc = mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+		/* Files of one folder are mostly neighbours: opened once for them. */
+		if (s->tier == prevtier && strcmp(prev, n.dir) == 0)
+			continue;
+		if ((rc = open_and_clean(L, &S, s->tier, n.dir, &dfd)) != MC_OK)
+			break;
+		close(dfd);
+		prevtier = s->tier;
+		snprintf(prev, sizeof prev, "%s", n.dir);
 	}
-	free(ord);
+	free(S.v);
 	return rc;
 }
 
-/* Creates path (relative to the tier root) exclusively, without following a link
- * anywhere on the way: openat2() where the kernel has it, else a folder walk. */
+/* Creates name in folder dir (relative to the tier root) exclusively, without
+ * following a link anywhere on the way: openat2() where the kernel has it, else a
+ * folder walk. */
 static int
-create_beneath(struct loader *L, mc_ctx *ctx, struct staged *s, int *fd)
+create_beneath(struct loader *L, mc_ctx *ctx, size_t tier, const char *dir, const char *name,
+	       int *fd)
 {
-	char path[MC_PATH_MAX + 300];
+	char path[2 * MC_PATH_MAX];
 	int dfd, rc;
 
 	*fd = -1;
 #if defined(HAVE_LINUX_OPENAT2_H) && defined(SYS_openat2)
 	if (!L->no_openat2) {
 		struct open_how how;
+		int k;
 
 		memset(&how, 0, sizeof how);
 		how.flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 		how.mode = 0644;
 		how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-		if (strcmp(s->dir, ".") == 0)
-			snprintf(path, sizeof path, "%s", s->tmp);
+		if (strcmp(dir, ".") == 0)
+			k = snprintf(path, sizeof path, "%s", name);
 		else
-			snprintf(path, sizeof path, "%s/%s", s->dir, s->tmp);
-		*fd = (int)syscall(SYS_openat2, L->tiers[s->tier].fd, path, &how, sizeof how);
+			k = snprintf(path, sizeof path, "%s/%s", dir, name);
+		if (k < 0 || (size_t)k >= sizeof path)
+			return mc__err(ctx, MC_ERR_INVALID, "%s/%s: path too long", L->tiers[tier].root,
+				       dir);
+		*fd = (int)syscall(SYS_openat2, L->tiers[tier].fd, path, &how, sizeof how);
 		if (*fd >= 0 || errno == EEXIST)
 			return MC_OK;
 		if (errno == ENOSYS || errno == EPERM)
@@ -714,12 +834,12 @@ create_beneath(struct loader *L, mc_ctx *ctx, struct staged *s, int *fd)
 		/* Anything else: the walk below names the part that is wrong. */
 	}
 #endif
-	if ((rc = open_rel_dir(L, ctx, s->tier, s->dir, 0, &dfd)) != MC_OK)
+	if ((rc = open_rel_dir(L, ctx, tier, dir, 0, &dfd)) != MC_OK)
 		return rc;
 	if (dfd < 0)
 		return mc__err(ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
-			       L->tiers[s->tier].root, s->dir);
-	*fd = openat(dfd, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+			       L->tiers[tier].root, dir);
+	*fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	rc = errno;
 	close(dfd);
 	errno = rc;
@@ -727,36 +847,46 @@ create_beneath(struct loader *L, mc_ctx *ctx, struct staged *s, int *fd)
 }
 
 static int
-stage_open(struct loader *L, mc_ctx *ctx, struct staged *s)
+stage_open(struct loader *L, mc_ctx *ctx, struct mc_acur *c, struct staged *s)
 {
-	int rc, tries;
+	struct snames n;
+	int rc, err = 0;
 
-	for (tries = 0; tries < 16; tries++) {
-		char tmp[300];
-
-		if ((rc = create_beneath(L, ctx, s, &s->fd)) != MC_OK)
+	for (;;) {
+		if ((rc = staged_names(L, ctx, c, s, &n, NULL)) != MC_OK ||
+		    (rc = create_beneath(L, ctx, s->tier, n.stage, n.tmp, &s->fd)) != MC_OK)
 			return rc;
-		if (s->fd >= 0 || errno != EEXIST || s->unit != (size_t)-1)
+		err = errno;
+		if (s->fd >= 0 || err != EEXIST || s->unit != NO_UNIT || s->tries == 15)
 			break;
-		temp_name(tmp, sizeof tmp, s->base); /* taken by another loader: another name */
-		free(s->tmp);
-		if ((s->tmp = mc__strdup(tmp)) == NULL)
-			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		s->tries++; /* taken by another loader: another name */
 	}
 	if (s->fd < 0)
 		return mc__err(ctx, MC_ERR_IO, "%s/%s/%s: cannot create: %s", L->tiers[s->tier].root,
-			       s->dir, s->tmp, strerror(errno));
+			       n.stage, n.tmp, strerror(err));
+	s->made = 1;
 	return MC_OK;
 }
 
+/* The message for a failed write or close of s, naming its folder. */
 static int
-stage_close(struct loader *L, mc_ctx *ctx, struct staged *s)
+write_error(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct staged *s, int err)
+{
+	struct snames n;
+
+	if (staged_names(L, ctx, c, s, &n, NULL) != MC_OK)
+		snprintf(n.stage, sizeof n.stage, "?");
+	return mc__err(ctx, MC_ERR_IO, "%s/%s: cannot write: %s", L->tiers[s->tier].root, n.stage,
+		       strerror(err));
+}
+
+static int
+stage_close(struct loader *L, mc_ctx *ctx, struct mc_acur *c, struct staged *s)
 {
 	int rc = MC_OK;
 
 	if (s->fd >= 0 && close(s->fd) != 0)
-		rc = mc__err(ctx, MC_ERR_IO, "%s/%s: cannot write: %s", L->tiers[s->tier].root,
-			     s->dir, strerror(errno));
+		rc = write_error(L, ctx, c, s, errno);
 	s->fd = -1;
 	return rc;
 }
@@ -771,32 +901,31 @@ close_current(struct loader *L, mc_ctx *ctx, struct lworker *lw)
 	if (!lw->open)
 		return MC_OK;
 	for (k = L->obj_first[lw->obj]; k < L->obj_first[lw->obj + 1]; k++)
-		if ((r = stage_close(L, ctx, &L->st[L->by_obj[k]])) != MC_OK && rc == MC_OK)
+		if ((r = stage_close(L, ctx, &lw->cur, &L->st[L->by_obj[k]])) != MC_OK && rc == MC_OK)
 			rc = r;
 	lw->open = 0;
 	return rc;
 }
 
-/* The content size of an object with staged files: their artifacts' size. */
-static uint64_t
-obj_size(const struct loader *L, size_t obj)
-{
-	return L->st[L->by_obj[L->obj_first[obj]]].size;
-}
-
 static int
 open_object(struct loader *L, mc_ctx *ctx, struct lworker *lw, size_t obj)
 {
+	const struct mc_martifact *a;
 	size_t k;
 	int rc;
 
 	if ((rc = close_current(L, ctx, lw)) != MC_OK)
 		return rc;
+	lw->cur.ctx = ctx;
+	/* The content's size is its artifacts' size. */
+	if ((rc = mc__acur_get(&lw->cur, L->st[L->by_obj[L->obj_first[obj]]].art, &a)) != MC_OK)
+		return rc;
 	lw->obj = obj;
 	lw->open = 1;
+	lw->size = a->size;
 	lw->written = 0;
 	for (k = L->obj_first[obj]; k < L->obj_first[obj + 1]; k++)
-		if ((rc = stage_open(L, ctx, &L->st[L->by_obj[k]])) != MC_OK)
+		if ((rc = stage_open(L, ctx, &lw->cur, &L->st[L->by_obj[k]])) != MC_OK)
 			return rc;
 	return MC_OK;
 }
@@ -816,40 +945,62 @@ sink(void *ud, unsigned worker, mc_ctx *ctx, size_t obj, const unsigned char *bu
 	for (k = L->obj_first[obj]; k < L->obj_first[obj + 1]; k++) {
 		struct staged *s = &L->st[L->by_obj[k]];
 		if (mc__write_all(s->fd, buf, n) != 0)
-			return mc__err(ctx, MC_ERR_IO, "%s/%s: cannot write: %s", L->tiers[s->tier].root,
-				       s->dir, strerror(errno));
+			return write_error(L, ctx, &lw->cur, s, errno);
 	}
 	lw->written += n;
-	if (lw->written == obj_size(L, obj))
+	if (lw->written == lw->size)
 		return close_current(L, ctx, lw);
 	return MC_OK;
+}
+
+/* Removes s's staged file (best effort: on the failure paths). */
+static void
+remove_staged(struct loader *L, struct staged *s)
+{
+	struct snames n;
+	int dfd;
+
+	if (s->made && staged_names(L, L->ctx, &L->cur, s, &n, NULL) == MC_OK &&
+	    open_dir_of(L, s->tier, n.stage, 0, &dfd) == MC_OK && dfd >= 0) {
+		unlinkat(dfd, n.tmp, 0);
+		close(dfd);
+	}
+	s->made = 0;
+}
+
+/* Removes u's temp folder, which its files have left (best effort). */
+static void
+remove_unit_temp(struct loader *L, struct unit *u)
+{
+	char dir[MC_PATH_MAX];
+	struct unames n;
+	int dfd;
+
+	if (!u->made || unit_dir(L->ctx, &L->cur, u, dir, sizeof dir) != MC_OK)
+		return;
+	unit_names(L, u, dir, &n);
+	if (open_dir_of(L, u->tier, n.parent, 0, &dfd) == MC_OK && dfd >= 0) {
+		if (unlinkat(dfd, n.tmp, AT_REMOVEDIR) == 0)
+			u->made = 0;
+		close(dfd);
+	}
 }
 
 static void
 rollback(struct loader *L)
 {
 	size_t i;
-	int dfd;
 
 	for (i = 0; i < L->nwk; i++)
 		close_current(L, L->ctx, &L->wk[i]);
 	for (i = 0; i < L->nst; i++) {
-		struct staged *s = &L->st[i];
-		if (s->fd >= 0)
-			close(s->fd);
-		s->fd = -1;
-		if (s->tmp != NULL && open_dir_of(L, s->tier, s->dir, 0, &dfd) == MC_OK && dfd >= 0) {
-			unlinkat(dfd, s->tmp, 0);
-			close(dfd);
-		}
+		if (L->st[i].fd >= 0)
+			close(L->st[i].fd);
+		L->st[i].fd = -1;
+		remove_staged(L, &L->st[i]);
 	}
-	for (i = 0; i < L->nunits; i++) {
-		struct unit *u = &L->units[i];
-		if (u->made && open_dir_of(L, u->tier, u->parent, 0, &dfd) == MC_OK && dfd >= 0) {
-			unlinkat(dfd, u->tmpname, AT_REMOVEDIR);
-			close(dfd);
-		}
-	}
+	for (i = 0; i < L->nunits; i++)
+		remove_unit_temp(L, &L->units[i]);
 	/* Newest first; a folder another process filled meanwhile stays. */
 	for (i = L->nmade; i > 0; i--) {
 		struct made_dir *m = &L->made[i - 1];
@@ -860,97 +1011,99 @@ rollback(struct loader *L)
 	}
 }
 
+/* Renames the units' temp folders into place; one that another writer installed
+ * first is kept, and ours marked lost. */
 static int
-commit(struct loader *L, mc_artifact_fn fn, void *ud)
+commit_units(struct loader *L)
 {
 	size_t i;
 	int dfd, rc = MC_OK;
 
-	const struct staged *last = NULL;
-
-	dfd = -1;
-	for (i = 0; i < L->nst && rc == MC_OK; i++) {
-		struct staged *s = &L->st[i];
-		const struct mc_martifact *a;
-
-		if (s->unit != (size_t)-1)
-			continue;
-		if ((rc = mc__acur_get(&L->cur, s->art, &a)) != MC_OK)
-			break;
-		/* Files of one folder are neighbours in the artifact order: one open each. */
-		if (last == NULL || last->tier != s->tier || strcmp(last->dir, s->dir) != 0) {
-			if (dfd >= 0)
-				close(dfd);
-			if ((rc = open_dir_of(L, s->tier, s->dir, 0, &dfd)) != MC_OK)
-				break;
-			if (dfd < 0) {
-				rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
-					     L->tiers[s->tier].root, s->dir);
-				break;
-			}
-			last = s;
-		}
-		if (renameat(dfd, s->tmp, dfd, s->base) != 0)
-			rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s%s%s: cannot rename into place: %s",
-				     L->tiers[s->tier].root, strcmp(s->dir, ".") == 0 ? "" : s->dir,
-				     strcmp(s->dir, ".") == 0 ? "" : "/", s->base, strerror(errno));
-		if (rc == MC_OK) {
-			free(s->tmp);
-			s->tmp = NULL;
-			report(L->b, fn, ud, MC_LOAD_INSTALLED, a);
-		}
-	}
-	if (dfd >= 0)
-		close(dfd);
 	for (i = 0; i < L->nunits && rc == MC_OK; i++) {
 		struct unit *u = &L->units[i];
-		int lost = 0;
-		size_t k;
+		char dir[MC_PATH_MAX];
+		struct unames n;
 
 		if (!u->made)
 			continue;
-		if ((rc = open_dir_of(L, u->tier, u->parent, 0, &dfd)) != MC_OK || dfd < 0) {
+		if ((rc = unit_dir(L->ctx, &L->cur, u, dir, sizeof dir)) != MC_OK)
+			break;
+		unit_names(L, u, dir, &n);
+		if ((rc = open_dir_of(L, u->tier, n.parent, 0, &dfd)) != MC_OK || dfd < 0) {
 			rc = rc != MC_OK ? rc : mc__err(L->ctx, MC_ERR_IO, "%s/%s: folder vanished during "
-							"the load", L->tiers[u->tier].root, u->parent);
+							"the load", L->tiers[u->tier].root, n.parent);
 			break;
 		}
-		if (renameat(dfd, u->tmpname, dfd, u->name) != 0) {
-			/* Another writer installed the folder first: keep theirs, drop ours. */
-			if (errno != EEXIST && errno != ENOTEMPTY) {
-				rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s/%s: cannot rename into place: %s",
-					     L->tiers[u->tier].root, u->parent, u->name, strerror(errno));
-				close(dfd);
-				break;
-			}
-			lost = 1;
-		}
+		if (renameat(dfd, n.tmp, dfd, n.name) == 0)
+			u->made = 0;
+		else if (errno == EEXIST || errno == ENOTEMPTY)
+			u->lost = 1;
+		else
+			rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s/%s: cannot rename into place: %s",
+				     L->tiers[u->tier].root, n.parent, n.name, strerror(errno));
 		close(dfd);
-		if (!lost)
-			u->made = 0;
-		for (k = 0; k < L->nst; k++) {
-			struct staged *s = &L->st[k];
-			const struct mc_martifact *a;
-			if (s->unit != i)
-				continue;
-			if ((rc = mc__acur_get(&L->cur, s->art, &a)) != MC_OK)
-				break;
-			if (lost) {
-				int tfd;
-				if (open_dir_of(L, s->tier, s->dir, 0, &tfd) == MC_OK && tfd >= 0) {
-					unlinkat(tfd, s->tmp, 0);
-					close(tfd);
-				}
-			}
-			free(s->tmp);
-			s->tmp = NULL;
-			report(L->b, fn, ud, lost ? MC_LOAD_UNCHANGED : MC_LOAD_INSTALLED, a);
-		}
-		if (lost && open_dir_of(L, u->tier, u->parent, 0, &dfd) == MC_OK && dfd >= 0) {
-			unlinkat(dfd, u->tmpname, AT_REMOVEDIR);
-			u->made = 0;
-			close(dfd);
-		}
 	}
+	return rc;
+}
+
+static int
+commit(struct loader *L, mc_artifact_fn fn, void *ud)
+{
+	const struct mc_martifact *a;
+	char prev[MC_PATH_MAX] = "";
+	size_t i, prevtier = (size_t)-1;
+	int dfd = -1, rc = MC_OK;
+
+	for (i = 0; i < L->nst && rc == MC_OK; i++) {
+		struct staged *s = &L->st[i];
+		struct snames n;
+
+		if (s->unit != NO_UNIT)
+			continue;
+		if ((rc = staged_names(L, L->ctx, &L->cur, s, &n, &a)) != MC_OK)
+			break;
+		/* Files of one folder are neighbours in the artifact order: one open each. */
+		if (s->tier != prevtier || strcmp(prev, n.dir) != 0) {
+			if (dfd >= 0)
+				close(dfd);
+			if ((rc = open_dir_of(L, s->tier, n.dir, 0, &dfd)) != MC_OK)
+				break;
+			if (dfd < 0) {
+				rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
+					     L->tiers[s->tier].root, n.dir);
+				break;
+			}
+			prevtier = s->tier;
+			snprintf(prev, sizeof prev, "%s", n.dir);
+		}
+		if (renameat(dfd, n.tmp, dfd, n.base) != 0) {
+			rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot rename into place: %s",
+				     L->tiers[s->tier].root, n.dest, strerror(errno));
+			break;
+		}
+		s->made = 0;
+		report(L->b, fn, ud, MC_LOAD_INSTALLED, a);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	if (rc == MC_OK)
+		rc = commit_units(L);
+	/* The files of the units: installed with their folder, or dropped with it. */
+	for (i = 0; i < L->nst && rc == MC_OK; i++) {
+		struct staged *s = &L->st[i];
+
+		if (s->unit == NO_UNIT)
+			continue;
+		if (L->units[s->unit].lost)
+			remove_staged(L, s);
+		s->made = 0;
+		if ((rc = mc__acur_get(&L->cur, s->art, &a)) != MC_OK)
+			break;
+		report(L->b, fn, ud, L->units[s->unit].lost ? MC_LOAD_UNCHANGED : MC_LOAD_INSTALLED, a);
+	}
+	for (i = 0; i < L->nunits && rc == MC_OK; i++)
+		if (L->units[i].lost)
+			remove_unit_temp(L, &L->units[i]);
 	return rc;
 }
 
@@ -966,22 +1119,15 @@ loader_free(struct loader *L)
 	for (i = 0; i < L->nmade; i++)
 		free(L->made[i].path);
 	free(L->made);
-	for (i = 0; i < L->nst; i++) {
-		free(L->st[i].tmp);
-	}
 	free(L->st);
-	for (i = 0; i < L->nunits; i++) {
-		free(L->units[i].parent);
-		free(L->units[i].name);
-		free(L->units[i].tmpname);
-		free(L->units[i].stagedir);
-	}
 	free(L->units);
 	free(L->unit_tab);
-	mc__arena_free(&L->strings);
 	mc__acur_free(&L->cur);
-	free(L->by_obj);
+	mc__acur_free(&L->ucur);
+	for (i = 0; L->wk != NULL && i < L->nwk; i++)
+		mc__acur_free(&L->wk[i].cur);
 	free(L->wk);
+	free(L->by_obj);
 	free(L->obj_first);
 	free(L->unchanged);
 }
@@ -1020,25 +1166,25 @@ setup_tiers(struct loader *L)
 	return MC_OK;
 }
 
-static size_t
+static uint64_t
 unit_hash(size_t tier, const char *dir)
 {
 	uint64_t h = 1469598103934665603ull ^ tier; /* FNV-1a */
 
 	for (; *dir != '\0'; dir++)
 		h = (h ^ (unsigned char)*dir) * 1099511628211ull;
-	return (size_t)h;
+	return h;
 }
 
 /* Enters unit k into the table of capacity cap. */
 static void
-unit_enter(size_t *tab, size_t cap, const struct unit *u, size_t k)
+unit_enter(uint32_t *tab, size_t cap, const struct unit *u, size_t k)
 {
 	size_t i;
 
-	for (i = u->hash & (cap - 1); tab[i] != 0; i = (i + 1) & (cap - 1))
+	for (i = (size_t)u->hash & (cap - 1); tab[i] != 0; i = (i + 1) & (cap - 1))
 		;
-	tab[i] = k + 1;
+	tab[i] = (uint32_t)(k + 1);
 }
 
 /* Enters the newest unit into the table, growing it to keep it at most half full. */
@@ -1047,7 +1193,7 @@ unit_index(struct loader *L)
 {
 	if (2 * L->nunits > L->unit_cap) {
 		size_t cap = L->unit_cap ? 2 * L->unit_cap : 64, k;
-		size_t *tab = calloc(cap, sizeof *tab);
+		uint32_t *tab = calloc(cap, sizeof *tab);
 		if (tab == NULL)
 			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
 		for (k = 0; k + 1 < L->nunits; k++)
@@ -1060,55 +1206,72 @@ unit_index(struct loader *L)
 	return MC_OK;
 }
 
-/* The unit of folder dir, made on first use; (size_t)-1 when the folder exists
- * already (its files are then installed one by one, identical ones left alone). */
+/* The unit of folder dir, made on first use with artifact art; NO_UNIT when the
+ * folder exists already (its files are then installed one by one, identical ones
+ * left alone). */
 static int
-find_unit(struct loader *L, size_t tier, const char *dir, size_t *unit)
+find_unit(struct loader *L, size_t tier, const char *dir, size_t art, uint32_t *unit)
 {
-	const char *slash = strrchr(dir, '/');
-	char parent[MC_PATH_MAX];
-	const char *name = slash ? slash + 1 : dir;
 	struct unit *u;
-	size_t i, h;
+	size_t i;
+	uint64_t h;
 	int dfd, rc;
 
-	snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - dir) : 1, slash ? dir : ".");
+	/* A folder's files are mostly neighbours in the artifact order. */
+	if (L->last_tier == tier && strcmp(L->last_dir, dir) == 0) {
+		*unit = (uint32_t)L->last_unit;
+		return MC_OK;
+	}
 	h = unit_hash(tier, dir);
-	for (i = h & (L->unit_cap - 1); L->unit_cap > 0 && L->unit_tab[i] != 0;
+	*unit = NO_UNIT;
+	for (i = (size_t)h & (L->unit_cap - 1); L->unit_cap > 0 && L->unit_tab[i] != 0;
 	     i = (i + 1) & (L->unit_cap - 1)) {
+		char udir[MC_PATH_MAX];
 		u = &L->units[L->unit_tab[i] - 1];
-		if (u->tier == tier && strcmp(u->parent, parent) == 0 && strcmp(u->name, name) == 0) {
+		if (u->hash != h || u->tier != tier)
+			continue;
+		if ((rc = unit_dir(L->ctx, &L->ucur, u, udir, sizeof udir)) != MC_OK)
+			return rc;
+		if (strcmp(udir, dir) == 0) {
 			*unit = L->unit_tab[i] - 1;
-			return MC_OK;
+			break;
 		}
 	}
-	*unit = (size_t)-1;
-	if (L->tiers[tier].fd >= 0) {
-		if ((rc = open_dir_of(L, tier, dir, 0, &dfd)) != MC_OK)
+	if (*unit == NO_UNIT) {
+		dfd = -1;
+		if (L->tiers[tier].fd >= 0 && (rc = open_dir_of(L, tier, dir, 0, &dfd)) != MC_OK)
 			return rc;
 		if (dfd >= 0) {
 			close(dfd);
-			return MC_OK;
+		} else {
+			if (L->nunits >= NO_UNIT)
+				return mc__err(L->ctx, MC_ERR_LIMIT, "more than %lu folders to install",
+					       (unsigned long)NO_UNIT - 1);
+			if ((u = realloc(L->units, (L->nunits + 1) * sizeof *u)) == NULL)
+				return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+			L->units = u;
+			u = &u[L->nunits];
+			memset(u, 0, sizeof *u);
+			u->tier = (uint16_t)tier;
+			u->art = (uint32_t)art;
+			u->hash = h;
+			*unit = (uint32_t)L->nunits++;
+			if ((rc = unit_index(L)) != MC_OK)
+				return rc;
 		}
 	}
-	if ((u = realloc(L->units, (L->nunits + 1) * sizeof *u)) == NULL)
-		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
-	L->units = u;
-	u = &u[L->nunits];
-	memset(u, 0, sizeof *u);
-	u->tier = tier;
-	if ((u->parent = mc__strdup(parent)) == NULL || (u->name = mc__strdup(name)) == NULL)
-		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
-	u->hash = h;
-	*unit = L->nunits++;
-	return unit_index(L);
+	L->last_tier = tier;
+	L->last_unit = *unit;
+	snprintf(L->last_dir, sizeof L->last_dir, "%s", dir);
+	return MC_OK;
 }
 
 int
 mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 {
 	struct loader L;
-	size_t i, k;
+	const struct mc_martifact *a;
+	size_t i;
 	int rc, dry = (flags & MC_LOAD_DRY_RUN) != 0;
 
 	if (b == NULL || (flags & ~MC_LOAD_DRY_RUN) != 0)
@@ -1116,27 +1279,30 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	memset(&L, 0, sizeof L);
 	L.b = b;
 	L.ctx = b->ctx;
+	L.token = randombytes_random();
+	L.pid = (long)getpid();
+	L.empty_obj = (size_t)-1;
+	L.last_tier = (size_t)-1;
 	mc__acur_init(&L.cur, b->ctx, &b->m);
+	mc__acur_init(&L.ucur, b->ctx, &b->m);
 	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = mc__bundle_plan(b)) != MC_OK)
-		return rc;
+		goto out;
 	if ((rc = setup_tiers(&L)) != MC_OK)
 		goto out;
 	if ((L.unchanged = calloc(b->m.nartifacts + 1, sizeof *L.unchanged)) == NULL ||
 	    (L.st = calloc(b->m.nartifacts + 1, sizeof *L.st)) == NULL ||
-	    (L.by_obj = calloc(b->m.nartifacts + 1, sizeof *L.by_obj)) == NULL ||
 	    (L.obj_first = calloc(b->m.nobjects + 2, sizeof *L.obj_first)) == NULL) {
 		rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	/* What is already there, and what must be staged. */
 	for (i = 0; i < b->m.nartifacts; i++) {
-		const struct mc_martifact *a;
 		size_t tier;
 		char dir[MC_PATH_MAX], dest[MC_PATH_MAX];
 		const char *base;
 		struct staged *s;
-
-		size_t unit = (size_t)-1;
+		uint32_t unit = NO_UNIT;
+		int same = 0;
 
 		if (!b->sel[i])
 			continue;
@@ -1147,56 +1313,44 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 			goto out;
 		split_dest(dest, dir, sizeof dir, &base);
 		if ((a->handler->flags & MC_TYPE_FOLDER_UNIT) && strcmp(dir, ".") != 0 &&
-		    (rc = find_unit(&L, tier, dir, &unit)) != MC_OK)
+		    (rc = find_unit(&L, tier, dir, i, &unit)) != MC_OK)
 			goto out;
-		if (unit == (size_t)-1 && L.tiers[tier].fd >= 0 &&
-		    (rc = check_existing(&L, tier, a, dest, &L.unchanged[i])) != MC_OK)
+		if (unit == NO_UNIT && L.tiers[tier].fd >= 0 &&
+		    (rc = check_existing(&L, tier, a, dest, &same)) != MC_OK)
 			goto out;
-		if (L.unchanged[i])
+		if ((L.unchanged[i] = (unsigned char)same) != 0)
 			continue;
 		s = &L.st[L.nst++];
-		s->art = i;
-		s->obj = a->object;
-		s->size = a->size;
-		s->tier = tier;
-		s->fd = -1;
+		s->art = (uint32_t)i; /* the plan refuses more than 2^32 - 1 artifacts */
 		s->unit = unit;
-		if ((s->base = mc__arena_strdup(&L.strings, base)) == NULL) {
-			rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
-			goto out;
-		}
-		/* Files of one folder are neighbours in the artifact order: one copy each. */
-		if (L.nst > 1 && strcmp(s[-1].dir, dir) == 0)
-			s->dir = s[-1].dir;
-		else if ((s->dir = mc__arena_strdup(&L.strings, dir)) == NULL) {
-			rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
-			goto out;
-		}
+		s->fd = -1;
+		s->tier = (uint16_t)tier;
+		L.obj_first[a->object + 1]++;
+		if (a->size == 0) /* objects are unique by content: there is one such */
+			L.empty_obj = a->object;
 	}
 	/* Staged files grouped by object, for the streaming sink. */
-	for (i = 0; i < L.nst; i++)
-		L.obj_first[L.st[i].obj + 1]++;
 	for (i = 0; i < b->m.nobjects; i++)
 		L.obj_first[i + 1] += L.obj_first[i];
 	{
-		size_t *fill = calloc(b->m.nobjects + 1, sizeof *fill);
-		if (fill == NULL) {
+		uint32_t *fill = calloc(b->m.nobjects + 1, sizeof *fill);
+		if (fill == NULL || (L.by_obj = calloc(L.nst + 1, sizeof *L.by_obj)) == NULL) {
+			free(fill);
 			rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
 			goto out;
 		}
-		for (i = 0; i < L.nst; i++) {
-			size_t o = L.st[i].obj;
-			L.by_obj[L.obj_first[o] + fill[o]++] = i;
-		}
+		for (i = 0; rc == MC_OK && i < L.nst; i++)
+			if ((rc = mc__acur_get(&L.cur, L.st[i].art, &a)) == MC_OK)
+				L.by_obj[L.obj_first[a->object] + fill[a->object]++] = (uint32_t)i;
 		free(fill);
+		if (rc != MC_OK)
+			goto out;
 	}
 	if (dry) {
 		rc = mc__bundle_stream_par(b, NULL, NULL);
-		for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++) {
-			const struct mc_martifact *a;
+		for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++)
 			if (b->sel[i] && (rc = mc__acur_get(&L.cur, i, &a)) == MC_OK)
 				report(b, fn, ud, L.unchanged[i] ? MC_LOAD_UNCHANGED : MC_LOAD_PLANNED, a);
-		}
 		goto out;
 	}
 	L.nwk = mc__threads(L.ctx);
@@ -1204,12 +1358,13 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	for (i = 0; i < L.nwk; i++)
+		mc__acur_init(&L.wk[i].cur, L.ctx, &b->m);
 	rc = prepare(&L);
-	/* Empty contents produce no data to stream: stage them now. */
-	for (i = 0; rc == MC_OK && i < b->m.nobjects; i++)
-		if (L.obj_first[i] != L.obj_first[i + 1] && obj_size(&L, i) == 0 &&
-		    (rc = open_object(&L, L.ctx, &L.wk[0], i)) == MC_OK)
-			rc = close_current(&L, L.ctx, &L.wk[0]);
+	/* Empty content produces no data to stream: staged now. */
+	if (rc == MC_OK && L.empty_obj != (size_t)-1 &&
+	    (rc = open_object(&L, L.ctx, &L.wk[0], L.empty_obj)) == MC_OK)
+		rc = close_current(&L, L.ctx, &L.wk[0]);
 	if (rc == MC_OK)
 		rc = mc__bundle_stream_par(b, sink, &L);
 	for (i = 0; i < L.nwk; i++) {
@@ -1219,12 +1374,9 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	}
 	if (rc == MC_OK)
 		rc = commit(&L, fn, ud);
-	if (rc == MC_OK && fn != NULL)
-		for (k = 0; rc == MC_OK && k < b->m.nartifacts; k++) {
-			const struct mc_martifact *a;
-			if (b->sel[k] && L.unchanged[k] && (rc = mc__acur_get(&L.cur, k, &a)) == MC_OK)
-				report(b, fn, ud, MC_LOAD_UNCHANGED, a);
-		}
+	for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++)
+		if (b->sel[i] && L.unchanged[i] && (rc = mc__acur_get(&L.cur, i, &a)) == MC_OK)
+			report(b, fn, ud, MC_LOAD_UNCHANGED, a);
 out:
 	if (rc != MC_OK && !dry)
 		rollback(&L);

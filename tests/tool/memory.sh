@@ -47,8 +47,28 @@ run 0 "" keygen -q -W -p "$T/k2.pub" -s "$T/k2.key"
 run 0 "" sign "$T/many.mcache" -s "$T/k2.key" -o "$T/many2.mcache"
 run 0 "2 signatures" verify "$T/many2.mcache" -p "$T/k.pub" -p "$T/k2.pub" --threshold 2
 run 0 "" export -q "$T/many.mcache" --torch "$T/many.blob" -p "$T/k.pub"
+# The same with a real cache dir around them (graph entries with a SHA-256, kernel
+# folders installed whole): the tree comes back; a second load finds every file in
+# place; into a root that lacks one kernel folder and half of another, both come back.
+tar -xzf "$DATA/mlp-cuda-cachedir.tar.gz" -C "$T"
+cp -r "$T/many/dynamo" "$T/cache_mlp_cold/dynamo"
+run 0 "" pack -q -o "$T/mix.mcache" -s "$T/k.key" --from-dir "$T/cache_mlp_cold" --keep-unknown
+run 0 "" load -q "$T/mix.mcache" -p "$T/k.pub" --cache-dir "$T/mix-out"
+check "a real cache dir and 4,000 artifacts installed byte for byte" \
+	diff -r "$T/cache_mlp_cold" "$T/mix-out"
+n=$(find "$T/cache_mlp_cold" -type f | wc -l)
+run 0 "0 files installed (0 B), $n already there" load "$T/mix.mcache" -p "$T/k.pub" \
+	--cache-dir "$T/mix-out"
+set -- "$T"/mix-out/triton/0/*/
+gone=$(($(find "$1" -type f | wc -l) + $(ls "$2"/*.json | wc -l)))
+rm -r "$1"
+rm "$2"/*.json
+run 0 "$gone files installed" load "$T/mix.mcache" -p "$T/k.pub" --cache-dir "$T/mix-out"
+check "a missing kernel folder and the missing files of another installed" \
+	diff -r "$T/cache_mlp_cold" "$T/mix-out"
 check "nothing left in TMPDIR" test -z "$(ls -A "$T/tmp")"
+check "no temp file left in the cache dir" test -z "$(find "$T/mix-out" -name '*.tmp')"
 TMPDIR="$T/no-such-folder" run 2 "is read through a temporary file" verify "$T/many.mcache" -p "$T/k.pub"
 unset TMPDIR
-rm -rf "$T/many" "$T/many-out" "$T/many.blob"
+rm -rf "$T/many" "$T/many-out" "$T/many.blob" "$T/cache_mlp_cold" "$T/mix-out"
 finish
