@@ -276,6 +276,25 @@ sb_json(struct sbuf *b, cJSON *o, int ok, int open)
 	cJSON_Delete(o);
 }
 
+/* Artifact i and object i of a manifest being rendered. */
+static void
+render_art(const struct mc_manifest *m, size_t i, struct mc_martifact *out)
+{
+	if (m->src != NULL)
+		m->src->artifact(m->src->ud, i, out);
+	else
+		*out = m->artifacts[i];
+}
+
+static void
+render_obj(const struct mc_manifest *m, size_t i, struct mc_mobject *out)
+{
+	if (m->src != NULL)
+		m->src->object(m->src->ud, i, out);
+	else
+		*out = m->objects[i];
+}
+
 static int
 render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 {
@@ -301,13 +320,16 @@ render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 	sb_json(&sb, root, ok, 1);
 	sb_str(&sb, ",\"artifacts\":[");
 	for (i = 0; !sb.bad && i < m->nartifacts; i++) {
-		const struct mc_martifact *a = &m->artifacts[i];
+		struct mc_martifact art, *a = &art;
+		struct mc_mobject ob;
 		cJSON *o = cJSON_CreateObject();
 
+		render_art(m, i, a);
+		render_obj(m, a->object, &ob);
 		ok = o != NULL && cJSON_AddStringToObject(o, "type", a->type) != NULL;
 		ok = ok && cJSON_AddStringToObject(o, "key", a->key) != NULL;
 		ok = ok && add_int(o, "size", (double)a->size) != NULL;
-		mc__hex(m->objects[a->object].hash, 32, hex);
+		mc__hex(ob.hash, 32, hex);
 		ok = ok && cJSON_AddStringToObject(o, "hash", hex) != NULL;
 		if (ok && a->sha256 != NULL) {
 			mc__hex(a->sha256, 32, hex);
@@ -319,9 +341,10 @@ render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 	}
 	sb_str(&sb, "],\"objects\":[");
 	for (i = 0; !sb.bad && i < m->nobjects; i++) {
-		const struct mc_mobject *ob = &m->objects[i];
+		struct mc_mobject rec, *ob = &rec;
 		cJSON *o = cJSON_CreateObject();
 
+		render_obj(m, i, ob);
 		mc__hex(ob->hash, 32, hex);
 		ok = o != NULL && cJSON_AddStringToObject(o, "hash", hex) != NULL;
 		ok = ok && add_int(o, "size", (double)ob->size) != NULL;
@@ -344,11 +367,13 @@ render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 			     (ents = cJSON_AddArrayToObject(g, "entries")) != NULL;
 			for (j = 0; ok && j < m->groups[i].nentries; j++) {
 				const struct mc_mentry *e = &m->groups[i].entries[j];
+				struct mc_mobject ob;
 				cJSON *o = cJSON_CreateObject();
-				mc__hex(m->objects[e->object].hash, 32, hex);
+				render_obj(m, e->object, &ob);
+				mc__hex(ob.hash, 32, hex);
 				ok = o != NULL && cJSON_AddItemToArray(ents, o) &&
 				     cJSON_AddStringToObject(o, "key", e->key) != NULL &&
-				     add_int(o, "size", (double)m->objects[e->object].size) != NULL &&
+				     add_int(o, "size", (double)ob.size) != NULL &&
 				     cJSON_AddStringToObject(o, "hash", hex) != NULL;
 			}
 		}

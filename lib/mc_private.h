@@ -298,6 +298,15 @@ struct mc_manifest {
 	uint64_t *oprefix;
 	char **types;
 	size_t ntypes;
+	/* A writer renders its manifest from its own records: when src is set, artifact i
+	 * and object i come from it instead of the two tables. */
+	const struct mc_msource *src;
+};
+
+struct mc_msource {
+	void *ud;
+	void (*artifact)(void *ud, size_t i, struct mc_martifact *out);
+	void (*object)(void *ud, size_t i, struct mc_mobject *out);
 };
 
 /* Reads artifacts of a manifest, spilled or not, 64 records at a time. */

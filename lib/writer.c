@@ -716,16 +716,57 @@ art_cmp(const void *x, const void *y)
 	return c;
 }
 
-struct hashidx {
-	unsigned char hash[MC_HASH_BYTES];
-	size_t idx;
+/* An object to sort by hash: the first 8 bytes, big-endian, decide nearly always. */
+struct hashpref {
+	uint64_t pref;
+	uint32_t idx;
 };
 
 static int
-hashidx_cmp(const void *x, const void *y)
+hashpref_cmp(const void *x, const void *y)
 {
-	return memcmp(((const struct hashidx *)x)->hash, ((const struct hashidx *)y)->hash,
-		      MC_HASH_BYTES);
+	const struct hashpref *a = x, *b = y;
+
+	if (a->pref != b->pref)
+		return a->pref < b->pref ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* What the save renders the manifest from: the writer's records, not copies. */
+struct saveview {
+	mc_writer *w;
+	uint32_t *uniq;  /* per manifest artifact: the last record of its (type, key) */
+	uint32_t *order; /* per manifest object: its record, in hash order */
+};
+
+static void
+view_artifact(void *ud, size_t i, struct mc_martifact *out)
+{
+	const struct saveview *v = ud;
+	const struct wart *a = &v->w->arts[v->uniq[i]];
+	const struct wobj *o = &v->w->objs[v->w->objs[a->obj].canon];
+
+	memset(out, 0, sizeof *out);
+	out->type = a->type;
+	out->key = a->key;
+	out->size = o->size;
+	out->sha256 = a->has_sha256 ? a->sha256 : NULL;
+	out->object = o->out_index;
+}
+
+static void
+view_object(void *ud, size_t i, struct mc_mobject *out)
+{
+	const struct saveview *v = ud;
+	const struct wobj *o = &v->w->objs[v->order[i]];
+	int stored = v->w->level > 0; /* else every object is stored as is */
+
+	memset(out, 0, sizeof *out);
+	memcpy(out->hash, o->hash, MC_HASH_BYTES);
+	out->size = o->size;
+	out->encoding = stored ? o->encoding : MC_ENC_NONE;
+	out->stored_size = stored ? o->stored_size : o->size;
+	memcpy(out->stored_hash, stored ? o->stored_hash : o->hash, MC_HASH_BYTES);
 }
 
 static int
@@ -957,7 +998,9 @@ int
 mc_writer_save(mc_writer *w, const char *path)
 {
 	struct mc_manifest m;
-	struct hashidx *order = NULL;
+	struct mc_msource src;
+	struct saveview view = {w, NULL, NULL};
+	struct hashpref *hp = NULL;
 	unsigned char prehash[MC_SIG_PREHASH], again[MC_SIG_PREHASH];
 	size_t i, j, nuniq = 0, nsig = 0, nitems = 0;
 	char **sigtxt = NULL;
@@ -975,11 +1018,14 @@ mc_writer_save(mc_writer *w, const char *path)
 		return MC_ERR_INVALID;
 	memset(&m, 0, sizeof m);
 	memset(&pass, 0, sizeof pass);
+	view.w = w;
+	if (w->narts > UINT32_MAX - 1 || w->nobjs > UINT32_MAX - 1)
+		return mc__err(w->ctx, MC_ERR_LIMIT, "more than %lu artifacts",
+			       (unsigned long)UINT32_MAX - 1);
 	/* Artifacts sorted by (type, key); for a repeated pair the last recorded wins. */
 	if (w->narts > 1)
 		qsort(w->arts, w->narts, sizeof *w->arts, art_cmp);
-	if ((m.artifacts = calloc(w->narts + 1, sizeof *m.artifacts)) == NULL ||
-	    (order = malloc((w->nobjs + 1) * sizeof *order)) == NULL ||
+	if ((view.uniq = malloc((w->narts + 1) * sizeof *view.uniq)) == NULL ||
 	    (used = calloc(w->nobjs + 1, 1)) == NULL ||
 	    (pass.items = malloc((w->nobjs + 1) * sizeof *pass.items)) == NULL ||
 	    (pass.sp = calloc(nworkers, sizeof *pass.sp)) == NULL) {
@@ -1021,41 +1067,44 @@ mc_writer_save(mc_writer *w, const char *path)
 					 MC_HASH_BYTES) != 0;
 		if (differ && w->conflict != NULL)
 			w->conflict(w->conflict_ud, w->arts[i].type, w->arts[i].key);
-		m.artifacts[m.nartifacts++].object = j - 1; /* temporarily: index into arts */
+		view.uniq[m.nartifacts++] = (uint32_t)(j - 1);
 	}
+	/* The object table: the kept objects sorted by hash. */
 	for (i = 0; i < w->nobjs; i++)
-		if (used[i] && w->objs[i].canon == i) {
-			memcpy(order[nuniq].hash, w->objs[i].hash, MC_HASH_BYTES);
-			order[nuniq++].idx = i;
-		}
-	if (nuniq > 1)
-		qsort(order, nuniq, sizeof *order, hashidx_cmp);
-	if ((m.objects = calloc(nuniq + 1, sizeof *m.objects)) == NULL) {
+		nuniq += used[i] && w->objs[i].canon == i;
+	if ((hp = malloc((nuniq + 1) * sizeof *hp)) == NULL ||
+	    (view.order = malloc((nuniq + 1) * sizeof *view.order)) == NULL) {
 		rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	for (i = 0, j = 0; i < w->nobjs; i++)
+		if (used[i] && w->objs[i].canon == i) {
+			hp[j].pref = mc__be64(w->objs[i].hash);
+			hp[j++].idx = (uint32_t)i;
+		}
+	if (nuniq > 1)
+		qsort(hp, nuniq, sizeof *hp, hashpref_cmp);
+	for (i = 0; i < nuniq; i++) { /* equal prefixes: ordered by the whole hash */
+		size_t k2 = i;
+		uint32_t x = hp[i].idx;
+		while (k2 > 0 && hp[k2 - 1].pref == hp[i].pref &&
+		       memcmp(w->objs[view.order[k2 - 1]].hash, w->objs[x].hash, MC_HASH_BYTES) > 0) {
+			view.order[k2] = view.order[k2 - 1];
+			k2--;
+		}
+		view.order[k2] = x;
+	}
+	free(hp);
+	hp = NULL;
 	for (i = 0; i < nuniq; i++) {
-		struct wobj *o = &w->objs[order[i].idx];
-		o->out_index = i;
-		memcpy(m.objects[i].hash, o->hash, MC_HASH_BYTES);
-		m.objects[i].size = o->size;
-		m.objects[i].encoding = w->level > 0 ? o->encoding : MC_ENC_NONE;
-		m.objects[i].stored_size = w->level > 0 ? o->stored_size : o->size;
-		memcpy(m.objects[i].stored_hash, w->level > 0 ? o->stored_hash : o->hash, MC_HASH_BYTES);
-		total += o->size;
+		w->objs[view.order[i]].out_index = i;
+		total += w->objs[view.order[i]].size;
 	}
 	m.nobjects = nuniq;
-	for (i = 0; i < m.nartifacts; i++) {
-		const struct wart *a = &w->arts[m.artifacts[i].object];
-		struct mc_martifact *ma = &m.artifacts[i];
-		const struct wobj *o = &w->objs[w->objs[a->obj].canon];
-
-		ma->type = a->type; /* borrowed; not freed below */
-		ma->key = a->key;
-		ma->size = o->size;
-		ma->sha256 = a->has_sha256 ? a->sha256 : NULL; /* borrowed, as type and key */
-		ma->object = o->out_index;
-	}
+	src.ud = &view;
+	src.artifact = view_artifact;
+	src.object = view_object;
+	m.src = &src;
 	if (w->only_blob && w->nsources == 1) {
 		m.has_torch_blob = 1;
 		m.ngroups = w->ngroups;
@@ -1135,14 +1184,16 @@ mc_writer_save(mc_writer *w, const char *path)
 	if ((rc = mc__emit_sigs(e, sigtxt, siglen, (const char (*)[17])sigid, nsig)) != MC_OK)
 		goto out;
 	for (i = 0; i < nuniq && rc == MC_OK; i++) {
-		const struct wobj *o = &w->objs[order[i].idx];
+		const struct wobj *o = &w->objs[view.order[i]];
+		struct mc_mobject mo;
 		char name[128];
 
-		mc__object_member(m.objects[i].hash, name, sizeof name);
-		if ((rc = mc__emit_member(e, name, m.objects[i].stored_size)) != MC_OK)
+		view_object(&view, i, &mo);
+		mc__object_member(mo.hash, name, sizeof name);
+		if ((rc = mc__emit_member(e, name, mo.stored_size)) != MC_OK)
 			break;
-		if (m.objects[i].encoding == MC_ENC_ZSTD)
-			rc = copy_spooled(w, e, pass.sp[o->spool].fd, o->spool_off, m.objects[i].stored_size);
+		if (mo.encoding == MC_ENC_ZSTD)
+			rc = copy_spooled(w, e, pass.sp[o->spool].fd, o->spool_off, mo.stored_size);
 		else
 			rc = read_object(w, o, emit_out, e, w->level > 0 ? &spare : &done, total);
 	}
@@ -1164,9 +1215,9 @@ out:
 		for (i = 0; i < m.ngroups; i++)
 			free(m.groups[i].entries);
 	free(m.groups);
-	free(m.artifacts);
-	free(m.objects);
-	free(order);
+	free(view.uniq);
+	free(view.order);
+	free(hp);
 	free(used);
 	for (i = 0; i < nsig; i++)
 		free(sigtxt[i]);
