@@ -603,21 +603,34 @@ struct snames {
 	char tmp[512];
 };
 
+/* Artifact art's destination and its folder (relative to its tier root), computed
+ * again from the artifact as read through c; *ap (may be NULL) gets the artifact,
+ * valid until the next use of c. */
+static int
+art_dest(mc_ctx *ctx, struct mc_acur *c, size_t art, char *dest, size_t destlen, char *dir,
+	 size_t dirlen, const char **base, const struct mc_martifact **ap)
+{
+	const struct mc_martifact *a;
+	int rc;
+
+	c->ctx = ctx;
+	if ((rc = mc__acur_get(c, art, &a)) != MC_OK ||
+	    (rc = mc__dest_for(ctx, a->handler, a->key, a->sha256, dest, destlen)) != MC_OK)
+		return rc;
+	split_dest(dest, dir, dirlen, base);
+	if (ap != NULL)
+		*ap = a;
+	return MC_OK;
+}
+
 /* The folder of a unit (relative to its tier root), read through c. */
 static int
 unit_dir(mc_ctx *ctx, struct mc_acur *c, const struct unit *u, char *dir, size_t len)
 {
-	const struct mc_martifact *a;
 	char dest[MC_PATH_MAX];
 	const char *base;
-	int rc;
 
-	c->ctx = ctx;
-	if ((rc = mc__acur_get(c, u->art, &a)) != MC_OK ||
-	    (rc = mc__dest_for(ctx, a->handler, a->key, a->sha256, dest, sizeof dest)) != MC_OK)
-		return rc;
-	split_dest(dest, dir, len, &base);
-	return MC_OK;
+	return art_dest(ctx, c, u->art, dest, sizeof dest, dir, len, &base, NULL);
 }
 
 /* A unit folder's parent, its name, and its temp folder's name and path. */
@@ -645,14 +658,11 @@ static int
 staged_names(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct staged *s,
 	     struct snames *n, const struct mc_martifact **ap)
 {
-	const struct mc_martifact *a;
 	int rc;
 
-	c->ctx = ctx;
-	if ((rc = mc__acur_get(c, s->art, &a)) != MC_OK ||
-	    (rc = mc__dest_for(ctx, a->handler, a->key, a->sha256, n->dest, sizeof n->dest)) != MC_OK)
+	if ((rc = art_dest(ctx, c, s->art, n->dest, sizeof n->dest, n->dir, sizeof n->dir, &n->base,
+			   ap)) != MC_OK)
 		return rc;
-	split_dest(n->dest, n->dir, sizeof n->dir, &n->base);
 	if (s->unit == NO_UNIT) {
 		snprintf(n->stage, sizeof n->stage, "%s", n->dir);
 		temp_name(L, n->tmp, sizeof n->tmp, n->base, s->tries);
@@ -663,8 +673,6 @@ staged_names(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct stag
 		snprintf(n->stage, sizeof n->stage, "%s", un.stage);
 		snprintf(n->tmp, sizeof n->tmp, "%s", n->base);
 	}
-	if (ap != NULL)
-		*ap = a;
 	return MC_OK;
 }
 
