@@ -55,6 +55,16 @@ temp_read_error(mc_ctx *ctx, const char *what)
 		       errno != 0 ? strerror(errno) : "unexpected end of file");
 }
 
+/* Appends n bytes to one of a spilled table's temp files. */
+static int
+temp_write(mc_ctx *ctx, int fd, const void *p, size_t n, const char *what)
+{
+	if (n > 0 && mc__write_all(fd, p, n) != 0)
+		return mc__err(ctx, MC_ERR_IO, "cannot write the %s's temporary file: %s", what,
+			       strerror(errno));
+	return MC_OK;
+}
+
 void
 mc__manifest_free(struct mc_manifest *m)
 {
@@ -121,11 +131,10 @@ acur_fill(struct mc_acur *c, size_t i)
 {
 	const struct mc_manifest *m = c->m;
 	size_t n = m->nartifacts - i < MC_ACUR_BATCH ? m->nartifacts - i : MC_ACUR_BATCH, k;
+	uint64_t from, to;
 
 	if (c->n > 0 && i != c->first + c->n)
 		n = 1;
-	uint64_t from, to;
-
 	c->n = 0;
 	if (c->rec == NULL && (c->rec = malloc(MC_ACUR_BATCH * sizeof *c->rec)) == NULL)
 		return mc__err(c->ctx, MC_ERR_NOMEM, "out of memory");
@@ -953,11 +962,10 @@ struct obj_walk {
 static int
 obj_flush(mc_ctx *ctx, struct obj_walk *w)
 {
-	if (w->nbuf > 0 && mc__write_all(w->m->objfd, w->buf, w->nbuf * sizeof *w->buf) != 0)
-		return mc__err(ctx, MC_ERR_IO, "cannot write the object table's temporary file: %s",
-			       strerror(errno));
+	int rc = temp_write(ctx, w->m->objfd, w->buf, w->nbuf * sizeof *w->buf, "object table");
+
 	w->nbuf = 0;
-	return MC_OK;
+	return rc;
 }
 
 static int
@@ -1039,13 +1047,14 @@ struct art_walk {
 static int
 art_flush(mc_ctx *ctx, struct art_walk *w)
 {
-	if ((w->nrec > 0 && mc__write_all(w->m->artfd, w->rec, w->nrec * sizeof *w->rec) != 0) ||
-	    (w->nkeys > 0 && mc__write_all(w->m->keyfd, w->keys, w->nkeys) != 0))
-		return mc__err(ctx, MC_ERR_IO, "cannot write the artifact table's temporary file: "
-			       "%s", strerror(errno));
+	int rc;
+
+	if ((rc = temp_write(ctx, w->m->artfd, w->rec, w->nrec * sizeof *w->rec,
+			     "artifact table")) == MC_OK)
+		rc = temp_write(ctx, w->m->keyfd, w->keys, w->nkeys, "artifact table");
 	w->nrec = 0;
 	w->nkeys = 0;
-	return MC_OK;
+	return rc;
 }
 
 /* Keeps a parsed artifact: in the table, or for a spilled one in the temp files. */

@@ -232,16 +232,21 @@ mc__bundle_plan(mc_bundle *b)
 
 /* ---- the installer ---- */
 
-/* Tells fn (may be NULL) what became of artifact a, with its destination. */
+/* Tells fn (may be NULL) what became of artifact a, with its destination (computed
+ * here when dest is NULL). */
 static void
-report(mc_bundle *b, mc_artifact_fn fn, void *ud, int what, const struct mc_martifact *a)
+report(mc_bundle *b, mc_artifact_fn fn, void *ud, int what, const struct mc_martifact *a,
+       const char *dest)
 {
-	char dest[MC_PATH_MAX];
+	char buf[MC_PATH_MAX];
 
 	if (fn == NULL)
 		return;
-	if (mc__artifact_dest(b, a, dest, sizeof dest) != MC_OK)
-		dest[0] = '\0'; /* not reached: the plan computed it */
+	if (dest == NULL) {
+		if (mc__artifact_dest(b, a, buf, sizeof buf) != MC_OK)
+			buf[0] = '\0'; /* not reached: the plan computed it */
+		dest = buf;
+	}
 	fn(ud, what, a->type, a->key, dest, a->size);
 }
 
@@ -1090,7 +1095,7 @@ commit(struct loader *L, mc_artifact_fn fn, void *ud)
 			break;
 		}
 		s->made = 0;
-		report(L->b, fn, ud, MC_LOAD_INSTALLED, a);
+		report(L->b, fn, ud, MC_LOAD_INSTALLED, a, n.dest);
 	}
 	if (dfd >= 0)
 		close(dfd);
@@ -1099,15 +1104,17 @@ commit(struct loader *L, mc_artifact_fn fn, void *ud)
 	/* The files of the units: installed with their folder, or dropped with it. */
 	for (i = 0; i < L->nst && rc == MC_OK; i++) {
 		struct staged *s = &L->st[i];
+		struct snames n;
 
 		if (s->unit == NO_UNIT)
 			continue;
 		if (L->units[s->unit].lost)
 			remove_staged(L, s);
 		s->made = 0;
-		if ((rc = mc__acur_get(&L->cur, s->art, &a)) != MC_OK)
+		if ((rc = staged_names(L, L->ctx, &L->cur, s, &n, &a)) != MC_OK)
 			break;
-		report(L->b, fn, ud, L->units[s->unit].lost ? MC_LOAD_UNCHANGED : MC_LOAD_INSTALLED, a);
+		report(L->b, fn, ud, L->units[s->unit].lost ? MC_LOAD_UNCHANGED : MC_LOAD_INSTALLED, a,
+		       n.dest);
 	}
 	for (i = 0; i < L->nunits && rc == MC_OK; i++)
 		if (L->units[i].lost)
@@ -1358,7 +1365,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		rc = mc__bundle_stream_par(b, NULL, NULL);
 		for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++)
 			if (b->sel[i] && (rc = mc__acur_get(&L.cur, i, &a)) == MC_OK)
-				report(b, fn, ud, L.unchanged[i] ? MC_LOAD_UNCHANGED : MC_LOAD_PLANNED, a);
+				report(b, fn, ud, L.unchanged[i] ? MC_LOAD_UNCHANGED : MC_LOAD_PLANNED, a, NULL);
 		goto out;
 	}
 	L.nwk = mc__threads(L.ctx);
@@ -1384,7 +1391,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		rc = commit(&L, fn, ud);
 	for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++)
 		if (b->sel[i] && L.unchanged[i] && (rc = mc__acur_get(&L.cur, i, &a)) == MC_OK)
-			report(b, fn, ud, MC_LOAD_UNCHANGED, a);
+			report(b, fn, ud, MC_LOAD_UNCHANGED, a, NULL);
 out:
 	if (rc != MC_OK && !dry)
 		rollback(&L);

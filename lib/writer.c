@@ -1018,7 +1018,6 @@ mc_writer_save(mc_writer *w, const char *path)
 		return MC_ERR_INVALID;
 	memset(&m, 0, sizeof m);
 	memset(&pass, 0, sizeof pass);
-	view.w = w;
 	if (w->narts > UINT32_MAX - 1 || w->nobjs > UINT32_MAX - 1)
 		return mc__err(w->ctx, MC_ERR_LIMIT, "more than %lu artifacts",
 			       (unsigned long)UINT32_MAX - 1);
