@@ -33,6 +33,25 @@ mc__write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+int
+mc__pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
+{
+	const unsigned char *p = buf;
+
+	while (n > 0) {
+		ssize_t w = pwrite(fd, p, n, (off_t)off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		off += (uint64_t)w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
 /* Reads n bytes at off (or, with at_off unset, at the file position). */
 static int
 read_all(int fd, void *buf, size_t n, int at_off, uint64_t off)

@@ -113,6 +113,7 @@ MC_HIDDEN int mc__write_all(int fd, const void *buf, size_t n);
 MC_HIDDEN int mc__read_full(int fd, void *buf, size_t n);
 /* n bytes at off; -1 with errno (0 at the end of the file) when they cannot be had. */
 MC_HIDDEN int mc__pread_full(int fd, void *buf, size_t n, uint64_t off);
+MC_HIDDEN int mc__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
 /* Opens a temp file beside path (same folder). Returns fd, and the temp name. */
 MC_HIDDEN int mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode);
 /* A private file with no name in $TMPDIR (or /tmp), gone when closed; -1 with the

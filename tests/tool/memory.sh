@@ -37,8 +37,16 @@ while [ "$i" -lt 4000 ]; do
 	printf 'content of state %d\n' "$i" > "$T/many/dynamo/code_state_f${i}_0_.pkl"
 	i=$((i + 1))
 done
-run 0 "" pack -q -o "$T/many.mcache" -s "$T/k.key" --from-dir "$T/many"
+# The writer's records go there too: where it cannot write, a pack that large fails
+# before it writes anything, and a small one does not need it.
+TMPDIR="$T/no-such-folder" run 2 "cannot create a temporary file" \
+	pack -q -o "$T/many.mcache" -s "$T/k.key" --from-dir "$T/many"
+[ ! -e "$T/many.mcache" ] && ok || bad "a failed pack left a bundle"
+TMPDIR="$T/no-such-folder" run 0 "" pack -q -o "$T/small.mcache" -s "$T/k.key" \
+	--from-torch "$DATA/mlp-cuda.megacache"
 export TMPDIR="$T/tmp"
+run 0 "" pack -q -o "$T/many.mcache" -s "$T/k.key" --from-dir "$T/many"
+check "pack left nothing in TMPDIR" test -z "$(ls -A "$T/tmp")"
 run 0 "OK (4000 artifacts" verify "$T/many.mcache" -p "$T/k.pub"
 run 0 "" load -q "$T/many.mcache" -p "$T/k.pub" --cache-dir "$T/many-out"
 check "4,000 artifacts installed byte for byte" diff -r "$T/many" "$T/many-out"

@@ -41,6 +41,9 @@ run 0 "merged 2 bundles" merge -o "$T/m.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache
 grep -q "13 artifacts, 8 conflicts" "$T/out" && ok || bad "merge counts: $(cat "$T/out")"
 grep -c "conflict: " "$T/err" | grep -qx 8 && ok || bad "conflicts not reported one per line"
 run 0 "OK" verify "$T/m.mcache" -p "$PUB"
+# The same bundle twice: every artifact repeated with the same content, no conflict.
+run 0 "10 artifacts, 0 conflicts" merge -o "$T/aa.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache" "$T/a.mcache"
+grep -q "conflict: " "$T/err" && bad "same content reported as a conflict" || ok
 # The later bundle wins: the merged bundle loads what b alone loads, plus a's extra entries.
 run 0 "" load "$T/m.mcache" -p "$PUB" --cache-dir "$T/mm"
 run 0 "" load "$T/b.mcache" -p "$PUB" --cache-dir "$T/mb"

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 
+#include <sodium.h>
+
 static mc_ctx *ctx;
 static char *dir;
 static mc_seckey *sk;
@@ -468,6 +470,92 @@ START_TEST(read_only_destination)
 }
 END_TEST
 
+/* A writer's records and keys go to temp files, and are sorted in runs at save: 40,000
+ * artifacts recorded out of order, 80 of them twice (40 with another content), come
+ * out one per key, in key order, each with the content recorded last. */
+#define MANY 40000u
+
+static void
+count_conflict(void *ud, const char *type, const char *key)
+{
+	size_t *n = ud;
+	unsigned u;
+
+	ck_assert_str_eq(type, "pgo");
+	ck_assert_int_eq(sscanf(key, "k%u", &u), 1);
+	ck_assert_uint_eq(u % 1000, 0);
+	(*n)++;
+}
+
+static void
+many_content(unsigned u, int changed, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s state %u", changed ? "changed" : "recorded", u);
+}
+
+START_TEST(many_artifacts_sorted)
+{
+	char path[4096], key[32], content[64], hex[65], prev[32] = "";
+	unsigned char hash[32];
+	size_t conflicts = 0, i;
+	mc_writer *w;
+	mc_bundle *b;
+	const char *type, *k, *h;
+	uint64_t size;
+
+	snprintf(path, sizeof path, "%s/many.mcache", dir);
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	mc_writer_set_conflict_fn(w, count_conflict, &conflicts);
+	ck_assert_int_eq(mc_writer_set_compression(w, 1), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "pgo", "zz-first", "a", 1), MC_OK);
+	for (i = 0; i < MANY; i++) {
+		unsigned u = (unsigned)((i * 7919) % MANY); /* every key once, out of order */
+		snprintf(key, sizeof key, "k%u", u);
+		many_content(u, 0, content, sizeof content);
+		ck_assert_int_eq(mc_writer_add_memory(w, "pgo", key, content, strlen(content)), MC_OK);
+		if (i == MANY / 2)
+			ck_assert_int_eq(mc_writer_add_memory(w, "autotune", VU, "b", 1), MC_OK);
+	}
+	for (i = 0; i < MANY; i += 500) { /* again: every other one with another content */
+		snprintf(key, sizeof key, "k%zu", i);
+		many_content((unsigned)i, i % 1000 == 0, content, sizeof content);
+		ck_assert_int_eq(mc_writer_add_memory(w, "pgo", key, content, strlen(content)), MC_OK);
+	}
+	ck_assert_uint_eq(mc_writer_artifact_count(w), MANY + 2 + MANY / 500);
+	ck_assert_int_eq(mc_writer_add_signer(w, sk), MC_OK);
+	ck_assert_int_eq(mc_writer_save(w, path), MC_OK);
+	mc_writer_free(w);
+	ck_assert_uint_eq(conflicts, MANY / 1000);
+
+	ck_assert_int_eq(mc_bundle_open(ctx, path, &b), MC_OK);
+	ck_assert_int_eq(mc_bundle_trust(b, pk), MC_OK);
+	ck_assert_int_eq(mc_bundle_verify(b), MC_OK);
+	ck_assert_uint_eq(mc_bundle_artifact_count(b), MANY + 2);
+	ck_assert_int_eq(mc_bundle_artifact(b, 0, &type, &k, &size, &h), MC_OK);
+	ck_assert_str_eq(type, "autotune");
+	for (i = 1; i < MANY + 2; i++) {
+		unsigned u;
+		ck_assert_int_eq(mc_bundle_artifact(b, i, &type, &k, &size, &h), MC_OK);
+		ck_assert_str_eq(type, "pgo");
+		ck_assert_msg(strcmp(prev, k) < 0, "%s after %s", k, prev);
+		snprintf(prev, sizeof prev, "%s", k);
+		if (strcmp(k, "zz-first") == 0) {
+			ck_assert_uint_eq(size, 1);
+			continue;
+		}
+		ck_assert_int_eq(sscanf(k, "k%u", &u), 1);
+		many_content(u, u % 1000 == 0, content, sizeof content);
+		ck_assert_uint_eq(size, strlen(content));
+		crypto_generichash(hash, sizeof hash, (const unsigned char *)content, strlen(content),
+				   NULL, 0);
+		mc__hex(hash, sizeof hash, hex);
+		ck_assert_str_eq(h, hex);
+	}
+	ck_assert_str_eq(prev, "zz-first");
+	mc_bundle_free(b);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -488,6 +576,7 @@ suite(void)
 	tcase_add_test(tc, application_type_round_trip);
 	tcase_add_test(tc, destination_conflicts);
 	tcase_add_test(tc, read_only_destination);
+	tcase_add_test(tc, many_artifacts_sorted);
 	suite_add_tcase(s, tc);
 	return s;
 }
