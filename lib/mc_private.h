@@ -122,6 +122,44 @@ MC_HIDDEN int mc__open_temp_anon(mc_ctx *ctx);
 MC_HIDDEN int mc__read_small_file(mc_ctx *ctx, const char *path, size_t max, char **buf,
 				  size_t *len);
 
+/* ---- stores (store.c): byte arrays that move to a temp file past MC_STORE_MEM ---- */
+
+#define MC_STORE_MEM (256u * 1024)
+
+struct mc_store {
+	const char *what;   /* for messages: "the writer's <what>" */
+	int fd;             /* -1 while everything is in buf */
+	uint64_t flushed;   /* bytes in the file; buf holds the ones after them */
+	unsigned char *buf;
+	size_t len, cap;
+};
+
+MC_HIDDEN void mc__store_init(struct mc_store *s, const char *what);
+MC_HIDDEN void mc__store_free(struct mc_store *s);
+MC_HIDDEN uint64_t mc__store_size(const struct mc_store *s);
+/* MC_ERR_IO naming the store and errno (0: an unexpected end). */
+MC_HIDDEN int mc__store_error(mc_ctx *ctx, const struct mc_store *s, const char *verb);
+/* Appends n bytes; *off (when not NULL) gets where they start. What an append adds
+ * stays in memory until the next one when it is smaller than the buffer (4 KiB at
+ * least), so mc__store_unappend() can take it back. */
+MC_HIDDEN int mc__store_append(mc_ctx *ctx, struct mc_store *s, const void *p, size_t n,
+			       uint64_t *off);
+MC_HIDDEN int mc__store_unappend(struct mc_store *s, size_t n);
+/* Copies n bytes at off into p (wr = 0), or p over them (wr = 1). Safe from several
+ * threads on distinct bytes while nothing is appended. */
+MC_HIDDEN int mc__store_io(mc_ctx *ctx, const struct mc_store *s, uint64_t off, void *p,
+			   size_t n, int wr);
+/* Reads a store forwards from off to end, through a buffer. */
+struct mc_sreader {
+	const struct mc_store *s;
+	uint64_t off, end;  /* the next byte to fetch, and the last + 1 */
+	unsigned char *buf;
+	size_t cap, pos, len;
+};
+MC_HIDDEN int mc__sreader_init(mc_ctx *ctx, struct mc_sreader *r, const struct mc_store *s,
+			      uint64_t off, uint64_t end, size_t cap);
+MC_HIDDEN int mc__sreader_get(mc_ctx *ctx, struct mc_sreader *r, void *p, size_t n);
+
 /* ---- minisign formats (minisign.c) ---- */
 
 struct mc_pubkey {

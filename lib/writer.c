@@ -23,167 +23,6 @@
 
 #include "emit_private.h"
 
-/* ---- stores: append-only byte arrays, in memory up to STORE_MEM, then in a file ---- */
-
-#define STORE_MEM (256u * 1024)
-
-struct wstore {
-	const char *what;   /* for messages: "the writer's <what>" */
-	int fd;             /* -1 while everything is in buf */
-	uint64_t flushed;   /* bytes in the file; buf holds the ones after them */
-	unsigned char *buf;
-	size_t len, cap;
-};
-
-static void
-store_init(struct wstore *s, const char *what)
-{
-	memset(s, 0, sizeof *s);
-	s->what = what;
-	s->fd = -1;
-}
-
-static void
-store_free(struct wstore *s)
-{
-	if (s->fd >= 0)
-		close(s->fd);
-	free(s->buf);
-	store_init(s, s->what);
-}
-
-static uint64_t
-store_size(const struct wstore *s)
-{
-	return s->flushed + s->len;
-}
-
-static int
-store_error(mc_ctx *ctx, const struct wstore *s, const char *verb)
-{
-	return mc__err(ctx, MC_ERR_IO, "cannot %s the %s's temporary file: %s", verb, s->what,
-		       errno != 0 ? strerror(errno) : "unexpected end of file");
-}
-
-/* Appends n bytes; *off (when not NULL) gets where they start. */
-static int
-store_append(mc_ctx *ctx, struct wstore *s, const void *p, size_t n, uint64_t *off)
-{
-	if (off != NULL)
-		*off = store_size(s);
-	if (s->len + n > s->cap && s->len + n <= STORE_MEM) {
-		size_t cap = s->cap ? s->cap : 4096;
-		unsigned char *b;
-		while (cap < s->len + n)
-			cap *= 2;
-		if (cap > STORE_MEM)
-			cap = STORE_MEM;
-		if ((b = realloc(s->buf, cap)) == NULL)
-			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		s->buf = b;
-		s->cap = cap;
-	}
-	if (s->len + n > s->cap) { /* the buffer goes to the file */
-		if (s->fd < 0 && (s->fd = mc__open_temp_anon(ctx)) < 0)
-			return MC_ERR_IO;
-		errno = 0;
-		if (mc__pwrite_full(s->fd, s->buf, s->len, s->flushed) != 0)
-			return store_error(ctx, s, "write");
-		s->flushed += s->len;
-		s->len = 0;
-		if (n > s->cap) {
-			if (mc__pwrite_full(s->fd, p, n, s->flushed) != 0)
-				return store_error(ctx, s, "write");
-			s->flushed += n;
-			return MC_OK;
-		}
-	}
-	if (n > 0)
-		memcpy(s->buf + s->len, p, n);
-	s->len += n;
-	return MC_OK;
-}
-
-/* Copies n bytes at off into p (wr = 0), or p over them (wr = 1). Safe from several
- * threads on distinct bytes while nothing is appended. */
-static int
-store_io(mc_ctx *ctx, const struct wstore *s, uint64_t off, void *p, size_t n, int wr)
-{
-	unsigned char *q = p;
-
-	if (off < s->flushed) {
-		size_t a = s->flushed - off < n ? (size_t)(s->flushed - off) : n;
-		errno = 0;
-		if ((wr ? mc__pwrite_full(s->fd, q, a, off) : mc__pread_full(s->fd, q, a, off)) != 0)
-			return store_error(ctx, s, wr ? "write" : "read");
-		q += a;
-		off += a;
-		n -= a;
-	}
-	if (n == 0)
-		return MC_OK;
-	if (off - s->flushed + n > s->len) {
-		errno = 0;
-		return store_error(ctx, s, "read");
-	}
-	if (wr)
-		memcpy(s->buf + (off - s->flushed), q, n);
-	else
-		memcpy(q, s->buf + (off - s->flushed), n);
-	return MC_OK;
-}
-
-/* Reads a store forwards from off to end, through a buffer. */
-struct sreader {
-	const struct wstore *s;
-	uint64_t off, end;  /* the next byte to fetch, and the last + 1 */
-	unsigned char *buf;
-	size_t cap, pos, len;
-};
-
-static int
-sreader_init(mc_ctx *ctx, struct sreader *r, const struct wstore *s, uint64_t off, uint64_t end,
-	     size_t cap)
-{
-	memset(r, 0, sizeof *r);
-	r->s = s;
-	r->off = off;
-	r->end = end;
-	r->cap = cap;
-	if ((r->buf = malloc(cap)) == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	return MC_OK;
-}
-
-static int
-sreader_get(mc_ctx *ctx, struct sreader *r, void *p, size_t n)
-{
-	unsigned char *q = p;
-
-	while (n > 0) {
-		size_t a;
-		if (r->pos == r->len) {
-			size_t want = r->end - r->off < r->cap ? (size_t)(r->end - r->off) : r->cap;
-			int rc;
-			if (want == 0) {
-				errno = 0;
-				return store_error(ctx, r->s, "read");
-			}
-			if ((rc = store_io(ctx, r->s, r->off, r->buf, want, 0)) != MC_OK)
-				return rc;
-			r->off += want;
-			r->pos = 0;
-			r->len = want;
-		}
-		a = r->len - r->pos < n ? r->len - r->pos : n;
-		memcpy(q, r->buf + r->pos, a);
-		r->pos += a;
-		q += a;
-		n -= a;
-	}
-	return MC_OK;
-}
-
 /* ---- the writer's records ---- */
 
 #define WOBJ_PENDING 1    /* content not read yet: hashed (and deduplicated) at save */
@@ -228,10 +67,10 @@ struct wslot {
 
 struct mc_writer {
 	mc_ctx *ctx;
-	struct wstore objs;   /* struct wobj, by index */
-	struct wstore arts;   /* struct wart, in the order recorded */
-	struct wstore keys;   /* the artifacts' keys, one after another */
-	struct wstore data;   /* the sources' paths, and contents given in memory */
+	struct mc_store objs;   /* struct wobj, by index */
+	struct mc_store arts;   /* struct wart, in the order recorded */
+	struct mc_store keys;   /* the artifacts' keys, one after another */
+	struct mc_store data;   /* the sources' paths, and contents given in memory */
 	uint32_t nobjs, narts;
 	struct wslot *table;
 	size_t tcap, tused;
@@ -276,10 +115,10 @@ mc_writer_new(mc_ctx *ctx, mc_writer **out)
 	w->ctx = ctx;
 	w->level = 3;
 	w->only_blob = 1;
-	store_init(&w->objs, "object table");
-	store_init(&w->arts, "artifact table");
-	store_init(&w->keys, "artifact keys");
-	store_init(&w->data, "source list");
+	mc__store_init(&w->objs, "object table");
+	mc__store_init(&w->arts, "artifact table");
+	mc__store_init(&w->keys, "artifact keys");
+	mc__store_init(&w->data, "source list");
 	*out = w;
 	return MC_OK;
 }
@@ -307,10 +146,10 @@ mc_writer_free(mc_writer *w)
 
 	if (w == NULL)
 		return;
-	store_free(&w->objs);
-	store_free(&w->arts);
-	store_free(&w->keys);
-	store_free(&w->data);
+	mc__store_free(&w->objs);
+	mc__store_free(&w->arts);
+	mc__store_free(&w->keys);
+	mc__store_free(&w->data);
 	free(w->table);
 	for (i = 0; i < w->ntypes; i++)
 		free(w->types[i]);
@@ -354,7 +193,7 @@ mc_writer_set_conflict_fn(mc_writer *w, mc_conflict_fn fn, void *ud)
 static int
 obj_get(mc_writer *w, mc_ctx *ctx, uint32_t i, struct wobj *o)
 {
-	return store_io(ctx, &w->objs, (uint64_t)i * sizeof *o, o, sizeof *o, 0);
+	return mc__store_io(ctx, &w->objs, (uint64_t)i * sizeof *o, o, sizeof *o, 0);
 }
 
 static uint32_t
@@ -400,7 +239,7 @@ find_object(mc_writer *w, const unsigned char *hash, uint32_t *idx, int *found)
 		int rc;
 		if (w->table[s].pref != pref)
 			continue;
-		rc = store_io(w->ctx, &w->objs, (uint64_t)(w->table[s].idx1 - 1) * sizeof(struct wobj) +
+		rc = mc__store_io(w->ctx, &w->objs, (uint64_t)(w->table[s].idx1 - 1) * sizeof(struct wobj) +
 			      offsetof(struct wobj, hash), h, sizeof h, 0);
 		if (rc != MC_OK)
 			return rc;
@@ -433,7 +272,7 @@ new_object(mc_writer *w, const struct wobj *o, uint32_t *idx)
 		w->table[s].pref = hash_pref(o->hash);
 		w->tused++;
 	}
-	if ((rc = store_append(w->ctx, &w->objs, o, sizeof *o, NULL)) != MC_OK)
+	if ((rc = mc__store_append(w->ctx, &w->objs, o, sizeof *o, NULL)) != MC_OK)
 		return rc;
 	*idx = w->nobjs++;
 	return MC_OK;
@@ -453,7 +292,7 @@ source_path(mc_writer *w, struct wobj *o, const char *path)
 		o->path_off = w->lastpath_off;
 		return MC_OK;
 	}
-	if ((rc = store_append(w->ctx, &w->data, path, n, &o->path_off)) != MC_OK)
+	if ((rc = mc__store_append(w->ctx, &w->data, path, n, &o->path_off)) != MC_OK)
 		return rc;
 	free(w->lastpath);
 	if ((w->lastpath = mc__strdup(path)) == NULL)
@@ -472,7 +311,7 @@ object_path(mc_writer *w, mc_ctx *ctx, const struct wobj *o, char *buf)
 		snprintf(buf, MC_PATH_MAX, "(content given in memory)");
 		return MC_OK;
 	}
-	if ((rc = store_io(ctx, &w->data, o->path_off, buf, o->path_len, 0)) != MC_OK)
+	if ((rc = mc__store_io(ctx, &w->data, o->path_off, buf, o->path_len, 0)) != MC_OK)
 		return rc;
 	buf[o->path_len] = '\0';
 	return MC_OK;
@@ -518,7 +357,7 @@ add_artifact(mc_writer *w, const char *type, const char *key, uint32_t obj, uint
 	if ((rc = type_index(w, type, &a.type)) != MC_OK)
 		return rc;
 	a.key_len = (uint32_t)strlen(key);
-	if ((rc = store_append(w->ctx, &w->keys, key, a.key_len, &a.key_off)) != MC_OK)
+	if ((rc = mc__store_append(w->ctx, &w->keys, key, a.key_len, &a.key_off)) != MC_OK)
 		return rc;
 	a.obj = obj;
 	a.seq = w->narts;
@@ -527,7 +366,7 @@ add_artifact(mc_writer *w, const char *type, const char *key, uint32_t obj, uint
 		a.has_sha256 = 1;
 		memcpy(a.sha256, sha, 32);
 	}
-	if ((rc = store_append(w->ctx, &w->arts, &a, sizeof a, NULL)) != MC_OK)
+	if ((rc = mc__store_append(w->ctx, &w->arts, &a, sizeof a, NULL)) != MC_OK)
 		return rc;
 	w->last = a;
 	w->has_last = 1;
@@ -575,7 +414,7 @@ mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void
 	if (!found) {
 		o.size = len;
 		o.path_off = WOBJ_IN_DATA;
-		if ((rc = store_append(w->ctx, &w->data, data, len, &o.offset)) != MC_OK ||
+		if ((rc = mc__store_append(w->ctx, &w->data, data, len, &o.offset)) != MC_OK ||
 		    (rc = new_object(w, &o, &idx)) != MC_OK)
 			return rc;
 	}
@@ -612,7 +451,7 @@ spool_out(void *ud, const unsigned char *buf, size_t n)
 /* Where an object's content is read from: a range of a file, or of the data store. */
 struct source {
 	int fd;                    /* or -1: the store */
-	const struct wstore *st;
+	const struct mc_store *st;
 	const char *name;          /* for messages */
 };
 
@@ -642,7 +481,7 @@ static int
 source_read(mc_ctx *ctx, const struct source *src, void *buf, size_t n, uint64_t off)
 {
 	if (src->fd < 0)
-		return store_io(ctx, src->st, off, buf, n, 0);
+		return mc__store_io(ctx, src->st, off, buf, n, 0);
 	if (mc__pread_full(src->fd, buf, n, off) != 0)
 		return mc__errno(ctx, MC_ERR_IO, "cannot read (did it shrink?)", src->name);
 	return MC_OK;
@@ -922,9 +761,8 @@ mc__writer_drop_last(mc_writer *w)
 {
 	/* The last record is still in the store's buffer: an append keeps what it adds
 	 * there. Its key stays in the keys store, unreferenced. */
-	if (!w->has_last || w->arts.len < sizeof w->last)
+	if (!w->has_last || mc__store_unappend(&w->arts, sizeof w->last) != MC_OK)
 		return;
-	w->arts.len -= sizeof w->last;
 	w->narts--;
 	w->total -= w->last.size;
 	w->has_last = 0;
@@ -992,12 +830,12 @@ mc_writer_total_bytes(const mc_writer *w)
 struct save {
 	mc_writer *w;
 	uint32_t *rank;        /* per type: its place in name order */
-	struct wstore runs;    /* sorted runs: struct wart, then its key */
+	struct mc_store runs;    /* sorted runs: struct wart, then its key */
 	uint64_t *run_off;     /* where each run starts; run_off[nruns] is the end */
 	size_t nruns;
-	struct wstore uniq;    /* the kept artifacts, sorted: struct wart, then its key */
+	struct mc_store uniq;    /* the kept artifacts, sorted: struct wart, then its key */
 	uint32_t nuniq;
-	struct wstore dups;    /* struct wdup: the artifacts of every repeated (type, key) */
+	struct mc_store dups;    /* struct wdup: the artifacts of every repeated (type, key) */
 	uint32_t *oi;          /* per object: 0, MARK_USED or MARK_HASH; then its place in
 				* the object table */
 	uint64_t pass_total;
@@ -1071,7 +909,7 @@ sort_runs(struct save *sv)
 		void *ro;
 
 		n = w->narts - first < RUN_ARTS ? w->narts - first : RUN_ARTS;
-		if ((rc = store_io(w->ctx, &w->arts, (uint64_t)first * sizeof *rec, rec, n * sizeof *rec,
+		if ((rc = mc__store_io(w->ctx, &w->arts, (uint64_t)first * sizeof *rec, rec, n * sizeof *rec,
 				   0)) != MC_OK)
 			break;
 		/* Keys are stored in the order recorded: a run's are one range. */
@@ -1089,7 +927,7 @@ sort_runs(struct save *sv)
 			keys = k;
 			keycap = kb + 1;
 		}
-		if ((rc = store_io(w->ctx, &w->keys, k0, keys, kb, 0)) != MC_OK)
+		if ((rc = mc__store_io(w->ctx, &w->keys, k0, keys, kb, 0)) != MC_OK)
 			break;
 		for (i = 0; i < n; i++) {
 			ent[i].key = keys + (rec[i].key_off - k0);
@@ -1104,15 +942,15 @@ sort_runs(struct save *sv)
 			break;
 		}
 		sv->run_off = ro;
-		sv->run_off[sv->nruns++] = store_size(&sv->runs);
+		sv->run_off[sv->nruns++] = mc__store_size(&sv->runs);
 		for (i = 0; rc == MC_OK && i < n; i++) {
-			rc = store_append(w->ctx, &sv->runs, &rec[ent[i].i], sizeof *rec, NULL);
+			rc = mc__store_append(w->ctx, &sv->runs, &rec[ent[i].i], sizeof *rec, NULL);
 			if (rc == MC_OK)
-				rc = store_append(w->ctx, &sv->runs, ent[i].key, ent[i].key_len, NULL);
+				rc = mc__store_append(w->ctx, &sv->runs, ent[i].key, ent[i].key_len, NULL);
 		}
 	}
 	if (rc == MC_OK && sv->run_off != NULL)
-		sv->run_off[sv->nruns] = store_size(&sv->runs);
+		sv->run_off[sv->nruns] = mc__store_size(&sv->runs);
 out:
 	free(rec);
 	free(ent);
@@ -1122,7 +960,7 @@ out:
 
 /* A run being merged: its next artifact and key. */
 struct mrun {
-	struct sreader r;
+	struct mc_sreader r;
 	struct wart a;
 	uint32_t rank;
 	unsigned char key[MC_KEY_MAX];
@@ -1130,20 +968,20 @@ struct mrun {
 
 /* Reads a record and its key from r; *got = 0 at the end. */
 static int
-next_record(mc_ctx *ctx, struct sreader *r, struct wart *a, unsigned char *key, int *got)
+next_record(mc_ctx *ctx, struct mc_sreader *r, struct wart *a, unsigned char *key, int *got)
 {
 	int rc;
 
 	*got = 0;
 	if (r->pos == r->len && r->off == r->end)
 		return MC_OK;
-	if ((rc = sreader_get(ctx, r, a, sizeof *a)) != MC_OK)
+	if ((rc = mc__sreader_get(ctx, r, a, sizeof *a)) != MC_OK)
 		return rc;
 	if (a->key_len > MC_KEY_MAX) {
 		errno = 0;
-		return store_error(ctx, r->s, "read");
+		return mc__store_error(ctx, r->s, "read");
 	}
-	if ((rc = sreader_get(ctx, r, key, a->key_len)) != MC_OK)
+	if ((rc = mc__sreader_get(ctx, r, key, a->key_len)) != MC_OK)
 		return rc;
 	*got = 1;
 	return MC_OK;
@@ -1191,8 +1029,8 @@ end_group(struct save *sv, const struct wart *a, const unsigned char *key, const
 	size_t i;
 	int rc;
 
-	if ((rc = store_append(w->ctx, &sv->uniq, a, sizeof *a, &d.uniq_off)) != MC_OK ||
-	    (rc = store_append(w->ctx, &sv->uniq, key, a->key_len, NULL)) != MC_OK)
+	if ((rc = mc__store_append(w->ctx, &sv->uniq, a, sizeof *a, &d.uniq_off)) != MC_OK ||
+	    (rc = mc__store_append(w->ctx, &sv->uniq, key, a->key_len, NULL)) != MC_OK)
 		return rc;
 	sv->nuniq++;
 	if (sv->oi[a->obj] != MARK_USED) {
@@ -1206,7 +1044,7 @@ end_group(struct save *sv, const struct wart *a, const unsigned char *key, const
 		d.first = i == 0;
 		if (sv->oi[d.obj] == 0)
 			sv->oi[d.obj] = MARK_HASH;
-		if ((rc = store_append(w->ctx, &sv->dups, &d, sizeof d, NULL)) != MC_OK)
+		if ((rc = mc__store_append(w->ctx, &sv->dups, &d, sizeof d, NULL)) != MC_OK)
 			return rc;
 	}
 	return MC_OK;
@@ -1231,7 +1069,7 @@ merge_runs(struct save *sv)
 		goto out;
 	}
 	for (i = 0; i < sv->nruns && rc == MC_OK; i++) {
-		rc = sreader_init(w->ctx, &runs[i].r, &sv->runs, sv->run_off[i], sv->run_off[i + 1],
+		rc = mc__sreader_init(w->ctx, &runs[i].r, &sv->runs, sv->run_off[i], sv->run_off[i + 1],
 				  RUN_READ);
 		if (rc == MC_OK)
 			rc = next_record(w->ctx, &runs[i].r, &runs[i].a, runs[i].key, &got);
@@ -1292,30 +1130,30 @@ report_conflicts(struct save *sv)
 	mc_writer *w = sv->w;
 	unsigned char h0[MC_HASH_BYTES], h[MC_HASH_BYTES];
 	unsigned char key[MC_KEY_MAX + 1];
-	struct sreader r;
+	struct mc_sreader r;
 	struct wdup d;
 	uint64_t goff = 0;
 	int rc, differ = 0, more = 1;
 
-	if (w->conflict == NULL || store_size(&sv->dups) == 0)
+	if (w->conflict == NULL || mc__store_size(&sv->dups) == 0)
 		return MC_OK;
-	if ((rc = sreader_init(w->ctx, &r, &sv->dups, 0, store_size(&sv->dups), RUN_READ)) != MC_OK)
+	if ((rc = mc__sreader_init(w->ctx, &r, &sv->dups, 0, mc__store_size(&sv->dups), RUN_READ)) != MC_OK)
 		return rc;
 	while (rc == MC_OK) {
 		more = !(r.pos == r.len && r.off == r.end);
-		if (more && (rc = sreader_get(w->ctx, &r, &d, sizeof d)) != MC_OK)
+		if (more && (rc = mc__sreader_get(w->ctx, &r, &d, sizeof d)) != MC_OK)
 			break;
 		if ((!more || d.first) && differ) { /* the group before ends */
 			struct wart a;
-			if ((rc = store_io(w->ctx, &sv->uniq, goff, &a, sizeof a, 0)) != MC_OK ||
-			    (rc = store_io(w->ctx, &sv->uniq, goff + sizeof a, key, a.key_len, 0)) != MC_OK)
+			if ((rc = mc__store_io(w->ctx, &sv->uniq, goff, &a, sizeof a, 0)) != MC_OK ||
+			    (rc = mc__store_io(w->ctx, &sv->uniq, goff + sizeof a, key, a.key_len, 0)) != MC_OK)
 				break;
 			key[a.key_len] = '\0';
 			w->conflict(w->conflict_ud, w->types[a.type], (const char *)key);
 		}
 		if (!more)
 			break;
-		rc = store_io(w->ctx, &w->objs, (uint64_t)d.obj * sizeof(struct wobj) +
+		rc = mc__store_io(w->ctx, &w->objs, (uint64_t)d.obj * sizeof(struct wobj) +
 			      offsetof(struct wobj, hash), d.first ? h0 : h, sizeof h, 0);
 		if (d.first) {
 			goff = d.uniq_off;
@@ -1371,7 +1209,7 @@ order_objects(struct save *sv, uint32_t **order_out, uint32_t *n_out, uint64_t *
 	uint32_t *order = NULL, (*alias)[2] = NULL;
 	size_t nused = 0, nalias = 0, capalias = 0, nf = 0, i, e, r;
 	uint32_t nu = 0;
-	struct sreader rd;
+	struct mc_sreader rd;
 	struct wobj o;
 	int rc = MC_OK;
 
@@ -1384,9 +1222,9 @@ order_objects(struct save *sv, uint32_t **order_out, uint32_t *n_out, uint64_t *
 		rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	rc = sreader_init(w->ctx, &rd, &w->objs, 0, store_size(&w->objs), 256 * sizeof o);
+	rc = mc__sreader_init(w->ctx, &rd, &w->objs, 0, mc__store_size(&w->objs), 256 * sizeof o);
 	for (i = 0, e = 0; rc == MC_OK && i < w->nobjs; i++) {
-		if ((rc = sreader_get(w->ctx, &rd, &o, sizeof o)) != MC_OK)
+		if ((rc = mc__sreader_get(w->ctx, &rd, &o, sizeof o)) != MC_OK)
 			break;
 		if (sv->oi[i] == MARK_USED) {
 			hp[e].pref = mc__be64(o.hash);
@@ -1467,7 +1305,7 @@ struct saveview {
 	mc_writer *w;
 	struct save *sv;
 	const uint32_t *order;
-	struct sreader r;
+	struct mc_sreader r;
 	size_t next;           /* the artifact expected next */
 	struct wart a;
 	char key[MC_KEY_MAX + 1];
@@ -1501,7 +1339,7 @@ view_artifact(void *ud, size_t i, struct mc_martifact *out)
 		return;
 	if (!got) {
 		errno = 0;
-		v->rc = store_error(v->w->ctx, &v->sv->uniq, "read");
+		v->rc = mc__store_error(v->w->ctx, &v->sv->uniq, "read");
 		return;
 	}
 	v->key[v->a.key_len] = '\0';
@@ -1691,7 +1529,7 @@ pass_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 		any |= p->oi[first + j] == MARK_USED || p->oi[first + j] == MARK_HASH;
 	if (!any)
 		return MC_OK;
-	if ((rc = store_io(wctx, &w->objs, (uint64_t)first * sizeof *o, o, n * sizeof *o, 0)) != MC_OK)
+	if ((rc = mc__store_io(wctx, &w->objs, (uint64_t)first * sizeof *o, o, n * sizeof *o, 0)) != MC_OK)
 		return rc;
 	for (j = 0; j < n; j++)
 		if (p->oi[first + j] != 0 && o[j].path_off != WOBJ_IN_DATA) {
@@ -1702,7 +1540,7 @@ pass_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 		struct spool *sp = &p->sp[worker];
 		if (sp->paths == NULL && (sp->paths = malloc(PASS_PATHS)) == NULL)
 			return mc__err(wctx, MC_ERR_NOMEM, "out of memory");
-		if ((rc = store_io(wctx, &w->data, lo, sp->paths, (size_t)(hi - lo), 0)) != MC_OK)
+		if ((rc = mc__store_io(wctx, &w->data, lo, sp->paths, (size_t)(hi - lo), 0)) != MC_OK)
 			return rc;
 	} else {
 		lo = hi = 0;
@@ -1722,7 +1560,7 @@ pass_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 		if ((rc = pass_one(p, worker, wctx, &o[j], name, only_hash)) != MC_OK)
 			return rc;
 	}
-	return store_io(wctx, &w->objs, (uint64_t)first * sizeof *o, o, n * sizeof *o, 1);
+	return mc__store_io(wctx, &w->objs, (uint64_t)first * sizeof *o, o, n * sizeof *o, 1);
 }
 
 static int
@@ -1820,9 +1658,9 @@ mc_writer_save(mc_writer *w, const char *path)
 	memset(&sv, 0, sizeof sv);
 	memset(&view, 0, sizeof view);
 	sv.w = w;
-	store_init(&sv.runs, "artifact sort");
-	store_init(&sv.uniq, "artifact sort");
-	store_init(&sv.dups, "artifact sort");
+	mc__store_init(&sv.runs, "artifact sort");
+	mc__store_init(&sv.uniq, "artifact sort");
+	mc__store_init(&sv.dups, "artifact sort");
 	if ((sv.oi = calloc((size_t)w->nobjs + 1, sizeof *sv.oi)) == NULL ||
 	    (pass.sp = calloc(nworkers, sizeof *pass.sp)) == NULL) {
 		rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
@@ -1834,7 +1672,7 @@ mc_writer_save(mc_writer *w, const char *path)
 	if ((rc = rank_types(&sv)) != MC_OK || (rc = sort_runs(&sv)) != MC_OK ||
 	    (rc = merge_runs(&sv)) != MC_OK)
 		goto out;
-	store_free(&sv.runs);
+	mc__store_free(&sv.runs);
 	if (layout)
 		for (i = 0; i < w->ngroups; i++)
 			for (j = 0; j < w->groups[i].nentries; j++) {
@@ -1856,7 +1694,7 @@ mc_writer_save(mc_writer *w, const char *path)
 				 pass_item, &pass)) != MC_OK ||
 	    (rc = report_conflicts(&sv)) != MC_OK)
 		goto out;
-	store_free(&sv.dups);
+	mc__store_free(&sv.dups);
 	done = atomic_load(&pass.done);
 	/* The object table: the kept objects sorted by hash. */
 	if ((rc = order_objects(&sv, &order, &nuniq, &total)) != MC_OK)
@@ -1864,7 +1702,7 @@ mc_writer_save(mc_writer *w, const char *path)
 	view.w = w;
 	view.sv = &sv;
 	view.order = order;
-	if ((rc = sreader_init(w->ctx, &view.r, &sv.uniq, 0, store_size(&sv.uniq), RUN_READ)) != MC_OK)
+	if ((rc = mc__sreader_init(w->ctx, &view.r, &sv.uniq, 0, mc__store_size(&sv.uniq), RUN_READ)) != MC_OK)
 		goto out;
 	m.nartifacts = sv.nuniq;
 	m.nobjects = nuniq;
@@ -1995,9 +1833,9 @@ out:
 	free(sv.rank);
 	free(sv.run_off);
 	free(sv.oi);
-	store_free(&sv.runs);
-	store_free(&sv.uniq);
-	store_free(&sv.dups);
+	mc__store_free(&sv.runs);
+	mc__store_free(&sv.uniq);
+	mc__store_free(&sv.dups);
 	for (i = 0; i < nsig; i++)
 		free(sigtxt[i]);
 	free(sigtxt);
