@@ -76,7 +76,8 @@ struct mc_writer {
 	size_t tcap, tused;
 	char **types;
 	uint32_t ntypes, lasttype;
-	char *lastpath;       /* the last source path stored, and where */
+	char lastpath[MC_PATH_MAX]; /* the last source path stored, and where */
+	int has_lastpath;
 	uint64_t lastpath_off;
 	struct wart last;     /* the artifact recorded last, while has_last */
 	int has_last;
@@ -154,7 +155,6 @@ mc_writer_free(mc_writer *w)
 	for (i = 0; i < w->ntypes; i++)
 		free(w->types[i]);
 	free(w->types);
-	free(w->lastpath);
 	for (i = 0; i < w->nlabels; i++) {
 		free(w->labels[i].key);
 		free(w->labels[i].value);
@@ -203,6 +203,17 @@ hash_pref(const unsigned char *hash)
 	       (uint32_t)hash[3] << 24;
 }
 
+/* Puts e into the table t of cap slots (a power of two), at its first free place. */
+static void
+slot_put(struct wslot *t, size_t cap, struct wslot e)
+{
+	size_t s;
+
+	for (s = e.pref & (cap - 1); t[s].idx1 != 0; s = (s + 1) & (cap - 1))
+		;
+	t[s] = e;
+}
+
 static int
 table_grow(mc_writer *w)
 {
@@ -211,14 +222,9 @@ table_grow(mc_writer *w)
 
 	if (t == NULL)
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-	for (i = 0; i < w->tcap; i++) {
-		size_t s;
-		if (w->table[i].idx1 == 0)
-			continue;
-		for (s = w->table[i].pref & (cap - 1); t[s].idx1 != 0; s = (s + 1) & (cap - 1))
-			;
-		t[s] = w->table[i];
-	}
+	for (i = 0; i < w->tcap; i++)
+		if (w->table[i].idx1 != 0)
+			slot_put(t, cap, w->table[i]);
 	free(w->table);
 	w->table = t;
 	w->tcap = cap;
@@ -239,8 +245,10 @@ find_object(mc_writer *w, const unsigned char *hash, uint32_t *idx, int *found)
 		int rc;
 		if (w->table[s].pref != pref)
 			continue;
-		rc = mc__store_io(w->ctx, &w->objs, (uint64_t)(w->table[s].idx1 - 1) * sizeof(struct wobj) +
-			      offsetof(struct wobj, hash), h, sizeof h, 0);
+		rc = mc__store_io(w->ctx, &w->objs,
+				  (uint64_t)(w->table[s].idx1 - 1) * sizeof(struct wobj) +
+					  offsetof(struct wobj, hash),
+				  h, sizeof h, 0);
 		if (rc != MC_OK)
 			return rc;
 		if (memcmp(h, hash, sizeof h) == 0) {
@@ -262,14 +270,12 @@ new_object(mc_writer *w, const struct wobj *o, uint32_t *idx)
 		return mc__err(w->ctx, MC_ERR_LIMIT, "more than %lu objects",
 			       (unsigned long)UINT32_MAX - 2);
 	if (!(o->flags & WOBJ_PENDING)) {
-		size_t s;
+		struct wslot e;
 		if ((w->tused + 1) * 2 > w->tcap && (rc = table_grow(w)) != MC_OK)
 			return rc;
-		for (s = hash_pref(o->hash) & (w->tcap - 1); w->table[s].idx1 != 0;
-		     s = (s + 1) & (w->tcap - 1))
-			;
-		w->table[s].idx1 = w->nobjs + 1;
-		w->table[s].pref = hash_pref(o->hash);
+		e.idx1 = w->nobjs + 1;
+		e.pref = hash_pref(o->hash);
+		slot_put(w->table, w->tcap, e);
 		w->tused++;
 	}
 	if ((rc = mc__store_append(w->ctx, &w->objs, o, sizeof *o, NULL)) != MC_OK)
@@ -288,15 +294,14 @@ source_path(mc_writer *w, struct wobj *o, const char *path)
 	if (n >= MC_PATH_MAX)
 		return mc__err(w->ctx, MC_ERR_INVALID, "%.200s...: path too long", path);
 	o->path_len = (uint32_t)n;
-	if (w->lastpath != NULL && strcmp(w->lastpath, path) == 0) {
+	if (w->has_lastpath && strcmp(w->lastpath, path) == 0) {
 		o->path_off = w->lastpath_off;
 		return MC_OK;
 	}
 	if ((rc = mc__store_append(w->ctx, &w->data, path, n, &o->path_off)) != MC_OK)
 		return rc;
-	free(w->lastpath);
-	if ((w->lastpath = mc__strdup(path)) == NULL)
-		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	memcpy(w->lastpath, path, n + 1);
+	w->has_lastpath = 1;
 	w->lastpath_off = o->path_off;
 	return MC_OK;
 }
