@@ -15,31 +15,14 @@
 
 #include "mc_private.h"
 
-int
-mc__write_all(int fd, const void *buf, size_t n)
+/* Writes n bytes at off (or, with at_off unset, at the file position). */
+static int
+write_all(int fd, const void *buf, size_t n, int at_off, uint64_t off)
 {
 	const unsigned char *p = buf;
 
 	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-int
-mc__pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
-{
-	const unsigned char *p = buf;
-
-	while (n > 0) {
-		ssize_t w = pwrite(fd, p, n, (off_t)off);
+		ssize_t w = at_off ? pwrite(fd, p, n, (off_t)off) : write(fd, p, n);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -50,6 +33,18 @@ mc__pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+int
+mc__write_all(int fd, const void *buf, size_t n)
+{
+	return write_all(fd, buf, n, 0, 0);
+}
+
+int
+mc__pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
+{
+	return write_all(fd, buf, n, 1, off);
 }
 
 /* Reads n bytes at off (or, with at_off unset, at the file position). */

@@ -196,6 +196,15 @@ obj_get(mc_writer *w, mc_ctx *ctx, uint32_t i, struct wobj *o)
 	return mc__store_io(ctx, &w->objs, (uint64_t)i * sizeof *o, o, sizeof *o, 0);
 }
 
+/* Object i's hash alone. */
+static int
+obj_hash(mc_writer *w, uint32_t i, unsigned char hash[MC_HASH_BYTES])
+{
+	return mc__store_io(w->ctx, &w->objs,
+			    (uint64_t)i * sizeof(struct wobj) + offsetof(struct wobj, hash), hash,
+			    MC_HASH_BYTES, 0);
+}
+
 static uint32_t
 hash_pref(const unsigned char *hash)
 {
@@ -245,11 +254,7 @@ find_object(mc_writer *w, const unsigned char *hash, uint32_t *idx, int *found)
 		int rc;
 		if (w->table[s].pref != pref)
 			continue;
-		rc = mc__store_io(w->ctx, &w->objs,
-				  (uint64_t)(w->table[s].idx1 - 1) * sizeof(struct wobj) +
-					  offsetof(struct wobj, hash),
-				  h, sizeof h, 0);
-		if (rc != MC_OK)
+		if ((rc = obj_hash(w, w->table[s].idx1 - 1, h)) != MC_OK)
 			return rc;
 		if (memcmp(h, hash, sizeof h) == 0) {
 			*idx = w->table[s].idx1 - 1;
@@ -1158,8 +1163,7 @@ report_conflicts(struct save *sv)
 		}
 		if (!more)
 			break;
-		rc = mc__store_io(w->ctx, &w->objs, (uint64_t)d.obj * sizeof(struct wobj) +
-			      offsetof(struct wobj, hash), d.first ? h0 : h, sizeof h, 0);
+		rc = obj_hash(w, d.obj, d.first ? h0 : h);
 		if (d.first) {
 			goff = d.uniq_off;
 			differ = 0;
