@@ -80,18 +80,61 @@ static const char usage_text[] =
 	"\n"
 	"exit status: 0 success; 1 verification or integrity failure; 2 usage or system error.\n";
 
+static void say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Prints one line. Every line the tool prints goes through here, so that whatever a
+ * bundle, a file name or an argument carries is escaped (mc_escape) on its way to a
+ * terminal or a log: a key cannot move the cursor, set a title or forge a line. */
+static void
+vsay(FILE *f, const char *fmt, va_list ap)
+{
+	char small[1024], *line = small, *out;
+	va_list aq;
+	size_t need;
+	int n;
+
+	va_copy(aq, ap);
+	n = vsnprintf(small, sizeof small, fmt, aq);
+	va_end(aq);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof small) {
+		if ((line = malloc((size_t)n + 1)) == NULL)
+			return;
+		vsnprintf(line, (size_t)n + 1, fmt, ap);
+	}
+	need = mc_escape(NULL, 0, line, 0) + 1;
+	if ((out = malloc(need)) != NULL) {
+		mc_escape(out, need, line, 0);
+		fprintf(f, "%s\n", out);
+		free(out);
+	}
+	if (line != small)
+		free(line);
+}
+
+static void
+say(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(f, fmt, ap);
+	va_end(ap);
+}
 
 static void
 usage_error(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	fprintf(stderr, "%s: ", prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry 'megacache --help'.\n");
+	say(stderr, "%s: %s", prog, msg);
+	say(stderr, "Try 'megacache --help'.");
 	exit(EXIT_USAGE);
 }
 
@@ -101,7 +144,7 @@ fail(mc_ctx *ctx, int rc)
 {
 	const char *msg = ctx != NULL ? mc_ctx_error(ctx) : "";
 
-	fprintf(stderr, "%s: %s\n", prog, msg[0] ? msg : mc_strerror(rc));
+	say(stderr, "%s: %s", prog, msg[0] ? msg : mc_strerror(rc));
 	return mc_status_is_verification_failure(rc) ? EXIT_VERIFY : EXIT_USAGE;
 }
 
@@ -188,7 +231,7 @@ new_ctx(struct progress *p)
 	int rc = mc_ctx_new(&ctx);
 
 	if (rc != MC_OK) {
-		fprintf(stderr, "%s: cannot start: %s\n", prog, mc_strerror(rc));
+		say(stderr, "%s: cannot start: %s", prog, mc_strerror(rc));
 		exit(EXIT_USAGE);
 	}
 	p->on = !quiet && isatty(STDERR_FILENO);
@@ -219,12 +262,12 @@ read_password(void *ud, const char *prompt, char *buf, size_t len)
 
 	if (password_file != NULL) {
 		if ((f = fopen(password_file, "r")) == NULL) {
-			fprintf(stderr, "%s: %s: %s\n", prog, password_file, strerror(errno));
+			say(stderr, "%s: %s: %s", prog, password_file, strerror(errno));
 			return MC_ERR_IO;
 		}
 	} else if ((f = fopen("/dev/tty", "r+")) == NULL) {
-		fprintf(stderr, "%s: a password is needed and there is no terminal; use "
-			"--password-file\n", prog);
+		say(stderr, "%s: a password is needed and there is no terminal; use --password-file",
+		    prog);
 		return MC_ERR_INVALID;
 	}
 	tty_ok = password_file == NULL && tcgetattr(fileno(f), &old) == 0;
@@ -302,7 +345,7 @@ common_opt(int c)
 		caps[c - OPT_CAP].set = 1;
 		return 1;
 	case '?':
-		fprintf(stderr, "Try 'megacache --help'.\n");
+		say(stderr, "Try 'megacache --help'.");
 		exit(EXIT_USAGE);
 	default:
 		return 0;
@@ -406,10 +449,18 @@ free_keys(mc_pubkey **keys, size_t n)
 static void
 print_json(cJSON *j)
 {
-	char *s = cJSON_Print(j);
+	char *s = cJSON_Print(j), *out;
+	size_t need;
 
+	/* cJSON escapes C0 controls only; DEL, C1, bidirectional controls and invalid
+	 * bytes from a bundle or a file name are escaped here, keeping the JSON valid. */
 	if (s != NULL) {
-		puts(s);
+		need = mc_escape(NULL, 0, s, MC_ESCAPE_JSON) + 1;
+		if ((out = malloc(need)) != NULL) {
+			mc_escape(out, need, s, MC_ESCAPE_JSON);
+			puts(out);
+			free(out);
+		}
 		free(s);
 	}
 	cJSON_Delete(j);
@@ -450,11 +501,11 @@ cmd_keygen(int argc, char **argv)
 		if (password_file == NULL &&
 		    (read_password(NULL, "Password (again): ", pw2, sizeof pw2) != MC_OK ||
 		     strcmp(pw1, pw2) != 0)) {
-			fprintf(stderr, "%s: the passwords differ\n", prog);
+			say(stderr, "%s: the passwords differ", prog);
 			return EXIT_USAGE;
 		}
 		if (pw1[0] == '\0') {
-			fprintf(stderr, "%s: empty password; use -W for an unencrypted key\n", prog);
+			say(stderr, "%s: empty password; use -W for an unencrypted key", prog);
 			return EXIT_USAGE;
 		}
 	}
@@ -469,7 +520,7 @@ cmd_keygen(int argc, char **argv)
 		return fail_free(ctx, rc);
 	}
 	if (!quiet)
-		printf("key %s: public key in %s, secret key in %s\n", mc_pubkey_id(pk), pub, sec);
+		say(stdout, "key %s: public key in %s, secret key in %s", mc_pubkey_id(pk), pub, sec);
 	mc_seckey_free(sk);
 	mc_pubkey_free(pk);
 	mc_ctx_free(ctx);
@@ -498,7 +549,7 @@ on_scan(void *ud, int what, const char *rel, const char *text)
 		return;
 	t->skipped++;
 	if (t->verbose)
-		fprintf(stderr, "skipped %s: %s\n", rel, text);
+		say(stderr, "skipped %s: %s", rel, text);
 	for (i = 0; i < t->nreasons && strcmp(t->reasons[i].why, text) != 0; i++)
 		;
 	if (i == t->nreasons && t->nreasons < 16)
@@ -690,7 +741,7 @@ cmd_pack(int argc, char **argv)
 		     : srckind[i] == OPT_FROM_DIR ? mc_writer_add_cache_dir(w, srcs[i], on_scan, &tally)
 						  : mc_writer_add_triton_dir(w, srcs[i], on_scan, &tally);
 	if (rc == MC_OK && mc_writer_artifact_count(w) == 0) {
-		fprintf(stderr, "%s: no artifacts found in the sources; nothing written\n", prog);
+		say(stderr, "%s: no artifacts found in the sources; nothing written", prog);
 		rc = MC_ERR_INVALID;
 		goto done;
 	}
@@ -710,13 +761,16 @@ cmd_pack(int argc, char **argv)
 		cJSON_AddNumberToObject(j, "skipped_files", (double)tally.skipped);
 		print_json(j);
 	} else if (!quiet) {
-		printf("packed %zu artifacts (%s) into %s, %zu signature%s\n",
+		say(stdout, "packed %zu artifacts (%s) into %s, %zu signature%s",
 		       mc_writer_artifact_count(w), hb, out, nsecs, nsecs == 1 ? "" : "s");
 		if (tally.skipped > 0) {
-			printf("skipped %zu file%s (-v lists them):", tally.skipped, tally.skipped == 1 ? "" : "s");
-			for (i = 0; i < tally.nreasons; i++)
-				printf("%s %zu %s", i ? "," : "", tally.reasons[i].n, tally.reasons[i].why);
-			printf("\n");
+			char line[2048];
+			size_t at = (size_t)snprintf(line, sizeof line, "skipped %zu file%s (-v lists them):",
+						     tally.skipped, tally.skipped == 1 ? "" : "s");
+			for (i = 0; i < tally.nreasons && at < sizeof line; i++)
+				at += (size_t)snprintf(line + at, sizeof line - at, "%s %zu %s", i ? "," : "",
+						       tally.reasons[i].n, tally.reasons[i].why);
+			say(stdout, "%s", line);
 		}
 	}
 	rc = 0;
@@ -764,7 +818,7 @@ cmd_sign(int argc, char **argv)
 		rc = fail(ctx, rc);
 	} else {
 		if (!quiet)
-			printf("signed %s with key %s\n", out ? out : path, mc_seckey_id(sk));
+			say(stdout, "signed %s with key %s", out ? out : path, mc_seckey_id(sk));
 		rc = 0;
 	}
 	mc_bundle_free(b);
@@ -828,7 +882,7 @@ cmd_verify(int argc, char **argv)
 			  : fail(ctx, rc);
 	} else {
 		if (!json && !quiet)
-			printf("%s: OK (%zu artifacts, bundle version %" PRIu64 ", %zu signature%s)\n",
+			say(stdout, "%s: OK (%zu artifacts, bundle version %" PRIu64 ", %zu signature%s)",
 			       argv[optind], mc_bundle_artifact_count(b), mc_bundle_version(b),
 			       mc_bundle_signature_count(b), mc_bundle_signature_count(b) == 1 ? "" : "s");
 		rc = 0;
@@ -911,10 +965,11 @@ on_artifact(void *ud, int what, const char *type, const char *key, const char *d
 	} else if (r->explain && !quiet) {
 		char hb[32];
 		human_bytes(size, hb, sizeof hb);
-		printf("%-12s %10s  %-13s %s\n%27s-> %s\n", type, hb,
-		       what == MC_LOAD_UNCHANGED ? "already there" : "would install", key, "", full);
+		say(stdout, "%-12s %10s  %-13s %s", type, hb,
+		    what == MC_LOAD_UNCHANGED ? "already there" : "would install", key);
+		say(stdout, "%27s-> %s", "", full);
 	} else if (r->dry && !quiet && !r->silent) {
-		printf("%-13s %-12s %s\n", action, type, full);
+		say(stdout, "%-13s %-12s %s", action, type, full);
 	}
 }
 
@@ -950,7 +1005,7 @@ explain(mc_ctx *ctx, mc_bundle *b, const char *path, int json)
 		cJSON_AddItemToObject(j, "artifacts", r.arts);
 		print_json(j);
 	} else if (!quiet) {
-		printf("%zu to install, %zu already there (signatures not checked)\n", r.planned,
+		say(stdout, "%zu to install, %zu already there (signatures not checked)", r.planned,
 		       r.unchanged);
 	}
 	return 0;
@@ -1039,30 +1094,30 @@ cmd_list(int argc, char **argv)
 		print_json(j);
 	} else {
 		char hb[32];
-		printf("bundle %s (format %d, not verified)\n", argv[optind], MC_FORMAT_VERSION);
-		printf("created %" PRId64 ", bundle version %" PRIu64, mc_bundle_created(b),
-		       mc_bundle_version(b));
+		say(stdout, "bundle %s (format %d, not verified)", argv[optind], MC_FORMAT_VERSION);
+		char exp[48] = "";
 		if (mc_bundle_expires(b) != 0)
-			printf(", expires %" PRId64, mc_bundle_expires(b));
-		printf("\n");
+			snprintf(exp, sizeof exp, ", expires %" PRId64, mc_bundle_expires(b));
+		say(stdout, "created %" PRId64 ", bundle version %" PRIu64 "%s", mc_bundle_created(b),
+		    mc_bundle_version(b), exp);
 		for (i = 0; i < mc_bundle_label_count(b); i++) {
 			const char *k, *v;
 			if (mc_bundle_label(b, i, &k, &v) == MC_OK)
-				printf("label %s=%s\n", k, v);
+				say(stdout, "label %s=%s", k, v);
 		}
 		for (i = 0; i < mc_bundle_signature_count(b); i++)
-			printf("signature by key %s\n", mc_bundle_signature_key_id(b, i));
+			say(stdout, "signature by key %s", mc_bundle_signature_key_id(b, i));
 		if (mc_bundle_signature_count(b) == 0)
-			printf("unsigned\n");
+			say(stdout, "unsigned");
 		for (i = 0; i < n; i++) {
 			const char *type, *key, *hash;
 			uint64_t size;
 			if ((rc = mc_bundle_artifact(b, i, &type, &key, &size, &hash)) != MC_OK)
 				goto fail;
 			human_bytes(size, hb, sizeof hb);
-			printf("%-12s %10s  %s\n", type, hb, key);
+			say(stdout, "%-12s %10s  %s", type, hb, key);
 		}
-		printf("%zu artifacts\n", n);
+		say(stdout, "%zu artifacts", n);
 	}
 	mc_bundle_free(b);
 	mc_ctx_free(ctx);
@@ -1171,19 +1226,19 @@ cmd_load(int argc, char **argv)
 	} else if (!quiet) {
 		char hb[32];
 		if (t.insecure)
-			fprintf(stderr, "%s: warning: signatures were not checked "
-				"(--insecure-no-verify)\n", prog);
-		printf("%s %s into %s\n", r.dry ? "would warm" : "warmed", argv[optind], r.root);
+			say(stderr, "%s: warning: signatures were not checked (--insecure-no-verify)",
+			    prog);
+		say(stdout, "%s %s into %s", r.dry ? "would warm" : "warmed", argv[optind], r.root);
 		for (i = 0; i < r.nsums; i++) {
 			human_bytes(r.sums[i].bytes, hb, sizeof hb);
-			printf("  %-13s %5zu file%s %10s", r.sums[i].type, r.sums[i].count,
-			       r.sums[i].count == 1 ? " " : "s", hb);
+			char there[48] = "";
 			if (r.sums[i].unchanged)
-				printf("  (%zu already there)", r.sums[i].unchanged);
-			printf("\n");
+				snprintf(there, sizeof there, "  (%zu already there)", r.sums[i].unchanged);
+			say(stdout, "  %-13s %5zu file%s %10s%s", r.sums[i].type, r.sums[i].count,
+			    r.sums[i].count == 1 ? " " : "s", hb, there);
 		}
 		human_bytes(r.bytes, hb, sizeof hb);
-		printf("%zu file%s %s (%s), %zu already there\n", r.dry ? r.planned : r.installed,
+		say(stdout, "%zu file%s %s (%s), %zu already there", r.dry ? r.planned : r.installed,
 		       (r.dry ? r.planned : r.installed) == 1 ? "" : "s",
 		       r.dry ? "to install" : "installed", hb, r.unchanged);
 	}
@@ -1250,11 +1305,11 @@ cmd_export(int argc, char **argv)
 	} else {
 		if (!quiet) {
 			if (t.npubs == 0)
-				fprintf(stderr, "%s: warning: signatures not checked (no -p given)\n", prog);
-			printf("exported %s to %s (torch %s format)\n", argv[optind], out,
+				say(stderr, "%s: warning: signatures not checked (no -p given)", prog);
+			say(stdout, "exported %s to %s (torch %s format)", argv[optind], out,
 			       format == MC_TORCH_FORMAT_2_7 ? "2.7" : "2.8+");
 			for (i = 0; i < left.nsums; i++)
-				printf("left out %zu %s artifact%s: not a type that format holds\n",
+				say(stdout, "left out %zu %s artifact%s: not a type that format holds",
 				       left.sums[i].count, left.sums[i].type, left.sums[i].count == 1 ? "" : "s");
 		}
 		rc = 0;
@@ -1274,7 +1329,7 @@ on_conflict(void *ud, const char *type, const char *key)
 
 	(*n)++;
 	if (!quiet)
-		fprintf(stderr, "%s: conflict: %s %s differs between bundles; kept the later one\n", prog,
+		say(stderr, "%s: conflict: %s %s differs between bundles; kept the later one", prog,
 			type, key);
 }
 
@@ -1388,7 +1443,7 @@ cmd_merge(int argc, char **argv)
 			n = mc_bundle_artifact_count(m);
 		mc_bundle_free(m);
 		if (!quiet)
-			printf("merged %d bundles into %s: %zu artifacts, %zu conflict%s\n", argc - optind,
+			say(stdout, "merged %d bundles into %s: %zu artifacts, %zu conflict%s", argc - optind,
 			       out, n, conflicts, conflicts == 1 ? "" : "s");
 		rc = 0;
 	}
@@ -1436,7 +1491,7 @@ on_diff(void *ud, int what, const char *type, const char *key, uint64_t size_a, 
 			cJSON_AddNumberToObject(a, "size_b", (double)size_b);
 		cJSON_AddItemToArray(d->lists[what], a);
 	} else if (!quiet) {
-		printf("%c %-12s %s\n", mark[what], type, key);
+		say(stdout, "%c %-12s %s", mark[what], type, key);
 	}
 }
 
@@ -1493,9 +1548,9 @@ cmd_diff(int argc, char **argv)
 		print_json(j);
 	} else if (!quiet) {
 		for (i = 0; i < d.ntypes; i++)
-			printf("%-12s %zu added, %zu removed, %zu changed\n", d.types[i].type,
+			say(stdout, "%-12s %zu added, %zu removed, %zu changed", d.types[i].type,
 			       d.types[i].n[0], d.types[i].n[1], d.types[i].n[2]);
-		printf("%zu added, %zu removed, %zu changed\n", d.total[0], d.total[1], d.total[2]);
+		say(stdout, "%zu added, %zu removed, %zu changed", d.total[0], d.total[1], d.total[2]);
 	}
 	rc = 0;
 done:
@@ -1530,7 +1585,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
-		printf("megacache %s (bundle format %d)\n", MC_VERSION_STRING, MC_FORMAT_VERSION);
+		say(stdout, "megacache %s (bundle format %d)", MC_VERSION_STRING, MC_FORMAT_VERSION);
 		return 0;
 	}
 	for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
@@ -1540,6 +1595,7 @@ main(int argc, char **argv)
 			argv[1] = name;
 			return cmds[i].fn(argc - 1, argv + 1);
 		}
-	fprintf(stderr, "%s: unknown command '%s'\nTry 'megacache --help'.\n", prog, argv[1]);
+	say(stderr, "%s: unknown command '%s'", prog, argv[1]);
+	say(stderr, "Try 'megacache --help'.");
 	return EXIT_USAGE;
 }

@@ -106,43 +106,49 @@ mc__crc32(uint32_t crc, const void *buf, size_t n)
 	return ~crc;
 }
 
+/* Decodes the UTF-8 sequence at s (n bytes left); returns its length, or 0 when it is
+ * not a valid, shortest-form sequence of a scalar value. */
+size_t
+mc__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	size_t len, i;
+	uint32_t c;
+
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, c = s[0] & 0x1fu;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, c = s[0] & 0x0fu;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, c = s[0] & 0x07u;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3fu);
+	}
+	if ((len == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
+	    (len == 4 && (c < 0x10000 || c > 0x10ffff)))
+		return 0;
+	*cp = c;
+	return len;
+}
+
 int
 mc__utf8_valid(const unsigned char *s, size_t n)
 {
-	size_t i = 0;
+	size_t i = 0, len;
+	uint32_t cp;
 
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t len;
-		uint32_t cp;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if ((c & 0xe0) == 0xc0) {
-			len = 2;
-			cp = c & 0x1f;
-		} else if ((c & 0xf0) == 0xe0) {
-			len = 3;
-			cp = c & 0x0f;
-		} else if ((c & 0xf8) == 0xf0) {
-			len = 4;
-			cp = c & 0x07;
-		} else {
+	for (; i < n; i += len)
+		if ((len = mc__utf8_decode(s + i, n - i, &cp)) == 0)
 			return 0;
-		}
-		if (n - i < len)
-			return 0;
-		for (size_t k = 1; k < len; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (s[i + k] & 0x3f);
-		}
-		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		i += len;
-	}
 	return 1;
 }
 

@@ -67,13 +67,17 @@ mc_status_is_verification_failure(int status)
 int
 mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
 {
+	char raw[MC_ERRBUF];
 	va_list ap;
 
 	if (ctx == NULL)
 		return code;
 	va_start(ap, fmt);
-	vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+	vsnprintf(raw, sizeof raw, fmt, ap);
 	va_end(ap);
+	/* Messages name keys, types, labels and paths from bundles: one escape here
+	 * makes every error text safe to print, whoever prints it. */
+	mc_escape(ctx->err, sizeof ctx->err, raw, 0);
 	return code;
 }
 

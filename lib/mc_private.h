@@ -74,6 +74,8 @@ typedef int (*mc_par_fn)(void *ud, unsigned worker, mc_ctx *wctx, size_t i);
  * its message on ctx. */
 MC_HIDDEN int mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud);
 
+/* escape.c: the characters mc_escape() makes visible. */
+MC_HIDDEN int mc__is_unsafe_cp(uint32_t cp);
 MC_HIDDEN int mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 MC_HIDDEN int mc__errno(mc_ctx *ctx, int code, const char *what, const char *path);
@@ -96,6 +98,9 @@ MC_HIDDEN int mc__is_lower_hex(const char *s, size_t n);
 MC_HIDDEN void mc__torch_b32_51(const unsigned char sha256[32], char out[52]);
 MC_HIDDEN uint32_t mc__crc32(uint32_t crc, const void *buf, size_t n);
 MC_HIDDEN int mc__utf8_valid(const unsigned char *s, size_t n);
+/* One UTF-8 sequence at s (n bytes left): its length, or 0 when it is not a valid,
+ * shortest-form encoding of a scalar value. */
+MC_HIDDEN size_t mc__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
 MC_HIDDEN uint64_t mc__be64(const unsigned char *p);
 MC_HIDDEN void mc__put_be64(unsigned char *p, uint64_t v);
 MC_HIDDEN uint64_t mc__le64(const unsigned char *p);

@@ -81,6 +81,18 @@ MC_API int mc_status_is_verification_failure(int status);
 
 typedef struct mc_ctx mc_ctx;
 
+/* Writes src into dst with every character a terminal or a log could take as a
+ * command or a line break made visible: C0 controls, DEL and bytes that are not valid
+ * UTF-8 as \xNN; C1 controls, the bidirectional formatting controls (U+061C, U+200E,
+ * U+200F, U+202A-U+202E, U+2066-U+2069) and U+2028, U+2029 as \uNNNN. A backslash is
+ * left as it is, so escaping twice changes nothing. With MC_ESCAPE_JSON, src is JSON
+ * text: every such character but the whitespace between tokens (tab, LF, CR) becomes
+ * \uNNNN and an invalid byte \ufffd, which keeps it valid JSON. dst (dstlen bytes,
+ * caller-owned) is always NUL-terminated when dstlen > 0; returns the length the whole
+ * result needs, as snprintf does. The library's error texts are escaped already. */
+#define MC_ESCAPE_JSON 1u
+MC_API size_t mc_escape(char *dst, size_t dstlen, const char *src, unsigned flags);
+
 /* Creates a context with the built-in torch handlers registered. */
 MC_API MC_MUST_CHECK int mc_ctx_new(mc_ctx **out);
 MC_API void mc_ctx_free(mc_ctx *ctx);

@@ -1,0 +1,74 @@
+/*
+ * escape.c - makes text from a bundle safe to print: every byte or character that a
+ * terminal or a log viewer could take as a command, a line break or a change of
+ * direction is written as a visible escape. Every message and listing goes through it.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "mc_private.h"
+
+/* C0, DEL, C1, the bidirectional formatting controls (which reorder what is shown),
+ * and the Unicode line and paragraph separators. */
+int
+mc__is_unsafe_cp(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c || cp == 0x200e ||
+	       cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) ||
+	       cp == 0x2028 || cp == 0x2029;
+}
+
+/* Appends n bytes of p to dst as far as it has room; *at counts every byte. */
+static void
+put(char *dst, size_t dstlen, size_t *at, const char *p, size_t n)
+{
+	if (*at < dstlen) {
+		size_t room = dstlen - 1 - *at;
+		memcpy(dst + *at, p, n < room ? n : room);
+	}
+	*at += n;
+}
+
+size_t
+mc_escape(char *dst, size_t dstlen, const char *src, unsigned flags)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)src;
+	size_t n = strlen(src), at = 0, i = 0;
+	int json = (flags & MC_ESCAPE_JSON) != 0;
+
+	while (i < n) {
+		uint32_t cp;
+		size_t len = mc__utf8_decode(s + i, n - i, &cp);
+		char e[8];
+
+		/* In JSON text a raw tab or line end is whitespace between tokens: inside
+		 * strings cJSON has escaped them already. */
+		if (len > 0 && (!mc__is_unsafe_cp(cp) ||
+				(json && (cp == '\t' || cp == '\n' || cp == '\r')))) {
+			put(dst, dstlen, &at, (const char *)s + i, len);
+			i += len;
+			continue;
+		}
+		if (len == 0 && json) { /* JSON text must be UTF-8: the replacement character */
+			put(dst, dstlen, &at, "\\ufffd", 6);
+			i++;
+			continue;
+		}
+		if (len == 0 || (cp < 0x80 && !json)) { /* a byte: \xNN */
+			unsigned char c = s[i];
+			e[0] = '\\', e[1] = 'x', e[2] = hex[c >> 4], e[3] = hex[c & 15];
+			put(dst, dstlen, &at, e, 4);
+			i++;
+			continue;
+		}
+		e[0] = '\\', e[1] = 'u', e[2] = hex[(cp >> 12) & 15], e[3] = hex[(cp >> 8) & 15];
+		e[4] = hex[(cp >> 4) & 15], e[5] = hex[cp & 15];
+		put(dst, dstlen, &at, e, 6);
+		i += len;
+	}
+	if (dstlen > 0)
+		dst[at < dstlen ? at : dstlen - 1] = '\0';
+	return at;
+}
