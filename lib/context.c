@@ -123,6 +123,7 @@ mc_ctx_set_tier_root(mc_ctx *ctx, const char *tier, const char *path)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	free(t->root);
 	t->root = copy;
+	t->named = strlen(copy);
 	if (strcmp(tier, "triton") == 0)
 		ctx->triton_flat = 1;
 	return MC_OK;
@@ -130,6 +131,14 @@ mc_ctx_set_tier_root(mc_ctx *ctx, const char *tier, const char *path)
 
 int
 mc_ctx_tier_root(mc_ctx *ctx, const char *tier, const char **path)
+{
+	size_t named;
+
+	return mc__tier_root(ctx, tier, path, &named);
+}
+
+int
+mc__tier_root(mc_ctx *ctx, const char *tier, const char **path, size_t *named)
 {
 	struct mc_tier *t;
 	int rc;
@@ -140,28 +149,32 @@ mc_ctx_tier_root(mc_ctx *ctx, const char *tier, const char **path)
 	t = find_tier(ctx, tier, 0);
 	if (t != NULL && t->root != NULL) {
 		*path = t->root;
+		*named = t->named;
 		return MC_OK;
 	}
 	if (strcmp(tier, "inductor") != 0 && strcmp(tier, "triton") != 0)
 		return mc__err(ctx, MC_ERR_INVALID, "tier %s has no root folder set", tier);
 	if (strcmp(tier, "triton") == 0) {
 		char *root;
+		size_t t_named;
 		int flat;
-		if ((rc = mc__triton_default_root(ctx, &root, &flat)) != MC_OK)
+		if ((rc = mc__triton_default_root(ctx, &root, &flat, &t_named)) != MC_OK)
 			return rc;
 		if ((t = find_tier(ctx, tier, 1)) == NULL) {
 			free(root);
 			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 		}
 		t->root = root;
+		t->named = t_named;
 		ctx->triton_flat = flat;
 	} else {
 		if ((t = find_tier(ctx, tier, 1)) == NULL)
 			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		if ((rc = mc__torch_default_root(ctx, &t->root)) != MC_OK)
+		if ((rc = mc__torch_default_root(ctx, &t->root, &t->named)) != MC_OK)
 			return rc;
 	}
 	*path = t->root;
+	*named = t->named;
 	return MC_OK;
 }
 

@@ -302,7 +302,7 @@ torch_user(void)
 }
 
 int
-mc__triton_default_root(mc_ctx *ctx, char **out, int *flat)
+mc__triton_default_root(mc_ctx *ctx, char **out, int *flat, size_t *named)
 {
 	const char *env = getenv("TRITON_CACHE_DIR"), *ind;
 	size_t n;
@@ -313,11 +313,13 @@ mc__triton_default_root(mc_ctx *ctx, char **out, int *flat)
 		*flat = 1;
 		if ((*out = mc__strdup(env)) == NULL)
 			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		*named = strlen(env);
 		return MC_OK;
 	}
 	if ((rc = mc_ctx_tier_root(ctx, "inductor", &ind)) != MC_OK)
 		return rc;
 	*flat = 0;
+	*named = strlen(ind);
 	n = strlen(ind) + sizeof "/triton";
 	if ((*out = malloc(n)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
@@ -326,7 +328,7 @@ mc__triton_default_root(mc_ctx *ctx, char **out, int *flat)
 }
 
 int
-mc__torch_default_root(mc_ctx *ctx, char **out)
+mc__torch_default_root(mc_ctx *ctx, char **out, size_t *named)
 {
 	const char *env = getenv("TORCHINDUCTOR_CACHE_DIR");
 	const char *tmp, *user;
@@ -337,6 +339,7 @@ mc__torch_default_root(mc_ctx *ctx, char **out)
 	if (env != NULL && env[0] != '\0') {
 		if ((*out = mc__strdup(env)) == NULL)
 			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		*named = strlen(env);
 		return MC_OK;
 	}
 	tmp = getenv("TMPDIR");
@@ -349,6 +352,7 @@ mc__torch_default_root(mc_ctx *ctx, char **out)
 	if ((p = malloc(n)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	snprintf(p, n, "%s/torchinductor_", tmp);
+	*named = strlen(tmp); /* torchinductor_<user> in a shared /tmp is anyone's to plant */
 	base = strlen(p);
 	for (i = 0; user[i]; i++)
 		p[base + i] = strchr("\\/:*?\"<>|", user[i]) != NULL ? '_' : user[i];

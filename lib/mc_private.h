@@ -41,7 +41,9 @@ struct mc_type {
 
 struct mc_tier {
 	char *name;
-	char *root; /* NULL until set or resolved */
+	char *root;   /* NULL until set or resolved */
+	size_t named; /* how much of root its setter named: a loader may follow links
+		       * there, and walks the rest (a default's own folders) without */
 };
 
 struct mc_ctx {
@@ -83,8 +85,12 @@ MC_HIDDEN const struct mc_type *mc__find_type(const mc_ctx *ctx, const char *typ
 MC_HIDDEN void mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total);
 MC_HIDDEN int mc__crypto_init(mc_ctx *ctx);
 MC_HIDDEN int mc__register_torch_types(mc_ctx *ctx);
-MC_HIDDEN int mc__torch_default_root(mc_ctx *ctx, char **out);
-MC_HIDDEN int mc__triton_default_root(mc_ctx *ctx, char **out, int *flat);
+/* The default roots; *named gets the length of the part that was named by the
+ * environment rather than made up here (TMPDIR, the inductor root). */
+MC_HIDDEN int mc__torch_default_root(mc_ctx *ctx, char **out, size_t *named);
+MC_HIDDEN int mc__triton_default_root(mc_ctx *ctx, char **out, int *flat, size_t *named);
+/* A tier's root as mc_ctx_tier_root() gives it, and how much of it was named. */
+MC_HIDDEN int mc__tier_root(mc_ctx *ctx, const char *tier, const char **path, size_t *named);
 /* Checks key with the type's handler and computes its destination. */
 MC_HIDDEN int mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key,
 			   const unsigned char *sha256, char *buf, size_t buflen);

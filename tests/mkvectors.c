@@ -265,6 +265,59 @@ valid(const char *name, int level, const mc_seckey *s1, const mc_seckey *s2)
 	mc_writer_free(w);
 }
 
+/* A signed bundle of the given (type, key, content) triples, made by the library:
+ * what a trusted but careless or hostile producer can sign. */
+struct triple {
+	const char *type, *key, *data;
+};
+
+static void
+signed_triples(const char *name, const struct triple *t, size_t n)
+{
+	char path[4096];
+	mc_writer *w;
+	size_t i;
+
+	snprintf(path, sizeof path, "%s/%s", outdir, name);
+	if (mc_writer_new(ctx, &w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK)
+		die(name);
+	for (i = 0; i < n; i++)
+		if (mc_writer_add_memory(w, t[i].type, t[i].key, t[i].data, strlen(t[i].data)) != MC_OK)
+			die(name);
+	if (mc_writer_add_signer(w, k_test) != MC_OK || mc_writer_save(w, path) != MC_OK)
+		die(name);
+	mc_writer_free(w);
+}
+
+/* Tiers nest: the default Triton root is <inductor root>/triton, so an inductor-tier
+ * artifact can name a Triton file, the folder above one, or a file in a kernel folder
+ * that is installed as a whole. */
+static void
+nested_tiers(void)
+{
+	static const struct triple same_file[] = {
+		{"extra", "triton/0/kern/k.json", "{\"from\": \"extra\"}"},
+		{"triton", "0/kern/k.json", "{\"from\": \"triton\"}"}};
+	static const struct triple file_is_root[] = {
+		{"extra", "triton", "a file where the Triton root goes"},
+		{"triton", "0/kern/k.json", "{}"}};
+	static const struct triple in_unit[] = {
+		{"extra", "triton/0/kern/planted.so", "not from Triton"},
+		{"triton", "0/kern/k.json", "{}"}};
+
+	signed_triples("tiers-same-file.mcache", same_file, 2);
+	/* Two conflicts: the same file, and a file in a unit folder; either may be named. */
+	expect("tiers-same-file.mcache", "load", 1, "extra triton/0/kern/k.json");
+	signed_triples("tiers-file-is-root.mcache", file_is_root, 2);
+	expect("tiers-file-is-root.mcache", "load", 1, "artifacts extra triton and triton 0/kern/k.json both need");
+	signed_triples("tiers-in-unit.mcache", in_unit, 2);
+	expect("tiers-in-unit.mcache", "load", 1, "artifact extra triton/0/kern/planted.so lies in");
+	/* A type the caller did not select is still checked: what verify refuses, a
+	 * load of some types refuses too. */
+	expect("tiers-in-unit.mcache", "load-types-autotune", 1, "installs as a whole");
+	expect("manifest-unknown-type.mcache", "load-types-autotune", 1, "has no handler");
+}
+
 static unsigned char *
 read_out(const char *name, size_t *len)
 {
@@ -662,6 +715,8 @@ main(int argc, char **argv)
 		longkey[4097] = '\0';
 		hostile_manifest("manifest-key-path-max.mcache", "pgo", longkey, "key is empty or longer");
 	}
+
+	nested_tiers();
 
 	/* 7. Not bundles at all. */
 	spit("not-bundle-empty.bin", "", 0);

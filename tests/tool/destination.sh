@@ -51,6 +51,59 @@ ln -s "$T/root" "$T/root-link"
 run 0 "" load -q "$T/cpu.mcache" -p "$PUB" --cache-dir "$T/root-link"
 [ -f "$T/root/dynamo/code_state_megacache-probe_None_.pkl" ] && ok || bad "a linked root was not followed"
 
+# A link at the default Triton root (<cache dir>/triton): not named by the caller, so
+# walked like every folder beneath the cache dir. load, load --dry-run and
+# list --explain all refuse it, and nothing is written anywhere.
+fresh_root
+ln -s "$T/outside" "$T/root/triton"
+snap "$T/outside" > "$T/before"
+snap "$T/root" > "$T/root.before"
+run 2 "$T/root/triton: is a symlink or not a folder" load "$T/cuda.mcache" -p "$PUB" --cache-dir "$T/root"
+run 2 "$T/root/triton: is a symlink or not a folder" load "$T/cuda.mcache" -p "$PUB" --cache-dir "$T/root" --dry-run
+run 2 "$T/root/triton: is a symlink or not a folder" list "$T/cuda.mcache" --explain --cache-dir "$T/root"
+snap "$T/outside" | cmp -s - "$T/before" && ok || bad "the folder behind the Triton root link changed"
+snap "$T/root" | cmp -s - "$T/root.before" && ok || bad "the cache dir changed"
+# The same link when the cache dir does not exist yet and is made by the load: the
+# Triton root is made as a real folder beneath it, never through a link.
+rm -rf "$T/root"
+TRITON_CACHE_DIR= run 0 "" load -q "$T/cuda.mcache" -p "$PUB" --cache-dir "$T/root"
+[ -d "$T/root/triton" ] && [ ! -L "$T/root/triton" ] && ok || bad "the Triton root is not a plain folder"
+
+# The default cache dir, $TMPDIR/torchinductor_<user>, lies in a folder others may
+# write: a link planted there is refused, as at any folder below the cache dir.
+mkdir -p "$T/tmpdir"
+ln -s "$T/outside" "$T/tmpdir/torchinductor_planted"
+snap "$T/outside" > "$T/before"
+env -u TORCHINDUCTOR_CACHE_DIR -u TRITON_CACHE_DIR TMPDIR="$T/tmpdir" LOGNAME=planted \
+	"$MEGACACHE" load "$T/cpu.mcache" -p "$PUB" >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" = 2 ] && grep -q "torchinductor_planted: is a symlink or not a folder" "$T/err" && ok \
+	|| bad "link at the default cache dir: exit $rc: $(cat "$T/err")"
+snap "$T/outside" | cmp -s - "$T/before" && ok || bad "the folder behind the default cache dir link changed"
+# Without the link, the default cache dir is made and filled.
+rm "$T/tmpdir/torchinductor_planted"
+env -u TORCHINDUCTOR_CACHE_DIR -u TRITON_CACHE_DIR TMPDIR="$T/tmpdir" LOGNAME=planted \
+	"$MEGACACHE" load -q "$T/cpu.mcache" -p "$PUB" >"$T/out" 2>"$T/err"
+[ -f "$T/tmpdir/torchinductor_planted/dynamo/code_state_megacache-probe_None_.pkl" ] && ok \
+	|| bad "default cache dir not filled: $(cat "$T/err")"
+
+# A Triton root the caller sets inside the cache dir (a common set-up) is one tree with
+# it: an artifact of the inductor tier on a Triton kernel file is a conflict there too.
+fresh_root
+TRITON_CACHE_DIR="$T/root/triton/0" run 1 "$T/root/triton/0/kern" \
+	load "$MC_SRCDIR/format/vectors/tiers-same-file.mcache" -p "$PUB" --cache-dir "$T/root"
+run 1 "$T/root/triton/0/kern" \
+	load "$MC_SRCDIR/format/vectors/tiers-same-file.mcache" -p "$PUB" --cache-dir "$T/root" \
+	--triton-dir "$T/root/triton/0"
+# ... also when the caller names it through a link into the cache dir, one whose
+# target this load would make.
+ln -s "$T/root/triton/0" "$T/triton-link"
+run 1 "$T/root/triton/0/kern" \
+	load "$MC_SRCDIR/format/vectors/tiers-same-file.mcache" -p "$PUB" --cache-dir "$T/root" \
+	--triton-dir "$T/triton-link"
+[ -z "$(find "$T/root" -mindepth 1 ! -type l)" ] && ok || bad "a refused load wrote: $(find "$T/root")"
+rm -f "$T/triton-link"
+
 # A cache dir the loader may not write (as an unprivileged user when run as root).
 fresh_root
 chmod 0555 "$T/root"
