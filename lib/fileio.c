@@ -143,22 +143,41 @@ mc__open_temp_anon(mc_ctx *ctx)
 	return fd;
 }
 
+/* Opens a file to read that must be a regular file. O_NONBLOCK keeps a FIFO without
+ * a writer (or a device) from blocking the open; it is cleared once the file is known
+ * to be regular. */
+int
+mc__open_regular(mc_ctx *ctx, const char *path, int *fd, struct stat *st)
+{
+	int flags;
+
+	if ((*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) < 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
+	if (fstat(*fd, st) != 0 || !S_ISREG(st->st_mode)) {
+		close(*fd);
+		*fd = -1;
+		return mc__err(ctx, MC_ERR_IO, "%s: not a regular file", path);
+	}
+	if ((flags = fcntl(*fd, F_GETFL)) < 0 || fcntl(*fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+		int rc = mc__errno(ctx, MC_ERR_IO, "cannot open", path);
+		close(*fd);
+		*fd = -1;
+		return rc;
+	}
+	return MC_OK;
+}
+
 int
 mc__read_small_file(mc_ctx *ctx, const char *path, size_t max, char **buf, size_t *len)
 {
 	struct stat st;
 	char *b;
-	int fd;
+	int fd, rc;
 
 	*buf = NULL;
 	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return mc__err(ctx, MC_ERR_IO, "%s: not a regular file", path);
-	}
+	if ((rc = mc__open_regular(ctx, path, &fd, &st)) != MC_OK)
+		return rc;
 	if ((uint64_t)st.st_size > max) {
 		close(fd);
 		return mc__err(ctx, MC_ERR_KEYFILE, "%s: file too large (%lld bytes, at most %zu)", path,
@@ -170,7 +189,7 @@ mc__read_small_file(mc_ctx *ctx, const char *path, size_t max, char **buf, size_
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
 	if (mc__read_full(fd, b, (size_t)st.st_size) != 0) {
-		int rc = mc__errno(ctx, MC_ERR_IO, "cannot read", path);
+		rc = mc__errno(ctx, MC_ERR_IO, "cannot read", path);
 		close(fd);
 		free(b);
 		return rc;

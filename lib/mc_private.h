@@ -81,6 +81,9 @@ MC_HIDDEN int mc__is_unsafe_cp(uint32_t cp);
 MC_HIDDEN int mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 MC_HIDDEN int mc__errno(mc_ctx *ctx, int code, const char *what, const char *path);
+struct stat;
+/* Opens path to read; refuses (without blocking) anything but a regular file. */
+MC_HIDDEN int mc__open_regular(mc_ctx *ctx, const char *path, int *fd, struct stat *st);
 MC_HIDDEN const struct mc_type *mc__find_type(const mc_ctx *ctx, const char *type);
 MC_HIDDEN void mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total);
 MC_HIDDEN int mc__crypto_init(mc_ctx *ctx);

@@ -334,14 +334,9 @@ mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle **out)
 		mc_bundle_free(b);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
-	if ((b->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		rc = mc__errno(ctx, MC_ERR_IO, "cannot open", path);
+	if ((rc = mc__open_regular(ctx, path, &b->fd, &st)) != MC_OK) {
 		mc_bundle_free(b);
 		return rc;
-	}
-	if (fstat(b->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		mc_bundle_free(b);
-		return mc__err(ctx, MC_ERR_IO, "%s: not a regular file", path);
 	}
 	if ((rc = open_stream(b)) != MC_OK) {
 		mc_bundle_free(b);

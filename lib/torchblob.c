@@ -312,12 +312,8 @@ mc__torch_blob_parse(mc_ctx *ctx, const char *path, struct mc_tb *tb)
 	int rc, crc_ok = 0, ok0, ok1;
 
 	memset(tb, 0, sizeof *tb);
-	if ((r.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
-	if (fstat(r.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(r.fd);
-		return mc__err(ctx, MC_ERR_IO, "%s: not a regular file", path);
-	}
+	if ((rc = mc__open_regular(ctx, path, &r.fd, &st)) != MC_OK)
+		return rc;
 	size = r.size = (uint64_t)st.st_size;
 	if ((rc = crc_matches(&r, &crc_ok)) != MC_OK)
 		goto out;

@@ -62,4 +62,21 @@ grep -q "^+ precompile" "$T/out" && ok || bad "added artifact not listed"
 run 0 "0 added, 0 removed, 0 changed" diff "$T/a.mcache" "$T/a.mcache"
 run 0 "" diff "$T/a.mcache" "$T/m.mcache" --json
 grep -Eq '"added":[[:space:]]*\[' "$T/out" && ok || bad "diff --json lacks lists"
+
+# A FIFO with no writer given as a bundle, a key or a torch blob: refused at once
+# (exit 2, "not a regular file"), never a hang. timeout's 124 would show a hang.
+mkfifo "$T/fifo"
+for cmd in "list $T/fifo" "list $T/fifo --json" "verify $T/fifo -p $PUB" \
+	"load $T/fifo -p $PUB --cache-dir $T/fifo-cache" "load $T/fifo -p $PUB --dry-run" \
+	"export $T/fifo --torch $T/fifo-out" "diff $T/fifo $T/a.mcache" "sign $T/fifo -s $KEYS/test.key" \
+	"merge -o $T/fifo-m.mcache $T/fifo --insecure-no-verify" "pack -o $T/fifo-p.mcache --from-torch $T/fifo" \
+	"verify $T/a.mcache -p $T/fifo"; do
+	# shellcheck disable=SC2086
+	timeout 20 "$MEGACACHE" $cmd >"$T/out" 2>"$T/err"
+	rc=$?
+	[ "$rc" = 2 ] && grep -q "$T/fifo: not a regular file" "$T/err" && ok \
+		|| bad "FIFO: megacache $cmd: exit $rc: $(cat "$T/err")"
+done
+[ ! -e "$T/fifo-cache" ] && [ ! -e "$T/fifo-out" ] && [ ! -e "$T/fifo-m.mcache" ] && [ ! -e "$T/fifo-p.mcache" ] \
+	&& ok || bad "FIFO: a refused command wrote something"
 finish
