@@ -1,9 +1,10 @@
-# escape.sh - nothing a bundle or a file name carries reaches a terminal raw. Every
-# command that reads a bundle runs on each print-* vector and on a valid bundle under a
-# hostile file name, on a pipe and on a pseudo-terminal. Its output must hold no C0
-# control but tab and line feed, no DEL, no C1 control, no bidirectional control or
-# line separator and no forged line; it must show the hostile text escaped (so a
-# command that printed nothing cannot pass); --json output must be one JSON text.
+# escape.sh - nothing a bundle, a file name or an argument carries reaches a terminal
+# raw. Every command that reads a bundle runs on each print-* vector and on a valid
+# bundle under a hostile file name, and with hostile arguments, on a pipe and on a
+# pseudo-terminal. Its output must hold no C0 control but tab and line feed, no DEL,
+# no C1 control, no bidirectional control or line separator and no forged line; it
+# must show the hostile text escaped (so a command that printed nothing cannot pass);
+# --json output must be one JSON text.
 . "$(dirname "$0")/lib.sh"
 V="$MC_SRCDIR/format/vectors"
 PUB="$KEYS/test.pub"
@@ -49,12 +50,12 @@ else
 	echo "escape: no script(1) with a pseudo-terminal here: pipe runs only"
 fi
 
-# try MARK SHOWN megacache-args...: runs the command on a pipe, then on a
+# try TEXT SHOWN megacache-args...: runs the command on a pipe, then on a
 # pseudo-terminal, each time with an empty $T/out for what it writes; checks both
-# outputs, that MARK shows when SHOWN is 1, and that the exit status is one of the
+# outputs, that TEXT shows when SHOWN is 1, and that the exit status is one of the
 # tool's and the same on both.
 try() {
-	mark=$1; shown=$2; shift 2
+	want_text=$1; shown=$2; shift 2
 	# The command as failures name it: this log must not carry what it tests for.
 	what=$(printf '%s' "$*" | cat -v | tr '\n' ' ')
 	rm -rf "$T/out"; mkdir "$T/out"
@@ -63,7 +64,7 @@ try() {
 	cat "$T/o" "$T/e" > "$T/all"
 	case $code in 0|1|2) ok ;; *) bad "$what: exit status $code" ;; esac
 	clean "$T/all" "$what"
-	[ "$shown" = 1 ] && shows "$T/all" "$what" "$mark"
+	[ "$shown" = 1 ] && shows "$T/all" "$what" "$want_text"
 	case " $* " in *" --json "*)
 		# A command that fails may print only its error, on stderr.
 		if [ -s "$T/o" ] || [ "$code" = 0 ]; then
@@ -84,7 +85,7 @@ try() {
 	LC_ALL=C sed -e "s/$CR[a-z]*: *[0-9]*%//g" -e "s/$CR$ESC\\[K//g" -e "s/$CR\$//" \
 		"$T/pty" > "$T/all"
 	clean "$T/all" "$what (terminal)"
-	[ "$shown" = 1 ] && shows "$T/all" "$what (terminal)" "$mark"
+	[ "$shown" = 1 ] && shows "$T/all" "$what (terminal)" "$want_text"
 	return 0
 }
 
@@ -157,7 +158,13 @@ try "$mark" 1 sign "$E" -s "$SEC" -o "$O.mcache"
 try "$mark" 1 pack -o "$O.mcache" --from-torch "$DATA/mlp-cpu-pgo.megacache" -s "$SEC"
 try "$mark" 1 pack -o "$O.mcache" --from-torch "$DATA/mlp-cpu-pgo.megacache" -s "$SEC" --json
 
-# 3. A torch blob (SPEC.md section 10) whose one group's type carries an OSC 52
+# 3. Arguments: an unknown command, and options getopt would complain of itself.
+try "$mark" 1 "$evil"
+try "$mark" 1 list "$E" "--$evil"
+try "$mark" 1 verify "$E" -p "$PUB" "--json=$evil"
+try "invalid option -- '\x1b'" 1 load "$E" -p "$PUB" "-$ESC"
+
+# 4. A torch blob (SPEC.md section 10) whose one group's type carries an OSC 52
 # sequence: CRC-32 of the rest (big-endian; gzip's trailer holds it little-endian),
 # version 1, the type as a base64 string, one entry.
 u64() { # a u64 below 256
