@@ -319,6 +319,26 @@ enum {
 	{"require", required_argument, NULL, OPT_REQUIRE}, \
 	{"insecure-no-verify", no_argument, NULL, OPT_INSECURE}
 
+/* getopt_long with its complaints printed by say(): getopt's own print the argument
+ * raw, and an argument can hold whatever a file name holds. */
+static int
+next_opt(int argc, char **argv, const char *shortopts, const struct option *lo)
+{
+	int c;
+
+	opterr = 0;
+	if ((c = getopt_long(argc, argv, shortopts, lo, NULL)) != '?')
+		return c;
+	if (optopt == 0)
+		say(stderr, "%s: unknown or ambiguous option '%s'", argv[0], argv[optind - 1]);
+	else if (optopt < 256 && strchr(shortopts, optopt) == NULL)
+		say(stderr, "%s: invalid option -- '%c'", argv[0], optopt);
+	else
+		say(stderr, "%s: option '%s' %s", argv[0], argv[optind - 1],
+		    strchr(argv[optind - 1], '=') != NULL ? "takes no argument" : "requires an argument");
+	return c;
+}
+
 static int
 common_opt(int c)
 {
@@ -481,7 +501,7 @@ cmd_keygen(int argc, char **argv)
 	mc_pubkey *pk;
 	mc_ctx *ctx;
 
-	while ((c = getopt_long(argc, argv, "p:s:Wfhq", lo, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, "p:s:Wfhq", lo)) != -1) {
 		if (common_opt(c))
 			continue;
 		switch (c) {
@@ -645,7 +665,7 @@ cmd_pack(int argc, char **argv)
 	char hb[32];
 
 	memset(&tally, 0, sizeof tally);
-	while ((c = getopt_long(argc, argv, "o:s:vhq", lo, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, "o:s:vhq", lo)) != -1) {
 		if (common_opt(c))
 			continue;
 		switch (c) {
@@ -799,7 +819,7 @@ cmd_sign(int argc, char **argv)
 	mc_ctx *ctx;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "s:o:hq", lo, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, "s:o:hq", lo)) != -1) {
 		if (common_opt(c))
 			continue;
 		switch (c) {
@@ -845,7 +865,7 @@ cmd_verify(int argc, char **argv)
 	int c, rc, json = 0;
 
 	memset(&t, 0, sizeof t);
-	while ((c = getopt_long(argc, argv, "p:hq", lo, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, "p:hq", lo)) != -1) {
 		if (common_opt(c) || trust_opt(&t, c))
 			continue;
 		if (c == OPT_JSON)
@@ -1026,7 +1046,7 @@ cmd_list(int argc, char **argv)
 	size_t i, n;
 	int c, rc, json = 0, expl = 0;
 
-	while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, "hq", lo)) != -1) {
 		if (common_opt(c))
 			continue;
 		if (c == OPT_JSON)
@@ -1155,7 +1175,7 @@ cmd_load(int argc, char **argv)
 
 	memset(&t, 0, sizeof t);
 	memset(&r, 0, sizeof r);
-	while ((c = getopt_long(argc, argv, "p:hq", lo, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, "p:hq", lo)) != -1) {
 		if (common_opt(c) || trust_opt(&t, c))
 			continue;
 		switch (c) {
@@ -1275,7 +1295,7 @@ cmd_export(int argc, char **argv)
 	memset(&left, 0, sizeof left);
 	left.dry = 1;
 	left.silent = 1;
-	while ((c = getopt_long(argc, argv, "p:hq", lo, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, "p:hq", lo)) != -1) {
 		if (common_opt(c) || trust_opt(&t, c))
 			continue;
 		if (c == OPT_TORCH)
@@ -1356,7 +1376,7 @@ cmd_merge(int argc, char **argv)
 	int c, rc = MC_OK;
 
 	memset(&t, 0, sizeof t);
-	while ((c = getopt_long(argc, argv, "o:s:p:hq", lo, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, "o:s:p:hq", lo)) != -1) {
 		if (common_opt(c) || trust_opt(&t, c))
 			continue;
 		switch (c) {
@@ -1509,7 +1529,7 @@ cmd_diff(int argc, char **argv)
 	int c, rc;
 
 	memset(&d, 0, sizeof d);
-	while ((c = getopt_long(argc, argv, "hq", lo, NULL)) != -1) {
+	while ((c = next_opt(argc, argv, "hq", lo)) != -1) {
 		if (common_opt(c))
 			continue;
 		if (c == OPT_JSON)

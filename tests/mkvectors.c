@@ -243,6 +243,20 @@ hostile_manifest(const char *name, const char *type, const char *key, const char
 	expect(name, "load", 1, msg);
 }
 
+/* The same manifest with its labels object replaced. */
+static char *
+with_labels(const char *man, const char *labels)
+{
+	static char m[16384];
+	const char *at = strstr(man, "\"labels\":{}");
+
+	if (at == NULL)
+		die("labels");
+	snprintf(m, sizeof m, "%.*s\"labels\":%s%s", (int)(at - man), man, labels,
+		 at + strlen("\"labels\":{}"));
+	return m;
+}
+
 /* ---- valid bundles, made by the library ---- */
 
 static void
@@ -738,6 +752,48 @@ main(int argc, char **argv)
 		spit("not-bundle-torch-blob.bin", blob, 4096);
 		expect("not-bundle-torch-blob.bin", "load", 2, "not a megacache bundle");
 		free(blob);
+	}
+
+	/* 8. Text that must reach a terminal escaped: validly signed bundles whose keys,
+	 * types, labels, member names carry terminal commands (OSC 52 sets the clipboard),
+	 * a forged line, a C1 control (CSI) and a right-to-left override. Each error must
+	 * show them as the visible escapes given. */
+	{
+#define HOSTILE "\\u001b]52;c;cm0gLXJmIH4=\\u0007\\nmegacache: OK\xc2\x9b" "31m\xe2\x80\xae"
+#define HOSTILE_SHOWN "\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0amegacache: OK\\u009b31m\\u202e"
+		const char *man;
+
+		hostile_manifest("print-key-autotune.mcache", "autotune", "ab/" HOSTILE ".best_config",
+				 "autotune key 'ab/" HOSTILE_SHOWN ".best_config' refused");
+		hostile_manifest("print-key-extra.mcache", "extra", "logs/" HOSTILE ".txt",
+				 "extra key 'logs/" HOSTILE_SHOWN ".txt' refused");
+		hostile_manifest("print-type.mcache", "auto\\u001b[31mtune", key_vu,
+				 "type 'auto\\x1b[31mtune' is not");
+		man = manifest_one("autotune", key_vu, n_vu, h, NULL);
+		signed_with_manifest("print-label-name.mcache",
+				     with_labels(man, "{\"\\u001b]0;megacache: OK\\u0007\":\"1\"}"), 1);
+		expect("print-label-name.mcache", "load", 1, "label name '\\x1b]0;megacache: OK\\x07'");
+		/* A label value is printed when it differs from the one required. */
+		signed_with_manifest("print-label-value.mcache",
+				     with_labels(man, "{\"torch\":\"2.11.0\xc2\x9b" "31m\xe2\x80\xae" "evil\"}"), 1);
+		expect("print-label-value.mcache", "load-require-torch=2.11.0", 1,
+		       "label torch is '2.11.0\\u009b31m\\u202eevil'");
+		signed_with_manifest("print-unknown-member.mcache",
+				     manifest_one("autotune", key_vu, n_vu, h,
+						  ",\"\\u001b[2J\\u001b[Hmegacache: OK\":1"), 1);
+		expect("print-unknown-member.mcache", "load", 1,
+		       "unknown field '\\x1b[2J\\x1b[Hmegacache: OK'");
+		/* Member names are raw header bytes: here an ESC, a BEL, a line feed, a lone
+		 * C1 byte (not UTF-8) and a U+202E. */
+		man = manifest_one("autotune", key_vu, n_vu, h, NULL);
+		start_signed(&b, man);
+		put_member(&b, "signatures/\x1b]52;c;cm0gLXJmIH4=\x07\n\x9b\xe2\x80\xae.minisig", "x", 1);
+		snprintf(path, sizeof path, "objects/%s", h);
+		put_member(&b, path, c_vu, n_vu);
+		finish(&b, "print-sig-member.mcache", "load", 1,
+		       "bad signature member name 'signatures/\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0a\\x9b\\u202e.minisig'");
+#undef HOSTILE
+#undef HOSTILE_SHOWN
 	}
 	free(plain);
 	free(zst);

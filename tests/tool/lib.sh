@@ -12,7 +12,7 @@ PASSED=0
 FAILED=0
 
 ok() { PASSED=$((PASSED + 1)); }
-bad() { FAILED=$((FAILED + 1)); echo "FAIL: $*"; }
+bad() { FAILED=$((FAILED + 1)); printf 'FAIL: %s\n' "$*"; } # printf: echo may expand backslashes
 check() { # check DESCRIPTION COMMAND...: the command must succeed
 	desc=$1; shift
 	if "$@"; then ok; else bad "$desc"; fi

@@ -1,4 +1,5 @@
-/* test_encode.c - the byte encodings: torch's base32 names, CRC-32, base64, UTF-8. */
+/* test_encode.c - the byte encodings: torch's base32 names, CRC-32, base64, UTF-8, and
+ * the escaping of text for terminals and JSON. */
 #include "util.h"
 
 #include <sodium.h>
@@ -63,6 +64,167 @@ START_TEST(endian_helpers)
 }
 END_TEST
 
+/* mc_escape of src into a buffer large enough; checks that the length it returns
+ * is the length it wrote. */
+static const char *
+esc(const char *src, unsigned flags)
+{
+	static char out[4096];
+	size_t n = mc_escape(out, sizeof out, src, flags);
+
+	ck_assert_uint_lt(n, sizeof out);
+	ck_assert_uint_eq(strlen(out), n);
+	ck_assert_uint_eq(mc_escape(NULL, 0, src, flags), n);
+	return out;
+}
+
+START_TEST(escape_c0_del_c1)
+{
+	/* OSC 52 (set the clipboard), a forged line, DEL: bytes as \xNN. */
+	ck_assert_str_eq(esc("a\x1b]52;c;eA==\x07" "b\nmegacache: OK\r\x7f", 0),
+			 "a\\x1b]52;c;eA==\\x07b\\x0amegacache: OK\\x0d\\x7f");
+	ck_assert_str_eq(esc("\x01\t\x1f", 0), "\\x01\\x09\\x1f");
+	/* C1 controls, as UTF-8, as \uNNNN; U+00A0 after them is text. */
+	ck_assert_str_eq(esc("\xc2\x80\xc2\x85\xc2\x9b" "31m\xc2\x9f\xc2\xa0", 0),
+			 "\\u0080\\u0085\\u009b31m\\u009f\xc2\xa0");
+	/* Text, and a backslash, are left as they are. */
+	ck_assert_str_eq(esc("plain ~ text \\x1b h\xc3\xa9 \xf0\x9f\x98\x80", 0),
+			 "plain ~ text \\x1b h\xc3\xa9 \xf0\x9f\x98\x80");
+	ck_assert_str_eq(esc("", 0), "");
+}
+END_TEST
+
+START_TEST(escape_bidi_and_separators)
+{
+	static const struct {
+		const char *in, *out;
+	} t[] = {
+		{"\xd8\x9c", "\\u061c"}, {"\xe2\x80\x8e", "\\u200e"}, {"\xe2\x80\x8f", "\\u200f"},
+		{"\xe2\x80\xaa", "\\u202a"}, {"\xe2\x80\xab", "\\u202b"}, {"\xe2\x80\xac", "\\u202c"},
+		{"\xe2\x80\xad", "\\u202d"}, {"\xe2\x80\xae", "\\u202e"}, {"\xe2\x81\xa6", "\\u2066"},
+		{"\xe2\x81\xa7", "\\u2067"}, {"\xe2\x81\xa8", "\\u2068"}, {"\xe2\x81\xa9", "\\u2069"},
+		{"\xe2\x80\xa8", "\\u2028"}, {"\xe2\x80\xa9", "\\u2029"},
+		/* Their neighbours are text: U+061B, U+200D, U+2027, U+202F, U+2065, U+206A. */
+		{"\xd8\x9b", "\xd8\x9b"}, {"\xe2\x80\x8d", "\xe2\x80\x8d"}, {"\xe2\x80\xa7", "\xe2\x80\xa7"},
+		{"\xe2\x80\xaf", "\xe2\x80\xaf"}, {"\xe2\x81\xa5", "\xe2\x81\xa5"},
+		{"\xe2\x81\xaa", "\xe2\x81\xaa"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof t / sizeof t[0]; i++) {
+		ck_assert_str_eq(esc(t[i].in, 0), t[i].out);
+		ck_assert_str_eq(esc(t[i].in, MC_ESCAPE_JSON), t[i].out);
+	}
+	/* A right-to-left override that would show "exe.txt" as "txt.exe". */
+	ck_assert_str_eq(esc("a\xe2\x80\xaetxt.exe", 0), "a\\u202etxt.exe");
+}
+END_TEST
+
+START_TEST(escape_invalid_utf8)
+{
+	/* Each byte of a sequence that is not UTF-8 is escaped on its own, and
+	 * what follows it is read afresh. */
+	ck_assert_str_eq(esc("a\x80" "b", 0), "a\\x80b");                          /* lone continuation */
+	ck_assert_str_eq(esc("\xc0\xaf", 0), "\\xc0\\xaf");                        /* overlong / */
+	ck_assert_str_eq(esc("\xe0\x80\xaf", 0), "\\xe0\\x80\\xaf");               /* overlong, 3 bytes */
+	ck_assert_str_eq(esc("\xed\xa0\x80", 0), "\\xed\\xa0\\x80");               /* surrogate */
+	ck_assert_str_eq(esc("\xf4\x90\x80\x80", 0), "\\xf4\\x90\\x80\\x80");      /* above U+10FFFF */
+	ck_assert_str_eq(esc("\xe2\x82", 0), "\\xe2\\x82");                        /* cut by the end */
+	ck_assert_str_eq(esc("\xe2\x82" "A\xc3\xa9", 0), "\\xe2\\x82A\xc3\xa9");   /* cut by text */
+	ck_assert_str_eq(esc("\xe2\xe2\x80\xae", 0), "\\xe2\\u202e");              /* then a valid one */
+	ck_assert_str_eq(esc("\x9b" "31m\xff\xfe", 0), "\\x9b31m\\xff\\xfe");      /* raw C1 byte */
+}
+END_TEST
+
+START_TEST(escape_json_mode)
+{
+	/* JSON text (as cJSON prints it): whitespace between tokens stays, any other
+	 * control becomes \u00NN, an invalid byte U+FFFD, and the text stays valid. */
+	ck_assert_str_eq(esc("{\n\t\"k\":\t\"a\x1b" "b\x7f\xc2\x9b\xe2\x80\xae\"\r\n}", MC_ESCAPE_JSON),
+			 "{\n\t\"k\":\t\"a\\u001bb\\u007f\\u009b\\u202e\"\r\n}");
+	ck_assert_str_eq(esc("\"\xc0\xaf\x80\xe2\x82\"", MC_ESCAPE_JSON),
+			 "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\"");
+	ck_assert_str_eq(esc("\"\\u001b h\xc3\xa9\"", MC_ESCAPE_JSON), "\"\\u001b h\xc3\xa9\"");
+	ck_assert_str_eq(esc("\x01\x1f", MC_ESCAPE_JSON), "\\u0001\\u001f");
+}
+END_TEST
+
+START_TEST(escape_truncates)
+{
+	/* Like snprintf: at most dstlen - 1 bytes of the result, always a NUL, and the
+	 * whole result's length returned; nothing written past dstlen. */
+	const char *src = "ab\x1b" "cd\xe2\x80\xae";
+	const char *full = "ab\\x1bcd\\u202e";
+	char buf[32];
+	size_t len;
+
+	ck_assert_uint_eq(mc_escape(NULL, 0, src, 0), strlen(full));
+	for (len = 1; len <= strlen(full) + 2; len++) {
+		size_t keep = len - 1 < strlen(full) ? len - 1 : strlen(full);
+		memset(buf, '#', sizeof buf);
+		ck_assert_uint_eq(mc_escape(buf, len, src, 0), strlen(full));
+		ck_assert_uint_eq(strlen(buf), keep);
+		ck_assert(memcmp(buf, full, keep) == 0);
+		ck_assert_int_eq(buf[len], '#');
+	}
+	memset(buf, '#', sizeof buf);
+	ck_assert_uint_eq(mc_escape(buf, 0, src, 0), strlen(full));
+	ck_assert_int_eq(buf[0], '#');
+}
+END_TEST
+
+/* Whether s holds only what mc_escape lets through: valid UTF-8 with no character it
+ * escapes (JSON text may keep tab, LF and CR). */
+static int
+all_safe(const char *s, int json)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), i, k;
+	uint32_t cp;
+
+	for (i = 0; i < n; i += k) {
+		if ((k = mc__utf8_decode(p + i, n - i, &cp)) == 0)
+			return 0;
+		if (mc__is_unsafe_cp(cp) && !(json && (cp == '\t' || cp == '\n' || cp == '\r')))
+			return 0;
+	}
+	return 1;
+}
+
+START_TEST(escape_idempotent)
+{
+	/* Escaping the output again gives the same bytes, in both modes, for inputs
+	 * of every byte value; the output is always safe. */
+	static const char *const fixed[] = {
+		"a\x1b]52;c;eA==\x07\nmegacache: OK", "\xc2\x9b\xe2\x80\xae\xe2\x80\xa8\xd8\x9c",
+		"\xc0\xaf\xed\xa0\x80\xe2\x82", "\\x1b \\u202e \\\\", "h\xc3\xa9\xf0\x9f\x98\x80",
+	};
+	char in[80], once[1024], twice[1024];
+	uint32_t seed = 14;
+	size_t i, k;
+	unsigned flags;
+
+	for (i = 0; i < 5 + 2000; i++) {
+		if (i < 5) {
+			snprintf(in, sizeof in, "%s", fixed[i]);
+		} else {
+			size_t n = i % (sizeof in);
+			for (k = 0; k < n; k++) {
+				seed = seed * 1103515245u + 12345u;
+				in[k] = (char)(1 + (seed >> 16) % 255);
+			}
+			in[n] = '\0';
+		}
+		for (flags = 0; flags <= MC_ESCAPE_JSON; flags++) {
+			ck_assert_uint_lt(mc_escape(once, sizeof once, in, flags), sizeof once);
+			ck_assert_uint_eq(mc_escape(twice, sizeof twice, once, flags), strlen(once));
+			ck_assert_str_eq(twice, once);
+			ck_assert_msg(all_safe(once, flags == MC_ESCAPE_JSON), "unsafe output for case %zu", i);
+		}
+	}
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -74,6 +236,12 @@ suite(void)
 	tcase_add_test(tc, base64_strict);
 	tcase_add_test(tc, utf8_rules);
 	tcase_add_test(tc, endian_helpers);
+	tcase_add_test(tc, escape_c0_del_c1);
+	tcase_add_test(tc, escape_bidi_and_separators);
+	tcase_add_test(tc, escape_invalid_utf8);
+	tcase_add_test(tc, escape_json_mode);
+	tcase_add_test(tc, escape_truncates);
+	tcase_add_test(tc, escape_idempotent);
 	suite_add_tcase(s, tc);
 	return s;
 }
