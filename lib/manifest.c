@@ -36,15 +36,26 @@ mc__label_key_ok(const char *k)
 }
 
 int
-mc__label_value_ok(const char *v)
+mc__label_value_ok(const char *v, char *why, size_t whylen)
 {
-	size_t n = strlen(v), i;
+	const unsigned char *s = (const unsigned char *)v;
+	size_t n = strlen(v), i, k;
+	uint32_t cp;
 
-	if (n > LABEL_VALUE_MAX || !mc__utf8_valid((const unsigned char *)v, n))
+	if (n > LABEL_VALUE_MAX) {
+		snprintf(why, whylen, "is longer than %d bytes", LABEL_VALUE_MAX);
 		return 0;
-	for (i = 0; i < n; i++)
-		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+	}
+	for (i = 0; i < n; i += k) {
+		if ((k = mc__utf8_decode(s + i, n - i, &cp)) == 0) {
+			snprintf(why, whylen, "is not valid UTF-8");
 			return 0;
+		}
+		if (mc__is_unsafe_cp(cp)) {
+			snprintf(why, whylen, "contains control character U+%04X", (unsigned)cp);
+			return 0;
+		}
+	}
 	return 1;
 }
 
@@ -1274,6 +1285,7 @@ static int
 parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
 {
 	const cJSON *c;
+	char why[64];
 	size_t n = 0;
 
 	if (!cJSON_IsObject(labels))
@@ -1287,9 +1299,10 @@ parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
 	for (c = labels->child; c != NULL; c = c->next) {
 		if (!mc__label_key_ok(c->string))
 			return BAD("manifest: label name '%.64s' is not 1-64 of [A-Za-z0-9_.-]", c->string);
-		if (!cJSON_IsString(c) || !mc__label_value_ok(c->valuestring))
-			return BAD("manifest: label '%s' is not a string of printable UTF-8 up to 1024 "
-				   "bytes", c->string);
+		if (!cJSON_IsString(c))
+			return BAD("manifest: label '%s' is not a string", c->string);
+		if (!mc__label_value_ok(c->valuestring, why, sizeof why))
+			return BAD("manifest: label '%s' %s", c->string, why);
 		if (m->nlabels > 0 && strcmp(m->labels[m->nlabels - 1].key, c->string) >= 0)
 			return BAD("manifest: labels not in strictly ascending order at '%s'", c->string);
 		m->labels[m->nlabels].key = mc__strdup(c->string);

@@ -514,7 +514,8 @@ main(int argc, char **argv)
 	}
 	{
 		/* An integer has one form, plain digits; a number RFC 8259 does not allow is
-		 * refused wherever it is. Each of these manifests is otherwise valid. */
+		 * refused wherever it is; a label value holds no control character (SPEC.md
+		 * section 3.1). Each of these manifests is otherwise valid. */
 		static const struct {
 			const char *name, *from, *to, *msg;
 		} forms[] = {
@@ -532,6 +533,12 @@ main(int argc, char **argv)
 			 "is not a JSON number"},
 			{"json-number-label-leading-zero.mcache", "\"labels\":{}", "\"labels\":{\"a\":07}",
 			 "not valid JSON: the number '07' at byte 95 has a leading zero"},
+			{"manifest-label-esc.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\\u001by\"}",
+			 "label 'a' contains control character U+001B"},
+			{"manifest-label-c1.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xc2\x85y\"}",
+			 "label 'a' contains control character U+0085"},
+			{"manifest-label-bidi.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xe2\x80\xaey\"}",
+			 "label 'a' contains control character U+202E"},
 		};
 		char from[64], to[64], size[24];
 		size_t i;

@@ -163,7 +163,7 @@ START_TEST(refusals)
 		{"{\"format\":\"other\",\"format_version\":1,\"created\":5,\"bundle_version\":3,\"labels\":{},\"artifacts\":[]," NOOBJ "}", "not 'megacache'"},
 		{HEAD "\"labels\":{\"b\":\"1\",\"a\":\"2\"},\"artifacts\":[]," NOOBJ "}", "ascending"},
 		{HEAD "\"labels\":{\"bad key\":\"1\"},\"artifacts\":[]," NOOBJ "}", "label name"},
-		{HEAD "\"labels\":{\"k\":\"line\\nbreak\"},\"artifacts\":[]," NOOBJ "}", "printable"},
+		{HEAD "\"labels\":{\"k\":\"line\\nbreak\"},\"artifacts\":[]," NOOBJ "}", "label 'k' contains control character U+000A"},
 		{HEAD "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"b\",\"size\":1,\"hash\":\"" H64 "\"},"
 		      "{\"type\":\"pgo\",\"key\":\"a\",\"size\":1,\"hash\":\"" H64 "\"}]," OBJ(1) "}", "not sorted"},
 		{HEAD "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"a\",\"size\":1,\"hash\":\"" H64 "\"},"
@@ -221,6 +221,50 @@ END_TEST
 
 /* Whitespace anywhere between tokens and any member order are accepted; the tables
  * may come before or after what refers to them. */
+/* A label value holds no character that changes how the text around it is shown
+ * (SPEC.md section 3.1), written as UTF-8 or as an escape; its neighbours are fine. */
+START_TEST(label_characters)
+{
+	static const struct {
+		const char *value, *cp;
+	} refused[] = {
+		{"a\\u001bb", "U+001B"}, {"a\x1b" "b", "U+001B"}, {"\\u0000x", NULL},
+		{"\x7f", "U+007F"}, {"\xc2\x80", "U+0080"}, {"x\xc2\x85", "U+0085"},
+		{"\\u009f", "U+009F"}, {"\xd8\x9c", "U+061C"}, {"\xe2\x80\x8e", "U+200E"},
+		{"\xe2\x80\x8f", "U+200F"}, {"\xe2\x80\xa8", "U+2028"}, {"\\u2029", "U+2029"},
+		{"\xe2\x80\xaa", "U+202A"}, {"abc\xe2\x80\xae" "cba", "U+202E"}, {"\\u202E", "U+202E"},
+		{"\xe2\x81\xa6", "U+2066"}, {"\xe2\x81\xa9", "U+2069"},
+	};
+	static const char *const accepted[] = {
+		"\xc2\xa0", "\xd8\x9b", "\xd8\x9d", "\xe2\x80\x8d", "\xe2\x80\xa7", "\xe2\x80\xaf",
+		"\xe2\x81\xa5", "\xe2\x81\xaa", "~ \\u00e9t\\u00e9", "\xf0\x9f\x98\x80",
+	};
+	struct mc_manifest m;
+	char json[256], want[64];
+	size_t i;
+
+	for (i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		snprintf(json, sizeof json, HEAD "\"labels\":{\"k\":\"%s\"},\"artifacts\":[]," NOOBJ "}",
+			 refused[i].value);
+		ck_assert_int_eq(parse(json, &m), MC_ERR_MANIFEST);
+		if (refused[i].cp == NULL) /* the escaped NUL has a check of its own */
+			continue;
+		snprintf(want, sizeof want, "manifest: label 'k' contains control character %s",
+			 refused[i].cp);
+		ck_assert_str_eq(mc_ctx_error(ctx), want);
+	}
+	for (i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
+		snprintf(json, sizeof json, HEAD "\"labels\":{\"k\":\"%s\"},\"artifacts\":[]," NOOBJ "}",
+			 accepted[i]);
+		ck_assert_msg(parse(json, &m) == MC_OK, "value %zu: %s", i, mc_ctx_error(ctx));
+		mc__manifest_free(&m);
+	}
+	snprintf(json, sizeof json, HEAD "\"labels\":{\"k\":7},\"artifacts\":[]," NOOBJ "}");
+	ck_assert_int_eq(parse(json, &m), MC_ERR_MANIFEST);
+	ck_assert_str_eq(mc_ctx_error(ctx), "manifest: label 'k' is not a string");
+}
+END_TEST
+
 /* The one form of an integer field (SPEC.md section 3): anything else is refused,
  * naming the field; a number RFC 8259 does not allow is refused wherever it is. */
 START_TEST(number_forms)
@@ -423,6 +467,7 @@ suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, render_then_parse);
 	tcase_add_test(tc, refusals);
+	tcase_add_test(tc, label_characters);
 	tcase_add_test(tc, number_forms);
 	tcase_add_test(tc, order_and_space);
 	tcase_add_test(tc, large);
