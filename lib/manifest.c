@@ -36,15 +36,26 @@ mc__label_key_ok(const char *k)
 }
 
 int
-mc__label_value_ok(const char *v)
+mc__label_value_ok(const char *v, char *why, size_t whylen)
 {
-	size_t n = strlen(v), i;
+	const unsigned char *s = (const unsigned char *)v;
+	size_t n = strlen(v), i, k;
+	uint32_t cp;
 
-	if (n > LABEL_VALUE_MAX || !mc__utf8_valid((const unsigned char *)v, n))
+	if (n > LABEL_VALUE_MAX) {
+		snprintf(why, whylen, "is longer than %d bytes", LABEL_VALUE_MAX);
 		return 0;
-	for (i = 0; i < n; i++)
-		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+	}
+	for (i = 0; i < n; i += k) {
+		if ((k = mc__utf8_decode(s + i, n - i, &cp)) == 0) {
+			snprintf(why, whylen, "is not valid UTF-8");
 			return 0;
+		}
+		if (mc__is_unsafe_cp(cp)) {
+			snprintf(why, whylen, "contains control character U+%04X", (unsigned)cp);
+			return 0;
+		}
+	}
 	return 1;
 }
 
@@ -199,10 +210,15 @@ mc__acur_get(struct mc_acur *c, size_t i, const struct mc_martifact **out)
 
 /* ---- rendering ---- */
 
+/* An integer field, in its one form (SPEC.md section 3): plain digits, which cJSON's
+ * printing of a double does not always give (it prints 10^15 as 1e+15). */
 static cJSON *
-add_int(cJSON *o, const char *k, double v)
+add_int(cJSON *o, const char *k, uint64_t v)
 {
-	return cJSON_AddNumberToObject(o, k, v);
+	char t[24];
+
+	snprintf(t, sizeof t, "%llu", (unsigned long long)v);
+	return cJSON_AddRawToObject(o, k, t);
 }
 
 /* The manifest text is built entry by entry: each artifact and object is rendered by
@@ -319,10 +335,10 @@ render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 
 	ok = ok && cJSON_AddStringToObject(root, "format", "megacache") != NULL;
 	ok = ok && add_int(root, "format_version", MC_FORMAT_VERSION) != NULL;
-	ok = ok && add_int(root, "created", (double)m->created) != NULL;
-	ok = ok && add_int(root, "bundle_version", (double)m->bundle_version) != NULL;
+	ok = ok && add_int(root, "created", (uint64_t)m->created) != NULL;
+	ok = ok && add_int(root, "bundle_version", m->bundle_version) != NULL;
 	if (ok && m->expires != 0)
-		ok = add_int(root, "expires", (double)m->expires) != NULL;
+		ok = add_int(root, "expires", (uint64_t)m->expires) != NULL;
 	ok = ok && (labels = cJSON_AddObjectToObject(root, "labels")) != NULL;
 	for (i = 0; ok && i < m->nlabels; i++)
 		ok = cJSON_AddStringToObject(labels, m->labels[i].key, m->labels[i].value) != NULL;
@@ -337,7 +353,7 @@ render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 		render_obj(m, a->object, &ob);
 		ok = o != NULL && cJSON_AddStringToObject(o, "type", a->type) != NULL;
 		ok = ok && cJSON_AddStringToObject(o, "key", a->key) != NULL;
-		ok = ok && add_int(o, "size", (double)a->size) != NULL;
+		ok = ok && add_int(o, "size", a->size) != NULL;
 		mc__hex(ob.hash, 32, hex);
 		ok = ok && cJSON_AddStringToObject(o, "hash", hex) != NULL;
 		if (ok && a->sha256 != NULL) {
@@ -356,9 +372,9 @@ render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 		render_obj(m, i, ob);
 		mc__hex(ob->hash, 32, hex);
 		ok = o != NULL && cJSON_AddStringToObject(o, "hash", hex) != NULL;
-		ok = ok && add_int(o, "size", (double)ob->size) != NULL;
+		ok = ok && add_int(o, "size", ob->size) != NULL;
 		ok = ok && cJSON_AddStringToObject(o, "encoding", ob->encoding == MC_ENC_ZSTD ? "zstd" : "none") != NULL;
-		ok = ok && add_int(o, "stored_size", (double)ob->stored_size) != NULL;
+		ok = ok && add_int(o, "stored_size", ob->stored_size) != NULL;
 		mc__hex(ob->stored_hash, 32, hex);
 		ok = ok && cJSON_AddStringToObject(o, "stored_hash", hex) != NULL;
 		if (i > 0)
@@ -382,7 +398,7 @@ render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 				mc__hex(ob.hash, 32, hex);
 				ok = o != NULL && cJSON_AddItemToArray(ents, o) &&
 				     cJSON_AddStringToObject(o, "key", e->key) != NULL &&
-				     add_int(o, "size", (double)ob.size) != NULL &&
+				     add_int(o, "size", ob.size) != NULL &&
 				     cJSON_AddStringToObject(o, "hash", hex) != NULL;
 			}
 		}
@@ -583,6 +599,9 @@ get_uint(mc_ctx *ctx, const cJSON *o, const char *name, const char *what, uint64
 	d = n->valuedouble;
 	if (!isfinite(d) || d < 0 || d > JSON_INT_MAX || floor(d) != d)
 		return BAD("manifest: %s.%s is not an integer in 0..2^53-1", what, name);
+	if (n->valuestring != NULL) /* the text of a number not in plain digits: jnum_forms */
+		return BAD("manifest: %s.%s is not an integer in plain decimal digits ('%s')", what,
+			   name, n->valuestring);
 	*v = (uint64_t)d;
 	return MC_OK;
 }
@@ -793,13 +812,139 @@ jskip(struct jdoc *d)
 	return 1;
 }
 
+/* ---- numbers ----
+ *
+ * cJSON reads a number with strtod: it takes forms RFC 8259 does not (07, 1., -.5) and
+ * keeps only the value, so 7, 7.0 and 7e0 look alike. So the text of each value cJSON
+ * took is read again, its numbers in step with the tree's (both go in document order):
+ * one outside RFC 8259's grammar is a syntax error, and one that is not plain digits
+ * keeps its text on its item, in valuestring (which cJSON leaves NULL for a number and
+ * frees with the item), for get_uint to refuse. */
+
+#define JNUM_SHOWN 24 /* bytes of a number's text quoted in a message */
+
+struct jnums {
+	const char *s; /* the value's text */
+	size_t n, i;
+	uint64_t at;   /* where it starts in the manifest */
+};
+
+/* The next number outside strings: where it starts, and its length as the run of
+ * characters cJSON reads as one; 0 when there is none. */
+static size_t
+jnum_next(struct jnums *t, const char **start)
+{
+	static const char numch[] = "0123456789+-.eE";
+	size_t i, k;
+
+	for (i = t->i; i < t->n; i++) {
+		char c = t->s[i];
+		const char *q;
+		if (c == '"') {
+			/* To the quote that ends the string: one after an even run of
+			 * backslashes (the run stops at the opening quote at the latest). */
+			do {
+				if ((q = memchr(t->s + i + 1, '"', t->n - i - 1)) == NULL) {
+					t->i = t->n;
+					return 0;
+				}
+				i = (size_t)(q - t->s);
+				for (k = 0; t->s[i - 1 - k] == '\\'; k++)
+					;
+			} while (k % 2 == 1);
+		} else if (c == '-' || (c >= '0' && c <= '9')) {
+			for (k = i; k < t->n && memchr(numch, t->s[k], sizeof numch - 1) != NULL; k++)
+				;
+			*start = t->s + i;
+			t->i = k;
+			return k - i;
+		}
+	}
+	t->i = t->n;
+	return 0;
+}
+
+static size_t
+digits_end(const char *s, size_t i, size_t n)
+{
+	while (i < n && s[i] >= '0' && s[i] <= '9')
+		i++;
+	return i;
+}
+
+/* How much of s is an RFC 8259 number; *intlen: how much is its sign and integer part. */
+static size_t
+json_number_len(const char *s, size_t n, size_t *intlen)
+{
+	size_t i = 0, d;
+
+	*intlen = 0;
+	if (i < n && s[i] == '-')
+		i++;
+	d = i;
+	i = i < n && s[i] == '0' ? i + 1 : digits_end(s, i, n);
+	if (i == d)
+		return 0;
+	*intlen = i;
+	if (i < n && s[i] == '.') {
+		d = ++i;
+		if ((i = digits_end(s, i, n)) == d)
+			return 0;
+	}
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		if (++i < n && (s[i] == '+' || s[i] == '-'))
+			i++;
+		d = i;
+		if ((i = digits_end(s, i, n)) == d)
+			return 0;
+	}
+	return i;
+}
+
+/* Checks the numbers of the tree at item (and of its siblings after it) against t. */
+static int
+jnum_forms(mc_ctx *ctx, cJSON *item, struct jnums *t)
+{
+	const char *s = NULL;
+	size_t n, intlen, shown;
+	int rc;
+
+	for (; item != NULL; item = item->next) {
+		if (item->child != NULL && (rc = jnum_forms(ctx, item->child, t)) != MC_OK)
+			return rc;
+		if (!cJSON_IsNumber(item))
+			continue;
+		if ((n = jnum_next(t, &s)) == 0)
+			return BAD("manifest is not valid JSON");
+		shown = n < JNUM_SHOWN ? n : JNUM_SHOWN;
+		if (json_number_len(s, n, &intlen) != n) {
+			unsigned long long at = (unsigned long long)(t->at + (uint64_t)(s - t->s));
+			if (intlen > 0 && s[intlen - 1] == '0' && intlen < n && s[intlen] >= '0' &&
+			    s[intlen] <= '9')
+				return BAD("manifest is not valid JSON: the number '%.*s' at byte %llu "
+					   "has a leading zero", (int)shown, s, at);
+			return BAD("manifest is not valid JSON: '%.*s' at byte %llu is not a JSON "
+				   "number", (int)shown, s, at);
+		}
+		if (s[0] == '-' || intlen != n) {
+			if ((item->valuestring = cJSON_malloc(shown + 1)) == NULL)
+				return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+			memcpy(item->valuestring, s, shown);
+			item->valuestring[shown] = '\0';
+		}
+	}
+	return MC_OK;
+}
+
 /* Parses the value at d->i into its own tree and moves past it. */
 static int
 jvalue(mc_ctx *ctx, struct jdoc *d, cJSON **out)
 {
 	uint64_t start = d->i;
-	const char *p, *end = NULL;
-	size_t len;
+	const char *p = NULL, *end = NULL;
+	struct jnums nums;
+	size_t len = 0;
+	int rc;
 
 	*out = NULL;
 	if (jskip(d) && jload(d, start, (size_t)(d->i - start)) == 0) {
@@ -813,7 +958,15 @@ jvalue(mc_ctx *ctx, struct jdoc *d, cJSON **out)
 	}
 	if (*out == NULL)
 		return BAD("manifest is not valid JSON");
-	return MC_OK;
+	nums.s = p;
+	nums.n = len;
+	nums.i = 0;
+	nums.at = start;
+	if ((rc = jnum_forms(ctx, *out, &nums)) != MC_OK) {
+		cJSON_Delete(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 typedef int (*jelem_fn)(mc_ctx *ctx, const cJSON *e, size_t idx, void *ud);
@@ -1132,6 +1285,7 @@ static int
 parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
 {
 	const cJSON *c;
+	char why[64];
 	size_t n = 0;
 
 	if (!cJSON_IsObject(labels))
@@ -1145,9 +1299,10 @@ parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
 	for (c = labels->child; c != NULL; c = c->next) {
 		if (!mc__label_key_ok(c->string))
 			return BAD("manifest: label name '%.64s' is not 1-64 of [A-Za-z0-9_.-]", c->string);
-		if (!cJSON_IsString(c) || !mc__label_value_ok(c->valuestring))
-			return BAD("manifest: label '%s' is not a string of printable UTF-8 up to 1024 "
-				   "bytes", c->string);
+		if (!cJSON_IsString(c))
+			return BAD("manifest: label '%s' is not a string", c->string);
+		if (!mc__label_value_ok(c->valuestring, why, sizeof why))
+			return BAD("manifest: label '%s' %s", c->string, why);
 		if (m->nlabels > 0 && strcmp(m->labels[m->nlabels - 1].key, c->string) >= 0)
 			return BAD("manifest: labels not in strictly ascending order at '%s'", c->string);
 		m->labels[m->nlabels].key = mc__strdup(c->string);

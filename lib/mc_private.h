@@ -76,7 +76,8 @@ typedef int (*mc_par_fn)(void *ud, unsigned worker, mc_ctx *wctx, size_t i);
  * its message on ctx. */
 MC_HIDDEN int mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud);
 
-/* escape.c: the characters mc_escape() makes visible. */
+/* escape.c: the characters mc_escape() makes visible, and that a label value may not
+ * hold (SPEC.md section 3.1). */
 MC_HIDDEN int mc__is_unsafe_cp(uint32_t cp);
 MC_HIDDEN int mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -417,7 +418,9 @@ typedef int (*mc_text_sink)(void *ud, const char *p, size_t n);
 MC_HIDDEN int mc__manifest_write(mc_ctx *ctx, const struct mc_manifest *m, mc_text_sink sink,
 				 void *ud);
 MC_HIDDEN int mc__label_key_ok(const char *k);
-MC_HIDDEN int mc__label_value_ok(const char *v);
+/* 1 when v may be a label's value (SPEC.md section 3.1); else 0, with why it may not
+ * ("contains control character U+001B") written to why (which may be NULL, with 0). */
+MC_HIDDEN int mc__label_value_ok(const char *v, char *why, size_t whylen);
 
 /* ---- bundle member names ---- */
 

@@ -240,7 +240,8 @@ typedef void (*mc_conflict_fn)(void *ud, const char *type, const char *key);
 MC_API void mc_writer_set_conflict_fn(mc_writer *w, mc_conflict_fn fn, void *ud);
 
 /* Bundle-level fields. Label keys are 1..64 characters of [A-Za-z0-9_.-]; values are
- * UTF-8 without control characters, at most 1024 bytes. Setting a key again replaces it. */
+ * UTF-8 without control characters (C0, DEL, C1, the bidirectional controls, U+2028,
+ * U+2029: SPEC.md section 3.1), at most 1024 bytes. Setting a key again replaces it. */
 MC_API MC_MUST_CHECK int mc_writer_set_label(mc_writer *w, const char *key, const char *value);
 MC_API MC_MUST_CHECK int mc_writer_set_bundle_version(mc_writer *w, uint64_t version);
 /* Unix time after which readers refuse the bundle; 0 (the default) means never. */

@@ -661,7 +661,8 @@ mc_writer_add_torch_blob(mc_writer *w, const char *path)
 	}
 	if (rc == MC_OK && tb.env_torch_key != NULL)
 		rc = mc_writer_set_label(w, "vllm.torch_key", tb.env_torch_key);
-	if (rc == MC_OK && tb.env_aot_key != NULL && mc__label_value_ok(tb.env_aot_key))
+	if (rc == MC_OK && tb.env_aot_key != NULL &&
+	    mc__label_value_ok(tb.env_aot_key, NULL, 0))
 		rc = mc_writer_set_label(w, "vllm.aot_key", tb.env_aot_key);
 	/* Only the current format's groups are a layout export can reproduce. */
 	if (!tb.layout)
@@ -677,16 +678,15 @@ mc_writer_set_label(mc_writer *w, const char *key, const char *value)
 {
 	struct mc_label *l;
 	size_t i;
-	char *v;
+	char *v, why[64];
 
 	if (w == NULL || key == NULL || value == NULL)
 		return MC_ERR_INVALID;
 	if (!mc__label_key_ok(key))
 		return mc__err(w->ctx, MC_ERR_INVALID, "label name '%.64s' is not 1-64 of [A-Za-z0-9_.-]",
 			       key);
-	if (!mc__label_value_ok(value))
-		return mc__err(w->ctx, MC_ERR_INVALID, "label %s: value must be printable UTF-8 of at "
-			       "most 1024 bytes", key);
+	if (!mc__label_value_ok(value, why, sizeof why))
+		return mc__err(w->ctx, MC_ERR_INVALID, "label %s: value %s", key, why);
 	if ((v = mc__strdup(value)) == NULL)
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < w->nlabels; i++)

@@ -233,6 +233,19 @@ manifest_one(const char *type, const char *key, uint64_t size, const char *hash,
 	return m;
 }
 
+/* A copy of the manifest text src with the first from replaced by to. */
+static char *
+edited(const char *src, const char *from, const char *to)
+{
+	static char m[16384];
+	const char *p = strstr(src, from);
+
+	if (p == NULL)
+		die(from);
+	snprintf(m, sizeof m, "%.*s%s%s", (int)(p - src), src, to, p + strlen(from));
+	return m;
+}
+
 static void
 hostile_manifest(const char *name, const char *type, const char *key, const char *msg)
 {
@@ -561,13 +574,50 @@ main(int argc, char **argv)
 						    "json-number-fraction.mcache", "json-number-2e64.mcache"};
 		size_t i;
 		for (i = 0; i < 4; i++) {
-			char *p;
 			snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, 12345, h, NULL));
-			p = strstr(m, "12345");
-			memmove(p + strlen(bad[i]), p + 5, strlen(p + 5) + 1);
-			memcpy(p, bad[i], strlen(bad[i]));
-			signed_with_manifest(names[i], m, 1);
+			signed_with_manifest(names[i], edited(m, "12345", bad[i]), 1);
 			expect(names[i], "load", 1, "not an integer");
+		}
+	}
+	{
+		/* An integer has one form, plain digits; a number RFC 8259 does not allow is
+		 * refused wherever it is; a label value holds no control character (SPEC.md
+		 * section 3.1). Each of these manifests is otherwise valid. */
+		static const struct {
+			const char *name, *from, *to, *msg;
+		} forms[] = {
+			{"json-number-leading-zero.mcache", "\"size\":#,", "\"size\":0#,",
+			 "has a leading zero"},
+			{"json-number-minus-zero.mcache", "\"bundle_version\":0,", "\"bundle_version\":-0,",
+			 "bundle_version is not an integer in plain decimal digits ('-0')"},
+			{"json-number-point-zero.mcache", "\"size\":#,", "\"size\":#.0,",
+			 "size is not an integer in plain decimal digits"},
+			{"json-number-exponent.mcache", "\"size\":#,", "\"size\":#e0,",
+			 "size is not an integer in plain decimal digits"},
+			{"json-number-exponent-upper.mcache", "\"created\":1700000000,", "\"created\":17E8,",
+			 "created is not an integer in plain decimal digits ('17E8')"},
+			{"json-number-trailing-point.mcache", "\"size\":#,", "\"size\":#.,",
+			 "is not a JSON number"},
+			{"json-number-label-leading-zero.mcache", "\"labels\":{}", "\"labels\":{\"a\":07}",
+			 "not valid JSON: the number '07' at byte 95 has a leading zero"},
+			{"manifest-label-esc.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\\u001by\"}",
+			 "label 'a' contains control character U+001B"},
+			{"manifest-label-c1.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xc2\x85y\"}",
+			 "label 'a' contains control character U+0085"},
+			{"manifest-label-bidi.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xe2\x80\xaey\"}",
+			 "label 'a' contains control character U+202E"},
+		};
+		char from[64], to[64], size[24];
+		size_t i;
+		/* # stands for the artifact's size. */
+		snprintf(size, sizeof size, "%zu", n_vu);
+		for (i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+			const char *f = forms[i].from, *t = forms[i].to;
+			snprintf(from, sizeof from, "%s", strchr(f, '#') ? edited(f, "#", size) : f);
+			snprintf(to, sizeof to, "%s", strchr(t, '#') ? edited(t, "#", size) : t);
+			snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, n_vu, h, NULL));
+			signed_with_manifest(forms[i].name, edited(m, from, to), 1);
+			expect(forms[i].name, "load", 1, forms[i].msg);
 		}
 	}
 	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":2,\"created\":%d,"

@@ -15,6 +15,16 @@ grep -qx "label torch=2.11.0+cu130" "$T/out" && ok || bad "--labels-json not rec
 run 2 "is not set" pack -o "$T/x.mcache" --from-torch "$DATA/mlp-cuda.megacache" --label-from-env NO_SUCH_VAR_X
 printf '[1,2]' > "$T/bad.json"
 run 2 "not a JSON object" pack -o "$T/x.mcache" --from-torch "$DATA/mlp-cuda.megacache" --labels-json "$T/bad.json"
+# A label value holds no control character (SPEC.md section 3.1): the writer refuses
+# what a reader would refuse, and writes nothing.
+for v in "$(printf 'a\033b')/U+001B" "$(printf 'a\302\205b')/U+0085" "$(printf 'a\342\200\256b')/U+202E"; do
+	run 2 "label k: value contains control character ${v##*/}" pack -o "$T/x.mcache" \
+		--from-torch "$DATA/mlp-cuda.megacache" --label "k=${v%/*}"
+	[ ! -e "$T/x.mcache" ] && ok || bad "a refused label value left a bundle"
+done
+printf '{"k": "a\\u2066b"}' > "$T/bidi.json"
+run 2 "label k: value contains control character U+2066" pack -o "$T/x.mcache" \
+	--from-torch "$DATA/mlp-cuda.megacache" --labels-json "$T/bidi.json"
 
 # --require compares labels before anything is written.
 run 1 "label torch is '2.11.0+cu130' in the bundle, '2.10.0' required" \

@@ -163,7 +163,7 @@ START_TEST(refusals)
 		{"{\"format\":\"other\",\"format_version\":1,\"created\":5,\"bundle_version\":3,\"labels\":{},\"artifacts\":[]," NOOBJ "}", "not 'megacache'"},
 		{HEAD "\"labels\":{\"b\":\"1\",\"a\":\"2\"},\"artifacts\":[]," NOOBJ "}", "ascending"},
 		{HEAD "\"labels\":{\"bad key\":\"1\"},\"artifacts\":[]," NOOBJ "}", "label name"},
-		{HEAD "\"labels\":{\"k\":\"line\\nbreak\"},\"artifacts\":[]," NOOBJ "}", "printable"},
+		{HEAD "\"labels\":{\"k\":\"line\\nbreak\"},\"artifacts\":[]," NOOBJ "}", "label 'k' contains control character U+000A"},
 		{HEAD "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"b\",\"size\":1,\"hash\":\"" H64 "\"},"
 		      "{\"type\":\"pgo\",\"key\":\"a\",\"size\":1,\"hash\":\"" H64 "\"}]," OBJ(1) "}", "not sorted"},
 		{HEAD "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"a\",\"size\":1,\"hash\":\"" H64 "\"},"
@@ -221,6 +221,138 @@ END_TEST
 
 /* Whitespace anywhere between tokens and any member order are accepted; the tables
  * may come before or after what refers to them. */
+/* A label value holds no character that changes how the text around it is shown
+ * (SPEC.md section 3.1), written as UTF-8 or as an escape; its neighbours are fine. */
+START_TEST(label_characters)
+{
+	static const struct {
+		const char *value, *cp;
+	} refused[] = {
+		{"a\\u001bb", "U+001B"}, {"a\x1b" "b", "U+001B"}, {"\\u0000x", NULL},
+		{"\x7f", "U+007F"}, {"\xc2\x80", "U+0080"}, {"x\xc2\x85", "U+0085"},
+		{"\\u009f", "U+009F"}, {"\xd8\x9c", "U+061C"}, {"\xe2\x80\x8e", "U+200E"},
+		{"\xe2\x80\x8f", "U+200F"}, {"\xe2\x80\xa8", "U+2028"}, {"\\u2029", "U+2029"},
+		{"\xe2\x80\xaa", "U+202A"}, {"abc\xe2\x80\xae" "cba", "U+202E"}, {"\\u202E", "U+202E"},
+		{"\xe2\x81\xa6", "U+2066"}, {"\xe2\x81\xa9", "U+2069"},
+	};
+	static const char *const accepted[] = {
+		"\xc2\xa0", "\xd8\x9b", "\xd8\x9d", "\xe2\x80\x8d", "\xe2\x80\xa7", "\xe2\x80\xaf",
+		"\xe2\x81\xa5", "\xe2\x81\xaa", "~ \\u00e9t\\u00e9", "\xf0\x9f\x98\x80",
+	};
+	struct mc_manifest m;
+	char json[256], want[64];
+	size_t i;
+
+	for (i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		snprintf(json, sizeof json, HEAD "\"labels\":{\"k\":\"%s\"},\"artifacts\":[]," NOOBJ "}",
+			 refused[i].value);
+		ck_assert_int_eq(parse(json, &m), MC_ERR_MANIFEST);
+		if (refused[i].cp == NULL) /* the escaped NUL has a check of its own */
+			continue;
+		snprintf(want, sizeof want, "manifest: label 'k' contains control character %s",
+			 refused[i].cp);
+		ck_assert_str_eq(mc_ctx_error(ctx), want);
+	}
+	for (i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
+		snprintf(json, sizeof json, HEAD "\"labels\":{\"k\":\"%s\"},\"artifacts\":[]," NOOBJ "}",
+			 accepted[i]);
+		ck_assert_msg(parse(json, &m) == MC_OK, "value %zu: %s", i, mc_ctx_error(ctx));
+		mc__manifest_free(&m);
+	}
+	snprintf(json, sizeof json, HEAD "\"labels\":{\"k\":7},\"artifacts\":[]," NOOBJ "}");
+	ck_assert_int_eq(parse(json, &m), MC_ERR_MANIFEST);
+	ck_assert_str_eq(mc_ctx_error(ctx), "manifest: label 'k' is not a string");
+}
+END_TEST
+
+/* The one form of an integer field (SPEC.md section 3): anything else is refused,
+ * naming the field; a number RFC 8259 does not allow is refused wherever it is. */
+START_TEST(number_forms)
+{
+#define ART(size) "\"artifacts\":[{\"type\":\"pgo\",\"key\":\"a\",\"size\":" size ",\"hash\":\"" H64 "\"}]"
+#define TOP(c, b) "{\"format\":\"megacache\",\"format_version\":1,\"created\":" c ",\"bundle_version\":" b ","
+	static const struct {
+		const char *json, *why;
+	} cases[] = {
+		{TOP("5", "-0") "\"labels\":{},\"artifacts\":[]," NOOBJ "}",
+		 "manifest: manifest.bundle_version is not an integer in plain decimal digits ('-0')"},
+		{HEAD "\"labels\":{}," ART("1.0") "," OBJ(1) "}",
+		 "manifest: artifacts[0].size is not an integer in plain decimal digits ('1.0')"},
+		{HEAD "\"labels\":{}," ART("1") "," OBJ(1e0) "}",
+		 "manifest: objects[0].size is not an integer in plain decimal digits ('1e0')"},
+		{HEAD "\"labels\":{}," ART("1") ",\"objects\":[{\"hash\":\"" H64 "\",\"size\":1,\"encoding\":"
+		 "\"none\",\"stored_size\":0.1E1,\"stored_hash\":\"" H64 "\"}]}",
+		 "manifest: objects[0].stored_size is not an integer in plain decimal digits ('0.1E1')"},
+		{TOP("5E0", "3") "\"labels\":{},\"artifacts\":[]," NOOBJ "}",
+		 "manifest: manifest.created is not an integer in plain decimal digits ('5E0')"},
+		{HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ ",\"expires\":1e+2}",
+		 "manifest: manifest.expires is not an integer in plain decimal digits ('1e+2')"},
+		{HEAD "\"labels\":{}," ART("1") "," OBJ(1) ",\"torch_blob\":{\"groups\":[{\"type\":\"pgo\","
+		 "\"entries\":[{\"key\":\"a\",\"size\":10e-1,\"hash\":\"" H64 "\"}]}]}}",
+		 "manifest: torch_blob entry.size is not an integer in plain decimal digits ('10e-1')"},
+		{TOP("100000000000000000000000000000e-29", "3") "\"labels\":{},\"artifacts\":[]," NOOBJ "}",
+		 "manifest: manifest.created is not an integer in plain decimal digits "
+		 "('100000000000000000000000')"},
+		/* A value out of range or with a fraction is refused as before. */
+		{TOP("5", "-1") "\"labels\":{},\"artifacts\":[]," NOOBJ "}",
+		 "manifest: manifest.bundle_version is not an integer in 0..2^53-1"},
+		{TOP("5", "9007199254740992") "\"labels\":{},\"artifacts\":[]," NOOBJ "}",
+		 "manifest: manifest.bundle_version is not an integer in 0..2^53-1"},
+		/* Not JSON at all, wherever it is. */
+		{HEAD "\"labels\":{}," ART("01") "," OBJ(1) "}",
+		 "manifest is not valid JSON: the number '01' at byte 128 has a leading zero"},
+		{TOP("00", "3") "\"labels\":{},\"artifacts\":[]," NOOBJ "}",
+		 "manifest is not valid JSON: the number '00' at byte 51 has a leading zero"},
+		{HEAD "\"labels\":{\"k\":07},\"artifacts\":[]," NOOBJ "}",
+		 "manifest is not valid JSON: the number '07' at byte 86 has a leading zero"},
+		{HEAD "\"labels\":{\"k\":[-01.5]},\"artifacts\":[]," NOOBJ "}",
+		 "manifest is not valid JSON: the number '-01.5' at byte 87 has a leading zero"},
+		{HEAD "\"labels\":{},\"artifacts\":[]," NOOBJ ",\"x\":{\"y\":[\"07\",00]}}",
+		 "manifest is not valid JSON: the number '00' at byte 127 has a leading zero"},
+		{HEAD "\"labels\":{}," ART("1.") "," OBJ(1) "}",
+		 "manifest is not valid JSON: '1.' at byte 128 is not a JSON number"},
+		{HEAD "\"labels\":{\"k\":-.5},\"artifacts\":[]," NOOBJ "}",
+		 "manifest is not valid JSON: '-.5' at byte 86 is not a JSON number"},
+		{HEAD "\"labels\":{\"k\":1.e5},\"artifacts\":[]," NOOBJ "}",
+		 "manifest is not valid JSON: '1.e5' at byte 86 is not a JSON number"},
+		{TOP("+1", "3") "\"labels\":{},\"artifacts\":[]," NOOBJ "}", "manifest is not valid JSON"},
+	};
+	struct mc_manifest m, back;
+	struct mc_label lab = {"k", "07 1.0 -0 \"1e5\""};
+	char *json;
+	size_t i, len;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		ck_assert_msg(parse(cases[i].json, &m) == MC_ERR_MANIFEST, "case %zu accepted", i);
+		ck_assert_str_eq(mc_ctx_error(ctx), cases[i].why);
+	}
+	/* The largest values, and numbers inside strings, which are text. */
+	ck_assert_int_eq(parse(TOP("9007199254740991", "0") "\"labels\":{\"k\":\"07 1.0 -0\\\"1e5\"},"
+			       "\"artifacts\":[]," NOOBJ "}", &m), MC_OK);
+	ck_assert_int_eq(m.created, 9007199254740991ll);
+	ck_assert_uint_eq(m.bundle_version, 0);
+	mc__manifest_free(&m);
+	/* The writer gives every integer that form: printed by cJSON, 10^15 would be 1e+15. */
+	memset(&m, 0, sizeof m);
+	m.created = 9007199254740991ll;
+	m.bundle_version = 1000000000000000ull;
+	m.expires = 120000000000000000ll / 100;
+	m.labels = &lab;
+	m.nlabels = 1;
+	ck_assert_int_eq(mc__manifest_render(ctx, &m, &json, &len), MC_OK);
+	ck_assert_str_eq(json, "{\"format\":\"megacache\",\"format_version\":1,\"created\":9007199254740991,"
+			 "\"bundle_version\":1000000000000000,\"expires\":1200000000000000,\"labels\":{\"k\":"
+			 "\"07 1.0 -0 \\\"1e5\\\"\"},\"artifacts\":[],\"objects\":[]}");
+	ck_assert_int_eq(parse_len(json, len, &back), MC_OK);
+	ck_assert_uint_eq(back.bundle_version, 1000000000000000ull);
+	ck_assert_int_eq(back.expires, 1200000000000000ll);
+	mc__manifest_free(&back);
+	free(json);
+#undef ART
+#undef TOP
+}
+END_TEST
+
 START_TEST(order_and_space)
 {
 	static const char *const texts[] = {
@@ -335,6 +467,8 @@ suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, render_then_parse);
 	tcase_add_test(tc, refusals);
+	tcase_add_test(tc, label_characters);
+	tcase_add_test(tc, number_forms);
 	tcase_add_test(tc, order_and_space);
 	tcase_add_test(tc, large);
 	tcase_add_test(tc, caps);
