@@ -458,6 +458,28 @@ main(int argc, char **argv)
 			put_member(&b, m, c_vu, n_vu);
 			finish(&b, "sig-comment-8174.mcache", "load", 1, "trusted comment is longer than 8173 bytes");
 		}
+		{
+			/* One key under two key ids: the test key, and its public key given again under
+			 * the id of keys/test-alias.pub. It is one signer, however many ids it has. */
+			mc_seckey alias = *k_test;
+			mc_pubkey *pk;
+
+			snprintf(path, sizeof path, "%s/format/vectors/keys/test-alias.pub", srcdir);
+			if (mc_pubkey_load(ctx, path, &pk) != MC_OK)
+				die(path);
+			memcpy(alias.keynum, pk->keynum, 8);
+			mc_pubkey_free(pk);
+			start(&b, man);
+			put_sig(&b, &alias, man, strlen(man), NULL);
+			put_sig(&b, k_test, man, strlen(man), NULL);
+			put_member(&b, m, c_vu, n_vu);
+			finish(&b, "sig-one-key-two-ids.mcache", "load-threshold2-alias", 1,
+			       "threshold 2 cannot be met: only 1 distinct trusted key given");
+			expect("sig-one-key-two-ids.mcache", "load-threshold2-alias-test2", 1,
+			       "1 valid trusted signature, 2 required");
+			expect("sig-one-key-two-ids.mcache", "load", 0, "");
+			expect("valid-two-signers.mcache", "load-threshold2-alias-test2", 0, "");
+		}
 	}
 	expect("valid-signed.mcache", "load-threshold2", 1, "1 valid trusted signature, 2 required");
 	expect("valid-signed.mcache", "load-threshold2-same", 1, "threshold 2 cannot be met");
