@@ -271,7 +271,8 @@ MC_API MC_MUST_CHECK int mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle
 MC_API void mc_bundle_free(mc_bundle *b);
 
 /* Trust policy. A signature counts when its key is trusted and it verifies; each
- * trusted key counts once. Threshold defaults to 1. */
+ * trusted public key counts once, however many key ids it is given under. Threshold
+ * defaults to 1. */
 MC_API MC_MUST_CHECK int mc_bundle_trust(mc_bundle *b, const mc_pubkey *pk);
 MC_API MC_MUST_CHECK int mc_bundle_set_threshold(mc_bundle *b, unsigned k);
 MC_API MC_MUST_CHECK int mc_bundle_set_min_version(mc_bundle *b, uint64_t min_version);

@@ -19,7 +19,12 @@
 #define UNTRUSTED_PREFIX "untrusted comment: "
 #define TRUSTED_PREFIX "trusted comment: "
 #define SIG_COMMENT "signature from megacache secret key"
-#define TRUSTED_MAX 8192
+/* Stock minisign reads the trusted comment line with fgets() into an 8,192-byte buffer and
+ * refuses a line that does not fit whole: the prefix, the comment, the line end and the NUL
+ * must fit, which leaves 8,173 bytes for the comment. Its signer refuses longer ones too. */
+#define MINISIGN_LINE_BUF 8192
+#define TRUSTED_MAX (MINISIGN_LINE_BUF - (sizeof TRUSTED_PREFIX - 1) - 2)
+_Static_assert(TRUSTED_MAX == 8173, "the comment limit named in messages and SPEC.md");
 #define PK_BYTES 42        /* "Ed" keynum pk */
 #define SK_BYTES 158       /* "Ed" kdf chk salt ops mem keynum sk chk */
 #define SIG_BYTES 74       /* "ED" keynum sig */
@@ -372,13 +377,40 @@ done:
 	return rc;
 }
 
+/* Code points a trusted comment may not hold: every one that breaks a line or steers a
+ * terminal (C0 but TAB, which the writer's own comment uses; DEL; C1; the Unicode line and
+ * paragraph separators). A tool shows the comment as one line of text. */
 static int
-comment_ok(const char *c)
+comment_cp_unsafe(uint32_t cp)
 {
-	size_t n = strlen(c);
+	return (cp < 0x20 && cp != '\t') || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 ||
+	       cp == 0x2029;
+}
 
-	return n <= TRUSTED_MAX && strpbrk(c, "\r\n") == NULL &&
-	       mc__utf8_valid((const unsigned char *)c, n);
+/* Why the comment c of n bytes cannot be signed or read, or NULL when it can. */
+static const char *
+comment_fault(const char *c, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)c;
+	size_t i, k, len;
+
+	if (n > TRUSTED_MAX)
+		return "is longer than 8173 bytes, the most stock minisign verifies";
+	if (!mc__utf8_valid(s, n))
+		return "is not valid UTF-8";
+	/* Valid UTF-8 from here: the lead byte gives the length. */
+	for (i = 0; i < n; i += len) {
+		uint32_t cp = s[i];
+
+		len = cp < 0x80 ? 1 : cp < 0xe0 ? 2 : cp < 0xf0 ? 3 : 4;
+		if (len > 1)
+			cp &= 0x3fu >> (len - 1);
+		for (k = 1; k < len; k++)
+			cp = cp << 6 | (s[i + k] & 0x3fu);
+		if (comment_cp_unsafe(cp))
+			return "contains a line break or control character";
+	}
+	return NULL;
 }
 
 int
@@ -398,10 +430,11 @@ mc__sig_make_prehashed(mc_ctx *ctx, const mc_seckey *sk,
 {
 	unsigned char *buf;
 	size_t tclen = strlen(trusted_comment);
+	const char *fault = comment_fault(trusted_comment, tclen);
 
 	memset(sig, 0, sizeof *sig);
-	if (!comment_ok(trusted_comment))
-		return mc__err(ctx, MC_ERR_INVALID, "trusted comment too long or has a line break");
+	if (fault != NULL)
+		return mc__err(ctx, MC_ERR_INVALID, "trusted comment %s", fault);
 	crypto_sign_detached(sig->sig, NULL, prehash, MC_SIG_PREHASH, sk->sk);
 	memcpy(sig->keynum, sk->keynum, 8);
 	mc__keyid_str(sig->keynum, sig->id);
@@ -468,6 +501,7 @@ mc__sig_parse(mc_ctx *ctx, const char *text, size_t len, int strict, struct mc_s
 {
 	const char *p = text, *end = text + len, *l;
 	unsigned char bin[SIG_BYTES + 8];
+	const char *fault;
 	size_t n, got;
 
 	memset(sig, 0, sizeof *sig);
@@ -485,17 +519,16 @@ mc__sig_parse(mc_ctx *ctx, const char *text, size_t len, int strict, struct mc_s
 	memcpy(sig->sig, bin + 10, 64);
 	mc__keyid_str(sig->keynum, sig->id);
 	if (next_line(&p, end, &l, &n) != 0 || n < strlen(TRUSTED_PREFIX) ||
-	    memcmp(l, TRUSTED_PREFIX, strlen(TRUSTED_PREFIX)) != 0 ||
-	    n - strlen(TRUSTED_PREFIX) > TRUSTED_MAX)
+	    memcmp(l, TRUSTED_PREFIX, strlen(TRUSTED_PREFIX)) != 0)
 		return mc__err(ctx, MC_ERR_KEYFILE, "signature: bad trusted comment line");
-	if ((sig->trusted_comment = malloc(n - strlen(TRUSTED_PREFIX) + 1)) == NULL)
+	l += strlen(TRUSTED_PREFIX);
+	n -= strlen(TRUSTED_PREFIX);
+	if ((fault = comment_fault(l, n)) != NULL)
+		return mc__err(ctx, MC_ERR_KEYFILE, "signature: trusted comment %s", fault);
+	if ((sig->trusted_comment = malloc(n + 1)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	memcpy(sig->trusted_comment, l + strlen(TRUSTED_PREFIX), n - strlen(TRUSTED_PREFIX));
-	sig->trusted_comment[n - strlen(TRUSTED_PREFIX)] = '\0';
-	if (!comment_ok(sig->trusted_comment)) {
-		mc__sig_clear(sig);
-		return mc__err(ctx, MC_ERR_KEYFILE, "signature: trusted comment is not valid UTF-8 text");
-	}
+	memcpy(sig->trusted_comment, l, n);
+	sig->trusted_comment[n] = '\0';
 	if (next_line(&p, end, &l, &n) != 0 || mc__b64_decode(l, n, bin, sizeof bin, &got) != 0 ||
 	    got != 64) {
 		mc__sig_clear(sig);

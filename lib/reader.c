@@ -842,41 +842,78 @@ mc_bundle_set_insecure(mc_bundle *b, int insecure)
 	return MC_OK;
 }
 
+/* The distinct public keys among the trusted keys marked in hit (all when NULL): one
+ * Ed25519 key given under several key ids is one signer, not several. */
+static size_t
+distinct_keys(const mc_bundle *b, const unsigned char *hit)
+{
+	size_t i, j, n = 0;
+
+	for (i = 0; i < b->ntrusted; i++) {
+		if (hit != NULL && !hit[i])
+			continue;
+		for (j = 0; j < i; j++)
+			if ((hit == NULL || hit[j]) && memcmp(b->trusted[j]->pk, b->trusted[i]->pk, 32) == 0)
+				break;
+		n += j == i;
+	}
+	return n;
+}
+
+/* Verifies every signature by a trusted key id and counts the distinct keys that signed. */
+static int
+check_signers(mc_bundle *b)
+{
+	size_t i, j, good = 0, keys, ntrusted = distinct_keys(b, NULL);
+	unsigned char *hit;
+	int rc = MC_OK;
+
+	if (b->ntrusted == 0)
+		return mc__err(b->ctx, MC_ERR_INVALID, "%s: no trusted public key given", b->path);
+	if (b->threshold > ntrusted)
+		return mc__err(b->ctx, MC_ERR_THRESHOLD, "%s: threshold %u cannot be met: only "
+			       "%zu distinct trusted key%s given", b->path, b->threshold, ntrusted,
+			       ntrusted == 1 ? "" : "s");
+	if ((hit = calloc(b->ntrusted, 1)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < b->nsigs && rc == MC_OK; i++)
+		for (j = 0; j < b->ntrusted && rc == MC_OK; j++) {
+			if (memcmp(b->sigs[i].sig.keynum, b->trusted[j]->keynum, 8) != 0)
+				continue;
+			if (mc__sig_verify_prehashed(&b->sigs[i].sig, b->trusted[j], b->mprehash) != 0)
+				rc = mc__err(b->ctx, MC_ERR_BAD_SIGNATURE, "%s: the signature by trusted "
+					     "key %s does not verify", b->path, b->sigs[i].sig.id);
+			else {
+				hit[j] = 1;
+				good++;
+			}
+		}
+	keys = distinct_keys(b, hit);
+	free(hit);
+	if (rc != MC_OK)
+		return rc;
+	if (good == 0)
+		return b->nsigs == 0
+			       ? mc__err(b->ctx, MC_ERR_NO_SIGNATURE, "%s: the bundle is not signed", b->path)
+			       : mc__err(b->ctx, MC_ERR_NO_SIGNATURE, "%s: no signature by a trusted key "
+					 "(signed by %zu untrusted key%s, first %s)", b->path, b->nsigs,
+					 b->nsigs == 1 ? "" : "s", b->sigs[0].sig.id);
+	if (keys < b->threshold)
+		return mc__err(b->ctx, MC_ERR_THRESHOLD, "%s: %zu valid trusted signature%s, %u "
+			       "required%s", b->path, keys, keys == 1 ? "" : "s", b->threshold,
+			       keys < good ? " (one public key under several key ids counts once)" : "");
+	return MC_OK;
+}
+
 int
 mc__bundle_policy(mc_bundle *b)
 {
-	size_t i, j, good = 0;
+	size_t i, j;
 	int64_t now;
+	int rc;
 
-	if (!b->insecure) {
-		if (b->ntrusted == 0)
-			return mc__err(b->ctx, MC_ERR_INVALID, "%s: no trusted public key given", b->path);
-		if (b->threshold > b->ntrusted)
-			return mc__err(b->ctx, MC_ERR_THRESHOLD, "%s: threshold %u cannot be met: only "
-				       "%zu distinct trusted key%s given", b->path, b->threshold, b->ntrusted,
-				       b->ntrusted == 1 ? "" : "s");
-		for (i = 0; i < b->nsigs; i++)
-			for (j = 0; j < b->ntrusted; j++) {
-				if (memcmp(b->sigs[i].sig.keynum, b->trusted[j]->keynum, 8) != 0)
-					continue;
-				if (mc__sig_verify_prehashed(&b->sigs[i].sig, b->trusted[j], b->mprehash) != 0)
-					return mc__err(b->ctx, MC_ERR_BAD_SIGNATURE, "%s: the signature by "
-						       "trusted key %s does not verify", b->path,
-						       b->sigs[i].sig.id);
-				good++;
-			}
-		if (good == 0)
-			return b->nsigs == 0
-				       ? mc__err(b->ctx, MC_ERR_NO_SIGNATURE, "%s: the bundle is not signed",
-						 b->path)
-				       : mc__err(b->ctx, MC_ERR_NO_SIGNATURE, "%s: no signature by a "
-						 "trusted key (signed by %zu untrusted key%s, first %s)",
-						 b->path, b->nsigs, b->nsigs == 1 ? "" : "s",
-						 b->sigs[0].sig.id);
-		if (good < b->threshold)
-			return mc__err(b->ctx, MC_ERR_THRESHOLD, "%s: %zu valid trusted signature%s, %u "
-				       "required", b->path, good, good == 1 ? "" : "s", b->threshold);
-	}
+	if (!b->insecure && (rc = check_signers(b)) != MC_OK)
+		return rc;
 	now = b->have_now ? b->now : (int64_t)time(NULL);
 	if (b->m.expires != 0 && now >= b->m.expires)
 		return mc__err(b->ctx, MC_ERR_EXPIRED, "%s: expired at %lld (now %lld)", b->path,

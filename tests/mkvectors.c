@@ -128,16 +128,29 @@ put_end(struct buf *b)
 	put(b, zero, sizeof zero);
 }
 
+/* A signature member by sk; tc, when given, is a trusted comment signed as it is, even one
+ * the library's writer refuses to sign. */
 static void
 put_sig(struct buf *b, const mc_seckey *sk, const char *manifest, size_t mlen, const char *tc)
 {
 	struct mc_sig sig;
 	char name[64], deftc[128], *text;
+	unsigned char *both;
 	size_t len;
 
 	snprintf(deftc, sizeof deftc, "timestamp:%d\tfile:manifest.json\thashed", EPOCH);
-	if (mc__sig_make(ctx, sk, (const unsigned char *)manifest, mlen, tc ? tc : deftc, &sig) != MC_OK)
+	if (mc__sig_make(ctx, sk, (const unsigned char *)manifest, mlen, deftc, &sig) != MC_OK)
 		die("sign");
+	if (tc != NULL) {
+		len = strlen(tc);
+		free(sig.trusted_comment);
+		if ((sig.trusted_comment = mc__strdup(tc)) == NULL || (both = malloc(64 + len)) == NULL)
+			die("out of memory");
+		memcpy(both, sig.sig, 64);
+		memcpy(both + 64, tc, len);
+		crypto_sign_detached(sig.global_sig, NULL, both, 64 + len, sk->sk);
+		free(both);
+	}
 	text = mc__sig_render(&sig, &len);
 	snprintf(name, sizeof name, "signatures/%s.minisig", sig.id);
 	put_member(b, name, text, len);
@@ -490,6 +503,63 @@ main(int argc, char **argv)
 		put_sig(&b, k_test, man, strlen(man), NULL);
 		put_member(&b, m, c_vu, n_vu);
 		finish(&b, "sig-same-key-twice.mcache", "load-threshold2-same", 1, "repeated");
+		{
+			/* Trusted comments: the longest stock minisign verifies, one byte more, and each
+			 * kind of line break or control character, all validly signed. */
+			static const struct {
+				const char *file, *tc;
+			} bad[] = {
+				{"sig-comment-cr.mcache", "timestamp:1700000000\rfile:manifest.json"},
+				{"sig-comment-nel.mcache", "timestamp:1700000000\xc2\x85" "file:manifest.json"},
+				{"sig-comment-ls.mcache", "timestamp:1700000000\xe2\x80\xa8" "file:manifest.json"},
+				{"sig-comment-ps.mcache", "timestamp:1700000000\xe2\x80\xa9" "file:manifest.json"},
+				{"sig-comment-esc.mcache", "timestamp:1700000000\x1b[2Jfile:manifest.json"},
+				{"sig-comment-del.mcache", "timestamp:1700000000\x7f"},
+				{"sig-comment-csi.mcache", "timestamp:1700000000\xc2\x9b" "2J"},
+			};
+			static char tc[8175];
+			size_t i;
+
+			for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+				start(&b, man);
+				put_sig(&b, k_test, man, strlen(man), bad[i].tc);
+				put_member(&b, m, c_vu, n_vu);
+				finish(&b, bad[i].file, "load", 1,
+				       "trusted comment contains a line break or control character");
+			}
+			memset(tc, 'c', 8173);
+			start(&b, man);
+			put_sig(&b, k_test, man, strlen(man), tc);
+			put_member(&b, m, c_vu, n_vu);
+			finish(&b, "sig-comment-8173.mcache", "load", 0, "");
+			tc[8173] = 'c';
+			start(&b, man);
+			put_sig(&b, k_test, man, strlen(man), tc);
+			put_member(&b, m, c_vu, n_vu);
+			finish(&b, "sig-comment-8174.mcache", "load", 1, "trusted comment is longer than 8173 bytes");
+		}
+		{
+			/* One key under two key ids: the test key, and its public key given again under
+			 * the id of keys/test-alias.pub. It is one signer, however many ids it has. */
+			mc_seckey alias = *k_test;
+			mc_pubkey *pk;
+
+			snprintf(path, sizeof path, "%s/format/vectors/keys/test-alias.pub", srcdir);
+			if (mc_pubkey_load(ctx, path, &pk) != MC_OK)
+				die(path);
+			memcpy(alias.keynum, pk->keynum, 8);
+			mc_pubkey_free(pk);
+			start(&b, man);
+			put_sig(&b, &alias, man, strlen(man), NULL);
+			put_sig(&b, k_test, man, strlen(man), NULL);
+			put_member(&b, m, c_vu, n_vu);
+			finish(&b, "sig-one-key-two-ids.mcache", "load-threshold2-alias", 1,
+			       "threshold 2 cannot be met: only 1 distinct trusted key given");
+			expect("sig-one-key-two-ids.mcache", "load-threshold2-alias-test2", 1,
+			       "1 valid trusted signature, 2 required");
+			expect("sig-one-key-two-ids.mcache", "load", 0, "");
+			expect("valid-two-signers.mcache", "load-threshold2-alias-test2", 0, "");
+		}
 	}
 	expect("valid-signed.mcache", "load-threshold2", 1, "1 valid trusted signature, 2 required");
 	expect("valid-signed.mcache", "load-threshold2-same", 1, "threshold 2 cannot be met");

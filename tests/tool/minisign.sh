@@ -44,4 +44,16 @@ run 0 "OK" verify "$T/e.mcache" -p "$T/enc.pub"
 run 2 "wrong password" pack -o "$T/e2.mcache" -s "$T/enc.key" --password-file "$T/pw-bad" --from-torch "$DATA/mlp-cuda.megacache"
 [ ! -e "$T/e2.mcache" ] && ok || bad "a failed pack left a bundle"
 run 2 "file exists" keygen -W -p "$T/mc.pub" -s "$T/new.key"
+
+# 5. The longest trusted comment megacache reads, 8,173 bytes, verifies with minisign; one
+# byte more does not fit minisign's line buffer (megacache refuses it too: vectors.sh).
+for n in 8173 8174; do
+	mkdir -p "$T/c$n"
+	tar -xf "$MC_SRCDIR/format/vectors/sig-comment-$n.mcache" -C "$T/c$n" manifest.json signatures/
+done
+check "minisign verifies a trusted comment of 8,173 bytes" "$MINISIGN" -q -V -p "$KEYS/test.pub" \
+	-m "$T/c8173/manifest.json" -x "$T/c8173/signatures/FA362A8E2758DAEC.minisig"
+"$MINISIGN" -q -V -p "$KEYS/test.pub" -m "$T/c8174/manifest.json" \
+	-x "$T/c8174/signatures/FA362A8E2758DAEC.minisig" 2>"$T/err" && bad "minisign read 8,174 bytes" ||
+	{ grep -q "Trusted comment too long" "$T/err" && ok || bad "minisign: $(cat "$T/err")"; }
 finish

@@ -17,6 +17,9 @@ while IFS="$(printf '\t')" read -r file cmd code text; do
 	load-insecure) set -- "$@" --insecure-no-verify ;;
 	load-threshold2) set -- "$@" -p "$KEYS/test.pub" -p "$KEYS/test2.pub" --threshold 2 ;;
 	load-threshold2-same) set -- "$@" -p "$KEYS/test.pub" -p "$KEYS/test.pub" --threshold 2 ;;
+	load-threshold2-alias) set -- "$@" -p "$KEYS/test.pub" -p "$KEYS/test-alias.pub" --threshold 2 ;;
+	load-threshold2-alias-test2)
+		set -- "$@" -p "$KEYS/test.pub" -p "$KEYS/test-alias.pub" -p "$KEYS/test2.pub" --threshold 2 ;;
 	load-min-version-*) set -- "$@" -p "$KEYS/test.pub" --min-version "${cmd#load-min-version-}" ;;
 	load-max-artifacts-*) set -- "$@" -p "$KEYS/test.pub" --max-artifacts "${cmd#load-max-artifacts-}" ;;
 	load-types-*) set -- "$@" -p "$KEYS/test.pub" --types "${cmd#load-types-}" ;;

@@ -89,6 +89,43 @@ START_TEST(signature_text_canonical)
 }
 END_TEST
 
+/* The writer signs only comments stock minisign verifies and shows on one line. */
+START_TEST(trusted_comment_rules)
+{
+	static const char *const good[] = {"a\tb", "\xc2\xa0", "\xe2\x80\xa7", "\xe2\x80\xaa", "~"};
+	static const char *const broken[] = {"a\rb", "a\nb", "\x01", "\x1b[2J", "\x7f", "\xc2\x80",
+					     "a\xc2\x85" "b", "\xc2\x9f", "\xe2\x80\xa8", "\xe2\x80\xa9"};
+	static char longest[8175];
+	char *sk_path = src_path("format/vectors/keys/test.key");
+	const unsigned char msg[] = "m";
+	struct mc_sig sig;
+	mc_seckey *sk;
+	size_t i;
+
+	ck_assert_int_eq(mc_seckey_load(ctx, sk_path, NULL, NULL, &sk), MC_OK);
+	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+		ck_assert_int_eq(mc__sig_make(ctx, sk, msg, 1, good[i], &sig), MC_OK);
+		mc__sig_clear(&sig);
+	}
+	for (i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+		ck_assert_int_eq(mc__sig_make(ctx, sk, msg, 1, broken[i], &sig), MC_ERR_INVALID);
+		ck_assert_str_eq(mc_ctx_error(ctx),
+				 "trusted comment contains a line break or control character");
+	}
+	ck_assert_int_eq(mc__sig_make(ctx, sk, msg, 1, "\xff", &sig), MC_ERR_INVALID);
+	ck_assert_str_eq(mc_ctx_error(ctx), "trusted comment is not valid UTF-8");
+	memset(longest, 'c', 8173);
+	ck_assert_int_eq(mc__sig_make(ctx, sk, msg, 1, longest, &sig), MC_OK);
+	mc__sig_clear(&sig);
+	longest[8173] = 'c';
+	ck_assert_int_eq(mc__sig_make(ctx, sk, msg, 1, longest, &sig), MC_ERR_INVALID);
+	ck_assert_str_eq(mc_ctx_error(ctx), "trusted comment is longer than 8173 bytes, the most "
+			 "stock minisign verifies");
+	mc_seckey_free(sk);
+	free(sk_path);
+}
+END_TEST
+
 START_TEST(encrypted_key)
 {
 	char pub[4096], sec[4096];
@@ -138,6 +175,7 @@ suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, keys_round_trip_and_sign);
 	tcase_add_test(tc, signature_text_canonical);
+	tcase_add_test(tc, trusted_comment_rules);
 	tcase_add_test(tc, encrypted_key);
 	tcase_add_test(tc, malformed_key_files);
 	suite_add_tcase(s, tc);
