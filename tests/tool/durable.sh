@@ -1,7 +1,7 @@
 # durable.sh - what survives a power cut, seen in the system calls: pack, sign, merge and
 # export flush the new file before it is renamed over the target and its folder after;
-# a flush that fails is an error (exit 2) that names the file, and leaves the old target
-# whole.
+# load --sync flushes each filesystem of the cache dirs once, a plain load none; a flush
+# that fails is an error (exit 2) that names the file, and leaves the old target whole.
 . "$(dirname "$0")/lib.sh"
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
@@ -11,7 +11,7 @@ if ! strace -f -qq -o /dev/null true 2>/dev/null; then
 fi
 # strace names files by their real path: the outputs are written under it.
 R=$(cd "$T" && pwd -P)
-CALLS=fsync,fdatasync,rename,renameat,renameat2
+CALLS=fsync,fdatasync,rename,renameat,renameat2,syncfs
 
 # traced LOG ARGS...: megacache under strace, with its calls that matter here in LOG
 # (each with the path of its descriptor). The status is megacache's.
@@ -80,4 +80,48 @@ inject 2 pack -q -o "$R/g.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda.megacac
 grep -qxF "megacache: $R/g.mcache: in place, but its folder cannot be flushed to disk: Input/output error" \
 	"$T/err" && ok || bad "wrong message for a failing folder fsync: $(cat "$T/err")"
 
+# load --sync: one syncfs per filesystem, on the cache dirs; none without it.
+# syncs LOG: the paths syncfs was called on, one a line, sorted.
+syncs() {
+	sed -n 's/.*syncfs([0-9]*<\(.*\)>) = 0$/\1/p' "$1" | sort
+}
+ALL="$R/all.mcache"
+run 0 "" pack -q -o "$ALL" -s "$SEC" --from-dir "$T/cache_mlp_cold"
+traced "$T/load.log" load -q "$ALL" -p "$PUB" --cache-dir "$R/plain"
+[ $? = 0 ] && ok || bad "load failed: $(cat "$T/err")"
+[ -z "$(syncs "$T/load.log")" ] && ! grep -q syncfs "$T/load.log" && ok ||
+	bad "a load without --sync called syncfs: $(grep syncfs "$T/load.log")"
+traced "$T/load.log" load "$ALL" -p "$PUB" --cache-dir "$R/one" --sync --json
+[ $? = 0 ] && ok || bad "load --sync failed: $(cat "$T/err")"
+[ "$(syncs "$T/load.log")" = "$R/one" ] && [ "$(grep -c syncfs "$T/load.log")" = 1 ] && ok ||
+	bad "load --sync into one cache dir: not one syncfs on it: $(grep syncfs "$T/load.log")"
+grep -q '"synced":[[:space:]]*true' "$T/out" && ok || bad "load --sync --json lacks \"synced\": true"
+check "load --sync installs the same tree" [ "$(tree_sum "$R/one")" = "$(tree_sum "$R/plain")" ]
+run 0 "" load "$ALL" -p "$PUB" --cache-dir "$R/plain" --json
+grep -q '"synced":[[:space:]]*false' "$T/out" && ok || bad "load --json lacks \"synced\": false"
+run 0 "" load "$ALL" -p "$PUB" --cache-dir "$R/dry" --sync --dry-run --json
+grep -q '"synced":[[:space:]]*false' "$T/out" && ok || bad "load --dry-run --sync --json lacks \"synced\": false"
+# Nothing new to install: the files already there are flushed all the same.
+traced "$T/load.log" load -q "$ALL" -p "$PUB" --cache-dir "$R/plain" --sync
+[ "$(syncs "$T/load.log")" = "$R/plain" ] && ok ||
+	bad "load --sync of an installed bundle: not one syncfs: $(grep syncfs "$T/load.log")"
+# Two filesystems: the cache dir in a tmpfs, the Triton cache here.
+SHM=$(mktemp -d /dev/shm/megacache-durable.XXXXXX 2>/dev/null) || SHM=
+if [ -n "$SHM" ] && [ "$(stat -c %d "$SHM")" != "$(stat -c %d "$R")" ]; then
+	traced "$T/load.log" load -q "$ALL" -p "$PUB" --cache-dir "$SHM/c" --triton-dir "$R/tri" --sync
+	[ $? = 0 ] && ok || bad "load --sync on two filesystems failed: $(cat "$T/err")"
+	[ "$(syncs "$T/load.log")" = "$(printf '%s\n%s' "$R/tri" "$SHM/c" | sort)" ] &&
+		[ "$(grep -c syncfs "$T/load.log")" = 2 ] && ok ||
+		bad "load --sync on two filesystems: not one syncfs each: $(grep syncfs "$T/load.log")"
+	[ -n "$(ls "$R/tri")" ] && [ -n "$(ls "$SHM/c")" ] && ok || bad "a tier received no file"
+else
+	echo "note: /dev/shm is not a separate filesystem here; the two-filesystem case is not run"
+fi
+[ -n "$SHM" ] && rm -rf "$SHM"
+# A syncfs that fails: exit 2, naming the cache dir.
+strace -f -qq -e signal=none -e trace=syncfs -e inject=syncfs:error=EIO -o /dev/null \
+	"$MEGACACHE" load -q "$ALL" -p "$PUB" --cache-dir "$R/eio" --sync >"$T/out" 2>"$T/err"
+[ $? = 2 ] && ok || bad "load --sync with a failing syncfs did not exit 2"
+grep -qxF "megacache: $R/eio: installed, but cannot be flushed to disk: Input/output error" "$T/err" &&
+	ok || bad "wrong message for a failing syncfs: $(cat "$T/err")"
 finish
