@@ -49,9 +49,10 @@ static const char usage_text[] =
 	"        show a bundle's labels, signatures and artifacts (not verified); --explain:\n"
 	"        where each artifact would land and whether an identical file is there\n"
 	"  load BUNDLE -p PUBFILE... [--cache-dir DIR] [--triton-dir DIR] [--types T[,T]...]\n"
-	"       [--dry-run] [--json]\n"
+	"       [--dry-run] [--sync] [--json]\n"
 	"       [--threshold K] [--min-version N] [--require K=V]... [--insecure-no-verify]\n"
-	"        verify a bundle and install its artifacts into the cache dirs\n"
+	"        verify a bundle and install its artifacts into the cache dirs; --sync:\n"
+	"        flush them to disk before reporting success (one syncfs per filesystem)\n"
 	"  export BUNDLE --torch OUTFILE [--torch-format 2.7|current] [-p PUBFILE]...\n"
 	"        write the bundle's torch artifacts as a torch cache blob\n"
 	"  merge -o OUT BUNDLE... (-p PUBFILE... | --insecure-no-verify) [-s SECFILE]...\n"
@@ -300,7 +301,7 @@ enum {
 	OPT_LEVEL, OPT_NO_COMPRESS, OPT_JSON, OPT_THRESHOLD, OPT_MIN_VERSION, OPT_CACHE_DIR,
 	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW,
 	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT, OPT_LABEL_FROM_ENV,
-	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_CAP /* + 0..4 */
+	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_SYNC, OPT_CAP /* + 0..4 */
 };
 
 #define COMMON_LONG {"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'}, \
@@ -1161,6 +1162,7 @@ cmd_load(int argc, char **argv)
 		{"triton-dir", required_argument, NULL, OPT_TRITON_DIR},
 		{"types", required_argument, NULL, OPT_TYPES},
 		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
+		{"sync", no_argument, NULL, OPT_SYNC},
 		{"json", no_argument, NULL, OPT_JSON},
 		{NULL, 0, NULL, 0}};
 	struct trust t;
@@ -1170,7 +1172,7 @@ cmd_load(int argc, char **argv)
 	struct progress p;
 	mc_bundle *b = NULL;
 	mc_ctx *ctx;
-	int c, rc;
+	int c, rc, sync = 0;
 	size_t i;
 
 	memset(&t, 0, sizeof t);
@@ -1183,6 +1185,7 @@ cmd_load(int argc, char **argv)
 		case OPT_TRITON_DIR: triton_dir = optarg; break;
 		case OPT_TYPES: types = optarg; break;
 		case OPT_DRY_RUN: r.dry = 1; break;
+		case OPT_SYNC: sync = 1; break;
 		case OPT_JSON: r.json = 1; break;
 		default: usage_error("load: unexpected option%s", "");
 		}
@@ -1218,7 +1221,8 @@ cmd_load(int argc, char **argv)
 		r.arts = cJSON_CreateArray();
 	r.ctx = ctx;
 	if (rc == MC_OK)
-		rc = mc_bundle_load(b, r.dry ? MC_LOAD_DRY_RUN : 0, on_artifact, &r);
+		rc = mc_bundle_load(b, r.dry ? MC_LOAD_DRY_RUN : sync ? MC_LOAD_SYNC : 0, on_artifact,
+				    &r);
 	if (rc != MC_OK) {
 		cJSON_Delete(r.arts);
 		rc = fail(ctx, rc);
@@ -1229,6 +1233,7 @@ cmd_load(int argc, char **argv)
 		cJSON_AddStringToObject(j, "bundle", argv[optind]);
 		cJSON_AddStringToObject(j, "cache_dir", r.root);
 		cJSON_AddBoolToObject(j, "dry_run", r.dry);
+		cJSON_AddBoolToObject(j, "synced", sync && !r.dry);
 		cJSON_AddBoolToObject(j, "verified", !t.insecure);
 		cJSON_AddNumberToObject(j, "installed", (double)r.installed);
 		cJSON_AddNumberToObject(j, "unchanged", (double)r.unchanged);

@@ -1,6 +1,6 @@
 /*
  * emit.c - writes the bundle container: ustar members through libarchive, into a temp
- * file that is renamed over the target once complete.
+ * file that is flushed to disk and renamed over the target once complete.
  */
 #include "config.h"
 
@@ -135,16 +135,9 @@ mc__emit_finish(mc_emit *e)
 		rc = archive_fail(e, "cannot finish the archive");
 	if (rc == MC_OK)
 		rc = emit_flush(e);
-	if (rc == MC_OK && fsync(e->fd) != 0)
-		rc = mc__errno(e->ctx, MC_ERR_IO, "cannot flush", e->tmp);
 	if (rc == MC_OK) {
-		if (close(e->fd) != 0)
-			rc = mc__errno(e->ctx, MC_ERR_IO, "cannot write", e->tmp);
+		rc = mc__commit_temp(e->ctx, e->fd, e->tmp, e->path);
 		e->fd = -1;
-	}
-	if (rc == MC_OK && rename(e->tmp, e->path) != 0)
-		rc = mc__errno(e->ctx, MC_ERR_IO, "cannot rename into place", e->path);
-	if (rc == MC_OK) {
 		free(e->tmp);
 		e->tmp = NULL;
 	}

@@ -391,20 +391,20 @@ mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_art
 		head[1] = (unsigned char)(o.crc >> 16);
 		head[2] = (unsigned char)(o.crc >> 8);
 		head[3] = (unsigned char)o.crc;
-		if (pwrite(o.fd, head, 4, 0) != 4 || fsync(o.fd) != 0)
+		if (mc__pwrite_full(o.fd, head, 4, 0) != 0)
 			rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write", out_path);
 	}
-	if (close(o.fd) != 0 && rc == MC_OK)
-		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write", out_path);
-	o.fd = -1;
-	if (rc == MC_OK && rename(tmp, out_path) != 0)
-		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot rename into place", out_path);
+	if (rc == MC_OK) {
+		rc = mc__commit_temp(b->ctx, o.fd, tmp, out_path);
+		o.fd = -1;
+		free(tmp);
+		tmp = NULL;
+	}
 out:
 	if (o.fd >= 0)
 		close(o.fd);
 	if (tmp != NULL) {
-		if (rc != MC_OK)
-			unlink(tmp);
+		unlink(tmp);
 		free(tmp);
 	}
 	mc__parts_remove(&p);

@@ -108,6 +108,52 @@ mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode)
 	return -1;
 }
 
+/* Opens the folder holding path, for its fsync. */
+static int
+open_parent(mc_ctx *ctx, const char *path, int *dfd)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int rc = MC_OK;
+
+	if (slash == NULL)
+		dir = mc__strdup(".");
+	else if ((dir = mc__strdup(path)) != NULL)
+		dir[slash == path ? 1 : slash - path] = '\0';
+	if (dir == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	if ((*dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		rc = mc__errno(ctx, MC_ERR_IO, "cannot open the folder", dir);
+	free(dir);
+	return rc;
+}
+
+int
+mc__commit_temp(mc_ctx *ctx, int fd, const char *tmp, const char *path)
+{
+	int dfd = -1, rc;
+
+	/* The folder is opened first: after the rename only its fsync can fail. */
+	rc = open_parent(ctx, path, &dfd);
+	if (rc == MC_OK && fsync(fd) != 0)
+		rc = mc__errno(ctx, MC_ERR_IO, "cannot flush to disk", path);
+	if (close(fd) != 0 && rc == MC_OK)
+		rc = mc__errno(ctx, MC_ERR_IO, "cannot write", path);
+	if (rc == MC_OK && rename(tmp, path) != 0)
+		rc = mc__errno(ctx, MC_ERR_IO, "cannot rename into place", path);
+	if (rc != MC_OK) {
+		unlink(tmp);
+	} else if (fsync(dfd) != 0) {
+		/* Too late to take back: the new file is in place, but a power cut may yet
+		 * undo the rename. */
+		rc = mc__errno(ctx, MC_ERR_IO, "in place, but its folder cannot be flushed to disk",
+			       path);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	return rc;
+}
+
 int
 mc__open_temp_anon(mc_ctx *ctx)
 {

@@ -131,6 +131,11 @@ MC_HIDDEN int mc__pread_full(int fd, void *buf, size_t n, uint64_t off);
 MC_HIDDEN int mc__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
 /* Opens a temp file beside path (same folder). Returns fd, and the temp name. */
 MC_HIDDEN int mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode);
+/* Makes the finished temp file tmp (open as fd) the file path, durably: its data
+ * flushed, fd closed, tmp renamed over path, and the folder's entry flushed. fd is
+ * closed and tmp gone either way; on a failure before the rename tmp is removed and
+ * path left as it was. */
+MC_HIDDEN int mc__commit_temp(mc_ctx *ctx, int fd, const char *tmp, const char *path);
 /* A private file with no name in $TMPDIR (or /tmp), gone when closed; -1 with the
  * error on ctx. */
 MC_HIDDEN int mc__open_temp_anon(mc_ctx *ctx);

@@ -317,7 +317,12 @@ enum {
 };
 typedef void (*mc_artifact_fn)(void *ud, int what, const char *type, const char *key,
 			       const char *dest, uint64_t size);
+/* Load flags. MC_LOAD_DRY_RUN: verify and report, write nothing. MC_LOAD_SYNC: before
+ * returning, flush the filesystems of the tiers the selected artifacts live in (one
+ * syncfs(2) each), so that the installed files survive a power cut; without it they
+ * reach the disk when the kernel writes them back. */
 #define MC_LOAD_DRY_RUN 0x1u
+#define MC_LOAD_SYNC 0x2u
 
 /* Verifies the bundle and installs the selected artifacts into their tiers. All or
  * nothing: files are staged beside their destinations and renamed into place only

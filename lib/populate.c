@@ -1534,6 +1534,41 @@ find_unit(struct loader *L, size_t tier, const char *dir, size_t art, uint32_t *
 	return MC_OK;
 }
 
+/* MC_LOAD_SYNC: one syncfs(2) per filesystem among the tier roots, which covers the
+ * files, the renames and the folders made; a per-file fsync would cost a disk flush
+ * each. Tiers whose files were all there already are flushed too: an earlier load
+ * may have left them unwritten. */
+static int
+sync_tiers(struct loader *L)
+{
+	dev_t *seen = calloc(L->ntiers + 1, sizeof *seen);
+	size_t i, j, n = 0;
+	int rc = MC_OK;
+
+	if (seen == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < L->ntiers && rc == MC_OK; i++) {
+		struct stat st;
+
+		if (L->tiers[i].fd < 0)
+			continue;
+		if (fstat(L->tiers[i].fd, &st) != 0) {
+			rc = mc__errno(L->ctx, MC_ERR_IO, "cannot stat", L->tiers[i].root);
+			break;
+		}
+		for (j = 0; j < n && seen[j] != st.st_dev; j++)
+			;
+		if (j < n)
+			continue;
+		seen[n++] = st.st_dev;
+		if (syncfs(L->tiers[i].fd) != 0)
+			rc = mc__errno(L->ctx, MC_ERR_IO, "installed, but cannot be flushed to disk",
+				       L->tiers[i].root);
+	}
+	free(seen);
+	return rc;
+}
+
 int
 mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 {
@@ -1542,7 +1577,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	size_t i;
 	int rc, dry = (flags & MC_LOAD_DRY_RUN) != 0;
 
-	if (b == NULL || (flags & ~MC_LOAD_DRY_RUN) != 0)
+	if (b == NULL || (flags & ~(MC_LOAD_DRY_RUN | MC_LOAD_SYNC)) != 0)
 		return MC_ERR_INVALID;
 	memset(&L, 0, sizeof L);
 	L.b = b;
@@ -1642,6 +1677,8 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	}
 	if (rc == MC_OK)
 		rc = commit(&L, fn, ud);
+	if (rc == MC_OK && (flags & MC_LOAD_SYNC))
+		rc = sync_tiers(&L);
 	for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++)
 		if (b->sel[i] && L.unchanged[i] && (rc = mc__acur_get(&L.cur, i, &a)) == MC_OK)
 			report(b, fn, ud, MC_LOAD_UNCHANGED, a, NULL);
