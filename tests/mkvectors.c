@@ -893,11 +893,12 @@ main(int argc, char **argv)
 		signed_with_manifest("print-label-name.mcache",
 				     with_labels(man, "{\"\\u001b]0;megacache: OK\\u0007\":\"1\"}"), 1);
 		expect("print-label-name.mcache", "load", 1, "label name '\\x1b]0;megacache: OK\\x07'");
-		/* A label value is printed when it differs from the one required. */
+		/* A label value with a C1 and a bidi control: refused by the reader, which
+		 * names the character rather than printing it. */
 		signed_with_manifest("print-label-value.mcache",
 				     with_labels(man, "{\"torch\":\"2.11.0\xc2\x9b" "31m\xe2\x80\xae" "evil\"}"), 1);
-		expect("print-label-value.mcache", "load-require-torch=2.11.0", 1,
-		       "label torch is '2.11.0\\u009b31m\\u202eevil'");
+		expect("print-label-value.mcache", "load", 1,
+		       "label 'torch' contains control character U+009B");
 		signed_with_manifest("print-unknown-member.mcache",
 				     manifest_one("autotune", key_vu, n_vu, h,
 						  ",\"\\u001b[2J\\u001b[Hmegacache: OK\":1"), 1);
