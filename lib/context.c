@@ -251,15 +251,20 @@ dest_ok(const char *p)
 			if (*c == '\0')
 				return 1;
 			seg = c + 1;
-		} else if ((unsigned char)*c < 0x20 || *c == 0x7f || *c == '\\') {
-			return 0;
+		} else {
+			/* No character a terminal or a log would take as a control, as in
+			 * labels; only valid UTF-8. */
+			uint32_t cp;
+			size_t len = mc__utf8_decode((const unsigned char *)c, strlen(c), &cp);
+			if (len == 0 || mc__is_unsafe_cp(cp) || cp == '\\')
+				return 0;
+			c += len - 1;
 		}
 	}
 }
 
 int
-mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key, const unsigned char *sha256,
-	     char *buf, size_t buflen)
+mc__key_check(mc_ctx *ctx, const struct mc_type *t, const char *key)
 {
 	char why[256] = "";
 	int rc;
@@ -272,6 +277,17 @@ mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key, const unsign
 	if (rc != MC_OK)
 		return mc__err(ctx, MC_ERR_BAD_KEY, "%s key '%.200s' refused: %s", t->name, key,
 			       why[0] ? why : "wrong shape");
+	return MC_OK;
+}
+
+int
+mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key, const unsigned char *sha256,
+	     char *buf, size_t buflen)
+{
+	int rc;
+
+	if ((rc = mc__key_check(ctx, t, key)) != MC_OK)
+		return rc;
 	if ((t->flags & MC_TYPE_WANTS_SHA256) && sha256 == NULL)
 		return mc__err(ctx, MC_ERR_MANIFEST, "%s artifact '%.200s' has no sha256", t->name, key);
 	buf[0] = '\0';

@@ -323,7 +323,9 @@ mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_art
 	p.dfd = -1;
 	p.fd = -1;
 	o.fd = -1;
-	if ((rc = mc__bundle_policy(b)) != MC_OK ||
+	/* What verify refuses is not exported either: every key, the recorded layout's
+	 * too, is checked by its handler, since torch makes file names of them. */
+	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = mc__bundle_plan(b)) != MC_OK ||
 	    (rc = export_layout(b, format, &keys, &g, &ng)) != MC_OK) {
 		mc__arena_free(&keys);
 		return rc;

@@ -86,6 +86,8 @@ struct stat;
 /* Opens path to read; refuses (without blocking) anything but a regular file. */
 MC_HIDDEN int mc__open_regular(mc_ctx *ctx, const char *path, int *fd, struct stat *st);
 MC_HIDDEN const struct mc_type *mc__find_type(const mc_ctx *ctx, const char *type);
+/* Checks key with type t's handler (and the length every key has). */
+MC_HIDDEN int mc__key_check(mc_ctx *ctx, const struct mc_type *t, const char *key);
 MC_HIDDEN void mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total);
 MC_HIDDEN int mc__crypto_init(mc_ctx *ctx);
 MC_HIDDEN int mc__register_torch_types(mc_ctx *ctx);

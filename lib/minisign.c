@@ -377,37 +377,23 @@ done:
 	return rc;
 }
 
-/* Code points a trusted comment may not hold: every one that breaks a line or steers a
- * terminal (C0 but TAB, which the writer's own comment uses; DEL; C1; the Unicode line and
- * paragraph separators). A tool shows the comment as one line of text. */
-static int
-comment_cp_unsafe(uint32_t cp)
-{
-	return (cp < 0x20 && cp != '\t') || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 ||
-	       cp == 0x2029;
-}
-
 /* Why the comment c of n bytes cannot be signed or read, or NULL when it can. */
 static const char *
 comment_fault(const char *c, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)c;
-	size_t i, k, len;
+	size_t i, len;
 
 	if (n > TRUSTED_MAX)
 		return "is longer than 8173 bytes, the most stock minisign verifies";
-	if (!mc__utf8_valid(s, n))
-		return "is not valid UTF-8";
-	/* Valid UTF-8 from here: the lead byte gives the length. */
+	/* A tool shows the comment as one line of text: no code point that breaks a line
+	 * or steers a terminal, but TAB, which the writer's own comment uses. */
 	for (i = 0; i < n; i += len) {
-		uint32_t cp = s[i];
+		uint32_t cp;
 
-		len = cp < 0x80 ? 1 : cp < 0xe0 ? 2 : cp < 0xf0 ? 3 : 4;
-		if (len > 1)
-			cp &= 0x3fu >> (len - 1);
-		for (k = 1; k < len; k++)
-			cp = cp << 6 | (s[i + k] & 0x3fu);
-		if (comment_cp_unsafe(cp))
+		if ((len = mc__utf8_decode(s + i, n - i, &cp)) == 0)
+			return "is not valid UTF-8";
+		if (mc__is_unsafe_cp(cp) && cp != '\t')
 			return "contains a line break or control character";
 	}
 	return NULL;

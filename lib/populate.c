@@ -368,6 +368,27 @@ plan_check(mc_bundle *b, const struct mc_martifact *a)
 	return MC_OK;
 }
 
+/* The keys of the recorded torch blob layout (section 3.4) are installed by no one
+ * here, but export writes them into a blob from which torch makes file names: each
+ * passes its type's handler as an artifact's key does. */
+static int
+plan_blob_keys(mc_bundle *b)
+{
+	size_t i, j;
+	int rc = MC_OK;
+
+	for (i = 0; rc == MC_OK && i < b->m.ngroups; i++) {
+		const struct mc_type *t = mc__find_type(b->ctx, b->m.groups[i].type);
+		if (t == NULL)
+			return mc__err(b->ctx, MC_ERR_UNKNOWN_TYPE, "%s: torch_blob group type '%s' has "
+				       "no handler", b->path, b->m.groups[i].type);
+		for (j = 0; rc == MC_OK && j < b->m.groups[i].nentries; j++)
+			if ((rc = mc__key_check(b->ctx, t, b->m.groups[i].entries[j].key)) != MC_OK)
+				rc = mc__err(b->ctx, rc, "%s: torch_blob: %s", b->path, b->ctx->err);
+	}
+	return rc;
+}
+
 /* Two artifacts on one path, a path inside another's file or inside a folder installed
  * as a unit, cannot all land; the same content twice at one path (a kernel of two
  * devices in a root without device level) is installed once. */
@@ -433,6 +454,8 @@ mc__bundle_plan(mc_bundle *b)
 		if ((rc = mc__acur_get(&P.cx, i, &a)) == MC_OK && (rc = plan_check(b, a)) == MC_OK)
 			rc = plan_enter(&P, i, a, prev);
 	}
+	if (rc == MC_OK)
+		rc = plan_blob_keys(b);
 	if (rc == MC_OK)
 		rc = plan_conflicts(&P);
 	for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {

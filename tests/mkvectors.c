@@ -358,6 +358,22 @@ nested_tiers(void)
 	expect("manifest-unknown-type.mcache", "load-types-autotune", 1, "has no handler");
 }
 
+/* torch makes file names of a blob's keys when it loads it: export checks each key
+ * with its handler, the recorded layout's (section 3.4) as well as the artifacts'. */
+static void
+export_keys(void)
+{
+	char h[65], extra[512];
+
+	hexhash(c_vu, n_vu, h);
+	expect("manifest-dotdot.mcache", "export", 1, "autotune key '../");
+	snprintf(extra, sizeof extra, ",\"torch_blob\":{\"groups\":[{\"type\":\"autotune\",\"entries\":"
+		 "[{\"key\":\"../../escape.best_config\",\"size\":%zu,\"hash\":\"%s\"}]}]}", n_vu, h);
+	signed_with_manifest("torch-blob-key-dotdot.mcache", manifest_one("autotune", key_vu, n_vu, h, extra), 1);
+	expect("torch-blob-key-dotdot.mcache", "export", 1, "autotune key '../../escape.best_config' refused");
+	expect("torch-blob-key-dotdot.mcache", "load", 1, "torch_blob: autotune key '../../escape.best_config'");
+}
+
 static unsigned char *
 read_out(const char *name, size_t *len)
 {
@@ -851,6 +867,7 @@ main(int argc, char **argv)
 	}
 
 	nested_tiers();
+	export_keys();
 
 	/* 7. Not bundles at all. */
 	spit("not-bundle-empty.bin", "", 0);

@@ -105,7 +105,7 @@ for v in "$V"/print-*.mcache; do
 	quiet=
 	req=
 	case $name in
-	print-key-*) mark='\x1b]52;c;'; quiet="export sign" ;;
+	print-key-*) mark='\x1b]52;c;'; quiet="sign" ;;
 	print-sig-member) mark='\x1b]52;c;' ;;
 	print-type) mark='\x1b[31m' ;;
 	print-label-name) mark='\x1b]0;' ;;

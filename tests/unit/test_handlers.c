@@ -79,6 +79,45 @@ START_TEST(bad_keys_refused)
 }
 END_TEST
 
+static int
+any_key(void *ud, const char *key, char *why, size_t wl)
+{
+	(void)ud, (void)key, (void)why, (void)wl;
+	return MC_OK;
+}
+
+static int
+key_as_dest(void *ud, const char *key, const unsigned char *sha, char *buf, size_t len)
+{
+	(void)ud, (void)sha;
+	snprintf(buf, len, "%s", key);
+	return MC_OK;
+}
+
+/* Whatever an application's handler computes, the library refuses a destination with a
+ * character a terminal would take as a control, as in labels, or invalid UTF-8. */
+START_TEST(destination_characters)
+{
+	static const char *const refused[] = {"a/\x1b", "a/b\x7f", "a/\xc2\x9b", "a/\xe2\x80\xae",
+					      "a/\xd8\x9c", "a/\xe2\x81\xa9", "a/\xe2\x80\xa8", "a/\xff",
+					      "a/\xc0\xaf"};
+	static const char *const fine[] = {"a/\xc2\xa0", "a/\xe2\x80\xaf", "a/\xe2\x80\x8d"};
+	const struct mc_type *t;
+	char buf[MC_PATH_MAX];
+	size_t i;
+
+	ck_assert_int_eq(mc_ctx_register_type(ctx, "appdest", "inductor", 0, any_key, key_as_dest,
+					      NULL), MC_OK);
+	t = mc__find_type(ctx, "appdest");
+	for (i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		ck_assert_int_eq(mc__dest_for(ctx, t, refused[i], NULL, buf, sizeof buf), MC_ERR_BAD_KEY);
+		ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "is not a plain relative path"));
+	}
+	for (i = 0; i < sizeof fine / sizeof fine[0]; i++)
+		ck_assert_int_eq(mc__dest_for(ctx, t, fine[i], NULL, buf, sizeof buf), MC_OK);
+}
+END_TEST
+
 START_TEST(default_root_like_torch)
 {
 	const char *root;
@@ -162,6 +201,7 @@ suite(void)
 	tcase_add_test(tc, destinations_match_torch_layout);
 	tcase_add_test(tc, bad_keys_refused);
 	tcase_add_test(tc, default_root_like_torch);
+	tcase_add_test(tc, destination_characters);
 	tcase_add_test(tc, application_types);
 	suite_add_tcase(s, tc);
 	return s;

@@ -92,9 +92,10 @@ END_TEST
 /* The writer signs only comments stock minisign verifies and shows on one line. */
 START_TEST(trusted_comment_rules)
 {
-	static const char *const good[] = {"a\tb", "\xc2\xa0", "\xe2\x80\xa7", "\xe2\x80\xaa", "~"};
+	static const char *const good[] = {"a\tb", "\xc2\xa0", "\xe2\x80\xa7", "\xe2\x80\xaf", "~"};
 	static const char *const broken[] = {"a\rb", "a\nb", "\x01", "\x1b[2J", "\x7f", "\xc2\x80",
-					     "a\xc2\x85" "b", "\xc2\x9f", "\xe2\x80\xa8", "\xe2\x80\xa9"};
+					     "a\xc2\x85" "b", "\xc2\x9f", "\xe2\x80\xa8", "\xe2\x80\xa9",
+					     "\xe2\x80\xaa", "\xe2\x80\xae", "\xd8\x9c", "\xe2\x81\xa6"};
 	static char longest[8175];
 	char *sk_path = src_path("format/vectors/keys/test.key");
 	const unsigned char msg[] = "m";
