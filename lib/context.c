@@ -16,7 +16,6 @@
 #define MC_DEFAULT_MAX_ARTIFACTS 1000000ull
 #define MC_DEFAULT_MAX_ARTIFACT_BYTES ((8ull << 30) - 1) /* ustar size field */
 #define MC_DEFAULT_MAX_TOTAL_BYTES (256ull << 30)
-#define MC_DEFAULT_MAX_EXPANSION 4096ull
 
 int
 mc__crypto_init(mc_ctx *ctx)

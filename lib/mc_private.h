@@ -27,6 +27,10 @@
 #define MC_IO_CHUNK (256 * 1024)
 /* Contents up to this size are read, compressed and decoded in one piece. */
 #define MC_WHOLE_MAX (4u << 20)
+/* The default cap on content size / stored size of a zstd object; writers keep under
+ * it whatever cap they were given, so that any reader with the default takes their
+ * bundles. */
+#define MC_DEFAULT_MAX_EXPANSION 4096ull
 
 /* ---- context ---- */
 
@@ -264,8 +268,9 @@ MC_HIDDEN void mc__zdec_reset(mc_zdec *z);
  * ended (then no stored byte may follow). */
 MC_HIDDEN int mc__zdec_run(mc_zdec *z, const void *buf, size_t n, mc_out_fn fn, void *ud,
 			   int *done);
-/* Decodes src, which must be exactly one frame, into dst in one call. *overflow is
- * set (with MC_ERR_INTEGRITY and no message) when the output would pass cap. */
+/* Decodes src, which must be exactly one frame, into dst (room for cap + 1 bytes) in
+ * one call. *overflow is set (with MC_ERR_INTEGRITY and no message) when the output
+ * would pass cap. */
 MC_HIDDEN int mc__zdec_whole(mc_zdec *z, const void *src, size_t n, void *dst, size_t cap,
 			     size_t *produced, int *overflow);
 MC_HIDDEN void mc__zdec_free(mc_zdec *z);

@@ -402,6 +402,10 @@ struct sstate {
 	mc_obj_sink sink, raw;
 	void *ud;
 	uint64_t *offs; /* of each object's header, then of the end blocks */
+	/* Per object: set when an artifact gives its content's SHA-256, which a worker then
+	 * computes into sha (both NULL when no artifact has one). */
+	unsigned char *wants_sha;
+	unsigned char (*sha)[32];
 	struct sworker *w;
 	_Atomic uint64_t done;
 	uint64_t total;
@@ -458,6 +462,15 @@ object_error(struct sworker *w, int rc)
 	return rc;
 }
 
+/* A content that decompressed to other bytes than its hash names: the stored bytes
+ * matched, so the signer listed a false hash. */
+static int
+content_mismatch(struct sworker *w)
+{
+	return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s: content does not match its hash",
+		       w->s->b->path, w->hex);
+}
+
 /* An object small enough to hold: its stored bytes are authenticated before any of
  * them reaches the decompressor. */
 static int
@@ -498,7 +511,12 @@ whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 				       "manifest says %llu", b->path, w->hex,
 				       (unsigned long long)produced, (unsigned long long)o->size);
 		content = w->out;
+		crypto_generichash(hash, sizeof hash, content, (size_t)o->size, NULL, 0);
+		if (sodium_memcmp(hash, o->hash, sizeof hash) != 0)
+			return content_mismatch(w);
 	}
+	if (w->s->wants_sha != NULL && w->s->wants_sha[i])
+		crypto_hash_sha256(w->s->sha[i], content, (size_t)o->size);
 	return o->size > 0 ? deliver(w, i, content, (size_t)o->size) : MC_OK;
 }
 
@@ -506,6 +524,9 @@ struct streamed {
 	struct sworker *w;
 	size_t obj;
 	uint64_t produced;
+	crypto_generichash_state content; /* of a compressed object's output */
+	crypto_hash_sha256_state sha;     /* when wanted */
+	int want_sha;
 };
 
 static int
@@ -519,6 +540,10 @@ streamed_out(void *p, const unsigned char *buf, size_t n)
 		return mc__err(st->w->ctx, MC_ERR_INTEGRITY, "%s: object %s expands past its declared "
 			       "%llu bytes", b->path, st->w->hex, (unsigned long long)o->size);
 	st->produced += n;
+	if (o->encoding == MC_ENC_ZSTD)
+		crypto_generichash_update(&st->content, buf, n);
+	if (st->want_sha)
+		crypto_hash_sha256_update(&st->sha, buf, n);
 	return deliver(st->w, st->obj, buf, n);
 }
 
@@ -531,7 +556,7 @@ streamed_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 	const struct mc_mobject *o = &w->obj;
 	unsigned char hash[MC_HASH_BYTES], pad[MC_TAR_BLOCK];
 	crypto_generichash_state gs;
-	struct streamed st = {w, i, 0};
+	struct streamed st = {.w = w, .obj = i};
 	uint64_t left;
 	size_t np;
 	int rc = MC_OK, ended = 0;
@@ -539,6 +564,9 @@ streamed_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 	if ((rc = grow(w, &w->in, &w->incap, MC_IO_CHUNK)) != MC_OK)
 		return rc;
 	crypto_generichash_init(&gs, NULL, 0, MC_HASH_BYTES);
+	crypto_generichash_init(&st.content, NULL, 0, MC_HASH_BYTES);
+	if ((st.want_sha = w->s->wants_sha != NULL && w->s->wants_sha[i]))
+		crypto_hash_sha256_init(&st.sha);
 	if (o->encoding == MC_ENC_ZSTD) {
 		if (w->dec == NULL && (rc = mc__zdec_new(w->ctx, &w->dec)) != MC_OK)
 			return rc;
@@ -573,6 +601,13 @@ streamed_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s is %llu bytes, the manifest "
 			       "says %llu", b->path, w->hex, (unsigned long long)st.produced,
 			       (unsigned long long)o->size);
+	if (o->encoding == MC_ENC_ZSTD) {
+		crypto_generichash_final(&st.content, hash, sizeof hash);
+		if (sodium_memcmp(hash, o->hash, sizeof hash) != 0)
+			return content_mismatch(w);
+	}
+	if (st.want_sha)
+		crypto_hash_sha256_final(&st.sha, w->s->sha[i]);
 	np = (size_t)(padded(o->stored_size) - o->stored_size);
 	if (np > 0 && (rc = pread_full(w, pad, np, off)) != MC_OK)
 		return rc;
@@ -679,6 +714,36 @@ check_end(struct sworker *w, uint64_t off)
 	return MC_OK;
 }
 
+/* The artifacts' SHA-256 fields: before the objects are read (check not set), marks
+ * the objects whose SHA-256 the workers are to compute; after, compares each field
+ * with its content's. A field decides a destination, so a false one is refused like
+ * a false hash. */
+static int
+sha_walk(mc_bundle *b, struct sstate *s, int check)
+{
+	const struct mc_martifact *a;
+	struct mc_acur cur;
+	size_t i;
+	int rc = MC_OK;
+
+	mc__acur_init(&cur, b->ctx, &b->m);
+	for (i = 0; i < b->m.nartifacts && rc == MC_OK; i++) {
+		if ((rc = mc__acur_get(&cur, i, &a)) != MC_OK || a->sha256 == NULL)
+			continue;
+		if (!check && s->wants_sha == NULL &&
+		    ((s->wants_sha = calloc(b->m.nobjects, 1)) == NULL ||
+		     (s->sha = malloc(b->m.nobjects * sizeof *s->sha)) == NULL))
+			rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+		else if (!check)
+			s->wants_sha[a->object] = 1;
+		else if (sodium_memcmp(a->sha256, s->sha[a->object], 32) != 0)
+			rc = mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: %s artifact %.200s: content does "
+				     "not match its sha256", b->path, a->type, a->key);
+	}
+	mc__acur_free(&cur);
+	return rc;
+}
+
 static int
 stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_obj_sink raw,
        void *ud)
@@ -720,9 +785,13 @@ stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_
 		s.total += o->stored_size;
 	}
 	s.offs[i] = off;
+	if (rc == MC_OK)
+		rc = sha_walk(b, &s, 0);
 	if (rc != MC_OK) {
 		free(s.offs);
 		free(s.w);
+		free(s.wants_sha);
+		free(s.sha);
 		return rc;
 	}
 	for (k = 0; k < nworkers; k++) {
@@ -734,6 +803,8 @@ stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_
 	s.w[0].dec = b->dec;
 	b->dec = NULL;
 	rc = mc__parallel(b->ctx, b->m.nobjects, nworkers, work, &s);
+	if (rc == MC_OK && s.wants_sha != NULL)
+		rc = sha_walk(b, &s, 1);
 	if (rc == MC_OK) {
 		struct sworker end = {.s = &s, .ctx = b->ctx};
 		rc = check_end(&end, s.offs[b->m.nobjects]);
@@ -748,6 +819,8 @@ stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_
 	}
 	free(s.w);
 	free(s.offs);
+	free(s.wants_sha);
+	free(s.sha);
 	return rc;
 }
 

@@ -1503,9 +1503,11 @@ pass_one(struct pass *p, unsigned worker, mc_ctx *wctx, struct wobj *o, const ch
 	o->stored_size = o->size;
 	memcpy(o->stored_hash, o->hash, MC_HASH_BYTES);
 	if (compress) {
-		if (sp->len - o->spool_off < o->size) {
+		uint64_t zsize = sp->len - o->spool_off;
+		/* Stored as zstd only where any reader with the default caps takes it. */
+		if (zsize < o->size && o->size / MC_DEFAULT_MAX_EXPANSION <= zsize) {
 			o->encoding = MC_ENC_ZSTD;
-			o->stored_size = sp->len - o->spool_off;
+			o->stored_size = zsize;
 			crypto_generichash_final(&sp->gs, o->stored_hash, MC_HASH_BYTES);
 		} else { /* stored as is: the spool forgets it */
 			if (ftruncate(sp->fd, (off_t)o->spool_off) != 0 ||

@@ -198,6 +198,8 @@ struct mc_zdec {
 	unsigned char *out;
 	size_t cap;
 	int done;
+	unsigned char magic[4]; /* the member's first bytes, as they arrive */
+	size_t nmagic;
 };
 
 int
@@ -226,6 +228,44 @@ mc__zdec_reset(mc_zdec *z)
 {
 	ZSTD_DCtx_reset(z->dctx, ZSTD_reset_session_only);
 	z->done = 0;
+	z->nmagic = 0;
+}
+
+/* The decoder would skip a skippable frame as if it were not there; the member must
+ * be one zstd frame, so one is refused where it starts. What follows the frame is
+ * refused by the callers, once the decoder says the frame ended. */
+static int
+check_magic(mc_zdec *z, const unsigned char *buf, size_t n)
+{
+	size_t k = 4 - z->nmagic;
+	uint32_t m;
+
+	if (z->nmagic == 4 || n == 0)
+		return MC_OK;
+	if (k > n)
+		k = n;
+	memcpy(z->magic + z->nmagic, buf, k);
+	if ((z->nmagic += k) < 4)
+		return MC_OK;
+	m = (uint32_t)z->magic[0] | (uint32_t)z->magic[1] << 8 | (uint32_t)z->magic[2] << 16 |
+	    (uint32_t)z->magic[3] << 24;
+	if ((m & ZSTD_MAGIC_SKIPPABLE_MASK) == ZSTD_MAGIC_SKIPPABLE_START)
+		return mc__err(z->ctx, MC_ERR_MALFORMED, "a skippable frame, where one zstd frame "
+			       "must be");
+	return MC_OK;
+}
+
+static int
+after_end(mc_zdec *z)
+{
+	return mc__err(z->ctx, MC_ERR_MALFORMED, "bytes after the end of the zstd frame");
+}
+
+static int
+corrupt(mc_zdec *z, size_t ret)
+{
+	return mc__err(z->ctx, MC_ERR_MALFORMED, "corrupt compressed data (%s)",
+		       ZSTD_getErrorName(ret));
 }
 
 int
@@ -234,20 +274,20 @@ mc__zdec_run(mc_zdec *z, const void *buf, size_t n, mc_out_fn fn, void *ud, int 
 	ZSTD_inBuffer in = {buf, n, 0};
 	int rc;
 
+	if ((rc = check_magic(z, buf, n)) != MC_OK)
+		return rc;
 	for (;;) {
 		ZSTD_outBuffer o = {z->out, z->cap, 0};
 		size_t ret;
 
 		if (z->done) {
 			if (in.pos < in.size)
-				return mc__err(z->ctx, MC_ERR_MALFORMED, "bytes after the end of a "
-					       "compressed object");
+				return after_end(z);
 			break;
 		}
 		ret = ZSTD_decompressStream(z->dctx, &o, &in);
 		if (ZSTD_isError(ret))
-			return mc__err(z->ctx, MC_ERR_MALFORMED, "corrupt compressed data (%s)",
-				       ZSTD_getErrorName(ret));
+			return corrupt(z, ret);
 		if (o.pos > 0 && (rc = fn(ud, z->out, o.pos)) != MC_OK)
 			return rc;
 		if (ret == 0)
@@ -259,43 +299,38 @@ mc__zdec_run(mc_zdec *z, const void *buf, size_t n, mc_out_fn fn, void *ud, int 
 	return MC_OK;
 }
 
+/* The same streaming decoder as mc__zdec_run, writing straight into dst: objects read
+ * whole and objects read in pieces get one verdict on every frame (the one-shot
+ * decoder accepts some frames the streaming one refuses, such as a block larger than
+ * the block maximum). */
 int
 mc__zdec_whole(mc_zdec *z, const void *src, size_t n, void *dst, size_t cap, size_t *produced,
 	       int *overflow)
 {
-	const unsigned char *p = src;
-	size_t fsize, r;
+	ZSTD_inBuffer in = {src, n, 0};
+	ZSTD_outBuffer o = {dst, cap + 1, 0}; /* a byte past cap: output that would pass it */
+	size_t ret = 1;
+	int rc;
 
 	*produced = 0;
 	*overflow = 0;
-	fsize = ZSTD_findFrameCompressedSize(src, n);
-	if (ZSTD_isError(fsize))
-		return ZSTD_getErrorCode(fsize) == ZSTD_error_srcSize_wrong
-			       ? mc__err(z->ctx, MC_ERR_MALFORMED, "compressed data ends early")
-			       : mc__err(z->ctx, MC_ERR_MALFORMED, "corrupt compressed data (%s)",
-					 ZSTD_getErrorName(fsize));
-	if (fsize < n)
-		return mc__err(z->ctx, MC_ERR_MALFORMED, "bytes after the end of a compressed object");
-	/* The streaming decoder's window cap, applied to the declared window (RFC 8878
-	 * 3.1.1.1: magic, descriptor, then the window byte unless single-segment, whose
-	 * window is the content size and so below the cap here). */
-	if (n >= 6 && ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24) == 0xFD2FB528u && (p[4] & 0x20) == 0) {
-		unsigned wlog = 10u + (p[5] >> 3);
-		uint64_t window = (1ull << wlog) + ((1ull << wlog) / 8) * (p[5] & 7u);
-		if (window > (1ull << MC_ZSTD_WINDOW_LOG))
-			return mc__err(z->ctx, MC_ERR_MALFORMED, "corrupt compressed data (%s)",
-				       ZSTD_getErrorString(ZSTD_error_frameParameter_windowTooLarge));
-	}
-	r = ZSTD_decompressDCtx(z->dctx, dst, cap, src, n);
-	if (ZSTD_isError(r)) {
-		if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall) {
+	mc__zdec_reset(z);
+	if ((rc = check_magic(z, src, n)) != MC_OK)
+		return rc;
+	while (ret != 0) {
+		ret = ZSTD_decompressStream(z->dctx, &o, &in);
+		if (ZSTD_isError(ret))
+			return corrupt(z, ret);
+		if (o.pos > cap) {
 			*overflow = 1;
 			return MC_ERR_INTEGRITY;
 		}
-		return mc__err(z->ctx, MC_ERR_MALFORMED, "corrupt compressed data (%s)",
-			       ZSTD_getErrorName(r));
+		if (ret != 0 && in.pos == in.size && o.pos < o.size)
+			return mc__err(z->ctx, MC_ERR_MALFORMED, "compressed data ends early");
 	}
-	*produced = r;
+	if (in.pos < in.size)
+		return after_end(z);
+	*produced = o.pos;
 	return MC_OK;
 }
 

@@ -283,6 +283,75 @@ with_labels(const char *man, const char *labels)
 	return m;
 }
 
+/* A signed bundle of one pgo artifact (key) stored as zstd: stored is the member's
+ * bytes, content what they are meant to decompress to, hash (NULL: the content's) what
+ * the manifest calls it; everything else is consistent. */
+static void
+zstd_object(const char *name, const char *key, const unsigned char *stored, size_t sn,
+	    const unsigned char *content, size_t n, const char *hash, const char *msg)
+{
+	struct buf b;
+	char man[16384], ch[65], sh[65], obj[128];
+
+	if (hash == NULL)
+		hexhash(content, n, ch);
+	else
+		snprintf(ch, sizeof ch, "%s", hash);
+	hexhash(stored, sn, sh);
+	snprintf(man, sizeof man,
+		 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
+		 "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"%s\",\"size\":%zu,"
+		 "\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%zu,\"encoding\":\"zstd\","
+		 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
+		 EPOCH, key, n, ch, ch, n, sn, sh);
+	start_signed(&b, man);
+	snprintf(obj, sizeof obj, "objects/%s", ch);
+	put_member(&b, obj, stored, sn);
+	finish(&b, name, "load", 1, msg);
+}
+
+/* Appends a zstd block header (RFC 8878 3.1.1.2): last flag, type (0 raw, 1 RLE),
+ * and size. */
+static void
+put_block(struct buf *f, int last, int type, uint32_t size)
+{
+	uint32_t v = size << 3 | (uint32_t)type << 1 | (uint32_t)(last != 0);
+	unsigned char h[3] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16)};
+
+	put(f, h, 3);
+}
+
+/* A frame of a raw block of nraw bytes 'a', nrle RLE blocks of 128 KiB of 'b', and a
+ * last RLE block of big bytes of 'b': over the block maximum of min(window, 128 KiB)
+ * when big is. The content is given in *content. */
+static void
+rle_frame(struct buf *f, size_t nraw, size_t nrle, uint32_t big, struct buf *content)
+{
+	static const unsigned char head[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3}; /* window 2^23 */
+	unsigned char *fill = malloc(131072);
+	size_t i;
+
+	memset(f, 0, sizeof *f);
+	memset(content, 0, sizeof *content);
+	put(f, head, sizeof head);
+	memset(fill, 'a', nraw);
+	put_block(f, 0, 0, (uint32_t)nraw);
+	put(f, fill, nraw);
+	put(content, fill, nraw);
+	memset(fill, 'b', 131072);
+	for (i = 0; i < nrle; i++) {
+		put_block(f, 0, 1, 131072);
+		put(f, "b", 1);
+		put(content, fill, 131072);
+	}
+	put_block(f, 1, 1, big);
+	put(f, "b", 1);
+	for (i = 0; i < big / 131072; i++)
+		put(content, fill, 131072);
+	put(content, fill, big % 131072);
+	free(fill);
+}
+
 /* ---- valid bundles, made by the library ---- */
 
 static void
@@ -788,7 +857,6 @@ main(int argc, char **argv)
 	{
 		size_t big = 64u << 20, ztiny = 0;
 		unsigned char *zeros = calloc(1, big), *zbuf;
-		char man[16384], zh[65], sh[65];
 		mc_zenc *z;
 		struct buf out = {0};
 
@@ -799,34 +867,91 @@ main(int argc, char **argv)
 		mc__zenc_free(z);
 		zbuf = out.p;
 		ztiny = out.n;
-		hexhash(zeros, big, zh);
-		hexhash(zbuf, ztiny, sh);
 		/* 64 MiB declared from a few kB stored: over the expansion cap, refused before
 		 * anything is written. */
-		snprintf(man, sizeof man,
-			 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
-			 "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"bomb:0:\",\"size\":%zu,"
-			 "\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%zu,\"encoding\":\"zstd\","
-			 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
-			 EPOCH, big, zh, zh, big, ztiny, sh);
-		start_signed(&b, man);
-		snprintf(path, sizeof path, "objects/%s", zh);
-		put_member(&b, path, zbuf, ztiny);
-		finish(&b, "bomb-expansion.mcache", "load", 1, "more than the expansion cap");
+		zstd_object("bomb-expansion.mcache", "bomb:0:", zbuf, ztiny, zeros, big, NULL,
+			    "more than the expansion cap");
 		/* A frame that expands past the size it declares: stopped at the declared size. */
-		hexhash(zeros, 4096, zh);
-		snprintf(man, sizeof man,
-			 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
-			 "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"bomb:0:\",\"size\":4096,"
-			 "\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":4096,\"encoding\":\"zstd\","
-			 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
-			 EPOCH, zh, zh, ztiny, sh);
-		start_signed(&b, man);
-		snprintf(path, sizeof path, "objects/%s", zh);
-		put_member(&b, path, zbuf, ztiny);
-		finish(&b, "bomb-overflow.mcache", "load", 1, "expands past its declared 4096 bytes");
+		zstd_object("bomb-overflow.mcache", "bomb:0:", zbuf, ztiny, zeros, 4096, NULL,
+			    "expands past its declared 4096 bytes");
 		free(zbuf);
 		free(zeros);
+	}
+	/* 6b. zstd frames: one zstd frame per member, decoded by the same rules whatever
+	 * the object's size. */
+	{
+		static const unsigned char skip[] = {0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 'n', 'o', 'p', 'e'};
+		struct buf f, c, two = {0};
+		mc_zenc *z;
+
+		/* A block of 200,000 bytes, over the 128 KiB block maximum: the content is
+		 * held whole (small) or streamed (over 4 MiB). */
+		rle_frame(&f, 64, 0, 200000, &c);
+		zstd_object("zstd-block-over-max.mcache", "zstd:0:", f.p, f.n, c.p, c.n, NULL,
+			    "corrupt compressed data (Data corruption detected)");
+		free(f.p);
+		free(c.p);
+		rle_frame(&f, 2048, 33, 200000, &c);
+		zstd_object("zstd-block-over-max-large.mcache", "zstd:0:", f.p, f.n, c.p, c.n, NULL,
+			    "corrupt compressed data (Data corruption detected)");
+		free(f.p);
+		free(c.p);
+		/* A valid frame of a streamed content: after a skippable frame, or under a
+		 * false content hash. */
+		rle_frame(&f, 2048, 33, 131072, &c);
+		put(&two, skip, sizeof skip);
+		put(&two, f.p, f.n);
+		zstd_object("zstd-skippable-before-large.mcache", "zstd:0:", two.p, two.n, c.p, c.n,
+			    NULL, "a skippable frame, where one zstd frame must be");
+		two.n = 0;
+		hexhash(c_vu, n_vu, h);
+		zstd_object("manifest-hash-false-large.mcache", "zstd:0:", f.p, f.n, c.p, c.n, h,
+			    "content does not match its hash");
+		free(f.p);
+		free(c.p);
+		/* Skippable frames: alone, before the frame, after it. */
+		zstd_object("zstd-skippable-alone.mcache", "zstd:0:", skip, sizeof skip,
+			    (const unsigned char *)"", 0, NULL, "a skippable frame, where one zstd frame must be");
+		memset(&f, 0, sizeof f);
+		if (mc__zenc_new(ctx, 3, &z) != MC_OK ||
+		    mc__zenc_run(z, c_vu, n_vu, 1, (mc_out_fn)bomb_out, &f) != MC_OK)
+			die("zstd");
+		mc__zenc_free(z);
+		put(&two, skip, sizeof skip);
+		put(&two, f.p, f.n);
+		zstd_object("zstd-skippable-before.mcache", "zstd:0:", two.p, two.n, c_vu, n_vu, NULL,
+			    "a skippable frame, where one zstd frame must be");
+		two.n = 0;
+		put(&two, f.p, f.n);
+		put(&two, skip, sizeof skip);
+		zstd_object("zstd-skippable-after.mcache", "zstd:0:", two.p, two.n, c_vu, n_vu, NULL,
+			    "bytes after the end of the zstd frame");
+		/* Stored bytes that match, decompressing to other bytes than the manifest's
+		 * content hash names. */
+		hexhash(c_ig, n_ig, h);
+		zstd_object("manifest-hash-false.mcache", "zstd:0:", f.p, f.n, c_vu, n_vu, h,
+			    "content does not match its hash");
+		free(two.p);
+		free(f.p);
+	}
+	{
+		/* An inductor artifact whose sha256 (which names its file) is another
+		 * content's. */
+		unsigned char sha[32];
+		char shahex[65];
+
+		hexhash(c_vu, n_vu, h);
+		crypto_hash_sha256(sha, c_ig, n_ig);
+		mc__hex(sha, 32, shahex);
+		snprintf(m, sizeof m,
+			 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
+			 "\"labels\":{},\"artifacts\":[{\"type\":\"inductor\",\"key\":"
+			 "\"fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i\",\"size\":%zu,"
+			 "\"hash\":\"%s\",\"sha256\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%zu,"
+			 "\"encoding\":\"none\",\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
+			 EPOCH, n_vu, h, shahex, h, n_vu, n_vu, h);
+		signed_with_manifest("manifest-sha256-false.mcache", m, 1);
+		expect("manifest-sha256-false.mcache", "load", 1, "content does not match its sha256");
 	}
 	{
 		/* A manifest member that claims 100 MB: refused before it is read. */
