@@ -513,6 +513,16 @@ mc__mcheck_feed(struct mc_mcheck *c, const unsigned char *p, size_t n)
 	for (i = 0; i < n; i++) {
 		unsigned char b = p[i];
 
+		/* cJSON skips any byte up to 0x20 between tokens, and a UTF-8 BOM before a
+		 * value, and takes a string's bytes as they are; RFC 8259 allows only space,
+		 * tab, LF and CR between tokens, and no byte below 0x20 in a string. */
+		if ((b < 0x20 || b >= 0x80) && !c->has_stray &&
+		    (c->in_str ? b < 0x20 : b != '\t' && b != '\n' && b != '\r')) {
+			c->has_stray = 1;
+			c->stray = b;
+			c->stray_str = c->in_str;
+			c->stray_at = c->fed + i;
+		}
 		/* An escape \u in a string followed by four zeros is a NUL; an escaped
 		 * backslash followed by the text u0000 is not. */
 		if (c->nesc0 > 0) {
@@ -541,6 +551,7 @@ mc__mcheck_feed(struct mc_mcheck *c, const unsigned char *p, size_t n)
 			c->depth--;
 		}
 	}
+	c->fed += n;
 }
 
 int
@@ -552,6 +563,12 @@ mc__mcheck_end(mc_ctx *ctx, const struct mc_mcheck *c)
 		return BAD("manifest contains a NUL byte");
 	if (c->has_esc0)
 		return BAD("manifest contains an escaped NUL character");
+	if (c->has_stray && c->stray_str)
+		return BAD("manifest is not valid JSON: a raw control byte 0x%02x inside a string "
+			   "at byte %llu", c->stray, (unsigned long long)c->stray_at);
+	if (c->has_stray)
+		return BAD("manifest is not valid JSON: byte 0x%02x between tokens at byte %llu",
+			   c->stray, (unsigned long long)c->stray_at);
 	if (c->too_deep)
 		return BAD("manifest nests deeper than %d levels", MANIFEST_DEPTH_MAX);
 	return MC_OK;

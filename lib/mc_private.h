@@ -404,14 +404,19 @@ MC_HIDDEN void mc__manifest_free(struct mc_manifest *m);
 /* Parses and validates manifest bytes (structure, types, ranges, order, objects). */
 MC_HIDDEN int mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len,
 				 struct mc_manifest *m);
-/* The checks on the whole text (UTF-8, no NUL, no escaped NUL, nesting), made on the
- * text in pieces, so that a large manifest need not be held to be checked. */
+/* The checks on the whole text (UTF-8, no NUL, no escaped NUL, no raw control byte in a
+ * string and nothing but JSON's four whitespace bytes between tokens, nesting), made on
+ * the text in pieces, so that a large manifest need not be held to be checked. */
 struct mc_mcheck {
 	unsigned char u8[4]; /* a UTF-8 sequence cut by the end of a piece */
 	size_t nu8;
 	int depth, in_str, skip;
 	int nesc0; /* 1 after the escape \u, up to 4 more for each 0 after it */
 	int bad_utf8, has_nul, has_esc0, too_deep;
+	uint64_t fed;            /* bytes fed before this piece */
+	int has_stray, stray_str; /* a byte RFC 8259 does not allow there; in a string */
+	unsigned char stray;      /* the first such byte, and where it is */
+	uint64_t stray_at;
 };
 MC_HIDDEN void mc__mcheck_init(struct mc_mcheck *c);
 MC_HIDDEN void mc__mcheck_feed(struct mc_mcheck *c, const unsigned char *p, size_t n);

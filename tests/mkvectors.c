@@ -755,6 +755,16 @@ main(int argc, char **argv)
 			 "is not a JSON number"},
 			{"json-number-label-leading-zero.mcache", "\"labels\":{}", "\"labels\":{\"a\":07}",
 			 "not valid JSON: the number '07' at byte 95 has a leading zero"},
+			/* cJSON takes these; RFC 8259 does not: a byte below 0x20 other than
+			 * space, tab, LF and CR between tokens, a byte order mark before a value,
+			 * a raw control byte inside a string. */
+			{"json-control-between-tokens.mcache", "\"labels\":{}",
+			 "\"labels\":{\x0b\"k\"\x01:\x0c\"v\"}",
+			 "not valid JSON: byte 0x0b between tokens at byte 91"},
+			{"json-bom-before-value.mcache", "\"created\":", "\"created\":\xef\xbb\xbf",
+			 "not valid JSON: byte 0xef between tokens at byte 51"},
+			{"json-control-in-string.mcache", "\"key\":\"", "\"key\":\"\x1b[2J",
+			 "not valid JSON: a raw control byte 0x1b inside a string at byte 132"},
 			{"manifest-label-esc.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\\u001by\"}",
 			 "label 'a' contains control character U+001B"},
 			{"manifest-label-c1.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xc2\x85y\"}",
