@@ -403,9 +403,12 @@ struct sstate {
 	void *ud;
 	uint64_t *offs; /* of each object's header, then of the end blocks */
 	/* Per object: set when an artifact gives its content's SHA-256, which a worker then
-	 * computes into sha (both NULL when no artifact has one). */
+	 * computes; sha keeps a keyed 64-bit digest of it, 8 bytes an object rather than
+	 * 32, which a signer cannot aim a false field at (both NULL when no artifact has
+	 * one). */
 	unsigned char *wants_sha;
-	unsigned char (*sha)[32];
+	uint64_t *sha;
+	unsigned char sha_key[crypto_shorthash_KEYBYTES];
 	struct sworker *w;
 	_Atomic uint64_t done;
 	uint64_t total;
@@ -462,6 +465,17 @@ object_error(struct sworker *w, int rc)
 	return rc;
 }
 
+static uint64_t
+sha_digest(const struct sstate *s, const unsigned char sha[32])
+{
+	unsigned char d[crypto_shorthash_BYTES];
+	uint64_t v;
+
+	crypto_shorthash(d, sha, 32, s->sha_key);
+	memcpy(&v, d, sizeof v);
+	return v;
+}
+
 /* A content that decompressed to other bytes than its hash names: the stored bytes
  * matched, so the signer listed a false hash. */
 static int
@@ -515,8 +529,11 @@ whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 		if (sodium_memcmp(hash, o->hash, sizeof hash) != 0)
 			return content_mismatch(w);
 	}
-	if (w->s->wants_sha != NULL && w->s->wants_sha[i])
-		crypto_hash_sha256(w->s->sha[i], content, (size_t)o->size);
+	if (w->s->wants_sha != NULL && w->s->wants_sha[i]) {
+		unsigned char sha[32];
+		crypto_hash_sha256(sha, content, (size_t)o->size);
+		w->s->sha[i] = sha_digest(w->s, sha);
+	}
 	return o->size > 0 ? deliver(w, i, content, (size_t)o->size) : MC_OK;
 }
 
@@ -606,8 +623,11 @@ streamed_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 		if (sodium_memcmp(hash, o->hash, sizeof hash) != 0)
 			return content_mismatch(w);
 	}
-	if (st.want_sha)
-		crypto_hash_sha256_final(&st.sha, w->s->sha[i]);
+	if (st.want_sha) {
+		unsigned char sha[32];
+		crypto_hash_sha256_final(&st.sha, sha);
+		w->s->sha[i] = sha_digest(w->s, sha);
+	}
 	np = (size_t)(padded(o->stored_size) - o->stored_size);
 	if (np > 0 && (rc = pread_full(w, pad, np, off)) != MC_OK)
 		return rc;
@@ -736,7 +756,7 @@ sha_walk(mc_bundle *b, struct sstate *s, int check)
 			rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 		else if (!check)
 			s->wants_sha[a->object] = 1;
-		else if (sodium_memcmp(a->sha256, s->sha[a->object], 32) != 0)
+		else if (sha_digest(s, a->sha256) != s->sha[a->object])
 			rc = mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: %s artifact %.200s: content does "
 				     "not match its sha256", b->path, a->type, a->key);
 	}
@@ -787,6 +807,7 @@ stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_
 	s.offs[i] = off;
 	if (rc == MC_OK)
 		rc = sha_walk(b, &s, 0);
+	crypto_shorthash_keygen(s.sha_key);
 	if (rc != MC_OK) {
 		free(s.offs);
 		free(s.w);
