@@ -38,6 +38,7 @@ struct mc_bundle {
 	char **types; /* selected types; none: all */
 	size_t ntypes;
 	int planned;
+	unsigned planned_gen; /* the context's roots_gen the plan was made for */
 	unsigned char *sel; /* per artifact, from the plan: 1 when it is to be installed */
 	struct mc_acur cur; /* what mc_bundle_artifact() reads with */
 	char hex[MC_HASH_HEX]; /* what mc_bundle_artifact() last gave as hash */

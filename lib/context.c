@@ -123,6 +123,7 @@ mc_ctx_set_tier_root(mc_ctx *ctx, const char *tier, const char *path)
 	free(t->root);
 	t->root = copy;
 	t->named = strlen(copy);
+	ctx->roots_gen++;
 	if (strcmp(tier, "triton") == 0)
 		ctx->triton_flat = 1;
 	return MC_OK;

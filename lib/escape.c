@@ -19,15 +19,22 @@ mc__is_unsafe_cp(uint32_t cp)
 	       cp == 0x2028 || cp == 0x2029;
 }
 
-/* Appends n bytes of p to dst as far as it has room; *at counts every byte. */
+/* The output: at counts every byte the whole result needs; kept is how much of it is
+ * in dst. A piece goes in whole or not at all, and nothing after one that did not,
+ * so a cut result ends on a whole character or escape. */
+struct esc_out {
+	char *dst;
+	size_t len, at, kept;
+};
+
 static void
-put(char *dst, size_t dstlen, size_t *at, const char *p, size_t n)
+put(struct esc_out *o, const char *p, size_t n)
 {
-	if (*at < dstlen) {
-		size_t room = dstlen - 1 - *at;
-		memcpy(dst + *at, p, n < room ? n : room);
+	if (o->kept == o->at && o->len > 0 && n <= o->len - 1 - o->at) {
+		memcpy(o->dst + o->at, p, n);
+		o->kept += n;
 	}
-	*at += n;
+	o->at += n;
 }
 
 size_t
@@ -35,7 +42,8 @@ mc_escape(char *dst, size_t dstlen, const char *src, unsigned flags)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *s = (const unsigned char *)src;
-	size_t n = strlen(src), at = 0, i = 0;
+	size_t n = strlen(src), i = 0;
+	struct esc_out o = {dst, dstlen, 0, 0};
 	int json = (flags & MC_ESCAPE_JSON) != 0;
 
 	while (i < n) {
@@ -47,28 +55,28 @@ mc_escape(char *dst, size_t dstlen, const char *src, unsigned flags)
 		 * strings cJSON has escaped them already. */
 		if (len > 0 && (!mc__is_unsafe_cp(cp) ||
 				(json && (cp == '\t' || cp == '\n' || cp == '\r')))) {
-			put(dst, dstlen, &at, (const char *)s + i, len);
+			put(&o, (const char *)s + i, len);
 			i += len;
 			continue;
 		}
 		if (len == 0 && json) { /* JSON text must be UTF-8: the replacement character */
-			put(dst, dstlen, &at, "\\ufffd", 6);
+			put(&o, "\\ufffd", 6);
 			i++;
 			continue;
 		}
 		if (len == 0 || (cp < 0x80 && !json)) { /* a byte: \xNN */
 			unsigned char c = s[i];
 			e[0] = '\\', e[1] = 'x', e[2] = hex[c >> 4], e[3] = hex[c & 15];
-			put(dst, dstlen, &at, e, 4);
+			put(&o, e, 4);
 			i++;
 			continue;
 		}
 		e[0] = '\\', e[1] = 'u', e[2] = hex[(cp >> 12) & 15], e[3] = hex[(cp >> 8) & 15];
 		e[4] = hex[(cp >> 4) & 15], e[5] = hex[cp & 15];
-		put(dst, dstlen, &at, e, 6);
+		put(&o, e, 6);
 		i += len;
 	}
 	if (dstlen > 0)
-		dst[at < dstlen ? at : dstlen - 1] = '\0';
-	return at;
+		dst[o.kept] = '\0';
+	return o.at;
 }

@@ -316,10 +316,11 @@ mc__triton_default_root(mc_ctx *ctx, char **out, int *flat, size_t *named)
 		*named = strlen(env);
 		return MC_OK;
 	}
-	if ((rc = mc_ctx_tier_root(ctx, "inductor", &ind)) != MC_OK)
+	/* Beneath the inductor root, named as far as the inductor root is: its own default
+	 * folder (torchinductor_<user>) is no more to be followed for Triton. */
+	if ((rc = mc__tier_root(ctx, "inductor", &ind, named)) != MC_OK)
 		return rc;
 	*flat = 0;
-	*named = strlen(ind);
 	n = strlen(ind) + sizeof "/triton";
 	if ((*out = malloc(n)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");

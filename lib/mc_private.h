@@ -64,6 +64,7 @@ struct mc_ctx {
 	uint64_t max_total_bytes;
 	uint64_t max_expansion; /* 0: no cap */
 	int triton_flat; /* the triton tier has no device level */
+	unsigned roots_gen; /* changes with every tier root set: a bundle's plan depends on them */
 	unsigned threads; /* worker threads; 0: one per online CPU, at most MC_MAX_THREADS */
 };
 

@@ -88,8 +88,8 @@ typedef struct mc_ctx mc_ctx;
  * left as it is, so escaping twice changes nothing. With MC_ESCAPE_JSON, src is JSON
  * text: every such character but the whitespace between tokens (tab, LF, CR) becomes
  * \uNNNN and an invalid byte \ufffd, which keeps it valid JSON. dst (dstlen bytes,
- * caller-owned) is always NUL-terminated when dstlen > 0; returns the length the whole
- * result needs, as snprintf does. The library's error texts are escaped already. */
+ * caller-owned) is always NUL-terminated when dstlen > 0, and cut only between whole
+ * characters or escapes; returns the length the whole result needs, as snprintf does. The library's error texts are escaped already. */
 #define MC_ESCAPE_JSON 1u
 MC_API size_t mc_escape(char *dst, size_t dstlen, const char *src, unsigned flags);
 

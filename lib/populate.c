@@ -237,8 +237,9 @@ plan_tiers(struct plan *P)
 
 		for (j = 0; t->canon != NULL && j < P->ntiers; j++)
 			if (P->tiers[j].canon != NULL && path_within(t->canon, P->tiers[j].canon) &&
-			    strlen(P->tiers[j].canon) < strlen(P->tiers[base].canon))
-				base = j;
+			    (strlen(P->tiers[j].canon) < strlen(P->tiers[base].canon) ||
+			     (strlen(P->tiers[j].canon) == strlen(P->tiers[base].canon) && j < base)))
+				base = j; /* equal roots: the first tier's namespace */
 		t->base = base;
 		if (t->canon == NULL) {
 			t->prefix = "";
@@ -264,7 +265,8 @@ plan_tier(const struct plan *P, const char *name)
 /* Artifact a's path in the namespace of the outermost root that holds its tier's:
  * *ns gets that namespace. */
 static int
-plan_path(struct plan *P, const struct mc_martifact *a, char *buf, size_t len, size_t *ns)
+plan_path(struct plan *P, const struct mc_martifact *a, char *buf, size_t len, size_t *ns,
+	  size_t *dest_at)
 {
 	char dest[MC_PATH_MAX];
 	size_t t = plan_tier(P, a->handler->tier);
@@ -273,6 +275,7 @@ plan_path(struct plan *P, const struct mc_martifact *a, char *buf, size_t len, s
 	if ((rc = mc__artifact_dest(P->b, a, dest, sizeof dest)) != MC_OK)
 		return rc;
 	*ns = P->tiers[t].base;
+	*dest_at = strlen(P->tiers[t].prefix) + (P->tiers[t].prefix[0] != '\0');
 	if ((size_t)snprintf(buf, len, "%s%s%s", P->tiers[t].prefix, P->tiers[t].prefix[0] ? "/" : "",
 			     dest) >= len)
 		return mc__err(P->b->ctx, MC_ERR_UNSAFE_DEST, "%s: %s artifact %.200s: destination "
@@ -289,21 +292,23 @@ plan_pair(struct plan *P, const struct pref *x, const struct pref *y, int *drop)
 	const struct mc_martifact *ax, *ay;
 	char px[2 * MC_PATH_MAX], py[2 * MC_PATH_MAX];
 	const char *root, *sep;
-	size_t nx, ny;
+	size_t nx, ny, dx, dy;
 	int rc;
 
 	*drop = 0;
-	if (x->kind == y->kind && x->kind != REF_FILE)
-		return MC_OK; /* two folders, or one unit entered twice */
-	if (x->len != y->len)
-		return MC_OK; /* a collision */
+	if ((x->kind == REF_DIR && y->kind == REF_DIR) || x->len != y->len)
+		return MC_OK; /* two folders, or a collision */
 	if ((rc = mc__acur_get(&P->cx, x->art, &ax)) != MC_OK ||
 	    (rc = mc__acur_get(&P->cy, y->art, &ay)) != MC_OK ||
-	    (rc = plan_path(P, ax, px, sizeof px, &nx)) != MC_OK ||
-	    (rc = plan_path(P, ay, py, sizeof py, &ny)) != MC_OK)
+	    (rc = plan_path(P, ax, px, sizeof px, &nx, &dx)) != MC_OK ||
+	    (rc = plan_path(P, ay, py, sizeof py, &ny, &dy)) != MC_OK)
 		return rc;
 	if (nx != ny || memcmp(px, py, x->len) != 0)
 		return MC_OK; /* a collision */
+	/* One folder installed whole by one tier: entered once per run of its files. */
+	if (x->kind == REF_UNIT && y->kind == REF_UNIT &&
+	    strcmp(ax->handler->tier, ay->handler->tier) == 0)
+		return MC_OK;
 	px[x->len] = '\0';
 	if (y->kind == REF_FILE && ax->object == ay->object) { /* objects are unique by content */
 		*drop = 1;
@@ -311,7 +316,7 @@ plan_pair(struct plan *P, const struct pref *x, const struct pref *y, int *drop)
 	}
 	root = P->tiers[nx].canon != NULL ? P->tiers[nx].canon : "";
 	sep = root[0] != '\0' && strcmp(root, "/") != 0 ? "/" : "";
-	if (x->kind == REF_FILE)
+	if (x->kind == REF_FILE || y->kind == REF_UNIT)
 		return mc__err(b->ctx, MC_ERR_CONFLICT, "%s: artifacts %s %.200s and %s %.200s both "
 			       "need %s%s%s", b->path, ax->type, ax->key, ay->type, ay->key, root, sep, px);
 	return mc__err(b->ctx, MC_ERR_CONFLICT, "%s: artifact %s %.200s lies in %s%s%s, a folder "
@@ -331,15 +336,16 @@ static int
 plan_enter(struct plan *P, size_t i, const struct mc_martifact *a, struct pprev *prev)
 {
 	char path[2 * MC_PATH_MAX];
-	size_t ns, l, d, unit = 0;
+	size_t ns, l, d, at, unit = 0;
 	int rc;
 
-	if ((rc = plan_path(P, a, path, sizeof path, &ns)) != MC_OK)
+	if ((rc = plan_path(P, a, path, sizeof path, &ns, &at)) != MC_OK)
 		return rc;
 	l = strlen(path);
 	if (a->handler->flags & MC_TYPE_FOLDER_UNIT) {
-		const char *own = strrchr(path, '/');
-		if (strchr(a->key, '/') != NULL && own != NULL) /* the unit: the file's folder */
+		/* As the loader has it: the destination's folder, when it has one. */
+		const char *own = strrchr(path + at, '/');
+		if (own != NULL)
 			unit = (size_t)(own - path);
 	}
 	if ((rc = plan_add(P, ns, path, l, i, REF_FILE)) != MC_OK)
@@ -407,7 +413,9 @@ plan_conflicts(struct plan *P)
 			for (x = i; rc == MC_OK && x < k; x++) {
 				if (P->refs[x].kind == REF_DIR)
 					break; /* folders sort last: no folder conflicts with one */
-				if (P->dropped[P->refs[x].art])
+				/* A dropped twin's file is the other's; its folders and unit
+				 * still stand for the artifacts after it (plan_enter). */
+				if (P->refs[x].kind == REF_FILE && P->dropped[P->refs[x].art])
 					continue;
 				if ((rc = plan_pair(P, &P->refs[x], &P->refs[k], &drop)) == MC_OK && drop) {
 					P->dropped[P->refs[k].art] = 1;
@@ -427,7 +435,7 @@ mc__bundle_plan(mc_bundle *b)
 	size_t i;
 	int rc;
 
-	if (b->planned)
+	if (b->planned && b->planned_gen == b->ctx->roots_gen)
 		return MC_OK;
 	if (b->m.nartifacts > UINT32_MAX)
 		return mc__err(b->ctx, MC_ERR_LIMIT, "%s: more than %lu artifacts", b->path,
@@ -471,8 +479,10 @@ mc__bundle_plan(mc_bundle *b)
 	free(prev);
 	mc__acur_free(&P.cx);
 	mc__acur_free(&P.cy);
-	if (rc == MC_OK)
+	if (rc == MC_OK) {
 		b->planned = 1;
+		b->planned_gen = b->ctx->roots_gen;
+	}
 	return rc;
 }
 
@@ -584,6 +594,24 @@ remember_dir(struct loader *L, size_t tier, const char *path)
 	return MC_OK;
 }
 
+/* A folder a default adds to a root (torchinductor_<user> in a shared /tmp) may have
+ * been made by someone else before us: torch would run what they later put there. It
+ * must be ours (or root's) and not writable by others, unless sticky. */
+static int
+check_owner(struct loader *L, int fd, const char *path)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return mc__errno(L->ctx, MC_ERR_IO, "cannot inspect folder", path);
+	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
+	    ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)))
+		return mc__err(L->ctx, MC_ERR_UNSAFE_DEST, "%s: owned by another user (uid %lu) or "
+			       "writable by others; refusing to write in it", path,
+			       (unsigned long)st.st_uid);
+	return MC_OK;
+}
+
 /* Opens a tier root, creating it when create is set (*fd is -1 with MC_OK when it is
  * missing and create is not). The part of the path its setter named is taken as
  * given, links and all; the folders a default adds beneath it (torchinductor_<user>
@@ -635,6 +663,8 @@ open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 					     ? mc__err(L->ctx, MC_ERR_UNSAFE_DEST, "%s: is a symlink or "
 						       "not a folder; refusing to write through it", p)
 					     : mc__errno(L->ctx, MC_ERR_IO, "cannot open tier folder", p);
+			if (cur >= 0 && rc == MC_OK)
+				rc = check_owner(L, cur, p);
 		}
 		p[j] = c;
 	}
@@ -782,7 +812,7 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, cons
 			       S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
 	}
 	if ((uint64_t)st.st_size == a->size &&
-	    (fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+	    (fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) >= 0) {
 		crypto_generichash_state gs;
 		unsigned char buf[65536], h[MC_HASH_BYTES];
 		ssize_t r;

@@ -419,6 +419,23 @@ nested_tiers(void)
 	expect("tiers-same-file.mcache", "load", 1, "extra triton/0/kern/k.json");
 	signed_triples("tiers-file-is-root.mcache", file_is_root, 2);
 	expect("tiers-file-is-root.mcache", "load", 1, "artifacts extra triton and triton 0/kern/k.json both need");
+	static const struct triple equal_roots[] = {
+		{"extra", "kern/k.json", "{\"from\": \"extra\"}"},
+		{"triton", "0/kern/k.json", "{\"from\": \"triton\"}"}};
+	static const struct triple twin_in_unit[] = {
+		{"extra", "triton/0/kern/k.json", "{}"},
+		{"triton", "0/kern/k.json", "{}"},
+		{"triton", "0/kern/z.py", "# the kernel's other file"}};
+
+	/* With the Triton root set to the cache dir itself, both name one file, in a folder
+	 * the Triton kernel installs whole (either conflict may be named). */
+	signed_triples("tiers-equal-roots.mcache", equal_roots, 2);
+	expect("tiers-equal-roots.mcache", "load", 0, "");
+	expect("tiers-equal-roots.mcache", "load-triton-dir-cache", 1, "extra kern/k.json");
+	/* The same content twice is one file, but the extra one still lies inside a
+	 * kernel folder installed whole (refused whichever pair is looked at first). */
+	signed_triples("tiers-twin-in-unit.mcache", twin_in_unit, 3);
+	expect("tiers-twin-in-unit.mcache", "load", 1, "installs as a whole");
 	signed_triples("tiers-in-unit.mcache", in_unit, 2);
 	expect("tiers-in-unit.mcache", "load", 1, "artifact extra triton/0/kern/planted.so lies in");
 	/* A type the caller did not select is still checked: what verify refuses, a

@@ -80,8 +80,44 @@ rc=$?
 [ "$rc" = 2 ] && grep -q "torchinductor_planted: is a symlink or not a folder" "$T/err" && ok \
 	|| bad "link at the default cache dir: exit $rc: $(cat "$T/err")"
 snap "$T/outside" | cmp -s - "$T/before" && ok || bad "the folder behind the default cache dir link changed"
+# Loading only the Triton kernels goes through the same folder: refused too.
+env -u TORCHINDUCTOR_CACHE_DIR -u TRITON_CACHE_DIR TMPDIR="$T/tmpdir" LOGNAME=planted \
+	"$MEGACACHE" load "$T/cuda.mcache" -p "$PUB" --types triton >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" = 2 ] && grep -q "torchinductor_planted: is a symlink or not a folder" "$T/err" && ok \
+	|| bad "link at the default cache dir, Triton only: exit $rc: $(cat "$T/err")"
+snap "$T/outside" | cmp -s - "$T/before" && ok || bad "the folder behind the default cache dir link changed"
+# A real folder planted there by another user, or one anyone may write, is refused
+# as well: torch would run what its owner puts in it later.
+if [ "$(id -u)" = 0 ]; then
+	rm "$T/tmpdir/torchinductor_planted"
+	mkdir "$T/tmpdir/torchinductor_planted"
+	chown 65534:65534 "$T/tmpdir/torchinductor_planted"
+	env -u TORCHINDUCTOR_CACHE_DIR -u TRITON_CACHE_DIR TMPDIR="$T/tmpdir" LOGNAME=planted \
+		"$MEGACACHE" load "$T/cpu.mcache" -p "$PUB" >"$T/out" 2>"$T/err"
+	rc=$?
+	[ "$rc" = 2 ] && grep -q "torchinductor_planted: owned by another user (uid 65534)" "$T/err" && ok \
+		|| bad "planted folder of another user: exit $rc: $(cat "$T/err")"
+	chown 0:0 "$T/tmpdir/torchinductor_planted"
+	chmod 0777 "$T/tmpdir/torchinductor_planted"
+	env -u TORCHINDUCTOR_CACHE_DIR -u TRITON_CACHE_DIR TMPDIR="$T/tmpdir" LOGNAME=planted \
+		"$MEGACACHE" load "$T/cpu.mcache" -p "$PUB" >"$T/out" 2>"$T/err"
+	rc=$?
+	[ "$rc" = 2 ] && grep -q "torchinductor_planted: .*writable by others" "$T/err" && ok \
+		|| bad "world-writable default cache dir: exit $rc: $(cat "$T/err")"
+	[ -z "$(find "$T/tmpdir/torchinductor_planted" -mindepth 1)" ] && ok || bad "planted folder written"
+	rmdir "$T/tmpdir/torchinductor_planted"
+else
+	rm "$T/tmpdir/torchinductor_planted"
+fi
+# A plan that drops a twin (the same content twice) still checks the rest: refused
+# every time, whatever order the plan's keyed hashes take.
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	run 1 "installs as a whole" load "$MC_SRCDIR/format/vectors/tiers-twin-in-unit.mcache" -p "$PUB" \
+		--cache-dir "$T/twin"
+done
+[ ! -e "$T/twin" ] && ok || bad "a refused twin load wrote"
 # Without the link, the default cache dir is made and filled.
-rm "$T/tmpdir/torchinductor_planted"
 env -u TORCHINDUCTOR_CACHE_DIR -u TRITON_CACHE_DIR TMPDIR="$T/tmpdir" LOGNAME=planted \
 	"$MEGACACHE" load -q "$T/cpu.mcache" -p "$PUB" >"$T/out" 2>"$T/err"
 [ -f "$T/tmpdir/torchinductor_planted/dynamo/code_state_megacache-probe_None_.pkl" ] && ok \

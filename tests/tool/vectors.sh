@@ -23,6 +23,7 @@ while IFS="$(printf '\t')" read -r file cmd code text; do
 	load-min-version-*) set -- "$@" -p "$KEYS/test.pub" --min-version "${cmd#load-min-version-}" ;;
 	load-max-artifacts-*) set -- "$@" -p "$KEYS/test.pub" --max-artifacts "${cmd#load-max-artifacts-}" ;;
 	load-types-*) set -- "$@" -p "$KEYS/test.pub" --types "${cmd#load-types-}" ;;
+	load-triton-dir-cache) set -- "$@" -p "$KEYS/test.pub" --triton-dir "$dest" ;;
 	export) set -- export "$V/$file" --torch "$dest" -p "$KEYS/test.pub" ;;
 	*) bad "unknown command $cmd in expected.tsv"; continue ;;
 	esac

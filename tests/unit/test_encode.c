@@ -152,15 +152,20 @@ END_TEST
 START_TEST(escape_truncates)
 {
 	/* Like snprintf: at most dstlen - 1 bytes of the result, always a NUL, and the
-	 * whole result's length returned; nothing written past dstlen. */
+	 * whole result's length returned; nothing written past dstlen. A cut falls only
+	 * between whole characters or escapes (ends at 0, 1, 2, 6, 7, 8, 14). */
 	const char *src = "ab\x1b" "cd\xe2\x80\xae";
 	const char *full = "ab\\x1bcd\\u202e";
+	static const size_t ends[] = {0, 1, 2, 6, 7, 8, 14};
 	char buf[32];
-	size_t len;
+	size_t len, e;
 
 	ck_assert_uint_eq(mc_escape(NULL, 0, src, 0), strlen(full));
 	for (len = 1; len <= strlen(full) + 2; len++) {
-		size_t keep = len - 1 < strlen(full) ? len - 1 : strlen(full);
+		size_t keep = 0;
+		for (e = 0; e < sizeof ends / sizeof ends[0]; e++)
+			if (ends[e] <= len - 1)
+				keep = ends[e];
 		memset(buf, '#', sizeof buf);
 		ck_assert_uint_eq(mc_escape(buf, len, src, 0), strlen(full));
 		ck_assert_uint_eq(strlen(buf), keep);
