@@ -474,7 +474,8 @@ source_open(mc_ctx *ctx, struct source *src, const mc_writer *w, const struct wo
 	src->fd = -1;
 	if (o != NULL && o->path_off == WOBJ_IN_DATA)
 		return MC_OK;
-	if ((src->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	/* O_NONBLOCK: a FIFO swapped in after the scan cannot hang pack. */
+	if ((src->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
 		return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
 	return MC_OK;
 }
