@@ -180,7 +180,7 @@ canon_root(const char *root, size_t named)
 		if (link[0] == '/')
 			snprintf(out, 2 * MC_PATH_MAX, "/");
 		else
-			out[n] = '\0', canon_append(out, 2 * MC_PATH_MAX, ""); /* back to its folder */
+			out[n] = '\0'; /* back to the link's folder */
 	}
 	if (canon_append(out, 2 * MC_PATH_MAX, root + named) != 0)
 		goto fail;
@@ -263,7 +263,7 @@ plan_tier(const struct plan *P, const char *name)
 }
 
 /* Artifact a's path in the namespace of the outermost root that holds its tier's:
- * *ns gets that namespace. */
+ * *ns gets that namespace, *dest_at (may be NULL) where the tier's own path starts. */
 static int
 plan_path(struct plan *P, const struct mc_martifact *a, char *buf, size_t len, size_t *ns,
 	  size_t *dest_at)
@@ -275,7 +275,8 @@ plan_path(struct plan *P, const struct mc_martifact *a, char *buf, size_t len, s
 	if ((rc = mc__artifact_dest(P->b, a, dest, sizeof dest)) != MC_OK)
 		return rc;
 	*ns = P->tiers[t].base;
-	*dest_at = strlen(P->tiers[t].prefix) + (P->tiers[t].prefix[0] != '\0');
+	if (dest_at != NULL)
+		*dest_at = strlen(P->tiers[t].prefix) + (P->tiers[t].prefix[0] != '\0');
 	if ((size_t)snprintf(buf, len, "%s%s%s", P->tiers[t].prefix, P->tiers[t].prefix[0] ? "/" : "",
 			     dest) >= len)
 		return mc__err(P->b->ctx, MC_ERR_UNSAFE_DEST, "%s: %s artifact %.200s: destination "
@@ -292,7 +293,7 @@ plan_pair(struct plan *P, const struct pref *x, const struct pref *y, int *drop)
 	const struct mc_martifact *ax, *ay;
 	char px[2 * MC_PATH_MAX], py[2 * MC_PATH_MAX];
 	const char *root, *sep;
-	size_t nx, ny, dx, dy;
+	size_t nx, ny;
 	int rc;
 
 	*drop = 0;
@@ -300,8 +301,8 @@ plan_pair(struct plan *P, const struct pref *x, const struct pref *y, int *drop)
 		return MC_OK; /* two folders, or a collision */
 	if ((rc = mc__acur_get(&P->cx, x->art, &ax)) != MC_OK ||
 	    (rc = mc__acur_get(&P->cy, y->art, &ay)) != MC_OK ||
-	    (rc = plan_path(P, ax, px, sizeof px, &nx, &dx)) != MC_OK ||
-	    (rc = plan_path(P, ay, py, sizeof py, &ny, &dy)) != MC_OK)
+	    (rc = plan_path(P, ax, px, sizeof px, &nx, NULL)) != MC_OK ||
+	    (rc = plan_path(P, ay, py, sizeof py, &ny, NULL)) != MC_OK)
 		return rc;
 	if (nx != ny || memcmp(px, py, x->len) != 0)
 		return MC_OK; /* a collision */
@@ -612,6 +613,62 @@ check_owner(struct loader *L, int fd, const char *path)
 	return MC_OK;
 }
 
+/* Walks the folders of path from byte keep on, beneath the open folder start (taken
+ * over), one component at a time and never through a link: what comes before keep is
+ * the part a caller named. Missing folders are made when create is set and remembered
+ * for the rollback, as (tier, path from keep) or, for tier (size_t)-1, as the whole
+ * path; owned checks each folder with check_owner(). *fd is -1 with MC_OK when a
+ * folder is missing and create is not set. Messages name the whole path. */
+static int
+walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, size_t tier,
+	  int create, int owned, int *fd)
+{
+	int cur = start, next, rc = MC_OK;
+	size_t i, j;
+
+	*fd = -1;
+	for (i = keep; rc == MC_OK && cur >= 0; i = j) {
+		char c;
+
+		i += strspn(path + i, "/");
+		if ((j = i + strcspn(path + i, "/")) == i)
+			break;
+		c = path[j];
+		path[j] = '\0';
+		if (strcmp(path + i, ".") != 0) {
+			next = openat(cur, path + i, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (next < 0 && errno == ENOENT && create) {
+				if (mkdirat(cur, path + i, 0755) == 0)
+					rc = remember_dir(L, tier, tier == (size_t)-1 ? path : path + keep);
+				else if (errno != EEXIST)
+					rc = mc__err(ctx, MC_ERR_IO, "%s: cannot create folder: %s", path,
+						     strerror(errno));
+				if (rc == MC_OK)
+					next = openat(cur, path + i,
+						      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			}
+			if (rc == MC_OK && next < 0 && (create || errno != ENOENT))
+				rc = errno == ELOOP || errno == ENOTDIR
+					     ? mc__err(ctx, MC_ERR_UNSAFE_DEST, "%s: is a symlink or not a "
+						       "folder; refusing to write through it", path)
+					     : mc__err(ctx, MC_ERR_IO, "%s: cannot open folder: %s", path,
+						       strerror(errno));
+			close(cur);
+			cur = next;
+			if (rc == MC_OK && cur >= 0 && owned)
+				rc = check_owner(L, cur, path);
+		}
+		path[j] = c;
+	}
+	if (rc != MC_OK) {
+		if (cur >= 0)
+			close(cur);
+		return rc;
+	}
+	*fd = cur;
+	return MC_OK;
+}
+
 /* Opens a tier root, creating it when create is set (*fd is -1 with MC_OK when it is
  * missing and create is not). The part of the path its setter named is taken as
  * given, links and all; the folders a default adds beneath it (torchinductor_<user>
@@ -621,8 +678,7 @@ static int
 open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 {
 	char *p = mc__strdup(t->root), *s;
-	int cur = -1, next, rc = MC_OK;
-	size_t i, j;
+	int cur = -1, rc = MC_OK;
 
 	*fd = -1;
 	if (p == NULL)
@@ -645,37 +701,10 @@ open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 	    (create || errno != ENOENT))
 		rc = mc__errno(L->ctx, MC_ERR_IO, "cannot open tier folder", p);
 	p[t->named] = t->root[t->named];
-	for (i = t->named; rc == MC_OK && cur >= 0; i = j) {
-		char c;
-
-		i += strspn(p + i, "/");
-		if ((j = i + strcspn(p + i, "/")) == i)
-			break;
-		c = p[j];
-		p[j] = '\0';
-		if (strcmp(p + i, ".") != 0) {
-			if (create && mkdirat(cur, p + i, 0755) == 0)
-				rc = remember_dir(L, (size_t)-1, p);
-			next = openat(cur, p + i, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			close(cur);
-			if ((cur = next) < 0 && rc == MC_OK && (create || errno != ENOENT))
-				rc = errno == ELOOP || errno == ENOTDIR
-					     ? mc__err(L->ctx, MC_ERR_UNSAFE_DEST, "%s: is a symlink or "
-						       "not a folder; refusing to write through it", p)
-					     : mc__errno(L->ctx, MC_ERR_IO, "cannot open tier folder", p);
-			if (cur >= 0 && rc == MC_OK)
-				rc = check_owner(L, cur, p);
-		}
-		p[j] = c;
-	}
+	if (rc == MC_OK && cur >= 0)
+		rc = walk_dirs(L, L->ctx, cur, p, t->named, (size_t)-1, create, 1, fd);
 	free(p);
-	if (rc != MC_OK) {
-		if (cur >= 0)
-			close(cur);
-		return rc;
-	}
-	*fd = cur;
-	return MC_OK;
+	return rc;
 }
 
 /* Opens folder rel beneath the tier root, one component at a time and never through
@@ -685,58 +714,16 @@ static int
 open_rel_dir(struct loader *L, mc_ctx *ctx, size_t tier, const char *rel, int create, int *fd)
 {
 	const struct tier_root *t = &L->tiers[tier];
-	char path[MC_PATH_MAX];
-	int cur, rc = MC_OK;
-	size_t i, n = strlen(rel);
+	char path[2 * MC_PATH_MAX];
+	size_t keep = strlen(t->root) + 1;
+	int start;
 
 	*fd = -1;
-	if (n >= sizeof path)
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", t->root, rel) >= sizeof path)
 		return mc__err(ctx, MC_ERR_INVALID, "path too long");
-	if ((cur = dup(t->fd)) < 0)
+	if ((start = dup(t->fd)) < 0)
 		return mc__errno(ctx, MC_ERR_IO, "cannot open", t->root);
-	memcpy(path, rel, n + 1);
-	for (i = 0; i < n && rc == MC_OK;) {
-		size_t j = i;
-		int next;
-
-		while (j < n && path[j] != '/')
-			j++;
-		path[j] = '\0';
-		next = openat(cur, path + i, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0 && errno == ENOENT && create) {
-			if (mkdirat(cur, path + i, 0755) == 0) {
-				rc = remember_dir(L, tier, path);
-			} else if (errno != EEXIST) {
-				rc = mc__err(ctx, MC_ERR_IO, "%s/%s: cannot create folder: %s", t->root,
-					     path, strerror(errno));
-			}
-			if (rc == MC_OK)
-				next = openat(cur, path + i, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		}
-		if (rc == MC_OK && next < 0) {
-			if (errno == ENOENT && !create) {
-				close(cur);
-				return MC_OK;
-			}
-			rc = (errno == ELOOP || errno == ENOTDIR)
-				     ? mc__err(ctx, MC_ERR_UNSAFE_DEST, "%s/%s: is a symlink or not a "
-					       "folder; refusing to write through it", t->root, path)
-				     : mc__err(ctx, MC_ERR_IO, "%s/%s: cannot open folder: %s", t->root,
-					       path, strerror(errno));
-		}
-		close(cur);
-		cur = next;
-		if (j < n)
-			path[j] = '/';
-		i = j + 1;
-	}
-	if (rc != MC_OK) {
-		if (cur >= 0)
-			close(cur);
-		return rc;
-	}
-	*fd = cur;
-	return MC_OK;
+	return walk_dirs(L, ctx, start, path, keep, tier, create, 0, fd);
 }
 
 static void
