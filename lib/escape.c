@@ -19,6 +19,21 @@ mc__is_unsafe_cp(uint32_t cp)
 	       cp == 0x2028 || cp == 0x2029;
 }
 
+int
+mc__text_check(const char *text, size_t n, int tab_ok, uint32_t *cp)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i, len;
+
+	for (i = 0; i < n; i += len) {
+		if ((len = mc__utf8_decode(s + i, n - i, cp)) == 0)
+			return -1;
+		if (mc__is_unsafe_cp(*cp) && !(tab_ok && *cp == '\t'))
+			return 1;
+	}
+	return 0;
+}
+
 /* The output: at counts every byte the whole result needs; kept is how much of it is
  * in dst. A piece goes in whole or not at all, and nothing after one that did not,
  * so a cut result ends on a whole character or escape. */

@@ -38,25 +38,23 @@ mc__label_key_ok(const char *k)
 int
 mc__label_value_ok(const char *v, char *why, size_t whylen)
 {
-	const unsigned char *s = (const unsigned char *)v;
-	size_t n = strlen(v), i, k;
+	size_t n = strlen(v);
 	uint32_t cp;
 
 	if (n > LABEL_VALUE_MAX) {
 		snprintf(why, whylen, "is longer than %d bytes", LABEL_VALUE_MAX);
 		return 0;
 	}
-	for (i = 0; i < n; i += k) {
-		if ((k = mc__utf8_decode(s + i, n - i, &cp)) == 0) {
-			snprintf(why, whylen, "is not valid UTF-8");
-			return 0;
-		}
-		if (mc__is_unsafe_cp(cp)) {
-			snprintf(why, whylen, "contains control character U+%04X", (unsigned)cp);
-			return 0;
-		}
+	switch (mc__text_check(v, n, 0, &cp)) {
+	case -1:
+		snprintf(why, whylen, "is not valid UTF-8");
+		return 0;
+	case 1:
+		snprintf(why, whylen, "contains control character U+%04X", (unsigned)cp);
+		return 0;
+	default:
+		return 1;
 	}
-	return 1;
 }
 
 static int

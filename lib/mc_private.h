@@ -82,8 +82,10 @@ typedef int (*mc_par_fn)(void *ud, unsigned worker, mc_ctx *wctx, size_t i);
 MC_HIDDEN int mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud);
 
 /* escape.c: the characters mc_escape() makes visible, and that a label value may not
- * hold (SPEC.md section 3.1). */
+ * hold (SPEC.md section 3.1); whether text of n bytes is UTF-8 without them (0), not
+ * valid UTF-8 (-1), or holds one, *cp (1); tab_ok lets TAB through. */
 MC_HIDDEN int mc__is_unsafe_cp(uint32_t cp);
+MC_HIDDEN int mc__text_check(const char *text, size_t n, int tab_ok, uint32_t *cp);
 MC_HIDDEN int mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 MC_HIDDEN int mc__errno(mc_ctx *ctx, int code, const char *what, const char *path);

@@ -381,22 +381,17 @@ done:
 static const char *
 comment_fault(const char *c, size_t n)
 {
-	const unsigned char *s = (const unsigned char *)c;
-	size_t i, len;
+	uint32_t cp;
 
 	if (n > TRUSTED_MAX)
 		return "is longer than 8173 bytes, the most stock minisign verifies";
 	/* A tool shows the comment as one line of text: no code point that breaks a line
 	 * or steers a terminal, but TAB, which the writer's own comment uses. */
-	for (i = 0; i < n; i += len) {
-		uint32_t cp;
-
-		if ((len = mc__utf8_decode(s + i, n - i, &cp)) == 0)
-			return "is not valid UTF-8";
-		if (mc__is_unsafe_cp(cp) && cp != '\t')
-			return "contains a line break or control character";
+	switch (mc__text_check(c, n, 1, &cp)) {
+	case -1: return "is not valid UTF-8";
+	case 1: return "contains a line break or control character";
+	default: return NULL;
 	}
-	return NULL;
 }
 
 int
