@@ -84,15 +84,28 @@ static const char usage_text[] =
 static void say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
+/* Writes s escaped (mc_escape with flags), then a line end. */
+static void
+put_escaped(FILE *f, const char *s, unsigned flags)
+{
+	size_t need = mc_escape(NULL, 0, s, flags) + 1;
+	char *out = malloc(need);
+
+	if (out != NULL) {
+		mc_escape(out, need, s, flags);
+		fprintf(f, "%s\n", out);
+		free(out);
+	}
+}
+
 /* Prints one line. Every line the tool prints goes through here, so that whatever a
  * bundle, a file name or an argument carries is escaped (mc_escape) on its way to a
  * terminal or a log: a key cannot move the cursor, set a title or forge a line. */
 static void
 vsay(FILE *f, const char *fmt, va_list ap)
 {
-	char small[1024], *line = small, *out;
+	char small[1024], *line = small;
 	va_list aq;
-	size_t need;
 	int n;
 
 	va_copy(aq, ap);
@@ -105,12 +118,7 @@ vsay(FILE *f, const char *fmt, va_list ap)
 			return;
 		vsnprintf(line, (size_t)n + 1, fmt, ap);
 	}
-	need = mc_escape(NULL, 0, line, 0) + 1;
-	if ((out = malloc(need)) != NULL) {
-		mc_escape(out, need, line, 0);
-		fprintf(f, "%s\n", out);
-		free(out);
-	}
+	put_escaped(f, line, 0);
 	if (line != small)
 		free(line);
 }
@@ -470,18 +478,12 @@ free_keys(mc_pubkey **keys, size_t n)
 static void
 print_json(cJSON *j)
 {
-	char *s = cJSON_Print(j), *out;
-	size_t need;
+	char *s = cJSON_Print(j);
 
 	/* cJSON escapes C0 controls only; DEL, C1, bidirectional controls and invalid
 	 * bytes from a bundle or a file name are escaped here, keeping the JSON valid. */
 	if (s != NULL) {
-		need = mc_escape(NULL, 0, s, MC_ESCAPE_JSON) + 1;
-		if ((out = malloc(need)) != NULL) {
-			mc_escape(out, need, s, MC_ESCAPE_JSON);
-			puts(out);
-			free(out);
-		}
+		put_escaped(stdout, s, MC_ESCAPE_JSON);
 		free(s);
 	}
 	cJSON_Delete(j);
