@@ -239,8 +239,12 @@ static int
 dest_ok(const char *p)
 {
 	const char *c = p, *seg = p;
+	uint32_t cp;
 
-	if (*p == '\0' || *p == '/')
+	/* No character a terminal or a log would take as a control, as in labels; only
+	 * valid UTF-8; no backslash. */
+	if (*p == '\0' || *p == '/' || strchr(p, '\\') != NULL ||
+	    mc__text_check(p, strlen(p), 0, &cp) != 0)
 		return 0;
 	for (;; c++) {
 		if (*c == '/' || *c == '\0') {
@@ -251,14 +255,6 @@ dest_ok(const char *p)
 			if (*c == '\0')
 				return 1;
 			seg = c + 1;
-		} else {
-			/* No character a terminal or a log would take as a control, as in
-			 * labels; only valid UTF-8. */
-			uint32_t cp;
-			size_t len = mc__utf8_decode((const unsigned char *)c, strlen(c), &cp);
-			if (len == 0 || mc__is_unsafe_cp(cp) || cp == '\\')
-				return 0;
-			c += len - 1;
 		}
 	}
 }
