@@ -13,7 +13,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "mc_private.h"
+#include "interop/interop.h"
+#include "install/install.h"
 
 static int
 is_ws(char c)

@@ -18,7 +18,8 @@
 
 #include <sodium.h>
 
-#include "mc_private.h"
+#include "interop/interop.h"
+#include "install/install.h"
 
 static const char *srcdir, *outdir;
 static mc_ctx *ctx;

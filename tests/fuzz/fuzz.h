@@ -16,7 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mc_private.h"
+#include "interop/interop.h"
+#include "install/install.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -76,8 +76,8 @@ parse_len(const char *json, size_t len, struct mc_manifest *m)
 			ck_assert_int_eq(o.encoding, m->objects[k].encoding);
 		}
 		struct mc_acur cf, cm;
-		mc__acur_init(&cf, ctx, &f);
-		mc__acur_init(&cm, ctx, m);
+		mc__acur_init(&cf, ctx, &f, mc__find_type);
+		mc__acur_init(&cm, ctx, m, mc__find_type);
 		/* Forwards, then from the end backwards: each batch is read again. */
 		for (size_t n = 0; n < 2 * f.nartifacts; n++) {
 			size_t k = n < f.nartifacts ? n : 2 * f.nartifacts - 1 - n;

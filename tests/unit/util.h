@@ -16,7 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mc_private.h"
+#include "interop/interop.h"
+#include "install/install.h"
 
 /* A fresh folder under $MC_BUILDDIR/tests/tmp; the caller frees the string. */
 static inline char *

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "mc_private.h"
+#include "core/core.h"
 
 /* C0, DEL, C1, the bidirectional formatting controls (which reorder what is shown),
  * and the Unicode line and paragraph separators. */

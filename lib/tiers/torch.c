@@ -1,6 +1,7 @@
 /*
- * handlers_torch.c - the built-in artifact types of torch 2.11's compile caches and
- * the default root of their tier, as design/TORCH_CACHES.md measured them.
+ * torch.c - the built-in artifact types of torch's and Triton's compile caches: their
+ * key checks, destinations and default roots, and the one table that describes them
+ * (format/SPEC.md section 4 lists the types).
  */
 #include "config.h"
 
@@ -10,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mc_private.h"
+#include "tiers/tiers.h"
 
 static int
 all_in(const char *s, size_t n, const char *set)
@@ -245,45 +246,6 @@ extra_check(void *ud, const char *key, char *w, size_t wl)
 		}
 }
 
-int
-mc__register_torch_types(mc_ctx *ctx)
-{
-	int rc;
-
-	if ((rc = mc_ctx_register_type(ctx, "inductor", "inductor", MC_TYPE_WANTS_SHA256,
-				       inductor_check, inductor_dest, NULL)) != MC_OK ||
-	    (rc = mc_ctx_register_type(ctx, "aot_autograd", "inductor", MC_TYPE_WANTS_SHA256,
-				       aot_check, aot_dest, NULL)) != MC_OK ||
-	    (rc = mc_ctx_register_type(ctx, "autotune", "inductor", 0, autotune_check,
-				       autotune_dest, NULL)) != MC_OK ||
-	    (rc = mc_ctx_register_type(ctx, "pgo", "inductor", 0, pgo_check, pgo_dest, NULL)) != MC_OK ||
-	    (rc = mc_ctx_register_type(ctx, "precompile", "inductor", 0, precompile_check,
-				       precompile_dest, NULL)) != MC_OK ||
-	    (rc = mc_ctx_register_type(ctx, "kernel_code", "inductor", 0, code_check,
-				       same_path_dest, NULL)) != MC_OK ||
-	    (rc = mc_ctx_register_type(ctx, "gemm_timing", "inductor", 0, gemm_check, gemm_dest,
-				       NULL)) != MC_OK ||
-	    (rc = mc_ctx_register_type(ctx, "triton", "triton", MC_TYPE_FOLDER_UNIT, triton_check,
-				       triton_dest, ctx)) != MC_OK ||
-	    (rc = mc_ctx_register_type(ctx, "extra", "inductor", 0, extra_check, same_path_dest,
-				       NULL)) != MC_OK)
-		return rc;
-	return MC_OK;
-}
-
-int
-mc__torch_type_rank(const char *type)
-{
-	static const char *const order[] = {"inductor", "autotune", "aot_autograd", "pgo",
-					    "precompile"};
-	size_t i;
-
-	for (i = 0; i < sizeof order / sizeof order[0]; i++)
-		if (strcmp(order[i], type) == 0)
-			return (int)i;
-	return -1;
-}
-
 /* getpass.getuser(): the first non-empty of these variables, else the password entry. */
 static const char *
 torch_user(void)
@@ -301,8 +263,8 @@ torch_user(void)
 	return pw != NULL ? pw->pw_name : NULL;
 }
 
-int
-mc__triton_default_root(mc_ctx *ctx, char **out, int *flat, size_t *named)
+static int
+triton_default_root(mc_ctx *ctx, char **out, size_t *named)
 {
 	const char *env = getenv("TRITON_CACHE_DIR"), *ind;
 	size_t n;
@@ -310,7 +272,7 @@ mc__triton_default_root(mc_ctx *ctx, char **out, int *flat, size_t *named)
 
 	*out = NULL;
 	if (env != NULL && env[0] != '\0') {
-		*flat = 1;
+		ctx->triton_flat = 1;
 		if ((*out = mc__strdup(env)) == NULL)
 			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 		*named = strlen(env);
@@ -320,16 +282,16 @@ mc__triton_default_root(mc_ctx *ctx, char **out, int *flat, size_t *named)
 	 * folder (torchinductor_<user>) is no more to be followed for Triton. */
 	if ((rc = mc__tier_root(ctx, "inductor", &ind, named)) != MC_OK)
 		return rc;
-	*flat = 0;
-	n = strlen(ind) + sizeof "/triton";
+	ctx->triton_flat = 0;
+	n = strlen(ind) + sizeof "/" MC_TRITON_SUBDIR;
 	if ((*out = malloc(n)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	snprintf(*out, n, "%s/triton", ind);
+	snprintf(*out, n, "%s/" MC_TRITON_SUBDIR, ind);
 	return MC_OK;
 }
 
-int
-mc__torch_default_root(mc_ctx *ctx, char **out, size_t *named)
+static int
+torch_default_root(mc_ctx *ctx, char **out, size_t *named)
 {
 	const char *env = getenv("TORCHINDUCTOR_CACHE_DIR");
 	const char *tmp, *user;
@@ -360,4 +322,61 @@ mc__torch_default_root(mc_ctx *ctx, char **out, size_t *named)
 	p[base + i] = '\0';
 	*out = p;
 	return MC_OK;
+}
+
+/* The built-in types. The torch 2.7 id is the type's number in that blob format; the
+ * export rank orders the groups of a torch blob written for a bundle without a blob
+ * layout (inductor, autotune, aot_autograd, pgo, precompile). Builtin handlers get the
+ * context as their ud. */
+static const struct mc_typedesc builtin[] = {
+	{"inductor", "inductor", MC_TYPE_WANTS_SHA256, inductor_check, inductor_dest,
+	 torch_default_root, 0, 0},
+	{"aot_autograd", "inductor", MC_TYPE_WANTS_SHA256, aot_check, aot_dest,
+	 torch_default_root, 2, 2},
+	{"autotune", "inductor", 0, autotune_check, autotune_dest, torch_default_root, 1, 1},
+	{"pgo", "inductor", 0, pgo_check, pgo_dest, torch_default_root, 3, 3},
+	{"precompile", "inductor", 0, precompile_check, precompile_dest, torch_default_root,
+	 -1, 4},
+	{"kernel_code", "inductor", 0, code_check, same_path_dest, torch_default_root, -1, -1},
+	{"gemm_timing", "inductor", 0, gemm_check, gemm_dest, torch_default_root, -1, -1},
+	{"triton", "triton", MC_TYPE_FOLDER_UNIT, triton_check, triton_dest,
+	 triton_default_root, -1, -1},
+	{"extra", "inductor", 0, extra_check, same_path_dest, torch_default_root, -1, -1},
+};
+
+const struct mc_typedesc *
+mc__builtin_types(size_t *n)
+{
+	*n = sizeof builtin / sizeof builtin[0];
+	return builtin;
+}
+
+const struct mc_typedesc *
+mc__builtin_type(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
+		if (strcmp(builtin[i].name, name) == 0)
+			return &builtin[i];
+	return NULL;
+}
+
+const struct mc_typedesc *
+mc__builtin_torch27(uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
+		if (builtin[i].torch27_id >= 0 && (uint64_t)builtin[i].torch27_id == id)
+			return &builtin[i];
+	return NULL;
+}
+
+int
+mc__type_export_rank(const char *type)
+{
+	const struct mc_typedesc *d = mc__builtin_type(type);
+
+	return d != NULL ? d->export_rank : -1;
 }

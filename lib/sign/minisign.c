@@ -14,7 +14,7 @@
 
 #include <sodium.h>
 
-#include "mc_private.h"
+#include "sign/sign.h"
 
 #define UNTRUSTED_PREFIX "untrusted comment: "
 #define TRUSTED_PREFIX "trusted comment: "

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mc_private.h"
+#include "core/core.h"
 
 const char *
 mc_strerror(int status)

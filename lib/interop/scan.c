@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mc_private.h"
+#include "interop/interop.h"
 
 struct scan {
 	int keep_unknown;
@@ -362,7 +362,7 @@ top_entry(struct scan *s, const char *path, const char *name, const void *arg)
 		return for_each_child(s, path, key_dir, "aot_autograd");
 	if (strcmp(name, "dynamo") == 0 && is_dir(path))
 		return for_each_child(s, path, dynamo_entry, NULL);
-	if (strcmp(name, "triton") == 0 && is_dir(path))
+	if (strcmp(name, MC_TRITON_SUBDIR) == 0 && is_dir(path))
 		return for_each_child(s, path, triton_device, NULL);
 	if (strcmp(name, "cache") == 0 && is_dir(path))
 		return for_each_child(s, path, gemm_entry, NULL);

@@ -12,8 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bundle_private.h"
-#include "emit_private.h"
+#include "interop/interop.h"
 
 /* ---- torch blob ---- */
 
@@ -193,7 +192,7 @@ static int
 art_rank_cmp(const void *x, const void *y)
 {
 	const struct mc_martifact *a = x, *b = y;
-	int ra = mc__torch_type_rank(a->type), rb = mc__torch_type_rank(b->type);
+	int ra = mc__type_export_rank(a->type), rb = mc__type_export_rank(b->type);
 
 	if (ra != rb)
 		return ra < rb ? -1 : 1;
@@ -203,9 +202,11 @@ art_rank_cmp(const void *x, const void *y)
 static int
 format_accepts(int format, const char *type)
 {
-	int rank = mc__torch_type_rank(type);
+	const struct mc_typedesc *d = mc__builtin_type(type);
 
-	return format == MC_TORCH_FORMAT_2_7 ? rank >= 0 && rank <= 3 : rank >= 0;
+	if (d == NULL)
+		return 0;
+	return format == MC_TORCH_FORMAT_2_7 ? d->torch27_id >= 0 : d->export_rank >= 0;
 }
 
 /* The groups to write: the recorded layout, else the torch types in torch's order (their
@@ -248,7 +249,7 @@ export_layout(mc_bundle *b, int format, struct mc_arena *keys, struct xgroup **g
 			free(arts);
 			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 		}
-		mc__acur_init(&cur, b->ctx, &b->m);
+		mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
 		for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
 			const struct mc_martifact *a;
 			if ((rc = mc__acur_get(&cur, i, &a)) == MC_OK && format_accepts(format, a->type)) {
@@ -293,7 +294,7 @@ nomem:
 static uint64_t
 type_id_27(const char *type)
 {
-	return (uint64_t)mc__torch_type_rank(type);
+	return (uint64_t)mc__builtin_type(type)->torch27_id;
 }
 
 int
@@ -332,7 +333,7 @@ mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_art
 	}
 	if (left_out != NULL) {
 		struct mc_acur cur;
-		mc__acur_init(&cur, b->ctx, &b->m);
+		mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
 		for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
 			const struct mc_martifact *a;
 			if ((rc = mc__acur_get(&cur, i, &a)) == MC_OK && !format_accepts(format, a->type))

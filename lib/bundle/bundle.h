@@ -1,11 +1,14 @@
 /*
- * bundle_private.h - the open bundle handle, shared by the reader, the loader and the
- * exporters; not installed.
+ * bundle.h - bundles: the writer, the open bundle handle and its reader, the plan of an
+ * install, merge and diff; not installed.
  */
-#ifndef MC_BUNDLE_PRIVATE_H
-#define MC_BUNDLE_PRIVATE_H
+#ifndef MC_BUNDLE_H
+#define MC_BUNDLE_H
 
-#include "mc_private.h"
+#include "format/format.h"
+#include "sign/sign.h"
+#include "tiers/tiers.h"
+
 
 struct mc_bsig {
 	struct mc_sig sig;
@@ -86,4 +89,25 @@ MC_HIDDEN void mc__parts_path(const struct mc_parts *p, size_t obj, char *buf, s
 /* Removes the files and the folder; p->need is not freed. */
 MC_HIDDEN void mc__parts_remove(struct mc_parts *p);
 
-#endif
+/* ---- writer internals shared with scan.c ---- */
+
+MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *key,
+				   const char *path, uint64_t offset, uint64_t size,
+				   size_t *object_out);
+MC_HIDDEN mc_ctx *mc__writer_ctx(mc_writer *w);
+/* Runs cleanup(arg) when the writer is freed. */
+MC_HIDDEN int mc__writer_adopt(mc_writer *w, void (*cleanup)(void *), void *arg);
+MC_HIDDEN int mc__writer_keep_unknown(const mc_writer *w);
+/* The SHA-256 recorded for the last artifact, or NULL; and taking it back. */
+MC_HIDDEN const unsigned char *mc__writer_last_sha256(const mc_writer *w);
+MC_HIDDEN void mc__writer_drop_last(mc_writer *w);
+/* A torch blob's groups, by type (replacing any before), an entry of group g, and
+ * the end of the blob: layout says whether its groups are the current format's, which
+ * an export can give back. */
+MC_HIDDEN int mc__writer_blob_groups(mc_writer *w, char *const *gtypes, size_t n);
+MC_HIDDEN int mc__writer_blob_entry(mc_writer *w, size_t g, const char *key, size_t obj);
+MC_HIDDEN void mc__writer_blob_done(mc_writer *w, int layout);
+/* Counts a source that added n artifacts (a bundle of one torch blob keeps its layout). */
+MC_HIDDEN void mc__writer_note_source(mc_writer *w, size_t n);
+
+#endif /* MC_BUNDLE_H */

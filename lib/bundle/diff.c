@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "bundle_private.h"
+#include "bundle/bundle.h"
 
 int
 mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
@@ -16,8 +16,8 @@ mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
 
 	if (a == NULL || b == NULL || fn == NULL)
 		return MC_ERR_INVALID;
-	mc__acur_init(&ca, a->ctx, &a->m);
-	mc__acur_init(&cb, b->ctx, &b->m);
+	mc__acur_init(&ca, a->ctx, &a->m, mc__find_type);
+	mc__acur_init(&cb, b->ctx, &b->m, mc__find_type);
 	/* Both artifact tables are sorted by (type, key): one merge walk. */
 	while (rc == MC_OK && (i < a->m.nartifacts || j < b->m.nartifacts)) {
 		const struct mc_martifact *x = NULL, *y = NULL;

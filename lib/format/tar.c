@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "mc_private.h"
+#include "format/format.h"
 
 #define TAR_SIZE_MAX 077777777777ull /* 11 octal digits */
 
@@ -86,4 +86,13 @@ mc__tar_header_parse(mc_ctx *ctx, const unsigned char h[512], char *name, uint64
 			       "form (only plain files with fixed metadata are allowed)", name);
 	*size = v;
 	return MC_OK;
+}
+
+void
+mc__object_member(const unsigned char hash[MC_HASH_BYTES], char *name, size_t n)
+{
+	char hex[MC_HASH_HEX];
+
+	mc__hex(hash, MC_HASH_BYTES, hex);
+	snprintf(name, n, "%s%s", MC_MEMBER_OBJ_PREFIX, hex);
 }

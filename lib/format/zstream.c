@@ -15,7 +15,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include "mc_private.h"
+#include "format/format.h"
 
 /* ---- file input ---- */
 

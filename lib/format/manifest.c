@@ -12,7 +12,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "mc_private.h"
+#include "format/format.h"
 
 #define MANIFEST_DEPTH_MAX 6
 #define JSON_INT_MAX 9007199254740991.0 /* 2^53 - 1: exact in a double */
@@ -118,11 +118,13 @@ mc__mobjects(mc_ctx *ctx, const struct mc_manifest *m, size_t first, size_t n,
 }
 
 void
-mc__acur_init(struct mc_acur *c, mc_ctx *ctx, const struct mc_manifest *m)
+mc__acur_init(struct mc_acur *c, mc_ctx *ctx, const struct mc_manifest *m,
+	      mc_type_lookup lookup)
 {
 	memset(c, 0, sizeof *c);
 	c->ctx = ctx;
 	c->m = m;
+	c->lookup = lookup;
 }
 
 void
@@ -199,7 +201,7 @@ mc__acur_get(struct mc_acur *c, size_t i, const struct mc_martifact **out)
 	}
 	if (a->type != c->htype) { /* a run of one type shares its string */
 		c->htype = a->type;
-		c->handler = mc__find_type(c->ctx, a->type);
+		c->handler = c->lookup != NULL ? c->lookup(c->ctx, a->type) : NULL;
 	}
 	a->handler = c->handler;
 	*out = a;

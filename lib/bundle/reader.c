@@ -16,7 +16,7 @@
 
 #include <sodium.h>
 
-#include "bundle_private.h"
+#include "bundle/bundle.h"
 
 #define SIG_MEMBER_MAX 16384
 #define SIG_COUNT_MAX 64
@@ -329,7 +329,7 @@ mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle **out)
 	b->ctx = ctx;
 	b->threshold = 1;
 	b->fd = -1;
-	mc__acur_init(&b->cur, ctx, &b->m);
+	mc__acur_init(&b->cur, ctx, &b->m, mc__find_type);
 	if ((b->path = mc__strdup(path)) == NULL) {
 		mc_bundle_free(b);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
@@ -746,7 +746,7 @@ sha_walk(mc_bundle *b, struct sstate *s, int check)
 	size_t i;
 	int rc = MC_OK;
 
-	mc__acur_init(&cur, b->ctx, &b->m);
+	mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
 	for (i = 0; i < b->m.nartifacts && rc == MC_OK; i++) {
 		if ((rc = mc__acur_get(&cur, i, &a)) != MC_OK || a->sha256 == NULL)
 			continue;

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mc_private.h"
+#include "io/io.h"
 
 void
 mc__store_init(struct mc_store *s, const char *what)

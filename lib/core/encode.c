@@ -9,7 +9,7 @@
 
 #include <sodium.h>
 
-#include "mc_private.h"
+#include "core/core.h"
 
 void
 mc__hex(const unsigned char *in, size_t n, char *out)
@@ -150,15 +150,6 @@ mc__utf8_valid(const unsigned char *s, size_t n)
 		if ((len = mc__utf8_decode(s + i, n - i, &cp)) == 0)
 			return 0;
 	return 1;
-}
-
-void
-mc__object_member(const unsigned char hash[MC_HASH_BYTES], char *name, size_t n)
-{
-	char hex[MC_HASH_HEX];
-
-	mc__hex(hash, MC_HASH_BYTES, hex);
-	snprintf(name, n, "%s%s", MC_MEMBER_OBJ_PREFIX, hex);
 }
 
 struct mc_ablock {

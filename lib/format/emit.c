@@ -12,7 +12,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
-#include "emit_private.h"
+#include "format/format.h"
 
 static int
 emit_flush(mc_emit *e)

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mc_private.h"
+#include "interop/interop.h"
 
 #define TB_STR_MAX (MC_KEY_MAX * 2)
 
@@ -233,22 +233,22 @@ parse_groups(struct tbr *r, struct mc_tb *tb)
 static int
 parse_27(struct tbr *r, struct mc_tb *tb)
 {
-	static const char *const names[] = {"inductor", "autotune", "aot_autograd", "pgo"};
 	int rc;
 
 	while (r->pos < r->size) {
+		const struct mc_typedesc *d;
 		uint64_t id;
 		char *type;
 
 		if ((rc = tb_u64(r, &id, "type id")) != MC_OK)
 			return rc;
-		if (id > 3) {
+		if ((d = mc__builtin_torch27(id)) == NULL) {
 			r->pos -= 8;
 			return tb_bad(r, "unknown type id");
 		}
-		if ((type = mc__strdup(names[id])) == NULL)
+		if ((type = mc__strdup(d->name)) == NULL)
 			return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
-		if ((rc = push_group(r, tb, type)) != MC_OK || (rc = read_entry(r, tb, names[id])) != MC_OK)
+		if ((rc = push_group(r, tb, type)) != MC_OK || (rc = read_entry(r, tb, d->name)) != MC_OK)
 			return rc;
 	}
 	return MC_OK;
@@ -398,3 +398,41 @@ out:
 		mc__torch_blob_free(tb);
 	return rc;
 }
+
+/* Records a blob's artifacts, and its groups as the layout an export gives back. */
+int
+mc_writer_add_torch_blob(mc_writer *w, const char *path)
+{
+	mc_ctx *ctx;
+	struct mc_tb tb;
+	size_t i, obj;
+	int rc;
+
+	if (w == NULL || path == NULL)
+		return MC_ERR_INVALID;
+	ctx = mc__writer_ctx(w);
+	if ((rc = mc__torch_blob_parse(ctx, path, &tb)) != MC_OK)
+		return rc;
+	rc = mc__writer_blob_groups(w, tb.gtypes, tb.ngroups);
+	for (i = 0; rc == MC_OK && i < tb.nitems; i++) {
+		struct mc_tb_item *it = &tb.items[i];
+
+		rc = mc__writer_add_range(w, it->type, it->key, path, it->offset, it->size, &obj);
+		if (rc != MC_OK) {
+			char msg[MC_ERRBUF];
+			snprintf(msg, sizeof msg, "%s", ctx->err);
+			mc__err(ctx, rc, "%s: artifact %zu: %s", path, i + 1, msg);
+			break;
+		}
+		rc = mc__writer_blob_entry(w, it->group, it->key, obj);
+	}
+	if (rc == MC_OK && tb.env_torch_key != NULL)
+		rc = mc_writer_set_label(w, "vllm.torch_key", tb.env_torch_key);
+	if (rc == MC_OK && tb.env_aot_key != NULL &&
+	    mc__label_value_ok(tb.env_aot_key, NULL, 0))
+		rc = mc_writer_set_label(w, "vllm.aot_key", tb.env_aot_key);
+	mc__writer_blob_done(w, tb.layout);
+	mc__torch_blob_free(&tb);
+	return rc;
+}
+

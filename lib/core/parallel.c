@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mc_private.h"
+#include "core/core.h"
 
 struct par {
 	mc_par_fn fn;

@@ -21,7 +21,7 @@
 
 #include <sodium.h>
 
-#include "emit_private.h"
+#include "bundle/bundle.h"
 
 /* ---- the writer's records ---- */
 
@@ -614,65 +614,45 @@ mc_writer_add_file(mc_writer *w, const char *type, const char *key, const char *
 }
 
 int
-mc_writer_add_torch_blob(mc_writer *w, const char *path)
+mc__writer_blob_groups(mc_writer *w, char *const *gtypes, size_t n)
 {
-	struct mc_tb tb;
-	size_t i, obj, g;
-	int rc;
+	size_t g;
 
-	if (w == NULL || path == NULL)
-		return MC_ERR_INVALID;
-	if ((rc = mc__torch_blob_parse(w->ctx, path, &tb)) != MC_OK)
-		return rc;
 	free_groups(w);
-	if (tb.ngroups > 0 && (w->groups = calloc(tb.ngroups, sizeof *w->groups)) == NULL) {
-		mc__torch_blob_free(&tb);
+	if (n > 0 && (w->groups = calloc(n, sizeof *w->groups)) == NULL)
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	w->ngroups = tb.ngroups;
-	for (g = 0; g < tb.ngroups; g++)
-		if ((w->groups[g].type = mc__strdup(tb.gtypes[g])) == NULL) {
-			mc__torch_blob_free(&tb);
+	w->ngroups = n;
+	for (g = 0; g < n; g++)
+		if ((w->groups[g].type = mc__strdup(gtypes[g])) == NULL)
 			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-		}
-	for (i = 0; i < tb.nitems; i++) {
-		struct mc_tb_item *it = &tb.items[i];
-		struct mc_mgroup *grp = &w->groups[it->group];
-		struct mc_mentry *e;
-
-		rc = mc__writer_add_range(w, it->type, it->key, path, it->offset, it->size, &obj);
-		if (rc != MC_OK) {
-			char msg[MC_ERRBUF];
-			snprintf(msg, sizeof msg, "%s", w->ctx->err);
-			mc__err(w->ctx, rc, "%s: artifact %zu: %s", path, i + 1, msg);
-			break;
-		}
-		e = realloc(grp->entries, (grp->nentries + 1) * sizeof *e);
-		if (e == NULL) {
-			rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-			break;
-		}
-		grp->entries = e;
-		e[grp->nentries].object = obj;
-		if ((e[grp->nentries].key = mc__strdup(it->key)) == NULL) {
-			rc = mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-			break;
-		}
-		grp->nentries++;
-	}
-	if (rc == MC_OK && tb.env_torch_key != NULL)
-		rc = mc_writer_set_label(w, "vllm.torch_key", tb.env_torch_key);
-	if (rc == MC_OK && tb.env_aot_key != NULL &&
-	    mc__label_value_ok(tb.env_aot_key, NULL, 0))
-		rc = mc_writer_set_label(w, "vllm.aot_key", tb.env_aot_key);
-	/* Only the current format's groups are a layout export can reproduce. */
-	if (!tb.layout)
-		w->only_blob = 0;
-	mc__torch_blob_free(&tb);
-	w->nsources++;
-	return rc;
+	return MC_OK;
 }
 
+int
+mc__writer_blob_entry(mc_writer *w, size_t g, const char *key, size_t obj)
+{
+	struct mc_mgroup *grp = &w->groups[g];
+	struct mc_mentry *e;
+
+	e = realloc(grp->entries, (grp->nentries + 1) * sizeof *e);
+	if (e == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	grp->entries = e;
+	e[grp->nentries].object = obj;
+	if ((e[grp->nentries].key = mc__strdup(key)) == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	grp->nentries++;
+	return MC_OK;
+}
+
+void
+mc__writer_blob_done(mc_writer *w, int layout)
+{
+	/* Only the current format's groups are a layout export can reproduce. */
+	if (!layout)
+		w->only_blob = 0;
+	w->nsources++;
+}
 
 int
 mc_writer_set_label(mc_writer *w, const char *key, const char *value)

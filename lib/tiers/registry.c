@@ -1,56 +1,13 @@
 /*
- * context.c - the context: registry of artifact types, tier roots, caps, progress.
+ * registry.c - the context's registry: artifact types (the built-in table, then what
+ * callers register), the tiers they install into, and their roots.
  */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <sodium.h>
-
-#include "mc_private.h"
-
-/* Default caps; format/SPEC.md documents them. */
-#define MC_DEFAULT_MAX_MANIFEST (64ull << 20)
-#define MC_DEFAULT_MAX_ARTIFACTS 1000000ull
-#define MC_DEFAULT_MAX_ARTIFACT_BYTES ((8ull << 30) - 1) /* ustar size field */
-#define MC_DEFAULT_MAX_TOTAL_BYTES (256ull << 30)
-
-int
-mc__crypto_init(mc_ctx *ctx)
-{
-	/* 1 means "already initialised"; only a negative value is a failure. */
-	if (sodium_init() < 0)
-		return mc__err(ctx, MC_ERR_CRYPTO, "libsodium could not be initialised");
-	return MC_OK;
-}
-
-int
-mc_ctx_new(mc_ctx **out)
-{
-	mc_ctx *ctx;
-	int rc;
-
-	if (out == NULL)
-		return MC_ERR_INVALID;
-	*out = NULL;
-	ctx = calloc(1, sizeof *ctx);
-	if (ctx == NULL)
-		return MC_ERR_NOMEM;
-	ctx->max_manifest = MC_DEFAULT_MAX_MANIFEST;
-	ctx->max_artifacts = MC_DEFAULT_MAX_ARTIFACTS;
-	ctx->max_artifact_bytes = MC_DEFAULT_MAX_ARTIFACT_BYTES;
-	ctx->max_total_bytes = MC_DEFAULT_MAX_TOTAL_BYTES;
-	ctx->max_expansion = MC_DEFAULT_MAX_EXPANSION;
-	if ((rc = mc__crypto_init(ctx)) != MC_OK ||
-	    (rc = mc__register_torch_types(ctx)) != MC_OK) {
-		mc_ctx_free(ctx);
-		return rc;
-	}
-	*out = ctx;
-	return MC_OK;
-}
+#include "tiers/tiers.h"
 
 void
 mc_ctx_free(mc_ctx *ctx)
@@ -106,6 +63,67 @@ name_ok(const char *s, size_t max)
 	return 1;
 }
 
+/* Adds type d (checked) with ud to the registry. */
+static int
+add_type(mc_ctx *ctx, const struct mc_typedesc *d, void *ud)
+{
+	struct mc_type *types, *t;
+
+	if (!name_ok(d->name, MC_TYPE_MAX))
+		return mc__err(ctx, MC_ERR_INVALID, "type name '%s' is not 1-32 of [a-z0-9_]", d->name);
+	if (!name_ok(d->tier, MC_TYPE_MAX))
+		return mc__err(ctx, MC_ERR_INVALID, "tier name '%s' is not 1-32 of [a-z0-9_]", d->tier);
+	if ((d->flags & ~(MC_TYPE_WANTS_SHA256 | MC_TYPE_FOLDER_UNIT)) != 0)
+		return mc__err(ctx, MC_ERR_INVALID, "type %s: unknown flags", d->name);
+	if (mc__find_type(ctx, d->name) != NULL)
+		return mc__err(ctx, MC_ERR_INVALID, "type %s is already registered", d->name);
+	types = realloc(ctx->types, (ctx->ntypes + 1) * sizeof *types);
+	if (types == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	ctx->types = types;
+	t = &types[ctx->ntypes];
+	memset(t, 0, sizeof *t);
+	memcpy(t->name, d->name, strlen(d->name) + 1);
+	if ((t->tier = mc__strdup(d->tier)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	t->flags = d->flags;
+	t->key_check = d->key_check;
+	t->dest_path = d->dest_path;
+	t->ud = ud;
+	t->default_root = d->default_root;
+	ctx->ntypes++;
+	return MC_OK;
+}
+
+int
+mc_ctx_new(mc_ctx **out)
+{
+	const struct mc_typedesc *builtin;
+	mc_ctx *ctx;
+	size_t i, n;
+	int rc;
+
+	if (out == NULL)
+		return MC_ERR_INVALID;
+	*out = NULL;
+	ctx = calloc(1, sizeof *ctx);
+	if (ctx == NULL)
+		return MC_ERR_NOMEM;
+	mc__ctx_init(ctx);
+	if ((rc = mc__crypto_init(ctx)) != MC_OK) {
+		mc_ctx_free(ctx);
+		return rc;
+	}
+	builtin = mc__builtin_types(&n);
+	for (i = 0; i < n; i++)
+		if ((rc = add_type(ctx, &builtin[i], ctx)) != MC_OK) {
+			mc_ctx_free(ctx);
+			return rc;
+		}
+	*out = ctx;
+	return MC_OK;
+}
+
 int
 mc_ctx_set_tier_root(mc_ctx *ctx, const char *tier, const char *path)
 {
@@ -137,10 +155,25 @@ mc_ctx_tier_root(mc_ctx *ctx, const char *tier, const char **path)
 	return mc__tier_root(ctx, tier, path, &named);
 }
 
+/* The default root of a tier: that of its first type that has one. */
+static mc_root_fn
+default_root(const mc_ctx *ctx, const char *tier)
+{
+	size_t i;
+
+	for (i = 0; i < ctx->ntypes; i++)
+		if (ctx->types[i].default_root != NULL && strcmp(ctx->types[i].tier, tier) == 0)
+			return ctx->types[i].default_root;
+	return NULL;
+}
+
 int
 mc__tier_root(mc_ctx *ctx, const char *tier, const char **path, size_t *named)
 {
 	struct mc_tier *t;
+	mc_root_fn dflt;
+	char *root;
+	size_t root_named;
 	int rc;
 
 	if (ctx == NULL || tier == NULL || path == NULL)
@@ -152,27 +185,16 @@ mc__tier_root(mc_ctx *ctx, const char *tier, const char **path, size_t *named)
 		*named = t->named;
 		return MC_OK;
 	}
-	if (strcmp(tier, "inductor") != 0 && strcmp(tier, "triton") != 0)
+	if ((dflt = default_root(ctx, tier)) == NULL)
 		return mc__err(ctx, MC_ERR_INVALID, "tier %s has no root folder set", tier);
-	if (strcmp(tier, "triton") == 0) {
-		char *root;
-		size_t t_named;
-		int flat;
-		if ((rc = mc__triton_default_root(ctx, &root, &flat, &t_named)) != MC_OK)
-			return rc;
-		if ((t = find_tier(ctx, tier, 1)) == NULL) {
-			free(root);
-			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		}
-		t->root = root;
-		t->named = t_named;
-		ctx->triton_flat = flat;
-	} else {
-		if ((t = find_tier(ctx, tier, 1)) == NULL)
-			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		if ((rc = mc__torch_default_root(ctx, &t->root, &t->named)) != MC_OK)
-			return rc;
+	if ((rc = dflt(ctx, &root, &root_named)) != MC_OK)
+		return rc;
+	if ((t = find_tier(ctx, tier, 1)) == NULL) {
+		free(root);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
+	t->root = root;
+	t->named = root_named;
 	*path = t->root;
 	*named = t->named;
 	return MC_OK;
@@ -182,33 +204,11 @@ int
 mc_ctx_register_type(mc_ctx *ctx, const char *type, const char *tier, unsigned flags,
 		     mc_key_check_fn key_check, mc_dest_path_fn dest_path, void *ud)
 {
-	struct mc_type *types, *t;
+	struct mc_typedesc d = {type, tier, flags, key_check, dest_path, NULL, -1, -1};
 
 	if (ctx == NULL || type == NULL || tier == NULL || key_check == NULL || dest_path == NULL)
 		return MC_ERR_INVALID;
-	if (!name_ok(type, MC_TYPE_MAX))
-		return mc__err(ctx, MC_ERR_INVALID, "type name '%s' is not 1-32 of [a-z0-9_]", type);
-	if (!name_ok(tier, MC_TYPE_MAX))
-		return mc__err(ctx, MC_ERR_INVALID, "tier name '%s' is not 1-32 of [a-z0-9_]", tier);
-	if ((flags & ~(MC_TYPE_WANTS_SHA256 | MC_TYPE_FOLDER_UNIT)) != 0)
-		return mc__err(ctx, MC_ERR_INVALID, "type %s: unknown flags", type);
-	if (mc__find_type(ctx, type) != NULL)
-		return mc__err(ctx, MC_ERR_INVALID, "type %s is already registered", type);
-	types = realloc(ctx->types, (ctx->ntypes + 1) * sizeof *types);
-	if (types == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	ctx->types = types;
-	t = &types[ctx->ntypes];
-	memset(t, 0, sizeof *t);
-	memcpy(t->name, type, strlen(type) + 1);
-	if ((t->tier = mc__strdup(tier)) == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	t->flags = flags;
-	t->key_check = key_check;
-	t->dest_path = dest_path;
-	t->ud = ud;
-	ctx->ntypes++;
-	return MC_OK;
+	return add_type(ctx, &d, ud);
 }
 
 const char *
@@ -295,58 +295,4 @@ mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key, const unsign
 		return mc__err(ctx, MC_ERR_BAD_KEY, "%s key '%.200s': destination '%.200s' is not a "
 			       "plain relative path", t->name, key, buf);
 	return MC_OK;
-}
-
-void
-mc_ctx_set_progress(mc_ctx *ctx, mc_progress_fn fn, void *ud)
-{
-	if (ctx == NULL)
-		return;
-	ctx->progress = fn;
-	ctx->progress_ud = ud;
-}
-
-void
-mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total)
-{
-	if (ctx->progress != NULL)
-		ctx->progress(ctx->progress_ud, phase, done, total);
-}
-
-int
-mc_ctx_set_limit(mc_ctx *ctx, int which, uint64_t value)
-{
-	if (ctx == NULL || (value == 0 && which != MC_LIMIT_EXPANSION))
-		return MC_ERR_INVALID;
-	switch (which) {
-	case MC_LIMIT_EXPANSION: ctx->max_expansion = value; break;
-	case MC_LIMIT_MANIFEST_BYTES: ctx->max_manifest = value; break;
-	case MC_LIMIT_ARTIFACTS: ctx->max_artifacts = value; break;
-	case MC_LIMIT_ARTIFACT_BYTES: ctx->max_artifact_bytes = value; break;
-	case MC_LIMIT_TOTAL_BYTES: ctx->max_total_bytes = value; break;
-	default: return mc__err(ctx, MC_ERR_INVALID, "unknown limit %d", which);
-	}
-	return MC_OK;
-}
-
-int
-mc_ctx_set_threads(mc_ctx *ctx, unsigned n)
-{
-	if (ctx == NULL || n > 1024)
-		return MC_ERR_INVALID;
-	ctx->threads = n;
-	return MC_OK;
-}
-
-unsigned
-mc__threads(const mc_ctx *ctx)
-{
-	long n;
-
-	if (ctx->threads > 0)
-		return ctx->threads;
-	n = sysconf(_SC_NPROCESSORS_ONLN);
-	if (n < 1)
-		return 1;
-	return n > MC_MAX_THREADS ? MC_MAX_THREADS : (unsigned)n;
 }

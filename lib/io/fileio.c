@@ -13,7 +13,7 @@
 
 #include <sodium.h>
 
-#include "mc_private.h"
+#include "io/io.h"
 
 /* Writes n bytes at off (or, with at_off unset, at the file position). */
 static int

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bundle_private.h"
+#include "bundle/bundle.h"
 
 static void
 parts_cleanup(void *arg)
@@ -52,7 +52,7 @@ mc_writer_add_bundle(mc_writer *w, mc_bundle *b, const char *spool_dir)
 		}
 		return rc;
 	}
-	mc__acur_init(&cur, b->ctx, &b->m);
+	mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
 	for (i = 0; i < b->m.nartifacts; i++) {
 		const struct mc_martifact *a;
 

@@ -1,0 +1,92 @@
+/*
+ * context.c - the context's own settings: caps, progress, worker threads; and libsodium
+ * set up once. Its registry of types and tiers is tiers/registry.c's.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "core/core.h"
+
+/* Default caps; format/SPEC.md documents them. */
+#define MC_DEFAULT_MAX_MANIFEST (64ull << 20)
+#define MC_DEFAULT_MAX_ARTIFACTS 1000000ull
+#define MC_DEFAULT_MAX_ARTIFACT_BYTES ((8ull << 30) - 1) /* ustar size field */
+#define MC_DEFAULT_MAX_TOTAL_BYTES (256ull << 30)
+
+void
+mc__ctx_init(mc_ctx *ctx)
+{
+	ctx->max_manifest = MC_DEFAULT_MAX_MANIFEST;
+	ctx->max_artifacts = MC_DEFAULT_MAX_ARTIFACTS;
+	ctx->max_artifact_bytes = MC_DEFAULT_MAX_ARTIFACT_BYTES;
+	ctx->max_total_bytes = MC_DEFAULT_MAX_TOTAL_BYTES;
+	ctx->max_expansion = MC_DEFAULT_MAX_EXPANSION;
+}
+
+int
+mc__crypto_init(mc_ctx *ctx)
+{
+	/* 1 means "already initialised"; only a negative value is a failure. */
+	if (sodium_init() < 0)
+		return mc__err(ctx, MC_ERR_CRYPTO, "libsodium could not be initialised");
+	return MC_OK;
+}
+
+void
+mc_ctx_set_progress(mc_ctx *ctx, mc_progress_fn fn, void *ud)
+{
+	if (ctx == NULL)
+		return;
+	ctx->progress = fn;
+	ctx->progress_ud = ud;
+}
+
+void
+mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total)
+{
+	if (ctx->progress != NULL)
+		ctx->progress(ctx->progress_ud, phase, done, total);
+}
+
+int
+mc_ctx_set_limit(mc_ctx *ctx, int which, uint64_t value)
+{
+	if (ctx == NULL || (value == 0 && which != MC_LIMIT_EXPANSION))
+		return MC_ERR_INVALID;
+	switch (which) {
+	case MC_LIMIT_EXPANSION: ctx->max_expansion = value; break;
+	case MC_LIMIT_MANIFEST_BYTES: ctx->max_manifest = value; break;
+	case MC_LIMIT_ARTIFACTS: ctx->max_artifacts = value; break;
+	case MC_LIMIT_ARTIFACT_BYTES: ctx->max_artifact_bytes = value; break;
+	case MC_LIMIT_TOTAL_BYTES: ctx->max_total_bytes = value; break;
+	default: return mc__err(ctx, MC_ERR_INVALID, "unknown limit %d", which);
+	}
+	return MC_OK;
+}
+
+int
+mc_ctx_set_threads(mc_ctx *ctx, unsigned n)
+{
+	if (ctx == NULL || n > 1024)
+		return MC_ERR_INVALID;
+	ctx->threads = n;
+	return MC_OK;
+}
+
+unsigned
+mc__threads(const mc_ctx *ctx)
+{
+	long n;
+
+	if (ctx->threads > 0)
+		return ctx->threads;
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		return 1;
+	return n > MC_MAX_THREADS ? MC_MAX_THREADS : (unsigned)n;
+}

@@ -1,0 +1,119 @@
+/*
+ * core.h - the bottom layer of libmegacache: the context, errors, encodings, text checks
+ * and worker threads; not installed.
+ */
+#ifndef MC_CORE_H
+#define MC_CORE_H
+
+#ifndef MC_BUILDING_LIBRARY
+#error "core/core.h is internal to libmegacache"
+#endif
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "megacache.h"
+
+#define MC_HIDDEN __attribute__((visibility("hidden")))
+
+#define MC_HASH_BYTES 32     /* BLAKE2b-256 object hash */
+#define MC_HASH_HEX 65       /* with NUL */
+#define MC_KEYID_BYTES 8
+#define MC_ERRBUF 1024
+#define MC_PATH_MAX 4096
+#define MC_KEY_MAX 1024      /* artifact key, bytes */
+#define MC_TYPE_MAX 32
+#define MC_IO_CHUNK (256 * 1024)
+/* Contents up to this size are read, compressed and decoded in one piece. */
+#define MC_WHOLE_MAX (4u << 20)
+/* The default cap on content size / stored size of a zstd object; writers keep under
+ * it whatever cap they were given, so that any reader with the default takes their
+ * bundles. */
+#define MC_DEFAULT_MAX_EXPANSION 4096ull
+
+/* ---- the context ---- */
+
+/* The registry's records (tiers/tiers.h). */
+struct mc_type;
+struct mc_tier;
+
+struct mc_ctx {
+	char err[MC_ERRBUF];
+	struct mc_type *types;  /* the registry of types and tiers (tiers/) */
+	size_t ntypes;
+	struct mc_tier *tiers;
+	size_t ntiers;
+	mc_progress_fn progress;
+	void *progress_ud;
+	uint64_t max_manifest;
+	uint64_t max_artifacts;
+	uint64_t max_artifact_bytes;
+	uint64_t max_total_bytes;
+	uint64_t max_expansion; /* 0: no cap */
+	int triton_flat; /* the triton tier has no device level */
+	unsigned roots_gen; /* changes with every tier root set: a bundle's plan depends on them */
+	unsigned threads; /* worker threads; 0: one per online CPU, at most MC_MAX_THREADS */
+};
+
+#define MC_MAX_THREADS 8
+/* The number of worker threads an operation on ctx uses (at least 1). */
+MC_HIDDEN unsigned mc__threads(const mc_ctx *ctx);
+
+/* One item of parallel work. worker: 0 is the calling thread (the only one that may
+ * report progress); wctx: the context for its error message (ctx itself when there is
+ * one worker, else the worker's own copy, valid during the run). */
+typedef int (*mc_par_fn)(void *ud, unsigned worker, mc_ctx *wctx, size_t i);
+/* Runs fn for i = 0..n-1 on up to nworkers threads, claiming items in order. After a
+ * failure no further item starts; the result is that of the lowest item that failed,
+ * its message on ctx. */
+MC_HIDDEN int mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud);
+
+/* escape.c: the characters mc_escape() makes visible, and that a label value may not
+ * hold (SPEC.md section 3.1); whether text of n bytes is UTF-8 without them (0), not
+ * valid UTF-8 (-1), or holds one, *cp (1); tab_ok lets TAB through. */
+MC_HIDDEN int mc__is_unsafe_cp(uint32_t cp);
+MC_HIDDEN int mc__text_check(const char *text, size_t n, int tab_ok, uint32_t *cp);
+MC_HIDDEN int mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+MC_HIDDEN int mc__errno(mc_ctx *ctx, int code, const char *what, const char *path);
+MC_HIDDEN void mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total);
+MC_HIDDEN int mc__crypto_init(mc_ctx *ctx);
+/* Sets the default caps (format/SPEC.md documents them). */
+MC_HIDDEN void mc__ctx_init(mc_ctx *ctx);
+
+/* ---- encodings (encode.c) ---- */
+
+MC_HIDDEN void mc__hex(const unsigned char *in, size_t n, char *out);
+MC_HIDDEN int mc__unhex(const char *in, unsigned char *out, size_t n);
+MC_HIDDEN int mc__is_lower_hex(const char *s, size_t n);
+/* torch's H(): lower-case RFC 4648 base32 of in, first 51 characters. out: 52 bytes. */
+MC_HIDDEN void mc__torch_b32_51(const unsigned char sha256[32], char out[52]);
+MC_HIDDEN uint32_t mc__crc32(uint32_t crc, const void *buf, size_t n);
+MC_HIDDEN int mc__utf8_valid(const unsigned char *s, size_t n);
+/* One UTF-8 sequence at s (n bytes left): its length, or 0 when it is not a valid,
+ * shortest-form encoding of a scalar value. */
+MC_HIDDEN size_t mc__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+MC_HIDDEN uint64_t mc__be64(const unsigned char *p);
+MC_HIDDEN void mc__put_be64(unsigned char *p, uint64_t v);
+MC_HIDDEN uint64_t mc__le64(const unsigned char *p);
+MC_HIDDEN void mc__put_le64(unsigned char *p, uint64_t v);
+MC_HIDDEN char *mc__strdup(const char *s);
+/* base64 (standard alphabet, padded); decode is strict: canonical input only. */
+MC_HIDDEN char *mc__b64_encode(const unsigned char *in, size_t n);
+MC_HIDDEN int mc__b64_decode(const char *in, size_t inlen, unsigned char *out, size_t outmax,
+			     size_t *outlen);
+
+/* ---- arenas (encode.c) ---- */
+
+/* Strings that live as long as their owner, packed into large blocks: one malloc per
+ * block instead of one per string. */
+struct mc_arena {
+	struct mc_ablock *head;
+};
+MC_HIDDEN void *mc__arena_dup(struct mc_arena *a, const void *p, size_t n);
+MC_HIDDEN char *mc__arena_strdup(struct mc_arena *a, const char *s);
+MC_HIDDEN void mc__arena_free(struct mc_arena *a);
+
+#endif /* MC_CORE_H */

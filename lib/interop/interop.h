@@ -1,0 +1,35 @@
+/*
+ * interop.h - torch's own formats: the cache blob, read and written, and cache folders;
+ * not installed.
+ */
+#ifndef MC_INTEROP_H
+#define MC_INTEROP_H
+
+#include "bundle/bundle.h"
+
+/* ---- torch blob (torchblob.c) ---- */
+
+struct mc_tb_item {
+	char *type;
+	char *key;
+	uint64_t offset; /* of content within the blob file */
+	uint64_t size;
+	size_t group;
+};
+
+struct mc_tb {
+	struct mc_tb_item *items;
+	size_t nitems;
+	char **gtypes; /* type of each group, in order */
+	size_t ngroups;
+	int format;    /* MC_TORCH_FORMAT_* it was read as */
+	int layout;    /* groups are the current format's (export reproduces them) */
+	char *env_torch_key; /* vLLM envelope: torch key in hex, and the aot key */
+	char *env_aot_key;
+};
+
+MC_HIDDEN int mc__torch_blob_parse(mc_ctx *ctx, const char *path, struct mc_tb *tb);
+MC_HIDDEN void mc__torch_blob_free(struct mc_tb *tb);
+
+
+#endif /* MC_INTEROP_H */

@@ -1,0 +1,71 @@
+/*
+ * tiers.h - the registry of artifact types and the tiers they install into, and the
+ * built-in torch and Triton types; not installed.
+ */
+#ifndef MC_TIERS_H
+#define MC_TIERS_H
+
+#include "core/core.h"
+#include "io/io.h"
+
+/* A tier's root when none was set: *out (malloc'd), and in *named the length of the
+ * part the environment named rather than made up here (TMPDIR, the inductor root). */
+typedef int (*mc_root_fn)(mc_ctx *ctx, char **out, size_t *named);
+
+/* What describes a type: the built-in ones are one const table (torch.c); a type
+ * registered through mc_ctx_register_type() fills the same record, with no default
+ * root, torch 2.7 id or export rank. */
+struct mc_typedesc {
+	const char *name;
+	const char *tier;
+	unsigned flags;           /* MC_TYPE_* */
+	mc_key_check_fn key_check;
+	mc_dest_path_fn dest_path;
+	mc_root_fn default_root;  /* of its tier, or NULL */
+	int torch27_id;           /* its id in torch 2.7's blob format, or -1 */
+	int export_rank;          /* its group's place in an exported blob, or -1 */
+};
+
+/* A registered type. */
+struct mc_type {
+	char name[MC_TYPE_MAX + 1];
+	char *tier;
+	unsigned flags;
+	mc_key_check_fn key_check;
+	mc_dest_path_fn dest_path;
+	void *ud;
+	mc_root_fn default_root;
+};
+
+struct mc_tier {
+	char *name;
+	char *root;   /* NULL until set or resolved */
+	size_t named; /* how much of root its setter named: a loader may follow links
+		       * there, and walks the rest (a default's own folders) without */
+};
+
+/* The folder torch keeps Triton's cache in, beneath the inductor root. */
+#define MC_TRITON_SUBDIR "triton"
+
+/* ---- the registry (registry.c) ---- */
+
+MC_HIDDEN const struct mc_type *mc__find_type(const mc_ctx *ctx, const char *type);
+/* Checks key with type t's handler (and the length every key has). */
+MC_HIDDEN int mc__key_check(mc_ctx *ctx, const struct mc_type *t, const char *key);
+/* A tier's root as mc_ctx_tier_root() gives it, and how much of it was named. */
+MC_HIDDEN int mc__tier_root(mc_ctx *ctx, const char *tier, const char **path, size_t *named);
+/* Checks key with the type's handler and computes its destination. */
+MC_HIDDEN int mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key,
+			   const unsigned char *sha256, char *buf, size_t buflen);
+
+/* ---- the built-in types (torch.c) ---- */
+
+MC_HIDDEN const struct mc_typedesc *mc__builtin_types(size_t *n);
+/* The built-in type of that name, or of that torch 2.7 id; NULL when there is none. */
+MC_HIDDEN const struct mc_typedesc *mc__builtin_type(const char *name);
+MC_HIDDEN const struct mc_typedesc *mc__builtin_torch27(uint64_t id);
+/* The order in which export emits groups when the bundle has no blob layout: the
+ * type's rank, or -1 when it has none. */
+MC_HIDDEN int mc__type_export_rank(const char *type);
+
+#endif /* MC_TIERS_H */
