@@ -921,9 +921,13 @@ mc_bundle_require_label(mc_bundle *b, const char *key, const char *value)
 	b->required = l;
 	l[b->nrequired].key = mc__strdup(key);
 	l[b->nrequired].value = mc__strdup(value);
-	b->nrequired++;
-	if (l[b->nrequired - 1].key == NULL || l[b->nrequired - 1].value == NULL)
+	/* Counted only once both are held: the policy compares every counted label. */
+	if (l[b->nrequired].key == NULL || l[b->nrequired].value == NULL) {
+		free(l[b->nrequired].key);
+		free(l[b->nrequired].value);
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	b->nrequired++;
 	return MC_OK;
 }
 
