@@ -29,15 +29,7 @@ struct mc_bundle {
 	struct mc_manifest m;
 	struct mc_bsig *sigs;
 	size_t nsigs;
-	const mc_pubkey **trusted;
-	size_t ntrusted;
-	unsigned threshold;
-	uint64_t min_version;
-	int have_now;
-	int64_t now;
-	int insecure;
-	struct mc_label *required; /* labels the caller requires */
-	size_t nrequired;
+	struct mc_policy policy; /* what the caller trusts and requires */
 	char **types; /* selected types; none: all */
 	size_t ntypes;
 	int planned;

@@ -1,7 +1,8 @@
 /*
  * reader.c - opens a bundle and reads it strictly: the manifest, the signatures, then
  * each object in the order the manifest implies, checking every header, size, hash,
- * padding byte and the end of the archive. Also the trust policy.
+ * padding byte and the end of the archive. Also the bundle's trust policy, judged by
+ * sign/policy.c.
  */
 #include "config.h"
 
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -327,7 +327,7 @@ mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle **out)
 	if ((b = calloc(1, sizeof *b)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	b->ctx = ctx;
-	b->threshold = 1;
+	mc__policy_init(&b->policy);
 	b->fd = -1;
 	mc__acur_init(&b->cur, ctx, &b->m, mc__find_type);
 	if ((b->path = mc__strdup(path)) == NULL) {
@@ -364,12 +364,7 @@ mc_bundle_free(mc_bundle *b)
 		free(b->sigs[i].text);
 	}
 	free(b->sigs);
-	free(b->trusted);
-	for (i = 0; i < b->nrequired; i++) {
-		free(b->required[i].key);
-		free(b->required[i].value);
-	}
-	free(b->required);
+	mc__policy_clear(&b->policy);
 	for (i = 0; i < b->ntypes; i++)
 		free(b->types[i]);
 	free(b->types);
@@ -862,23 +857,9 @@ mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, void *ud)
 int
 mc_bundle_trust(mc_bundle *b, const mc_pubkey *pk)
 {
-	const mc_pubkey **t;
-	size_t i;
-
 	if (b == NULL || pk == NULL)
 		return MC_ERR_INVALID;
-	for (i = 0; i < b->ntrusted; i++)
-		if (memcmp(b->trusted[i]->keynum, pk->keynum, 8) == 0) {
-			if (memcmp(b->trusted[i]->pk, pk->pk, 32) != 0)
-				return mc__err(b->ctx, MC_ERR_INVALID, "two different trusted keys share "
-					       "the key id %s", pk->id);
-			return MC_OK; /* the same key given twice counts once */
-		}
-	if ((t = realloc(b->trusted, (b->ntrusted + 1) * sizeof *t)) == NULL)
-		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	t[b->ntrusted++] = pk;
-	b->trusted = t;
-	return MC_OK;
+	return mc__policy_trust(b->ctx, &b->policy, pk);
 }
 
 int
@@ -886,7 +867,7 @@ mc_bundle_set_threshold(mc_bundle *b, unsigned k)
 {
 	if (b == NULL || k == 0)
 		return MC_ERR_INVALID;
-	b->threshold = k;
+	b->policy.threshold = k;
 	return MC_OK;
 }
 
@@ -895,7 +876,7 @@ mc_bundle_set_min_version(mc_bundle *b, uint64_t v)
 {
 	if (b == NULL)
 		return MC_ERR_INVALID;
-	b->min_version = v;
+	b->policy.min_version = v;
 	return MC_OK;
 }
 
@@ -904,31 +885,17 @@ mc_bundle_set_now(mc_bundle *b, int64_t t)
 {
 	if (b == NULL)
 		return MC_ERR_INVALID;
-	b->have_now = 1;
-	b->now = t;
+	b->policy.have_now = 1;
+	b->policy.now = t;
 	return MC_OK;
 }
 
 int
 mc_bundle_require_label(mc_bundle *b, const char *key, const char *value)
 {
-	struct mc_label *l;
-
 	if (b == NULL || key == NULL || value == NULL)
 		return MC_ERR_INVALID;
-	if ((l = realloc(b->required, (b->nrequired + 1) * sizeof *l)) == NULL)
-		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	b->required = l;
-	l[b->nrequired].key = mc__strdup(key);
-	l[b->nrequired].value = mc__strdup(value);
-	/* Counted only once both are held: the policy compares every counted label. */
-	if (l[b->nrequired].key == NULL || l[b->nrequired].value == NULL) {
-		free(l[b->nrequired].key);
-		free(l[b->nrequired].value);
-		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	b->nrequired++;
-	return MC_OK;
+	return mc__policy_require_label(b->ctx, &b->policy, key, value);
 }
 
 int
@@ -936,104 +903,39 @@ mc_bundle_set_insecure(mc_bundle *b, int insecure)
 {
 	if (b == NULL)
 		return MC_ERR_INVALID;
-	b->insecure = insecure != 0;
-	return MC_OK;
-}
-
-/* The distinct public keys among the trusted keys marked in hit (all when NULL): one
- * Ed25519 key given under several key ids is one signer, not several. */
-static size_t
-distinct_keys(const mc_bundle *b, const unsigned char *hit)
-{
-	size_t i, j, n = 0;
-
-	for (i = 0; i < b->ntrusted; i++) {
-		if (hit != NULL && !hit[i])
-			continue;
-		for (j = 0; j < i; j++)
-			if ((hit == NULL || hit[j]) && memcmp(b->trusted[j]->pk, b->trusted[i]->pk, 32) == 0)
-				break;
-		n += j == i;
-	}
-	return n;
-}
-
-/* Verifies every signature by a trusted key id and counts the distinct keys that signed. */
-static int
-check_signers(mc_bundle *b)
-{
-	size_t i, j, good = 0, keys, ntrusted = distinct_keys(b, NULL);
-	unsigned char *hit;
-	int rc = MC_OK;
-
-	if (b->ntrusted == 0)
-		return mc__err(b->ctx, MC_ERR_INVALID, "%s: no trusted public key given", b->path);
-	if (b->threshold > ntrusted)
-		return mc__err(b->ctx, MC_ERR_THRESHOLD, "%s: threshold %u cannot be met: only "
-			       "%zu distinct trusted key%s given", b->path, b->threshold, ntrusted,
-			       ntrusted == 1 ? "" : "s");
-	if ((hit = calloc(b->ntrusted, 1)) == NULL)
-		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	for (i = 0; i < b->nsigs && rc == MC_OK; i++)
-		for (j = 0; j < b->ntrusted && rc == MC_OK; j++) {
-			if (memcmp(b->sigs[i].sig.keynum, b->trusted[j]->keynum, 8) != 0)
-				continue;
-			if (mc__sig_verify_prehashed(&b->sigs[i].sig, b->trusted[j], b->mprehash) != 0)
-				rc = mc__err(b->ctx, MC_ERR_BAD_SIGNATURE, "%s: the signature by trusted "
-					     "key %s does not verify", b->path, b->sigs[i].sig.id);
-			else {
-				hit[j] = 1;
-				good++;
-			}
-		}
-	keys = distinct_keys(b, hit);
-	free(hit);
-	if (rc != MC_OK)
-		return rc;
-	if (good == 0)
-		return b->nsigs == 0
-			       ? mc__err(b->ctx, MC_ERR_NO_SIGNATURE, "%s: the bundle is not signed", b->path)
-			       : mc__err(b->ctx, MC_ERR_NO_SIGNATURE, "%s: no signature by a trusted key "
-					 "(signed by %zu untrusted key%s, first %s)", b->path, b->nsigs,
-					 b->nsigs == 1 ? "" : "s", b->sigs[0].sig.id);
-	if (keys < b->threshold)
-		return mc__err(b->ctx, MC_ERR_THRESHOLD, "%s: %zu valid trusted signature%s, %u "
-			       "required%s", b->path, keys, keys == 1 ? "" : "s", b->threshold,
-			       keys < good ? " (one public key under several key ids counts once)" : "");
+	b->policy.insecure = insecure != 0;
 	return MC_OK;
 }
 
 int
 mc__bundle_policy(mc_bundle *b)
 {
-	size_t i, j;
-	int64_t now;
+	const struct mc_sig *sigs[SIG_COUNT_MAX]; /* as many as a bundle may have */
+	const char **labels = NULL;
+	struct mc_policy_facts f = {
+		.path = b->path, .prehash = b->mprehash, .sigs = sigs, .nsigs = b->nsigs,
+		.version = b->m.bundle_version, .expires = b->m.expires,
+	};
+	size_t i;
 	int rc;
 
-	if (!b->insecure && (rc = check_signers(b)) != MC_OK)
-		return rc;
-	now = b->have_now ? b->now : (int64_t)time(NULL);
-	if (b->m.expires != 0 && now >= b->m.expires)
-		return mc__err(b->ctx, MC_ERR_EXPIRED, "%s: expired at %lld (now %lld)", b->path,
-			       (long long)b->m.expires, (long long)now);
-	if (b->m.bundle_version < b->min_version)
-		return mc__err(b->ctx, MC_ERR_ROLLBACK, "%s: bundle version %llu is below the minimum "
-			       "%llu", b->path, (unsigned long long)b->m.bundle_version,
-			       (unsigned long long)b->min_version);
-	for (i = 0; i < b->nrequired; i++) {
-		const char *have = NULL;
-		for (j = 0; j < b->m.nlabels; j++)
-			if (strcmp(b->m.labels[j].key, b->required[i].key) == 0)
-				have = b->m.labels[j].value;
-		if (have == NULL)
-			return mc__err(b->ctx, MC_ERR_LABEL, "%s: label %s=%s is required; the bundle has "
-				       "no label %s", b->path, b->required[i].key, b->required[i].value,
-				       b->required[i].key);
-		if (strcmp(have, b->required[i].value) != 0)
-			return mc__err(b->ctx, MC_ERR_LABEL, "%s: label %s is '%s' in the bundle, '%s' "
-				       "required", b->path, b->required[i].key, have, b->required[i].value);
+	for (i = 0; i < b->nsigs; i++)
+		sigs[i] = &b->sigs[i].sig;
+	/* The labels, in the form the policy takes, only when some are required. */
+	if (b->policy.nrequired > 0 && b->m.nlabels > 0) {
+		if ((labels = malloc(2 * b->m.nlabels * sizeof *labels)) == NULL)
+			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+		for (i = 0; i < b->m.nlabels; i++) {
+			labels[i] = b->m.labels[i].key;
+			labels[b->m.nlabels + i] = b->m.labels[i].value;
+		}
+		f.label_keys = labels;
+		f.label_values = labels + b->m.nlabels;
+		f.nlabels = b->m.nlabels;
 	}
-	return MC_OK;
+	rc = mc__policy_check(b->ctx, &b->policy, &f);
+	free(labels);
+	return rc;
 }
 
 int

@@ -56,5 +56,47 @@ MC_HIDDEN void mc__sig_prehash(const unsigned char *msg, size_t n,
 MC_HIDDEN int mc__sig_verify_prehashed(const struct mc_sig *sig, const mc_pubkey *pk,
 				       const unsigned char prehash[MC_SIG_PREHASH]);
 
+/* ---- the trust policy (policy.c) ---- */
+
+/* What a bundle must show to be accepted: the open bundle's setters fill it. */
+struct mc_policy {
+	const mc_pubkey **trusted; /* the caller's keys, not owned; no key id twice */
+	size_t ntrusted;
+	unsigned threshold;        /* distinct trusted keys that must have signed */
+	uint64_t min_version;
+	int have_now;
+	int64_t now;               /* judged instead of the clock when have_now */
+	int insecure;              /* signatures go unchecked; the rest of the policy holds */
+	char **req_keys;           /* required labels: req_keys[i]=req_values[i] (owned) */
+	char **req_values;
+	size_t nrequired;
+};
+
+/* What the policy judges of a bundle. */
+struct mc_policy_facts {
+	const char *path;                 /* names the bundle in messages */
+	const unsigned char *prehash;     /* MC_SIG_PREHASH bytes: what the signatures sign */
+	const struct mc_sig *const *sigs; /* the bundle's signatures, by key id */
+	size_t nsigs;
+	uint64_t version;
+	int64_t expires;                  /* 0: never */
+	const char *const *label_keys;    /* the bundle's labels: label_keys[i]=label_values[i] */
+	const char *const *label_values;
+	size_t nlabels;
+};
+
+/* An empty policy: no key, a threshold of 1, no minimum, no label, the clock's time. */
+MC_HIDDEN void mc__policy_init(struct mc_policy *p);
+MC_HIDDEN void mc__policy_clear(struct mc_policy *p);
+/* Adds pk (not copied) to the trusted keys; the same key given twice counts once. */
+MC_HIDDEN int mc__policy_trust(mc_ctx *ctx, struct mc_policy *p, const mc_pubkey *pk);
+/* Requires label key to have value (both copied). */
+MC_HIDDEN int mc__policy_require_label(mc_ctx *ctx, struct mc_policy *p, const char *key,
+				       const char *value);
+/* MC_OK when the facts meet the policy: enough distinct trusted keys signed (unless
+ * insecure), not expired, version not below the minimum, every required label. Else
+ * the first that fails, its message naming f->path. */
+MC_HIDDEN int mc__policy_check(mc_ctx *ctx, const struct mc_policy *p,
+			       const struct mc_policy_facts *f);
 
 #endif /* MC_SIGN_H */
