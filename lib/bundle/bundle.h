@@ -54,6 +54,19 @@ typedef int (*mc_par_sink)(void *ud, unsigned worker, mc_ctx *ctx, size_t obj,
 MC_HIDDEN int mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, void *ud);
 /* The manifest's bytes, read again and checked against the prehash (malloc'd). */
 MC_HIDDEN int mc__bundle_manifest(mc_bundle *b, unsigned char **out);
+/* (Re)starts the stream and reads the manifest and the signatures (reader.c): the
+ * first time they are kept, later passes must see the same bytes. */
+MC_HIDDEN int mc__bundle_open_stream(mc_bundle *b);
+/* Reads n bytes at off of the bundle's file; a short file is a truncated bundle. */
+MC_HIDDEN int mc__bundle_pread(mc_ctx *ctx, const mc_bundle *b, void *buf, size_t n,
+			       uint64_t off);
+/* Parses header h of the bundle at path: MC_OK with name and size, 1 for an
+ * end-of-archive block; errors name the bundle. */
+MC_HIDDEN int mc__bundle_header(mc_ctx *ctx, const char *path, const unsigned char *h,
+				char *name, uint64_t *size);
+/* The n padding bytes after member must be zero. */
+MC_HIDDEN int mc__bundle_padding(mc_ctx *ctx, const char *path, const unsigned char *pad,
+				 size_t n, const char *member);
 /* Signatures and policy, as mc_bundle_check_signatures. */
 MC_HIDDEN int mc__bundle_policy(mc_bundle *b);
 /* Finds each selected artifact's handler and checks destinations for conflicts. */

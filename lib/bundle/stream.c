@@ -1,0 +1,559 @@
+/*
+ * stream.c - reads a bundle's objects strictly, after its manifest and signatures:
+ * every header, size, hash and padding byte, then the end of the archive, handing
+ * each object's content to a sink, on one thread or on the context's workers.
+ */
+#include "config.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <sodium.h>
+
+#include "bundle/bundle.h"
+
+/* Each object member is read with pread at the offset the manifest implies, so that
+ * workers check and decode objects independently. The outcome is the one of the
+ * lowest-numbered object that failed, as if the members were read in order. */
+
+struct sstate;
+
+struct sworker { /* what a worker keeps between objects */
+	struct sstate *s;
+	unsigned id;
+	mc_ctx *ctx;
+	mc_zdec *dec;
+	unsigned char *in, *out;
+	size_t incap, outcap;
+	struct mc_mobject obj;  /* the current object's record */
+	char hex[MC_HASH_HEX]; /* and its content hash */
+};
+
+struct sstate {
+	mc_bundle *b;
+	mc_par_sink psink;
+	mc_obj_sink sink, raw;
+	void *ud;
+	uint64_t *offs; /* of each object's header, then of the end blocks */
+	/* Per object: set when an artifact gives its content's SHA-256, which a worker then
+	 * computes; sha keeps a keyed 64-bit digest of it, 8 bytes an object rather than
+	 * 32, which a signer cannot aim a false field at (both NULL when no artifact has
+	 * one). */
+	unsigned char *wants_sha;
+	uint64_t *sha;
+	unsigned char sha_key[crypto_shorthash_KEYBYTES];
+	struct sworker *w;
+	_Atomic uint64_t done;
+	uint64_t total;
+};
+
+static uint64_t
+padded(uint64_t n)
+{
+	return (n + MC_TAR_BLOCK - 1) / MC_TAR_BLOCK * MC_TAR_BLOCK;
+}
+
+static int
+pread_full(struct sworker *w, void *buf, size_t n, uint64_t off)
+{
+	return mc__bundle_pread(w->ctx, w->s->b, buf, n, off);
+}
+
+static int
+grow(struct sworker *w, unsigned char **buf, size_t *cap, size_t need)
+{
+	unsigned char *p;
+
+	if (need <= *cap)
+		return MC_OK;
+	if (need < 65536)
+		need = 65536;
+	if ((p = realloc(*buf, need)) == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	*buf = p;
+	*cap = need;
+	return MC_OK;
+}
+
+static int
+deliver(struct sworker *w, size_t i, const unsigned char *buf, size_t n)
+{
+	struct sstate *s = w->s;
+
+	if (s->psink != NULL)
+		return s->psink(s->ud, w->id, w->ctx, i, buf, n);
+	return s->sink != NULL ? s->sink(s->ud, i, buf, n) : MC_OK;
+}
+
+static int
+object_error(struct sworker *w, int rc)
+{
+	const mc_bundle *b = w->s->b;
+
+	if (rc == MC_ERR_MALFORMED && strncmp(w->ctx->err, b->path, strlen(b->path)) != 0) {
+		char msg[MC_ERRBUF];
+		snprintf(msg, sizeof msg, "%s", w->ctx->err);
+		rc = mc__err(w->ctx, rc, "%s: object %s: %s", b->path, w->hex, msg);
+	}
+	return rc;
+}
+
+static uint64_t
+sha_digest(const struct sstate *s, const unsigned char sha[32])
+{
+	unsigned char d[crypto_shorthash_BYTES];
+	uint64_t v;
+
+	crypto_shorthash(d, sha, 32, s->sha_key);
+	memcpy(&v, d, sizeof v);
+	return v;
+}
+
+/* Stored bytes other than the ones the manifest lists. */
+static int
+stored_mismatch(struct sworker *w)
+{
+	return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s: stored bytes do not match "
+		       "their hash", w->s->b->path, w->hex);
+}
+
+/* A content that runs past its listed size. */
+static int
+overflow_error(struct sworker *w)
+{
+	return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s expands past its declared %llu "
+		       "bytes", w->s->b->path, w->hex, (unsigned long long)w->obj.size);
+}
+
+/* A content that came out at other than its listed size. */
+static int
+size_mismatch(struct sworker *w, uint64_t produced)
+{
+	return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s is %llu bytes, the manifest says "
+		       "%llu", w->s->b->path, w->hex, (unsigned long long)produced,
+		       (unsigned long long)w->obj.size);
+}
+
+/* A content that decompressed to other bytes than its hash names: the stored bytes
+ * matched, so the signer listed a false hash. */
+static int
+content_mismatch(struct sworker *w)
+{
+	return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s: content does not match its hash",
+		       w->s->b->path, w->hex);
+}
+
+/* An object small enough to hold: its stored bytes are authenticated before any of
+ * them reaches the decompressor. */
+static int
+whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
+{
+	const mc_bundle *b = w->s->b;
+	const struct mc_mobject *o = &w->obj;
+	size_t n = (size_t)o->stored_size, np = (size_t)padded(o->stored_size);
+	unsigned char hash[MC_HASH_BYTES];
+	const unsigned char *content;
+	int rc, overflow = 0;
+
+	if ((rc = grow(w, &w->in, &w->incap, np)) != MC_OK || (rc = pread_full(w, w->in, np, off)) != MC_OK)
+		return rc;
+	crypto_generichash(hash, sizeof hash, w->in, n, NULL, 0);
+	if (sodium_memcmp(hash, o->stored_hash, sizeof hash) != 0)
+		return stored_mismatch(w);
+	if ((rc = mc__bundle_padding(w->ctx, b->path, w->in + n, np - n, member)) != MC_OK)
+		return rc;
+	if (w->s->raw != NULL && n > 0 && (rc = w->s->raw(w->s->ud, i, w->in, n)) != MC_OK)
+		return rc;
+	content = w->in;
+	if (o->encoding == MC_ENC_ZSTD) {
+		size_t produced = 0;
+		if ((rc = grow(w, &w->out, &w->outcap, (size_t)o->size + 1)) != MC_OK)
+			return rc;
+		if (w->dec == NULL && (rc = mc__zdec_new(w->ctx, &w->dec)) != MC_OK)
+			return rc;
+		rc = mc__zdec_whole(w->dec, w->in, n, w->out, (size_t)o->size, &produced, &overflow);
+		if (overflow)
+			return overflow_error(w);
+		if (rc != MC_OK)
+			return object_error(w, rc);
+		if (produced != o->size)
+			return size_mismatch(w, produced);
+		content = w->out;
+		crypto_generichash(hash, sizeof hash, content, (size_t)o->size, NULL, 0);
+		if (sodium_memcmp(hash, o->hash, sizeof hash) != 0)
+			return content_mismatch(w);
+	}
+	if (w->s->wants_sha != NULL && w->s->wants_sha[i]) {
+		unsigned char sha[32];
+		crypto_hash_sha256(sha, content, (size_t)o->size);
+		w->s->sha[i] = sha_digest(w->s, sha);
+	}
+	return o->size > 0 ? deliver(w, i, content, (size_t)o->size) : MC_OK;
+}
+
+struct streamed {
+	struct sworker *w;
+	size_t obj;
+	uint64_t produced;
+	crypto_generichash_state stored;  /* of the stored bytes */
+	crypto_generichash_state content; /* of a compressed object's output */
+	crypto_hash_sha256_state sha;     /* when wanted */
+	int want_sha;
+	int ended; /* the compressed data came to its end */
+};
+
+static int
+streamed_out(void *p, const unsigned char *buf, size_t n)
+{
+	struct streamed *st = p;
+	const struct mc_mobject *o = &st->w->obj;
+
+	if (n > o->size - st->produced)
+		return overflow_error(st->w);
+	st->produced += n;
+	if (o->encoding == MC_ENC_ZSTD)
+		crypto_generichash_update(&st->content, buf, n);
+	if (st->want_sha)
+		crypto_hash_sha256_update(&st->sha, buf, n);
+	return deliver(st->w, st->obj, buf, n);
+}
+
+/* Feeds the stored bytes at off, chunk by chunk, to their hash, the raw sink and the
+ * decoder, or straight out when they are not compressed. */
+static int
+streamed_feed(struct streamed *st, uint64_t off)
+{
+	struct sworker *w = st->w;
+	const struct mc_mobject *o = &w->obj;
+	int zstd = o->encoding == MC_ENC_ZSTD, rc = MC_OK;
+	uint64_t left;
+
+	for (left = o->stored_size; left > 0 && rc == MC_OK;) {
+		size_t n = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
+		if ((rc = pread_full(w, w->in, n, off)) != MC_OK)
+			break;
+		crypto_generichash_update(&st->stored, w->in, n);
+		if (w->s->raw != NULL && (rc = w->s->raw(w->s->ud, st->obj, w->in, n)) != MC_OK)
+			break;
+		if (zstd)
+			rc = mc__zdec_run(w->dec, w->in, n, streamed_out, st, &st->ended);
+		else
+			rc = streamed_out(st, w->in, n);
+		left -= n;
+		off += n;
+	}
+	if (rc == MC_OK && zstd && !st->ended)
+		rc = mc__zdec_run(w->dec, NULL, 0, streamed_out, st, &st->ended);
+	return rc;
+}
+
+/* After the last chunk: the stored bytes' hash, the end of the compressed data, the
+ * size and the content's hashes. */
+static int
+streamed_check(struct streamed *st)
+{
+	struct sworker *w = st->w;
+	const mc_bundle *b = w->s->b;
+	const struct mc_mobject *o = &w->obj;
+	unsigned char hash[MC_HASH_BYTES];
+
+	crypto_generichash_final(&st->stored, hash, sizeof hash);
+	if (sodium_memcmp(hash, o->stored_hash, sizeof hash) != 0)
+		return stored_mismatch(w);
+	if (o->encoding == MC_ENC_ZSTD && !st->ended)
+		return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: object %s: compressed data ends early",
+			       b->path, w->hex);
+	if (st->produced != o->size)
+		return size_mismatch(w, st->produced);
+	if (o->encoding == MC_ENC_ZSTD) {
+		crypto_generichash_final(&st->content, hash, sizeof hash);
+		if (sodium_memcmp(hash, o->hash, sizeof hash) != 0)
+			return content_mismatch(w);
+	}
+	if (st->want_sha) {
+		unsigned char sha[32];
+		crypto_hash_sha256_final(&st->sha, sha);
+		w->s->sha[st->obj] = sha_digest(w->s, sha);
+	}
+	return MC_OK;
+}
+
+/* A large object, in chunks; its stored hash is checked at the end, before anything
+ * written from it is used. */
+static int
+streamed_object(struct sworker *w, size_t i, uint64_t off, const char *member)
+{
+	const struct mc_mobject *o = &w->obj;
+	unsigned char pad[MC_TAR_BLOCK];
+	struct streamed st = {.w = w, .obj = i};
+	size_t np = (size_t)(padded(o->stored_size) - o->stored_size);
+	int rc;
+
+	if ((rc = grow(w, &w->in, &w->incap, MC_IO_CHUNK)) != MC_OK)
+		return rc;
+	crypto_generichash_init(&st.stored, NULL, 0, MC_HASH_BYTES);
+	crypto_generichash_init(&st.content, NULL, 0, MC_HASH_BYTES);
+	if ((st.want_sha = w->s->wants_sha != NULL && w->s->wants_sha[i]))
+		crypto_hash_sha256_init(&st.sha);
+	if (o->encoding == MC_ENC_ZSTD) {
+		if (w->dec == NULL && (rc = mc__zdec_new(w->ctx, &w->dec)) != MC_OK)
+			return rc;
+		mc__zdec_reset(w->dec);
+	}
+	if ((rc = streamed_feed(&st, off)) != MC_OK)
+		return object_error(w, rc);
+	if ((rc = streamed_check(&st)) != MC_OK)
+		return rc;
+	off += o->stored_size;
+	if (np > 0 && (rc = pread_full(w, pad, np, off)) != MC_OK)
+		return rc;
+	return mc__bundle_padding(w->ctx, w->s->b->path, pad, np, member);
+}
+
+/* Reads the header at off: MC_OK with name and size, 1 for an end-of-archive block. */
+static int
+header_at(struct sworker *w, uint64_t off, char *name, uint64_t *size)
+{
+	const mc_bundle *b = w->s->b;
+	unsigned char h[MC_TAR_BLOCK];
+	int rc;
+
+	if ((rc = pread_full(w, h, sizeof h, off)) != MC_OK)
+		return rc;
+	return mc__bundle_header(w->ctx, b->path, h, name, size);
+}
+
+static int
+one_object(struct sworker *w, size_t i, uint64_t off)
+{
+	const mc_bundle *b = w->s->b;
+	const struct mc_mobject *o = &w->obj;
+	size_t pl = strlen(MC_MEMBER_OBJ_PREFIX);
+	char name[101];
+	uint64_t size;
+	int rc;
+
+	if ((rc = mc__mobjects(w->ctx, &b->m, i, 1, &w->obj)) != MC_OK)
+		return rc;
+	mc__hex(o->hash, MC_HASH_BYTES, w->hex);
+	if ((rc = header_at(w, off, name, &size)) < 0)
+		return rc;
+	if (rc == 1)
+		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s listed in the manifest is "
+			       "missing", b->path, w->hex);
+	if (strncmp(name, MC_MEMBER_OBJ_PREFIX, pl) != 0 || strlen(name) != pl + 64 ||
+	    !mc__is_lower_hex(name + pl, 64))
+		return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: unexpected member '%.100s'", b->path, name);
+	if (strcmp(name + pl, w->hex) != 0)
+		return strcmp(name + pl, w->hex) < 0
+			       ? mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s is not listed in the "
+					 "manifest (or out of order)", b->path, name + pl)
+			       : mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s listed in the "
+					 "manifest is missing", b->path, w->hex);
+	if (size != o->stored_size)
+		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: object %s is stored in %llu bytes, the "
+			       "manifest says %llu", b->path, w->hex, (unsigned long long)size,
+			       (unsigned long long)o->stored_size);
+	if (o->stored_size <= MC_WHOLE_MAX && o->size <= MC_WHOLE_MAX)
+		return whole_object(w, i, off + MC_TAR_BLOCK, name);
+	return streamed_object(w, i, off + MC_TAR_BLOCK, name);
+}
+
+static int
+work(void *ud, unsigned id, mc_ctx *wctx, size_t i)
+{
+	struct sstate *s = ud;
+	struct sworker *w = &s->w[id];
+	uint64_t done, n;
+	int rc;
+
+	if (w->ctx != wctx) { /* the first object of this worker in this pass */
+		mc__zdec_free(w->dec);
+		w->dec = NULL;
+		w->ctx = wctx;
+	}
+	if ((rc = one_object(w, i, s->offs[i])) != MC_OK)
+		return rc;
+	n = w->obj.stored_size;
+	done = atomic_fetch_add(&s->done, n) + n;
+	if (id == 0)
+		mc__progress(s->b->ctx, "verify", done, s->total);
+	return MC_OK;
+}
+
+/* After the last object: the end-of-archive blocks, then the end of the file. */
+static int
+check_end(struct sworker *w, uint64_t off)
+{
+	mc_bundle *b = w->s->b;
+	unsigned char zero[MC_TAR_BLOCK];
+	char name[101];
+	uint64_t size;
+	struct stat st;
+	size_t i;
+	int rc;
+
+	if ((rc = header_at(w, off, name, &size)) < 0)
+		return rc;
+	if (rc == 0)
+		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: member '%.100s' is not listed in the "
+			       "manifest", b->path, name);
+	if ((rc = pread_full(w, zero, sizeof zero, off + MC_TAR_BLOCK)) != MC_OK)
+		return rc;
+	for (i = 0; i < sizeof zero; i++)
+		if (zero[i] != 0)
+			return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: bad end-of-archive marker", b->path);
+	if (fstat(b->fd, &st) != 0)
+		return mc__errno(w->ctx, MC_ERR_IO, "cannot read", b->path);
+	if ((uint64_t)st.st_size != off + 2 * MC_TAR_BLOCK)
+		return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: data after the end of the archive", b->path);
+	return MC_OK;
+}
+
+/* The artifacts' SHA-256 fields: before the objects are read (check not set), marks
+ * the objects whose SHA-256 the workers are to compute; after, compares each field
+ * with its content's. A field decides a destination, so a false one is refused like
+ * a false hash. */
+static int
+sha_walk(mc_bundle *b, struct sstate *s, int check)
+{
+	const struct mc_martifact *a;
+	struct mc_acur cur;
+	size_t i;
+	int rc = MC_OK;
+
+	mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
+	for (i = 0; i < b->m.nartifacts && rc == MC_OK; i++) {
+		if ((rc = mc__acur_get(&cur, i, &a)) != MC_OK || a->sha256 == NULL)
+			continue;
+		if (!check && s->wants_sha == NULL &&
+		    ((s->wants_sha = calloc(b->m.nobjects, 1)) == NULL ||
+		     (s->sha = malloc(b->m.nobjects * sizeof *s->sha)) == NULL))
+			rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+		else if (!check)
+			s->wants_sha[a->object] = 1;
+		else if (sha_digest(s, a->sha256) != s->sha[a->object])
+			rc = mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: %s artifact %.200s: content does "
+				     "not match its sha256", b->path, a->type, a->key);
+	}
+	mc__acur_free(&cur);
+	return rc;
+}
+
+/* Where each object's header lies: after the manifest and the signatures, every member
+ * padded to a block; also the sum of the stored sizes, for progress. */
+static int
+object_offsets(struct sstate *s)
+{
+	const mc_bundle *b = s->b;
+	struct mc_mobject recs[64]; /* the object table, read 64 records at a time */
+	uint64_t off = MC_TAR_BLOCK + padded(b->mlen);
+	size_t i, n = b->m.nobjects;
+	int rc;
+
+	for (i = 0; i < b->nsigs; i++)
+		off += MC_TAR_BLOCK + padded(b->sigs[i].len);
+	for (i = 0; i < n; i++) {
+		const struct mc_mobject *o = &recs[i % 64];
+		if (i % 64 == 0 &&
+		    (rc = mc__mobjects(b->ctx, &b->m, i, n - i < 64 ? n - i : 64, recs)) != MC_OK)
+			return rc;
+		s->offs[i] = off;
+		off += MC_TAR_BLOCK + padded(o->stored_size);
+		s->total += o->stored_size;
+	}
+	s->offs[n] = off;
+	return MC_OK;
+}
+
+/* Sets up a pass of nworkers: the objects' offsets, the SHA-256 to compute, the
+ * workers' records. */
+static int
+sstate_init(struct sstate *s, unsigned nworkers)
+{
+	mc_bundle *b = s->b;
+	unsigned k;
+	int rc;
+
+	if ((s->offs = malloc((b->m.nobjects + 1) * sizeof *s->offs)) == NULL ||
+	    (s->w = calloc(nworkers, sizeof *s->w)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	if ((rc = object_offsets(s)) != MC_OK || (rc = sha_walk(b, s, 0)) != MC_OK)
+		return rc;
+	crypto_shorthash_keygen(s->sha_key);
+	for (k = 0; k < nworkers; k++) {
+		s->w[k].s = s;
+		s->w[k].id = k;
+	}
+	/* The bundle's decoder serves a lone worker, whose context is the bundle's. */
+	s->w[0].ctx = b->ctx;
+	s->w[0].dec = b->dec;
+	b->dec = NULL;
+	return MC_OK;
+}
+
+/* Ends a pass, keeping for the next the decoder of a worker on the bundle's context. */
+static void
+sstate_free(struct sstate *s, unsigned nworkers)
+{
+	mc_bundle *b = s->b;
+	unsigned k;
+
+	for (k = 0; s->w != NULL && k < nworkers; k++) {
+		if (s->w[k].ctx == b->ctx && b->dec == NULL)
+			b->dec = s->w[k].dec;
+		else
+			mc__zdec_free(s->w[k].dec);
+		free(s->w[k].in);
+		free(s->w[k].out);
+	}
+	free(s->w);
+	free(s->offs);
+	free(s->wants_sha);
+	free(s->sha);
+}
+
+static int
+stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_obj_sink raw,
+       void *ud)
+{
+	struct sstate s;
+	int rc;
+
+	if (!b->fresh && (rc = mc__bundle_open_stream(b)) != MC_OK)
+		return rc;
+	b->fresh = 0;
+	if (nworkers == 0)
+		nworkers = 1;
+	memset(&s, 0, sizeof s);
+	s.b = b;
+	s.psink = psink;
+	s.sink = sink;
+	s.raw = raw;
+	s.ud = ud;
+	if ((rc = sstate_init(&s, nworkers)) == MC_OK)
+		rc = mc__parallel(b->ctx, b->m.nobjects, nworkers, work, &s);
+	if (rc == MC_OK && s.wants_sha != NULL)
+		rc = sha_walk(b, &s, 1);
+	if (rc == MC_OK) {
+		struct sworker end = {.s = &s, .ctx = b->ctx};
+		rc = check_end(&end, s.offs[b->m.nobjects]);
+	}
+	sstate_free(&s, nworkers);
+	return rc;
+}
+
+int
+mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, mc_obj_sink raw, void *ud)
+{
+	return stream(b, 1, NULL, sink, raw, ud);
+}
+
+int
+mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, void *ud)
+{
+	return stream(b, mc__threads(b->ctx), sink, NULL, NULL, ud);
+}
+
