@@ -22,6 +22,16 @@ add_int(cJSON *o, const char *k, uint64_t v)
 	return cJSON_AddRawToObject(o, k, t);
 }
 
+/* A hash field: 64 lower-case hex digits. */
+static cJSON *
+add_hash(cJSON *o, const char *k, const unsigned char h[32])
+{
+	char hex[65];
+
+	mc__hex(h, 32, hex);
+	return cJSON_AddStringToObject(o, k, hex);
+}
+
 /* The manifest text is built entry by entry: each artifact and object is rendered by
  * cJSON on its own and appended, so that no tree of the whole manifest is ever held
  * (the bytes are the same as cJSON would print for the whole). With a sink, the text
@@ -102,9 +112,10 @@ sb_json(struct sbuf *b, cJSON *o, int ok, int open)
 	cJSON_Delete(o);
 }
 
-/* Artifact i and object i of a manifest being rendered. */
+/* Artifact i and object i of a manifest being rendered: from its source, when it has
+ * one, else from its tables. */
 static void
-render_art(const struct mc_manifest *m, size_t i, struct mc_martifact *out)
+art_at(const struct mc_manifest *m, size_t i, struct mc_martifact *out)
 {
 	if (m->src != NULL)
 		m->src->artifact(m->src->ud, i, out);
@@ -113,7 +124,7 @@ render_art(const struct mc_manifest *m, size_t i, struct mc_martifact *out)
 }
 
 static void
-render_obj(const struct mc_manifest *m, size_t i, struct mc_mobject *out)
+obj_at(const struct mc_manifest *m, size_t i, struct mc_mobject *out)
 {
 	if (m->src != NULL)
 		m->src->object(m->src->ud, i, out);
@@ -121,18 +132,13 @@ render_obj(const struct mc_manifest *m, size_t i, struct mc_mobject *out)
 		*out = m->objects[i];
 }
 
-static int
-render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
+/* The head: the object's first members, up to the labels, without its closing brace. */
+static void
+render_head(const struct mc_manifest *m, struct sbuf *b)
 {
-	cJSON *root, *labels, *tb, *groups;
-	struct sbuf sb = *b;
-	char hex[65];
-	size_t i, j;
-	int ok;
-
-	if (m->spilled) /* a reader's manifest: only the writer's are rendered */
-		return mc__err(ctx, MC_ERR_INVALID, "a manifest read from a file is not rendered");
-	ok = (root = cJSON_CreateObject()) != NULL;
+	cJSON *root = cJSON_CreateObject(), *labels = NULL;
+	size_t i;
+	int ok = root != NULL;
 
 	ok = ok && cJSON_AddStringToObject(root, "format", "megacache") != NULL;
 	ok = ok && add_int(root, "format_version", MC_FORMAT_VERSION) != NULL;
@@ -143,76 +149,121 @@ render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
 	ok = ok && (labels = cJSON_AddObjectToObject(root, "labels")) != NULL;
 	for (i = 0; ok && i < m->nlabels; i++)
 		ok = cJSON_AddStringToObject(labels, m->labels[i].key, m->labels[i].value) != NULL;
-	sb_json(&sb, root, ok, 1);
-	sb_str(&sb, ",\"artifacts\":[");
-	for (i = 0; !sb.bad && i < m->nartifacts; i++) {
-		struct mc_martifact art, *a = &art;
+	sb_json(b, root, ok, 1);
+}
+
+/* Artifact i's members, with its object's content hash; 0 when out of memory. */
+static int
+render_artifact(const struct mc_manifest *m, size_t i, cJSON *o)
+{
+	struct mc_martifact a;
+	struct mc_mobject ob;
+	int ok;
+
+	art_at(m, i, &a);
+	obj_at(m, a.object, &ob);
+	ok = cJSON_AddStringToObject(o, "type", a.type) != NULL;
+	ok = ok && cJSON_AddStringToObject(o, "key", a.key) != NULL;
+	ok = ok && add_int(o, "size", a.size) != NULL;
+	ok = ok && add_hash(o, "hash", ob.hash) != NULL;
+	if (ok && a.sha256 != NULL)
+		ok = add_hash(o, "sha256", a.sha256) != NULL;
+	return ok;
+}
+
+/* Object i's members; 0 when out of memory. */
+static int
+render_object(const struct mc_manifest *m, size_t i, cJSON *o)
+{
+	struct mc_mobject ob;
+	int ok;
+
+	obj_at(m, i, &ob);
+	ok = add_hash(o, "hash", ob.hash) != NULL;
+	ok = ok && add_int(o, "size", ob.size) != NULL;
+	ok = ok && cJSON_AddStringToObject(o, "encoding",
+					   ob.encoding == MC_ENC_ZSTD ? "zstd" : "none") != NULL;
+	ok = ok && add_int(o, "stored_size", ob.stored_size) != NULL;
+	ok = ok && add_hash(o, "stored_hash", ob.stored_hash) != NULL;
+	return ok;
+}
+
+/* The n elements of a table, each an object that one fills, comma-separated. */
+static void
+render_table(const struct mc_manifest *m, struct sbuf *b, size_t n,
+	     int (*one)(const struct mc_manifest *m, size_t i, cJSON *o))
+{
+	size_t i;
+
+	for (i = 0; !b->bad && i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		int ok = o != NULL && one(m, i, o);
+
+		if (i > 0)
+			sb_str(b, ",");
+		sb_json(b, o, ok, 0);
+	}
+}
+
+/* One torch blob group, added to groups: its type, and its entries with their
+ * objects' size and content hash. 0 when out of memory. */
+static int
+render_group(const struct mc_manifest *m, const struct mc_mgroup *grp, cJSON *groups)
+{
+	cJSON *g = cJSON_CreateObject(), *ents = NULL;
+	size_t j;
+	int ok;
+
+	ok = g != NULL && cJSON_AddItemToArray(groups, g) &&
+	     cJSON_AddStringToObject(g, "type", grp->type) != NULL &&
+	     (ents = cJSON_AddArrayToObject(g, "entries")) != NULL;
+	for (j = 0; ok && j < grp->nentries; j++) {
+		const struct mc_mentry *e = &grp->entries[j];
 		struct mc_mobject ob;
 		cJSON *o = cJSON_CreateObject();
 
-		render_art(m, i, a);
-		render_obj(m, a->object, &ob);
-		ok = o != NULL && cJSON_AddStringToObject(o, "type", a->type) != NULL;
-		ok = ok && cJSON_AddStringToObject(o, "key", a->key) != NULL;
-		ok = ok && add_int(o, "size", a->size) != NULL;
-		mc__hex(ob.hash, 32, hex);
-		ok = ok && cJSON_AddStringToObject(o, "hash", hex) != NULL;
-		if (ok && a->sha256 != NULL) {
-			mc__hex(a->sha256, 32, hex);
-			ok = cJSON_AddStringToObject(o, "sha256", hex) != NULL;
-		}
-		if (i > 0)
-			sb_str(&sb, ",");
-		sb_json(&sb, o, ok, 0);
+		obj_at(m, e->object, &ob);
+		ok = o != NULL && cJSON_AddItemToArray(ents, o) &&
+		     cJSON_AddStringToObject(o, "key", e->key) != NULL &&
+		     add_int(o, "size", ob.size) != NULL && add_hash(o, "hash", ob.hash) != NULL;
 	}
-	sb_str(&sb, "],\"objects\":[");
-	for (i = 0; !sb.bad && i < m->nobjects; i++) {
-		struct mc_mobject rec, *ob = &rec;
-		cJSON *o = cJSON_CreateObject();
+	return ok;
+}
 
-		render_obj(m, i, ob);
-		mc__hex(ob->hash, 32, hex);
-		ok = o != NULL && cJSON_AddStringToObject(o, "hash", hex) != NULL;
-		ok = ok && add_int(o, "size", ob->size) != NULL;
-		ok = ok && cJSON_AddStringToObject(o, "encoding", ob->encoding == MC_ENC_ZSTD ? "zstd" : "none") != NULL;
-		ok = ok && add_int(o, "stored_size", ob->stored_size) != NULL;
-		mc__hex(ob->stored_hash, 32, hex);
-		ok = ok && cJSON_AddStringToObject(o, "stored_hash", hex) != NULL;
-		if (i > 0)
-			sb_str(&sb, ",");
-		sb_json(&sb, o, ok, 0);
-	}
-	sb_str(&sb, "]");
-	if (!sb.bad && m->has_torch_blob) {
-		tb = cJSON_CreateObject();
-		ok = tb != NULL && (groups = cJSON_AddArrayToObject(tb, "groups")) != NULL;
-		for (i = 0; ok && i < m->ngroups; i++) {
-			cJSON *g = cJSON_CreateObject(), *ents;
-			ok = g != NULL && cJSON_AddItemToArray(groups, g) &&
-			     cJSON_AddStringToObject(g, "type", m->groups[i].type) != NULL &&
-			     (ents = cJSON_AddArrayToObject(g, "entries")) != NULL;
-			for (j = 0; ok && j < m->groups[i].nentries; j++) {
-				const struct mc_mentry *e = &m->groups[i].entries[j];
-				struct mc_mobject ob;
-				cJSON *o = cJSON_CreateObject();
-				render_obj(m, e->object, &ob);
-				mc__hex(ob.hash, 32, hex);
-				ok = o != NULL && cJSON_AddItemToArray(ents, o) &&
-				     cJSON_AddStringToObject(o, "key", e->key) != NULL &&
-				     add_int(o, "size", ob.size) != NULL &&
-				     cJSON_AddStringToObject(o, "hash", hex) != NULL;
-			}
-		}
-		sb_str(&sb, ",\"torch_blob\":");
-		sb_json(&sb, tb, ok, 0);
-	}
-	sb_str(&sb, "}");
-	if (sb.sink != NULL)
-		sb_flush(&sb);
-	*b = sb;
-	if (sb.bad == MC_ERR_NOMEM)
+/* The torch_blob member, after the tables. */
+static void
+render_torch_blob(const struct mc_manifest *m, struct sbuf *b)
+{
+	cJSON *tb = cJSON_CreateObject(), *groups = NULL;
+	size_t i;
+	int ok = tb != NULL && (groups = cJSON_AddArrayToObject(tb, "groups")) != NULL;
+
+	for (i = 0; ok && i < m->ngroups; i++)
+		ok = render_group(m, &m->groups[i], groups);
+	sb_str(b, ",\"torch_blob\":");
+	sb_json(b, tb, ok, 0);
+}
+
+/* The whole text, into b or through its sink. */
+static int
+render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
+{
+	if (m->spilled) /* a reader's manifest: only the writer's are rendered */
+		return mc__err(ctx, MC_ERR_INVALID, "a manifest read from a file is not rendered");
+	render_head(m, b);
+	sb_str(b, ",\"artifacts\":[");
+	render_table(m, b, m->nartifacts, render_artifact);
+	sb_str(b, "],\"objects\":[");
+	render_table(m, b, m->nobjects, render_object);
+	sb_str(b, "]");
+	if (!b->bad && m->has_torch_blob)
+		render_torch_blob(m, b);
+	sb_str(b, "}");
+	if (b->sink != NULL)
+		sb_flush(b);
+	if (b->bad == MC_ERR_NOMEM)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory rendering the manifest");
-	return sb.bad;
+	return b->bad;
 }
 
 int
