@@ -277,121 +277,164 @@ jvalue(mc_ctx *ctx, struct mc_jdoc *d, cJSON **out)
 	return rc;
 }
 
-int
-mc__jdoc_array(mc_ctx *ctx, struct mc_jdoc *d, mc_jelem_fn fn, void *ud, size_t *count)
+/* After an element of an array or object: 1 when a ',' follows (it is passed), 0 when
+ * close does (passed too), -1 for anything else. */
+static int
+jnext(struct mc_jdoc *d, char close)
+{
+	jws(d);
+	if (jat(d, ',')) {
+		d->i++;
+		return 1;
+	}
+	if (jat(d, close)) {
+		d->i++;
+		return 0;
+	}
+	return -1;
+}
+
+/* One element of an array or object, at d->i (white space passed); k: its index. */
+typedef int (*jone_fn)(mc_ctx *ctx, struct mc_jdoc *d, void *ud, size_t k);
+
+/* Walks the array or object whose opening bracket is at d->i, calling one at each
+ * element; *count gets the number of elements. */
+static int
+jlist(mc_ctx *ctx, struct mc_jdoc *d, char close, jone_fn one, void *ud, size_t *count)
 {
 	size_t k = 0;
-	int rc;
+	int rc, more;
 
 	d->i++;
 	jws(d);
-	if (jat(d, ']')) {
+	if (jat(d, close)) {
 		d->i++;
 		*count = 0;
 		return MC_OK;
 	}
-	for (;;) {
+	do {
 		jws(d);
-		if (fn == NULL) {
-			if (!jskip(d))
-				return BAD("manifest is not valid JSON");
-		} else {
-			cJSON *e;
-			if ((rc = jvalue(ctx, d, &e)) != MC_OK)
-				return rc;
-			rc = fn(ctx, e, k, ud);
-			cJSON_Delete(e);
-			if (rc != MC_OK)
-				return rc;
-		}
+		if ((rc = one(ctx, d, ud, k)) != MC_OK)
+			return rc;
 		k++;
-		jws(d);
-		if (jat(d, ',')) {
-			d->i++;
-		} else if (jat(d, ']')) {
-			d->i++;
-			break;
-		} else {
-			return BAD("manifest is not valid JSON");
-		}
-	}
+	} while ((more = jnext(d, close)) == 1);
+	if (more < 0)
+		return BAD("manifest is not valid JSON");
 	*count = k;
 	return MC_OK;
+}
+
+struct jarray {
+	mc_jelem_fn fn; /* NULL: elements are only skipped */
+	void *ud;
+};
+
+static int
+jarray_elem(mc_ctx *ctx, struct mc_jdoc *d, void *ud, size_t k)
+{
+	const struct jarray *a = ud;
+	cJSON *e;
+	int rc;
+
+	if (a->fn == NULL)
+		return jskip(d) ? MC_OK : BAD("manifest is not valid JSON");
+	if ((rc = jvalue(ctx, d, &e)) != MC_OK)
+		return rc;
+	rc = a->fn(ctx, e, k, a->ud);
+	cJSON_Delete(e);
+	return rc;
+}
+
+int
+mc__jdoc_array(mc_ctx *ctx, struct mc_jdoc *d, mc_jelem_fn fn, void *ud, size_t *count)
+{
+	struct jarray a = {fn, ud};
+
+	return jlist(ctx, d, ']', jarray_elem, &a, count);
+}
+
+/* The top-level object being walked. */
+struct jtop {
+	cJSON *root;
+	struct mc_jtable *arts, *objs;
+};
+
+/* A table is only walked over: *v is an empty array, and t says where the table is. */
+static int
+jtable(mc_ctx *ctx, struct mc_jdoc *d, struct mc_jtable *t, cJSON **v)
+{
+	int rc;
+
+	*v = NULL;
+	t->at = d->i;
+	if ((rc = mc__jdoc_array(ctx, d, NULL, NULL, &t->n)) != MC_OK)
+		return rc;
+	if ((*v = cJSON_CreateArray()) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	return MC_OK;
+}
+
+/* One member of the top-level object, added to its root. */
+static int
+jmember(mc_ctx *ctx, struct mc_jdoc *d, void *ud, size_t k)
+{
+	const struct jtop *t = ud;
+	struct mc_jtable *at = NULL;
+	cJSON *name = NULL, *v = NULL;
+	int rc;
+
+	(void)k;
+	if (!jat(d, '"'))
+		return BAD("manifest is not valid JSON");
+	if ((rc = jvalue(ctx, d, &name)) != MC_OK)
+		return rc;
+	jws(d);
+	if (!jat(d, ':')) {
+		rc = BAD("manifest is not valid JSON");
+		goto out;
+	}
+	d->i++;
+	jws(d);
+	if (cJSON_GetObjectItemCaseSensitive(t->root, name->valuestring) != NULL) {
+		rc = BAD("manifest: manifest has field '%.64s' twice", name->valuestring);
+		goto out;
+	}
+	if (strcmp(name->valuestring, "artifacts") == 0)
+		at = t->arts;
+	else if (strcmp(name->valuestring, "objects") == 0)
+		at = t->objs;
+	if (at != NULL && jat(d, '['))
+		rc = jtable(ctx, d, at, &v);
+	else
+		rc = jvalue(ctx, d, &v);
+	if (rc == MC_OK && !cJSON_AddItemToObject(t->root, name->valuestring, v)) {
+		cJSON_Delete(v);
+		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+out:
+	cJSON_Delete(name);
+	return rc;
 }
 
 int
 mc__jdoc_top(mc_ctx *ctx, struct mc_jdoc *d, cJSON **rootp, struct mc_jtable *arts,
 	     struct mc_jtable *objs)
 {
-	cJSON *root, *name = NULL, *v;
+	struct jtop t = {NULL, arts, objs};
+	size_t n;
 	int rc;
 
 	*rootp = NULL;
 	jws(d);
 	if (!jat(d, '{')) {
-		if ((rc = jvalue(ctx, d, rootp)) != MC_OK)
-			return rc;
-		goto end;
-	}
-	if ((*rootp = root = cJSON_CreateObject()) == NULL)
+		rc = jvalue(ctx, d, rootp);
+	} else if ((*rootp = t.root = cJSON_CreateObject()) == NULL) {
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	d->i++;
-	jws(d);
-	if (jat(d, '}')) {
-		d->i++;
-		goto end;
+	} else {
+		rc = jlist(ctx, d, '}', jmember, &t, &n);
 	}
-	for (;;) {
-		struct mc_jtable *at = NULL;
-
-		jws(d);
-		if (!jat(d, '"'))
-			return BAD("manifest is not valid JSON");
-		if ((rc = jvalue(ctx, d, &name)) != MC_OK)
-			return rc;
-		jws(d);
-		if (!jat(d, ':')) {
-			cJSON_Delete(name);
-			return BAD("manifest is not valid JSON");
-		}
-		d->i++;
-		jws(d);
-		if (cJSON_GetObjectItemCaseSensitive(root, name->valuestring) != NULL) {
-			rc = BAD("manifest: manifest has field '%.64s' twice", name->valuestring);
-			cJSON_Delete(name);
-			return rc;
-		}
-		if (strcmp(name->valuestring, "artifacts") == 0)
-			at = arts;
-		else if (strcmp(name->valuestring, "objects") == 0)
-			at = objs;
-		if (at != NULL && jat(d, '[')) {
-			at->at = d->i;
-			rc = mc__jdoc_array(ctx, d, NULL, NULL, &at->n);
-			v = rc == MC_OK ? cJSON_CreateArray() : NULL;
-			if (rc == MC_OK && v == NULL)
-				rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		} else {
-			rc = jvalue(ctx, d, &v);
-		}
-		if (rc == MC_OK && !cJSON_AddItemToObject(root, name->valuestring, v)) {
-			cJSON_Delete(v);
-			rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		}
-		cJSON_Delete(name);
-		if (rc != MC_OK)
-			return rc;
-		jws(d);
-		if (jat(d, ',')) {
-			d->i++;
-		} else if (jat(d, '}')) {
-			d->i++;
-			break;
-		} else {
-			return BAD("manifest is not valid JSON");
-		}
-	}
-end:
+	if (rc != MC_OK)
+		return rc;
 	if (d->i != d->n)
 		return BAD("manifest has bytes after its JSON value");
 	return MC_OK;

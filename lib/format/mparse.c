@@ -378,6 +378,69 @@ parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
 	return MC_OK;
 }
 
+/* An artifact's optional sha256 field: into the arena, or for a spilled table into sh,
+ * which art_keep copies. */
+static int
+art_sha256(mc_ctx *ctx, const cJSON *c, const char *what, struct mc_manifest *m,
+	   unsigned char sh[32], const unsigned char **out)
+{
+	const char *sha = NULL;
+	int rc;
+
+	if (cJSON_GetObjectItemCaseSensitive(c, "sha256") == NULL)
+		return MC_OK;
+	if ((rc = get_str(ctx, c, "sha256", what, &sha)) != MC_OK ||
+	    (rc = hash_field(ctx, sha, what, sh)) != MC_OK)
+		return rc;
+	if (m->spilled)
+		*out = sh;
+	else if ((*out = mc__arena_dup(&m->strings, sh, 32)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	return MC_OK;
+}
+
+/* The caps on one artifact's size and on all of them together. */
+static int
+art_caps(mc_ctx *ctx, struct art_walk *w, uint64_t size, const char *what)
+{
+	if (size > ctx->max_artifact_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is %llu bytes, over the cap of "
+			       "%llu", what, (unsigned long long)size,
+			       (unsigned long long)ctx->max_artifact_bytes);
+	w->total += size;
+	if (w->total > ctx->max_total_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: artifacts total more than the cap "
+			       "of %llu bytes", (unsigned long long)ctx->max_total_bytes);
+	return MC_OK;
+}
+
+/* Artifact idx comes strictly after the one before it, by (type, key). */
+static int
+art_order(mc_ctx *ctx, const struct art_walk *w, size_t idx, const char *type,
+	  const char *key, const char *what)
+{
+	const struct mc_manifest *m = w->m;
+	const char *ptype, *pkey;
+	int cmp;
+
+	if (idx == 0)
+		return MC_OK;
+	if (m->spilled) {
+		ptype = m->types[m->ntypes - 1];
+		pkey = w->prev;
+	} else {
+		ptype = m->artifacts[idx - 1].type;
+		pkey = m->artifacts[idx - 1].key;
+	}
+	if ((cmp = strcmp(ptype, type)) == 0)
+		cmp = strcmp(pkey, key);
+	if (cmp == 0)
+		return BAD("manifest: duplicate artifact (%s, %.200s)", type, key);
+	if (cmp > 0)
+		return BAD("manifest: artifacts not sorted by (type, key) at %s", what);
+	return MC_OK;
+}
+
 /* One entry of the artifact table, sorted strictly by (type, key). */
 static int
 artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
@@ -385,61 +448,30 @@ artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	static const char *const fields[] = {"!type", "!key", "!size", "!hash", "sha256", NULL};
 	struct art_walk *w = ud;
 	struct mc_manifest *m = w->m;
-	struct mc_martifact art, *a = &art;
-	const char *type = NULL, *key = NULL, *hash = NULL, *sha = NULL, *ptype, *pkey;
+	struct mc_martifact a;
+	const char *type = NULL, *key = NULL, *hash = NULL;
 	unsigned char h[MC_HASH_BYTES], sh[32];
 	char what[48];
 	int rc;
 
-	memset(&art, 0, sizeof art);
+	memset(&a, 0, sizeof a);
 	snprintf(what, sizeof what, "artifacts[%zu]", idx);
 	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
 	    (rc = get_str(ctx, c, "type", what, &type)) != MC_OK ||
 	    (rc = get_str(ctx, c, "key", what, &key)) != MC_OK ||
 	    (rc = get_str(ctx, c, "hash", what, &hash)) != MC_OK ||
-	    (rc = get_uint(ctx, c, "size", what, &a->size)) != MC_OK)
+	    (rc = get_uint(ctx, c, "size", what, &a.size)) != MC_OK)
 		return rc;
 	if (!type_name_ok(type))
 		return BAD("manifest: %s.type '%.40s' is not 1-32 of [a-z0-9_]", what, type);
 	if (!key_text_ok(key))
 		return BAD("manifest: %s.key is empty or longer than %d bytes", what, MC_KEY_MAX);
-	if ((rc = hash_field(ctx, hash, what, h)) != MC_OK)
-		return rc;
-	if (cJSON_GetObjectItemCaseSensitive(c, "sha256") != NULL) {
-		if ((rc = get_str(ctx, c, "sha256", what, &sha)) != MC_OK ||
-		    (rc = hash_field(ctx, sha, what, sh)) != MC_OK)
-			return rc;
-		if (m->spilled)
-			a->sha256 = sh;
-		else if ((a->sha256 = mc__arena_dup(&m->strings, sh, sizeof sh)) == NULL)
-			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	if (a->size > ctx->max_artifact_bytes)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is %llu bytes, over the cap of "
-			       "%llu", what, (unsigned long long)a->size,
-			       (unsigned long long)ctx->max_artifact_bytes);
-	w->total += a->size;
-	if (w->total > ctx->max_total_bytes)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest: artifacts total more than the cap "
-			       "of %llu bytes", (unsigned long long)ctx->max_total_bytes);
-	if (idx > 0) {
-		int cmp;
-		if (m->spilled) {
-			ptype = m->types[m->ntypes - 1];
-			pkey = w->prev;
-		} else {
-			ptype = m->artifacts[idx - 1].type;
-			pkey = m->artifacts[idx - 1].key;
-		}
-		if ((cmp = strcmp(ptype, type)) == 0)
-			cmp = strcmp(pkey, key);
-		if (cmp == 0)
-			return BAD("manifest: duplicate artifact (%s, %.200s)", type, key);
-		if (cmp > 0)
-			return BAD("manifest: artifacts not sorted by (type, key) at %s", what);
-	}
-	if ((rc = ref_object(ctx, m, h, a->size, what, w->used, &a->object)) != MC_OK ||
-	    (rc = art_keep(ctx, w, a, type, key)) != MC_OK)
+	if ((rc = hash_field(ctx, hash, what, h)) != MC_OK ||
+	    (rc = art_sha256(ctx, c, what, m, sh, &a.sha256)) != MC_OK ||
+	    (rc = art_caps(ctx, w, a.size, what)) != MC_OK ||
+	    (rc = art_order(ctx, w, idx, type, key, what)) != MC_OK ||
+	    (rc = ref_object(ctx, m, h, a.size, what, w->used, &a.object)) != MC_OK ||
+	    (rc = art_keep(ctx, w, &a, type, key)) != MC_OK)
 		return rc;
 	if (m->spilled)
 		memcpy(w->prev, key, strlen(key) + 1);
@@ -447,13 +479,74 @@ artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	return MC_OK;
 }
 
+/* One entry of a torch blob group: a key, and the object it names. */
+static int
+tb_entry(mc_ctx *ctx, const cJSON *e, struct mc_manifest *m, char *used, struct mc_mgroup *grp)
+{
+	static const char *const ef[] = {"!key", "!size", "!hash", NULL};
+	const char *key = NULL, *hash = NULL;
+	unsigned char h[32];
+	uint64_t size;
+	int rc;
+
+	if ((rc = check_members(ctx, e, "torch_blob entry", ef)) != MC_OK ||
+	    (rc = get_str(ctx, e, "key", "torch_blob entry", &key)) != MC_OK ||
+	    (rc = get_str(ctx, e, "hash", "torch_blob entry", &hash)) != MC_OK ||
+	    (rc = get_uint(ctx, e, "size", "torch_blob entry", &size)) != MC_OK ||
+	    (rc = hash_field(ctx, hash, "torch_blob entry hash", h)) != MC_OK)
+		return rc;
+	if (!key_text_ok(key))
+		return BAD("manifest: torch_blob entry key is empty or too long");
+	if ((rc = ref_object(ctx, m, h, size, "torch_blob entry", used,
+			     &grp->entries[grp->nentries].object)) != MC_OK)
+		return rc;
+	if ((grp->entries[grp->nentries].key = mc__strdup(key)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	grp->nentries++;
+	return MC_OK;
+}
+
+/* One group of the torch blob: its type and its entries, which *total counts
+ * against the cap on artifacts. */
+static int
+tb_group(mc_ctx *ctx, const cJSON *g, struct mc_manifest *m, char *used, size_t *total)
+{
+	static const char *const gf[] = {"!type", "!entries", NULL};
+	struct mc_mgroup *grp = &m->groups[m->ngroups];
+	const cJSON *ents, *e;
+	const char *type = NULL;
+	size_t ne;
+	int rc;
+
+	if ((rc = check_members(ctx, g, "torch_blob group", gf)) != MC_OK ||
+	    (rc = get_str(ctx, g, "type", "torch_blob group", &type)) != MC_OK)
+		return rc;
+	if (!type_name_ok(type))
+		return BAD("manifest: torch_blob group type '%.40s' is not 1-32 of [a-z0-9_]", type);
+	if ((grp->type = mc__strdup(type)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	m->ngroups++;
+	ents = cJSON_GetObjectItemCaseSensitive(g, "entries");
+	if (!cJSON_IsArray(ents))
+		return BAD("manifest: torch_blob group entries is not an array");
+	ne = (size_t)cJSON_GetArraySize(ents);
+	*total += ne;
+	if (*total > ctx->max_artifacts)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: more than %llu torch blob entries",
+			       (unsigned long long)ctx->max_artifacts);
+	if (ne > 0 && (grp->entries = calloc(ne, sizeof *grp->entries)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	for (e = ents->child; e != NULL; e = e->next)
+		if ((rc = tb_entry(ctx, e, m, used, grp)) != MC_OK)
+			return rc;
+	return MC_OK;
+}
+
 static int
 parse_torch_blob(mc_ctx *ctx, const cJSON *tb, struct mc_manifest *m, char *used)
 {
 	static const char *const tbf[] = {"!groups", NULL};
-	static const char *const gf[] = {"!type", "!entries", NULL};
-	static const char *const ef[] = {"!key", "!size", "!hash", NULL};
-	const cJSON *groups, *g, *e;
+	const cJSON *groups, *g;
 	size_t ng, total = 0;
 	int rc;
 
@@ -466,51 +559,99 @@ parse_torch_blob(mc_ctx *ctx, const cJSON *tb, struct mc_manifest *m, char *used
 	if (ng > 0 && (m->groups = calloc(ng, sizeof *m->groups)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	m->has_torch_blob = 1;
-	for (g = groups->child; g != NULL; g = g->next) {
-		struct mc_mgroup *grp = &m->groups[m->ngroups];
-		const cJSON *ents;
-		const char *type = NULL;
-		size_t ne;
-
-		if ((rc = check_members(ctx, g, "torch_blob group", gf)) != MC_OK ||
-		    (rc = get_str(ctx, g, "type", "torch_blob group", &type)) != MC_OK)
+	for (g = groups->child; g != NULL; g = g->next)
+		if ((rc = tb_group(ctx, g, m, used, &total)) != MC_OK)
 			return rc;
-		if (!type_name_ok(type))
-			return BAD("manifest: torch_blob group type '%.40s' is not 1-32 of [a-z0-9_]", type);
-		if ((grp->type = mc__strdup(type)) == NULL)
-			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		m->ngroups++;
-		ents = cJSON_GetObjectItemCaseSensitive(g, "entries");
-		if (!cJSON_IsArray(ents))
-			return BAD("manifest: torch_blob group entries is not an array");
-		ne = (size_t)cJSON_GetArraySize(ents);
-		total += ne;
-		if (total > ctx->max_artifacts)
-			return mc__err(ctx, MC_ERR_LIMIT, "manifest: more than %llu torch blob entries",
-				       (unsigned long long)ctx->max_artifacts);
-		if (ne > 0 && (grp->entries = calloc(ne, sizeof *grp->entries)) == NULL)
-			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		for (e = ents->child; e != NULL; e = e->next) {
-			const char *key = NULL, *hash = NULL;
-			unsigned char h[32];
-			uint64_t size;
+	return MC_OK;
+}
 
-			if ((rc = check_members(ctx, e, "torch_blob entry", ef)) != MC_OK ||
-			    (rc = get_str(ctx, e, "key", "torch_blob entry", &key)) != MC_OK ||
-			    (rc = get_str(ctx, e, "hash", "torch_blob entry", &hash)) != MC_OK ||
-			    (rc = get_uint(ctx, e, "size", "torch_blob entry", &size)) != MC_OK ||
-			    (rc = hash_field(ctx, hash, "torch_blob entry hash", h)) != MC_OK)
-				return rc;
-			if (!key_text_ok(key))
-				return BAD("manifest: torch_blob entry key is empty or too long");
-			if ((rc = ref_object(ctx, m, h, size, "torch_blob entry", used,
-					     &grp->entries[grp->nentries].object)) != MC_OK)
-				return rc;
-			if ((grp->entries[grp->nentries].key = mc__strdup(key)) == NULL)
-				return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-			grp->nentries++;
-		}
+/* The top-level fields before the tables: format, version, times and labels. */
+static int
+parse_head(mc_ctx *ctx, const cJSON *root, struct mc_manifest *m)
+{
+	const char *fmt = NULL;
+	uint64_t v;
+	int rc;
+
+	if ((rc = get_str(ctx, root, "format", "manifest", &fmt)) != MC_OK)
+		return rc;
+	if (strcmp(fmt, "megacache") != 0)
+		return BAD("manifest: format is '%.40s', not 'megacache'", fmt);
+	if ((rc = get_uint(ctx, root, "format_version", "manifest", &v)) != MC_OK)
+		return rc;
+	if (v != MC_FORMAT_VERSION)
+		return BAD("manifest: format version %llu is not supported (this megacache reads %d)",
+			   (unsigned long long)v, MC_FORMAT_VERSION);
+	if ((rc = get_uint(ctx, root, "created", "manifest", &v)) != MC_OK)
+		return rc;
+	m->created = (int64_t)v;
+	if ((rc = get_uint(ctx, root, "bundle_version", "manifest", &m->bundle_version)) != MC_OK ||
+	    (rc = get_uint(ctx, root, "expires", "manifest", &v)) != MC_OK)
+		return rc;
+	m->expires = (int64_t)v;
+	if (cJSON_GetObjectItemCaseSensitive(root, "expires") != NULL && v == 0)
+		return BAD("manifest: expires is 0 (omit it for no expiry)");
+	return parse_labels(ctx, cJSON_GetObjectItemCaseSensitive(root, "labels"), m);
+}
+
+/* The artifacts or objects member: an array, of at most the cap's number of entries. */
+static int
+check_table(mc_ctx *ctx, const cJSON *root, const char *name, const struct mc_jtable *t)
+{
+	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, name)))
+		return BAD("manifest: %s is not an array", name);
+	if (t->n > ctx->max_artifacts)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest lists %zu %s, over the cap of %llu", t->n,
+			       name, (unsigned long long)ctx->max_artifacts);
+	return MC_OK;
+}
+
+/* Room for the tables of n artifacts and k objects: arrays, or for a text read from a
+ * file (d->fd set), temp files and the buffers in front of them. */
+static int
+walk_alloc(mc_ctx *ctx, const struct mc_jdoc *d, struct art_walk *w, struct obj_walk *ow,
+	   size_t n, size_t k)
+{
+	struct mc_manifest *m = w->m;
+	int ok;
+
+	if (d->fd >= 0) {
+		m->objfd = m->artfd = m->keyfd = -1;
+		m->spilled = 1;
+		if ((m->objfd = mc__open_temp_anon(ctx)) < 0 ||
+		    (m->artfd = mc__open_temp_anon(ctx)) < 0 ||
+		    (m->keyfd = mc__open_temp_anon(ctx)) < 0)
+			return MC_ERR_IO;
 	}
+	if (m->spilled)
+		ok = (m->oprefix = calloc(k + 1, sizeof *m->oprefix)) != NULL &&
+		     (ow->buf = calloc(OBJ_BUF, sizeof *ow->buf)) != NULL &&
+		     (w->rec = calloc(ART_BUF, sizeof *w->rec)) != NULL &&
+		     (w->keys = malloc(KEY_BUF)) != NULL;
+	else
+		ok = (k == 0 || (m->objects = calloc(k, sizeof *m->objects)) != NULL) &&
+		     (n == 0 || (m->artifacts = calloc(n, sizeof *m->artifacts)) != NULL);
+	if (!ok || (w->used = calloc(k + 1, 1)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	return MC_OK;
+}
+
+/* Every object is named by an artifact or a torch blob entry. */
+static int
+check_used(mc_ctx *ctx, const struct mc_manifest *m, const char *used)
+{
+	char hex[MC_HASH_HEX];
+	struct mc_mobject o;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < m->nobjects; i++)
+		if (!used[i]) {
+			if ((rc = mc__mobjects(ctx, m, i, 1, &o)) != MC_OK)
+				return rc;
+			mc__hex(o.hash, MC_HASH_BYTES, hex);
+			return BAD("manifest: object %s is listed but no artifact uses it", hex);
+		}
 	return MC_OK;
 }
 
@@ -523,12 +664,9 @@ walk_doc(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
 					  "!objects", "torch_blob", NULL};
 	struct art_walk w;
 	struct obj_walk ow;
-	const char *fmt = NULL;
 	cJSON *root = NULL;
 	const cJSON *tb;
 	struct mc_jtable arts = {0, 0}, objs = {0, 0};
-	size_t n, k, i;
-	uint64_t v;
 	int rc;
 
 	memset(&ow, 0, sizeof ow);
@@ -537,94 +675,23 @@ walk_doc(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
 	w.m = m;
 	if ((rc = mc__jdoc_top(ctx, d, &root, &arts, &objs)) != MC_OK ||
 	    (rc = check_members(ctx, root, "manifest", top)) != MC_OK ||
-	    (rc = get_str(ctx, root, "format", "manifest", &fmt)) != MC_OK)
+	    (rc = parse_head(ctx, root, m)) != MC_OK ||
+	    (rc = check_table(ctx, root, "artifacts", &arts)) != MC_OK ||
+	    (rc = check_table(ctx, root, "objects", &objs)) != MC_OK ||
+	    (rc = walk_alloc(ctx, d, &w, &ow, arts.n, objs.n)) != MC_OK)
 		goto out;
-	if (strcmp(fmt, "megacache") != 0) {
-		rc = BAD("manifest: format is '%.40s', not 'megacache'", fmt);
-		goto out;
-	}
-	if ((rc = get_uint(ctx, root, "format_version", "manifest", &v)) != MC_OK)
-		goto out;
-	if (v != MC_FORMAT_VERSION) {
-		rc = BAD("manifest: format version %llu is not supported (this megacache reads %d)",
-			 (unsigned long long)v, MC_FORMAT_VERSION);
-		goto out;
-	}
-	if ((rc = get_uint(ctx, root, "created", "manifest", &v)) != MC_OK)
-		goto out;
-	m->created = (int64_t)v;
-	if ((rc = get_uint(ctx, root, "bundle_version", "manifest", &m->bundle_version)) != MC_OK ||
-	    (rc = get_uint(ctx, root, "expires", "manifest", &v)) != MC_OK)
-		goto out;
-	m->expires = (int64_t)v;
-	if (cJSON_GetObjectItemCaseSensitive(root, "expires") != NULL && v == 0) {
-		rc = BAD("manifest: expires is 0 (omit it for no expiry)");
-		goto out;
-	}
-	if ((rc = parse_labels(ctx, cJSON_GetObjectItemCaseSensitive(root, "labels"), m)) != MC_OK)
-		goto out;
-	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "artifacts"))) {
-		rc = BAD("manifest: artifacts is not an array");
-		goto out;
-	}
-	n = arts.n;
-	if (n > ctx->max_artifacts) {
-		rc = mc__err(ctx, MC_ERR_LIMIT, "manifest lists %zu artifacts, over the cap of %llu", n,
-			     (unsigned long long)ctx->max_artifacts);
-		goto out;
-	}
-	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "objects"))) {
-		rc = BAD("manifest: objects is not an array");
-		goto out;
-	}
-	k = objs.n;
-	if (k > ctx->max_artifacts) {
-		rc = mc__err(ctx, MC_ERR_LIMIT, "manifest lists %zu objects, over the cap of %llu", k,
-			     (unsigned long long)ctx->max_artifacts);
-		goto out;
-	}
-	/* A manifest read from a file keeps its tables in files too. */
-	if (d->fd >= 0) {
-		m->objfd = m->artfd = m->keyfd = -1;
-		m->spilled = 1;
-		if ((m->objfd = mc__open_temp_anon(ctx)) < 0 ||
-		    (m->artfd = mc__open_temp_anon(ctx)) < 0 ||
-		    (m->keyfd = mc__open_temp_anon(ctx)) < 0) {
-			rc = MC_ERR_IO;
-			goto out;
-		}
-	}
-	if ((k > 0 && !m->spilled && (m->objects = calloc(k, sizeof *m->objects)) == NULL) ||
-	    (m->spilled && ((m->oprefix = calloc(k + 1, sizeof *m->oprefix)) == NULL ||
-			    (ow.buf = calloc(OBJ_BUF, sizeof *ow.buf)) == NULL ||
-			    (w.rec = calloc(ART_BUF, sizeof *w.rec)) == NULL ||
-			    (w.keys = malloc(KEY_BUF)) == NULL)) ||
-	    (w.used = calloc(k + 1, 1)) == NULL ||
-	    (n > 0 && !m->spilled && (m->artifacts = calloc(n, sizeof *m->artifacts)) == NULL)) {
-		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		goto out;
-	}
 	d->i = objs.at;
-	if (k > 0 && ((rc = mc__jdoc_array(ctx, d, object_entry, &ow, &k)) != MC_OK ||
-		      (m->spilled && (rc = obj_flush(ctx, &ow)) != MC_OK)))
+	if (objs.n > 0 && ((rc = mc__jdoc_array(ctx, d, object_entry, &ow, &objs.n)) != MC_OK ||
+			   (m->spilled && (rc = obj_flush(ctx, &ow)) != MC_OK)))
 		goto out;
 	d->i = arts.at;
-	if (n > 0 && ((rc = mc__jdoc_array(ctx, d, artifact_entry, &w, &n)) != MC_OK ||
-		      (m->spilled && (rc = art_flush(ctx, &w)) != MC_OK)))
+	if (arts.n > 0 && ((rc = mc__jdoc_array(ctx, d, artifact_entry, &w, &arts.n)) != MC_OK ||
+			   (m->spilled && (rc = art_flush(ctx, &w)) != MC_OK)))
 		goto out;
 	if ((tb = cJSON_GetObjectItemCaseSensitive(root, "torch_blob")) != NULL &&
 	    (rc = parse_torch_blob(ctx, tb, m, w.used)) != MC_OK)
 		goto out;
-	for (i = 0; i < m->nobjects; i++)
-		if (!w.used[i]) {
-			char hex[MC_HASH_HEX];
-			struct mc_mobject o;
-			if ((rc = mc__mobjects(ctx, m, i, 1, &o)) != MC_OK)
-				goto out;
-			mc__hex(o.hash, MC_HASH_BYTES, hex);
-			rc = BAD("manifest: object %s is listed but no artifact uses it", hex);
-			goto out;
-		}
+	rc = check_used(ctx, m, w.used);
 out:
 	free(ow.buf);
 	free(w.rec);
