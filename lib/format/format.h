@@ -58,7 +58,8 @@ MC_HIDDEN int mc__tar_header_render(const char *name, uint64_t size, unsigned ch
 MC_HIDDEN int mc__tar_header_parse(mc_ctx *ctx, const unsigned char hdr[512], char *name,
 				   uint64_t *size);
 
-/* ---- manifest (manifest.c) ---- */
+/* ---- manifest: the model (manifest.c), its text made (mrender.c), checked (mcheck.c),
+ * walked (mjson.c) and parsed (mparse.c) ---- */
 
 struct mc_label {
 	char *key;
@@ -209,6 +210,34 @@ MC_HIDDEN int mc__label_key_ok(const char *k);
 /* 1 when v may be a label's value (SPEC.md section 3.1); else 0, with why it may not
  * ("contains control character U+001B") written to why (which may be NULL, with 0). */
 MC_HIDDEN int mc__label_value_ok(const char *v, char *why, size_t whylen);
+
+/* A manifest's text as mparse.c walks it with mjson.c: a member or an array element at
+ * a time, from memory or read from a file in windows. */
+struct cJSON;
+struct mc_jdoc {
+	const unsigned char *s; /* the window: bytes [w0, w0 + wn) of the text */
+	uint64_t w0;
+	size_t wn;
+	uint64_t n, i;          /* the text's length; the cursor */
+	int fd;                 /* where the text is read from; -1: s holds all of it */
+	unsigned char *buf;     /* the window's storage when read from fd */
+	size_t cap;
+	int ioerr;              /* errno of a failed read */
+};
+/* Where a table's '[' is (0: nowhere) and how many elements it has. */
+struct mc_jtable {
+	size_t at, n;
+};
+/* The top level: every member goes into *root, each as its own tree, except an
+ * "artifacts" or "objects" array, which is only walked over: *root gets an empty array
+ * in its place, and *arts or *objs where it is. No byte may follow the value. */
+MC_HIDDEN int mc__jdoc_top(mc_ctx *ctx, struct mc_jdoc *d, struct cJSON **root,
+			   struct mc_jtable *arts, struct mc_jtable *objs);
+typedef int (*mc_jelem_fn)(mc_ctx *ctx, const struct cJSON *e, size_t idx, void *ud);
+/* Walks the array whose '[' is at d->i, calling fn (when not NULL) with each element
+ * as its own tree; *count gets the number of elements. */
+MC_HIDDEN int mc__jdoc_array(mc_ctx *ctx, struct mc_jdoc *d, mc_jelem_fn fn, void *ud,
+			     size_t *count);
 
 /* ---- bundle member names ---- */
 

@@ -1,0 +1,757 @@
+/*
+ * mparse.c - the strict parser of a manifest, for the reader: it refuses anything the
+ * writer (mrender.c) would not produce. A manifest read from a file keeps its tables
+ * in temp files, so that a large one is never held whole.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "format/format.h"
+
+#define JSON_INT_MAX 9007199254740991.0 /* 2^53 - 1: exact in a double */
+
+#define BAD(...) mc__err(ctx, MC_ERR_MANIFEST, __VA_ARGS__)
+
+/* Appends n bytes to one of a spilled table's temp files. */
+static int
+temp_write(mc_ctx *ctx, int fd, const void *p, size_t n, const char *what)
+{
+	if (n > 0 && mc__write_all(fd, p, n) != 0)
+		return mc__err(ctx, MC_ERR_IO, "cannot write the %s's temporary file: %s", what,
+			       strerror(errno));
+	return MC_OK;
+}
+
+static int
+check_members(mc_ctx *ctx, const cJSON *o, const char *what, const char *const *allowed)
+{
+	const cJSON *c, *d;
+	size_t i;
+
+	if (!cJSON_IsObject(o))
+		return BAD("manifest: %s is not an object", what);
+	for (c = o->child; c != NULL; c = c->next) {
+		int known = 0;
+		for (i = 0; allowed[i] != NULL; i++) {
+			const char *a = allowed[i][0] == '!' ? allowed[i] + 1 : allowed[i];
+			if (strcmp(a, c->string) == 0)
+				known = 1;
+		}
+		if (!known)
+			return BAD("manifest: %s has unknown field '%.64s'", what, c->string);
+		for (d = c->next; d != NULL; d = d->next)
+			if (strcmp(c->string, d->string) == 0)
+				return BAD("manifest: %s has field '%.64s' twice", what, c->string);
+	}
+	for (i = 0; allowed[i] != NULL; i++)
+		if (allowed[i][0] == '!' && cJSON_GetObjectItemCaseSensitive(o, allowed[i] + 1) == NULL)
+			return BAD("manifest: %s lacks field '%s'", what, allowed[i] + 1);
+	return MC_OK;
+}
+
+static int
+get_uint(mc_ctx *ctx, const cJSON *o, const char *name, const char *what, uint64_t *v)
+{
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, name);
+	double d;
+
+	if (n == NULL) {
+		*v = 0;
+		return MC_OK;
+	}
+	if (!cJSON_IsNumber(n))
+		return BAD("manifest: %s.%s is not a number", what, name);
+	d = n->valuedouble;
+	if (!isfinite(d) || d < 0 || d > JSON_INT_MAX || floor(d) != d)
+		return BAD("manifest: %s.%s is not an integer in 0..2^53-1", what, name);
+	if (n->valuestring != NULL) /* a number not in plain digits: its text (mjson.c) */
+		return BAD("manifest: %s.%s is not an integer in plain decimal digits ('%s')", what,
+			   name, n->valuestring);
+	*v = (uint64_t)d;
+	return MC_OK;
+}
+
+static int
+get_str(mc_ctx *ctx, const cJSON *o, const char *name, const char *what, const char **v)
+{
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	if (!cJSON_IsString(n) || n->valuestring == NULL)
+		return BAD("manifest: %s.%s is not a string", what, name);
+	*v = n->valuestring;
+	return MC_OK;
+}
+
+static int
+hash_field(mc_ctx *ctx, const char *s, const char *what, unsigned char out[32])
+{
+	if (strlen(s) != 64 || !mc__is_lower_hex(s, 64) || mc__unhex(s, out, 32) != 0)
+		return BAD("manifest: %s is not 64 lower-case hex digits", what);
+	return MC_OK;
+}
+
+static int
+type_name_ok(const char *t)
+{
+	size_t n = strlen(t), i;
+
+	if (n == 0 || n > MC_TYPE_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((t[i] >= 'a' && t[i] <= 'z') || (t[i] >= '0' && t[i] <= '9') || t[i] == '_'))
+			return 0;
+	return 1;
+}
+
+static int
+key_text_ok(const char *k)
+{
+	size_t n = strlen(k);
+
+	return n > 0 && n <= MC_KEY_MAX;
+}
+
+/* The object with this content hash: *idx, or (size_t)-1 when there is none; *o gets
+ * its record. */
+static int
+find_object(mc_ctx *ctx, const struct mc_manifest *m, const unsigned char hash[32], size_t *idx,
+	    struct mc_mobject *o)
+{
+	size_t lo = 0, hi = m->nobjects;
+	int rc;
+
+	*idx = (size_t)-1;
+	if (m->spilled) {
+		/* The first entry whose hash prefix is not below this one's; equal prefixes
+		 * are told apart by their records. */
+		uint64_t want = mc__be64(hash);
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (m->oprefix[mid] < want)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < m->nobjects && m->oprefix[lo] == want; lo++) {
+			if ((rc = mc__mobjects(ctx, m, lo, 1, o)) != MC_OK)
+				return rc;
+			if (memcmp(o->hash, hash, 32) == 0) {
+				*idx = lo;
+				return MC_OK;
+			}
+		}
+		return MC_OK;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = memcmp(m->objects[mid].hash, hash, 32);
+		if (c == 0) {
+			*idx = mid;
+			*o = m->objects[mid];
+			return MC_OK;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return MC_OK;
+}
+
+/* One entry of the object table: sorted strictly by content hash, stored bytes
+ * described exactly. */
+struct obj_walk {
+	struct mc_manifest *m;
+	unsigned char prev[MC_HASH_BYTES]; /* the hash of the entry before */
+	struct mc_mobject *buf;            /* spilled: records not yet written */
+	size_t nbuf;
+};
+
+#define OBJ_BUF 512
+
+/* Writes the records waiting in w->buf to the table's temp file. */
+static int
+obj_flush(mc_ctx *ctx, struct obj_walk *w)
+{
+	int rc = temp_write(ctx, w->m->objfd, w->buf, w->nbuf * sizeof *w->buf, "object table");
+
+	w->nbuf = 0;
+	return rc;
+}
+
+static int
+object_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
+{
+	static const char *const fields[] = {"!hash", "!size", "!encoding", "!stored_size",
+					     "!stored_hash", NULL};
+	struct obj_walk *w = ud;
+	struct mc_manifest *m = w->m;
+	struct mc_mobject rec, *o = &rec;
+	const char *hash = NULL, *enc = NULL, *shash = NULL;
+	char what[48];
+	int rc;
+
+	memset(&rec, 0, sizeof rec); /* padding too: records go to a file */
+	snprintf(what, sizeof what, "objects[%zu]", idx);
+	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
+	    (rc = get_str(ctx, c, "hash", what, &hash)) != MC_OK ||
+	    (rc = get_str(ctx, c, "encoding", what, &enc)) != MC_OK ||
+	    (rc = get_str(ctx, c, "stored_hash", what, &shash)) != MC_OK ||
+	    (rc = get_uint(ctx, c, "size", what, &o->size)) != MC_OK ||
+	    (rc = get_uint(ctx, c, "stored_size", what, &o->stored_size)) != MC_OK ||
+	    (rc = hash_field(ctx, hash, what, o->hash)) != MC_OK ||
+	    (rc = hash_field(ctx, shash, what, o->stored_hash)) != MC_OK)
+		return rc;
+	if (strcmp(enc, "zstd") == 0) {
+		o->encoding = MC_ENC_ZSTD;
+	} else if (strcmp(enc, "none") == 0) {
+		o->encoding = MC_ENC_NONE;
+		if (o->stored_size != o->size || memcmp(o->stored_hash, o->hash, 32) != 0)
+			return BAD("manifest: %s is stored as is but its stored size or hash differs",
+				   what);
+	} else {
+		return BAD("manifest: %s has unknown encoding '%.20s'", what, enc);
+	}
+	if (o->size > ctx->max_artifact_bytes || o->stored_size > ctx->max_artifact_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is over the per-artifact cap of %llu "
+			       "bytes", what, (unsigned long long)ctx->max_artifact_bytes);
+	/* Decompression stops at the declared size; the declared size itself is
+	 * bounded by the stored size, so a small bundle cannot fill a disk. */
+	if (o->encoding == MC_ENC_ZSTD && ctx->max_expansion != 0 &&
+	    o->size / ctx->max_expansion > o->stored_size)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s expands %llu bytes to %llu, more "
+			       "than the expansion cap of %llu", what,
+			       (unsigned long long)o->stored_size, (unsigned long long)o->size,
+			       (unsigned long long)ctx->max_expansion);
+	if (idx > 0 && memcmp(w->prev, o->hash, 32) >= 0)
+		return BAD("manifest: objects not sorted by hash, or repeated, at %s", what);
+	memcpy(w->prev, o->hash, 32);
+	if (!m->spilled) {
+		m->objects[idx] = rec;
+	} else {
+		m->oprefix[idx] = mc__be64(o->hash);
+		w->buf[w->nbuf++] = rec;
+		if (w->nbuf == OBJ_BUF && (rc = obj_flush(ctx, w)) != MC_OK)
+			return rc;
+	}
+	m->nobjects++;
+	return MC_OK;
+}
+
+struct art_walk {
+	struct mc_manifest *m;
+	char *used; /* per object: named by an artifact or torch blob entry */
+	uint64_t total;
+	/* spilled: records and keys not yet written, and the entry before */
+	struct mc_arec *rec;
+	size_t nrec;
+	char *keys;
+	size_t nkeys;
+	uint64_t key_off;
+	char prev[MC_KEY_MAX + 1];
+};
+
+#define ART_BUF 512
+#define KEY_BUF (256 * 1024)
+
+/* Writes the records and keys waiting in w to the table's temp files. */
+static int
+art_flush(mc_ctx *ctx, struct art_walk *w)
+{
+	int rc;
+
+	if ((rc = temp_write(ctx, w->m->artfd, w->rec, w->nrec * sizeof *w->rec,
+			     "artifact table")) == MC_OK)
+		rc = temp_write(ctx, w->m->keyfd, w->keys, w->nkeys, "artifact table");
+	w->nrec = 0;
+	w->nkeys = 0;
+	return rc;
+}
+
+/* Keeps a parsed artifact: in the table, or for a spilled one in the temp files. */
+static int
+art_keep(mc_ctx *ctx, struct art_walk *w, const struct mc_martifact *a, const char *type,
+	 const char *key)
+{
+	struct mc_manifest *m = w->m;
+	size_t klen = strlen(key), idx = m->nartifacts;
+	struct mc_arec *r;
+	int rc;
+
+	if (!m->spilled) {
+		struct mc_martifact *t = &m->artifacts[idx];
+		*t = *a;
+		/* The table is sorted by type: a type is stored once, with its first artifact. */
+		if (idx > 0 && strcmp(t[-1].type, type) == 0)
+			t->type = t[-1].type;
+		else if ((t->type = mc__arena_strdup(&m->strings, type)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		if ((t->key = mc__arena_strdup(&m->strings, key)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		return MC_OK;
+	}
+	if (m->ntypes == 0 || strcmp(m->types[m->ntypes - 1], type) != 0) {
+		char **t = realloc(m->types, (m->ntypes + 1) * sizeof *t);
+		if (t == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		m->types = t;
+		if ((t[m->ntypes] = mc__arena_strdup(&m->strings, type)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		m->ntypes++;
+	}
+	if ((w->nrec == ART_BUF || w->nkeys + klen + 1 > KEY_BUF) &&
+	    (rc = art_flush(ctx, w)) != MC_OK)
+		return rc;
+	r = &w->rec[w->nrec++];
+	memset(r, 0, sizeof *r); /* padding too: records go to a file */
+	r->size = a->size;
+	r->object = a->object;
+	r->key_off = w->key_off;
+	r->key_len = (uint32_t)klen;
+	r->type = (uint32_t)(m->ntypes - 1);
+	r->has_sha = a->sha256 != NULL;
+	if (a->sha256 != NULL)
+		memcpy(r->sha256, a->sha256, sizeof r->sha256);
+	memcpy(w->keys + w->nkeys, key, klen + 1);
+	w->nkeys += klen + 1;
+	w->key_off += klen + 1;
+	return MC_OK;
+}
+
+/* Resolves a reference to an object, checking its size; marks it used. */
+static int
+ref_object(mc_ctx *ctx, struct mc_manifest *m, const unsigned char hash[32], uint64_t size,
+	   const char *what, char *used, size_t *idx)
+{
+	struct mc_mobject o;
+	size_t i;
+	int rc;
+
+	if ((rc = find_object(ctx, m, hash, &i, &o)) != MC_OK)
+		return rc;
+	if (i == (size_t)-1)
+		return BAD("manifest: %s refers to an object not in the object table", what);
+	if (o.size != size)
+		return BAD("manifest: %s gives size %llu, the object table %llu", what,
+			   (unsigned long long)size, (unsigned long long)o.size);
+	used[i] = 1;
+	*idx = i;
+	return MC_OK;
+}
+
+static int
+parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
+{
+	const cJSON *c;
+	char why[64];
+	size_t n = 0;
+
+	if (!cJSON_IsObject(labels))
+		return BAD("manifest: labels is not an object");
+	for (c = labels->child; c != NULL; c = c->next)
+		n++;
+	if (n > 1024)
+		return BAD("manifest: more than 1024 labels");
+	if (n > 0 && (m->labels = calloc(n, sizeof *m->labels)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	for (c = labels->child; c != NULL; c = c->next) {
+		if (!mc__label_key_ok(c->string))
+			return BAD("manifest: label name '%.64s' is not 1-64 of [A-Za-z0-9_.-]", c->string);
+		if (!cJSON_IsString(c))
+			return BAD("manifest: label '%s' is not a string", c->string);
+		if (!mc__label_value_ok(c->valuestring, why, sizeof why))
+			return BAD("manifest: label '%s' %s", c->string, why);
+		if (m->nlabels > 0 && strcmp(m->labels[m->nlabels - 1].key, c->string) >= 0)
+			return BAD("manifest: labels not in strictly ascending order at '%s'", c->string);
+		m->labels[m->nlabels].key = mc__strdup(c->string);
+		m->labels[m->nlabels].value = mc__strdup(c->valuestring);
+		m->nlabels++;
+		if (m->labels[m->nlabels - 1].key == NULL || m->labels[m->nlabels - 1].value == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	return MC_OK;
+}
+
+/* An artifact's optional sha256 field: into the arena, or for a spilled table into sh,
+ * which art_keep copies. */
+static int
+art_sha256(mc_ctx *ctx, const cJSON *c, const char *what, struct mc_manifest *m,
+	   unsigned char sh[32], const unsigned char **out)
+{
+	const char *sha = NULL;
+	int rc;
+
+	if (cJSON_GetObjectItemCaseSensitive(c, "sha256") == NULL)
+		return MC_OK;
+	if ((rc = get_str(ctx, c, "sha256", what, &sha)) != MC_OK ||
+	    (rc = hash_field(ctx, sha, what, sh)) != MC_OK)
+		return rc;
+	if (m->spilled)
+		*out = sh;
+	else if ((*out = mc__arena_dup(&m->strings, sh, 32)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	return MC_OK;
+}
+
+/* The caps on one artifact's size and on all of them together. */
+static int
+art_caps(mc_ctx *ctx, struct art_walk *w, uint64_t size, const char *what)
+{
+	if (size > ctx->max_artifact_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is %llu bytes, over the cap of "
+			       "%llu", what, (unsigned long long)size,
+			       (unsigned long long)ctx->max_artifact_bytes);
+	w->total += size;
+	if (w->total > ctx->max_total_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: artifacts total more than the cap "
+			       "of %llu bytes", (unsigned long long)ctx->max_total_bytes);
+	return MC_OK;
+}
+
+/* Artifact idx comes strictly after the one before it, by (type, key). */
+static int
+art_order(mc_ctx *ctx, const struct art_walk *w, size_t idx, const char *type,
+	  const char *key, const char *what)
+{
+	const struct mc_manifest *m = w->m;
+	const char *ptype, *pkey;
+	int cmp;
+
+	if (idx == 0)
+		return MC_OK;
+	if (m->spilled) {
+		ptype = m->types[m->ntypes - 1];
+		pkey = w->prev;
+	} else {
+		ptype = m->artifacts[idx - 1].type;
+		pkey = m->artifacts[idx - 1].key;
+	}
+	if ((cmp = strcmp(ptype, type)) == 0)
+		cmp = strcmp(pkey, key);
+	if (cmp == 0)
+		return BAD("manifest: duplicate artifact (%s, %.200s)", type, key);
+	if (cmp > 0)
+		return BAD("manifest: artifacts not sorted by (type, key) at %s", what);
+	return MC_OK;
+}
+
+/* One entry of the artifact table, sorted strictly by (type, key). */
+static int
+artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
+{
+	static const char *const fields[] = {"!type", "!key", "!size", "!hash", "sha256", NULL};
+	struct art_walk *w = ud;
+	struct mc_manifest *m = w->m;
+	struct mc_martifact a;
+	const char *type = NULL, *key = NULL, *hash = NULL;
+	unsigned char h[MC_HASH_BYTES], sh[32];
+	char what[48];
+	int rc;
+
+	memset(&a, 0, sizeof a);
+	snprintf(what, sizeof what, "artifacts[%zu]", idx);
+	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
+	    (rc = get_str(ctx, c, "type", what, &type)) != MC_OK ||
+	    (rc = get_str(ctx, c, "key", what, &key)) != MC_OK ||
+	    (rc = get_str(ctx, c, "hash", what, &hash)) != MC_OK ||
+	    (rc = get_uint(ctx, c, "size", what, &a.size)) != MC_OK)
+		return rc;
+	if (!type_name_ok(type))
+		return BAD("manifest: %s.type '%.40s' is not 1-32 of [a-z0-9_]", what, type);
+	if (!key_text_ok(key))
+		return BAD("manifest: %s.key is empty or longer than %d bytes", what, MC_KEY_MAX);
+	if ((rc = hash_field(ctx, hash, what, h)) != MC_OK ||
+	    (rc = art_sha256(ctx, c, what, m, sh, &a.sha256)) != MC_OK ||
+	    (rc = art_caps(ctx, w, a.size, what)) != MC_OK ||
+	    (rc = art_order(ctx, w, idx, type, key, what)) != MC_OK ||
+	    (rc = ref_object(ctx, m, h, a.size, what, w->used, &a.object)) != MC_OK ||
+	    (rc = art_keep(ctx, w, &a, type, key)) != MC_OK)
+		return rc;
+	if (m->spilled)
+		memcpy(w->prev, key, strlen(key) + 1);
+	m->nartifacts++;
+	return MC_OK;
+}
+
+/* One entry of a torch blob group: a key, and the object it names. */
+static int
+tb_entry(mc_ctx *ctx, const cJSON *e, struct mc_manifest *m, char *used, struct mc_mgroup *grp)
+{
+	static const char *const ef[] = {"!key", "!size", "!hash", NULL};
+	const char *key = NULL, *hash = NULL;
+	unsigned char h[32];
+	uint64_t size;
+	int rc;
+
+	if ((rc = check_members(ctx, e, "torch_blob entry", ef)) != MC_OK ||
+	    (rc = get_str(ctx, e, "key", "torch_blob entry", &key)) != MC_OK ||
+	    (rc = get_str(ctx, e, "hash", "torch_blob entry", &hash)) != MC_OK ||
+	    (rc = get_uint(ctx, e, "size", "torch_blob entry", &size)) != MC_OK ||
+	    (rc = hash_field(ctx, hash, "torch_blob entry hash", h)) != MC_OK)
+		return rc;
+	if (!key_text_ok(key))
+		return BAD("manifest: torch_blob entry key is empty or too long");
+	if ((rc = ref_object(ctx, m, h, size, "torch_blob entry", used,
+			     &grp->entries[grp->nentries].object)) != MC_OK)
+		return rc;
+	if ((grp->entries[grp->nentries].key = mc__strdup(key)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	grp->nentries++;
+	return MC_OK;
+}
+
+/* One group of the torch blob: its type and its entries, which *total counts
+ * against the cap on artifacts. */
+static int
+tb_group(mc_ctx *ctx, const cJSON *g, struct mc_manifest *m, char *used, size_t *total)
+{
+	static const char *const gf[] = {"!type", "!entries", NULL};
+	struct mc_mgroup *grp = &m->groups[m->ngroups];
+	const cJSON *ents, *e;
+	const char *type = NULL;
+	size_t ne;
+	int rc;
+
+	if ((rc = check_members(ctx, g, "torch_blob group", gf)) != MC_OK ||
+	    (rc = get_str(ctx, g, "type", "torch_blob group", &type)) != MC_OK)
+		return rc;
+	if (!type_name_ok(type))
+		return BAD("manifest: torch_blob group type '%.40s' is not 1-32 of [a-z0-9_]", type);
+	if ((grp->type = mc__strdup(type)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	m->ngroups++;
+	ents = cJSON_GetObjectItemCaseSensitive(g, "entries");
+	if (!cJSON_IsArray(ents))
+		return BAD("manifest: torch_blob group entries is not an array");
+	ne = (size_t)cJSON_GetArraySize(ents);
+	*total += ne;
+	if (*total > ctx->max_artifacts)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: more than %llu torch blob entries",
+			       (unsigned long long)ctx->max_artifacts);
+	if (ne > 0 && (grp->entries = calloc(ne, sizeof *grp->entries)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	for (e = ents->child; e != NULL; e = e->next)
+		if ((rc = tb_entry(ctx, e, m, used, grp)) != MC_OK)
+			return rc;
+	return MC_OK;
+}
+
+static int
+parse_torch_blob(mc_ctx *ctx, const cJSON *tb, struct mc_manifest *m, char *used)
+{
+	static const char *const tbf[] = {"!groups", NULL};
+	const cJSON *groups, *g;
+	size_t ng, total = 0;
+	int rc;
+
+	if ((rc = check_members(ctx, tb, "torch_blob", tbf)) != MC_OK)
+		return rc;
+	groups = cJSON_GetObjectItemCaseSensitive(tb, "groups");
+	if (!cJSON_IsArray(groups))
+		return BAD("manifest: torch_blob.groups is not an array");
+	ng = (size_t)cJSON_GetArraySize(groups);
+	if (ng > 0 && (m->groups = calloc(ng, sizeof *m->groups)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	m->has_torch_blob = 1;
+	for (g = groups->child; g != NULL; g = g->next)
+		if ((rc = tb_group(ctx, g, m, used, &total)) != MC_OK)
+			return rc;
+	return MC_OK;
+}
+
+/* The top-level fields before the tables: format, version, times and labels. */
+static int
+parse_head(mc_ctx *ctx, const cJSON *root, struct mc_manifest *m)
+{
+	const char *fmt = NULL;
+	uint64_t v;
+	int rc;
+
+	if ((rc = get_str(ctx, root, "format", "manifest", &fmt)) != MC_OK)
+		return rc;
+	if (strcmp(fmt, "megacache") != 0)
+		return BAD("manifest: format is '%.40s', not 'megacache'", fmt);
+	if ((rc = get_uint(ctx, root, "format_version", "manifest", &v)) != MC_OK)
+		return rc;
+	if (v != MC_FORMAT_VERSION)
+		return BAD("manifest: format version %llu is not supported (this megacache reads %d)",
+			   (unsigned long long)v, MC_FORMAT_VERSION);
+	if ((rc = get_uint(ctx, root, "created", "manifest", &v)) != MC_OK)
+		return rc;
+	m->created = (int64_t)v;
+	if ((rc = get_uint(ctx, root, "bundle_version", "manifest", &m->bundle_version)) != MC_OK ||
+	    (rc = get_uint(ctx, root, "expires", "manifest", &v)) != MC_OK)
+		return rc;
+	m->expires = (int64_t)v;
+	if (cJSON_GetObjectItemCaseSensitive(root, "expires") != NULL && v == 0)
+		return BAD("manifest: expires is 0 (omit it for no expiry)");
+	return parse_labels(ctx, cJSON_GetObjectItemCaseSensitive(root, "labels"), m);
+}
+
+/* The artifacts or objects member: an array, of at most the cap's number of entries. */
+static int
+check_table(mc_ctx *ctx, const cJSON *root, const char *name, const struct mc_jtable *t)
+{
+	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, name)))
+		return BAD("manifest: %s is not an array", name);
+	if (t->n > ctx->max_artifacts)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest lists %zu %s, over the cap of %llu", t->n,
+			       name, (unsigned long long)ctx->max_artifacts);
+	return MC_OK;
+}
+
+/* Room for the tables of n artifacts and k objects: arrays, or for a text read from a
+ * file (d->fd set), temp files and the buffers in front of them. */
+static int
+walk_alloc(mc_ctx *ctx, const struct mc_jdoc *d, struct art_walk *w, struct obj_walk *ow,
+	   size_t n, size_t k)
+{
+	struct mc_manifest *m = w->m;
+	int ok;
+
+	if (d->fd >= 0) {
+		m->objfd = m->artfd = m->keyfd = -1;
+		m->spilled = 1;
+		if ((m->objfd = mc__open_temp_anon(ctx)) < 0 ||
+		    (m->artfd = mc__open_temp_anon(ctx)) < 0 ||
+		    (m->keyfd = mc__open_temp_anon(ctx)) < 0)
+			return MC_ERR_IO;
+	}
+	if (m->spilled)
+		ok = (m->oprefix = calloc(k + 1, sizeof *m->oprefix)) != NULL &&
+		     (ow->buf = calloc(OBJ_BUF, sizeof *ow->buf)) != NULL &&
+		     (w->rec = calloc(ART_BUF, sizeof *w->rec)) != NULL &&
+		     (w->keys = malloc(KEY_BUF)) != NULL;
+	else
+		ok = (k == 0 || (m->objects = calloc(k, sizeof *m->objects)) != NULL) &&
+		     (n == 0 || (m->artifacts = calloc(n, sizeof *m->artifacts)) != NULL);
+	if (!ok || (w->used = calloc(k + 1, 1)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	return MC_OK;
+}
+
+/* Every object is named by an artifact or a torch blob entry. */
+static int
+check_used(mc_ctx *ctx, const struct mc_manifest *m, const char *used)
+{
+	char hex[MC_HASH_HEX];
+	struct mc_mobject o;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < m->nobjects; i++)
+		if (!used[i]) {
+			if ((rc = mc__mobjects(ctx, m, i, 1, &o)) != MC_OK)
+				return rc;
+			mc__hex(o.hash, MC_HASH_BYTES, hex);
+			return BAD("manifest: object %s is listed but no artifact uses it", hex);
+		}
+	return MC_OK;
+}
+
+/* The walk over a text that passed the whole-text checks. */
+static int
+walk_doc(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
+{
+	static const char *const top[] = {"!format", "!format_version", "!created",
+					  "!bundle_version", "expires", "!labels", "!artifacts",
+					  "!objects", "torch_blob", NULL};
+	struct art_walk w;
+	struct obj_walk ow;
+	cJSON *root = NULL;
+	const cJSON *tb;
+	struct mc_jtable arts = {0, 0}, objs = {0, 0};
+	int rc;
+
+	memset(&ow, 0, sizeof ow);
+	ow.m = m;
+	memset(&w, 0, sizeof w);
+	w.m = m;
+	if ((rc = mc__jdoc_top(ctx, d, &root, &arts, &objs)) != MC_OK ||
+	    (rc = check_members(ctx, root, "manifest", top)) != MC_OK ||
+	    (rc = parse_head(ctx, root, m)) != MC_OK ||
+	    (rc = check_table(ctx, root, "artifacts", &arts)) != MC_OK ||
+	    (rc = check_table(ctx, root, "objects", &objs)) != MC_OK ||
+	    (rc = walk_alloc(ctx, d, &w, &ow, arts.n, objs.n)) != MC_OK)
+		goto out;
+	d->i = objs.at;
+	if (objs.n > 0 && ((rc = mc__jdoc_array(ctx, d, object_entry, &ow, &objs.n)) != MC_OK ||
+			   (m->spilled && (rc = obj_flush(ctx, &ow)) != MC_OK)))
+		goto out;
+	d->i = arts.at;
+	if (arts.n > 0 && ((rc = mc__jdoc_array(ctx, d, artifact_entry, &w, &arts.n)) != MC_OK ||
+			   (m->spilled && (rc = art_flush(ctx, &w)) != MC_OK)))
+		goto out;
+	if ((tb = cJSON_GetObjectItemCaseSensitive(root, "torch_blob")) != NULL &&
+	    (rc = parse_torch_blob(ctx, tb, m, w.used)) != MC_OK)
+		goto out;
+	rc = check_used(ctx, m, w.used);
+out:
+	free(ow.buf);
+	free(w.rec);
+	free(w.keys);
+	free(w.used);
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* The cap and the whole-text checks (c has seen all of the text), then the walk; m is
+ * left empty on failure. */
+static int
+parse_doc(mc_ctx *ctx, struct mc_jdoc *d, const struct mc_mcheck *c, struct mc_manifest *m)
+{
+	int rc;
+
+	memset(m, 0, sizeof *m);
+	if (d->n > ctx->max_manifest)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest of %llu bytes is over the cap of %llu",
+			       (unsigned long long)d->n, (unsigned long long)ctx->max_manifest);
+	if ((rc = mc__mcheck_end(ctx, c)) != MC_OK)
+		return rc;
+	rc = walk_doc(ctx, d, m);
+	if (d->ioerr == ENOMEM)
+		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	else if (d->ioerr != 0)
+		rc = mc__err(ctx, MC_ERR_IO, "cannot read the manifest's temporary copy: %s",
+			     strerror(d->ioerr));
+	if (rc != MC_OK)
+		mc__manifest_free(m);
+	return rc;
+}
+
+int
+mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_manifest *m)
+{
+	struct mc_jdoc d;
+	struct mc_mcheck c;
+
+	memset(&d, 0, sizeof d);
+	d.s = buf;
+	d.wn = len;
+	d.n = len;
+	d.fd = -1;
+	mc__mcheck_init(&c);
+	mc__mcheck_feed(&c, buf, len);
+	return parse_doc(ctx, &d, &c, m);
+}
+
+int
+mc__manifest_parse_fd(mc_ctx *ctx, int fd, uint64_t len, const struct mc_mcheck *c,
+		      struct mc_manifest *m)
+{
+	struct mc_jdoc d;
+	int rc;
+
+	memset(&d, 0, sizeof d);
+	d.n = len;
+	d.fd = fd;
+	rc = parse_doc(ctx, &d, c, m);
+	free(d.buf);
+	return rc;
+}
