@@ -115,4 +115,148 @@ MC_HIDDEN void mc__writer_blob_done(mc_writer *w, int layout);
 /* Counts a source that added n artifacts (a bundle of one torch blob keeps its layout). */
 MC_HIDDEN void mc__writer_note_source(mc_writer *w, size_t n);
 
+/* ---- writer internals: the writer's records (writer.c), its sources (wsource.c), the
+ * save's sorted tables (wsort.c) and the save (save.c) ---- */
+
+#define MC_WOBJ_PENDING 1    /* content not read yet: hashed (and deduplicated) at save */
+#define MC_WOBJ_CHECK_SHA 2  /* the save checks that the content still has sha256 */
+#define MC_WOBJ_IN_DATA UINT64_MAX /* path_off: the content is in the data store at offset */
+
+struct mc_wobj {
+	unsigned char hash[MC_HASH_BYTES];
+	unsigned char sha256[32];
+	uint64_t size;
+	uint64_t offset;      /* of the content in its source */
+	uint64_t path_off;    /* the source's path in the data store, or MC_WOBJ_IN_DATA */
+	uint32_t path_len;
+	uint8_t flags;
+	/* Set at save: */
+	uint8_t encoding;
+	uint16_t spool;       /* the worker whose spool file holds the stored bytes */
+	uint64_t spool_off, stored_size;
+	unsigned char stored_hash[MC_HASH_BYTES];
+};
+
+/* An artifact, in the order recorded (its key in the keys store), or in a sorted run
+ * or the save's table of kept artifacts (its key right after it). */
+struct mc_wart {
+	uint64_t size;
+	uint64_t key_off;
+	uint32_t key_len;
+	uint32_t type;        /* index into the writer's types */
+	uint32_t obj;
+	uint32_t seq;         /* the order recorded */
+	uint32_t has_sha256;
+	uint32_t pad;
+	unsigned char sha256[32];
+};
+
+struct mc_wslot;
+
+struct mc_writer {
+	mc_ctx *ctx;
+	struct mc_store objs;   /* struct mc_wobj, by index */
+	struct mc_store arts;   /* struct mc_wart, in the order recorded */
+	struct mc_store keys;   /* the artifacts' keys, one after another */
+	struct mc_store data;   /* the sources' paths, and contents given in memory */
+	uint32_t nobjs, narts;
+	struct mc_wslot *table; /* the objects whose hash is known, for deduplication */
+	size_t tcap, tused;
+	char **types;
+	uint32_t ntypes, lasttype;
+	char lastpath[MC_PATH_MAX]; /* the last source path stored, and where */
+	int has_lastpath;
+	uint64_t lastpath_off;
+	struct mc_wart last;    /* the artifact recorded last, while has_last */
+	int has_last;
+	struct mc_label *labels;
+	size_t nlabels;
+	uint64_t bundle_version;
+	int64_t expires, created;
+	int level;
+	const mc_seckey **signers;
+	size_t nsigners;
+	/* A bundle made from exactly one torch blob and nothing else keeps its layout. */
+	size_t nsources;
+	int only_blob;
+	struct mc_mgroup *groups;
+	size_t ngroups;
+	uint64_t total;
+	int keep_unknown;
+	mc_conflict_fn conflict;
+	void *conflict_ud;
+	struct mc_wcleanup {
+		void (*fn)(void *);
+		void *arg;
+	} *cleanups;
+	size_t ncleanups;
+};
+
+/* Object i's record; its hash alone; the path of its source into buf (MC_PATH_MAX
+ * bytes). ctx takes the error message (a worker's at save). */
+MC_HIDDEN int mc__wobj_get(mc_writer *w, mc_ctx *ctx, uint32_t i, struct mc_wobj *o);
+MC_HIDDEN int mc__wobj_hash(mc_writer *w, uint32_t i, unsigned char hash[MC_HASH_BYTES]);
+MC_HIDDEN int mc__wobj_path(mc_writer *w, mc_ctx *ctx, const struct mc_wobj *o, char *buf);
+
+/* An object's content is read through buf (grown as needed); ctx takes the error
+ * message (a worker's at save). */
+struct mc_wread {
+	mc_ctx *ctx;
+	unsigned char *buf;
+	size_t cap;
+};
+
+/* Where an object's content is read from: a range of a file, or of the data store. */
+struct mc_wsource {
+	int fd;                    /* or -1: the store */
+	const struct mc_store *st;
+	const char *name;          /* for messages */
+};
+
+/* Opens path, or the data store for an object o given in memory (o may be NULL). */
+MC_HIDDEN int mc__wsource_open(mc_ctx *ctx, struct mc_wsource *src, const mc_writer *w,
+			       const struct mc_wobj *o, const char *path);
+MC_HIDDEN void mc__wsource_close(struct mc_wsource *src);
+MC_HIDDEN int mc__wsource_read(mc_ctx *ctx, const struct mc_wsource *src, void *buf, size_t n,
+			       uint64_t off);
+/* Receives each piece of an object's content as it is read; last: the final one. */
+typedef int (*mc_wpiece_fn)(void *ud, const unsigned char *buf, size_t n, int last);
+/* Reads size bytes at offset of src in pieces into rd->buf (in one piece up to
+ * MC_WHOLE_MAX), computing their BLAKE2b (hash) and SHA-256 (sha), either of which may
+ * be NULL; each piece goes on to fn (may be NULL). */
+MC_HIDDEN int mc__wsource_digest(struct mc_wread *rd, const struct mc_wsource *src,
+				 uint64_t offset, uint64_t size, unsigned char *hash,
+				 unsigned char *sha, mc_wpiece_fn fn, void *ud);
+
+#define MC_WMARK_USED UINT32_MAX      /* the object of a kept artifact */
+#define MC_WMARK_HASH (UINT32_MAX - 1) /* only hashed: an overridden artifact's, for conflicts */
+#define MC_WSORT_READ (16u * 1024)    /* the read buffer of a sorted table */
+
+/* The save's tables. */
+struct mc_wsave {
+	mc_writer *w;
+	struct mc_store uniq;  /* the kept artifacts, sorted: struct mc_wart, then its key */
+	uint32_t nuniq;
+	struct mc_store dups;  /* the artifacts of every repeated (type, key) */
+	uint32_t *oi;          /* per object: 0, MC_WMARK_USED or MC_WMARK_HASH; then its
+				* place in the object table */
+	uint64_t pass_total;   /* the size of the objects marked */
+};
+
+/* Sorts the artifacts by (type, key) into sv->uniq, one per (type, key): the last
+ * recorded wins. Marks the objects the save reads. */
+MC_HIDDEN int mc__wsort_artifacts(struct mc_wsave *sv);
+/* Tells the conflict callback of every (type, key) recorded with different contents;
+ * after the first pass, when every listed object has its hash. */
+MC_HIDDEN int mc__wsort_conflicts(struct mc_wsave *sv);
+/* After the first pass: the object table. Objects with equal contents become one, the
+ * first recorded (so the choice does not depend on the workers), and the kept ones are
+ * ordered by hash: *order lists them, and sv->oi gives every used object its place;
+ * *total is the sum of their sizes. */
+MC_HIDDEN int mc__wsort_objects(struct mc_wsave *sv, uint32_t **order, uint32_t *n,
+				uint64_t *total);
+/* Reads an artifact's record and its key from r; *got = 0 at the end. */
+MC_HIDDEN int mc__wart_next(mc_ctx *ctx, struct mc_sreader *r, struct mc_wart *a,
+			    unsigned char *key, int *got);
+
 #endif /* MC_BUNDLE_H */

@@ -141,6 +141,26 @@ START_TEST(deterministic)
 }
 END_TEST
 
+/* A save without a writer or a path is refused, writes nothing, and leaves the
+ * writer usable. */
+START_TEST(save_needs_writer_and_path)
+{
+	char path[4096];
+	mc_writer *w;
+
+	snprintf(path, sizeof path, "%s/none.mcache", dir);
+	ck_assert_int_eq(mc_writer_save(NULL, path), MC_ERR_INVALID);
+	ck_assert_int_eq(count_tree(dir), 0);
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "pgo", "job:0:", "x", 1), MC_OK);
+	ck_assert_int_eq(mc_writer_save(w, NULL), MC_ERR_INVALID);
+	ck_assert_int_eq(count_tree(dir), 0);
+	ck_assert_int_eq(mc_writer_save(w, path), MC_OK);
+	ck_assert_int_eq(count_tree(dir), 1);
+	mc_writer_free(w);
+}
+END_TEST
+
 /* Every byte of the bundle, flipped: refused as a verification failure (or, for the
  * magic number, as not a bundle), and the root never created. */
 static void
@@ -568,6 +588,7 @@ suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, save_open_load);
 	tcase_add_test(tc, deterministic);
+	tcase_add_test(tc, save_needs_writer_and_path);
 	tcase_add_test(tc, flip_every_byte_zstd);
 	tcase_add_test(tc, flip_every_byte_plain);
 	tcase_add_test(tc, truncate_everywhere);

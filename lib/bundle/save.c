@@ -1,0 +1,732 @@
+/*
+ * save.c - mc_writer_save: the first pass over the contents on the worker threads
+ * (hashed, compressed into spool files), the manifest rendered from the sorted tables,
+ * the signatures, and the bundle written: manifest, signatures, then each distinct
+ * content once, ordered by hash.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "bundle/bundle.h"
+
+/* ---- the first pass, on the worker threads ----
+ * Each used object is read once: hashed (its hash is known only now for most) and
+ * compressed into the worker's spool file. An object marked MC_WMARK_HASH is only
+ * hashed. Each worker's compressed objects wait in its spool file until the manifest,
+ * which records their stored hashes, has been written. */
+
+#define PASS_BATCH 32           /* objects per item */
+#define PASS_PATHS (256u * 1024) /* their paths are read at once when within this */
+
+struct spool {
+	struct mc_wread rd;   /* rd.ctx: the worker's context, once it has started */
+	int fd;
+	uint64_t len;
+	mc_zenc *z;
+	crypto_generichash_state gs;
+	char *paths;          /* the paths of a batch of objects */
+};
+
+struct pass {
+	mc_writer *w;
+	const char *path;     /* the bundle's: spool files are made beside it */
+	const uint32_t *oi;
+	struct spool *sp;     /* per worker */
+	_Atomic uint64_t done;
+	uint64_t total;
+};
+
+static int
+spool_out(void *ud, const unsigned char *buf, size_t n)
+{
+	struct spool *sp = ud;
+
+	if (mc__write_all(sp->fd, buf, n) != 0)
+		return mc__errno(sp->rd.ctx, MC_ERR_IO, "cannot write the spool file", "temp");
+	crypto_generichash_update(&sp->gs, buf, n);
+	sp->len += n;
+	return MC_OK;
+}
+
+/* A piece of an object's content, on to the spool's compressor. */
+static int
+spool_piece(void *ud, const unsigned char *buf, size_t n, int last)
+{
+	struct spool *sp = ud;
+
+	return mc__zenc_run(sp->z, buf, n, last, spool_out, sp);
+}
+
+/* A worker's first object: its spool file and compressor, when there is compression. */
+static int
+spool_start(struct pass *p, struct spool *sp, mc_ctx *wctx)
+{
+	char *tmp = NULL;
+
+	sp->rd.ctx = wctx;
+	if (p->w->level == 0)
+		return MC_OK;
+	if ((sp->fd = mc__open_temp_beside(wctx, p->path, &tmp, 0600)) < 0)
+		return MC_ERR_IO;
+	unlink(tmp); /* the open descriptor keeps it; nothing is left behind */
+	free(tmp);
+	return mc__zenc_new(wctx, p->w->level, &sp->z);
+}
+
+/* Reads object o from its source, name, for its hash, which it sets or checks, and
+ * checks the SHA-256 recorded; with compress set, into the spool too. */
+static int
+pass_read(mc_writer *w, struct spool *sp, struct mc_wobj *o, const char *name, int compress)
+{
+	unsigned char hash[MC_HASH_BYTES], sha[32];
+	mc_ctx *wctx = sp->rd.ctx;
+	struct mc_wsource src;
+	int rc;
+
+	if ((rc = mc__wsource_open(wctx, &src, w, o, name)) != MC_OK)
+		return rc;
+	rc = mc__wsource_digest(&sp->rd, &src, o->offset, o->size, hash,
+				(o->flags & MC_WOBJ_CHECK_SHA) ? sha : NULL,
+				compress ? spool_piece : NULL, sp);
+	mc__wsource_close(&src);
+	if (rc == MC_OK && (o->flags & MC_WOBJ_CHECK_SHA) && memcmp(sha, o->sha256, sizeof sha) != 0)
+		rc = mc__err(wctx, MC_ERR_IO, "%s: content changed while packing", name);
+	if (rc != MC_OK)
+		return rc;
+	if (o->flags & MC_WOBJ_PENDING) {
+		memcpy(o->hash, hash, sizeof hash);
+		o->flags &= (uint8_t)~MC_WOBJ_PENDING;
+	} else if (memcmp(hash, o->hash, sizeof hash) != 0) {
+		return mc__err(wctx, MC_ERR_IO, "%s: content changed while packing", name);
+	}
+	return MC_OK;
+}
+
+/* How o is stored: as is, or (compress set) as the zstd frame the spool got for it. */
+static int
+pass_encoding(struct spool *sp, struct mc_wobj *o, int compress)
+{
+	uint64_t zsize;
+
+	o->encoding = MC_ENC_NONE;
+	o->stored_size = o->size;
+	memcpy(o->stored_hash, o->hash, MC_HASH_BYTES);
+	if (!compress)
+		return MC_OK;
+	zsize = sp->len - o->spool_off;
+	/* Stored as zstd only where any reader with the default caps takes it. */
+	if (zsize < o->size && o->size / MC_DEFAULT_MAX_EXPANSION <= zsize) {
+		o->encoding = MC_ENC_ZSTD;
+		o->stored_size = zsize;
+		crypto_generichash_final(&sp->gs, o->stored_hash, MC_HASH_BYTES);
+		return MC_OK;
+	}
+	/* Stored as is: the spool forgets it. */
+	if (ftruncate(sp->fd, (off_t)o->spool_off) != 0 ||
+	    lseek(sp->fd, (off_t)o->spool_off, SEEK_SET) < 0)
+		return mc__errno(sp->rd.ctx, MC_ERR_IO, "cannot rewind the spool file", "temp");
+	sp->len = o->spool_off;
+	return MC_OK;
+}
+
+/* Hashes (and, when compress is set, compresses into the worker's spool) object o,
+ * whose source is name, updating its record. */
+static int
+pass_one(struct pass *p, unsigned worker, mc_ctx *wctx, struct mc_wobj *o, const char *name,
+	 int only_hash)
+{
+	mc_writer *w = p->w;
+	struct spool *sp = &p->sp[worker];
+	int rc, compress = !only_hash && w->level > 0;
+	uint64_t done;
+
+	if (sp->rd.ctx != wctx && (rc = spool_start(p, sp, wctx)) != MC_OK)
+		return rc;
+	if (compress) {
+		o->spool = (uint16_t)worker;
+		o->spool_off = sp->len;
+		crypto_generichash_init(&sp->gs, NULL, 0, MC_HASH_BYTES);
+	}
+	if ((rc = pass_read(w, sp, o, name, compress)) != MC_OK)
+		return rc;
+	if (only_hash)
+		return MC_OK;
+	if ((rc = pass_encoding(sp, o, compress)) != MC_OK)
+		return rc;
+	done = atomic_fetch_add(&p->done, o->size) + o->size;
+	if (worker == 0)
+		mc__progress(w->ctx, "pack", done, p->total);
+	return MC_OK;
+}
+
+/* Item k is objects k * PASS_BATCH on: their records, and their paths when they lie
+ * close together, are read and written back in one piece each. */
+static int
+pass_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
+{
+	struct pass *p = ud;
+	mc_writer *w = p->w;
+	struct mc_wobj o[PASS_BATCH];
+	char name[MC_PATH_MAX];
+	uint32_t first = (uint32_t)(k * PASS_BATCH), n, j;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	int rc, any = 0;
+
+	n = w->nobjs - first < PASS_BATCH ? w->nobjs - first : PASS_BATCH;
+	for (j = 0; j < n; j++)
+		any |= p->oi[first + j] == MC_WMARK_USED || p->oi[first + j] == MC_WMARK_HASH;
+	if (!any)
+		return MC_OK;
+	if ((rc = mc__store_io(wctx, &w->objs, (uint64_t)first * sizeof *o, o, n * sizeof *o,
+			       0)) != MC_OK)
+		return rc;
+	for (j = 0; j < n; j++)
+		if (p->oi[first + j] != 0 && o[j].path_off != MC_WOBJ_IN_DATA) {
+			lo = o[j].path_off < lo ? o[j].path_off : lo;
+			hi = o[j].path_off + o[j].path_len > hi ? o[j].path_off + o[j].path_len : hi;
+		}
+	if (hi > lo && hi - lo <= PASS_PATHS) {
+		struct spool *sp = &p->sp[worker];
+		if (sp->paths == NULL && (sp->paths = malloc(PASS_PATHS)) == NULL)
+			return mc__err(wctx, MC_ERR_NOMEM, "out of memory");
+		if ((rc = mc__store_io(wctx, &w->data, lo, sp->paths, (size_t)(hi - lo),
+				       0)) != MC_OK)
+			return rc;
+	} else {
+		lo = hi = 0;
+	}
+	for (j = 0; j < n; j++) {
+		int only_hash = p->oi[first + j] == MC_WMARK_HASH;
+		if (p->oi[first + j] != MC_WMARK_USED && !only_hash)
+			continue;
+		if (!(o[j].flags & MC_WOBJ_PENDING) && (only_hash || w->level == 0))
+			continue;
+		if (hi > 0 && o[j].path_off != MC_WOBJ_IN_DATA) {
+			memcpy(name, p->sp[worker].paths + (o[j].path_off - lo), o[j].path_len);
+			name[o[j].path_len] = '\0';
+		} else if ((rc = mc__wobj_path(w, wctx, &o[j], name)) != MC_OK) {
+			return rc;
+		}
+		if ((rc = pass_one(p, worker, wctx, &o[j], name, only_hash)) != MC_OK)
+			return rc;
+	}
+	return mc__store_io(wctx, &w->objs, (uint64_t)first * sizeof *o, o, n * sizeof *o, 1);
+}
+
+/* ---- the manifest ---- */
+
+/* What the save renders the manifest from: the kept artifacts, read forwards from
+ * their store, and the object records. A read error is kept in rc. */
+struct saveview {
+	mc_writer *w;
+	struct mc_wsave *sv;
+	const uint32_t *order;
+	struct mc_sreader r;
+	size_t next;           /* the artifact expected next */
+	struct mc_wart a;
+	char key[MC_KEY_MAX + 1];
+	uint32_t cached;       /* the object table's entry in o, when have_o */
+	int have_o;
+	struct mc_wobj o;
+	int rc;
+};
+
+static void
+view_artifact(void *ud, size_t i, struct mc_martifact *out)
+{
+	struct saveview *v = ud;
+	int got = 0;
+
+	memset(out, 0, sizeof *out);
+	out->type = out->key = "";
+	if (i == 0) { /* a render starts */
+		v->r.off = 0;
+		v->r.pos = v->r.len = 0;
+		v->next = 0;
+	}
+	if (v->rc != MC_OK)
+		return;
+	if (i != v->next) {
+		v->rc = mc__err(v->w->ctx, MC_ERR_INVALID, "artifacts rendered out of order");
+		return;
+	}
+	v->next++;
+	if ((v->rc = mc__wart_next(v->w->ctx, &v->r, &v->a, (unsigned char *)v->key, &got)) != MC_OK)
+		return;
+	if (!got) {
+		errno = 0;
+		v->rc = mc__store_error(v->w->ctx, &v->sv->uniq, "read");
+		return;
+	}
+	v->key[v->a.key_len] = '\0';
+	out->type = v->w->types[v->a.type];
+	out->key = v->key;
+	out->size = v->a.size;
+	out->sha256 = v->a.has_sha256 ? v->a.sha256 : NULL;
+	out->object = v->sv->oi[v->a.obj];
+}
+
+static void
+view_object(void *ud, size_t i, struct mc_mobject *out)
+{
+	struct saveview *v = ud;
+	const struct mc_wobj *o = &v->o;
+	int stored = v->w->level > 0; /* else every object is stored as is */
+
+	memset(out, 0, sizeof *out);
+	if (v->rc != MC_OK)
+		return;
+	if (!v->have_o || v->cached != (uint32_t)i) {
+		v->have_o = 0;
+		if ((v->rc = mc__wobj_get(v->w, v->w->ctx, v->order[i], &v->o)) != MC_OK)
+			return;
+		v->cached = (uint32_t)i;
+		v->have_o = 1;
+	}
+	memcpy(out->hash, o->hash, MC_HASH_BYTES);
+	out->size = o->size;
+	out->encoding = stored ? o->encoding : MC_ENC_NONE;
+	out->stored_size = stored ? o->stored_size : o->size;
+	memcpy(out->stored_hash, stored ? o->stored_hash : o->hash, MC_HASH_BYTES);
+}
+
+static int
+label_cmp(const void *x, const void *y)
+{
+	return strcmp(((const struct mc_label *)x)->key, ((const struct mc_label *)y)->key);
+}
+
+/* The manifest text as it is rendered: counted and prehashed, and written to e when
+ * that is set. */
+struct mtext {
+	mc_ctx *ctx;
+	crypto_generichash_state st;
+	uint64_t len;
+	mc_emit *e;
+};
+
+static int
+mtext_sink(void *ud, const char *p, size_t n)
+{
+	struct mtext *t = ud;
+
+	crypto_generichash_update(&t->st, (const unsigned char *)p, n);
+	t->len += n;
+	if (t->e == NULL && t->len > t->ctx->max_manifest)
+		return mc__err(t->ctx, MC_ERR_LIMIT, "manifest of more than %llu bytes is over the cap",
+			       (unsigned long long)t->ctx->max_manifest);
+	return t->e != NULL ? mc__emit_data(t->e, p, n) : MC_OK;
+}
+
+/* Renders m, into e when it is not NULL; gives its prehash and length. */
+static int
+write_manifest(mc_ctx *ctx, const struct mc_manifest *m, mc_emit *e,
+	       unsigned char prehash[MC_SIG_PREHASH], uint64_t *len)
+{
+	struct mtext mt;
+	int rc;
+
+	memset(&mt, 0, sizeof mt);
+	mt.ctx = ctx;
+	mt.e = e;
+	crypto_generichash_init(&mt.st, NULL, 0, MC_SIG_PREHASH);
+	if ((rc = mc__manifest_write(ctx, m, mtext_sink, &mt)) != MC_OK)
+		return rc;
+	crypto_generichash_final(&mt.st, prehash, MC_SIG_PREHASH);
+	*len = mt.len;
+	return MC_OK;
+}
+
+/* ---- writing the bundle ---- */
+
+/* Reads one object's content from its source in chunks, hashing it again: a source
+ * file that changed since it was recorded fails the save instead of producing a bad
+ * bundle. */
+static int
+read_object(mc_writer *w, const struct mc_wobj *o, mc_out_fn fn, void *ud, uint64_t *done,
+	    uint64_t total)
+{
+	unsigned char hash[MC_HASH_BYTES];
+	crypto_generichash_state gs;
+	char name[MC_PATH_MAX];
+	struct mc_wsource src;
+	unsigned char *buf;
+	uint64_t left = o->size;
+	int rc;
+
+	if ((rc = mc__wobj_path(w, w->ctx, o, name)) != MC_OK ||
+	    (rc = mc__wsource_open(w->ctx, &src, w, o, name)) != MC_OK)
+		return rc;
+	if ((buf = malloc(MC_IO_CHUNK)) == NULL) {
+		mc__wsource_close(&src);
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	crypto_generichash_init(&gs, NULL, 0, sizeof hash);
+	while (rc == MC_OK && left > 0) {
+		size_t want = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
+		if ((rc = mc__wsource_read(w->ctx, &src, buf, want, o->offset + o->size - left)) !=
+		    MC_OK)
+			break;
+		crypto_generichash_update(&gs, buf, want);
+		rc = fn(ud, buf, want);
+		left -= want;
+		*done += want;
+		mc__progress(w->ctx, "pack", *done, total);
+	}
+	free(buf);
+	mc__wsource_close(&src);
+	crypto_generichash_final(&gs, hash, sizeof hash);
+	if (rc == MC_OK && memcmp(hash, o->hash, MC_HASH_BYTES) != 0)
+		rc = mc__err(w->ctx, MC_ERR_IO, "%s: content changed while packing", name);
+	return rc;
+}
+
+static int
+emit_out(void *ud, const unsigned char *buf, size_t n)
+{
+	return mc__emit_data(ud, buf, n);
+}
+
+static int
+copy_spooled(mc_writer *w, mc_emit *e, int fd, uint64_t off, uint64_t n)
+{
+	unsigned char *buf = malloc(MC_IO_CHUNK);
+	int rc = MC_OK;
+
+	if (buf == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	while (rc == MC_OK && n > 0) {
+		size_t want = n < MC_IO_CHUNK ? (size_t)n : MC_IO_CHUNK;
+		ssize_t r = pread(fd, buf, want, (off_t)off);
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			rc = mc__err(w->ctx, MC_ERR_IO, "cannot read the spool file");
+			break;
+		}
+		rc = mc__emit_data(e, buf, (size_t)r);
+		off += (uint64_t)r;
+		n -= (uint64_t)r;
+	}
+	free(buf);
+	return rc;
+}
+
+
+/* ---- the save ---- */
+
+/* The signatures, ordered by key id. */
+struct sigs {
+	char **txt;
+	size_t *len;
+	char (*id)[17];
+	size_t n;
+};
+
+struct job {
+	mc_writer *w;
+	const char *path;
+	int layout;            /* a bundle of one torch blob keeps its layout */
+	unsigned nworkers;
+	struct mc_wsave sv;
+	struct pass pass;
+	uint32_t *order;       /* the object table: the kept objects, by hash */
+	uint32_t nobjects;
+	uint64_t done, total;  /* progress of the bytes read, of all the kept objects' */
+	struct saveview view;
+	struct mc_msource src;
+	struct mc_manifest m;
+	unsigned char prehash[MC_SIG_PREHASH];
+	uint64_t mlen;
+	struct sigs sigs;
+};
+
+static int
+job_start(struct job *j, mc_writer *w, const char *path)
+{
+	unsigned k;
+
+	memset(j, 0, sizeof *j);
+	j->w = w;
+	j->path = path;
+	j->nworkers = mc__threads(w->ctx);
+	j->layout = w->only_blob && w->nsources == 1;
+	j->sv.w = w;
+	mc__store_init(&j->sv.uniq, "artifact sort");
+	mc__store_init(&j->sv.dups, "artifact sort");
+	if ((j->sv.oi = calloc((size_t)w->nobjs + 1, sizeof *j->sv.oi)) == NULL ||
+	    (j->pass.sp = calloc(j->nworkers, sizeof *j->pass.sp)) == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	for (k = 0; k < j->nworkers; k++)
+		j->pass.sp[k].fd = -1;
+	return MC_OK;
+}
+
+static void
+job_end(struct job *j)
+{
+	size_t i;
+	unsigned k;
+
+	for (k = 0; j->pass.sp != NULL && k < j->nworkers; k++) {
+		mc__zenc_free(j->pass.sp[k].z);
+		if (j->pass.sp[k].fd >= 0)
+			close(j->pass.sp[k].fd);
+		free(j->pass.sp[k].rd.buf);
+		free(j->pass.sp[k].paths);
+	}
+	free(j->pass.sp);
+	if (j->m.groups != NULL)
+		for (i = 0; i < j->m.ngroups; i++)
+			free(j->m.groups[i].entries);
+	free(j->m.groups);
+	free(j->view.r.buf);
+	free(j->order);
+	free(j->sv.oi);
+	mc__store_free(&j->sv.uniq);
+	mc__store_free(&j->sv.dups);
+	for (i = 0; i < j->sigs.n; i++)
+		free(j->sigs.txt[i]);
+	free(j->sigs.txt);
+	free(j->sigs.len);
+	free(j->sigs.id);
+}
+
+/* A bundle that keeps its blob's layout stores every object the groups name. */
+static int
+mark_layout(struct job *j)
+{
+	mc_writer *w = j->w;
+	size_t i, k;
+	int rc;
+
+	for (i = 0; j->layout && i < w->ngroups; i++)
+		for (k = 0; k < w->groups[i].nentries; k++) {
+			uint32_t x = (uint32_t)w->groups[i].entries[k].object;
+			struct mc_wobj o;
+			if (j->sv.oi[x] == MC_WMARK_USED)
+				continue;
+			if ((rc = mc__wobj_get(w, w->ctx, x, &o)) != MC_OK)
+				return rc;
+			j->sv.oi[x] = MC_WMARK_USED;
+			j->sv.pass_total += o.size;
+		}
+	return MC_OK;
+}
+
+/* The first pass: every used object read once, hashed and compressed; then the
+ * conflicts, which need every listed object's hash. */
+static int
+first_pass(struct job *j)
+{
+	mc_writer *w = j->w;
+	int rc;
+
+	j->pass.w = w;
+	j->pass.path = j->path;
+	j->pass.oi = j->sv.oi;
+	j->pass.total = j->sv.pass_total;
+	if ((rc = mc__parallel(w->ctx, ((size_t)w->nobjs + PASS_BATCH - 1) / PASS_BATCH,
+			       j->nworkers, pass_item, &j->pass)) != MC_OK ||
+	    (rc = mc__wsort_conflicts(&j->sv)) != MC_OK)
+		return rc;
+	mc__store_free(&j->sv.dups);
+	j->done = atomic_load(&j->pass.done);
+	return MC_OK;
+}
+
+/* The blob's groups in the manifest, their entries naming places in the object table. */
+static int
+layout_groups(struct job *j)
+{
+	mc_writer *w = j->w;
+	struct mc_manifest *m = &j->m;
+	size_t i, k;
+
+	m->has_torch_blob = 1;
+	m->ngroups = w->ngroups;
+	if ((m->groups = calloc(w->ngroups + 1, sizeof *m->groups)) == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < w->ngroups; i++) {
+		m->groups[i].type = w->groups[i].type;
+		m->groups[i].nentries = w->groups[i].nentries;
+		m->groups[i].entries = calloc(w->groups[i].nentries + 1, sizeof(struct mc_mentry));
+		if (m->groups[i].entries == NULL)
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		for (k = 0; k < w->groups[i].nentries; k++) {
+			m->groups[i].entries[k].key = w->groups[i].entries[k].key;
+			m->groups[i].entries[k].object = j->sv.oi[w->groups[i].entries[k].object];
+		}
+	}
+	return MC_OK;
+}
+
+/* The manifest's model: the sorted tables seen through j->view, the blob's groups
+ * when it keeps its layout, and the labels in name order. */
+static int
+manifest_model(struct job *j)
+{
+	mc_writer *w = j->w;
+	struct mc_manifest *m = &j->m;
+	int rc;
+
+	j->view.w = w;
+	j->view.sv = &j->sv;
+	j->view.order = j->order;
+	if ((rc = mc__sreader_init(w->ctx, &j->view.r, &j->sv.uniq, 0,
+				   mc__store_size(&j->sv.uniq), MC_WSORT_READ)) != MC_OK)
+		return rc;
+	m->nartifacts = j->sv.nuniq;
+	m->nobjects = j->nobjects;
+	j->src.ud = &j->view;
+	j->src.artifact = view_artifact;
+	j->src.object = view_object;
+	m->src = &j->src;
+	if (j->layout && (rc = layout_groups(j)) != MC_OK)
+		return rc;
+	if (w->nlabels > 1)
+		qsort(w->labels, w->nlabels, sizeof *w->labels, label_cmp);
+	m->labels = w->labels;
+	m->nlabels = w->nlabels;
+	m->created = w->created;
+	m->bundle_version = w->bundle_version;
+	m->expires = w->expires;
+	return MC_OK;
+}
+
+/* Renders the manifest through the view, into e when it is not NULL. */
+static int
+render(struct job *j, mc_emit *e, unsigned char prehash[MC_SIG_PREHASH], uint64_t *len)
+{
+	int rc = write_manifest(j->w->ctx, &j->m, e, prehash, len);
+
+	return j->view.rc != MC_OK ? j->view.rc : rc;
+}
+
+/* Each signer's signature of the manifest's prehash, kept ordered by key id. */
+static int
+sign_manifest(struct job *j)
+{
+	mc_writer *w = j->w;
+	struct sigs *s = &j->sigs;
+	size_t i, k;
+	int rc;
+
+	if (w->nsigners > 0 &&
+	    ((s->txt = calloc(w->nsigners, sizeof *s->txt)) == NULL ||
+	     (s->len = calloc(w->nsigners, sizeof *s->len)) == NULL ||
+	     (s->id = calloc(w->nsigners, sizeof *s->id)) == NULL))
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < w->nsigners; i++) {
+		struct mc_sig sig;
+		char tc[128];
+
+		snprintf(tc, sizeof tc, MC_SIG_TRUSTED_FMT, (long long)w->created);
+		if ((rc = mc__sig_make_prehashed(w->ctx, w->signers[i], j->prehash, tc, &sig)) != MC_OK)
+			return rc;
+		for (k = s->n; k > 0 && strcmp(s->id[k - 1], sig.id) > 0; k--) {
+			s->txt[k] = s->txt[k - 1];
+			s->len[k] = s->len[k - 1];
+			memcpy(s->id[k], s->id[k - 1], 17);
+		}
+		s->txt[k] = mc__sig_render(&sig, &s->len[k]);
+		memcpy(s->id[k], sig.id, 17);
+		mc__sig_clear(&sig);
+		s->n++;
+		if (s->txt[k] == NULL)
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	return MC_OK;
+}
+
+/* Each object in table order: its zstd frame from the spool, or its content read again
+ * from its source. */
+static int
+emit_objects(struct job *j, mc_emit *e)
+{
+	mc_writer *w = j->w;
+	uint64_t spare = 0;
+	size_t i;
+	int rc = MC_OK;
+
+	for (i = 0; i < j->nobjects && rc == MC_OK; i++) {
+		struct mc_mobject mo;
+		char name[128];
+
+		view_object(&j->view, i, &mo);
+		if ((rc = j->view.rc) != MC_OK)
+			break;
+		mc__object_member(mo.hash, name, sizeof name);
+		if ((rc = mc__emit_member(e, name, mo.stored_size)) != MC_OK)
+			break;
+		if (mo.encoding == MC_ENC_ZSTD)
+			rc = copy_spooled(w, e, j->pass.sp[j->view.o.spool].fd, j->view.o.spool_off,
+					  mo.stored_size);
+		else
+			rc = read_object(w, &j->view.o, emit_out, e, w->level > 0 ? &spare : &j->done,
+					 j->total);
+	}
+	return rc;
+}
+
+/* Writes the bundle: the manifest rendered again (it must come out the same), the
+ * signatures, the objects. */
+static int
+emit_bundle(struct job *j)
+{
+	unsigned char again[MC_SIG_PREHASH];
+	uint64_t again_len = 0;
+	mc_emit *e = NULL;
+	int rc;
+
+	if ((rc = mc__emit_open(j->w->ctx, j->path, &e)) != MC_OK ||
+	    (rc = mc__emit_member(e, MC_MEMBER_MANIFEST, j->mlen)) != MC_OK ||
+	    (rc = render(j, e, again, &again_len)) != MC_OK)
+		goto out;
+	if (again_len != j->mlen || memcmp(again, j->prehash, sizeof again) != 0) {
+		rc = mc__err(j->w->ctx, MC_ERR_INVALID, "%s: the manifest rendered differently twice",
+			     j->path);
+		goto out;
+	}
+	if ((rc = mc__emit_sigs(e, j->sigs.txt, j->sigs.len, (const char (*)[17])j->sigs.id,
+				j->sigs.n)) != MC_OK ||
+	    (rc = emit_objects(j, e)) != MC_OK)
+		goto out;
+	rc = mc__emit_finish(e);
+	e = NULL;
+out:
+	mc__emit_abort(e);
+	return rc;
+}
+
+int
+mc_writer_save(mc_writer *w, const char *path)
+{
+	struct job j;
+	int rc;
+
+	if (w == NULL || path == NULL)
+		return MC_ERR_INVALID;
+	/* The artifacts sorted by (type, key), the last recorded of a pair kept; the first
+	 * pass; the object table. The manifest is rendered twice, never held whole: once
+	 * for its size and prehash, which the signatures need before it is written, then
+	 * into the file. */
+	if ((rc = job_start(&j, w, path)) == MC_OK &&
+	    (rc = mc__wsort_artifacts(&j.sv)) == MC_OK &&
+	    (rc = mark_layout(&j)) == MC_OK &&
+	    (rc = first_pass(&j)) == MC_OK &&
+	    (rc = mc__wsort_objects(&j.sv, &j.order, &j.nobjects, &j.total)) == MC_OK &&
+	    (rc = manifest_model(&j)) == MC_OK &&
+	    (rc = render(&j, NULL, j.prehash, &j.mlen)) == MC_OK &&
+	    (rc = sign_manifest(&j)) == MC_OK)
+		rc = emit_bundle(&j);
+	job_end(&j);
+	return rc;
+}

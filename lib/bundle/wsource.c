@@ -1,0 +1,84 @@
+/*
+ * wsource.c - reading the writer's sources: a range of a file, or a content given in
+ * memory (in the data store), read in pieces and hashed on the way.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "bundle/bundle.h"
+
+int
+mc__wsource_open(mc_ctx *ctx, struct mc_wsource *src, const mc_writer *w, const struct mc_wobj *o,
+		 const char *path)
+{
+	src->name = path;
+	src->st = &w->data;
+	src->fd = -1;
+	if (o != NULL && o->path_off == MC_WOBJ_IN_DATA)
+		return MC_OK;
+	/* O_NONBLOCK: a FIFO swapped in after the scan cannot hang pack. */
+	if ((src->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
+	return MC_OK;
+}
+
+void
+mc__wsource_close(struct mc_wsource *src)
+{
+	if (src->fd >= 0)
+		close(src->fd);
+	src->fd = -1;
+}
+
+int
+mc__wsource_read(mc_ctx *ctx, const struct mc_wsource *src, void *buf, size_t n, uint64_t off)
+{
+	if (src->fd < 0)
+		return mc__store_io(ctx, src->st, off, buf, n, 0);
+	if (mc__pread_full(src->fd, buf, n, off) != 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot read (did it shrink?)", src->name);
+	return MC_OK;
+}
+
+int
+mc__wsource_digest(struct mc_wread *rd, const struct mc_wsource *src, uint64_t offset,
+		   uint64_t size, unsigned char *hash, unsigned char *sha, mc_wpiece_fn fn, void *ud)
+{
+	crypto_generichash_state gs;
+	crypto_hash_sha256_state ss;
+	uint64_t left = size;
+	size_t piece = size <= MC_WHOLE_MAX ? (size_t)size : MC_IO_CHUNK;
+	int rc = MC_OK;
+
+	if (piece > rd->cap) {
+		unsigned char *p = realloc(rd->buf, piece < 65536 ? 65536 : piece);
+		if (p == NULL)
+			return mc__err(rd->ctx, MC_ERR_NOMEM, "out of memory");
+		rd->buf = p;
+		rd->cap = piece < 65536 ? 65536 : piece;
+	}
+	crypto_generichash_init(&gs, NULL, 0, MC_HASH_BYTES);
+	crypto_hash_sha256_init(&ss);
+	while (rc == MC_OK && left > 0) {
+		size_t want = left < piece ? (size_t)left : piece;
+		if ((rc = mc__wsource_read(rd->ctx, src, rd->buf, want, offset + size - left)) != MC_OK)
+			break;
+		if (hash != NULL)
+			crypto_generichash_update(&gs, rd->buf, want);
+		if (sha != NULL)
+			crypto_hash_sha256_update(&ss, rd->buf, want);
+		left -= want;
+		if (fn != NULL)
+			rc = fn(ud, rd->buf, want, left == 0);
+	}
+	if (hash != NULL)
+		crypto_generichash_final(&gs, hash, MC_HASH_BYTES);
+	if (sha != NULL)
+		crypto_hash_sha256_final(&ss, sha);
+	return rc;
+}
