@@ -72,7 +72,7 @@ MC_HIDDEN int mc__artifact_dest(mc_bundle *b, const struct mc_martifact *a, char
 				size_t len);
 MC_HIDDEN int mc__type_selected(const mc_bundle *b, const char *type);
 
-/* Object contents parked in a temp folder (export.c). */
+/* Object contents parked in a temp folder (parts.c). */
 struct mc_parts {
 	mc_ctx *ctx;
 	int dfd;

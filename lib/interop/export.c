@@ -1,7 +1,6 @@
 /*
- * export.c - what is made from a verified bundle other than installed caches: a torch
- * blob (the layout the bundle recorded, or one group per torch type), and a copy of
- * the bundle with one more signature.
+ * export.c - a torch blob made from a verified bundle: the layout the bundle recorded,
+ * or one group per torch type in torch's order.
  */
 #include "config.h"
 
@@ -14,8 +13,6 @@
 
 #include "interop/interop.h"
 
-/* ---- torch blob ---- */
-
 struct xent {
 	const char *key;
 	size_t object;
@@ -26,98 +23,6 @@ struct xgroup {
 	struct xent *ents;
 	size_t n;
 };
-
-/* Parks object contents in a temp folder, one file per object named by its index, so
- * that they can be read back in any order with bounded memory. */
-static int
-parts_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
-{
-	struct mc_parts *p = ud;
-	char name[32];
-
-	if (p->need != NULL && !p->need[obj])
-		return MC_OK;
-	if (p->fd < 0 || p->cur != obj) {
-		if (p->fd >= 0)
-			close(p->fd);
-		snprintf(name, sizeof name, "%zu", obj);
-		p->fd = openat(p->dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (p->fd < 0)
-			return mc__errno(p->ctx, MC_ERR_IO, "cannot create a temp file in", p->dirpath);
-		p->cur = obj;
-	}
-	if (mc__write_all(p->fd, buf, n) != 0)
-		return mc__errno(p->ctx, MC_ERR_IO, "cannot write a temp file in", p->dirpath);
-	return MC_OK;
-}
-
-int
-mc__parts_extract(mc_bundle *b, const char *prefix, char *need, struct mc_parts *p)
-{
-	size_t i;
-	int rc;
-
-	memset(p, 0, sizeof *p);
-	p->ctx = b->ctx;
-	p->dfd = -1;
-	p->fd = -1;
-	p->need = need;
-	p->nobjects = b->m.nobjects;
-	if ((p->dirpath = malloc(strlen(prefix) + 8)) == NULL)
-		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	sprintf(p->dirpath, "%sXXXXXX", prefix);
-	if (mkdtemp(p->dirpath) == NULL) {
-		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot create a temp folder", p->dirpath);
-		free(p->dirpath);
-		p->dirpath = NULL;
-		return rc;
-	}
-	if ((p->dfd = open(p->dirpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return mc__errno(b->ctx, MC_ERR_IO, "cannot open", p->dirpath);
-	/* Empty contents stream no bytes; their parts are made here. */
-	for (i = 0; i < b->m.nobjects; i++) {
-		struct mc_mobject o;
-		if (need != NULL && !need[i])
-			continue;
-		if ((rc = mc__mobjects(b->ctx, &b->m, i, 1, &o)) != MC_OK ||
-		    (o.size == 0 && (rc = parts_sink(p, i, (const unsigned char *)"", 0)) != MC_OK))
-			return rc;
-	}
-	rc = mc__bundle_stream(b, parts_sink, NULL, p);
-	if (p->fd >= 0)
-		close(p->fd);
-	p->fd = -1;
-	return rc;
-}
-
-void
-mc__parts_path(const struct mc_parts *p, size_t obj, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/%zu", p->dirpath, obj);
-}
-
-void
-mc__parts_remove(struct mc_parts *p)
-{
-	char name[32];
-	size_t i;
-
-	if (p->fd >= 0)
-		close(p->fd);
-	if (p->dfd >= 0) {
-		for (i = 0; i < p->nobjects; i++)
-			if (p->need == NULL || p->need[i]) {
-				snprintf(name, sizeof name, "%zu", i);
-				unlinkat(p->dfd, name, 0);
-			}
-		close(p->dfd);
-	}
-	if (p->dirpath != NULL)
-		rmdir(p->dirpath);
-	free(p->dirpath);
-	memset(p, 0, sizeof *p);
-	p->fd = p->dfd = -1;
-}
 
 struct crcout {
 	mc_ctx *ctx;
@@ -417,118 +322,5 @@ out:
 		free(g[i].ents);
 	free(g);
 	mc__arena_free(&keys);
-	return rc;
-}
-
-/* ---- adding a signature ---- */
-
-struct resign {
-	mc_bundle *b;
-	mc_emit *e;
-	size_t cur;
-	int started;
-};
-
-static int
-resign_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
-{
-	struct resign *r = ud;
-	char name[128];
-	int rc;
-
-	/* Stored bytes are copied as they are, in the same order; each member starts at
-	 * its first byte. */
-	while (!r->started || r->cur != obj) {
-		size_t next = r->started ? r->cur + 1 : 0;
-		struct mc_mobject o;
-		if ((rc = mc__mobjects(r->b->ctx, &r->b->m, next, 1, &o)) != MC_OK)
-			return rc;
-		mc__object_member(o.hash, name, sizeof name);
-		if ((rc = mc__emit_member(r->e, name, o.stored_size)) != MC_OK)
-			return rc;
-		r->cur = next;
-		r->started = 1;
-	}
-	return n > 0 ? mc__emit_data(r->e, buf, n) : MC_OK;
-}
-
-int
-mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk, const char *out_path)
-{
-	struct resign r;
-	struct mc_sig sig;
-	char **texts = NULL, tc[128];
-	size_t *lens = NULL, n = 0, i;
-	char (*ids)[17] = NULL;
-	char *mine = NULL;
-	unsigned char *mbytes = NULL;
-	size_t minelen = 0;
-	int rc;
-
-	if (b == NULL || sk == NULL || out_path == NULL)
-		return MC_ERR_INVALID;
-	snprintf(tc, sizeof tc, "timestamp:%lld\tfile:manifest.json\thashed", (long long)b->m.created);
-	memset(&sig, 0, sizeof sig);
-	if ((rc = mc__bundle_manifest(b, &mbytes)) != MC_OK ||
-	    (rc = mc__sig_make(b->ctx, sk, mbytes, b->mlen, tc, &sig)) != MC_OK) {
-		free(mbytes);
-		return rc;
-	}
-	mine = mc__sig_render(&sig, &minelen);
-	texts = calloc(b->nsigs + 1, sizeof *texts);
-	lens = calloc(b->nsigs + 1, sizeof *lens);
-	ids = calloc(b->nsigs + 1, sizeof *ids);
-	if (mine == NULL || texts == NULL || lens == NULL || ids == NULL) {
-		rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	/* The existing signatures in key-id order, with this key's replaced or inserted. */
-	for (i = 0; i <= b->nsigs; i++) {
-		int here = i == b->nsigs || strcmp(b->sigs[i].sig.id, sig.id) >= 0;
-		if (here && mine != NULL) {
-			texts[n] = mine;
-			lens[n] = minelen;
-			memcpy(ids[n++], sig.id, 17);
-			mine = NULL;
-			if (i < b->nsigs && strcmp(b->sigs[i].sig.id, sig.id) == 0)
-				continue;
-		}
-		if (i < b->nsigs) {
-			texts[n] = b->sigs[i].text;
-			lens[n] = b->sigs[i].len;
-			memcpy(ids[n++], b->sigs[i].sig.id, 17);
-		}
-	}
-	memset(&r, 0, sizeof r);
-	r.b = b;
-	if ((rc = mc__emit_open(b->ctx, out_path, &r.e)) != MC_OK)
-		goto out;
-	if ((rc = mc__emit_head(r.e, (const char *)mbytes, b->mlen, texts, lens,
-				(const char (*)[17])ids, n)) == MC_OK)
-		rc = mc__bundle_stream(b, NULL, resign_sink, &r);
-	/* Objects with no bytes never reached the sink. */
-	while (rc == MC_OK && (r.started ? r.cur + 1 : 0) < b->m.nobjects)
-		rc = resign_sink(&r, r.started ? r.cur + 1 : 0, NULL, 0);
-	if (rc == MC_OK)
-		rc = mc__emit_finish(r.e);
-	else
-		mc__emit_abort(r.e);
-out:
-	for (i = 0; i < n; i++)
-		if (texts[i] != NULL) {
-			size_t k;
-			int borrowed = 0;
-			for (k = 0; k < b->nsigs; k++)
-				if (texts[i] == b->sigs[k].text)
-					borrowed = 1;
-			if (!borrowed)
-				free(texts[i]);
-		}
-	free(mine);
-	free(mbytes);
-	free(texts);
-	free(lens);
-	free(ids);
-	mc__sig_clear(&sig);
 	return rc;
 }
