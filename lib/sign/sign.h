@@ -56,5 +56,14 @@ MC_HIDDEN void mc__sig_prehash(const unsigned char *msg, size_t n,
 MC_HIDDEN int mc__sig_verify_prehashed(const struct mc_sig *sig, const mc_pubkey *pk,
 				       const unsigned char prehash[MC_SIG_PREHASH]);
 
+/* ---- a bundle's signature members (sigmember.c) ---- */
+
+/* Trusted comment of a megacache manifest signature, minisign style. */
+#define MC_SIG_TRUSTED_FMT "timestamp:%lld\tfile:manifest.json\thashed"
+/* The signature member by sk of the manifest with this prehash, made at created (the
+ * bundle's time, in MC_SIG_TRUSTED_FMT): its text (malloc'd), length and key id. */
+MC_HIDDEN int mc__sig_member(mc_ctx *ctx, const mc_seckey *sk,
+			     const unsigned char prehash[MC_SIG_PREHASH], int64_t created,
+			     char **text, size_t *len, char id[17]);
 
 #endif /* MC_SIGN_H */
