@@ -79,6 +79,17 @@ mc__parts_path(const struct mc_parts *p, size_t obj, char *buf, size_t len)
 	snprintf(buf, len, "%s/%zu", p->dirpath, obj);
 }
 
+int
+mc__parts_open(const struct mc_parts *p, size_t obj, int *fd)
+{
+	char name[32];
+
+	snprintf(name, sizeof name, "%zu", obj);
+	if ((*fd = openat(p->dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return mc__errno(p->ctx, MC_ERR_IO, "cannot read a temp file in", p->dirpath);
+	return MC_OK;
+}
+
 void
 mc__parts_remove(struct mc_parts *p)
 {
