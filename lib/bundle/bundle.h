@@ -77,7 +77,7 @@ MC_HIDDEN int mc__artifact_dest(mc_bundle *b, const struct mc_martifact *a, char
 				size_t len);
 MC_HIDDEN int mc__type_selected(const mc_bundle *b, const char *type);
 
-/* Object contents parked in a temp folder (export.c). */
+/* Object contents parked in a temp folder (parts.c). */
 struct mc_parts {
 	mc_ctx *ctx;
 	int dfd;
@@ -91,6 +91,8 @@ struct mc_parts {
 /* Streams b (checking it) and writes each needed object to <prefix>XXXXXX/<index>. */
 MC_HIDDEN int mc__parts_extract(mc_bundle *b, const char *prefix, char *need, struct mc_parts *p);
 MC_HIDDEN void mc__parts_path(const struct mc_parts *p, size_t obj, char *buf, size_t len);
+/* Opens object obj's part for reading. */
+MC_HIDDEN int mc__parts_open(const struct mc_parts *p, size_t obj, int *fd);
 /* Removes the files and the folder; p->need is not freed. */
 MC_HIDDEN void mc__parts_remove(struct mc_parts *p);
 

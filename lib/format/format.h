@@ -278,7 +278,4 @@ MC_HIDDEN int mc__emit_data(mc_emit *e, const void *buf, size_t n);
 MC_HIDDEN int mc__emit_finish(mc_emit *e);
 MC_HIDDEN void mc__emit_abort(mc_emit *e);
 
-/* Trusted comment of a megacache manifest signature, minisign style. */
-#define MC_SIG_TRUSTED_FMT "timestamp:%lld\tfile:manifest.json\thashed"
-
 #endif /* MC_FORMAT_H */

@@ -888,8 +888,9 @@ commit_units(struct loader *L)
 	return rc;
 }
 
+/* Renames the staged files outside units into place. */
 static int
-commit(struct loader *L, mc_artifact_fn fn, void *ud)
+commit_files(struct loader *L, mc_artifact_fn fn, void *ud)
 {
 	const struct mc_martifact *a;
 	char prev[MC_PATH_MAX] = "";
@@ -928,7 +929,17 @@ commit(struct loader *L, mc_artifact_fn fn, void *ud)
 	}
 	if (dfd >= 0)
 		close(dfd);
-	if (rc == MC_OK)
+	return rc;
+}
+
+static int
+commit(struct loader *L, mc_artifact_fn fn, void *ud)
+{
+	const struct mc_martifact *a;
+	size_t i;
+	int rc;
+
+	if ((rc = commit_files(L, fn, ud)) == MC_OK)
 		rc = commit_units(L);
 	/* The files of the units: installed with their folder, or dropped with it. */
 	for (i = 0; i < L->nst && rc == MC_OK; i++) {
@@ -1144,12 +1155,129 @@ sync_tiers(struct loader *L)
 	return rc;
 }
 
+/* Artifact i (selected): left alone when its file is there already with the same
+ * content, else entered among the files to stage. */
+static int
+plan_artifact(struct loader *L, size_t i)
+{
+	const struct mc_martifact *a;
+	char dir[MC_PATH_MAX], dest[MC_PATH_MAX];
+	const char *base;
+	struct staged *s;
+	uint32_t unit = NO_UNIT;
+	size_t tier;
+	int rc, same = 0;
+
+	if ((rc = mc__acur_get(&L->cur, i, &a)) != MC_OK)
+		return rc;
+	tier = tier_index(L, a->handler->tier);
+	if ((rc = mc__artifact_dest(L->b, a, dest, sizeof dest)) != MC_OK)
+		return rc;
+	split_dest(dest, dir, sizeof dir, &base);
+	if ((a->handler->flags & MC_TYPE_FOLDER_UNIT) && strcmp(dir, ".") != 0 &&
+	    (rc = find_unit(L, tier, dir, i, &unit)) != MC_OK)
+		return rc;
+	if (unit == NO_UNIT && L->tiers[tier].fd >= 0 &&
+	    (rc = check_existing(L, tier, a, dest, &same)) != MC_OK)
+		return rc;
+	if ((L->unchanged[i] = (unsigned char)same) != 0)
+		return MC_OK;
+	s = &L->st[L->nst++];
+	s->art = (uint32_t)i; /* the plan refuses more than 2^32 - 1 artifacts */
+	s->unit = unit;
+	s->fd = -1;
+	s->tier = (uint16_t)tier;
+	L->obj_first[a->object + 1]++;
+	if (a->size == 0) /* objects are unique by content: there is one such */
+		L->empty_obj = a->object;
+	return MC_OK;
+}
+
+/* What is already there, and what must be staged: the staged files grouped by
+ * object (by_obj, obj_first) for the streaming sink. */
+static int
+plan_staging(struct loader *L)
+{
+	const struct mc_bundle *b = L->b;
+	const struct mc_martifact *a;
+	uint32_t *fill;
+	size_t i;
+	int rc = MC_OK;
+
+	if ((L->unchanged = calloc(b->m.nartifacts + 1, sizeof *L->unchanged)) == NULL ||
+	    (L->st = calloc(b->m.nartifacts + 1, sizeof *L->st)) == NULL ||
+	    (L->obj_first = calloc(b->m.nobjects + 2, sizeof *L->obj_first)) == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < b->m.nartifacts; i++)
+		if (b->sel[i] && (rc = plan_artifact(L, i)) != MC_OK)
+			return rc;
+	for (i = 0; i < b->m.nobjects; i++)
+		L->obj_first[i + 1] += L->obj_first[i];
+	fill = calloc(b->m.nobjects + 1, sizeof *fill);
+	if (fill == NULL || (L->by_obj = calloc(L->nst + 1, sizeof *L->by_obj)) == NULL) {
+		free(fill);
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	for (i = 0; rc == MC_OK && i < L->nst; i++)
+		if ((rc = mc__acur_get(&L->cur, L->st[i].art, &a)) == MC_OK)
+			L->by_obj[L->obj_first[a->object] + fill[a->object]++] = (uint32_t)i;
+	free(fill);
+	return rc;
+}
+
+/* Stages every file: the folders made and cleaned, the bundle streamed to the files
+ * on the worker threads. */
+static int
+stage_all(struct loader *L)
+{
+	unsigned nwk = mc__threads(L->ctx);
+	size_t i;
+	int rc;
+
+	/* Counted only once there: rollback() walks them. */
+	if ((L->wk = calloc(nwk, sizeof *L->wk)) == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	L->nwk = nwk;
+	for (i = 0; i < L->nwk; i++)
+		mc__acur_init(&L->wk[i].cur, L->ctx, &L->b->m, mc__find_type);
+	rc = prepare(L);
+	/* Empty content produces no data to stream: staged now. */
+	if (rc == MC_OK && L->empty_obj != (size_t)-1 &&
+	    (rc = open_object(L, L->ctx, &L->wk[0], L->empty_obj)) == MC_OK)
+		rc = close_current(L, L->ctx, &L->wk[0]);
+	if (rc == MC_OK)
+		rc = mc__bundle_stream_par(L->b, sink, L);
+	for (i = 0; i < L->nwk; i++) {
+		int r = close_current(L, L->ctx, &L->wk[i]);
+		if (rc == MC_OK)
+			rc = r;
+	}
+	return rc;
+}
+
+/* Tells fn of the selected artifacts already in place (MC_LOAD_UNCHANGED) and,
+ * unless only_unchanged, of the others as MC_LOAD_PLANNED. */
+static int
+report_selected(struct loader *L, mc_artifact_fn fn, void *ud, int only_unchanged)
+{
+	const struct mc_martifact *a;
+	size_t i;
+	int rc = MC_OK;
+
+	for (i = 0; rc == MC_OK && fn != NULL && i < L->b->m.nartifacts; i++) {
+		if (!L->b->sel[i] || (only_unchanged && !L->unchanged[i]))
+			continue;
+		if ((rc = mc__acur_get(&L->cur, i, &a)) == MC_OK)
+			report(L->b, fn, ud, L->unchanged[i] ? MC_LOAD_UNCHANGED : MC_LOAD_PLANNED, a,
+			       NULL);
+	}
+	return rc;
+}
+
 int
 mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 {
 	struct loader L;
-	const struct mc_martifact *a;
-	size_t i;
 	int rc, dry = (flags & MC_LOAD_DRY_RUN) != 0;
 
 	if (b == NULL || (flags & ~(MC_LOAD_DRY_RUN | MC_LOAD_SYNC)) != 0)
@@ -1163,101 +1291,20 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	L.last_tier = (size_t)-1;
 	mc__acur_init(&L.cur, b->ctx, &b->m, mc__find_type);
 	mc__acur_init(&L.ucur, b->ctx, &b->m, mc__find_type);
-	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = mc__bundle_plan(b)) != MC_OK)
-		goto out;
-	if ((rc = setup_tiers(&L)) != MC_OK)
-		goto out;
-	if ((L.unchanged = calloc(b->m.nartifacts + 1, sizeof *L.unchanged)) == NULL ||
-	    (L.st = calloc(b->m.nartifacts + 1, sizeof *L.st)) == NULL ||
-	    (L.obj_first = calloc(b->m.nobjects + 2, sizeof *L.obj_first)) == NULL) {
-		rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	/* What is already there, and what must be staged. */
-	for (i = 0; i < b->m.nartifacts; i++) {
-		size_t tier;
-		char dir[MC_PATH_MAX], dest[MC_PATH_MAX];
-		const char *base;
-		struct staged *s;
-		uint32_t unit = NO_UNIT;
-		int same = 0;
-
-		if (!b->sel[i])
-			continue;
-		if ((rc = mc__acur_get(&L.cur, i, &a)) != MC_OK)
-			goto out;
-		tier = tier_index(&L, a->handler->tier);
-		if ((rc = mc__artifact_dest(b, a, dest, sizeof dest)) != MC_OK)
-			goto out;
-		split_dest(dest, dir, sizeof dir, &base);
-		if ((a->handler->flags & MC_TYPE_FOLDER_UNIT) && strcmp(dir, ".") != 0 &&
-		    (rc = find_unit(&L, tier, dir, i, &unit)) != MC_OK)
-			goto out;
-		if (unit == NO_UNIT && L.tiers[tier].fd >= 0 &&
-		    (rc = check_existing(&L, tier, a, dest, &same)) != MC_OK)
-			goto out;
-		if ((L.unchanged[i] = (unsigned char)same) != 0)
-			continue;
-		s = &L.st[L.nst++];
-		s->art = (uint32_t)i; /* the plan refuses more than 2^32 - 1 artifacts */
-		s->unit = unit;
-		s->fd = -1;
-		s->tier = (uint16_t)tier;
-		L.obj_first[a->object + 1]++;
-		if (a->size == 0) /* objects are unique by content: there is one such */
-			L.empty_obj = a->object;
-	}
-	/* Staged files grouped by object, for the streaming sink. */
-	for (i = 0; i < b->m.nobjects; i++)
-		L.obj_first[i + 1] += L.obj_first[i];
-	{
-		uint32_t *fill = calloc(b->m.nobjects + 1, sizeof *fill);
-		if (fill == NULL || (L.by_obj = calloc(L.nst + 1, sizeof *L.by_obj)) == NULL) {
-			free(fill);
-			rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
-			goto out;
-		}
-		for (i = 0; rc == MC_OK && i < L.nst; i++)
-			if ((rc = mc__acur_get(&L.cur, L.st[i].art, &a)) == MC_OK)
-				L.by_obj[L.obj_first[a->object] + fill[a->object]++] = (uint32_t)i;
-		free(fill);
-		if (rc != MC_OK)
-			goto out;
-	}
-	if (dry) {
-		rc = mc__bundle_stream_par(b, NULL, NULL);
-		for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++)
-			if (b->sel[i] && (rc = mc__acur_get(&L.cur, i, &a)) == MC_OK)
-				report(b, fn, ud, L.unchanged[i] ? MC_LOAD_UNCHANGED : MC_LOAD_PLANNED, a, NULL);
-		goto out;
-	}
-	L.nwk = mc__threads(L.ctx);
-	if ((L.wk = calloc(L.nwk, sizeof *L.wk)) == NULL) {
-		rc = mc__err(L.ctx, MC_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	for (i = 0; i < L.nwk; i++)
-		mc__acur_init(&L.wk[i].cur, L.ctx, &b->m, mc__find_type);
-	rc = prepare(&L);
-	/* Empty content produces no data to stream: staged now. */
-	if (rc == MC_OK && L.empty_obj != (size_t)-1 &&
-	    (rc = open_object(&L, L.ctx, &L.wk[0], L.empty_obj)) == MC_OK)
-		rc = close_current(&L, L.ctx, &L.wk[0]);
-	if (rc == MC_OK)
-		rc = mc__bundle_stream_par(b, sink, &L);
-	for (i = 0; i < L.nwk; i++) {
-		int r = close_current(&L, L.ctx, &L.wk[i]);
+	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__bundle_plan(b)) == MC_OK &&
+	    (rc = setup_tiers(&L)) == MC_OK)
+		rc = plan_staging(&L);
+	if (rc == MC_OK && dry) {
+		if ((rc = mc__bundle_stream_par(b, NULL, NULL)) == MC_OK)
+			rc = report_selected(&L, fn, ud, 0);
+	} else if (rc == MC_OK) {
+		if ((rc = stage_all(&L)) == MC_OK)
+			rc = commit(&L, fn, ud);
+		if (rc == MC_OK && (flags & MC_LOAD_SYNC))
+			rc = sync_tiers(&L);
 		if (rc == MC_OK)
-			rc = r;
+			rc = report_selected(&L, fn, ud, 1);
 	}
-	if (rc == MC_OK)
-		rc = commit(&L, fn, ud);
-	if (rc == MC_OK && (flags & MC_LOAD_SYNC))
-		rc = sync_tiers(&L);
-	for (i = 0; rc == MC_OK && fn != NULL && i < b->m.nartifacts; i++)
-		if (b->sel[i] && L.unchanged[i] && (rc = mc__acur_get(&L.cur, i, &a)) == MC_OK)
-			report(b, fn, ud, MC_LOAD_UNCHANGED, a, NULL);
-out:
 	if (rc != MC_OK && !dry)
 		rollback(&L);
 	loader_free(&L);

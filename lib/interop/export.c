@@ -1,20 +1,14 @@
 /*
- * export.c - what is made from a verified bundle other than installed caches: a torch
- * blob (the layout the bundle recorded, or one group per torch type), and a copy of
- * the bundle with one more signature.
+ * export.c - a torch blob made from a verified bundle: the layout the bundle recorded,
+ * or one group per torch type in torch's order.
  */
 #include "config.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "interop/interop.h"
-
-/* ---- torch blob ---- */
 
 struct xent {
 	const char *key;
@@ -26,98 +20,6 @@ struct xgroup {
 	struct xent *ents;
 	size_t n;
 };
-
-/* Parks object contents in a temp folder, one file per object named by its index, so
- * that they can be read back in any order with bounded memory. */
-static int
-parts_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
-{
-	struct mc_parts *p = ud;
-	char name[32];
-
-	if (p->need != NULL && !p->need[obj])
-		return MC_OK;
-	if (p->fd < 0 || p->cur != obj) {
-		if (p->fd >= 0)
-			close(p->fd);
-		snprintf(name, sizeof name, "%zu", obj);
-		p->fd = openat(p->dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (p->fd < 0)
-			return mc__errno(p->ctx, MC_ERR_IO, "cannot create a temp file in", p->dirpath);
-		p->cur = obj;
-	}
-	if (mc__write_all(p->fd, buf, n) != 0)
-		return mc__errno(p->ctx, MC_ERR_IO, "cannot write a temp file in", p->dirpath);
-	return MC_OK;
-}
-
-int
-mc__parts_extract(mc_bundle *b, const char *prefix, char *need, struct mc_parts *p)
-{
-	size_t i;
-	int rc;
-
-	memset(p, 0, sizeof *p);
-	p->ctx = b->ctx;
-	p->dfd = -1;
-	p->fd = -1;
-	p->need = need;
-	p->nobjects = b->m.nobjects;
-	if ((p->dirpath = malloc(strlen(prefix) + 8)) == NULL)
-		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	sprintf(p->dirpath, "%sXXXXXX", prefix);
-	if (mkdtemp(p->dirpath) == NULL) {
-		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot create a temp folder", p->dirpath);
-		free(p->dirpath);
-		p->dirpath = NULL;
-		return rc;
-	}
-	if ((p->dfd = open(p->dirpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return mc__errno(b->ctx, MC_ERR_IO, "cannot open", p->dirpath);
-	/* Empty contents stream no bytes; their parts are made here. */
-	for (i = 0; i < b->m.nobjects; i++) {
-		struct mc_mobject o;
-		if (need != NULL && !need[i])
-			continue;
-		if ((rc = mc__mobjects(b->ctx, &b->m, i, 1, &o)) != MC_OK ||
-		    (o.size == 0 && (rc = parts_sink(p, i, (const unsigned char *)"", 0)) != MC_OK))
-			return rc;
-	}
-	rc = mc__bundle_stream(b, parts_sink, NULL, p);
-	if (p->fd >= 0)
-		close(p->fd);
-	p->fd = -1;
-	return rc;
-}
-
-void
-mc__parts_path(const struct mc_parts *p, size_t obj, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/%zu", p->dirpath, obj);
-}
-
-void
-mc__parts_remove(struct mc_parts *p)
-{
-	char name[32];
-	size_t i;
-
-	if (p->fd >= 0)
-		close(p->fd);
-	if (p->dfd >= 0) {
-		for (i = 0; i < p->nobjects; i++)
-			if (p->need == NULL || p->need[i]) {
-				snprintf(name, sizeof name, "%zu", i);
-				unlinkat(p->dfd, name, 0);
-			}
-		close(p->dfd);
-	}
-	if (p->dirpath != NULL)
-		rmdir(p->dirpath);
-	free(p->dirpath);
-	memset(p, 0, sizeof *p);
-	p->fd = p->dfd = -1;
-}
 
 struct crcout {
 	mc_ctx *ctx;
@@ -158,18 +60,17 @@ out_str(struct crcout *o, const char *s)
 	return rc;
 }
 
+/* The part of object obj, of size bytes, as bytes: u64 length, content. */
 static int
-out_part(struct crcout *o, struct mc_parts *p, size_t obj, uint64_t size)
+out_part(struct crcout *o, const struct mc_parts *p, size_t obj, uint64_t size)
 {
 	unsigned char *buf;
-	char name[32];
 	int fd, rc;
 
 	if ((rc = out_u64(o, size)) != MC_OK || size == 0)
 		return rc;
-	snprintf(name, sizeof name, "%zu", obj);
-	if ((fd = openat(p->dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return mc__errno(o->ctx, MC_ERR_IO, "cannot read a temp file in", p->dirpath);
+	if ((rc = mc__parts_open(p, obj, &fd)) != MC_OK)
+		return rc;
 	if ((buf = malloc(MC_IO_CHUNK)) == NULL) {
 		close(fd);
 		return mc__err(o->ctx, MC_ERR_NOMEM, "out of memory");
@@ -209,85 +110,158 @@ format_accepts(int format, const char *type)
 	return format == MC_TORCH_FORMAT_2_7 ? d->torch27_id >= 0 : d->export_rank >= 0;
 }
 
+static void
+xgroups_free(struct xgroup *g, size_t ng)
+{
+	size_t i;
+
+	for (i = 0; i < ng; i++)
+		free(g[i].ents);
+	free(g);
+}
+
+/* The groups the bundle recorded from its torch blob, as they were. */
+static int
+layout_recorded(mc_bundle *b, struct xgroup **gout, size_t *ngout)
+{
+	struct xgroup *g;
+	size_t i, j;
+
+	if ((g = calloc(b->m.ngroups + 1, sizeof *g)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < b->m.ngroups; i++) {
+		g[i].type = b->m.groups[i].type;
+		g[i].n = b->m.groups[i].nentries;
+		if ((g[i].ents = calloc(g[i].n + 1, sizeof *g[i].ents)) == NULL) {
+			xgroups_free(g, i);
+			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+		}
+		for (j = 0; j < g[i].n; j++) {
+			g[i].ents[j].key = b->m.groups[i].entries[j].key;
+			g[i].ents[j].object = b->m.groups[i].entries[j].object;
+		}
+	}
+	*gout = g;
+	*ngout = b->m.ngroups;
+	return MC_OK;
+}
+
+/* The artifacts the format holds (keys copied into keys) in torch's order: by type
+ * rank, then key. */
+static int
+ranked_artifacts(mc_bundle *b, int format, struct mc_arena *keys, struct mc_martifact *arts,
+		 size_t *n)
+{
+	struct mc_acur cur;
+	size_t i;
+	int rc = MC_OK;
+
+	*n = 0;
+	mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
+	for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
+		const struct mc_martifact *a;
+		if ((rc = mc__acur_get(&cur, i, &a)) == MC_OK && format_accepts(format, a->type)) {
+			arts[*n] = *a;
+			if ((arts[(*n)++].key = mc__arena_strdup(keys, a->key)) == NULL)
+				rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+		}
+	}
+	mc__acur_free(&cur);
+	if (rc == MC_OK && *n > 1)
+		qsort(arts, *n, sizeof *arts, art_rank_cmp);
+	return rc;
+}
+
+/* One group per torch type the format holds, in torch's order. */
+static int
+layout_by_type(mc_bundle *b, int format, struct mc_arena *keys, struct xgroup **gout,
+	       size_t *ngout)
+{
+	struct mc_martifact *arts = calloc(b->m.nartifacts + 1, sizeof *arts);
+	struct xgroup *g = calloc(b->m.nartifacts + 1, sizeof *g);
+	size_t n = 0, ng = 0, i;
+	int rc;
+
+	if (arts == NULL || g == NULL)
+		rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	else
+		rc = ranked_artifacts(b, format, keys, arts, &n);
+	for (i = 0; rc == MC_OK && i < n; i++) {
+		struct xgroup *last;
+		if (ng == 0 || strcmp(g[ng - 1].type, arts[i].type) != 0) {
+			g[ng].type = arts[i].type;
+			if ((g[ng++].ents = calloc(n + 1, sizeof *g[0].ents)) == NULL) {
+				rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+				break;
+			}
+		}
+		last = &g[ng - 1];
+		last->ents[last->n].key = arts[i].key;
+		last->ents[last->n++].object = arts[i].object;
+	}
+	free(arts);
+	if (rc != MC_OK) {
+		if (g != NULL)
+			xgroups_free(g, ng);
+		return rc;
+	}
+	*gout = g;
+	*ngout = ng;
+	return MC_OK;
+}
+
 /* The groups to write: the recorded layout, else the torch types in torch's order (their
  * keys copied into keys). */
 static int
 export_layout(mc_bundle *b, int format, struct mc_arena *keys, struct xgroup **gout,
 	      size_t *ngout)
 {
-	struct xgroup *g = NULL;
-	size_t ng = 0, i, j;
-
 	*gout = NULL;
 	*ngout = 0;
-	if (b->m.has_torch_blob && format == MC_TORCH_FORMAT_CURRENT) {
-		if ((g = calloc(b->m.ngroups + 1, sizeof *g)) == NULL)
-			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-		for (i = 0; i < b->m.ngroups; i++) {
-			g[i].type = b->m.groups[i].type;
-			g[i].n = b->m.groups[i].nentries;
-			if ((g[i].ents = calloc(g[i].n + 1, sizeof *g[i].ents)) == NULL) {
-				ng = i;
-				goto nomem;
-			}
-			for (j = 0; j < g[i].n; j++) {
-				g[i].ents[j].key = b->m.groups[i].entries[j].key;
-				g[i].ents[j].object = b->m.groups[i].entries[j].object;
-			}
-		}
-		*gout = g;
-		*ngout = b->m.ngroups;
-		return MC_OK;
-	}
-	{
-		struct mc_martifact *arts = calloc(b->m.nartifacts + 1, sizeof *arts);
-		struct mc_acur cur;
-		size_t n = 0;
-		int rc = MC_OK;
+	if (b->m.has_torch_blob && format == MC_TORCH_FORMAT_CURRENT)
+		return layout_recorded(b, gout, ngout);
+	return layout_by_type(b, format, keys, gout, ngout);
+}
 
-		if (arts == NULL || (g = calloc(b->m.nartifacts + 1, sizeof *g)) == NULL) {
-			free(arts);
-			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-		}
-		mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
-		for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
-			const struct mc_martifact *a;
-			if ((rc = mc__acur_get(&cur, i, &a)) == MC_OK && format_accepts(format, a->type)) {
-				arts[n] = *a;
-				if ((arts[n++].key = mc__arena_strdup(keys, a->key)) == NULL)
-					rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-			}
-		}
-		mc__acur_free(&cur);
-		if (rc != MC_OK) {
-			free(arts);
-			free(g);
-			return rc;
-		}
-		if (n > 1)
-			qsort(arts, n, sizeof *arts, art_rank_cmp);
-		for (i = 0; i < n; i++) {
-			if (ng == 0 || strcmp(g[ng - 1].type, arts[i].type) != 0) {
-				g[ng].type = arts[i].type;
-				if ((g[ng].ents = calloc(n + 1, sizeof *g[ng].ents)) == NULL) {
-					free(arts);
-					goto nomem;
-				}
-				ng++;
-			}
-			g[ng - 1].ents[g[ng - 1].n].key = arts[i].key;
-			g[ng - 1].ents[g[ng - 1].n++].object = arts[i].object;
-		}
-		free(arts);
-		*gout = g;
-		*ngout = ng;
-		return MC_OK;
+/* Tells left_out of each artifact the format cannot hold. */
+static int
+report_left_out(mc_bundle *b, int format, mc_artifact_fn left_out, void *ud)
+{
+	struct mc_acur cur;
+	size_t i;
+	int rc = MC_OK;
+
+	mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
+	for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
+		const struct mc_martifact *a;
+		if ((rc = mc__acur_get(&cur, i, &a)) == MC_OK && !format_accepts(format, a->type))
+			left_out(ud, MC_LOAD_PLANNED, a->type, a->key, NULL, a->size);
 	}
-nomem:
+	mc__acur_free(&cur);
+	return rc;
+}
+
+/* Contents arrive in hash order but are written in blob order: the objects of the
+ * groups are parked on disk beside the output, so memory stays bounded. need (per
+ * object, malloc'd) must outlive p. */
+static int
+park_contents(mc_bundle *b, const char *out_path, const struct xgroup *g, size_t ng,
+	      char **need, struct mc_parts *p)
+{
+	char *prefix;
+	size_t i, j;
+	int rc;
+
+	if ((*need = calloc(b->m.nobjects + 1, 1)) == NULL ||
+	    (prefix = malloc(strlen(out_path) + 8)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < ng; i++)
-		free(g[i].ents);
-	free(g);
-	return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+		for (j = 0; j < g[i].n; j++)
+			(*need)[g[i].ents[j].object] = 1;
+	sprintf(prefix, "%s.mc", out_path);
+	rc = mc__parts_extract(b, prefix, *need, p);
+	free(prefix);
+	return rc;
 }
 
 /* torch 2.7's type ids. */
@@ -295,6 +269,66 @@ static uint64_t
 type_id_27(const char *type)
 {
 	return (uint64_t)mc__builtin_type(type)->torch27_id;
+}
+
+/* The blob after its CRC-32: the version, then the groups (2.7: a type id before each
+ * entry instead). */
+static int
+write_groups(struct crcout *o, mc_bundle *b, int format, const struct xgroup *g, size_t ng,
+	     const struct mc_parts *p)
+{
+	size_t i, j;
+	int rc = out_u64(o, 1);
+
+	for (i = 0; rc == MC_OK && i < ng; i++) {
+		if (format == MC_TORCH_FORMAT_CURRENT && (rc = out_str(o, g[i].type)) == MC_OK)
+			rc = out_u64(o, g[i].n);
+		for (j = 0; rc == MC_OK && j < g[i].n; j++) {
+			size_t obj = g[i].ents[j].object;
+			struct mc_mobject ob;
+			if (format == MC_TORCH_FORMAT_2_7 && (rc = out_u64(o, type_id_27(g[i].type))) != MC_OK)
+				break;
+			if ((rc = out_str(o, g[i].ents[j].key)) == MC_OK &&
+			    (rc = mc__mobjects(b->ctx, &b->m, obj, 1, &ob)) == MC_OK)
+				rc = out_part(o, p, obj, ob.size);
+		}
+	}
+	return rc;
+}
+
+/* Writes the blob to a temp file beside out_path, fills in its CRC-32 and renames it
+ * into place. */
+static int
+write_blob(mc_bundle *b, const char *out_path, int format, const struct xgroup *g, size_t ng,
+	   const struct mc_parts *p)
+{
+	struct crcout o = {b->ctx, -1, out_path, 0};
+	unsigned char head[4] = {0};
+	char *tmp = NULL;
+	int rc;
+
+	if ((o.fd = mc__open_temp_beside(b->ctx, out_path, &tmp, 0644)) < 0)
+		return MC_ERR_IO;
+	if (mc__write_all(o.fd, head, 4) != 0)
+		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write", out_path);
+	else
+		rc = write_groups(&o, b, format, g, ng, p);
+	if (rc == MC_OK) {
+		head[0] = (unsigned char)(o.crc >> 24);
+		head[1] = (unsigned char)(o.crc >> 16);
+		head[2] = (unsigned char)(o.crc >> 8);
+		head[3] = (unsigned char)o.crc;
+		if (mc__pwrite_full(o.fd, head, 4, 0) != 0)
+			rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write", out_path);
+	}
+	if (rc == MC_OK) {
+		rc = mc__commit_temp(b->ctx, o.fd, tmp, out_path);
+	} else {
+		close(o.fd);
+		unlink(tmp);
+	}
+	free(tmp);
+	return rc;
 }
 
 int
@@ -308,13 +342,10 @@ mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_art
 			  void *ud)
 {
 	struct mc_parts p;
-	struct crcout o;
-	char *need = NULL, *prefix = NULL;
 	struct xgroup *g = NULL;
 	struct mc_arena keys = {NULL};
-	size_t ng = 0, i, j;
-	char *tmp = NULL;
-	unsigned char head[4];
+	char *need = NULL;
+	size_t ng = 0;
 	int rc;
 
 	if (b == NULL || out_path == NULL ||
@@ -323,212 +354,18 @@ mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_art
 	memset(&p, 0, sizeof p);
 	p.dfd = -1;
 	p.fd = -1;
-	o.fd = -1;
 	/* What verify refuses is not exported either: every key, the recorded layout's
 	 * too, is checked by its handler, since torch makes file names of them. */
-	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = mc__bundle_plan(b)) != MC_OK ||
-	    (rc = export_layout(b, format, &keys, &g, &ng)) != MC_OK) {
-		mc__arena_free(&keys);
-		return rc;
-	}
-	if (left_out != NULL) {
-		struct mc_acur cur;
-		mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
-		for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
-			const struct mc_martifact *a;
-			if ((rc = mc__acur_get(&cur, i, &a)) == MC_OK && !format_accepts(format, a->type))
-				left_out(ud, MC_LOAD_PLANNED, a->type, a->key, NULL, a->size);
-		}
-		mc__acur_free(&cur);
-		if (rc != MC_OK)
-			goto out;
-	}
-	if (ng == 0) {
+	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__bundle_plan(b)) == MC_OK &&
+	    (rc = export_layout(b, format, &keys, &g, &ng)) == MC_OK && left_out != NULL)
+		rc = report_left_out(b, format, left_out, ud);
+	if (rc == MC_OK && ng == 0)
 		rc = mc__err(b->ctx, MC_ERR_INVALID, "%s: no torch artifacts to export", b->path);
-		goto out;
-	}
-	if ((need = calloc(b->m.nobjects + 1, 1)) == NULL ||
-	    (prefix = malloc(strlen(out_path) + 8)) == NULL) {
-		rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	for (i = 0; i < ng; i++)
-		for (j = 0; j < g[i].n; j++)
-			need[g[i].ents[j].object] = 1;
-	/* Contents arrive in hash order but are written in blob order: park them on disk
-	 * beside the output, so memory stays bounded. */
-	sprintf(prefix, "%s.mc", out_path);
-	if ((rc = mc__parts_extract(b, prefix, need, &p)) != MC_OK)
-		goto out;
-	o.ctx = b->ctx;
-	o.path = out_path;
-	o.crc = 0;
-	if ((o.fd = mc__open_temp_beside(b->ctx, out_path, &tmp, 0644)) < 0) {
-		rc = MC_ERR_IO;
-		goto out;
-	}
-	memset(head, 0, sizeof head);
-	if (mc__write_all(o.fd, head, 4) != 0) {
-		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write", out_path);
-		goto out;
-	}
-	rc = out_u64(&o, 1);
-	for (i = 0; rc == MC_OK && i < ng; i++) {
-		if (format == MC_TORCH_FORMAT_CURRENT) {
-			rc = out_str(&o, g[i].type);
-			if (rc == MC_OK)
-				rc = out_u64(&o, g[i].n);
-		}
-		for (j = 0; rc == MC_OK && j < g[i].n; j++) {
-			size_t obj = g[i].ents[j].object;
-			if (format == MC_TORCH_FORMAT_2_7 && (rc = out_u64(&o, type_id_27(g[i].type))) != MC_OK)
-				break;
-			struct mc_mobject ob;
-			if ((rc = out_str(&o, g[i].ents[j].key)) == MC_OK &&
-			    (rc = mc__mobjects(b->ctx, &b->m, obj, 1, &ob)) == MC_OK)
-				rc = out_part(&o, &p, obj, ob.size);
-		}
-	}
-	if (rc == MC_OK) {
-		head[0] = (unsigned char)(o.crc >> 24);
-		head[1] = (unsigned char)(o.crc >> 16);
-		head[2] = (unsigned char)(o.crc >> 8);
-		head[3] = (unsigned char)o.crc;
-		if (mc__pwrite_full(o.fd, head, 4, 0) != 0)
-			rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write", out_path);
-	}
-	if (rc == MC_OK) {
-		rc = mc__commit_temp(b->ctx, o.fd, tmp, out_path);
-		o.fd = -1;
-		free(tmp);
-		tmp = NULL;
-	}
-out:
-	if (o.fd >= 0)
-		close(o.fd);
-	if (tmp != NULL) {
-		unlink(tmp);
-		free(tmp);
-	}
+	if (rc == MC_OK && (rc = park_contents(b, out_path, g, ng, &need, &p)) == MC_OK)
+		rc = write_blob(b, out_path, format, g, ng, &p);
 	mc__parts_remove(&p);
 	free(need);
-	free(prefix);
-	for (i = 0; i < ng; i++)
-		free(g[i].ents);
-	free(g);
+	xgroups_free(g, ng);
 	mc__arena_free(&keys);
-	return rc;
-}
-
-/* ---- adding a signature ---- */
-
-struct resign {
-	mc_bundle *b;
-	mc_emit *e;
-	size_t cur;
-	int started;
-};
-
-static int
-resign_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
-{
-	struct resign *r = ud;
-	char name[128];
-	int rc;
-
-	/* Stored bytes are copied as they are, in the same order; each member starts at
-	 * its first byte. */
-	while (!r->started || r->cur != obj) {
-		size_t next = r->started ? r->cur + 1 : 0;
-		struct mc_mobject o;
-		if ((rc = mc__mobjects(r->b->ctx, &r->b->m, next, 1, &o)) != MC_OK)
-			return rc;
-		mc__object_member(o.hash, name, sizeof name);
-		if ((rc = mc__emit_member(r->e, name, o.stored_size)) != MC_OK)
-			return rc;
-		r->cur = next;
-		r->started = 1;
-	}
-	return n > 0 ? mc__emit_data(r->e, buf, n) : MC_OK;
-}
-
-int
-mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk, const char *out_path)
-{
-	struct resign r;
-	struct mc_sig sig;
-	char **texts = NULL, tc[128];
-	size_t *lens = NULL, n = 0, i;
-	char (*ids)[17] = NULL;
-	char *mine = NULL;
-	unsigned char *mbytes = NULL;
-	size_t minelen = 0;
-	int rc;
-
-	if (b == NULL || sk == NULL || out_path == NULL)
-		return MC_ERR_INVALID;
-	snprintf(tc, sizeof tc, "timestamp:%lld\tfile:manifest.json\thashed", (long long)b->m.created);
-	memset(&sig, 0, sizeof sig);
-	if ((rc = mc__bundle_manifest(b, &mbytes)) != MC_OK ||
-	    (rc = mc__sig_make(b->ctx, sk, mbytes, b->mlen, tc, &sig)) != MC_OK) {
-		free(mbytes);
-		return rc;
-	}
-	mine = mc__sig_render(&sig, &minelen);
-	texts = calloc(b->nsigs + 1, sizeof *texts);
-	lens = calloc(b->nsigs + 1, sizeof *lens);
-	ids = calloc(b->nsigs + 1, sizeof *ids);
-	if (mine == NULL || texts == NULL || lens == NULL || ids == NULL) {
-		rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	/* The existing signatures in key-id order, with this key's replaced or inserted. */
-	for (i = 0; i <= b->nsigs; i++) {
-		int here = i == b->nsigs || strcmp(b->sigs[i].sig.id, sig.id) >= 0;
-		if (here && mine != NULL) {
-			texts[n] = mine;
-			lens[n] = minelen;
-			memcpy(ids[n++], sig.id, 17);
-			mine = NULL;
-			if (i < b->nsigs && strcmp(b->sigs[i].sig.id, sig.id) == 0)
-				continue;
-		}
-		if (i < b->nsigs) {
-			texts[n] = b->sigs[i].text;
-			lens[n] = b->sigs[i].len;
-			memcpy(ids[n++], b->sigs[i].sig.id, 17);
-		}
-	}
-	memset(&r, 0, sizeof r);
-	r.b = b;
-	if ((rc = mc__emit_open(b->ctx, out_path, &r.e)) != MC_OK)
-		goto out;
-	if ((rc = mc__emit_head(r.e, (const char *)mbytes, b->mlen, texts, lens,
-				(const char (*)[17])ids, n)) == MC_OK)
-		rc = mc__bundle_stream(b, NULL, resign_sink, &r);
-	/* Objects with no bytes never reached the sink. */
-	while (rc == MC_OK && (r.started ? r.cur + 1 : 0) < b->m.nobjects)
-		rc = resign_sink(&r, r.started ? r.cur + 1 : 0, NULL, 0);
-	if (rc == MC_OK)
-		rc = mc__emit_finish(r.e);
-	else
-		mc__emit_abort(r.e);
-out:
-	for (i = 0; i < n; i++)
-		if (texts[i] != NULL) {
-			size_t k;
-			int borrowed = 0;
-			for (k = 0; k < b->nsigs; k++)
-				if (texts[i] == b->sigs[k].text)
-					borrowed = 1;
-			if (!borrowed)
-				free(texts[i]);
-		}
-	free(mine);
-	free(mbytes);
-	free(texts);
-	free(lens);
-	free(ids);
-	mc__sig_clear(&sig);
 	return rc;
 }

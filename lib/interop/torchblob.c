@@ -282,7 +282,7 @@ peek_u64(struct tbr *r, uint64_t at, int *ok)
 }
 
 static int
-parse_27_any(struct tbr *r, struct mc_tb *tb, uint64_t start, const char *path)
+parse_27_any(struct tbr *r, struct mc_tb *tb, uint64_t start)
 {
 	int rc;
 
@@ -303,96 +303,100 @@ parse_27_any(struct tbr *r, struct mc_tb *tb, uint64_t start, const char *path)
 	return rc;
 }
 
+/* vLLM's envelope after its CRC-32: bytes torch_key, str aot key, then bytes blob to
+ * the end, a current-format blob with its own CRC-32. */
+static int
+parse_envelope(struct tbr *r, struct mc_tb *tb)
+{
+	uint64_t klen, blen, inner;
+	unsigned char key[256];
+	int rc, ok, crc_ok;
+
+	klen = peek_u64(r, 4, &ok);
+	r->pos = 12;
+	if (!ok || klen == 0 || klen > sizeof key || klen > r->size - 12)
+		return tb_bad(r, "neither a torch cache blob nor a vLLM envelope");
+	if ((rc = tb_read(r, key, (size_t)klen, "torch key")) != MC_OK ||
+	    (rc = tb_str(r, &tb->env_aot_key, "aot_autograd key")) != MC_OK ||
+	    (rc = tb_u64(r, &blen, "inner blob length")) != MC_OK)
+		return rc;
+	if (blen != r->size - r->pos)
+		return tb_bad(r, "inner blob length does not reach the end");
+	if ((tb->env_torch_key = malloc(2 * klen + 1)) == NULL)
+		return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
+	mc__hex(key, (size_t)klen, tb->env_torch_key);
+	inner = r->pos;
+	if ((rc = crc_matches(r, &crc_ok)) != MC_OK)
+		return rc;
+	if (!crc_ok)
+		return mc__err(r->ctx, MC_ERR_TORCH_FORMAT, "%s: not a valid torch cache blob: "
+			       "crc32 mismatch in the vLLM envelope's inner blob", r->path);
+	if (peek_u64(r, inner + 4, &ok) != 1 || !ok) {
+		r->pos = inner + 4;
+		return tb_bad(r, "unsupported encoding version");
+	}
+	r->pos = inner + 12;
+	rc = parse_groups(r, tb);
+	tb->format = MC_TORCH_FORMAT_VLLM;
+	return rc;
+}
+
+/* A file whose first four bytes are the CRC-32 of the rest: the current format, 2.7
+ * with its CRC-32, or vLLM's envelope. */
+static int
+parse_crc_ok(struct tbr *r, struct mc_tb *tb)
+{
+	int rc, ok0, ok1;
+	uint64_t v0 = peek_u64(r, 4, &ok0), v1 = peek_u64(r, 12, &ok1);
+
+	if (ok0 && v0 == 1 && ok1 && v1 <= 3)
+		return parse_27_any(r, tb, 12);
+	if (ok0 && v0 == 1) {
+		r->pos = 12;
+		rc = parse_groups(r, tb);
+		tb->format = MC_TORCH_FORMAT_CURRENT;
+		return rc;
+	}
+	if (ok0 && v0 < 8) {
+		r->pos = 4;
+		return tb_bad(r, "unsupported encoding version");
+	}
+	return parse_envelope(r, tb);
+}
+
+/* A file without a CRC-32 in front: 2.7 written without one, else an error that says
+ * what it looks like. */
+static int
+parse_crc_bad(struct tbr *r, struct mc_tb *tb)
+{
+	int ok0, ok1;
+	uint64_t v0 = peek_u64(r, 0, &ok0), v1 = peek_u64(r, 8, &ok1);
+
+	if (ok0 && v0 == 1 && ok1 && v1 <= 3)
+		return parse_27_any(r, tb, 8);
+	if (r->size >= 12 && peek_u64(r, 4, &ok0) == 1 && ok0)
+		return mc__err(r->ctx, MC_ERR_TORCH_FORMAT, "%s: not a valid torch cache blob: crc32 "
+			       "mismatch", r->path);
+	r->pos = 0;
+	return r->size < 4 ? tb_bad(r, "crc32 header")
+			   : tb_bad(r, "not a torch cache blob of any known format");
+}
+
 int
 mc__torch_blob_parse(mc_ctx *ctx, const char *path, struct mc_tb *tb)
 {
 	struct tbr r = {ctx, path, -1, 0, 0, 0};
 	struct stat st;
-	uint64_t v0, v1, size;
-	int rc, crc_ok = 0, ok0, ok1;
+	int rc, crc_ok = 0;
 
 	memset(tb, 0, sizeof *tb);
 	if ((rc = mc__open_regular(ctx, path, &r.fd, &st)) != MC_OK)
 		return rc;
-	size = r.size = (uint64_t)st.st_size;
-	if ((rc = crc_matches(&r, &crc_ok)) != MC_OK)
-		goto out;
-	if (crc_ok) {
-		v0 = peek_u64(&r, 4, &ok0);
-		v1 = peek_u64(&r, 12, &ok1);
-		if (ok0 && v0 == 1 && ok1 && v1 <= 3) {
-			rc = parse_27_any(&r, tb, 12, path);
-		} else if (ok0 && v0 == 1) {
-			r.pos = 12;
-			rc = parse_groups(&r, tb);
-			tb->format = MC_TORCH_FORMAT_CURRENT;
-		} else if (ok0 && v0 < 8) {
-			r.pos = 4;
-			rc = tb_bad(&r, "unsupported encoding version");
-		} else {
-			/* vLLM's envelope: bytes torch_key, str aot key, bytes blob to the end. */
-			uint64_t klen = v0, alen, blen, inner;
-			unsigned char key[256];
-			char *aot = NULL;
-
-			r.pos = 12;
-			if (!ok0 || klen == 0 || klen > sizeof key || klen > size - 12) {
-				rc = tb_bad(&r, "neither a torch cache blob nor a vLLM envelope");
-				goto out;
-			}
-			if ((rc = tb_read(&r, key, (size_t)klen, "torch key")) != MC_OK ||
-			    (rc = tb_str(&r, &aot, "aot_autograd key")) != MC_OK ||
-			    (rc = tb_u64(&r, &blen, "inner blob length")) != MC_OK) {
-				free(aot);
-				goto out;
-			}
-			if (blen != size - r.pos) {
-				free(aot);
-				rc = tb_bad(&r, "inner blob length does not reach the end");
-				goto out;
-			}
-			alen = strlen(aot);
-			(void)alen;
-			tb->env_aot_key = aot;
-			if ((tb->env_torch_key = malloc(2 * klen + 1)) == NULL) {
-				rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-				goto out;
-			}
-			mc__hex(key, (size_t)klen, tb->env_torch_key);
-			inner = r.pos;
-			if ((rc = crc_matches(&r, &crc_ok)) != MC_OK)
-				goto out;
-			if (!crc_ok) {
-				rc = mc__err(ctx, MC_ERR_TORCH_FORMAT, "%s: not a valid torch cache blob: "
-					     "crc32 mismatch in the vLLM envelope's inner blob", path);
-				goto out;
-			}
-			if (peek_u64(&r, inner + 4, &ok0) != 1 || !ok0) {
-				r.pos = inner + 4;
-				rc = tb_bad(&r, "unsupported encoding version");
-				goto out;
-			}
-			r.pos = inner + 12;
-			rc = parse_groups(&r, tb);
-			tb->format = MC_TORCH_FORMAT_VLLM;
-		}
-	} else {
-		v0 = peek_u64(&r, 0, &ok0);
-		v1 = peek_u64(&r, 8, &ok1);
-		if (ok0 && v0 == 1 && ok1 && v1 <= 3) {
-			rc = parse_27_any(&r, tb, 8, path);
-		} else if (size >= 12 && peek_u64(&r, 4, &ok0) == 1 && ok0) {
-			rc = mc__err(ctx, MC_ERR_TORCH_FORMAT, "%s: not a valid torch cache blob: crc32 "
-				     "mismatch", path);
-		} else {
-			r.pos = 0;
-			rc = size < 4 ? tb_bad(&r, "crc32 header")
-				      : tb_bad(&r, "not a torch cache blob of any known format");
-		}
-	}
+	r.size = (uint64_t)st.st_size;
+	if ((rc = crc_matches(&r, &crc_ok)) == MC_OK)
+		rc = crc_ok ? parse_crc_ok(&r, tb) : parse_crc_bad(&r, tb);
 	if (rc == MC_OK && tb->nitems == 0)
 		rc = mc__err(ctx, MC_ERR_TORCH_FORMAT, "%s: the torch cache blob holds no artifacts", path);
-out:
 	close(r.fd);
 	if (rc != MC_OK)
 		mc__torch_blob_free(tb);

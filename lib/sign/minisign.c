@@ -119,6 +119,23 @@ sk_checksum(const unsigned char keynum[8], const unsigned char *sk, unsigned cha
 	crypto_generichash_final(&st, out, 32);
 }
 
+/* Encrypts or decrypts (the same XOR) the keynum and secret key of a secret key file's
+ * bytes skbin with the scrypt stream of password, salted with skbin's salt; stream is
+ * KEYNUM_SK_BYTES of scratch. -1 when scrypt fails (out of memory). */
+static int
+scrypt_xor(unsigned char *skbin, unsigned char *stream, const char *password, uint64_t ops,
+	   uint64_t mem)
+{
+	size_t i;
+
+	if (crypto_pwhash_scryptsalsa208sha256(stream, KEYNUM_SK_BYTES, password, strlen(password),
+					       skbin + 6, ops, (size_t)mem) != 0)
+		return -1;
+	for (i = 0; i < KEYNUM_SK_BYTES; i++)
+		skbin[54 + i] ^= stream[i];
+	return 0;
+}
+
 static int
 write_key_file(mc_ctx *ctx, const char *path, const char *comment, const unsigned char *bin,
 	       size_t n, int mode, int overwrite)
@@ -180,23 +197,17 @@ mc_keypair_save(mc_ctx *ctx, const mc_seckey *sk, const mc_pubkey *pk, const cha
 		unsigned char *stream = sodium_malloc(KEYNUM_SK_BYTES);
 		uint64_t ops = crypto_pwhash_scryptsalsa208sha256_OPSLIMIT_SENSITIVE;
 		uint64_t mem = crypto_pwhash_scryptsalsa208sha256_MEMLIMIT_SENSITIVE;
-		size_t i;
 
 		memcpy(skbin + 2, "Sc", 2);
 		randombytes_buf(skbin + 6, 32);
 		mc__put_le64(skbin + 38, ops);
 		mc__put_le64(skbin + 46, mem);
-		if (stream == NULL ||
-		    crypto_pwhash_scryptsalsa208sha256(stream, KEYNUM_SK_BYTES, password,
-						       strlen(password), skbin + 6, ops,
-						       (size_t)mem) != 0) {
+		if (stream == NULL || scrypt_xor(skbin, stream, password, ops, mem) != 0) {
 			sodium_free(stream);
 			sodium_free(skbin);
 			return mc__err(ctx, MC_ERR_NOMEM, "cannot derive a key from the password "
 				       "(not enough memory for scrypt)");
 		}
-		for (i = 0; i < KEYNUM_SK_BYTES; i++)
-			skbin[54 + i] ^= stream[i];
 		sodium_free(stream);
 	}
 	memcpy(pkbin, "Ed", 2);
@@ -278,16 +289,71 @@ mc_pubkey_load(mc_ctx *ctx, const char *arg, mc_pubkey **out)
 	return MC_OK;
 }
 
+/* Decrypts the scrypt-encrypted secret key file bytes bin in place, with the password
+ * pw gives, and checks it by its checksum. */
+static int
+decrypt_seckey(mc_ctx *ctx, const char *path, unsigned char *bin, mc_password_fn pw, void *pw_ud)
+{
+	unsigned char *stream = NULL, chk[32];
+	uint64_t ops = mc__le64(bin + 38), mem = mc__le64(bin + 46);
+	char prompt[256], *pass = NULL;
+	int rc = MC_OK;
+
+	if (pw == NULL)
+		return mc__err(ctx, MC_ERR_PASSWORD, "%s: the key is encrypted and no password "
+			       "was given", path);
+	if (ops > (1ull << 40) || mem > (8ull << 30))
+		return mc__err(ctx, MC_ERR_KEYFILE, "%s: scrypt parameters out of range", path);
+	if ((pass = sodium_malloc(1024)) == NULL || (stream = sodium_malloc(KEYNUM_SK_BYTES)) == NULL) {
+		sodium_free(pass);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	snprintf(prompt, sizeof prompt, "Password for %s: ", path);
+	pass[0] = '\0';
+	if (pw(pw_ud, prompt, pass, 1024) != MC_OK) {
+		rc = mc__err(ctx, MC_ERR_PASSWORD, "%s: no password given", path);
+	} else {
+		pass[1023] = '\0';
+		if (scrypt_xor(bin, stream, pass, ops, mem) != 0)
+			rc = mc__err(ctx, MC_ERR_NOMEM, "%s: not enough memory for scrypt", path);
+	}
+	sodium_free(stream);
+	sodium_free(pass);
+	if (rc != MC_OK)
+		return rc;
+	sk_checksum(bin + 54, bin + 62, chk);
+	if (sodium_memcmp(chk, bin + 126, 32) != 0)
+		return mc__err(ctx, MC_ERR_PASSWORD, "%s: wrong password", path);
+	return MC_OK;
+}
+
+/* The secret key file bytes bin, decrypted when encrypted, checked by their checksum. */
+static int
+unlock_seckey(mc_ctx *ctx, const char *path, unsigned char *bin, mc_password_fn pw, void *pw_ud)
+{
+	static const unsigned char zero[32];
+	unsigned char chk[32];
+
+	if (memcmp(bin + 2, "Sc", 2) == 0)
+		return decrypt_seckey(ctx, path, bin, pw, pw_ud);
+	if (bin[2] != 0 || bin[3] != 0)
+		return mc__err(ctx, MC_ERR_KEYFILE, "%s: unknown key derivation algorithm", path);
+	/* Unencrypted (minisign -W writes a zero checksum). */
+	sk_checksum(bin + 54, bin + 62, chk);
+	if (sodium_memcmp(chk, bin + 126, 32) != 0 && sodium_memcmp(zero, bin + 126, 32) != 0)
+		return mc__err(ctx, MC_ERR_KEYFILE, "%s: secret key checksum mismatch", path);
+	return MC_OK;
+}
+
 int
 mc_seckey_load(mc_ctx *ctx, const char *path, mc_password_fn pw, void *pw_ud, mc_seckey **out)
 {
-	unsigned char *bin = NULL, chk[32];
-	char *text = NULL, *pass = NULL;
+	unsigned char *bin = NULL;
+	char *text = NULL;
 	const char *b64;
 	size_t b64len, n;
-	mc_seckey *sk = NULL;
-	int rc = MC_OK;
-	static const unsigned char zero[32];
+	mc_seckey *sk;
+	int rc;
 
 	if (ctx == NULL || path == NULL || out == NULL)
 		return MC_ERR_INVALID;
@@ -307,58 +373,8 @@ mc_seckey_load(mc_ctx *ctx, const char *path, mc_password_fn pw, void *pw_ud, mc
 		rc = mc__err(ctx, MC_ERR_KEYFILE, "%s: not a minisign Ed25519 secret key", path);
 		goto done;
 	}
-	if (memcmp(bin + 2, "Sc", 2) == 0) {
-		unsigned char *stream;
-		uint64_t ops = mc__le64(bin + 38), mem = mc__le64(bin + 46);
-		char prompt[256];
-		size_t i;
-
-		if (pw == NULL) {
-			rc = mc__err(ctx, MC_ERR_PASSWORD, "%s: the key is encrypted and no password "
-				     "was given", path);
-			goto done;
-		}
-		if (ops > (1ull << 40) || mem > (8ull << 30)) {
-			rc = mc__err(ctx, MC_ERR_KEYFILE, "%s: scrypt parameters out of range", path);
-			goto done;
-		}
-		if ((pass = sodium_malloc(1024)) == NULL || (stream = sodium_malloc(KEYNUM_SK_BYTES)) == NULL) {
-			rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-			goto done;
-		}
-		snprintf(prompt, sizeof prompt, "Password for %s: ", path);
-		pass[0] = '\0';
-		if (pw(pw_ud, prompt, pass, 1024) != MC_OK) {
-			sodium_free(stream);
-			rc = mc__err(ctx, MC_ERR_PASSWORD, "%s: no password given", path);
-			goto done;
-		}
-		pass[1023] = '\0';
-		if (crypto_pwhash_scryptsalsa208sha256(stream, KEYNUM_SK_BYTES, pass, strlen(pass),
-						       bin + 6, ops, (size_t)mem) != 0) {
-			sodium_free(stream);
-			rc = mc__err(ctx, MC_ERR_NOMEM, "%s: not enough memory for scrypt", path);
-			goto done;
-		}
-		for (i = 0; i < KEYNUM_SK_BYTES; i++)
-			bin[54 + i] ^= stream[i];
-		sodium_free(stream);
-		sk_checksum(bin + 54, bin + 62, chk);
-		if (sodium_memcmp(chk, bin + 126, 32) != 0) {
-			rc = mc__err(ctx, MC_ERR_PASSWORD, "%s: wrong password", path);
-			goto done;
-		}
-	} else if (bin[2] == 0 && bin[3] == 0) {
-		/* Unencrypted (minisign -W writes a zero checksum). */
-		sk_checksum(bin + 54, bin + 62, chk);
-		if (sodium_memcmp(chk, bin + 126, 32) != 0 && sodium_memcmp(zero, bin + 126, 32) != 0) {
-			rc = mc__err(ctx, MC_ERR_KEYFILE, "%s: secret key checksum mismatch", path);
-			goto done;
-		}
-	} else {
-		rc = mc__err(ctx, MC_ERR_KEYFILE, "%s: unknown key derivation algorithm", path);
+	if ((rc = unlock_seckey(ctx, path, bin, pw, pw_ud)) != MC_OK)
 		goto done;
-	}
 	if ((sk = seckey_alloc()) == NULL) {
 		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 		goto done;
@@ -373,7 +389,6 @@ done:
 		free(text);
 	}
 	sodium_free(bin);
-	sodium_free(pass);
 	return rc;
 }
 

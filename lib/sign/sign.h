@@ -99,4 +99,14 @@ MC_HIDDEN int mc__policy_require_label(mc_ctx *ctx, struct mc_policy *p, const c
 MC_HIDDEN int mc__policy_check(mc_ctx *ctx, const struct mc_policy *p,
 			       const struct mc_policy_facts *f);
 
+/* ---- a bundle's signature members (sigmember.c) ---- */
+
+/* Trusted comment of a megacache manifest signature, minisign style. */
+#define MC_SIG_TRUSTED_FMT "timestamp:%lld\tfile:manifest.json\thashed"
+/* The signature member by sk of the manifest with this prehash, made at created (the
+ * bundle's time, in MC_SIG_TRUSTED_FMT): its text (malloc'd), length and key id. */
+MC_HIDDEN int mc__sig_member(mc_ctx *ctx, const mc_seckey *sk,
+			     const unsigned char prehash[MC_SIG_PREHASH], int64_t created,
+			     char **text, size_t *len, char id[17]);
+
 #endif /* MC_SIGN_H */
