@@ -625,23 +625,21 @@ sign_manifest(struct job *j)
 	     (s->id = calloc(w->nsigners, sizeof *s->id)) == NULL))
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < w->nsigners; i++) {
-		struct mc_sig sig;
-		char tc[128];
+		char *text, id[17];
+		size_t len;
 
-		snprintf(tc, sizeof tc, MC_SIG_TRUSTED_FMT, (long long)w->created);
-		if ((rc = mc__sig_make_prehashed(w->ctx, w->signers[i], j->prehash, tc, &sig)) != MC_OK)
+		rc = mc__sig_member(w->ctx, w->signers[i], j->prehash, w->created, &text, &len, id);
+		if (rc != MC_OK)
 			return rc;
-		for (k = s->n; k > 0 && strcmp(s->id[k - 1], sig.id) > 0; k--) {
+		for (k = s->n; k > 0 && strcmp(s->id[k - 1], id) > 0; k--) {
 			s->txt[k] = s->txt[k - 1];
 			s->len[k] = s->len[k - 1];
 			memcpy(s->id[k], s->id[k - 1], 17);
 		}
-		s->txt[k] = mc__sig_render(&sig, &s->len[k]);
-		memcpy(s->id[k], sig.id, 17);
-		mc__sig_clear(&sig);
+		s->txt[k] = text;
+		s->len[k] = len;
+		memcpy(s->id[k], id, 17);
 		s->n++;
-		if (s->txt[k] == NULL)
-			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	}
 	return MC_OK;
 }

@@ -48,7 +48,7 @@ MC_HIDDEN int mc__zdec_whole(mc_zdec *z, const void *src, size_t n, void *dst, s
 			     size_t *produced, int *overflow);
 MC_HIDDEN void mc__zdec_free(mc_zdec *z);
 
-/* ---- canonical tar headers (tarfmt.c) ---- */
+/* ---- canonical tar headers (tar.c) ---- */
 
 #define MC_TAR_BLOCK 512
 MC_HIDDEN int mc__tar_header_render(const char *name, uint64_t size, unsigned char hdr[512]);

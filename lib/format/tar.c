@@ -1,5 +1,5 @@
 /*
- * tarfmt.c - the one ustar header form a bundle member may have. The writer lets
+ * tar.c - the one ustar header form a bundle member may have. The writer lets
  * libarchive produce it; the reader renders it again from the name and size and
  * compares all 512 bytes, so no header field can carry unchecked bytes.
  */
