@@ -7,4 +7,165 @@
 
 #include "bundle/bundle.h"
 
+/* A tier among the selected artifacts': its root, open (fd) once it exists. */
+struct tier_root {
+	const char *name;
+	const char *root;
+	size_t named; /* of root: the part its setter named, see open_tier_root() */
+	int fd;
+};
+
+/* A folder the load made, removed again by the rollback. */
+struct made_dir {
+	size_t tier; /* (size_t)-1: an absolute path of a tier root */
+	char *path;
+};
+
+/* A staged file outside any folder unit. */
+#define NO_UNIT UINT32_MAX
+
+/* A file being staged. A load may stage millions, so it holds no names: its folder,
+ * temp name and final name are computed again from its artifact when needed. */
+struct staged {
+	uint32_t art;
+	uint32_t unit;  /* the folder unit it belongs to, or NO_UNIT */
+	int fd;         /* -1 when closed */
+	uint16_t tier;
+	uint8_t tries;  /* which of its temp names it has (another when one is taken) */
+	uint8_t made;   /* the temp file exists */
+};
+
+/* A folder whose files are installed together (MC_TYPE_FOLDER_UNIT): staged in a
+ * hidden temp folder beside it, renamed into place at commit. Its path is computed
+ * again from one of its artifacts. */
+struct unit {
+	uint64_t hash;  /* of (tier, folder), for the lookup table */
+	uint32_t art;   /* an artifact in the folder */
+	uint16_t tier;
+	uint8_t tries;  /* which of its temp names the temp folder has */
+	uint8_t made;   /* the temp folder exists */
+	uint8_t lost;   /* commit: another writer installed the folder first */
+};
+
+/* A worker thread's state: the object whose staged files it is writing. */
+struct lworker {
+	struct mc_acur cur; /* reads the artifacts of its files */
+	size_t obj;         /* the object whose files are open */
+	int open;
+	uint64_t size;      /* of its content */
+	uint64_t written;
+};
+
+/* One mc_bundle_load(): what it found, staged and made. */
+struct loader {
+	mc_bundle *b;
+	mc_ctx *ctx;
+	struct mc_acur cur;  /* on the calling thread */
+	struct mc_acur ucur; /* find_unit()'s check of a unit's folder */
+	uint32_t token;      /* random, part of this load's temp names */
+	long pid;
+	struct tier_root *tiers;
+	size_t ntiers;
+	struct made_dir *made;
+	size_t nmade;
+	struct staged *st;
+	size_t nst;
+	uint32_t *by_obj;          /* staged indices sorted by object */
+	uint32_t *obj_first;       /* per object: first position in by_obj, nobjects+1 entries */
+	unsigned char *unchanged;  /* per artifact */
+	size_t empty_obj;          /* the object of empty content, when a file of it is staged */
+	struct lworker *wk;        /* per worker thread */
+	unsigned nwk;
+	_Atomic int no_openat2; /* the kernel lacks it, or a filter refuses it */
+	struct unit *units;
+	size_t nunits;
+	uint32_t *unit_tab; /* open addressing on (tier, folder): unit index + 1, 0 = empty */
+	size_t unit_cap;    /* a power of two, at least twice nunits */
+	/* The folder find_unit() last answered for, and its answer. */
+	size_t last_tier, last_unit;
+	char last_dir[MC_PATH_MAX];
+};
+
+/* ---- the load (install.c) ---- */
+
+/* Tells fn (may be NULL) what became of artifact a, with its destination (computed
+ * here when dest is NULL). */
+MC_HIDDEN void mc__load_report(mc_bundle *b, mc_artifact_fn fn, void *ud, int what,
+			       const struct mc_martifact *a, const char *dest);
+
+/* ---- tier roots and folders, never through a link (dirs.c) ---- */
+
+/* The index of the loader's tier named tier, or (size_t)-1. */
+MC_HIDDEN size_t mc__loader_tier(struct loader *L, const char *tier);
+/* The tiers of the selected artifacts, their roots opened where they exist. */
+MC_HIDDEN int mc__setup_tiers(struct loader *L);
+/* Opens folder dir (relative to the tier root, "." for the root), making it and the
+ * root when create is set; *fd is -1 with MC_OK when it is missing and create is not. */
+MC_HIDDEN int mc__open_dir_of(struct loader *L, size_t tier, const char *dir, int create,
+			      int *fd);
+/* Creates name in folder dir of a tier exclusively, following no link; *fd is -1 with
+ * errno set and MC_OK when the file cannot be made, an error when dir is wrong. */
+MC_HIDDEN int mc__create_beneath(struct loader *L, mc_ctx *ctx, size_t tier, const char *dir,
+				 const char *name, int *fd);
+/* Splits dest into its folder ("." for none) and its last component. */
+MC_HIDDEN void mc__split_dest(const char *dest, char *dir, size_t dirlen, const char **base);
+/* Removes the temp files and folders that killed loaders left in folder dfd. */
+MC_HIDDEN void mc__clean_stale(int dfd);
+
+/* ---- what is staged (survey.c) ---- */
+
+/* Selected artifacts already in place, the files to stage grouped by object. */
+MC_HIDDEN int mc__plan_staging(struct loader *L);
+
+/* ---- staged files' names, folders made before content arrives (stage.c) ---- */
+
+/* A staged file's names: where it ends (dest, split into dir and base), the folder
+ * it is staged in (relative to its tier root) and its name there. */
+struct snames {
+	char dest[MC_PATH_MAX];
+	char dir[MC_PATH_MAX];
+	const char *base;
+	char stage[MC_PATH_MAX + 512];
+	char tmp[512];
+};
+
+/* Computes s's names from its artifact, read through c; *ap (may be NULL) gets the
+ * artifact, valid until the next use of c. */
+MC_HIDDEN int mc__staged_names(struct loader *L, mc_ctx *ctx, struct mc_acur *c,
+			       const struct staged *s, struct snames *n,
+			       const struct mc_martifact **ap);
+
+/* A unit folder's parent, its name, and its temp folder's name and path. */
+struct unames {
+	char parent[MC_PATH_MAX];
+	const char *name;
+	char tmp[512];
+	char stage[MC_PATH_MAX + 512];
+};
+
+/* The folder of a unit (relative to its tier root), read through c. */
+MC_HIDDEN int mc__unit_dir(mc_ctx *ctx, struct mc_acur *c, const struct unit *u, char *dir,
+			   size_t len);
+/* Unit u's names, dir being its folder. */
+MC_HIDDEN void mc__unit_names(const struct loader *L, const struct unit *u, const char *dir,
+			      struct unames *n);
+/* Makes the folders of the staged files and the units' temp folders. */
+MC_HIDDEN int mc__stage_prepare(struct loader *L);
+
+/* ---- the content written into the staged files (write.c) ---- */
+
+/* Stages every file: folders made, the bundle streamed to them on the worker threads. */
+MC_HIDDEN int mc__stage_all(struct loader *L);
+/* Closes the files of the object worker lw is writing, if any. */
+MC_HIDDEN int mc__close_object(struct loader *L, mc_ctx *ctx, struct lworker *lw);
+
+/* ---- into place, or back (commit.c) ---- */
+
+/* Renames the staged files and units into place, telling fn of each. */
+MC_HIDDEN int mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud);
+/* Removes the staged files, the units' temp folders and the folders made. */
+MC_HIDDEN void mc__load_rollback(struct loader *L);
+/* MC_LOAD_SYNC: flushes each filesystem among the tier roots. */
+MC_HIDDEN int mc__sync_tiers(struct loader *L);
+
 #endif /* MC_INSTALL_H */

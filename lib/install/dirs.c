@@ -1,0 +1,357 @@
+/*
+ * dirs.c - tier roots, folders opened without following links, owners, stale temp files.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef HAVE_LINUX_OPENAT2_H
+#include <linux/openat2.h>
+#endif
+
+#include "install/install.h"
+
+size_t
+mc__loader_tier(struct loader *L, const char *tier)
+{
+	size_t i;
+
+	for (i = 0; i < L->ntiers; i++)
+		if (strcmp(L->tiers[i].name, tier) == 0)
+			return i;
+	return (size_t)-1;
+}
+
+static int
+remember_dir(struct loader *L, size_t tier, const char *path)
+{
+	struct made_dir *m = realloc(L->made, (L->nmade + 1) * sizeof *m);
+
+	if (m == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	L->made = m;
+	if ((m[L->nmade].path = mc__strdup(path)) == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	m[L->nmade++].tier = tier;
+	return MC_OK;
+}
+
+/* A folder a default adds to a root (torchinductor_<user> in a shared /tmp) may have
+ * been made by someone else before us: torch would run what they later put there. It
+ * must be ours (or root's) and not writable by others, unless sticky. */
+static int
+check_owner(struct loader *L, int fd, const char *path)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return mc__errno(L->ctx, MC_ERR_IO, "cannot inspect folder", path);
+	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
+	    ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)))
+		return mc__err(L->ctx, MC_ERR_UNSAFE_DEST, "%s: owned by another user (uid %lu) or "
+			       "writable by others; refusing to write in it", path,
+			       (unsigned long)st.st_uid);
+	return MC_OK;
+}
+
+/* Walks the folders of path from byte keep on, beneath the open folder start (taken
+ * over), one component at a time and never through a link: what comes before keep is
+ * the part a caller named. Missing folders are made when create is set and remembered
+ * for the rollback, as (tier, path from keep) or, for tier (size_t)-1, as the whole
+ * path; owned checks each folder with check_owner(). *fd is -1 with MC_OK when a
+ * folder is missing and create is not set. Messages name the whole path. */
+static int
+walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, size_t tier,
+	  int create, int owned, int *fd)
+{
+	int cur = start, next, rc = MC_OK;
+	size_t i, j;
+
+	*fd = -1;
+	for (i = keep; rc == MC_OK && cur >= 0; i = j) {
+		char c;
+
+		i += strspn(path + i, "/");
+		if ((j = i + strcspn(path + i, "/")) == i)
+			break;
+		c = path[j];
+		path[j] = '\0';
+		if (strcmp(path + i, ".") != 0) {
+			next = openat(cur, path + i, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (next < 0 && errno == ENOENT && create) {
+				if (mkdirat(cur, path + i, 0755) == 0)
+					rc = remember_dir(L, tier, tier == (size_t)-1 ? path : path + keep);
+				else if (errno != EEXIST)
+					rc = mc__err(ctx, MC_ERR_IO, "%s: cannot create folder: %s", path,
+						     strerror(errno));
+				if (rc == MC_OK)
+					next = openat(cur, path + i,
+						      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			}
+			if (rc == MC_OK && next < 0 && (create || errno != ENOENT))
+				rc = errno == ELOOP || errno == ENOTDIR
+					     ? mc__err(ctx, MC_ERR_UNSAFE_DEST, "%s: is a symlink or not a "
+						       "folder; refusing to write through it", path)
+					     : mc__err(ctx, MC_ERR_IO, "%s: cannot open folder: %s", path,
+						       strerror(errno));
+			close(cur);
+			cur = next;
+			if (rc == MC_OK && cur >= 0 && owned)
+				rc = check_owner(L, cur, path);
+		}
+		path[j] = c;
+	}
+	if (rc != MC_OK) {
+		if (cur >= 0)
+			close(cur);
+		return rc;
+	}
+	*fd = cur;
+	return MC_OK;
+}
+
+/* Opens a tier root, creating it when create is set (*fd is -1 with MC_OK when it is
+ * missing and create is not). The part of the path its setter named is taken as
+ * given, links and all; the folders a default adds beneath it (torchinductor_<user>
+ * in a shared /tmp, triton in the inductor root) are walked one at a time without
+ * following links, as every folder beneath a root is. */
+static int
+open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
+{
+	char *p = mc__strdup(t->root), *s;
+	int cur = -1, rc = MC_OK;
+
+	*fd = -1;
+	if (p == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	for (s = p + 1; create; s++) { /* the named part, made as mkdir -p would */
+		if (*s == '/' || (size_t)(s - p) == t->named) {
+			char c = *s;
+			*s = '\0';
+			if (mkdir(p, 0755) == 0)
+				rc = remember_dir(L, (size_t)-1, p);
+			else if (errno != EEXIST)
+				rc = mc__errno(L->ctx, MC_ERR_IO, "cannot create folder", p);
+			*s = c;
+			if (rc != MC_OK || (size_t)(s - p) >= t->named)
+				break;
+		}
+	}
+	p[t->named] = '\0';
+	if (rc == MC_OK && (cur = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 &&
+	    (create || errno != ENOENT))
+		rc = mc__errno(L->ctx, MC_ERR_IO, "cannot open tier folder", p);
+	p[t->named] = t->root[t->named];
+	if (rc == MC_OK && cur >= 0)
+		rc = walk_dirs(L, L->ctx, cur, p, t->named, (size_t)-1, create, 1, fd);
+	free(p);
+	return rc;
+}
+
+int
+mc__setup_tiers(struct loader *L)
+{
+	const mc_bundle *b = L->b;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < b->m.nartifacts; i++) {
+		const struct mc_martifact *a;
+		struct tier_root *t;
+
+		if (!b->sel[i])
+			continue;
+		if ((rc = mc__acur_get(&L->cur, i, &a)) != MC_OK)
+			return rc;
+		if (mc__loader_tier(L, a->handler->tier) != (size_t)-1)
+			continue;
+		if ((t = realloc(L->tiers, (L->ntiers + 1) * sizeof *t)) == NULL)
+			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+		L->tiers = t;
+		t = &L->tiers[L->ntiers++];
+		t->name = a->handler->tier;
+		t->fd = -1;
+		if ((rc = mc__tier_root(L->ctx, t->name, &t->root, &t->named)) != MC_OK)
+			return rc;
+		/* Opened if it exists; made only when the first file is staged, so that a
+		 * load refused before that leaves no trace. */
+		if ((rc = open_tier_root(L, t, 0, &t->fd)) != MC_OK)
+			return rc;
+	}
+	return MC_OK;
+}
+
+/* Opens folder rel beneath the tier root, one component at a time and never through
+ * a link; creates missing ones when create is set (the calling thread only). *fd is
+ * -1 with MC_OK when a component is missing and create is not set. Errors go to ctx. */
+static int
+open_rel_dir(struct loader *L, mc_ctx *ctx, size_t tier, const char *rel, int create, int *fd)
+{
+	const struct tier_root *t = &L->tiers[tier];
+	char path[2 * MC_PATH_MAX];
+	size_t keep = strlen(t->root) + 1;
+	int start;
+
+	*fd = -1;
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", t->root, rel) >= sizeof path)
+		return mc__err(ctx, MC_ERR_INVALID, "path too long");
+	if ((start = dup(t->fd)) < 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot open", t->root);
+	return walk_dirs(L, ctx, start, path, keep, tier, create, 0, fd);
+}
+
+int
+mc__open_dir_of(struct loader *L, size_t tier, const char *dir, int create, int *fd)
+{
+	int rc;
+
+	*fd = -1;
+	if (L->tiers[tier].fd < 0) {
+		if (!create)
+			return MC_OK;
+		if ((rc = open_tier_root(L, &L->tiers[tier], 1, &L->tiers[tier].fd)) != MC_OK)
+			return rc;
+	}
+	if (strcmp(dir, ".") == 0) {
+		*fd = dup(L->tiers[tier].fd);
+		return *fd < 0 ? mc__errno(L->ctx, MC_ERR_IO, "cannot open", L->tiers[tier].root) : MC_OK;
+	}
+	return open_rel_dir(L, L->ctx, tier, dir, create, fd);
+}
+
+/* Creates name in folder dir (relative to the tier root) exclusively, without
+ * following a link anywhere on the way: openat2() where the kernel has it, else a
+ * folder walk. */
+int
+mc__create_beneath(struct loader *L, mc_ctx *ctx, size_t tier, const char *dir,
+		   const char *name, int *fd)
+{
+	char path[2 * MC_PATH_MAX];
+	int dfd, rc;
+
+	*fd = -1;
+#if defined(HAVE_LINUX_OPENAT2_H) && defined(SYS_openat2)
+	if (!L->no_openat2) {
+		struct open_how how;
+		int k;
+
+		memset(&how, 0, sizeof how);
+		how.flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+		how.mode = 0644;
+		how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+		if (strcmp(dir, ".") == 0)
+			k = snprintf(path, sizeof path, "%s", name);
+		else
+			k = snprintf(path, sizeof path, "%s/%s", dir, name);
+		if (k < 0 || (size_t)k >= sizeof path)
+			return mc__err(ctx, MC_ERR_INVALID, "%s/%s: path too long", L->tiers[tier].root,
+				       dir);
+		*fd = (int)syscall(SYS_openat2, L->tiers[tier].fd, path, &how, sizeof how);
+		if (*fd >= 0 || errno == EEXIST)
+			return MC_OK;
+		if (errno == ENOSYS || errno == EPERM)
+			L->no_openat2 = 1;
+		/* Anything else: the walk below names the part that is wrong. */
+	}
+#endif
+	if ((rc = open_rel_dir(L, ctx, tier, dir, 0, &dfd)) != MC_OK)
+		return rc;
+	if (dfd < 0)
+		return mc__err(ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
+			       L->tiers[tier].root, dir);
+	*fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	rc = errno;
+	close(dfd);
+	errno = rc;
+	return MC_OK;
+}
+
+void
+mc__split_dest(const char *dest, char *dir, size_t dirlen, const char **base)
+{
+	const char *slash = strrchr(dest, '/');
+
+	if (slash == NULL) {
+		snprintf(dir, dirlen, ".");
+		*base = dest;
+	} else {
+		snprintf(dir, dirlen, "%.*s", (int)(slash - dest), dest);
+		*base = slash + 1;
+	}
+}
+
+/* Temp files and folders of loaders that were killed: ".<name>.mc<pid>-<rand>.tmp",
+ * older than an hour, whose process is gone. Removed from the folders a load stages
+ * into, so crashed loads leave no garbage for long. The age test keeps a live loader
+ * in another pid namespace (a container sharing the cache) from losing its files. */
+#define STALE_SECONDS 3600
+
+static void
+remove_tree_at(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+	struct dirent *e;
+
+	if (fd < 0) {
+		unlinkat(dfd, name, 0);
+		return;
+	}
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			unlinkat(dirfd(d), e->d_name, 0); /* a unit folder holds only files */
+	closedir(d);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+void
+mc__clean_stale(int dfd)
+{
+	int fd = dup(dfd);
+	DIR *d;
+	struct dirent *e;
+	time_t now = time(NULL);
+	long self = (long)getpid();
+
+	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		const char *mc, *n = e->d_name;
+		struct stat st;
+		char *end;
+		long pid;
+		size_t len;
+
+		if (n[0] != '.' || (len = strlen(n)) < 8 || strcmp(n + len - 4, ".tmp") != 0 ||
+		    (mc = strstr(n, ".mc")) == NULL)
+			continue;
+		pid = strtol(mc + 3, &end, 10);
+		if (end == mc + 3 || *end != '-' || pid <= 0 || pid == self)
+			continue;
+		if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 || now - st.st_mtime < STALE_SECONDS)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			remove_tree_at(dfd, n);
+		else if (S_ISREG(st.st_mode))
+			unlinkat(dfd, n, 0);
+	}
+	closedir(d);
+}

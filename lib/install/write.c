@@ -1,0 +1,149 @@
+/*
+ * write.c - writes streamed object contents into the staged files, on the worker threads.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "install/install.h"
+
+/* Creates s's temp file; a name another loader took is tried again with the next. */
+static int
+stage_open(struct loader *L, mc_ctx *ctx, struct mc_acur *c, struct staged *s)
+{
+	struct snames n;
+	int rc, err = 0;
+
+	for (;;) {
+		if ((rc = mc__staged_names(L, ctx, c, s, &n, NULL)) != MC_OK ||
+		    (rc = mc__create_beneath(L, ctx, s->tier, n.stage, n.tmp, &s->fd)) != MC_OK)
+			return rc;
+		err = errno;
+		if (s->fd >= 0 || err != EEXIST || s->unit != NO_UNIT || s->tries == 15)
+			break;
+		s->tries++; /* taken by another loader: another name */
+	}
+	if (s->fd < 0)
+		return mc__err(ctx, MC_ERR_IO, "%s/%s/%s: cannot create: %s", L->tiers[s->tier].root,
+			       n.stage, n.tmp, strerror(err));
+	s->made = 1;
+	return MC_OK;
+}
+
+/* The message for a failed write or close of s, naming its folder. */
+static int
+write_error(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct staged *s, int err)
+{
+	struct snames n;
+
+	if (mc__staged_names(L, ctx, c, s, &n, NULL) != MC_OK)
+		snprintf(n.stage, sizeof n.stage, "?");
+	return mc__err(ctx, MC_ERR_IO, "%s/%s: cannot write: %s", L->tiers[s->tier].root, n.stage,
+		       strerror(err));
+}
+
+static int
+stage_close(struct loader *L, mc_ctx *ctx, struct mc_acur *c, struct staged *s)
+{
+	int rc = MC_OK;
+
+	if (s->fd >= 0 && close(s->fd) != 0)
+		rc = write_error(L, ctx, c, s, errno);
+	s->fd = -1;
+	return rc;
+}
+
+/* The files of the object a worker is writing. */
+int
+mc__close_object(struct loader *L, mc_ctx *ctx, struct lworker *lw)
+{
+	size_t k;
+	int rc = MC_OK, r;
+
+	if (!lw->open)
+		return MC_OK;
+	for (k = L->obj_first[lw->obj]; k < L->obj_first[lw->obj + 1]; k++)
+		if ((r = stage_close(L, ctx, &lw->cur, &L->st[L->by_obj[k]])) != MC_OK && rc == MC_OK)
+			rc = r;
+	lw->open = 0;
+	return rc;
+}
+
+static int
+open_object(struct loader *L, mc_ctx *ctx, struct lworker *lw, size_t obj)
+{
+	const struct mc_martifact *a;
+	size_t k;
+	int rc;
+
+	if ((rc = mc__close_object(L, ctx, lw)) != MC_OK)
+		return rc;
+	lw->cur.ctx = ctx;
+	/* The content's size is its artifacts' size. */
+	if ((rc = mc__acur_get(&lw->cur, L->st[L->by_obj[L->obj_first[obj]]].art, &a)) != MC_OK)
+		return rc;
+	lw->obj = obj;
+	lw->open = 1;
+	lw->size = a->size;
+	lw->written = 0;
+	for (k = L->obj_first[obj]; k < L->obj_first[obj + 1]; k++)
+		if ((rc = stage_open(L, ctx, &lw->cur, &L->st[L->by_obj[k]])) != MC_OK)
+			return rc;
+	return MC_OK;
+}
+
+static int
+sink(void *ud, unsigned worker, mc_ctx *ctx, size_t obj, const unsigned char *buf, size_t n)
+{
+	struct loader *L = ud;
+	struct lworker *lw = &L->wk[worker];
+	size_t k;
+	int rc;
+
+	if (L->obj_first[obj] == L->obj_first[obj + 1])
+		return MC_OK;
+	if ((!lw->open || lw->obj != obj) && (rc = open_object(L, ctx, lw, obj)) != MC_OK)
+		return rc;
+	for (k = L->obj_first[obj]; k < L->obj_first[obj + 1]; k++) {
+		struct staged *s = &L->st[L->by_obj[k]];
+		if (mc__write_all(s->fd, buf, n) != 0)
+			return write_error(L, ctx, &lw->cur, s, errno);
+	}
+	lw->written += n;
+	if (lw->written == lw->size)
+		return mc__close_object(L, ctx, lw);
+	return MC_OK;
+}
+
+/* Stages every file: the folders made and cleaned, the bundle streamed to the files
+ * on the worker threads. */
+int
+mc__stage_all(struct loader *L)
+{
+	unsigned nwk = mc__threads(L->ctx);
+	size_t i;
+	int rc;
+
+	/* Counted only once there: mc__load_rollback() walks them. */
+	if ((L->wk = calloc(nwk, sizeof *L->wk)) == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	L->nwk = nwk;
+	for (i = 0; i < L->nwk; i++)
+		mc__acur_init(&L->wk[i].cur, L->ctx, &L->b->m, mc__find_type);
+	rc = mc__stage_prepare(L);
+	/* Empty content produces no data to stream: staged now. */
+	if (rc == MC_OK && L->empty_obj != (size_t)-1 &&
+	    (rc = open_object(L, L->ctx, &L->wk[0], L->empty_obj)) == MC_OK)
+		rc = mc__close_object(L, L->ctx, &L->wk[0]);
+	if (rc == MC_OK)
+		rc = mc__bundle_stream_par(L->b, sink, L);
+	for (i = 0; i < L->nwk; i++) {
+		int r = mc__close_object(L, L->ctx, &L->wk[i]);
+		if (rc == MC_OK)
+			rc = r;
+	}
+	return rc;
+}
