@@ -5,21 +5,12 @@
  */
 #include "config.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <signal.h>
-#include <time.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <sodium.h>
-#ifdef HAVE_LINUX_OPENAT2_H
-#include <linux/openat2.h>
-#endif
 
 #include "bundle/bundle.h"
 
