@@ -7,6 +7,8 @@
  *                  (0 inductor, 1 autotune, 2 aot_autograd, 3 pgo), str key, bytes;
  *                  strings base64 or raw: copies of both exist, told apart by the bytes
  *  vLLM envelope:  u32 crc32, bytes torch_key, str aot key (base64), bytes blob (current)
+ * A parsed blob's artifacts are recorded into a writer (mc_writer_add_torch_blob) as
+ * ranges of the blob file, its groups kept as the layout an export gives back.
  */
 #include "config.h"
 
