@@ -9,7 +9,6 @@
 #include <getopt.h>
 #include <signal.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +18,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "megacache.h"
+#include "tool.h"
 
-#define EXIT_VERIFY 1
-#define EXIT_USAGE 2
-
-static const char *prog = "megacache";
 static int quiet;
 
 static const char usage_text[] =
@@ -81,82 +76,6 @@ static const char usage_text[] =
 	"\n"
 	"exit status: 0 success; 1 verification or integrity failure; 2 usage or system error.\n";
 
-static void say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-/* Writes s escaped (mc_escape with flags), then a line end. */
-static void
-put_escaped(FILE *f, const char *s, unsigned flags)
-{
-	size_t need = mc_escape(NULL, 0, s, flags) + 1;
-	char *out = malloc(need);
-
-	if (out != NULL) {
-		mc_escape(out, need, s, flags);
-		fprintf(f, "%s\n", out);
-		free(out);
-	}
-}
-
-/* Prints one line. Every line the tool prints goes through here, so that whatever a
- * bundle, a file name or an argument carries is escaped (mc_escape) on its way to a
- * terminal or a log: a key cannot move the cursor, set a title or forge a line. */
-static void
-vsay(FILE *f, const char *fmt, va_list ap)
-{
-	char small[1024], *line = small;
-	va_list aq;
-	int n;
-
-	va_copy(aq, ap);
-	n = vsnprintf(small, sizeof small, fmt, aq);
-	va_end(aq);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof small) {
-		if ((line = malloc((size_t)n + 1)) == NULL)
-			return;
-		vsnprintf(line, (size_t)n + 1, fmt, ap);
-	}
-	put_escaped(f, line, 0);
-	if (line != small)
-		free(line);
-}
-
-static void
-say(FILE *f, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay(f, fmt, ap);
-	va_end(ap);
-}
-
-static void
-usage_error(const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	say(stderr, "%s: %s", prog, msg);
-	say(stderr, "Try 'megacache --help'.");
-	exit(EXIT_USAGE);
-}
-
-/* Prints the library's error and returns the exit code for it. */
-static int
-fail(mc_ctx *ctx, int rc)
-{
-	const char *msg = ctx != NULL ? mc_ctx_error(ctx) : "";
-
-	say(stderr, "%s: %s", prog, msg[0] ? msg : mc_strerror(rc));
-	return mc_status_is_verification_failure(rc) ? EXIT_VERIFY : EXIT_USAGE;
-}
-
 /* The same, for the early exits of a command: the context is freed too. */
 static int
 fail_free(mc_ctx *ctx, int rc)
@@ -165,19 +84,6 @@ fail_free(mc_ctx *ctx, int rc)
 
 	mc_ctx_free(ctx);
 	return code;
-}
-
-static void
-human_bytes(uint64_t n, char *buf, size_t len)
-{
-	if (n >= 1000000000ull)
-		snprintf(buf, len, "%.2f GB", n / 1e9);
-	else if (n >= 1000000ull)
-		snprintf(buf, len, "%.2f MB", n / 1e6);
-	else if (n >= 1000ull)
-		snprintf(buf, len, "%.1f kB", n / 1e3);
-	else
-		snprintf(buf, len, "%" PRIu64 " B", n);
 }
 
 static int
@@ -240,7 +146,7 @@ new_ctx(struct progress *p)
 	int rc = mc_ctx_new(&ctx);
 
 	if (rc != MC_OK) {
-		say(stderr, "%s: cannot start: %s", prog, mc_strerror(rc));
+		say(stderr, "%s: cannot start: %s", PROG, mc_strerror(rc));
 		exit(EXIT_USAGE);
 	}
 	p->on = !quiet && isatty(STDERR_FILENO);
@@ -271,12 +177,12 @@ read_password(void *ud, const char *prompt, char *buf, size_t len)
 
 	if (password_file != NULL) {
 		if ((f = fopen(password_file, "r")) == NULL) {
-			say(stderr, "%s: %s: %s", prog, password_file, strerror(errno));
+			say(stderr, "%s: %s: %s", PROG, password_file, strerror(errno));
 			return MC_ERR_IO;
 		}
 	} else if ((f = fopen("/dev/tty", "r+")) == NULL) {
 		say(stderr, "%s: a password is needed and there is no terminal; use --password-file",
-		    prog);
+		    PROG);
 		return MC_ERR_INVALID;
 	}
 	tty_ok = password_file == NULL && tcgetattr(fileno(f), &old) == 0;
@@ -374,8 +280,7 @@ common_opt(int c)
 		caps[c - OPT_CAP].set = 1;
 		return 1;
 	case '?':
-		say(stderr, "Try 'megacache --help'.");
-		exit(EXIT_USAGE);
+		try_help();
 	default:
 		return 0;
 	}
@@ -475,20 +380,6 @@ free_keys(mc_pubkey **keys, size_t n)
 		mc_pubkey_free(keys[i]);
 }
 
-static void
-print_json(cJSON *j)
-{
-	char *s = cJSON_Print(j);
-
-	/* cJSON escapes C0 controls only; DEL, C1, bidirectional controls and invalid
-	 * bytes from a bundle or a file name are escaped here, keeping the JSON valid. */
-	if (s != NULL) {
-		put_escaped(stdout, s, MC_ESCAPE_JSON);
-		free(s);
-	}
-	cJSON_Delete(j);
-}
-
 /* ---- keygen ---- */
 
 static int
@@ -524,11 +415,11 @@ cmd_keygen(int argc, char **argv)
 		if (password_file == NULL &&
 		    (read_password(NULL, "Password (again): ", pw2, sizeof pw2) != MC_OK ||
 		     strcmp(pw1, pw2) != 0)) {
-			say(stderr, "%s: the passwords differ", prog);
+			say(stderr, "%s: the passwords differ", PROG);
 			return EXIT_USAGE;
 		}
 		if (pw1[0] == '\0') {
-			say(stderr, "%s: empty password; use -W for an unencrypted key", prog);
+			say(stderr, "%s: empty password; use -W for an unencrypted key", PROG);
 			return EXIT_USAGE;
 		}
 	}
@@ -764,7 +655,7 @@ cmd_pack(int argc, char **argv)
 		     : srckind[i] == OPT_FROM_DIR ? mc_writer_add_cache_dir(w, srcs[i], on_scan, &tally)
 						  : mc_writer_add_triton_dir(w, srcs[i], on_scan, &tally);
 	if (rc == MC_OK && mc_writer_artifact_count(w) == 0) {
-		say(stderr, "%s: no artifacts found in the sources; nothing written", prog);
+		say(stderr, "%s: no artifacts found in the sources; nothing written", PROG);
 		rc = MC_ERR_INVALID;
 		goto done;
 	}
@@ -1254,7 +1145,7 @@ cmd_load(int argc, char **argv)
 		char hb[32];
 		if (t.insecure)
 			say(stderr, "%s: warning: signatures were not checked (--insecure-no-verify)",
-			    prog);
+			    PROG);
 		say(stdout, "%s %s into %s", r.dry ? "would warm" : "warmed", argv[optind], r.root);
 		for (i = 0; i < r.nsums; i++) {
 			human_bytes(r.sums[i].bytes, hb, sizeof hb);
@@ -1332,7 +1223,7 @@ cmd_export(int argc, char **argv)
 	} else {
 		if (!quiet) {
 			if (t.npubs == 0)
-				say(stderr, "%s: warning: signatures not checked (no -p given)", prog);
+				say(stderr, "%s: warning: signatures not checked (no -p given)", PROG);
 			say(stdout, "exported %s to %s (torch %s format)", argv[optind], out,
 			       format == MC_TORCH_FORMAT_2_7 ? "2.7" : "2.8+");
 			for (i = 0; i < left.nsums; i++)
@@ -1356,7 +1247,7 @@ on_conflict(void *ud, const char *type, const char *key)
 
 	(*n)++;
 	if (!quiet)
-		say(stderr, "%s: conflict: %s %s differs between bundles; kept the later one", prog,
+		say(stderr, "%s: conflict: %s %s differs between bundles; kept the later one", PROG,
 			type, key);
 }
 
@@ -1622,7 +1513,6 @@ main(int argc, char **argv)
 			argv[1] = name;
 			return cmds[i].fn(argc - 1, argv + 1);
 		}
-	say(stderr, "%s: unknown command '%s'", prog, argv[1]);
-	say(stderr, "Try 'megacache --help'.");
-	return EXIT_USAGE;
+	say(stderr, "%s: unknown command '%s'", PROG, argv[1]);
+	try_help();
 }
