@@ -90,7 +90,7 @@ struct tool_optspec {
 /* A command of the table: argv[0] is "megacache NAME". Returns the exit status. */
 typedef int tool_cmd_fn(struct tool *t, int argc, char **argv);
 
-/* the commands (megacache.c) */
+/* cmd_<name>.c */
 int cmd_keygen(struct tool *t, int argc, char **argv);
 int cmd_pack(struct tool *t, int argc, char **argv);
 int cmd_sign(struct tool *t, int argc, char **argv);
