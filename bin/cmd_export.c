@@ -1,0 +1,88 @@
+/* cmd_export.c - export: a bundle's torch artifacts as a torch cache blob, checked with
+ * the trust options (integrity only when no key is given). */
+#include "config.h"
+
+#include <string.h>
+
+#include "tool.h"
+
+struct export_opts {
+	const char *out;
+	int format; /* MC_TORCH_FORMAT_* */
+};
+
+static const struct option export_long[] = {
+	{"torch", required_argument, NULL, OPT_TORCH},
+	{"torch-format", required_argument, NULL, OPT_TORCH_FORMAT},
+	{NULL, 0, NULL, 0}};
+
+static int
+export_opt(struct tool *t, void *opts, int c, char *arg)
+{
+	struct export_opts *o = opts;
+
+	if (c == OPT_TORCH)
+		o->out = arg;
+	else if (c == OPT_TORCH_FORMAT && strcmp(arg, "2.7") == 0)
+		o->format = MC_TORCH_FORMAT_2_7;
+	else if (c == OPT_TORCH_FORMAT && (strcmp(arg, "current") == 0 || strcmp(arg, "2.8") == 0))
+		o->format = MC_TORCH_FORMAT_CURRENT;
+	else if (c == OPT_TORCH_FORMAT)
+		usage_error("--torch-format takes 2.7 or current, not '%s'", arg);
+	else
+		return 0;
+	return 1;
+}
+
+static const struct tool_optspec export_spec = {"", export_long, export_opt};
+
+static void
+export_report(const struct tool *t, const struct export_opts *o, const char *path,
+	      const struct load_report *left)
+{
+	size_t i;
+
+	if (t->trust.npubs == 0)
+		say(stderr, "%s: warning: signatures not checked (no -p given)", PROG);
+	say(stdout, "exported %s to %s (torch %s format)", path, o->out,
+	    o->format == MC_TORCH_FORMAT_2_7 ? "2.7" : "2.8+");
+	for (i = 0; i < left->nsums; i++)
+		say(stdout, "left out %zu %s artifact%s: not a type that format holds",
+		    left->sums[i].count, left->sums[i].type, left->sums[i].count == 1 ? "" : "s");
+}
+
+int
+cmd_export(struct tool *t, int argc, char **argv)
+{
+	struct export_opts o = {NULL, MC_TORCH_FORMAT_CURRENT};
+	mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
+	struct load_report left; /* the artifacts the format does not hold */
+	mc_bundle *b = NULL;
+	int rc;
+
+	tool_parse(t, argc, argv, &export_spec, &o);
+	if (optind + 1 != argc || o.out == NULL)
+		usage_error("export needs BUNDLE and --torch OUTFILE%s", "");
+	/* Without keys, export checks integrity only, and says so. */
+	if (t->trust.npubs == 0)
+		t->trust.insecure = 1;
+	if ((rc = tool_start(t)) != 0)
+		return rc;
+	memset(&left, 0, sizeof left);
+	left.dry = 1;
+	left.silent = 1;
+	left.quiet = t->quiet;
+	rc = open_trusted(t, argv[optind], &b, keys);
+	if (rc == MC_OK)
+		rc = mc_bundle_export_torch_as(b, o.out, o.format, on_artifact, &left);
+	if (rc != MC_OK) {
+		rc = fail(t->ctx, rc);
+	} else {
+		if (!t->quiet)
+			export_report(t, &o, argv[optind], &left);
+		rc = 0;
+	}
+	mc_bundle_free(b);
+	free_keys(keys, t->trust.npubs);
+	return rc;
+}

@@ -1,0 +1,79 @@
+/* cmd_keygen.c - keygen: a new key pair in minisign's format, the secret key encrypted
+ * with a password unless -W. */
+#include "config.h"
+
+#include <string.h>
+
+#include "tool.h"
+
+struct keygen_opts {
+	const char *pub, *sec;
+	int unencrypted, force;
+};
+
+static const struct option keygen_long[] = {{"force", no_argument, NULL, 'f'},
+					    {NULL, 0, NULL, 0}};
+
+static int
+keygen_opt(struct tool *t, void *opts, int c, char *arg)
+{
+	struct keygen_opts *o = opts;
+
+	switch (c) {
+	case 'p': o->pub = arg; return 1;
+	case 's': o->sec = arg; return 1;
+	case 'W': o->unencrypted = 1; return 1;
+	case 'f': o->force = 1; return 1;
+	default: return 0;
+	}
+}
+
+static const struct tool_optspec keygen_spec = {"p:s:Wf", keygen_long, keygen_opt};
+
+/* The new key's password into pw1; asked twice on a terminal (into pw1 and pw2).
+ * Returns 0 or the exit status of a failure it has reported. */
+static int
+new_password(struct tool *t, char *pw1, char *pw2, size_t len)
+{
+	if (read_password(t, "Password for the new secret key: ", pw1, len) != MC_OK)
+		return EXIT_USAGE;
+	if (t->password_file == NULL &&
+	    (read_password(t, "Password (again): ", pw2, len) != MC_OK || strcmp(pw1, pw2) != 0)) {
+		say(stderr, "%s: the passwords differ", PROG);
+		return EXIT_USAGE;
+	}
+	if (pw1[0] == '\0') {
+		say(stderr, "%s: empty password; use -W for an unencrypted key", PROG);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+int
+cmd_keygen(struct tool *t, int argc, char **argv)
+{
+	struct keygen_opts o = {0};
+	char pw1[1024], pw2[1024];
+	mc_seckey *sk;
+	mc_pubkey *pk;
+	int rc;
+
+	tool_parse(t, argc, argv, &keygen_spec, &o);
+	if (o.pub == NULL || o.sec == NULL || optind != argc)
+		usage_error("keygen needs -p PUBFILE and -s SECFILE%s", "");
+	if ((rc = tool_start(t)) != 0)
+		return rc;
+	if (!o.unencrypted && (rc = new_password(t, pw1, pw2, sizeof pw1)) != 0)
+		return rc;
+	if ((rc = mc_keygen(t->ctx, &sk, &pk)) != MC_OK)
+		return fail(t->ctx, rc);
+	rc = mc_keypair_save(t->ctx, sk, pk, o.pub, o.sec, o.unencrypted ? NULL : pw1, o.force);
+	memset(pw1, 0, sizeof pw1);
+	memset(pw2, 0, sizeof pw2);
+	if (rc == MC_OK && !t->quiet)
+		say(stdout, "key %s: public key in %s, secret key in %s", mc_pubkey_id(pk), o.pub,
+		    o.sec);
+	mc_seckey_free(sk);
+	mc_pubkey_free(pk);
+	return rc == MC_OK ? 0 : fail(t->ctx, rc);
+}

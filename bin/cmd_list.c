@@ -1,0 +1,177 @@
+/* cmd_list.c - list: a bundle's labels, signatures and artifacts, not verified; with
+ * --explain, where each artifact would land and whether an identical file is there. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "tool.h"
+
+struct list_opts {
+	int explain;
+};
+
+static const struct option list_long[] = {{"explain", no_argument, NULL, OPT_EXPLAIN},
+					  {NULL, 0, NULL, 0}};
+
+static int
+list_opt(struct tool *t, void *opts, int c, char *arg)
+{
+	struct list_opts *o = opts;
+
+	if (c != OPT_EXPLAIN)
+		return 0;
+	o->explain = 1;
+	return 1;
+}
+
+static const struct tool_optspec list_spec = {"", list_long, list_opt};
+
+/* list --explain: where each artifact would land, and whether it is there already. */
+static int
+explain(struct tool *t, mc_bundle *b, const char *path)
+{
+	struct load_report r;
+	int rc;
+
+	memset(&r, 0, sizeof r);
+	r.dry = 1;
+	r.explain = 1;
+	r.json = t->json;
+	r.quiet = t->quiet;
+	r.ctx = t->ctx;
+	if (t->json)
+		r.arts = cJSON_CreateArray();
+	if ((rc = mc_bundle_set_insecure(b, 1)) != MC_OK ||
+	    (rc = mc_bundle_load(b, MC_LOAD_DRY_RUN, on_artifact, &r)) != MC_OK) {
+		cJSON_Delete(r.arts);
+		return fail(t->ctx, rc);
+	}
+	if (t->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "bundle", path);
+		cJSON_AddBoolToObject(j, "signatures_checked", 0);
+		cJSON_AddNumberToObject(j, "would_install", (double)r.planned);
+		cJSON_AddNumberToObject(j, "already_there", (double)r.unchanged);
+		cJSON_AddItemToObject(j, "artifacts", r.arts);
+		print_json(j);
+	} else if (!t->quiet) {
+		say(stdout, "%zu to install, %zu already there (signatures not checked)", r.planned,
+		    r.unchanged);
+	}
+	return 0;
+}
+
+/* The artifacts of b into the array arts. */
+static int
+json_artifacts(mc_bundle *b, cJSON *arts)
+{
+	size_t i, n = mc_bundle_artifact_count(b);
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		const char *type, *key, *hash;
+		uint64_t size;
+		cJSON *a;
+		if ((rc = mc_bundle_artifact(b, i, &type, &key, &size, &hash)) != MC_OK)
+			return rc;
+		a = cJSON_CreateObject();
+		cJSON_AddStringToObject(a, "type", type);
+		cJSON_AddStringToObject(a, "key", key);
+		cJSON_AddNumberToObject(a, "size", (double)size);
+		cJSON_AddStringToObject(a, "hash", hash);
+		cJSON_AddItemToArray(arts, a);
+	}
+	return MC_OK;
+}
+
+/* list --json. Returns MC_OK, or the error of reading the artifact table. */
+static int
+list_json(mc_bundle *b, const char *path)
+{
+	cJSON *j = cJSON_CreateObject(), *labels, *sigs;
+	size_t i;
+	int rc;
+
+	cJSON_AddStringToObject(j, "bundle", path);
+	cJSON_AddBoolToObject(j, "verified", 0);
+	cJSON_AddNumberToObject(j, "format_version", MC_FORMAT_VERSION);
+	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
+	cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
+	if (mc_bundle_expires(b) != 0)
+		cJSON_AddNumberToObject(j, "expires", (double)mc_bundle_expires(b));
+	labels = cJSON_AddObjectToObject(j, "labels");
+	for (i = 0; i < mc_bundle_label_count(b); i++) {
+		const char *k, *v;
+		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
+			cJSON_AddStringToObject(labels, k, v);
+	}
+	sigs = cJSON_AddArrayToObject(j, "signatures");
+	for (i = 0; i < mc_bundle_signature_count(b); i++)
+		cJSON_AddItemToArray(sigs, cJSON_CreateString(mc_bundle_signature_key_id(b, i)));
+	if ((rc = json_artifacts(b, cJSON_AddArrayToObject(j, "artifacts"))) != MC_OK) {
+		cJSON_Delete(j);
+		return rc;
+	}
+	print_json(j);
+	return MC_OK;
+}
+
+/* list. Returns MC_OK, or the error of reading the artifact table. */
+static int
+list_text(mc_bundle *b, const char *path)
+{
+	size_t i, n = mc_bundle_artifact_count(b);
+	char hb[32], exp[48] = "";
+	int rc;
+
+	say(stdout, "bundle %s (format %d, not verified)", path, MC_FORMAT_VERSION);
+	if (mc_bundle_expires(b) != 0)
+		snprintf(exp, sizeof exp, ", expires %" PRId64, mc_bundle_expires(b));
+	say(stdout, "created %" PRId64 ", bundle version %" PRIu64 "%s", mc_bundle_created(b),
+	    mc_bundle_version(b), exp);
+	for (i = 0; i < mc_bundle_label_count(b); i++) {
+		const char *k, *v;
+		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
+			say(stdout, "label %s=%s", k, v);
+	}
+	for (i = 0; i < mc_bundle_signature_count(b); i++)
+		say(stdout, "signature by key %s", mc_bundle_signature_key_id(b, i));
+	if (mc_bundle_signature_count(b) == 0)
+		say(stdout, "unsigned");
+	for (i = 0; i < n; i++) {
+		const char *type, *key, *hash;
+		uint64_t size;
+		if ((rc = mc_bundle_artifact(b, i, &type, &key, &size, &hash)) != MC_OK)
+			return rc;
+		human_bytes(size, hb, sizeof hb);
+		say(stdout, "%-12s %10s  %s", type, hb, key);
+	}
+	say(stdout, "%zu artifacts", n);
+	return MC_OK;
+}
+
+int
+cmd_list(struct tool *t, int argc, char **argv)
+{
+	struct list_opts o = {0};
+	mc_bundle *b = NULL;
+	int rc;
+
+	tool_parse(t, argc, argv, &list_spec, &o);
+	if (optind + 1 != argc)
+		usage_error("list needs exactly one BUNDLE%s", "");
+	if ((rc = tool_start(t)) != 0)
+		return rc;
+	if ((rc = mc_bundle_open(t->ctx, argv[optind], &b)) != MC_OK)
+		return fail(t->ctx, rc);
+	if (o.explain)
+		rc = explain(t, b, argv[optind]);
+	else if ((rc = t->json ? list_json(b, argv[optind]) : list_text(b, argv[optind])) != MC_OK) {
+		/* The artifact table of a large bundle is read from a temp file as it is listed. */
+		fflush(stdout);
+		rc = fail(t->ctx, rc);
+	}
+	mc_bundle_free(b);
+	return rc;
+}

@@ -1,0 +1,154 @@
+/* cmd_load.c - load: verify a bundle with the trust options and install its artifacts
+ * into the cache dirs (or, with --dry-run, say what would be installed). */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+struct load_opts {
+	const char *types;
+	int dry, sync;
+};
+
+static const struct option load_long[] = {{"types", required_argument, NULL, OPT_TYPES},
+					  {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+					  {"sync", no_argument, NULL, OPT_SYNC},
+					  {NULL, 0, NULL, 0}};
+
+static int
+load_opt(struct tool *t, void *opts, int c, char *arg)
+{
+	struct load_opts *o = opts;
+
+	switch (c) {
+	case OPT_TYPES: o->types = arg; return 1;
+	case OPT_DRY_RUN: o->dry = 1; return 1;
+	case OPT_SYNC: o->sync = 1; return 1;
+	default: return 0;
+	}
+}
+
+static const struct tool_optspec load_spec = {"", load_long, load_opt};
+
+/* --types T[,T]...: restricts the load to those types. */
+static int
+select_types(mc_bundle *b, const char *types)
+{
+	char *copy = strdup(types), *tok, *save = NULL;
+	int rc = MC_OK;
+
+	if (copy == NULL)
+		rc = MC_ERR_NOMEM;
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; rc == MC_OK && tok != NULL;
+	     tok = strtok_r(NULL, ",", &save))
+		if ((rc = mc_bundle_select_type(b, tok)) != MC_OK)
+			rc = MC_ERR_INVALID;
+	free(copy);
+	return rc;
+}
+
+/* load --json; takes r->arts. */
+static void
+load_json(const struct tool *t, struct load_report *r, const char *path, int sync)
+{
+	cJSON *j = cJSON_CreateObject(), *sum;
+	size_t i;
+
+	cJSON_AddStringToObject(j, "bundle", path);
+	cJSON_AddStringToObject(j, "cache_dir", r->root);
+	cJSON_AddBoolToObject(j, "dry_run", r->dry);
+	cJSON_AddBoolToObject(j, "synced", sync && !r->dry);
+	cJSON_AddBoolToObject(j, "verified", !t->trust.insecure);
+	cJSON_AddNumberToObject(j, "installed", (double)r->installed);
+	cJSON_AddNumberToObject(j, "unchanged", (double)r->unchanged);
+	cJSON_AddNumberToObject(j, "would_install", (double)r->planned);
+	cJSON_AddNumberToObject(j, "bytes", (double)r->bytes);
+	sum = cJSON_AddObjectToObject(j, "types");
+	for (i = 0; i < r->nsums; i++) {
+		cJSON *s = cJSON_AddObjectToObject(sum, r->sums[i].type);
+		cJSON_AddNumberToObject(s, "count", (double)r->sums[i].count);
+		cJSON_AddNumberToObject(s, "bytes", (double)r->sums[i].bytes);
+		cJSON_AddNumberToObject(s, "unchanged", (double)r->sums[i].unchanged);
+	}
+	cJSON_AddItemToObject(j, "artifacts", r->arts);
+	r->arts = NULL;
+	print_json(j);
+}
+
+/* load: a line per type, and the totals. */
+static void
+load_text(const struct tool *t, const struct load_report *r, const char *path)
+{
+	size_t i, n = r->dry ? r->planned : r->installed;
+	char hb[32];
+
+	if (t->trust.insecure)
+		say(stderr, "%s: warning: signatures were not checked (--insecure-no-verify)", PROG);
+	say(stdout, "%s %s into %s", r->dry ? "would warm" : "warmed", path, r->root);
+	for (i = 0; i < r->nsums; i++) {
+		char there[48] = "";
+		human_bytes(r->sums[i].bytes, hb, sizeof hb);
+		if (r->sums[i].unchanged)
+			snprintf(there, sizeof there, "  (%zu already there)", r->sums[i].unchanged);
+		say(stdout, "  %-13s %5zu file%s %10s%s", r->sums[i].type, r->sums[i].count,
+		    r->sums[i].count == 1 ? " " : "s", hb, there);
+	}
+	human_bytes(r->bytes, hb, sizeof hb);
+	say(stdout, "%zu file%s %s (%s), %zu already there", n, n == 1 ? "" : "s",
+	    r->dry ? "to install" : "installed", hb, r->unchanged);
+}
+
+/* Checks the operands and the trust options given. */
+static void
+load_check(const struct tool *t, int argc)
+{
+	if (optind + 1 != argc)
+		usage_error("load needs exactly one BUNDLE%s", "");
+	if (t->trust.npubs == 0 && !t->trust.insecure)
+		usage_error("load needs -p PUBFILE (or --insecure-no-verify to skip signature "
+			    "checks)%s", "");
+	if (t->trust.npubs > 0 && t->trust.insecure)
+		usage_error("-p and --insecure-no-verify do not go together%s", "");
+}
+
+int
+cmd_load(struct tool *t, int argc, char **argv)
+{
+	struct load_opts o = {0};
+	mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
+	struct load_report r;
+	mc_bundle *b = NULL;
+	int rc;
+
+	tool_parse(t, argc, argv, &load_spec, &o);
+	load_check(t, argc);
+	if ((rc = tool_start(t)) != 0)
+		return rc;
+	memset(&r, 0, sizeof r);
+	r.dry = o.dry;
+	r.json = t->json;
+	r.quiet = t->quiet;
+	r.ctx = t->ctx;
+	if ((rc = mc_ctx_tier_root(t->ctx, "inductor", &r.root)) != MC_OK)
+		return fail(t->ctx, rc);
+	rc = open_trusted(t, argv[optind], &b, keys);
+	if (rc == MC_OK && o.types != NULL)
+		rc = select_types(b, o.types);
+	if (r.json)
+		r.arts = cJSON_CreateArray();
+	if (rc == MC_OK)
+		rc = mc_bundle_load(b, o.dry ? MC_LOAD_DRY_RUN : o.sync ? MC_LOAD_SYNC : 0, on_artifact,
+				    &r);
+	if (rc != MC_OK)
+		rc = fail(t->ctx, rc);
+	else if (r.json)
+		load_json(t, &r, argv[optind], o.sync);
+	else if (!t->quiet)
+		load_text(t, &r, argv[optind]);
+	cJSON_Delete(r.arts);
+	mc_bundle_free(b);
+	free_keys(keys, t->trust.npubs);
+	return rc;
+}

@@ -1,0 +1,159 @@
+/* cmd_merge.c - merge: several bundles, each checked with the trust options, into one;
+ * for a (type, key) with different contents the bundle given later wins. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+#define MAX_MERGE_LABELS 64
+
+struct merge_opts {
+	const char *out;
+	struct signers signers;
+	char *labels[MAX_MERGE_LABELS]; /* KEY=VALUE */
+	size_t nlabels;
+	uint64_t bver, level;
+};
+
+/* What on_conflict counts and reports. */
+struct conflicts {
+	size_t n;
+	int quiet;
+};
+
+static const struct option merge_long[] = {
+	{"output", required_argument, NULL, 'o'},
+	{"label", required_argument, NULL, OPT_LABEL},
+	{"bundle-version", required_argument, NULL, OPT_BUNDLE_VERSION},
+	{"level", required_argument, NULL, OPT_LEVEL},
+	{NULL, 0, NULL, 0}};
+
+static int
+merge_opt(struct tool *t, void *opts, int c, char *arg)
+{
+	struct merge_opts *o = opts;
+
+	switch (c) {
+	case 'o': o->out = arg; return 1;
+	case 's': signer_opt(&o->signers, arg); return 1;
+	case OPT_LABEL:
+		if (strchr(arg, '=') == NULL || o->nlabels == MAX_MERGE_LABELS)
+			usage_error("--label takes KEY=VALUE (at most 64), not '%s'", arg);
+		o->labels[o->nlabels++] = arg;
+		return 1;
+	case OPT_BUNDLE_VERSION:
+		if (parse_u64(arg, &o->bver) != 0)
+			usage_error("--bundle-version takes a whole number, not '%s'", arg);
+		return 1;
+	case OPT_LEVEL:
+		if (parse_u64(arg, &o->level) != 0 || o->level > 19)
+			usage_error("--level takes 0 to 19, not '%s'", arg);
+		return 1;
+	default: return 0;
+	}
+}
+
+static const struct tool_optspec merge_spec = {"o:s:", merge_long, merge_opt};
+
+static void
+on_conflict(void *ud, const char *type, const char *key)
+{
+	struct conflicts *c = ud;
+
+	c->n++;
+	if (!c->quiet)
+		say(stderr, "%s: conflict: %s %s differs between bundles; kept the later one", PROG,
+		    type, key);
+}
+
+/* Adds the input bundles to w, each checked with the trust options. Their contents wait
+ * beside the output. */
+static int
+add_inputs(struct tool *t, mc_writer *w, const char *out, char **inputs, size_t n)
+{
+	char *dir, *slash;
+	size_t i;
+	int rc = MC_OK;
+
+	if ((dir = strdup(out)) == NULL)
+		usage_error("out of memory%s", "");
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	for (i = 0; rc == MC_OK && i < n; i++) {
+		mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
+		mc_bundle *b = NULL;
+
+		rc = open_trusted(t, inputs[i], &b, keys);
+		if (rc == MC_OK)
+			rc = mc_writer_add_bundle(w, b, dir);
+		mc_bundle_free(b);
+		free_keys(keys, t->trust.npubs);
+	}
+	free(dir);
+	return rc;
+}
+
+/* The line that tells of a merge done: the artifacts counted in the bundle written. */
+static void
+merge_report(struct tool *t, const char *out, int ninputs, size_t conflicts)
+{
+	mc_bundle *m = NULL;
+	size_t n = 0;
+
+	if (mc_bundle_open(t->ctx, out, &m) == MC_OK)
+		n = mc_bundle_artifact_count(m);
+	mc_bundle_free(m);
+	if (!t->quiet)
+		say(stdout, "merged %d bundles into %s: %zu artifacts, %zu conflict%s", ninputs, out, n,
+		    conflicts, conflicts == 1 ? "" : "s");
+}
+
+int
+cmd_merge(struct tool *t, int argc, char **argv)
+{
+	struct merge_opts o = {.level = 3};
+	struct conflicts conflicts = {0, 0};
+	mc_writer *w = NULL;
+	int rc;
+
+	tool_parse(t, argc, argv, &merge_spec, &o);
+	if (o.out == NULL || optind >= argc)
+		usage_error("merge needs -o OUT and at least one input bundle%s", "");
+	if (t->trust.npubs == 0 && !t->trust.insecure)
+		usage_error("merge needs -p PUBFILE to verify its inputs (or --insecure-no-verify)%s", "");
+	if ((rc = tool_start(t)) != 0)
+		return rc;
+	if ((rc = mc_writer_new(t->ctx, &w)) != MC_OK)
+		return fail(t->ctx, rc);
+	conflicts.quiet = t->quiet;
+	mc_writer_set_conflict_fn(w, on_conflict, &conflicts);
+	rc = set_created(w);
+	if (rc == MC_OK)
+		rc = mc_writer_set_bundle_version(w, o.bver);
+	if (rc == MC_OK)
+		rc = mc_writer_set_compression(w, (int)o.level);
+	if (rc == MC_OK)
+		rc = add_inputs(t, w, o.out, argv + optind, (size_t)(argc - optind));
+	if (rc == MC_OK)
+		rc = set_labels(w, o.labels, o.nlabels);
+	if (rc == MC_OK)
+		rc = add_signers(t, w, &o.signers);
+	if (rc == MC_OK)
+		rc = mc_writer_save(w, o.out);
+	if (rc != MC_OK) {
+		rc = fail(t->ctx, rc);
+	} else {
+		merge_report(t, o.out, argc - optind, conflicts.n);
+		rc = 0;
+	}
+	free_signers(&o.signers);
+	mc_writer_free(w);
+	return rc;
+}

@@ -1,0 +1,213 @@
+/* options.c - the parsing of a command's arguments: the options all commands share, the
+ * trust and tier options of those that take them, into struct tool; the command's own
+ * options handed to it. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+const struct tool_cap tool_caps[TOOL_NCAPS] = {
+	{MC_LIMIT_MANIFEST_BYTES, "max-manifest-bytes"}, {MC_LIMIT_ARTIFACTS, "max-artifacts"},
+	{MC_LIMIT_ARTIFACT_BYTES, "max-artifact-bytes"}, {MC_LIMIT_TOTAL_BYTES, "max-total-bytes"},
+	{MC_LIMIT_EXPANSION, "max-expansion"}};
+
+static const struct option common_long[] = {
+	{"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'},
+	{"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
+	{"max-manifest-bytes", required_argument, NULL, OPT_CAP + 0},
+	{"max-artifacts", required_argument, NULL, OPT_CAP + 1},
+	{"max-artifact-bytes", required_argument, NULL, OPT_CAP + 2},
+	{"max-total-bytes", required_argument, NULL, OPT_CAP + 3},
+	{"max-expansion", required_argument, NULL, OPT_CAP + 4},
+	{"threads", required_argument, NULL, OPT_THREADS},
+	{NULL, 0, NULL, 0}};
+
+static const struct option trust_long[] = {
+	{"threshold", required_argument, NULL, OPT_THRESHOLD},
+	{"min-version", required_argument, NULL, OPT_MIN_VERSION},
+	{"now", required_argument, NULL, OPT_NOW},
+	{"require", required_argument, NULL, OPT_REQUIRE},
+	{"insecure-no-verify", no_argument, NULL, OPT_INSECURE},
+	{NULL, 0, NULL, 0}};
+
+static const struct option tier_long[] = {
+	{"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+	{"triton-dir", required_argument, NULL, OPT_TRITON_DIR},
+	{NULL, 0, NULL, 0}};
+
+static const struct option json_long[] = {{"json", no_argument, NULL, OPT_JSON},
+					  {NULL, 0, NULL, 0}};
+
+int
+parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return -1;
+	*v = x;
+	return 0;
+}
+
+/* getopt_long with its complaints printed by say(): getopt's own print the argument
+ * raw, and an argument can hold whatever a file name holds. */
+static int
+next_opt(int argc, char **argv, const char *shortopts, const struct option *lo)
+{
+	int c;
+
+	opterr = 0;
+	if ((c = getopt_long(argc, argv, shortopts, lo, NULL)) != '?')
+		return c;
+	if (optopt == 0)
+		say(stderr, "%s: unknown or ambiguous option '%s'", argv[0], argv[optind - 1]);
+	else if (optopt < 256 && strchr(shortopts, optopt) == NULL)
+		say(stderr, "%s: invalid option -- '%c'", argv[0], optopt);
+	else
+		say(stderr, "%s: option '%s' %s", argv[0], argv[optind - 1],
+		    strchr(argv[optind - 1], '=') != NULL ? "takes no argument" : "requires an argument");
+	return c;
+}
+
+static int
+common_opt(struct tool *t, int c, char *arg)
+{
+	uint64_t n;
+
+	switch (c) {
+	case 'h':
+		fputs(tool_usage, stdout);
+		exit(0);
+	case 'q':
+		t->quiet = 1;
+		return 1;
+	case OPT_PASSWORD_FILE:
+		t->password_file = arg;
+		return 1;
+	case OPT_THREADS:
+		if (parse_u64(arg, &n) != 0 || n > 1024)
+			usage_error("--threads takes 0 to 1024, not '%s'", arg);
+		t->threads = (unsigned)n;
+		return 1;
+	case OPT_CAP + 0: case OPT_CAP + 1: case OPT_CAP + 2: case OPT_CAP + 3: case OPT_CAP + 4:
+		if (parse_u64(arg, &t->caps[c - OPT_CAP]) != 0)
+			usage_error("--%s takes a whole number, not '%s'", tool_caps[c - OPT_CAP].name,
+				    arg);
+		t->caps_set[c - OPT_CAP] = 1;
+		return 1;
+	case '?':
+		try_help();
+	default:
+		return 0;
+	}
+}
+
+static int
+trust_opt(struct trust *tr, int c, char *arg)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'p':
+		if (tr->npubs == MAX_PUBKEYS)
+			usage_error("too many public keys (at most %s)", "32");
+		tr->pubs[tr->npubs++] = arg;
+		return 1;
+	case OPT_THRESHOLD:
+		if (parse_u64(arg, &v) != 0 || v == 0 || v > 32)
+			usage_error("--threshold takes a number from 1 to 32, not '%s'", arg);
+		tr->threshold = (unsigned)v;
+		return 1;
+	case OPT_MIN_VERSION:
+		if (parse_u64(arg, &v) != 0)
+			usage_error("--min-version takes a whole number, not '%s'", arg);
+		tr->min_version = v;
+		return 1;
+	case OPT_INSECURE:
+		tr->insecure = 1;
+		return 1;
+	case OPT_REQUIRE:
+		if (strchr(arg, '=') == NULL || arg[0] == '=')
+			usage_error("--require takes KEY=VALUE, not '%s'", arg);
+		if (tr->nrequire == MAX_REQUIRE)
+			usage_error("too many --require (at most %s)", "64");
+		tr->require[tr->nrequire++] = arg;
+		return 1;
+	case OPT_NOW:
+		if (parse_u64(arg, &v) != 0 || v > INT64_MAX)
+			usage_error("--now takes a Unix time, not '%s'", arg);
+		tr->now = (int64_t)v;
+		tr->have_now = 1;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The options of TOOL_TIERS and TOOL_JSON. */
+static int
+flag_opt(struct tool *t, int c, char *arg)
+{
+	if (c == OPT_CACHE_DIR && (t->flags & TOOL_TIERS))
+		t->cache_dir = arg;
+	else if (c == OPT_TRITON_DIR && (t->flags & TOOL_TIERS))
+		t->triton_dir = arg;
+	else if (c == OPT_JSON && (t->flags & TOOL_JSON))
+		t->json = 1;
+	else
+		return 0;
+	return 1;
+}
+
+/* Appends the options of from to lo[n], at most to lo[max - 1]; returns the new n. */
+static size_t
+add_long(struct option *lo, size_t n, size_t max, const struct option *from)
+{
+	for (; from->name != NULL && n < max - 1; from++)
+		lo[n++] = *from;
+	lo[n].name = NULL;
+	return n;
+}
+
+/* Parses argv's options in order, each by the first that takes it: the common options,
+ * those of t's flags, then spec's (NULL: none). Ends the program on a usage error or -h.
+ * Leaves optind at the first operand. */
+void
+tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spec, void *opts)
+{
+	struct option lo[64]; /* the largest set, pack's, has 23 */
+	const size_t max = sizeof lo / sizeof lo[0];
+	char so[16];
+	size_t n;
+	int c;
+
+	memset(lo, 0, sizeof lo);
+	n = add_long(lo, 0, max, common_long);
+	if (t->flags & TOOL_TRUST)
+		n = add_long(lo, n, max, trust_long);
+	if (t->flags & TOOL_TIERS)
+		n = add_long(lo, n, max, tier_long);
+	if (t->flags & TOOL_JSON)
+		n = add_long(lo, n, max, json_long);
+	if (spec != NULL)
+		add_long(lo, n, max, spec->longopts);
+	snprintf(so, sizeof so, "%s%shq", spec != NULL ? spec->shortopts : "",
+		 t->flags & TOOL_TRUST ? "p:" : "");
+	while ((c = next_opt(argc, argv, so, lo)) != -1) {
+		if (common_opt(t, c, optarg) ||
+		    ((t->flags & TOOL_TRUST) && trust_opt(&t->trust, c, optarg)) ||
+		    flag_opt(t, c, optarg))
+			continue;
+		if (spec == NULL || !spec->take(t, opts, c, optarg))
+			usage_error("%s: unexpected option%s", t->name, "");
+	}
+}

@@ -1,0 +1,127 @@
+/* output.c - how the tool prints: every line through one escaping function, JSON,
+ * sizes for people, usage errors, and the exit status for a library error. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tool.h"
+
+/* Writes s escaped (mc_escape with flags), then a line end. */
+static void
+put_escaped(FILE *f, const char *s, unsigned flags)
+{
+	size_t need = mc_escape(NULL, 0, s, flags) + 1;
+	char *out = malloc(need);
+
+	if (out != NULL) {
+		mc_escape(out, need, s, flags);
+		fprintf(f, "%s\n", out);
+		free(out);
+	}
+}
+
+/* Prints one line. Every line the tool prints goes through here, so that whatever a
+ * bundle, a file name or an argument carries is escaped (mc_escape) on its way to a
+ * terminal or a log: a key cannot move the cursor, set a title or forge a line. */
+static void vsay(FILE *f, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+static void
+vsay(FILE *f, const char *fmt, va_list ap)
+{
+	char small[1024], *line = small;
+	va_list aq;
+	int n;
+
+	va_copy(aq, ap);
+	n = vsnprintf(small, sizeof small, fmt, aq);
+	va_end(aq);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof small) {
+		if ((line = malloc((size_t)n + 1)) == NULL)
+			return;
+		vsnprintf(line, (size_t)n + 1, fmt, ap);
+	}
+	put_escaped(f, line, 0);
+	if (line != small)
+		free(line);
+}
+
+void
+say(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(f, fmt, ap);
+	va_end(ap);
+}
+
+/* The close of every usage error. */
+void
+try_help(void)
+{
+	say(stderr, "Try 'megacache --help'.");
+	exit(EXIT_USAGE);
+}
+
+void
+usage_error(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	say(stderr, "%s: %s", PROG, msg);
+	try_help();
+}
+
+/* The exit status for a library error: 1 for a bundle not to be trusted, else 2. */
+int
+exit_code(int rc)
+{
+	return mc_status_is_verification_failure(rc) ? EXIT_VERIFY : EXIT_USAGE;
+}
+
+/* Prints the library's error and returns the exit status for it. */
+int
+fail(mc_ctx *ctx, int rc)
+{
+	const char *msg = ctx != NULL ? mc_ctx_error(ctx) : "";
+
+	say(stderr, "%s: %s", PROG, msg[0] ? msg : mc_strerror(rc));
+	return exit_code(rc);
+}
+
+void
+human_bytes(uint64_t n, char *buf, size_t len)
+{
+	if (n >= 1000000000ull)
+		snprintf(buf, len, "%.2f GB", n / 1e9);
+	else if (n >= 1000000ull)
+		snprintf(buf, len, "%.2f MB", n / 1e6);
+	else if (n >= 1000ull)
+		snprintf(buf, len, "%.1f kB", n / 1e3);
+	else
+		snprintf(buf, len, "%" PRIu64 " B", n);
+}
+
+/* Prints j and frees it. */
+void
+print_json(cJSON *j)
+{
+	char *s = cJSON_Print(j);
+
+	/* cJSON escapes C0 controls only; DEL, C1, bidirectional controls and invalid
+	 * bytes from a bundle or a file name are escaped here, keeping the JSON valid. */
+	if (s != NULL) {
+		put_escaped(stdout, s, MC_ESCAPE_JSON);
+		free(s);
+	}
+	cJSON_Delete(j);
+}

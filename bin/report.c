@@ -1,0 +1,86 @@
+/* report.c - what load, list --explain and export tell of each artifact they handle:
+ * sums per type, and a line or a JSON object per artifact where asked. */
+#include "config.h"
+
+#include <string.h>
+
+#include "tool.h"
+
+/* Counts the artifact in its type's sum (the first 64 types) and in the totals. */
+static void
+count_artifact(struct load_report *r, int what, const char *type, uint64_t size)
+{
+	size_t i;
+
+	for (i = 0; i < r->nsums && strcmp(r->sums[i].type, type) != 0; i++)
+		;
+	if (i == r->nsums && r->nsums < 64) {
+		snprintf(r->sums[i].type, sizeof r->sums[i].type, "%s", type);
+		r->nsums++;
+	}
+	if (i < r->nsums) {
+		if (what == MC_LOAD_UNCHANGED)
+			r->sums[i].unchanged++;
+		else {
+			r->sums[i].count++;
+			r->sums[i].bytes += size;
+		}
+	}
+	if (what == MC_LOAD_INSTALLED)
+		r->installed++, r->bytes += size;
+	else if (what == MC_LOAD_UNCHANGED)
+		r->unchanged++;
+	else
+		r->planned++, r->bytes += size;
+}
+
+static const char *
+action_name(int what)
+{
+	return what == MC_LOAD_INSTALLED ? "installed"
+	       : what == MC_LOAD_UNCHANGED ? "unchanged" : "would-install";
+}
+
+static void
+json_artifact(struct load_report *r, int what, const char *type, const char *key,
+	      const char *full, uint64_t size)
+{
+	cJSON *a = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(a, "type", type);
+	cJSON_AddStringToObject(a, "key", key);
+	cJSON_AddNumberToObject(a, "size", (double)size);
+	cJSON_AddStringToObject(a, "dest", full);
+	cJSON_AddStringToObject(a, "action", action_name(what));
+	if (r->explain)
+		cJSON_AddBoolToObject(a, "identical_file_present", what == MC_LOAD_UNCHANGED);
+	cJSON_AddItemToArray(r->arts, a);
+}
+
+/* The mc_artifact_fn of load, list --explain and export (ud: struct load_report). */
+void
+on_artifact(void *ud, int what, const char *type, const char *key, const char *dest, uint64_t size)
+{
+	struct load_report *r = ud;
+	char full[8192] = "";
+
+	count_artifact(r, what, type, size);
+	if (dest != NULL && r->ctx != NULL) {
+		const char *tier = mc_ctx_type_tier(r->ctx, type), *root = NULL;
+		if (tier != NULL && mc_ctx_tier_root(r->ctx, tier, &root) == MC_OK)
+			snprintf(full, sizeof full, "%s/%s", root, dest);
+		else
+			snprintf(full, sizeof full, "%s", dest);
+	}
+	if (r->json) {
+		json_artifact(r, what, type, key, full, size);
+	} else if (r->explain && !r->quiet) {
+		char hb[32];
+		human_bytes(size, hb, sizeof hb);
+		say(stdout, "%-12s %10s  %-13s %s", type, hb,
+		    what == MC_LOAD_UNCHANGED ? "already there" : "would install", key);
+		say(stdout, "%27s-> %s", "", full);
+	} else if (r->dry && !r->quiet && !r->silent) {
+		say(stdout, "%-13s %-12s %s", action_name(what), type, full);
+	}
+}

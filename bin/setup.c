@@ -1,0 +1,212 @@
+/* setup.c - what the commands set up from their options: the context (progress, threads,
+ * caps, tier roots), passwords, the keys and policy a bundle is checked against, and the
+ * signers, creation time and labels of a bundle written. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tool.h"
+
+static void
+on_progress(void *ud, const char *phase, uint64_t done, uint64_t total)
+{
+	struct progress *p = ud;
+	int pct = total ? (int)(done * 100 / total) : 100;
+
+	if (!p->on || pct == p->last)
+		return;
+	p->last = pct;
+	fprintf(stderr, "\r%s: %3d%%", phase, pct);
+	if (pct == 100)
+		fprintf(stderr, "\r\033[K");
+	fflush(stderr);
+}
+
+/* Makes t->ctx from the options: progress on a terminal unless -q, threads, caps, and the
+ * tier roots given. Returns 0, or the exit status of a failure it has reported. */
+int
+tool_start(struct tool *t)
+{
+	int rc = mc_ctx_new(&t->ctx);
+	size_t i;
+
+	if (rc != MC_OK) {
+		say(stderr, "%s: cannot start: %s", PROG, mc_strerror(rc));
+		exit(EXIT_USAGE);
+	}
+	t->progress.on = !t->quiet && isatty(STDERR_FILENO);
+	t->progress.last = -1;
+	mc_ctx_set_progress(t->ctx, on_progress, &t->progress);
+	if (mc_ctx_set_threads(t->ctx, t->threads) != MC_OK)
+		usage_error("--threads: %u is not valid", t->threads);
+	for (i = 0; i < TOOL_NCAPS; i++)
+		if (t->caps_set[i] && mc_ctx_set_limit(t->ctx, tool_caps[i].which, t->caps[i]) != MC_OK)
+			usage_error("--%s: %llu is not a valid cap", tool_caps[i].name,
+				    (unsigned long long)t->caps[i]);
+	if ((t->cache_dir != NULL &&
+	     (rc = mc_ctx_set_tier_root(t->ctx, "inductor", t->cache_dir)) != MC_OK) ||
+	    (t->triton_dir != NULL &&
+	     (rc = mc_ctx_set_tier_root(t->ctx, "triton", t->triton_dir)) != MC_OK))
+		return fail(t->ctx, rc);
+	return 0;
+}
+
+/* The mc_password_fn of the tool (ud: struct tool): the first line of --password-file,
+ * else asked on the terminal without echo. */
+int
+read_password(void *ud, const char *prompt, char *buf, size_t len)
+{
+	const char *file = ((const struct tool *)ud)->password_file;
+	FILE *f;
+	struct termios old, noecho;
+	int tty_ok;
+	size_t n;
+
+	if (file != NULL) {
+		if ((f = fopen(file, "r")) == NULL) {
+			say(stderr, "%s: %s: %s", PROG, file, strerror(errno));
+			return MC_ERR_IO;
+		}
+	} else if ((f = fopen("/dev/tty", "r+")) == NULL) {
+		say(stderr, "%s: a password is needed and there is no terminal; use --password-file",
+		    PROG);
+		return MC_ERR_INVALID;
+	}
+	tty_ok = file == NULL && tcgetattr(fileno(f), &old) == 0;
+	if (file == NULL) {
+		fputs(prompt, f);
+		fflush(f);
+	}
+	if (tty_ok) {
+		noecho = old;
+		noecho.c_lflag &= ~(tcflag_t)ECHO;
+		tcsetattr(fileno(f), TCSAFLUSH, &noecho);
+	}
+	if (fgets(buf, (int)len, f) == NULL)
+		buf[0] = '\0';
+	if (tty_ok) {
+		tcsetattr(fileno(f), TCSAFLUSH, &old);
+		fputs("\n", f);
+	}
+	fclose(f);
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	return MC_OK;
+}
+
+/* Loads the keys and applies the policy to b. Keys are returned for freeing. */
+static int
+apply_trust(mc_ctx *ctx, mc_bundle *b, const struct trust *t, mc_pubkey **keys)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < t->npubs; i++) {
+		if ((rc = mc_pubkey_load(ctx, t->pubs[i], &keys[i])) != MC_OK ||
+		    (rc = mc_bundle_trust(b, keys[i])) != MC_OK)
+			return rc;
+	}
+	if (t->threshold && (rc = mc_bundle_set_threshold(b, t->threshold)) != MC_OK)
+		return rc;
+	for (i = 0; i < t->nrequire; i++) {
+		char *eq = strchr(t->require[i], '=');
+		*eq = '\0';
+		rc = mc_bundle_require_label(b, t->require[i], eq + 1);
+		*eq = '=';
+		if (rc != MC_OK)
+			return rc;
+	}
+	if ((rc = mc_bundle_set_min_version(b, t->min_version)) != MC_OK)
+		return rc;
+	if (t->have_now && (rc = mc_bundle_set_now(b, t->now)) != MC_OK)
+		return rc;
+	return mc_bundle_set_insecure(b, t->insecure);
+}
+
+/* Opens the bundle at path into *b under the trust options. keys (MAX_PUBKEYS, NULL
+ * each) gets the public keys loaded, for free_keys(); *b is for the caller to free,
+ * whatever this returns. */
+int
+open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys)
+{
+	int rc = mc_bundle_open(t->ctx, path, b);
+
+	if (rc == MC_OK)
+		rc = apply_trust(t->ctx, *b, &t->trust, keys);
+	return rc;
+}
+
+void
+free_keys(mc_pubkey **keys, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		mc_pubkey_free(keys[i]);
+}
+
+/* Takes one -s SECFILE. */
+void
+signer_opt(struct signers *s, const char *path)
+{
+	if (s->n == MAX_SIGNERS)
+		usage_error("too many signing keys (at most %s)", "16");
+	s->secs[s->n++] = path;
+}
+
+/* Loads the secret keys (asking for their passwords) and makes w sign with them. */
+int
+add_signers(struct tool *t, mc_writer *w, struct signers *s)
+{
+	size_t i;
+	int rc = MC_OK;
+
+	for (i = 0; rc == MC_OK && i < s->n; i++)
+		rc = mc_seckey_load(t->ctx, s->secs[i], read_password, t, &s->keys[i]);
+	for (i = 0; rc == MC_OK && i < s->n; i++)
+		rc = mc_writer_add_signer(w, s->keys[i]);
+	return rc;
+}
+
+void
+free_signers(struct signers *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		mc_seckey_free(s->keys[i]);
+}
+
+/* The creation time: SOURCE_DATE_EPOCH when set (reproducible bundles), else now. */
+int
+set_created(mc_writer *w)
+{
+	const char *sde = getenv("SOURCE_DATE_EPOCH");
+	uint64_t t = (uint64_t)time(NULL);
+
+	if (sde != NULL && sde[0] != '\0' && parse_u64(sde, &t) != 0)
+		usage_error("SOURCE_DATE_EPOCH is not a Unix time: '%s'", sde);
+	return mc_writer_set_created(w, (int64_t)t);
+}
+
+/* Sets the labels given as KEY=VALUE (each has an '='). */
+int
+set_labels(mc_writer *w, char **labels, size_t n)
+{
+	size_t i;
+	int rc = MC_OK;
+
+	for (i = 0; rc == MC_OK && i < n; i++) {
+		char *eq = strchr(labels[i], '=');
+		*eq = '\0';
+		rc = mc_writer_set_label(w, labels[i], eq + 1);
+		*eq = '=';
+	}
+	return rc;
+}

@@ -1,0 +1,168 @@
+/* tool.h - what the files of the command-line tool share: the option state of a run,
+ * the set-up flags of the command table, and the helpers for options, set-up and output. */
+#ifndef MC_TOOL_H
+#define MC_TOOL_H
+
+#include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "megacache.h"
+
+/* The name every message starts with. */
+#define PROG "megacache"
+
+#define EXIT_VERIFY 1
+#define EXIT_USAGE 2
+
+/* The set-up a command needs beyond what all share (the common options, and a context
+ * with progress, threads and caps: tool_start()). */
+#define TOOL_TRUST 0x1u /* takes the trust options: -p, --threshold, --min-version, ... */
+#define TOOL_TIERS 0x2u /* takes --cache-dir and --triton-dir, set on its context */
+#define TOOL_JSON 0x4u  /* takes --json */
+
+/* Option codes of the long options without a short letter, for all commands. */
+enum {
+	OPT_FROM_TORCH = 256, OPT_FROM_DIR, OPT_LABEL, OPT_BUNDLE_VERSION, OPT_EXPIRES,
+	OPT_LEVEL, OPT_NO_COMPRESS, OPT_JSON, OPT_THRESHOLD, OPT_MIN_VERSION, OPT_CACHE_DIR,
+	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW,
+	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT, OPT_LABEL_FROM_ENV,
+	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_SYNC, OPT_CAP /* + 0..4 */
+};
+
+/* The caps a bundle may declare, one --max-* option each (options.c). */
+#define TOOL_NCAPS 5
+struct tool_cap {
+	int which; /* MC_LIMIT_* */
+	const char *name;
+};
+extern const struct tool_cap tool_caps[TOOL_NCAPS];
+
+#define MAX_PUBKEYS 32
+#define MAX_REQUIRE 64
+
+/* The trust options of verify, load, export and merge. */
+struct trust {
+	const char *pubs[MAX_PUBKEYS];
+	size_t npubs;
+	char *require[MAX_REQUIRE]; /* KEY=VALUE */
+	size_t nrequire;
+	unsigned threshold;
+	uint64_t min_version;
+	int insecure;
+	int64_t now;
+	int have_now;
+};
+
+struct progress {
+	int on;
+	int last;
+};
+
+/* One run of the tool: the command, the options every command shares, and its context. */
+struct tool {
+	const char *name; /* the command */
+	unsigned flags;   /* its TOOL_* */
+	int quiet;
+	unsigned threads; /* --threads (0: one per CPU) */
+	const char *password_file;
+	uint64_t caps[TOOL_NCAPS]; /* given with --max-* where caps_set */
+	int caps_set[TOOL_NCAPS];
+	const char *cache_dir, *triton_dir; /* TOOL_TIERS */
+	int json;                           /* TOOL_JSON */
+	struct trust trust;                 /* TOOL_TRUST */
+	struct progress progress;
+	mc_ctx *ctx; /* from tool_start(); main frees it */
+};
+
+/* A command's own options: short letters and long options (the shared ones and those of
+ * its flags are added), and the function that takes one into the command's option struct.
+ * take returns 1, or 0 for an option that is not the command's. */
+struct tool_optspec {
+	const char *shortopts;
+	const struct option *longopts;
+	int (*take)(struct tool *t, void *opts, int c, char *arg);
+};
+
+/* A command of the table: argv[0] is "megacache NAME". Returns the exit status. */
+typedef int tool_cmd_fn(struct tool *t, int argc, char **argv);
+
+/* cmd_<name>.c */
+int cmd_keygen(struct tool *t, int argc, char **argv);
+int cmd_pack(struct tool *t, int argc, char **argv);
+int cmd_sign(struct tool *t, int argc, char **argv);
+int cmd_verify(struct tool *t, int argc, char **argv);
+int cmd_list(struct tool *t, int argc, char **argv);
+int cmd_load(struct tool *t, int argc, char **argv);
+int cmd_export(struct tool *t, int argc, char **argv);
+int cmd_merge(struct tool *t, int argc, char **argv);
+int cmd_diff(struct tool *t, int argc, char **argv);
+
+/* megacache.c */
+extern const char tool_usage[];
+
+/* output.c */
+void say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void try_help(void) __attribute__((noreturn));
+int exit_code(int rc);
+int fail(mc_ctx *ctx, int rc);
+void human_bytes(uint64_t n, char *buf, size_t len);
+void print_json(cJSON *j);
+
+/* options.c */
+int parse_u64(const char *s, uint64_t *v);
+void tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spec,
+		void *opts);
+
+/* setup.c */
+int tool_start(struct tool *t);
+int read_password(void *ud, const char *prompt, char *buf, size_t len);
+int open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
+void free_keys(mc_pubkey **keys, size_t n);
+
+#define MAX_SIGNERS 16
+
+/* The secret keys (-s) that pack and merge sign with. */
+struct signers {
+	const char *secs[MAX_SIGNERS];
+	size_t n;
+	mc_seckey *keys[MAX_SIGNERS];
+};
+
+void signer_opt(struct signers *s, const char *path);
+int add_signers(struct tool *t, mc_writer *w, struct signers *s);
+void free_signers(struct signers *s);
+int set_created(mc_writer *w);
+int set_labels(mc_writer *w, char **labels, size_t n);
+
+/* report.c: what load, list --explain and export tell of the artifacts they handle. */
+struct type_sum {
+	char type[40];
+	size_t count;
+	uint64_t bytes;
+	size_t unchanged;
+};
+
+struct load_report {
+	int json;
+	int dry;
+	int silent;  /* count only */
+	int explain; /* a line per artifact with its key and size */
+	int quiet;
+	mc_ctx *ctx;
+	const char *root;
+	cJSON *arts;
+	struct type_sum sums[64];
+	size_t nsums;
+	size_t installed, unchanged, planned;
+	uint64_t bytes;
+};
+
+void on_artifact(void *ud, int what, const char *type, const char *key, const char *dest,
+		 uint64_t size);
+
+#endif
