@@ -26,17 +26,27 @@ t() {
 	cat "$WORK/.t" >>"$WORK/$side.$op"
 }
 
+# settle FILE...: the page cache written back and dropped (when allowed), then FILEs
+# read once, so that each step starts alike (as bench.sh does).
+settle() {
+	sync
+	[ -w /proc/sys/vm/drop_caches ] && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || :
+	for f in "$@"; do
+		if [ -d "$f" ]; then tar -cf - -C "$f" . | cat >/dev/null; else cat "$f" >/dev/null; fi
+	done
+}
+
 step() { # step SIDE BINARY
 	side=$1 m=$2
-	cat "$WORK/$side.mcache" >/dev/null 2>&1 || true
+	settle "$SRC"
 	t "$side" pack "$m" pack -q -o "$WORK/$side.mcache" -s "$WORK/k.key" --from-dir "$SRC" --keep-unknown
+	settle "$WORK/$side.mcache"
 	t "$side" verify "$m" verify -q "$WORK/$side.mcache" -p "$WORK/k.pub"
 	rm -rf "$WORK/out"
-	sync
+	settle "$WORK/$side.mcache"
 	t "$side" load "$m" load -q "$WORK/$side.mcache" -p "$WORK/k.pub" --cache-dir "$WORK/out"
 }
 
-find "$SRC" -type f -exec cat {} + >/dev/null
 i=0
 while [ "$i" -lt "$RUNS" ]; do
 	if [ $((i % 2)) -eq 0 ]; then step a "$A"; step b "$B"; else step b "$B"; step a "$A"; fi
