@@ -17,6 +17,7 @@ struct xent {
 
 struct xgroup {
 	const char *type;
+	int id27;            /* the type's torch 2.7 id (a group made by type) */
 	struct xent *ents;
 	size_t n;
 };
@@ -93,7 +94,7 @@ static int
 art_rank_cmp(const void *x, const void *y)
 {
 	const struct mc_martifact *a = x, *b = y;
-	int ra = mc__type_export_rank(a->type), rb = mc__type_export_rank(b->type);
+	int ra = a->handler->export_rank, rb = b->handler->export_rank;
 
 	if (ra != rb)
 		return ra < rb ? -1 : 1;
@@ -101,13 +102,12 @@ art_rank_cmp(const void *x, const void *y)
 }
 
 static int
-format_accepts(int format, const char *type)
+format_accepts(int format, const struct mc_martifact *a)
 {
-	const struct mc_typedesc *d = mc__builtin_type(type);
-
-	if (d == NULL)
+	if (a->handler == NULL)
 		return 0;
-	return format == MC_TORCH_FORMAT_2_7 ? d->torch27_id >= 0 : d->export_rank >= 0;
+	return format == MC_TORCH_FORMAT_2_7 ? a->handler->torch27_id >= 0 :
+	       a->handler->export_rank >= 0;
 }
 
 static void
@@ -160,7 +160,7 @@ ranked_artifacts(mc_bundle *b, int format, struct mc_arena *keys, struct mc_mart
 	mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
 	for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
 		const struct mc_martifact *a;
-		if ((rc = mc__acur_get(&cur, i, &a)) == MC_OK && format_accepts(format, a->type)) {
+		if ((rc = mc__acur_get(&cur, i, &a)) == MC_OK && format_accepts(format, a)) {
 			arts[*n] = *a;
 			if ((arts[(*n)++].key = mc__arena_strdup(keys, a->key)) == NULL)
 				rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
@@ -190,6 +190,7 @@ layout_by_type(mc_bundle *b, int format, struct mc_arena *keys, struct xgroup **
 		struct xgroup *last;
 		if (ng == 0 || strcmp(g[ng - 1].type, arts[i].type) != 0) {
 			g[ng].type = arts[i].type;
+			g[ng].id27 = arts[i].handler->torch27_id;
 			if ((g[ng++].ents = calloc(n + 1, sizeof *g[0].ents)) == NULL) {
 				rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 				break;
@@ -234,7 +235,7 @@ report_left_out(mc_bundle *b, int format, mc_artifact_fn left_out, void *ud)
 	mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
 	for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
 		const struct mc_martifact *a;
-		if ((rc = mc__acur_get(&cur, i, &a)) == MC_OK && !format_accepts(format, a->type))
+		if ((rc = mc__acur_get(&cur, i, &a)) == MC_OK && !format_accepts(format, a))
 			left_out(ud, MC_LOAD_PLANNED, a->type, a->key, NULL, a->size);
 	}
 	mc__acur_free(&cur);
@@ -264,13 +265,6 @@ park_contents(mc_bundle *b, const char *out_path, const struct xgroup *g, size_t
 	return rc;
 }
 
-/* torch 2.7's type ids. */
-static uint64_t
-type_id_27(const char *type)
-{
-	return (uint64_t)mc__builtin_type(type)->torch27_id;
-}
-
 /* The blob after its CRC-32: the version, then the groups (2.7: a type id before each
  * entry instead). */
 static int
@@ -286,7 +280,7 @@ write_groups(struct crcout *o, mc_bundle *b, int format, const struct xgroup *g,
 		for (j = 0; rc == MC_OK && j < g[i].n; j++) {
 			size_t obj = g[i].ents[j].object;
 			struct mc_mobject ob;
-			if (format == MC_TORCH_FORMAT_2_7 && (rc = out_u64(o, type_id_27(g[i].type))) != MC_OK)
+			if (format == MC_TORCH_FORMAT_2_7 && (rc = out_u64(o, (uint64_t)g[i].id27)) != MC_OK)
 				break;
 			if ((rc = out_str(o, g[i].ents[j].key)) == MC_OK &&
 			    (rc = mc__mobjects(b->ctx, &b->m, obj, 1, &ob)) == MC_OK)

@@ -91,6 +91,8 @@ add_type(mc_ctx *ctx, const struct mc_typedesc *d, void *ud)
 	t->dest_path = d->dest_path;
 	t->ud = ud;
 	t->default_root = d->default_root;
+	t->torch27_id = d->torch27_id;
+	t->export_rank = d->export_rank;
 	ctx->ntypes++;
 	return MC_OK;
 }

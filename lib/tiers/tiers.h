@@ -6,10 +6,10 @@
 #define MC_TIERS_H
 
 #include "core/core.h"
-#include "io/io.h"
 
 /* A tier's root when none was set: *out (malloc'd), and in *named the length of the
- * part the environment named rather than made up here (TMPDIR, the inductor root). */
+ * part the environment named rather than made up here (TMPDIR, the inductor root).
+ * Triton's also sets ctx->triton_flat: whether kernels sit beneath a device level. */
 typedef int (*mc_root_fn)(mc_ctx *ctx, char **out, size_t *named);
 
 /* What describes a type: the built-in ones are one const table (torch.c); a type
@@ -35,6 +35,8 @@ struct mc_type {
 	mc_dest_path_fn dest_path;
 	void *ud;
 	mc_root_fn default_root;
+	int torch27_id;           /* as in its descriptor */
+	int export_rank;
 };
 
 struct mc_tier {
@@ -61,11 +63,7 @@ MC_HIDDEN int mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key
 /* ---- the built-in types (torch.c) ---- */
 
 MC_HIDDEN const struct mc_typedesc *mc__builtin_types(size_t *n);
-/* The built-in type of that name, or of that torch 2.7 id; NULL when there is none. */
-MC_HIDDEN const struct mc_typedesc *mc__builtin_type(const char *name);
+/* The built-in type of that torch 2.7 id; NULL when there is none. */
 MC_HIDDEN const struct mc_typedesc *mc__builtin_torch27(uint64_t id);
-/* The order in which export emits groups when the bundle has no blob layout: the
- * type's rank, or -1 when it has none. */
-MC_HIDDEN int mc__type_export_rank(const char *type);
 
 #endif /* MC_TIERS_H */

@@ -352,17 +352,6 @@ mc__builtin_types(size_t *n)
 }
 
 const struct mc_typedesc *
-mc__builtin_type(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
-		if (strcmp(builtin[i].name, name) == 0)
-			return &builtin[i];
-	return NULL;
-}
-
-const struct mc_typedesc *
 mc__builtin_torch27(uint64_t id)
 {
 	size_t i;
@@ -371,12 +360,4 @@ mc__builtin_torch27(uint64_t id)
 		if (builtin[i].torch27_id >= 0 && (uint64_t)builtin[i].torch27_id == id)
 			return &builtin[i];
 	return NULL;
-}
-
-int
-mc__type_export_rank(const char *type)
-{
-	const struct mc_typedesc *d = mc__builtin_type(type);
-
-	return d != NULL ? d->export_rank : -1;
 }
