@@ -96,7 +96,7 @@ MC_HIDDEN int mc__parts_open(const struct mc_parts *p, size_t obj, int *fd);
 /* Removes the files and the folder; p->need is not freed. */
 MC_HIDDEN void mc__parts_remove(struct mc_parts *p);
 
-/* ---- writer internals shared with scan.c ---- */
+/* ---- writer internals shared with the sources in interop/ and merge.c ---- */
 
 MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *key,
 				   const char *path, uint64_t offset, uint64_t size,

@@ -193,6 +193,17 @@ path_within(const char *a, const char *b)
 	return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/');
 }
 
+static size_t
+plan_tier(const struct plan *P, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < P->ntiers; i++)
+		if (strcmp(P->tiers[i].name, name) == 0)
+			return i;
+	return (size_t)-1;
+}
+
 /* The tiers of every registered type, where their roots lie, and which root holds
  * which. A tier whose root cannot be told (an application's tier with none set) is
  * checked on its own. */
@@ -207,9 +218,7 @@ plan_tiers(struct plan *P)
 		size_t named;
 		struct ptier *t;
 
-		for (j = 0; j < P->ntiers && strcmp(P->tiers[j].name, ctx->types[i].tier) != 0; j++)
-			;
-		if (j < P->ntiers)
+		if (plan_tier(P, ctx->types[i].tier) != (size_t)-1)
 			continue;
 		if ((t = realloc(P->tiers, (P->ntiers + 1) * sizeof *t)) == NULL)
 			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
@@ -239,17 +248,6 @@ plan_tiers(struct plan *P)
 		t->prefix = bl == 1 ? t->canon + 1 : t->canon + bl + (t->canon[bl] == '/');
 	}
 	return MC_OK;
-}
-
-static size_t
-plan_tier(const struct plan *P, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < P->ntiers; i++)
-		if (strcmp(P->tiers[i].name, name) == 0)
-			return i;
-	return (size_t)-1;
 }
 
 /* Artifact a's path in the namespace of the outermost root that holds its tier's:

@@ -404,16 +404,13 @@ copy_spooled(mc_writer *w, mc_emit *e, int fd, uint64_t off, uint64_t n)
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	while (rc == MC_OK && n > 0) {
 		size_t want = n < MC_IO_CHUNK ? (size_t)n : MC_IO_CHUNK;
-		ssize_t r = pread(fd, buf, want, (off_t)off);
-		if (r <= 0) {
-			if (r < 0 && errno == EINTR)
-				continue;
+		if (mc__pread_full(fd, buf, want, off) != 0) {
 			rc = mc__err(w->ctx, MC_ERR_IO, "cannot read the spool file");
 			break;
 		}
-		rc = mc__emit_data(e, buf, (size_t)r);
-		off += (uint64_t)r;
-		n -= (uint64_t)r;
+		rc = mc__emit_data(e, buf, want);
+		off += want;
+		n -= want;
 	}
 	free(buf);
 	return rc;

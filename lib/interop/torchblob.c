@@ -419,7 +419,10 @@ mc_writer_add_torch_blob(mc_writer *w, const char *path)
 	ctx = mc__writer_ctx(w);
 	if ((rc = mc__torch_blob_parse(ctx, path, &tb)) != MC_OK)
 		return rc;
-	rc = mc__writer_blob_groups(w, tb.gtypes, tb.ngroups);
+	if ((rc = mc__writer_blob_groups(w, tb.gtypes, tb.ngroups)) != MC_OK) {
+		mc__torch_blob_free(&tb);
+		return rc;
+	}
 	for (i = 0; rc == MC_OK && i < tb.nitems; i++) {
 		struct mc_tb_item *it = &tb.items[i];
 

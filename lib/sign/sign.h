@@ -1,5 +1,6 @@
 /*
- * sign.h - minisign keys and signatures; not installed.
+ * sign.h - minisign keys and signatures, the signature member of a manifest, and the
+ * trust policy; not installed.
  */
 #ifndef MC_SIGN_H
 #define MC_SIGN_H
