@@ -54,8 +54,8 @@ cmd_keygen(struct tool *t, int argc, char **argv)
 {
 	struct keygen_opts o = {0};
 	char pw1[1024], pw2[1024];
-	mc_seckey *sk;
-	mc_pubkey *pk;
+	mc_seckey *sk = NULL;
+	mc_pubkey *pk = NULL;
 	int rc;
 
 	tool_parse(t, argc, argv, &keygen_spec, &o);
@@ -63,13 +63,16 @@ cmd_keygen(struct tool *t, int argc, char **argv)
 		usage_error("keygen needs -p PUBFILE and -s SECFILE%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
-	if (!o.unencrypted && (rc = new_password(t, pw1, pw2, sizeof pw1)) != 0)
+	if (!o.unencrypted && (rc = new_password(t, pw1, pw2, sizeof pw1)) != 0) {
+		explicit_bzero(pw1, sizeof pw1);
+		explicit_bzero(pw2, sizeof pw2);
 		return rc;
-	if ((rc = mc_keygen(t->ctx, &sk, &pk)) != MC_OK)
-		return fail(t->ctx, rc);
-	rc = mc_keypair_save(t->ctx, sk, pk, o.pub, o.sec, o.unencrypted ? NULL : pw1, o.force);
-	memset(pw1, 0, sizeof pw1);
-	memset(pw2, 0, sizeof pw2);
+	}
+	if ((rc = mc_keygen(t->ctx, &sk, &pk)) == MC_OK)
+		rc = mc_keypair_save(t->ctx, sk, pk, o.pub, o.sec, o.unencrypted ? NULL : pw1,
+				     o.force);
+	explicit_bzero(pw1, sizeof pw1);
+	explicit_bzero(pw2, sizeof pw2);
 	if (rc == MC_OK && !t->quiet)
 		say(stdout, "key %s: public key in %s, secret key in %s", mc_pubkey_id(pk), o.pub,
 		    o.sec);

@@ -28,7 +28,8 @@ on_progress(void *ud, const char *phase, uint64_t done, uint64_t total)
 }
 
 /* Makes t->ctx from the options: progress on a terminal unless -q, threads, caps, and the
- * tier roots given. Returns 0, or the exit status of a failure it has reported. */
+ * tier roots given. Returns 0, or the exit status of a failure it has reported; a bad
+ * --threads or cap value, or a context that cannot be made, ends the process (exit 2). */
 int
 tool_start(struct tool *t)
 {

@@ -75,7 +75,7 @@ struct tool {
 	int json;                           /* TOOL_JSON */
 	struct trust trust;                 /* TOOL_TRUST */
 	struct progress progress;
-	mc_ctx *ctx; /* from tool_start(); main frees it */
+	mc_ctx *ctx; /* from tool_start(); run_command() frees it */
 };
 
 /* A command's own options: short letters and long options (the shared ones and those of
