@@ -90,13 +90,8 @@ autotune_check(void *ud, const char *key, char *w, size_t wl)
 	return MC_OK;
 }
 
-static int
-autotune_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s", key);
-	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
-}
-
+/* Keys that are the file's path beneath the root: autotune configs, kernel code,
+ * other files of a cache dir. */
 /* "<job_id>:<rank>:<tag>". torch makes a file name of it by replacing each of
  * < > : " / \ | ? * with '_'; printable ASCII keeps that name safe. */
 #define PGO_KEY_MAX 200
@@ -130,8 +125,9 @@ pgo_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size
 	return r > 0 && (size_t)r < len ? MC_OK : MC_ERR_INVALID;
 }
 
+/* Precompile entries and GEMM timings (cache/<64 hex>) are named by 64 hex digits. */
 static int
-precompile_check(void *ud, const char *key, char *w, size_t wl)
+hex64_check(void *ud, const char *key, char *w, size_t wl)
 {
 	if (strlen(key) != 64 || !all_in(key, 64, HEX))
 		return why(w, wl, "expected 64 lower-case hex digits");
@@ -173,15 +169,7 @@ same_path_dest(void *ud, const char *key, const unsigned char *sha256, char *buf
 	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
 }
 
-/* The max-autotune GEMM timing cache: cache/<64 hex>. */
-static int
-gemm_check(void *ud, const char *key, char *w, size_t wl)
-{
-	if (strlen(key) != 64 || !all_in(key, 64, HEX))
-		return why(w, wl, "expected 64 lower-case hex digits");
-	return MC_OK;
-}
-
+/* The max-autotune GEMM timing cache. */
 static int
 gemm_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
 {
@@ -333,12 +321,12 @@ static const struct mc_typedesc builtin[] = {
 	 torch_default_root, 0, 0},
 	{"aot_autograd", "inductor", MC_TYPE_WANTS_SHA256, aot_check, aot_dest,
 	 torch_default_root, 2, 2},
-	{"autotune", "inductor", 0, autotune_check, autotune_dest, torch_default_root, 1, 1},
+	{"autotune", "inductor", 0, autotune_check, same_path_dest, torch_default_root, 1, 1},
 	{"pgo", "inductor", 0, pgo_check, pgo_dest, torch_default_root, 3, 3},
-	{"precompile", "inductor", 0, precompile_check, precompile_dest, torch_default_root,
+	{"precompile", "inductor", 0, hex64_check, precompile_dest, torch_default_root,
 	 -1, 4},
 	{"kernel_code", "inductor", 0, code_check, same_path_dest, torch_default_root, -1, -1},
-	{"gemm_timing", "inductor", 0, gemm_check, gemm_dest, torch_default_root, -1, -1},
+	{"gemm_timing", "inductor", 0, hex64_check, gemm_dest, torch_default_root, -1, -1},
 	{"triton", "triton", MC_TYPE_FOLDER_UNIT, triton_check, triton_dest,
 	 triton_default_root, -1, -1},
 	{"extra", "inductor", 0, extra_check, same_path_dest, torch_default_root, -1, -1},
