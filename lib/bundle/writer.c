@@ -509,7 +509,7 @@ mc_writer_set_label(mc_writer *w, const char *key, const char *value)
 int
 mc_writer_set_bundle_version(mc_writer *w, uint64_t version)
 {
-	if (w == NULL || version > 9007199254740991ull)
+	if (w == NULL || version > MC_JSON_INT_MAX)
 		return MC_ERR_INVALID;
 	w->bundle_version = version;
 	return MC_OK;
@@ -518,7 +518,7 @@ mc_writer_set_bundle_version(mc_writer *w, uint64_t version)
 int
 mc_writer_set_expires(mc_writer *w, int64_t t)
 {
-	if (w == NULL || t < 0 || t > 9007199254740991ll)
+	if (w == NULL || t < 0 || t > (int64_t)MC_JSON_INT_MAX)
 		return MC_ERR_INVALID;
 	w->expires = t;
 	return MC_OK;
@@ -527,7 +527,7 @@ mc_writer_set_expires(mc_writer *w, int64_t t)
 int
 mc_writer_set_created(mc_writer *w, int64_t t)
 {
-	if (w == NULL || t < 0 || t > 9007199254740991ll)
+	if (w == NULL || t < 0 || t > (int64_t)MC_JSON_INT_MAX)
 		return MC_ERR_INVALID;
 	w->created = t;
 	return MC_OK;

@@ -58,6 +58,10 @@ MC_HIDDEN int mc__tar_header_render(const char *name, uint64_t size, unsigned ch
 MC_HIDDEN int mc__tar_header_parse(mc_ctx *ctx, const unsigned char hdr[512], char *name,
 				   uint64_t *size);
 
+/* The largest integer a manifest field may hold (SPEC.md section 3): 2^53 - 1, exact
+ * in a double. The writer refuses larger values, the parser larger fields. */
+#define MC_JSON_INT_MAX 9007199254740991ull
+
 /* ---- manifest: the model (manifest.c), its text made (mrender.c), checked (mcheck.c),
  * walked (mjson.c) and parsed (mparse.c) ---- */
 

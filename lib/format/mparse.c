@@ -14,8 +14,6 @@
 
 #include "format/format.h"
 
-#define JSON_INT_MAX 9007199254740991.0 /* 2^53 - 1: exact in a double */
-
 #define BAD(...) mc__err(ctx, MC_ERR_MANIFEST, __VA_ARGS__)
 
 /* Appends n bytes to one of a spilled table's temp files. */
@@ -68,7 +66,7 @@ get_uint(mc_ctx *ctx, const cJSON *o, const char *name, const char *what, uint64
 	if (!cJSON_IsNumber(n))
 		return BAD("manifest: %s.%s is not a number", what, name);
 	d = n->valuedouble;
-	if (!isfinite(d) || d < 0 || d > JSON_INT_MAX || floor(d) != d)
+	if (!isfinite(d) || d < 0 || d > (double)MC_JSON_INT_MAX || floor(d) != d)
 		return BAD("manifest: %s.%s is not an integer in 0..2^53-1", what, name);
 	if (n->valuestring != NULL) /* a number not in plain digits: its text (mjson.c) */
 		return BAD("manifest: %s.%s is not an integer in plain decimal digits ('%s')", what,
