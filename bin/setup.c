@@ -52,7 +52,8 @@ tool_start(struct tool *t)
 	if ((t->cache_dir != NULL &&
 	     (rc = mc_ctx_set_tier_root(t->ctx, "inductor", t->cache_dir)) != MC_OK) ||
 	    (t->triton_dir != NULL &&
-	     (rc = mc_ctx_set_tier_root(t->ctx, "triton", t->triton_dir)) != MC_OK))
+	     ((rc = mc_ctx_set_tier_root(t->ctx, "triton", t->triton_dir)) != MC_OK ||
+	      (rc = mc_ctx_set_tier_root(t->ctx, "triton_home", t->triton_dir)) != MC_OK)))
 		return fail(t->ctx, rc);
 	return 0;
 }

@@ -226,6 +226,11 @@ MC_API MC_MUST_CHECK int mc_writer_add_cache_dir(mc_writer *w, const char *dir, 
  * recorded as type triton for device 0. */
 MC_API MC_MUST_CHECK int mc_writer_add_triton_dir(mc_writer *w, const char *dir, mc_scan_fn fn,
 						  void *ud);
+/* Scans Triton's own cache ($TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache: user
+ * kernels and launcher helpers): <kernel hash>/<files>, recorded as type triton_home,
+ * which loads back into that tier's root. */
+MC_API MC_MUST_CHECK int mc_writer_add_triton_cache(mc_writer *w, const char *dir, mc_scan_fn fn,
+						    void *ud);
 MC_API MC_MUST_CHECK int mc_writer_set_keep_unknown(mc_writer *w, int keep);
 
 /* Records every artifact and label of an opened bundle (merging bundles). The bundle

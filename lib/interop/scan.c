@@ -300,7 +300,8 @@ code_entry(struct scan *s, const char *path, const char *name, const void *two)
 	return add_file(s, path, ends_with(name, ".best_config") ? "autotune" : "kernel_code", key);
 }
 
-/* triton/<device>/<kernel hash>/<files>, or a flat Triton cache (device "0"). */
+/* triton/<device>/<kernel hash>/<files>, or a flat Triton cache (device "0"); or
+ * Triton's own cache, type triton_home, with no device in its keys (dev NULL). */
 struct kernel {
 	const char *dev;
 	const char *hash;
@@ -314,8 +315,11 @@ triton_file(struct scan *s, const char *path, const char *name, const void *arg)
 
 	if (is_dir(path))
 		return unknown(s, path, "folder inside a Triton kernel folder");
-	snprintf(key, sizeof key, "%s/%s/%s", k->dev, k->hash, name);
-	return add_file(s, path, "triton", key);
+	if (k->dev == NULL)
+		snprintf(key, sizeof key, "%s/%s", k->hash, name);
+	else
+		snprintf(key, sizeof key, "%s/%s/%s", k->dev, k->hash, name);
+	return add_file(s, path, k->dev == NULL ? "triton_home" : "triton", key);
 }
 
 static int
@@ -373,8 +377,11 @@ top_entry(struct scan *s, const char *path, const char *name, const void *arg)
 	return unknown(s, path, "not a known cache file");
 }
 
+/* What a scanned folder is. */
+enum { SCAN_CACHE_DIR, SCAN_TRITON_FLAT, SCAN_TRITON_HOME };
+
 static int
-scan_dir(mc_writer *w, const char *dir, int flat, mc_scan_fn fn, void *ud)
+scan_dir(mc_writer *w, const char *dir, int what, mc_scan_fn fn, void *ud)
 {
 	struct scan s;
 	size_t before;
@@ -395,7 +402,10 @@ scan_dir(mc_writer *w, const char *dir, int flat, mc_scan_fn fn, void *ud)
 	if (!is_dir(dir))
 		return mc__err(s.ctx, MC_ERR_IO, "%s: not a folder", dir);
 	before = mc_writer_artifact_count(w);
-	rc = for_each_child(&s, dir, flat ? triton_kernel : top_entry, flat ? "0" : NULL);
+	if (what == SCAN_CACHE_DIR)
+		rc = for_each_child(&s, dir, top_entry, NULL);
+	else
+		rc = for_each_child(&s, dir, triton_kernel, what == SCAN_TRITON_FLAT ? "0" : NULL);
 	if (rc == MC_OK)
 		mc__writer_note_source(w, mc_writer_artifact_count(w) - before);
 	return rc;
@@ -404,11 +414,17 @@ scan_dir(mc_writer *w, const char *dir, int flat, mc_scan_fn fn, void *ud)
 int
 mc_writer_add_cache_dir(mc_writer *w, const char *dir, mc_scan_fn fn, void *ud)
 {
-	return scan_dir(w, dir, 0, fn, ud);
+	return scan_dir(w, dir, SCAN_CACHE_DIR, fn, ud);
 }
 
 int
 mc_writer_add_triton_dir(mc_writer *w, const char *dir, mc_scan_fn fn, void *ud)
 {
-	return scan_dir(w, dir, 1, fn, ud);
+	return scan_dir(w, dir, SCAN_TRITON_FLAT, fn, ud);
+}
+
+int
+mc_writer_add_triton_cache(mc_writer *w, const char *dir, mc_scan_fn fn, void *ud)
+{
+	return scan_dir(w, dir, SCAN_TRITON_HOME, fn, ud);
 }

@@ -93,6 +93,8 @@ add_type(mc_ctx *ctx, const struct mc_typedesc *d, void *ud)
 	t->default_root = d->default_root;
 	t->torch27_id = d->torch27_id;
 	t->export_rank = d->export_rank;
+	t->record = d->record;
+	t->derive = d->derive;
 	ctx->ntypes++;
 	return MC_OK;
 }
@@ -206,7 +208,8 @@ int
 mc_ctx_register_type(mc_ctx *ctx, const char *type, const char *tier, unsigned flags,
 		     mc_key_check_fn key_check, mc_dest_path_fn dest_path, void *ud)
 {
-	struct mc_typedesc d = {type, tier, flags, key_check, dest_path, NULL, -1, -1};
+	struct mc_typedesc d = {type, tier, flags, key_check, dest_path, NULL, -1, -1,
+				 NULL, NULL};
 
 	if (ctx == NULL || type == NULL || tier == NULL || key_check == NULL || dest_path == NULL)
 		return MC_ERR_INVALID;

@@ -12,6 +12,18 @@
  * Triton's also sets ctx->triton_flat: whether kernels sit beneath a device level. */
 typedef int (*mc_root_fn)(mc_ctx *ctx, char **out, size_t *named);
 
+/* A type whose files hold their own paths (Triton's group files) records them in a
+ * form that does not, and writes them out again for where they land:
+ * - record: the recorded form of a file found on disk (in, n: its bytes, key: its
+ *   key); *out (malloc'd, *outn bytes) or NULL when the file is recorded as it is;
+ * - derive: the bytes to write for recorded content rec at absolute folder dir;
+ *   *out NULL when the recorded bytes are written as they are.
+ * Both return MC_OK or an MC_ERR_* status (nothing is reported on the context). */
+typedef int (*mc_record_fn)(const char *key, const unsigned char *in, size_t n,
+			    unsigned char **out, size_t *outn);
+typedef int (*mc_derive_fn)(const char *key, const unsigned char *rec, size_t n,
+			    const char *dir, unsigned char **out, size_t *outn);
+
 /* What describes a type: the built-in ones are one const table (torch.c); a type
  * registered through mc_ctx_register_type() fills the same record, with no default
  * root, torch 2.7 id or export rank. */
@@ -24,6 +36,8 @@ struct mc_typedesc {
 	mc_root_fn default_root;  /* of its tier, or NULL */
 	int torch27_id;           /* its id in torch 2.7's blob format, or -1 */
 	int export_rank;          /* its group's place in an exported blob, or -1 */
+	mc_record_fn record;      /* files with paths in them, or NULL */
+	mc_derive_fn derive;
 };
 
 /* A registered type. */
@@ -37,6 +51,8 @@ struct mc_type {
 	mc_root_fn default_root;
 	int torch27_id;           /* as in its descriptor */
 	int export_rank;
+	mc_record_fn record;
+	mc_derive_fn derive;
 };
 
 struct mc_tier {

@@ -218,6 +218,20 @@ triton_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, s
 	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
 }
 
+/* Triton's own cache (user kernels, launcher helpers): "<kernel hash>/<file>". */
+static int
+triton_home_check(void *ud, const char *key, char *w, size_t wl)
+{
+	const char *a = strchr(key, '/');
+	size_t hl = a != NULL ? (size_t)(a - key) : 0;
+
+	if (hl == 0 || hl > 128 ||
+	    !all_in(key, hl, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ||
+	    !file_name_ok(a + 1, strlen(a + 1)))
+		return why(w, wl, "expected <kernel hash>/<file name>");
+	return MC_OK;
+}
+
 /* Any other file of a cache dir, kept when the caller asks: its relative path. */
 static int
 extra_check(void *ud, const char *key, char *w, size_t wl)
@@ -278,6 +292,37 @@ triton_default_root(mc_ctx *ctx, char **out, size_t *named)
 	return MC_OK;
 }
 
+/* Triton's own cache: $TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache, TRITON_HOME
+ * being the home folder when unset. */
+static int
+triton_home_root(mc_ctx *ctx, char **out, size_t *named)
+{
+	const char *env = getenv("TRITON_CACHE_DIR"), *home = getenv("TRITON_HOME");
+	struct passwd *pw;
+	size_t n;
+
+	*out = NULL;
+	if (env != NULL && env[0] != '\0') {
+		if ((*out = mc__strdup(env)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		*named = strlen(env);
+		return MC_OK;
+	}
+	if (home == NULL || home[0] == '\0')
+		home = getenv("HOME");
+	if ((home == NULL || home[0] == '\0') && (pw = getpwuid(getuid())) != NULL)
+		home = pw->pw_dir;
+	if (home == NULL || home[0] == '\0')
+		return mc__err(ctx, MC_ERR_INVALID, "cannot tell the home folder for Triton's "
+			       "cache; set TRITON_CACHE_DIR or TRITON_HOME");
+	n = strlen(home) + sizeof "/.triton/cache";
+	if ((*out = malloc(n)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	snprintf(*out, n, "%s/.triton/cache", home);
+	*named = strlen(home);
+	return MC_OK;
+}
+
 static int
 torch_default_root(mc_ctx *ctx, char **out, size_t *named)
 {
@@ -318,18 +363,20 @@ torch_default_root(mc_ctx *ctx, char **out, size_t *named)
  * context as their ud. */
 static const struct mc_typedesc builtin[] = {
 	{"inductor", "inductor", MC_TYPE_WANTS_SHA256, inductor_check, inductor_dest,
-	 torch_default_root, 0, 0},
+	 torch_default_root, 0, 0, NULL, NULL},
 	{"aot_autograd", "inductor", MC_TYPE_WANTS_SHA256, aot_check, aot_dest,
-	 torch_default_root, 2, 2},
-	{"autotune", "inductor", 0, autotune_check, same_path_dest, torch_default_root, 1, 1},
-	{"pgo", "inductor", 0, pgo_check, pgo_dest, torch_default_root, 3, 3},
+	 torch_default_root, 2, 2, NULL, NULL},
+	{"autotune", "inductor", 0, autotune_check, same_path_dest, torch_default_root, 1, 1, NULL, NULL},
+	{"pgo", "inductor", 0, pgo_check, pgo_dest, torch_default_root, 3, 3, NULL, NULL},
 	{"precompile", "inductor", 0, hex64_check, precompile_dest, torch_default_root,
-	 -1, 4},
-	{"kernel_code", "inductor", 0, code_check, same_path_dest, torch_default_root, -1, -1},
-	{"gemm_timing", "inductor", 0, hex64_check, gemm_dest, torch_default_root, -1, -1},
+	 -1, 4, NULL, NULL},
+	{"kernel_code", "inductor", 0, code_check, same_path_dest, torch_default_root, -1, -1, NULL, NULL},
+	{"gemm_timing", "inductor", 0, hex64_check, gemm_dest, torch_default_root, -1, -1, NULL, NULL},
 	{"triton", "triton", MC_TYPE_FOLDER_UNIT, triton_check, triton_dest,
-	 triton_default_root, -1, -1},
-	{"extra", "inductor", 0, extra_check, same_path_dest, torch_default_root, -1, -1},
+	 triton_default_root, -1, -1, NULL, NULL},
+	{"extra", "inductor", 0, extra_check, same_path_dest, torch_default_root, -1, -1, NULL, NULL},
+	{"triton_home", "triton_home", MC_TYPE_FOLDER_UNIT, triton_home_check, same_path_dest,
+	 triton_home_root, -1, -1, NULL, NULL},
 };
 
 const struct mc_typedesc *
