@@ -147,7 +147,7 @@ struct mc_wart {
 	uint32_t key_len;
 	uint32_t type;        /* index into the writer's types */
 	uint32_t obj;
-	uint32_t seq;         /* the order recorded */
+	uint32_t seq;         /* the order recorded: its place in the writer's arts */
 	uint32_t has_sha256;
 	uint32_t pad;
 	unsigned char sha256[32];
@@ -199,6 +199,13 @@ struct mc_writer {
 MC_HIDDEN int mc__wobj_get(mc_writer *w, mc_ctx *ctx, uint32_t i, struct mc_wobj *o);
 MC_HIDDEN int mc__wobj_hash(mc_writer *w, uint32_t i, unsigned char hash[MC_HASH_BYTES]);
 MC_HIDDEN int mc__wobj_path(mc_writer *w, mc_ctx *ctx, const struct mc_wobj *o, char *buf);
+/* Object i, pending, has hash now: recorded, and entered for deduplication (a later
+ * save checks the content against it). */
+MC_HIDDEN int mc__wobj_hashed(mc_writer *w, uint32_t i, const unsigned char hash[MC_HASH_BYTES]);
+/* Takes back every artifact recorded whose byte in gone (one per artifact, in the order
+ * recorded) is set; the others keep their order. Their objects stay recorded: the save
+ * stores only those of the artifacts it keeps. On failure nothing changed. */
+MC_HIDDEN int mc__writer_drop(mc_writer *w, const unsigned char *gone);
 
 /* An object's content is read through buf (grown as needed); ctx takes the error
  * message (a worker's at save). */
@@ -242,6 +249,8 @@ struct mc_wsave {
 	struct mc_store dups;  /* the artifacts of every repeated (type, key) */
 	uint32_t *oi;          /* per object: 0, MC_WMARK_USED or MC_WMARK_HASH; then its
 				* place in the object table */
+	uint32_t *kept;        /* NULL, or per artifact recorded: the order recorded of the
+				* one its (type, key) keeps */
 	uint64_t pass_total;   /* the size of the objects marked */
 };
 

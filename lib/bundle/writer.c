@@ -185,6 +185,22 @@ find_object(mc_writer *w, const unsigned char *hash, uint32_t *idx, int *found)
 	return MC_OK;
 }
 
+/* Enters object idx, whose hash is known, into the table. */
+static int
+table_add(mc_writer *w, uint32_t idx, const unsigned char *hash)
+{
+	struct mc_wslot e;
+	int rc;
+
+	if ((w->tused + 1) * 2 > w->tcap && (rc = table_grow(w)) != MC_OK)
+		return rc;
+	e.idx1 = idx + 1;
+	e.pref = hash_pref(hash);
+	slot_put(w->table, w->tcap, e);
+	w->tused++;
+	return MC_OK;
+}
+
 /* Records o as object *idx; one whose hash is known goes into the table. */
 static int
 new_object(mc_writer *w, const struct mc_wobj *o, uint32_t *idx)
@@ -194,19 +210,27 @@ new_object(mc_writer *w, const struct mc_wobj *o, uint32_t *idx)
 	if (w->nobjs >= UINT32_MAX - 1)
 		return mc__err(w->ctx, MC_ERR_LIMIT, "more than %lu objects",
 			       (unsigned long)UINT32_MAX - 2);
-	if (!(o->flags & MC_WOBJ_PENDING)) {
-		struct mc_wslot e;
-		if ((w->tused + 1) * 2 > w->tcap && (rc = table_grow(w)) != MC_OK)
-			return rc;
-		e.idx1 = w->nobjs + 1;
-		e.pref = hash_pref(o->hash);
-		slot_put(w->table, w->tcap, e);
-		w->tused++;
-	}
+	if (!(o->flags & MC_WOBJ_PENDING) && (rc = table_add(w, w->nobjs, o->hash)) != MC_OK)
+		return rc;
 	if ((rc = mc__store_append(w->ctx, &w->objs, o, sizeof *o, NULL)) != MC_OK)
 		return rc;
 	*idx = w->nobjs++;
 	return MC_OK;
+}
+
+int
+mc__wobj_hashed(mc_writer *w, uint32_t i, const unsigned char hash[MC_HASH_BYTES])
+{
+	struct mc_wobj o;
+	int rc;
+
+	if ((rc = mc__wobj_get(w, w->ctx, i, &o)) != MC_OK || !(o.flags & MC_WOBJ_PENDING))
+		return rc;
+	memcpy(o.hash, hash, MC_HASH_BYTES);
+	o.flags &= (uint8_t)~MC_WOBJ_PENDING;
+	if ((rc = mc__store_io(w->ctx, &w->objs, (uint64_t)i * sizeof o, &o, sizeof o, 1)) != MC_OK)
+		return rc;
+	return table_add(w, i, hash);
 }
 
 /* Stores path as o's source: once for a run of objects from one file (a torch blob). */
@@ -570,6 +594,41 @@ mc__writer_drop_last(mc_writer *w)
 	w->narts--;
 	w->total -= w->last.size;
 	w->has_last = 0;
+}
+
+int
+mc__writer_drop(mc_writer *w, const unsigned char *gone)
+{
+	struct mc_store arts;
+	struct mc_sreader r;
+	struct mc_wart a;
+	uint32_t i, n = 0;
+	uint64_t total = 0;
+	int rc;
+
+	mc__store_init(&arts, "artifact table");
+	rc = mc__sreader_init(w->ctx, &r, &w->arts, 0, mc__store_size(&w->arts), MC_WSORT_READ);
+	for (i = 0; rc == MC_OK && i < w->narts; i++) {
+		if ((rc = mc__sreader_get(w->ctx, &r, &a, sizeof a)) != MC_OK || gone[i])
+			continue;
+		a.seq = n++; /* the sort's "last recorded wins" needs seq to grow with the place */
+		total += a.size;
+		rc = mc__store_append(w->ctx, &arts, &a, sizeof a, NULL);
+	}
+	free(r.buf);
+	if (rc != MC_OK) {
+		mc__store_free(&arts);
+		return rc;
+	}
+	/* The blob's groups name objects that may be gone now: no layout to keep. */
+	if (n < w->narts)
+		w->only_blob = 0;
+	w->has_last = 0;
+	mc__store_free(&w->arts);
+	w->arts = arts;
+	w->narts = n;
+	w->total = total;
+	return MC_OK;
 }
 
 const unsigned char *

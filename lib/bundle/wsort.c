@@ -229,11 +229,16 @@ heap_down(struct mrun **h, size_t n, size_t i)
 	}
 }
 
+/* An artifact recorded before the last of its (type, key). */
+struct wmember {
+	uint32_t obj, seq;
+};
+
 /* The end of a (type, key): its last recorded artifact is kept; when there were more,
  * all of them are listed in sv->dups for the conflict check. */
 static int
 end_group(struct mc_wsave *sv, const struct mc_wart *a, const unsigned char *key,
-	  const uint32_t *grp, size_t ngrp)
+	  const struct wmember *grp, size_t ngrp)
 {
 	mc_writer *w = sv->w;
 	struct wdup d;
@@ -248,10 +253,12 @@ end_group(struct mc_wsave *sv, const struct mc_wart *a, const unsigned char *key
 		sv->oi[a->obj] = MC_WMARK_USED;
 		sv->pass_total += a->size;
 	}
+	for (i = 0; sv->kept != NULL && i <= ngrp; i++)
+		sv->kept[i < ngrp ? grp[i].seq : a->seq] = a->seq;
 	if (ngrp == 0 || w->conflict == NULL)
 		return MC_OK;
 	for (i = 0; i <= ngrp; i++) {
-		d.obj = i < ngrp ? grp[i] : a->obj;
+		d.obj = i < ngrp ? grp[i].obj : a->obj;
 		d.first = i == 0;
 		if (sv->oi[d.obj] == 0)
 			sv->oi[d.obj] = MC_WMARK_HASH;
@@ -270,7 +277,7 @@ struct merge {
 	struct mc_wart cur;
 	unsigned char *curkey;
 	int have;
-	uint32_t *grp;
+	struct wmember *grp;
 	size_t ngrp, capgrp;
 };
 
@@ -313,13 +320,14 @@ merge_take(struct sorter *so, struct merge *mg, const struct mrun *t)
 	    key_cmp(mg->curkey, mg->cur.key_len, t->key, t->a.key_len) == 0) {
 		if (mg->ngrp == mg->capgrp) {
 			size_t cap = mg->capgrp ? mg->capgrp * 2 : 16;
-			uint32_t *g = realloc(mg->grp, cap * sizeof *g);
+			struct wmember *g = realloc(mg->grp, cap * sizeof *g);
 			if (g == NULL)
 				return mc__err(so->w->ctx, MC_ERR_NOMEM, "out of memory");
 			mg->grp = g;
 			mg->capgrp = cap;
 		}
-		mg->grp[mg->ngrp++] = mg->cur.obj;
+		mg->grp[mg->ngrp].obj = mg->cur.obj;
+		mg->grp[mg->ngrp++].seq = mg->cur.seq;
 	} else {
 		if (mg->have &&
 		    (rc = end_group(so->sv, &mg->cur, mg->curkey, mg->grp, mg->ngrp)) != MC_OK)
