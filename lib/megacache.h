@@ -361,6 +361,18 @@ typedef void (*mc_diff_fn)(void *ud, int what, const char *type, const char *key
 MC_API MC_MUST_CHECK int mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn,
 					void *ud);
 
+/* Drops from w every artifact recorded so far whose type, key and content are those of an
+ * artifact of one of the n bundles (their manifests are read; no signature is checked, the
+ * caller has verified them). fn (may be NULL) is told of each artifact kept, in (type, key)
+ * order: MC_DIFF_ADDED when no bundle has its type and key, MC_DIFF_CHANGED when one has it
+ * with other content (size_a: that one's size, the last such bundle's; size_b: the new
+ * size). A (type, key) recorded more than once is judged by the one recorded last, which
+ * the save would keep, and goes with all its records (no conflict is told of it then). A
+ * file is read only when a bundle has an artifact of its type, key and size. On failure
+ * w keeps every artifact. */
+MC_API MC_MUST_CHECK int mc_writer_drop_known(mc_writer *w, mc_bundle *const *bases, size_t n,
+					      mc_diff_fn fn, void *ud);
+
 /* Writes a copy of the bundle with one more signature, by sk, to out_path (which may
  * be the bundle's own path). The bundle's integrity is checked while copying. */
 MC_API MC_MUST_CHECK int mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk,
