@@ -32,23 +32,6 @@ load_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec load_spec = {"", load_long, load_opt};
 
-/* --types T[,T]...: restricts the load to those types. */
-static int
-select_types(mc_bundle *b, const char *types)
-{
-	char *copy = strdup(types), *tok, *save = NULL;
-	int rc = MC_OK;
-
-	if (copy == NULL)
-		rc = MC_ERR_NOMEM;
-	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; rc == MC_OK && tok != NULL;
-	     tok = strtok_r(NULL, ",", &save))
-		if ((rc = mc_bundle_select_type(b, tok)) != MC_OK)
-			rc = MC_ERR_INVALID;
-	free(copy);
-	return rc;
-}
-
 /* load --json; takes r->arts. */
 static void
 load_json(const struct tool *t, struct load_report *r, const char *path, int sync)

@@ -20,6 +20,17 @@ const char tool_usage[] =
 	"commands:\n"
 	"  keygen -p PUBFILE -s SECFILE [-W] [-f]\n"
 	"        make a key pair (minisign format); -W leaves the secret key unencrypted\n"
+	"  save -o BUNDLE [-s SECFILE]... [--label K=V]... [--cache-dir DIR] [--triton-dir DIR]\n"
+	"       [--keep-unknown] [--dry-run] [--json] [-v] (and pack's bundle options)\n"
+	"        record everything torch and Triton left in the folders they use here (those\n"
+	"        load installs into), saying which folders it read\n"
+	"  run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT [-s SECFILE]... [--label K=V]...]\n"
+	"      [--cache-dir DIR] [--triton-dir DIR] [--types T[,T]...] [--sync] [--allow-cold]\n"
+	"      -- CMD [ARGS]...\n"
+	"        verify and load the bundles, run CMD (--cache-dir and --triton-dir are\n"
+	"        exported to it), pass on its exit status, then save what it added to the\n"
+	"        caches to OUT (not written when nothing is new); a bundle that fails to\n"
+	"        verify stops the run unless --allow-cold\n"
 	"  pack -o BUNDLE [-s SECFILE]... [--from-torch BLOB]... [--from-dir DIR]...\n"
 	"       [--from-triton-dir DIR]... [--keep-unknown] [--label K=V]...\n"
 	"       [--label-from-env VAR]... [--labels-json FILE]\n"
@@ -60,11 +71,18 @@ const char tool_usage[] =
 	"  -q, --quiet        print nothing but errors\n"
 	"  -h, --help         this text;  --version  the version\n"
 	"\n"
-	"The default cache dir is torch's: $TORCHINDUCTOR_CACHE_DIR, else\n"
-	"$TMPDIR/torchinductor_$USER (TMPDIR defaulting to /tmp).\n"
+	"The folders are torch's and Triton's: $TORCHINDUCTOR_CACHE_DIR, else\n"
+	"<tmp>/torchinductor_<user>, <tmp> chosen as Python's tempfile.gettempdir() does\n"
+	"($TMPDIR, $TEMP, $TMP, /tmp, /var/tmp, /usr/tmp, the working dir: the first that\n"
+	"exists and is writable); Triton's kernels under torch in <that>/triton/<device>,\n"
+	"Triton's own cache in $TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache\n"
+	"(TRITON_HOME defaulting to the home folder); --triton-dir stands for\n"
+	"$TRITON_CACHE_DIR, --cache-dir for $TORCHINDUCTOR_CACHE_DIR.\n"
 	"SOURCE_DATE_EPOCH, when set, is the creation time pack records (reproducible bundles).\n"
 	"\n"
-	"exit status: 0 success; 1 verification or integrity failure; 2 usage or system error.\n";
+	"exit status: 0 success; 1 verification or integrity failure; 2 usage or system error;\n"
+	"run: the command's own (126/127: it could not be started; killed by a signal: the\n"
+	"same signal, or 128 + its number for one that dumps core).\n";
 
 /* The commands. Every one takes the common options and runs on a context with progress,
  * threads and caps (tool_start); the flags name the set-up it needs beyond that. */
@@ -82,6 +100,8 @@ static const struct command {
 	{"export", cmd_export, TOOL_TRUST},
 	{"merge", cmd_merge, TOOL_TRUST},
 	{"diff", cmd_diff, TOOL_JSON},
+	{"save", cmd_save, TOOL_TIERS | TOOL_JSON},
+	{"run", cmd_run, TOOL_TRUST | TOOL_TIERS},
 };
 
 /* Runs cmd on argv (argv[0] its name), with its own option state, and frees what it set up. */

@@ -153,6 +153,23 @@ free_keys(mc_pubkey **keys, size_t n)
 		mc_pubkey_free(keys[i]);
 }
 
+/* --types T[,T]...: restricts the load to those types. */
+int
+select_types(mc_bundle *b, const char *types)
+{
+	char *copy = strdup(types), *tok, *save = NULL;
+	int rc = MC_OK;
+
+	if (copy == NULL)
+		rc = MC_ERR_NOMEM;
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; rc == MC_OK && tok != NULL;
+	     tok = strtok_r(NULL, ",", &save))
+		if ((rc = mc_bundle_select_type(b, tok)) != MC_OK)
+			rc = MC_ERR_INVALID;
+	free(copy);
+	return rc;
+}
+
 /* Takes one -s SECFILE. */
 void
 signer_opt(struct signers *s, const char *path)

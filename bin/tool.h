@@ -30,7 +30,7 @@ enum {
 	OPT_LEVEL, OPT_NO_COMPRESS, OPT_JSON, OPT_THRESHOLD, OPT_MIN_VERSION, OPT_CACHE_DIR,
 	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW,
 	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT, OPT_LABEL_FROM_ENV,
-	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_SYNC, OPT_CAP /* + 0..4 */
+	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_SYNC, OPT_ALLOW_COLD, OPT_CAP /* + 0..4 */
 };
 
 /* The caps a bundle may declare, one --max-* option each (options.c). */
@@ -100,6 +100,8 @@ int cmd_load(struct tool *t, int argc, char **argv);
 int cmd_export(struct tool *t, int argc, char **argv);
 int cmd_merge(struct tool *t, int argc, char **argv);
 int cmd_diff(struct tool *t, int argc, char **argv);
+int cmd_save(struct tool *t, int argc, char **argv);
+int cmd_run(struct tool *t, int argc, char **argv);
 
 /* megacache.c */
 extern const char tool_usage[];
@@ -123,6 +125,7 @@ int tool_start(struct tool *t);
 int read_password(void *ud, const char *prompt, char *buf, size_t len);
 int open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
 void free_keys(mc_pubkey **keys, size_t n);
+int select_types(mc_bundle *b, const char *types);
 
 #define MAX_SIGNERS 16
 
@@ -138,6 +141,62 @@ int add_signers(struct tool *t, mc_writer *w, struct signers *s);
 void free_signers(struct signers *s);
 int set_created(mc_writer *w);
 int set_labels(mc_writer *w, char **labels, size_t n);
+
+/* record.c: what pack, save and run share to write a bundle. */
+#define MAX_LABELS 256
+struct record_opts {
+	const char *labels_json;
+	struct signers signers;
+	char *labels[MAX_LABELS]; /* KEY=VALUE */
+	char owned[MAX_LABELS];   /* labels[i] made for --label-from-env, to free */
+	size_t nlabels;
+	uint64_t bver, expires, level; /* level: 3 unless given */
+	int keep_unknown, verbose;
+};
+
+/* The long options record_opt() takes (with -s SECFILE and -v). */
+#define RECORD_LONG_OPTIONS                                                      \
+	{"label", required_argument, NULL, OPT_LABEL},                           \
+	{"label-from-env", required_argument, NULL, OPT_LABEL_FROM_ENV},         \
+	{"labels-json", required_argument, NULL, OPT_LABELS_JSON},               \
+	{"bundle-version", required_argument, NULL, OPT_BUNDLE_VERSION},         \
+	{"expires", required_argument, NULL, OPT_EXPIRES},                       \
+	{"level", required_argument, NULL, OPT_LEVEL},                           \
+	{"no-compress", no_argument, NULL, OPT_NO_COMPRESS},                     \
+	{"keep-unknown", no_argument, NULL, OPT_KEEP_UNKNOWN},                   \
+	{"verbose", no_argument, NULL, 'v'}
+
+int record_opt(struct record_opts *o, int c, char *arg);
+void record_free(struct record_opts *o);
+int record_setup(struct tool *t, mc_writer *w, struct record_opts *o);
+
+/* What the scans of cache folders skipped, and why (the first 16 reasons). */
+struct scan_tally {
+	int verbose;
+	size_t skipped;
+	struct {
+		char why[96];
+		size_t n;
+	} reasons[16];
+	size_t nreasons;
+};
+
+void on_scan(void *ud, int what, const char *rel, const char *text);
+void say_skipped(FILE *f, const struct scan_tally *tally);
+
+/* A folder torch or Triton reads: the root of a tier, as resolved here. */
+#define NLOCATIONS 2
+struct location {
+	const char *tier, *what, *path;
+	int found;        /* it exists, as a folder */
+	size_t artifacts; /* recorded from it */
+};
+
+int locate(struct tool *t, struct location *loc);
+int record_locations(mc_writer *w, struct location *loc, struct scan_tally *tally);
+cJSON *locations_json(const struct location *loc);
+void say_locations(FILE *f, const struct location *loc);
+int dir_has_entries(const char *path);
 
 /* report.c: what load, list --explain and export tell of the artifacts they handle. */
 struct type_sum {

@@ -1,20 +1,27 @@
 #!/bin/sh
 # demo.sh - the main job on a real torch cache shipped in the repository: make a key,
-# pack the cache dir of a CUDA MLP compiled by torch 2.11 into a signed bundle, verify
-# it, and warm an empty cache dir from it. Run from the top of a built tree.
+# save the cache a torch 2.11 job left (a CUDA MLP) into a signed bundle, verify it,
+# and run a next "job" on a fresh machine's empty cache: loaded first, then only what
+# the job added saved. Run from the top of a built tree.
 set -eu
 M=./bin/megacache
 D=run/demo
 rm -rf "$D"
 mkdir -p "$D"
 tar -xzf tests/data/torch-2.11/mlp-cuda-cachedir.tar.gz -C "$D"
+# The job's machine: torch's cache where TORCHINDUCTOR_CACHE_DIR says, Triton's own
+# cache in the demo's home.
+export TORCHINDUCTOR_CACHE_DIR="$PWD/$D/cache_mlp_cold" HOME="$PWD/$D/home"
+unset TRITON_CACHE_DIR TRITON_HOME
 
 echo "== keygen"
 $M keygen -W -p "$D/demo.pub" -s "$D/demo.key"
-echo "== pack (the torch cache dir $D/cache_mlp_cold)"
-$M pack -o "$D/demo.mcache" -s "$D/demo.key" --from-dir "$D/cache_mlp_cold" \
-	--label source=mlp-cuda --label torch=2.11.0+cu130
+echo "== save (after the job)"
+$M save -o "$D/demo.mcache" -s "$D/demo.key" --label source=mlp-cuda --label torch=2.11.0+cu130
 echo "== verify"
 $M verify "$D/demo.mcache" -p "$D/demo.pub"
-echo "== load into an empty cache dir"
-$M load "$D/demo.mcache" -p "$D/demo.pub" --cache-dir "$D/warm-cache"
+echo "== run the next job on an empty cache: load, run, save what is new"
+export TORCHINDUCTOR_CACHE_DIR="$PWD/$D/fresh-machine-cache"
+$M run -b "$D/demo.mcache" -p "$D/demo.pub" --save-to "$D/next.mcache" -s "$D/demo.key" -- \
+	sh -c 'ls "$TORCHINDUCTOR_CACHE_DIR/fxgraph" | sed "s/^/job sees fxgraph\//"; mkdir -p "$TORCHINDUCTOR_CACHE_DIR/zz" && echo "print(1)" > "$TORCHINDUCTOR_CACHE_DIR/zz/cjobnew.py"'
+$M list "$D/next.mcache"

@@ -1,0 +1,298 @@
+/* cmd_run.c - run: verify and load bundles, run a command on the warm caches (signals
+ * forwarded, its exit status passed on), then save what it added to the caches. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tool.h"
+
+#define MAX_BUNDLES 16
+#define MAX_DIFF_LINES 50 /* of the new artifacts listed without -v */
+
+struct run_opts {
+	const char *bundles[MAX_BUNDLES];
+	size_t nbundles;
+	const char *save_to, *types;
+	struct record_opts rec;
+	int allow_cold, sync;
+};
+
+static const struct option run_long[] = {
+	{"bundle", required_argument, NULL, 'b'},
+	{"save-to", required_argument, NULL, 'o'},
+	{"allow-cold", no_argument, NULL, OPT_ALLOW_COLD},
+	{"types", required_argument, NULL, OPT_TYPES},
+	{"sync", no_argument, NULL, OPT_SYNC},
+	RECORD_LONG_OPTIONS,
+	{NULL, 0, NULL, 0}};
+
+static int
+run_opt(struct tool *t, void *opts, int c, char *arg)
+{
+	struct run_opts *o = opts;
+
+	switch (c) {
+	case 'b':
+		if (o->nbundles == MAX_BUNDLES)
+			usage_error("too many bundles (at most %s)", "16");
+		o->bundles[o->nbundles++] = arg;
+		return 1;
+	case 'o': o->save_to = arg; return 1;
+	case OPT_ALLOW_COLD: o->allow_cold = 1; return 1;
+	case OPT_TYPES: o->types = arg; return 1;
+	case OPT_SYNC: o->sync = 1; return 1;
+	default: return record_opt(&o->rec, c, arg);
+	}
+}
+
+/* '+': options end at the command's name, so its own options stay its own. */
+static const struct tool_optspec run_spec = {"+b:s:v", run_long, run_opt};
+
+static void
+run_check(const struct tool *t, const struct run_opts *o, int argc)
+{
+	if (optind >= argc)
+		usage_error("run needs a command: megacache run [OPTIONS] -- CMD [ARGS]%s", "");
+	if (o->nbundles > 0 && t->trust.npubs == 0 && !t->trust.insecure)
+		usage_error("run needs -p PUBFILE to verify its bundles (or --insecure-no-verify)%s",
+			    "");
+	if (t->trust.npubs > 0 && t->trust.insecure)
+		usage_error("-p and --insecure-no-verify do not go together%s", "");
+	if (o->nbundles == 0 && (t->trust.npubs > 0 || o->types != NULL))
+		usage_error("-p and --types apply to bundles given with -b; none given%s", "");
+	if (o->save_to == NULL && (o->rec.signers.n > 0 || o->rec.nlabels > 0))
+		usage_error("-s and --label apply to the bundle of --save-to; none given%s", "");
+}
+
+/* Verifies and loads each bundle in turn; the ones loaded stay open in bases[] (the
+ * save compares with them). A bundle that fails ends the run unless --allow-cold. */
+static int
+load_bundles(struct tool *t, const struct run_opts *o, mc_bundle **bases, size_t *nbases,
+	     mc_pubkey **keys)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < o->nbundles; i++) {
+		struct load_report r;
+		mc_bundle *b = NULL;
+
+		memset(&r, 0, sizeof r);
+		r.silent = 1;
+		rc = open_trusted(t, o->bundles[i], &b, keys + i * MAX_PUBKEYS);
+		if (rc == MC_OK && o->types != NULL)
+			rc = select_types(b, o->types);
+		if (rc == MC_OK)
+			rc = mc_bundle_load(b, o->sync ? MC_LOAD_SYNC : 0, on_artifact, &r);
+		if (rc != MC_OK) {
+			int status = fail(t->ctx, rc);
+			mc_bundle_free(b);
+			if (!o->allow_cold)
+				return status;
+			say(stderr, "%s: --allow-cold: running without %s", PROG, o->bundles[i]);
+			continue;
+		}
+		if (!t->quiet)
+			say(stderr, "%s: warmed %s: %zu file%s installed, %zu already there", PROG,
+			    o->bundles[i], r.installed, r.installed == 1 ? "" : "s", r.unchanged);
+		bases[(*nbases)++] = b;
+	}
+	return 0;
+}
+
+/* The signals passed on to the command when they are sent to this process. */
+static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+
+/* Exports --cache-dir and --triton-dir (made absolute) to the command. */
+static int
+child_env(const struct tool *t)
+{
+	const char *vars[2] = {"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"};
+	const char *dirs[2] = {t->cache_dir, t->triton_dir};
+	char cwd[PATH_MAX], abs[2 * PATH_MAX + 2];
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		if (dirs[i] == NULL)
+			continue;
+		if (dirs[i][0] == '/')
+			snprintf(abs, sizeof abs, "%s", dirs[i]);
+		else if (getcwd(cwd, sizeof cwd) != NULL)
+			snprintf(abs, sizeof abs, "%s/%s", cwd, dirs[i]);
+		else
+			return errno;
+		if (setenv(vars[i], abs, 1) != 0)
+			return errno;
+	}
+	return 0;
+}
+
+/* Waits for the command, passing on each forwarded signal another process sent to this
+ * one: one a terminal sent (si_code SI_KERNEL) went to the command's process group,
+ * which is ours, already. Returns its wait status. */
+static int
+supervise(pid_t pid, const sigset_t *set)
+{
+	siginfo_t si;
+	int status;
+
+	for (;;) {
+		if (sigwaitinfo(set, &si) < 0)
+			continue; /* EINTR: a signal outside the set, e.g. SIGCONT */
+		if (si.si_signo == SIGCHLD) {
+			pid_t r = waitpid(pid, &status, WNOHANG);
+			if (r == pid && (WIFEXITED(status) || WIFSIGNALED(status)))
+				return status;
+		} else if (si.si_code != SI_KERNEL) {
+			kill(pid, si.si_signo);
+		}
+	}
+}
+
+/* Runs argv with the caller's signal mask; its wait status in *status. Exit status 127
+ * (126: not executable) when it cannot be started, as a shell does. */
+static int
+run_child(char **argv, int *status)
+{
+	extern char **environ;
+	posix_spawnattr_t attr;
+	sigset_t set, old;
+	pid_t pid;
+	size_t i;
+	int err;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(&set, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setsigmask(&attr, &old);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+	err = posix_spawnp(&pid, argv[0], NULL, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
+	if (err == 0)
+		*status = supervise(pid, &set);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (err != 0) {
+		say(stderr, "%s: cannot run %s: %s", PROG, argv[0], strerror(err));
+		return err == ENOENT ? 127 : 126;
+	}
+	return 0;
+}
+
+/* The exit status that passes on the command's wait status: its own, or for a signal
+ * that ended it, the same signal (128 + its number for those that dump core). */
+static int
+pass_status(int status)
+{
+	int sig;
+
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	sig = WTERMSIG(status);
+	if (sig != SIGQUIT && sig != SIGILL && sig != SIGABRT && sig != SIGFPE && sig != SIGSEGV &&
+	    sig != SIGBUS && sig != SIGSYS && sig != SIGTRAP && sig != SIGXCPU && sig != SIGXFSZ) {
+		sigset_t set;
+		fflush(NULL);
+		signal(sig, SIG_DFL);
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		raise(sig);
+	}
+	return 128 + sig;
+}
+
+/* What the save tells of each new or changed artifact (ud: struct news). */
+struct news {
+	int verbose, quiet;
+	size_t n;
+};
+
+static void
+on_new(void *ud, int what, const char *type, const char *key, uint64_t size_a, uint64_t size_b)
+{
+	struct news *nw = ud;
+
+	if (!nw->quiet && (nw->verbose || nw->n < MAX_DIFF_LINES))
+		say(stderr, "%c %-12s %s", what == MC_DIFF_ADDED ? '+' : '~', type, key);
+	nw->n++;
+}
+
+/* After the command: records the caches, keeps what the loaded bundles do not hold,
+ * and writes it to --save-to unless that is nothing. */
+static int
+save_new(struct tool *t, const struct run_opts *o, mc_writer *w, mc_bundle **bases,
+	 size_t nbases)
+{
+	struct location loc[NLOCATIONS];
+	struct scan_tally tally;
+	struct news nw = {o->rec.verbose, t->quiet, 0};
+	char hb[32];
+	int rc;
+
+	memset(&tally, 0, sizeof tally);
+	tally.verbose = o->rec.verbose;
+	if ((rc = locate(t, loc)) != MC_OK || (rc = record_locations(w, loc, &tally)) != MC_OK ||
+	    (rc = mc_writer_drop_known(w, bases, nbases, on_new, &nw)) != MC_OK)
+		return fail(t->ctx, rc);
+	if (nw.n > MAX_DIFF_LINES && !nw.verbose && !t->quiet)
+		say(stderr, "  ... and %zu more (-v lists them)", nw.n - MAX_DIFF_LINES);
+	if (mc_writer_artifact_count(w) == 0) {
+		if (!t->quiet)
+			say(stderr, "%s: nothing new in the caches; %s not written", PROG, o->save_to);
+		return 0;
+	}
+	if ((rc = mc_writer_save(w, o->save_to)) != MC_OK)
+		return fail(t->ctx, rc);
+	human_bytes(mc_writer_total_bytes(w), hb, sizeof hb);
+	if (!t->quiet)
+		say(stderr, "%s: saved %zu new artifact%s (%s) into %s", PROG,
+		    mc_writer_artifact_count(w), mc_writer_artifact_count(w) == 1 ? "" : "s", hb,
+		    o->save_to);
+	return 0;
+}
+
+int
+cmd_run(struct tool *t, int argc, char **argv)
+{
+	struct run_opts o = {.rec.level = 3};
+	mc_pubkey *keys[MAX_BUNDLES * MAX_PUBKEYS] = {NULL};
+	mc_bundle *bases[MAX_BUNDLES];
+	mc_writer *w = NULL;
+	size_t nbases = 0, i;
+	int rc, status = 0, saved = 0;
+
+	tool_parse(t, argc, argv, &run_spec, &o);
+	run_check(t, &o, argc);
+	if ((rc = tool_start(t)) != 0)
+		return rc;
+	/* The signing keys' passwords are asked for now, not after the command. */
+	if (o.save_to != NULL && ((rc = mc_writer_new(t->ctx, &w)) != MC_OK ||
+				  (rc = record_setup(t, w, &o.rec)) != MC_OK))
+		rc = fail(t->ctx, rc);
+	else if ((rc = load_bundles(t, &o, bases, &nbases, keys)) == 0 &&
+		 (rc = child_env(t)) != 0)
+		say(stderr, "%s: cannot set the command's environment: %s", PROG, strerror(rc)),
+			rc = EXIT_USAGE;
+	if (rc == 0 && (rc = run_child(argv + optind, &status)) == 0) {
+		if (o.save_to != NULL)
+			saved = save_new(t, &o, w, bases, nbases);
+		rc = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? saved : pass_status(status);
+	}
+	for (i = 0; i < nbases; i++)
+		mc_bundle_free(bases[i]);
+	for (i = 0; i < MAX_BUNDLES * MAX_PUBKEYS; i++)
+		mc_pubkey_free(keys[i]);
+	record_free(&o.rec);
+	mc_writer_free(w);
+	return rc;
+}

@@ -1,0 +1,114 @@
+/* cmd_save.c - save: everything torch and Triton left in the folders they use here
+ * (the same folders load installs into) recorded into a new bundle. */
+#include "config.h"
+
+#include <string.h>
+
+#include "tool.h"
+
+struct save_opts {
+	const char *out;
+	struct record_opts rec;
+	int dry;
+};
+
+static const struct option save_long[] = {
+	{"output", required_argument, NULL, 'o'},
+	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
+	RECORD_LONG_OPTIONS,
+	{NULL, 0, NULL, 0}};
+
+static int
+save_opt(struct tool *t, void *opts, int c, char *arg)
+{
+	struct save_opts *o = opts;
+
+	switch (c) {
+	case 'o': o->out = arg; return 1;
+	case OPT_DRY_RUN: o->dry = 1; return 1;
+	default: return record_opt(&o->rec, c, arg);
+	}
+}
+
+static const struct tool_optspec save_spec = {"o:s:v", save_long, save_opt};
+
+static void
+save_report(const struct tool *t, mc_writer *w, const struct save_opts *o,
+	    const struct location *loc, const struct scan_tally *tally)
+{
+	size_t n = mc_writer_artifact_count(w), nsecs = o->rec.signers.n;
+	char hb[32];
+
+	human_bytes(mc_writer_total_bytes(w), hb, sizeof hb);
+	if (t->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "bundle", o->out);
+		cJSON_AddBoolToObject(j, "dry_run", o->dry);
+		cJSON_AddItemToObject(j, "folders", locations_json(loc));
+		cJSON_AddNumberToObject(j, "artifacts", (double)n);
+		cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_total_bytes(w));
+		cJSON_AddNumberToObject(j, "signatures", (double)(o->dry ? 0 : nsecs));
+		cJSON_AddNumberToObject(j, "skipped_files", (double)tally->skipped);
+		print_json(j);
+		return;
+	}
+	if (t->quiet)
+		return;
+	say_locations(stdout, loc);
+	if (o->dry)
+		say(stdout, "would save %zu artifact%s (%s) into %s", n, n == 1 ? "" : "s", hb, o->out);
+	else
+		say(stdout, "saved %zu artifact%s (%s) into %s, %zu signature%s", n, n == 1 ? "" : "s",
+		    hb, o->out, nsecs, nsecs == 1 ? "" : "s");
+	if (tally->skipped > 0)
+		say_skipped(stdout, tally);
+}
+
+/* Nothing to save: one line naming the folders looked at. */
+static int
+nothing(const struct location *loc)
+{
+	say(stderr, "%s: nothing to save: no artifacts in %s (%s) or %s (%s)", PROG, loc[0].path,
+	    loc[0].found ? "empty" : "not there", loc[1].path, loc[1].found ? "empty" : "not there");
+	return EXIT_USAGE;
+}
+
+int
+cmd_save(struct tool *t, int argc, char **argv)
+{
+	struct save_opts o = {.rec.level = 3};
+	struct location loc[NLOCATIONS];
+	struct scan_tally tally;
+	mc_writer *w = NULL;
+	int rc;
+
+	tool_parse(t, argc, argv, &save_spec, &o);
+	if (o.out == NULL)
+		usage_error("save needs -o BUNDLE%s", "");
+	if (optind != argc)
+		usage_error("save: unexpected argument '%s' (save reads the folders torch and Triton "
+			    "use; pack takes explicit sources)", argv[optind]);
+	memset(&tally, 0, sizeof tally);
+	tally.verbose = o.rec.verbose;
+	if ((rc = tool_start(t)) != 0)
+		return rc;
+	if ((rc = locate(t, loc)) != MC_OK || (rc = mc_writer_new(t->ctx, &w)) != MC_OK)
+		return fail(t->ctx, rc);
+	/* A dry run asks for no password. */
+	rc = o.dry ? MC_OK : record_setup(t, w, &o.rec);
+	if (rc == MC_OK)
+		rc = record_locations(w, loc, &tally);
+	if (rc == MC_OK && mc_writer_artifact_count(w) == 0) {
+		rc = nothing(loc);
+	} else {
+		if (rc == MC_OK && !o.dry)
+			rc = mc_writer_save(w, o.out);
+		if (rc != MC_OK)
+			rc = fail(t->ctx, rc);
+		else
+			save_report(t, w, &o, loc, &tally);
+	}
+	record_free(&o.rec);
+	mc_writer_free(w);
+	return rc;
+}
