@@ -60,16 +60,51 @@ load_json(const struct tool *t, struct load_report *r, const char *path, int syn
 	print_json(j);
 }
 
+/* Whether path is folder dir or lies beneath it. */
+static int
+within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The roots of the tiers of the types loaded, "A", "A and B", ... into buf (a root
+ * beneath one named already, like the triton folder in torch's cache, left out). */
+static void
+roots_used(const struct tool *t, const struct load_report *r, char *buf, size_t len)
+{
+	const char *seen[64], *tier, *root;
+	size_t i, k, n = 0, at = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < r->nsums && n < 64; i++) {
+		if ((tier = mc_ctx_type_tier(t->ctx, r->sums[i].type)) == NULL ||
+		    mc_ctx_tier_root(t->ctx, tier, &root) != MC_OK)
+			continue;
+		for (k = 0; k < n && !within(root, seen[k]); k++)
+			;
+		if (k == n)
+			seen[n++] = root;
+	}
+	for (k = 0; k < n && at < len; k++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", k == 0 ? "" : k + 1 == n ? " and " : ", ",
+				       seen[k]);
+	if (n == 0)
+		snprintf(buf, len, "%s", r->root);
+}
+
 /* load: a line per type, and the totals. */
 static void
 load_text(const struct tool *t, const struct load_report *r, const char *path)
 {
 	size_t i, n = r->dry ? r->planned : r->installed;
-	char hb[32];
+	char hb[32], roots[4096];
 
 	if (t->trust.insecure)
 		say(stderr, "%s: warning: signatures were not checked (--insecure-no-verify)", PROG);
-	say(stdout, "%s %s into %s", r->dry ? "would warm" : "warmed", path, r->root);
+	roots_used(t, r, roots, sizeof roots);
+	say(stdout, "%s %s into %s", r->dry ? "would warm" : "warmed", path, roots);
 	for (i = 0; i < r->nsums; i++) {
 		char there[48] = "";
 		human_bytes(r->sums[i].bytes, hb, sizeof hb);

@@ -18,7 +18,13 @@ unset TORCHINDUCTOR_CACHE_DIR TRITON_CACHE_DIR TRITON_HOME TEMP TMP || true
 rm -rf "$W"
 mkdir -p "$W" "$R"
 cd "$W"
-machine() { HOME="$W/$1/home" TMPDIR="$W/$1/tmp"; export HOME TMPDIR; mkdir -p "$HOME" "$TMPDIR"; }
+# A new machine: the previous one's folders are gone (so no path into them can hit).
+machine() {
+	rm -rf "$W"/m?
+	HOME="$W/$1/home" TMPDIR="$W/$1/tmp"
+	export HOME TMPDIR
+	mkdir -p "$HOME" "$TMPDIR"
+}
 
 "$M" keygen -q -W -f -p k.pub -s k.key
 echo "== machine 1: a cold job, then megacache save"

@@ -40,7 +40,7 @@ grep -q "^triton_home " "$T/out" && ok || bad "no triton_home artifact listed"
 
 # load with no options puts everything back where it came from.
 rm -rf "$IND" "$HOME/.triton"
-run 0 "" load "$T/b.mcache" -p "$PUB"
+run 0 "warmed $T/b.mcache into $IND and $TH" load "$T/b.mcache" -p "$PUB"
 [ "$(tree_sum "$TH")" = "$(tree_sum "$T/th-orig")" ] && ok || bad "Triton's cache not restored"
 # Byte for byte, but Triton's group files: those name where they are (triton_groups.sh).
 nogrp() { tree_sum "$1" | grep -v '/__grp__'; }
