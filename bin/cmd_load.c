@@ -53,11 +53,20 @@ select_types(mc_bundle *b, const char *types)
 static void
 load_json(const struct tool *t, struct load_report *r, const char *path, int sync)
 {
-	cJSON *j = cJSON_CreateObject(), *sum;
+	static const char *const tiers[] = {"inductor", "triton", "triton_home"};
+	cJSON *j = cJSON_CreateObject(), *sum, *roots;
+	const char *root;
 	size_t i;
 
 	cJSON_AddStringToObject(j, "bundle", path);
 	cJSON_AddStringToObject(j, "cache_dir", r->root);
+	/* Where each tier's files go; null for one whose root cannot be told. */
+	roots = cJSON_AddObjectToObject(j, "roots");
+	for (i = 0; i < sizeof tiers / sizeof tiers[0]; i++)
+		if (mc_ctx_tier_root(t->ctx, tiers[i], &root) == MC_OK)
+			cJSON_AddStringToObject(roots, tiers[i], root);
+		else
+			cJSON_AddNullToObject(roots, tiers[i]);
 	cJSON_AddBoolToObject(j, "dry_run", r->dry);
 	cJSON_AddBoolToObject(j, "synced", sync && !r->dry);
 	cJSON_AddBoolToObject(j, "verified", !t->trust.insecure);
