@@ -9,7 +9,7 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
-	libarchive-dev libsodium-dev libcjson-dev libzstd-dev check minisign valgrind strace \
+	libarchive-dev libsodium-dev libcjson-dev libzstd-dev check minisign valgrind strace python3 \
 	clang libclang-rt-14-dev >/dev/null
 autoreconf -fi
 ./configure --enable-werror

@@ -36,11 +36,20 @@ static const struct tool_optspec load_spec = {"", load_long, load_opt};
 static void
 load_json(const struct tool *t, struct load_report *r, const char *path, int sync)
 {
-	cJSON *j = cJSON_CreateObject(), *sum;
+	static const char *const tiers[] = {"inductor", "triton", "triton_home"};
+	cJSON *j = cJSON_CreateObject(), *sum, *roots;
+	const char *root;
 	size_t i;
 
 	cJSON_AddStringToObject(j, "bundle", path);
 	cJSON_AddStringToObject(j, "cache_dir", r->root);
+	/* Where each tier's files go; null for one whose root cannot be told. */
+	roots = cJSON_AddObjectToObject(j, "roots");
+	for (i = 0; i < sizeof tiers / sizeof tiers[0]; i++)
+		if (mc_ctx_tier_root(t->ctx, tiers[i], &root) == MC_OK)
+			cJSON_AddStringToObject(roots, tiers[i], root);
+		else
+			cJSON_AddNullToObject(roots, tiers[i]);
 	cJSON_AddBoolToObject(j, "dry_run", r->dry);
 	cJSON_AddBoolToObject(j, "synced", sync && !r->dry);
 	cJSON_AddBoolToObject(j, "verified", !t->trust.insecure);

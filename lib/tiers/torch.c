@@ -5,11 +5,16 @@
  */
 #include "config.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include "tiers/tiers.h"
 
@@ -248,6 +253,156 @@ extra_check(void *ud, const char *key, char *w, size_t wl)
 		}
 }
 
+/* ---- where torch 2.11 and Triton 3.6 keep their caches, told as they tell it ---- */
+
+static int
+no_mem(mc_ctx *ctx)
+{
+	return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+}
+
+/* os.path.join(a, b) for a b that is not absolute: a "/" between them unless a is
+ * empty or ends with one. NULL when out of memory. */
+static char *
+py_join(const char *a, const char *b)
+{
+	size_t la = strlen(a), n = la + strlen(b) + 2;
+	char *p = malloc(n);
+
+	if (p != NULL)
+		snprintf(p, n, "%s%s%s", a, la == 0 || a[la - 1] == '/' ? "" : "/", b);
+	return p;
+}
+
+/* posixpath.normpath: "." and empty components dropped, ".." taking off the component
+ * before it (dropped at the root, kept in a relative path with none to take off or
+ * after another ".."), exactly two leading slashes kept as two and more as one. out
+ * holds strlen(in) + 2 bytes. */
+static void
+py_normpath(const char *in, char *out)
+{
+	size_t lead = 0, o, n, k = 0, last; /* k: components in out */
+	const char *c;
+
+	if (in[0] == '/')
+		lead = in[1] == '/' && in[2] != '/' ? 2 : 1;
+	memset(out, '/', lead);
+	o = lead;
+	for (c = in; *c != '\0'; c += n) {
+		c += strspn(c, "/");
+		if ((n = strcspn(c, "/")) == 0 || (n == 1 && c[0] == '.'))
+			continue;
+		for (last = o; last > lead && out[last - 1] != '/'; last--)
+			;
+		if (n == 2 && memcmp(c, "..", 2) == 0 && (lead > 0 || k > 0) &&
+		    !(k > 0 && o - last == 2 && memcmp(out + last, "..", 2) == 0)) {
+			if (k > 0) {
+				o = last > lead ? last - 1 : lead;
+				k--;
+			}
+			continue;
+		}
+		if (k++ > 0)
+			out[o++] = '/';
+		memcpy(out + o, c, n);
+		o += n;
+	}
+	if (o == 0)
+		out[o++] = '.';
+	out[o] = '\0';
+}
+
+/* os.path.abspath: a relative path joined to the working folder, then normalised. */
+static int
+py_abspath(mc_ctx *ctx, const char *var, const char *path, char **out)
+{
+	char cwd[MC_PATH_MAX], *joined;
+
+	*out = NULL;
+	if (path[0] == '/')
+		joined = mc__strdup(path);
+	else if (getcwd(cwd, sizeof cwd) == NULL)
+		return mc__err(ctx, MC_ERR_IO, "$%s is a relative path and the working folder cannot "
+			       "be told: %s", var, strerror(errno));
+	else
+		joined = py_join(cwd, path);
+	if (joined == NULL || (*out = malloc(strlen(joined) + 2)) == NULL) {
+		free(joined);
+		return no_mem(ctx);
+	}
+	py_normpath(joined, *out);
+	free(joined);
+	return MC_OK;
+}
+
+/* tempfile's test of a candidate folder: a file of a random name made there (never
+ * through a link), written and removed; a name taken already is tried again with
+ * another, 100 times at most. 1: usable, 0: not, -1: out of memory. */
+static int
+tmp_usable(const char *dir)
+{
+	static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789_";
+	char name[9], *path;
+	int seq, i, fd, ok;
+
+	for (seq = 0; seq < 100; seq++) {
+		for (i = 0; i < 8; i++)
+			name[i] = chars[randombytes_uniform(sizeof chars - 1)];
+		name[8] = '\0';
+		if ((path = py_join(dir, name)) == NULL)
+			return -1;
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			int e = errno;
+			free(path);
+			if (e == EEXIST)
+				continue;
+			return 0;
+		}
+		ok = write(fd, "blat", 4) >= 0;
+		ok = close(fd) == 0 && ok;
+		ok = unlink(path) == 0 && ok;
+		free(path);
+		return ok;
+	}
+	return 0;
+}
+
+/* tempfile.gettempdir(): the first of $TMPDIR, $TEMP, $TMP (where set and not empty),
+ * /tmp, /var/tmp, /usr/tmp and the working folder ("." when that cannot be told) that
+ * takes a file, made absolute and normalised. A missing folder is passed over, never
+ * made. */
+static int
+py_gettempdir(mc_ctx *ctx, char **out)
+{
+	static const char *const cand[] = {"TMPDIR", "TEMP", "TMP", "/tmp", "/var/tmp", "/usr/tmp"};
+	char cwd[MC_PATH_MAX], *dir;
+	const char *v;
+	size_t i;
+	int rc, r;
+
+	for (i = 0; i <= sizeof cand / sizeof cand[0]; i++) {
+		if (i < 3 && ((v = getenv(cand[i])) == NULL || v[0] == '\0'))
+			continue;
+		if (i >= 3)
+			v = i < 6 ? cand[i] : getcwd(cwd, sizeof cwd) != NULL ? cwd : NULL;
+		if (v != NULL && (rc = py_abspath(ctx, cand[i < 3 ? i : 0], v, &dir)) != MC_OK)
+			return rc;
+		if (v == NULL && (dir = mc__strdup(".")) == NULL)
+			return no_mem(ctx);
+		if ((r = tmp_usable(dir)) > 0) {
+			*out = dir;
+			return MC_OK;
+		}
+		free(dir);
+		if (r < 0)
+			return no_mem(ctx);
+	}
+	return mc__err(ctx, MC_ERR_IO, "no folder for temporary files takes a new file ($TMPDIR, "
+		       "$TEMP, $TMP, /tmp, /var/tmp, /usr/tmp, the working folder), so torch's "
+		       "default cache dir cannot be told; set TORCHINDUCTOR_CACHE_DIR");
+}
+
 /* getpass.getuser(): the first non-empty of these variables, else the password entry. */
 static const char *
 torch_user(void)
@@ -265,96 +420,157 @@ torch_user(void)
 	return pw != NULL ? pw->pw_name : NULL;
 }
 
+/* A folder that Triton reads from the environment as it is (triton 3.6's getenv keeps
+ * white space and empty values): empty, Triton fails on it; starting with white space,
+ * it would be a folder of that name in the working folder, surely not what was meant. */
+static int
+triton_env_dir(mc_ctx *ctx, const char *var, const char *v)
+{
+	if (v[0] == '\0')
+		return mc__err(ctx, MC_ERR_INVALID, "%s is set but empty: Triton fails on it; set "
+			       "it to a folder or unset it", var);
+	if (isspace((unsigned char)v[0]))
+		return mc__err(ctx, MC_ERR_INVALID, "%s starts with white space: Triton would take "
+			       "it as a folder in the working folder; set it to a folder or unset it",
+			       var);
+	return MC_OK;
+}
+
+/* $TRITON_CACHE_DIR as torch and Triton take it, named in full. */
+static int
+triton_env_root(mc_ctx *ctx, const char *env, char **out, size_t *named)
+{
+	int rc;
+
+	if ((rc = triton_env_dir(ctx, "TRITON_CACHE_DIR", env)) != MC_OK)
+		return rc;
+	if ((*out = mc__strdup(env)) == NULL)
+		return no_mem(ctx);
+	*named = strlen(env);
+	return MC_OK;
+}
+
+/* torch's triton_cache_dir(): $TRITON_CACHE_DIR when set (no device level), else
+ * <inductor root>/triton (with one). */
 static int
 triton_default_root(mc_ctx *ctx, char **out, size_t *named)
 {
 	const char *env = getenv("TRITON_CACHE_DIR"), *ind;
-	size_t n;
 	int rc;
 
 	*out = NULL;
-	if (env != NULL && env[0] != '\0') {
+	if (env != NULL) {
 		ctx->triton_flat = 1;
-		if ((*out = mc__strdup(env)) == NULL)
-			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		*named = strlen(env);
-		return MC_OK;
+		return triton_env_root(ctx, env, out, named);
 	}
 	/* Beneath the inductor root, named as far as the inductor root is: its own default
 	 * folder (torchinductor_<user>) is no more to be followed for Triton. */
 	if ((rc = mc__tier_root(ctx, "inductor", &ind, named)) != MC_OK)
 		return rc;
 	ctx->triton_flat = 0;
-	n = strlen(ind) + sizeof "/" MC_TRITON_SUBDIR;
-	if ((*out = malloc(n)) == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	snprintf(*out, n, "%s/" MC_TRITON_SUBDIR, ind);
+	if ((*out = py_join(ind, MC_TRITON_SUBDIR)) == NULL)
+		return no_mem(ctx);
 	return MC_OK;
 }
 
-/* Triton's own cache: $TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache, TRITON_HOME
- * being the home folder when unset. */
+/* os.path.expanduser("~/"): $HOME (when set, even empty) or else the password entry's
+ * home, trailing slashes dropped, then "/". One that is not absolute would put Triton's
+ * cache in the working folder: refused. */
+static int
+py_home(mc_ctx *ctx, char **out)
+{
+	const char *home = getenv("HOME");
+	struct passwd *pw;
+	size_t n;
+
+	if (home == NULL && (pw = getpwuid(getuid())) != NULL)
+		home = pw->pw_dir;
+	if (home == NULL)
+		return mc__err(ctx, MC_ERR_INVALID, "HOME is not set and the password database has "
+			       "no entry for this user, so Triton's cache cannot be told; set "
+			       "TRITON_CACHE_DIR or TRITON_HOME");
+	for (n = strlen(home); n > 0 && home[n - 1] == '/'; n--)
+		;
+	if (n > 0 && home[0] != '/')
+		return mc__err(ctx, MC_ERR_INVALID, "the home folder (%s) is not an absolute path: "
+			       "Triton would keep its cache in the working folder; set "
+			       "TRITON_CACHE_DIR or TRITON_HOME", getenv("HOME") ? "HOME" :
+			       "the password entry");
+	if ((*out = malloc(n + 2)) == NULL)
+		return no_mem(ctx);
+	memcpy(*out, home, n);
+	memcpy(*out + n, "/", 2);
+	return MC_OK;
+}
+
+/* Triton's own cache (knobs.cache.dir): $TRITON_CACHE_DIR, else
+ * $TRITON_HOME/.triton/cache, TRITON_HOME being os.path.expanduser("~/") when unset;
+ * named as far as the variable (or the home folder) goes. */
 static int
 triton_home_root(mc_ctx *ctx, char **out, size_t *named)
 {
 	const char *env = getenv("TRITON_CACHE_DIR"), *home = getenv("TRITON_HOME");
-	struct passwd *pw;
+	char *h;
 	size_t n;
+	int rc;
 
 	*out = NULL;
-	if (env != NULL && env[0] != '\0') {
-		if ((*out = mc__strdup(env)) == NULL)
-			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		*named = strlen(env);
-		return MC_OK;
-	}
-	if (home == NULL || home[0] == '\0')
-		home = getenv("HOME");
-	if ((home == NULL || home[0] == '\0') && (pw = getpwuid(getuid())) != NULL)
-		home = pw->pw_dir;
-	if (home == NULL || home[0] == '\0')
-		return mc__err(ctx, MC_ERR_INVALID, "cannot tell the home folder for Triton's "
-			       "cache; set TRITON_CACHE_DIR or TRITON_HOME");
-	n = strlen(home) + sizeof "/.triton/cache";
-	if ((*out = malloc(n)) == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	snprintf(*out, n, "%s/.triton/cache", home);
-	*named = strlen(home);
+	if (env != NULL)
+		return triton_env_root(ctx, env, out, named);
+	if (home != NULL && (rc = triton_env_dir(ctx, "TRITON_HOME", home)) != MC_OK)
+		return rc;
+	if (home == NULL && (rc = py_home(ctx, &h)) != MC_OK)
+		return rc;
+	if (home != NULL && (h = mc__strdup(home)) == NULL)
+		return no_mem(ctx);
+	*out = py_join(h, ".triton/cache");
+	for (n = strlen(h); n > 1 && h[n - 1] == '/'; n--)
+		;
+	free(h);
+	if (*out == NULL)
+		return no_mem(ctx);
+	*named = n;
 	return MC_OK;
 }
 
+/* torch's cache_dir(): $TORCHINDUCTOR_CACHE_DIR as it is, else
+ * <tempfile.gettempdir()>/torchinductor_<getpass.getuser()>, each of \ / : * ? " < > |
+ * in the user name made _. */
 static int
 torch_default_root(mc_ctx *ctx, char **out, size_t *named)
 {
-	const char *env = getenv("TORCHINDUCTOR_CACHE_DIR");
-	const char *tmp, *user;
-	char *p;
-	size_t n, i, base;
+	const char *env = getenv("TORCHINDUCTOR_CACHE_DIR"), *user;
+	char *tmp, *base;
+	size_t i, n;
+	int rc;
 
 	*out = NULL;
-	if (env != NULL && env[0] != '\0') {
+	if (env != NULL) {
+		if (env[0] == '\0')
+			return mc__err(ctx, MC_ERR_INVALID, "TORCHINDUCTOR_CACHE_DIR is set but empty: "
+				       "torch fails on it; set it to a folder or unset it");
 		if ((*out = mc__strdup(env)) == NULL)
-			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+			return no_mem(ctx);
 		*named = strlen(env);
 		return MC_OK;
 	}
-	tmp = getenv("TMPDIR");
-	if (tmp == NULL || tmp[0] == '\0')
-		tmp = "/tmp";
 	if ((user = torch_user()) == NULL)
 		return mc__err(ctx, MC_ERR_INVALID, "cannot tell the user name for the default "
 			       "inductor cache dir; set TORCHINDUCTOR_CACHE_DIR");
-	n = strlen(tmp) + strlen("/torchinductor_") + strlen(user) + 1;
-	if ((p = malloc(n)) == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	snprintf(p, n, "%s/torchinductor_", tmp);
+	if ((rc = py_gettempdir(ctx, &tmp)) != MC_OK)
+		return rc;
+	n = sizeof "torchinductor_" + strlen(user);
+	if ((base = malloc(n)) != NULL) {
+		snprintf(base, n, "torchinductor_%s", user);
+		for (i = sizeof "torchinductor_" - 1; base[i] != '\0'; i++)
+			if (strchr("\\/:*?\"<>|", base[i]) != NULL)
+				base[i] = '_';
+		*out = py_join(tmp, base);
+	}
 	*named = strlen(tmp); /* torchinductor_<user> in a shared /tmp is anyone's to plant */
-	base = strlen(p);
-	for (i = 0; user[i]; i++)
-		p[base + i] = strchr("\\/:*?\"<>|", user[i]) != NULL ? '_' : user[i];
-	p[base + i] = '\0';
-	*out = p;
-	return MC_OK;
+	free(tmp);
+	free(base);
+	return *out != NULL ? MC_OK : no_mem(ctx);
 }
 
 /* The built-in types. The torch 2.7 id is the type's number in that blob format; the

@@ -66,7 +66,7 @@ snap "$T/root" | cmp -s - "$T/root.before" && ok || bad "the cache dir changed"
 # The same link when the cache dir does not exist yet and is made by the load: the
 # Triton root is made as a real folder beneath it, never through a link.
 rm -rf "$T/root"
-TRITON_CACHE_DIR= run 0 "" load -q "$T/cuda.mcache" -p "$PUB" --cache-dir "$T/root"
+unset TRITON_CACHE_DIR; run 0 "" load -q "$T/cuda.mcache" -p "$PUB" --cache-dir "$T/root"
 [ -d "$T/root/triton" ] && [ ! -L "$T/root/triton" ] && ok || bad "the Triton root is not a plain folder"
 
 # The default cache dir, $TMPDIR/torchinductor_<user>, lies in a folder others may
