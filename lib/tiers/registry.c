@@ -292,7 +292,10 @@ mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key, const unsign
 	if ((t->flags & MC_TYPE_WANTS_SHA256) && sha256 == NULL)
 		return mc__err(ctx, MC_ERR_MANIFEST, "%s artifact '%.200s' has no sha256", t->name, key);
 	buf[0] = '\0';
+	ctx->err[0] = '\0';
 	rc = t->dest_path(t->ud, key, (t->flags & MC_TYPE_WANTS_SHA256) ? sha256 : NULL, buf, buflen);
+	if (rc != MC_OK && ctx->err[0] != '\0')
+		return rc; /* a built-in handler told why (its tier's root cannot be told) */
 	if (rc != MC_OK || memchr(buf, '\0', buflen) == NULL)
 		return mc__err(ctx, MC_ERR_BAD_KEY, "%s key '%.200s': handler gave no destination",
 			       t->name, key);

@@ -215,10 +215,10 @@ triton_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, s
 {
 	mc_ctx *ctx = ud;
 	const char *root;
-	int n;
+	int n, rc;
 
-	if (mc_ctx_tier_root(ctx, "triton", &root) != MC_OK)
-		return MC_ERR_INVALID;
+	if ((rc = mc_ctx_tier_root(ctx, "triton", &root)) != MC_OK)
+		return rc; /* told on the context: a root the environment names wrongly */
 	n = snprintf(buf, len, "%s", ctx->triton_flat ? strchr(key, '/') + 1 : key);
 	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
 }

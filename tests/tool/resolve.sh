@@ -144,7 +144,8 @@ for v in "" " tc"; do
 	(cd "$CWD" && TRITON_CACHE_DIR="$v" "$MEGACACHE" load --insecure-no-verify \
 		"$T/kern.mcache" --cache-dir "$T/w") >"$T/out" 2>"$T/err"
 	rc=$?
-	[ "$rc" != 0 ] && ok || bad "TRITON_CACHE_DIR='$v' was used: $(cat "$T/out")"
+	[ "$rc" = 2 ] && ok || bad "TRITON_CACHE_DIR='$v': exit $rc, expected 2: $(cat "$T/out")"
+	grep -q "TRITON_CACHE_DIR" "$T/err" && ok || bad "TRITON_CACHE_DIR='$v': error does not name it: $(cat "$T/err")"
 done
 [ ! -e "$T/w" ] && [ ! -e "$CWD/ tc" ] && ok || bad "a refused load made a folder"
 (cd "$CWD" && env -u TRITON_CACHE_DIR "$MEGACACHE" load --insecure-no-verify "$T/kern.mcache" \
