@@ -1,5 +1,6 @@
 /* test_groups.c - Triton's group files: the record and derive hooks of the triton and
- * triton_home types. */
+ * triton_home types, and a triton_home kernel packed from one folder and loaded into
+ * another, from a bundle of this format and from one that kept the absolute paths. */
 #include "util.h"
 
 static mc_ctx *ctx;
@@ -194,6 +195,134 @@ START_TEST(which_files_derive)
 }
 END_TEST
 
+/* Writes a triton_home kernel folder at root/H whose group file names it absolutely,
+ * in Triton's order. */
+static void
+make_kernel(const char *root)
+{
+	static const char *const ext[] = {"source", "cubin", "json"};
+	char p[4096], g[8192];
+	size_t i, k = 0;
+
+	snprintf(p, sizeof p, "%s/%s", root, H);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	k += (size_t)snprintf(g + k, sizeof g - k, "{\"child_paths\": {");
+	for (i = 0; i < 3; i++) {
+		snprintf(p, sizeof p, "%s/%s/k.%s", root, H, ext[i]);
+		spit(p, ext[i], strlen(ext[i]));
+		k += (size_t)snprintf(g + k, sizeof g - k, "%s\"k.%s\": \"%s\"", i ? ", " : "", ext[i],
+				      p);
+	}
+	snprintf(g + k, sizeof g - k, "}}");
+	snprintf(p, sizeof p, "%s/%s/__grp__k.json", root, H);
+	spit(p, g, strlen(g));
+}
+
+static void
+count_installed(void *ud, int what, const char *type, const char *key, const char *dest,
+		uint64_t size)
+{
+	*(int *)ud += what == MC_LOAD_INSTALLED;
+}
+
+/* Loads bundle into the triton_home root; *installed counts what was written. */
+static void
+load(const char *bundle, const char *root, int *installed)
+{
+	mc_bundle *b;
+
+	ck_assert_int_eq(mc_ctx_set_tier_root(ctx, "triton_home", root), MC_OK);
+	ck_assert_int_eq(mc_bundle_open(ctx, bundle, &b), MC_OK);
+	ck_assert_int_eq(mc_bundle_set_insecure(b, 1), MC_OK);
+	*installed = 0;
+	ck_assert_int_eq(mc_bundle_load(b, 0, count_installed, installed), MC_OK);
+	mc_bundle_free(b);
+}
+
+/* The group file at root/H as a string. */
+static char *
+group_at(const char *root)
+{
+	char p[4096], *s;
+	unsigned char *b;
+	size_t n;
+
+	snprintf(p, sizeof p, "%s/%s/__grp__k.json", root, H);
+	b = slurp(p, &n);
+	s = malloc(n + 1);
+	memcpy(s, b, n);
+	s[n] = '\0';
+	free(b);
+	return s;
+}
+
+#define WANT(dir) "{\"child_paths\": {\"k.cubin\": \"" dir "/" H "/k.cubin\", \"k.json\": \"" \
+	dir "/" H "/k.json\", \"k.source\": \"" dir "/" H "/k.source\"}}"
+
+/* Loads bundle into root dir/name (relative to dir, the current folder), which must
+ * write installed files; the group file must then name dir/name. */
+static void
+load_check(const char *bundle, const char *dir, const char *name, int installed)
+{
+	char want[8192], *g;
+	int n;
+
+	load(bundle, name, &n);
+	ck_assert_int_eq(n, installed);
+	snprintf(want, sizeof want, WANT("%s/%s"), dir, name, dir, name, dir, name);
+	g = group_at(name);
+	ck_assert_str_eq(g, want);
+	free(g);
+}
+
+START_TEST(triton_home_kernel_moves)
+{
+	char *dir = scratch("groups"), a[4096], bundle[4096], old[4096], *g;
+	mc_writer *w;
+	mc_bundle *b;
+	const char *t, *key, *hash;
+	uint64_t size;
+	int n;
+
+	snprintf(a, sizeof a, "%s/a", dir);
+	ck_assert_int_eq(mkdir(a, 0755), 0);
+	make_kernel(a);
+	snprintf(bundle, sizeof bundle, "%s/b.mcache", dir);
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	ck_assert_int_eq(mc_writer_add_triton_cache(w, a, NULL, NULL), MC_OK);
+	ck_assert_int_eq(mc_writer_save(w, bundle), MC_OK);
+	mc_writer_free(w);
+	/* The bundle holds the recorded form. */
+	ck_assert_int_eq(mc_bundle_open(ctx, bundle, &b), MC_OK);
+	ck_assert_int_eq(mc_bundle_artifact(b, 0, &t, &key, &size, &hash), MC_OK);
+	ck_assert_str_eq(t, "triton_home");
+	ck_assert_str_eq(key, H "/__grp__k.json");
+	ck_assert_uint_eq(size, strlen(CANON));
+	mc_bundle_free(b);
+	/* Loaded elsewhere, through a relative root with dots: the absolute folder. */
+	ck_assert_int_eq(chdir(dir), 0);
+	load(bundle, "./x/../c//", &n);
+	ck_assert_int_eq(n, 4);
+	/* The file names c; a second load finds it in place. */
+	load_check(bundle, dir, "c", 0);
+
+	/* A bundle made before kept the absolute paths: loaded, the file names its folder. */
+	snprintf(old, sizeof old, "%s/old.mcache", dir);
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	g = group_at(a);
+	ck_assert_int_eq(mc_writer_add_memory(w, "triton_home", H "/__grp__k.json", g, strlen(g)),
+			 MC_OK);
+	free(g);
+	ck_assert_int_eq(mc_writer_save(w, old), MC_OK);
+	mc_writer_free(w);
+	load_check(old, dir, "d", 1);
+	/* Its content is not the recorded form: loaded again, the file is written again,
+	 * the same. */
+	load_check(old, dir, "d", 1);
+	free(dir);
+}
+END_TEST
+
 static Suite *
 groups_suite(void)
 {
@@ -206,6 +335,7 @@ groups_suite(void)
 	tcase_add_test(tc, derived_form);
 	tcase_add_test(tc, derive_refuses_a_path_that_is_not_utf8);
 	tcase_add_test(tc, which_files_derive);
+	tcase_add_test(tc, triton_home_kernel_moves);
 	suite_add_tcase(s, tc);
 	return s;
 }
