@@ -94,4 +94,17 @@ printf '{"child_paths": {"%s": "/x/%s"}, "extra": 1}' "$K.cubin" "$K.cubin" > "$
 run 0 "" pack -q -o "$T/odd.mcache" --from-triton-dir "$T/odd"
 run 0 "" load "$T/odd.mcache" --insecure-no-verify --triton-dir "$T/odd2"
 check "an unknown form kept byte for byte" cmp -s "$T/odd/$H/$G" "$T/odd2/$H/$G"
+
+# The format vector (format/vectors/README.md): every form a loader reads is written
+# for the folder its kernel lands in, and the file in no such form as it is.
+V="$T/v/triton/0"
+run 0 "" load "$MC_SRCDIR/format/vectors/valid-triton-groups.mcache" -p "$PUB" --cache-dir "$T/v"
+json_dumps "$V/kern" a.cubin a.json > "$T/want-a"
+json_dumps "$V/old" b.cubin b.json > "$T/want-b"
+json_dumps "$V/list" c.json > "$T/want-c"
+printf '{"child_paths": {"d.json": "/x/d.json"}, "version": 1}' > "$T/want-d"
+check "vector: recorded form" cmp -s "$T/want-a" "$V/kern/__grp__a.json"
+check "vector: absolute form of an older bundle" cmp -s "$T/want-b" "$V/old/__grp__b.json"
+check "vector: list form" cmp -s "$T/want-c" "$V/list/__grp__c.json"
+check "vector: another form kept" cmp -s "$T/want-d" "$V/odd/__grp__d.json"
 finish
