@@ -445,6 +445,32 @@ nested_tiers(void)
 	expect("manifest-unknown-type.mcache", "load-types-autotune", 1, "has no handler");
 }
 
+/* Triton's group files (SPEC.md section 4.1): loaded, each names the folder its kernel
+ * lands in, whether it holds the recorded form, the absolute form of bundles written
+ * before, or the list form; another form is written as it is (README.md gives the bytes). */
+static void
+triton_groups(void)
+{
+	static const struct triple groups[] = {
+		{"triton", "0/kern/__grp__a.json",
+		 "{\"child_paths\": {\"a.cubin\": \"a.cubin\", \"a.json\": \"a.json\"}}"},
+		{"triton", "0/kern/a.cubin", "cubin of a"},
+		{"triton", "0/kern/a.json", "{\"name\": \"a\"}"},
+		{"triton", "0/old/__grp__b.json",
+		 "{\"child_paths\": {\"b.json\": \"/tmp/probe/triton/0/old/b.json\", "
+		 "\"b.cubin\": \"/tmp/probe/triton/0/old/b.cubin\"}}"},
+		{"triton", "0/old/b.cubin", "cubin of b"},
+		{"triton", "0/old/b.json", "{\"name\": \"b\"}"},
+		{"triton", "0/list/__grp__c.json", "{\"child_paths\": [\"c.json\"]}"},
+		{"triton", "0/list/c.json", "{\"name\": \"c\"}"},
+		{"triton", "0/odd/__grp__d.json",
+		 "{\"child_paths\": {\"d.json\": \"/x/d.json\"}, \"version\": 1}"},
+		{"triton", "0/odd/d.json", "{\"name\": \"d\"}"}};
+
+	signed_triples("valid-triton-groups.mcache", groups, sizeof groups / sizeof groups[0]);
+	expect("valid-triton-groups.mcache", "load", 0, "");
+}
+
 /* torch makes file names of a blob's keys when it loads it: export checks each key
  * with its handler, the recorded layout's (section 3.4) as well as the artifacts'. */
 static void
@@ -1020,6 +1046,7 @@ main(int argc, char **argv)
 	}
 
 	nested_tiers();
+	triton_groups();
 	export_keys();
 
 	/* 7. Not bundles at all. */

@@ -180,6 +180,7 @@ mc__setup_tiers(struct loader *L)
 		t = &L->tiers[L->ntiers++];
 		t->name = a->handler->tier;
 		t->fd = -1;
+		t->abs = NULL;
 		if ((rc = mc__tier_root(L->ctx, t->name, &t->root, &t->named)) != MC_OK)
 			return rc;
 		/* Opened if it exists; made only when the first file is staged, so that a

@@ -37,9 +37,11 @@ loader_free(struct loader *L)
 {
 	size_t i;
 
-	for (i = 0; i < L->ntiers; i++)
+	for (i = 0; i < L->ntiers; i++) {
 		if (L->tiers[i].fd >= 0)
 			close(L->tiers[i].fd);
+		free(L->tiers[i].abs);
+	}
 	free(L->tiers);
 	for (i = 0; i < L->nmade; i++)
 		free(L->made[i].path);
@@ -49,8 +51,10 @@ loader_free(struct loader *L)
 	free(L->unit_tab);
 	mc__acur_free(&L->cur);
 	mc__acur_free(&L->ucur);
-	for (i = 0; L->wk != NULL && i < L->nwk; i++)
+	for (i = 0; L->wk != NULL && i < L->nwk; i++) {
 		mc__acur_free(&L->wk[i].cur);
+		free(L->wk[i].buf);
+	}
 	free(L->wk);
 	free(L->by_obj);
 	free(L->obj_first);

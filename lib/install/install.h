@@ -13,6 +13,7 @@ struct tier_root {
 	const char *root;
 	size_t named; /* of root: the part its setter named, see open_tier_root() */
 	int fd;
+	char *abs;    /* root made absolute, once a file to derive needs it (derive.c) */
 };
 
 /* A folder the load made, removed again by the rollback. */
@@ -54,6 +55,9 @@ struct lworker {
 	int open;
 	uint64_t size;      /* of its content */
 	uint64_t written;
+	int derive;         /* a file of it is derived (tiers.h): the content is kept in buf */
+	unsigned char *buf;
+	size_t bufcap;
 };
 
 /* One mc_bundle_load(): what it found, staged and made. */
@@ -158,6 +162,22 @@ MC_HIDDEN int mc__stage_prepare(struct loader *L);
 MC_HIDDEN int mc__stage_all(struct loader *L);
 /* Closes the files of the object worker lw is writing, if any. */
 MC_HIDDEN int mc__close_object(struct loader *L, mc_ctx *ctx, struct lworker *lw);
+
+/* ---- files written for where they land (derive.c) ---- */
+
+/* Makes tier's root absolute, as Python's os.path.abspath() would (calling thread). */
+MC_HIDDEN int mc__tier_abs(struct loader *L, size_t tier);
+/* The bytes to write for artifact a (a derivable one) of content rec, n at folder dir
+ * (relative to the tier root, "." for the root): *out malloc'd, or NULL when rec is
+ * written as it is. Errors go to ctx. */
+MC_HIDDEN int mc__derive_for(struct loader *L, mc_ctx *ctx, size_t tier,
+			     const struct mc_martifact *a, const char *dir,
+			     const unsigned char *rec, size_t n, unsigned char **out,
+			     size_t *outn);
+/* Whether the derivable file base in folder dir (open as dfd) of a tier already holds
+ * what the load would write for a. */
+MC_HIDDEN int mc__derived_same(struct loader *L, size_t tier, const struct mc_martifact *a,
+			       int dfd, const char *dir, const char *base, int *same);
 
 /* ---- into place, or back (commit.c) ---- */
 

@@ -42,6 +42,12 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, cons
 			       "replace it", L->tiers[tier].root, dest,
 			       S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
 	}
+	/* A derived file holds other bytes than its content (and is small). */
+	if ((uint64_t)st.st_size <= MC_DERIVE_MAX && mc__derives(a->handler, a->key)) {
+		rc = mc__derived_same(L, tier, a, dfd, dir, base, same);
+		close(dfd);
+		return rc;
+	}
 	if ((uint64_t)st.st_size == a->size &&
 	    (fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) >= 0) {
 		crypto_generichash_state gs;
@@ -183,6 +189,8 @@ plan_artifact(struct loader *L, size_t i)
 	if ((rc = mc__artifact_dest(L->b, a, dest, sizeof dest)) != MC_OK)
 		return rc;
 	mc__split_dest(dest, dir, sizeof dir, &base);
+	if (mc__derives(a->handler, a->key) && (rc = mc__tier_abs(L, tier)) != MC_OK)
+		return rc;
 	if ((a->handler->flags & MC_TYPE_FOLDER_UNIT) && strcmp(dir, ".") != 0 &&
 	    (rc = find_unit(L, tier, dir, i, &unit)) != MC_OK)
 		return rc;

@@ -10,16 +10,20 @@
 
 #include "install/install.h"
 
-/* Creates s's temp file; a name another loader took is tried again with the next. */
+/* Creates s's temp file; a name another loader took is tried again with the next.
+ * *derive is set when the file's content is derived (tiers.h). */
 static int
-stage_open(struct loader *L, mc_ctx *ctx, struct mc_acur *c, struct staged *s)
+stage_open(struct loader *L, mc_ctx *ctx, struct mc_acur *c, struct staged *s, int *derive)
 {
+	const struct mc_martifact *a;
 	struct snames n;
 	int rc, err = 0;
 
 	for (;;) {
-		if ((rc = mc__staged_names(L, ctx, c, s, &n, NULL)) != MC_OK ||
-		    (rc = mc__create_beneath(L, ctx, s->tier, n.stage, n.tmp, &s->fd)) != MC_OK)
+		if ((rc = mc__staged_names(L, ctx, c, s, &n, &a)) != MC_OK)
+			return rc;
+		*derive |= mc__derives(a->handler, a->key);
+		if ((rc = mc__create_beneath(L, ctx, s->tier, n.stage, n.tmp, &s->fd)) != MC_OK)
 			return rc;
 		err = errno;
 		if (s->fd >= 0 || err != EEXIST || s->unit != NO_UNIT || s->tries == 15)
@@ -89,10 +93,61 @@ open_object(struct loader *L, mc_ctx *ctx, struct lworker *lw, size_t obj)
 	lw->open = 1;
 	lw->size = a->size;
 	lw->written = 0;
+	lw->derive = 0;
 	for (k = L->obj_first[obj]; k < L->obj_first[obj + 1]; k++)
-		if ((rc = stage_open(L, ctx, &lw->cur, &L->st[L->by_obj[k]])) != MC_OK)
+		if ((rc = stage_open(L, ctx, &lw->cur, &L->st[L->by_obj[k]], &lw->derive)) != MC_OK)
 			return rc;
+	/* Derived files are small; a larger content is written as it is. */
+	if (lw->size > MC_DERIVE_MAX)
+		lw->derive = 0;
+	if (lw->derive && lw->bufcap < lw->size) {
+		unsigned char *p = realloc(lw->buf, (size_t)lw->size);
+		if (p == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		lw->buf = p;
+		lw->bufcap = (size_t)lw->size;
+	}
 	return MC_OK;
+}
+
+/* Writes the content kept for a derived object: each file the bytes derived for its
+ * folder, or the content as it is. */
+static int
+write_derived(struct loader *L, mc_ctx *ctx, struct lworker *lw)
+{
+	const struct mc_martifact *a;
+	struct snames n;
+	size_t k, outn;
+	int rc, err;
+
+	for (k = L->obj_first[lw->obj]; k < L->obj_first[lw->obj + 1]; k++) {
+		struct staged *s = &L->st[L->by_obj[k]];
+		unsigned char *out = NULL;
+
+		if ((rc = mc__staged_names(L, ctx, &lw->cur, s, &n, &a)) != MC_OK ||
+		    (mc__derives(a->handler, a->key) &&
+		     (rc = mc__derive_for(L, ctx, s->tier, a, n.dir, lw->buf, (size_t)lw->size, &out,
+					  &outn)) != MC_OK))
+			return rc;
+		rc = out != NULL ? mc__write_all(s->fd, out, outn)
+				 : mc__write_all(s->fd, lw->buf, (size_t)lw->size);
+		err = errno;
+		free(out);
+		if (rc != 0)
+			return write_error(L, ctx, &lw->cur, s, err);
+	}
+	return MC_OK;
+}
+
+/* The whole content is there: derived files written, the files closed. */
+static int
+finish_object(struct loader *L, mc_ctx *ctx, struct lworker *lw)
+{
+	int rc;
+
+	if (lw->derive && (rc = write_derived(L, ctx, lw)) != MC_OK)
+		return rc;
+	return mc__close_object(L, ctx, lw);
 }
 
 static int
@@ -107,14 +162,19 @@ sink(void *ud, unsigned worker, mc_ctx *ctx, size_t obj, const unsigned char *bu
 		return MC_OK;
 	if ((!lw->open || lw->obj != obj) && (rc = open_object(L, ctx, lw, obj)) != MC_OK)
 		return rc;
-	for (k = L->obj_first[obj]; k < L->obj_first[obj + 1]; k++) {
+	if (lw->derive) {
+		if (n > lw->size - lw->written) /* not reached: the stream stops at the size */
+			return mc__err(ctx, MC_ERR_INTEGRITY, "object %zu is over its size", obj);
+		memcpy(lw->buf + lw->written, buf, n);
+	}
+	for (k = L->obj_first[obj]; !lw->derive && k < L->obj_first[obj + 1]; k++) {
 		struct staged *s = &L->st[L->by_obj[k]];
 		if (mc__write_all(s->fd, buf, n) != 0)
 			return write_error(L, ctx, &lw->cur, s, errno);
 	}
 	lw->written += n;
 	if (lw->written == lw->size)
-		return mc__close_object(L, ctx, lw);
+		return finish_object(L, ctx, lw);
 	return MC_OK;
 }
 
@@ -137,7 +197,7 @@ mc__stage_all(struct loader *L)
 	/* Empty content produces no data to stream: staged now. */
 	if (rc == MC_OK && L->empty_obj != (size_t)-1 &&
 	    (rc = open_object(L, L->ctx, &L->wk[0], L->empty_obj)) == MC_OK)
-		rc = mc__close_object(L, L->ctx, &L->wk[0]);
+		rc = finish_object(L, L->ctx, &L->wk[0]);
 	if (rc == MC_OK)
 		rc = mc__bundle_stream_par(L->b, sink, L);
 	for (i = 0; i < L->nwk; i++) {

@@ -51,6 +51,32 @@ is_transient(const char *name)
 static int unknown(struct scan *s, const char *path, const char *reason);
 static int unknown_visit(struct scan *s, const char *path, const char *name, const void *reason);
 
+/* Records a file of size bytes: one whose type records it in another form (a Triton
+ * group file, tiers.h) in that form, given from memory; any other from its path. */
+static int
+record_file(struct scan *s, const char *path, const char *type, const char *key, uint64_t size)
+{
+	const struct mc_type *t = mc__find_type(s->ctx, type);
+	unsigned char *rec = NULL;
+	char *buf;
+	size_t n, recn = 0;
+	int rc;
+
+	if (size > MC_DERIVE_MAX || !mc__derives(t, key))
+		return mc__writer_add_range(s->w, type, key, path, 0, size, NULL);
+	if ((rc = mc__read_small_file(s->ctx, path, MC_DERIVE_MAX, &buf, &n)) != MC_OK)
+		return rc;
+	rc = t->record(key, (const unsigned char *)buf, n, &rec, &recn);
+	free(buf);
+	if (rc != MC_OK)
+		return mc__err(s->ctx, rc, "%s: %s", path, mc_strerror(rc));
+	if (rec == NULL)
+		return mc__writer_add_range(s->w, type, key, path, 0, size, NULL);
+	rc = mc_writer_add_memory(s->w, type, key, rec, recn);
+	free(rec);
+	return rc;
+}
+
 static int
 add_file(struct scan *s, const char *path, const char *type, const char *key)
 {
@@ -64,7 +90,7 @@ add_file(struct scan *s, const char *path, const char *type, const char *key)
 		report(s, MC_SCAN_SKIPPED, path, "not a regular file");
 		return MC_OK;
 	}
-	rc = mc__writer_add_range(s->w, type, key, path, 0, (uint64_t)st.st_size, NULL);
+	rc = record_file(s, path, type, key, (uint64_t)st.st_size);
 	if (rc == MC_ERR_BAD_KEY) {
 		snprintf(why, sizeof why, "name does not fit type %s", type);
 		if (strcmp(type, "extra") == 0) {

@@ -24,6 +24,9 @@ typedef int (*mc_record_fn)(const char *key, const unsigned char *in, size_t n,
 typedef int (*mc_derive_fn)(const char *key, const unsigned char *rec, size_t n,
 			    const char *dir, unsigned char **out, size_t *outn);
 
+/* The largest file the hooks read: a larger one is recorded and written as it is. */
+#define MC_DERIVE_MAX (1024u * 1024)
+
 /* What describes a type: the built-in ones are one const table (torch.c); a type
  * registered through mc_ctx_register_type() fills the same record, with no default
  * root, torch 2.7 id or export rank. */
@@ -81,5 +84,8 @@ MC_HIDDEN int mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key
 MC_HIDDEN const struct mc_typedesc *mc__builtin_types(size_t *n);
 /* The built-in type of that torch 2.7 id; NULL when there is none. */
 MC_HIDDEN const struct mc_typedesc *mc__builtin_torch27(uint64_t id);
+/* Whether the file of key, of type t, is one whose hooks may change it (a Triton
+ * group file): a writer passes it through t->record, a loader through t->derive. */
+MC_HIDDEN int mc__derives(const struct mc_type *t, const char *key);
 
 #endif /* MC_TIERS_H */

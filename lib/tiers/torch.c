@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <sodium.h>
 
 #include "tiers/tiers.h"
@@ -235,6 +236,222 @@ triton_home_check(void *ud, const char *key, char *w, size_t wl)
 	    !file_name_ok(a + 1, strlen(a + 1)))
 		return why(w, wl, "expected <kernel hash>/<file name>");
 	return MC_OK;
+}
+
+/* ---- Triton's group files ----
+ * __grp__<kernel>.json lists the kernel's files by absolute path ({"child_paths":
+ * {name: path}}; Triton's remote mode writes a sorted list of names instead), and
+ * Triton only takes children whose path exists: such a file is recorded with each
+ * path being the bare name (relative to its own folder), and written back naming
+ * where the kernel lands (format/SPEC.md section 4.1). */
+
+static int
+group_key(const char *key)
+{
+	const char *base = strrchr(key, '/') != NULL ? strrchr(key, '/') + 1 : key;
+	size_t n = strlen(base);
+
+	return n >= sizeof "__grp__.json" - 1 && strncmp(base, "__grp__", 7) == 0 &&
+	       strcmp(base + n - 5, ".json") == 0;
+}
+
+int
+mc__derives(const struct mc_type *t, const char *key)
+{
+	return t != NULL && t->derive != NULL && group_key(key);
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The child names of a group file in one of the forms read, sorted bytewise (they
+ * point into *doc): 0, 1 when it is none of them, or MC_ERR_NOMEM. */
+static int
+group_parse(const unsigned char *in, size_t n, cJSON **doc, const char ***names, size_t *count)
+{
+	const char *end = NULL, *p = (const char *)in;
+	const cJSON *cp, *e;
+	size_t k = 0, i;
+
+	*doc = NULL;
+	*names = NULL;
+	/* cJSON would cut a string at an escaped NUL: such a file is kept as it is. */
+	if (n == 0 || n > MC_DERIVE_MAX || memmem(in, n, "\\u0000", 6) != NULL ||
+	    (*doc = cJSON_ParseWithLengthOpts(p, n, &end, 0)) == NULL)
+		return 1;
+	while (end != NULL && end < p + n && strchr(" \t\r\n", *end) != NULL)
+		end++;
+	if (end != p + n || !cJSON_IsObject(*doc) || (cp = (*doc)->child) == NULL ||
+	    cp->next != NULL || cp->string == NULL || strcmp(cp->string, "child_paths") != 0 ||
+	    (!cJSON_IsObject(cp) && !cJSON_IsArray(cp)))
+		return 1;
+	*count = (size_t)cJSON_GetArraySize(cp);
+	if ((*names = calloc(*count + 1, sizeof **names)) == NULL)
+		return MC_ERR_NOMEM;
+	cJSON_ArrayForEach(e, cp) {
+		const char *name = cJSON_IsArray(cp) ? e->valuestring : e->string, *last;
+		if (!cJSON_IsString(e) || name == NULL || !file_name_ok(name, strlen(name)))
+			return 1;
+		/* The dict form: a path whose last component is the name. */
+		last = strrchr(e->valuestring, '/') != NULL ? strrchr(e->valuestring, '/') + 1
+							    : e->valuestring;
+		if (!cJSON_IsArray(cp) && strcmp(last, name) != 0)
+			return 1;
+		(*names)[k++] = name;
+	}
+	qsort(*names, k, sizeof **names, name_cmp);
+	for (i = 1; i < k; i++)
+		if (strcmp((*names)[i - 1], (*names)[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* A growing output. */
+struct obuf {
+	unsigned char *p;
+	size_t n, cap;
+	int nomem;
+};
+
+static void
+put(struct obuf *o, const char *s, size_t n)
+{
+	if (o->nomem)
+		return;
+	if (o->n + n > o->cap) {
+		size_t cap = o->cap ? o->cap : 256;
+		unsigned char *p;
+		while (cap < o->n + n)
+			cap *= 2;
+		if ((p = realloc(o->p, cap)) == NULL) {
+			o->nomem = 1;
+			return;
+		}
+		o->p = p;
+		o->cap = cap;
+	}
+	memcpy(o->p + o->n, s, n);
+	o->n += n;
+}
+
+static void
+put_str(struct obuf *o, const char *s)
+{
+	put(o, s, strlen(s));
+}
+
+/* dir as a JSON string body the way Python's json.dumps (ensure_ascii) writes it;
+ * -1 when dir is not UTF-8. */
+static int
+put_json_path(struct obuf *o, const char *dir)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)dir;
+	size_t n = strlen(dir), i, len;
+	uint32_t cp;
+
+	for (i = 0; i < n; i += len) {
+		char e[6];
+		if ((len = mc__utf8_decode(s + i, n - i, &cp)) == 0)
+			return -1;
+		if (cp == '"' || cp == '\\') {
+			e[0] = '\\', e[1] = (char)cp;
+			put(o, e, 2);
+		} else if (cp >= 0x20 && cp < 0x7f) {
+			put(o, (const char *)s + i, 1);
+		} else if (cp >= '\b' && cp <= '\r' && cp != '\v') {
+			e[0] = '\\', e[1] = "btnvfr"[cp - '\b'];
+			put(o, e, 2);
+		} else {
+			uint32_t u[2] = {cp, 0};
+			int k, j;
+			if (cp > 0xffff) /* a surrogate pair */
+				u[0] = 0xd800 + ((cp - 0x10000) >> 10), u[1] = 0xdc00 + (cp & 0x3ff);
+			for (k = 0; k < 2 && u[k] != 0; k++) {
+				e[0] = '\\', e[1] = 'u';
+				for (j = 0; j < 4; j++)
+					e[2 + j] = hex[(u[k] >> (12 - 4 * j)) & 15];
+				put(o, e, 6);
+			}
+		}
+	}
+	return 0;
+}
+
+/* {"child_paths": {"<name>": "<dir>/<name>", ...}}, json.dumps's spacing; dir NULL:
+ * the bare names. */
+static int
+group_emit(const char *const *names, size_t k, const char *dir, unsigned char **out,
+	   size_t *outn)
+{
+	struct obuf o = {NULL, 0, 0, 0};
+	size_t i, dl = dir != NULL ? strlen(dir) : 0;
+
+	put_str(&o, "{\"child_paths\": {");
+	for (i = 0; i < k; i++) {
+		put_str(&o, i > 0 ? ", \"" : "\"");
+		put_str(&o, names[i]);
+		put_str(&o, "\": \"");
+		if (dir != NULL) {
+			if (put_json_path(&o, dir) != 0) {
+				free(o.p);
+				return MC_ERR_INVALID;
+			}
+			if (dl == 0 || dir[dl - 1] != '/')
+				put_str(&o, "/");
+		}
+		put_str(&o, names[i]);
+		put_str(&o, "\"");
+	}
+	put_str(&o, "}}");
+	if (o.nomem) {
+		free(o.p);
+		return MC_ERR_NOMEM;
+	}
+	*out = o.p;
+	*outn = o.n;
+	return MC_OK;
+}
+
+/* A group file in a form read becomes the recorded form (dir NULL) or the form
+ * written at dir; anything else is kept as it is (*out NULL). */
+static int
+group_form(const char *key, const unsigned char *in, size_t n, const char *dir,
+	   unsigned char **out, size_t *outn)
+{
+	const char **names = NULL;
+	cJSON *doc = NULL;
+	size_t k = 0;
+	int rc = MC_OK;
+
+	*out = NULL;
+	*outn = 0;
+	if (group_key(key) && (rc = group_parse(in, n, &doc, &names, &k)) == 0)
+		rc = group_emit(names, k, dir, out, outn);
+	free(names);
+	cJSON_Delete(doc);
+	return rc > 0 ? MC_OK : rc;
+}
+
+static int
+group_record(const char *key, const unsigned char *in, size_t n, unsigned char **out,
+	     size_t *outn)
+{
+	return group_form(key, in, n, NULL, out, outn);
+}
+
+static int
+group_derive(const char *key, const unsigned char *rec, size_t n, const char *dir,
+	     unsigned char **out, size_t *outn)
+{
+	*out = NULL;
+	*outn = 0;
+	if (dir == NULL || !mc__utf8_valid((const unsigned char *)dir, strlen(dir)))
+		return MC_ERR_INVALID;
+	return group_form(key, rec, n, dir, out, outn);
 }
 
 /* Any other file of a cache dir, kept when the caller asks: its relative path. */
@@ -589,10 +806,10 @@ static const struct mc_typedesc builtin[] = {
 	{"kernel_code", "inductor", 0, code_check, same_path_dest, torch_default_root, -1, -1, NULL, NULL},
 	{"gemm_timing", "inductor", 0, hex64_check, gemm_dest, torch_default_root, -1, -1, NULL, NULL},
 	{"triton", "triton", MC_TYPE_FOLDER_UNIT, triton_check, triton_dest,
-	 triton_default_root, -1, -1, NULL, NULL},
+	 triton_default_root, -1, -1, group_record, group_derive},
 	{"extra", "inductor", 0, extra_check, same_path_dest, torch_default_root, -1, -1, NULL, NULL},
 	{"triton_home", "triton_home", MC_TYPE_FOLDER_UNIT, triton_home_check, same_path_dest,
-	 triton_home_root, -1, -1, NULL, NULL},
+	 triton_home_root, -1, -1, group_record, group_derive},
 };
 
 const struct mc_typedesc *

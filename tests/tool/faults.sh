@@ -11,7 +11,7 @@ tar -xzf "$DATA/mlp-cpu-cachedir.tar.gz" -C "$T"
 run 0 "" pack -q -o "$T/all.mcache" -s "$SEC" --from-dir "$T/cache_mlp_cold" --from-dir "$T/cache_cpu_cold"
 run 0 "" pack -q -o "$T/blob.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda.megacache"
 run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/ref"
-sums() { (cd "$1" && find . -type f ! -path '*/.*' -print0 | xargs -0 -r sha256sum) | LC_ALL=C sort; }
+sums() { tree_sum "$1" visible | LC_ALL=C sort; }
 sums "$T/ref" > "$T/ref.sums"
 nref=$(wc -l < "$T/ref.sums")
 [ "$nref" -gt 200 ] && ok || bad "reference tree has only $nref files"

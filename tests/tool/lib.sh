@@ -38,9 +38,56 @@ run() {
 	return 0
 }
 
-# Lists a tree as "path size sha256" lines, to compare trees byte for byte.
-tree_sum() {
-	(cd "$1" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum)
+# Triton's group files (__grp__*.json) name their kernel's files by absolute path: a
+# bundle records them with bare names and a load writes them for where they land
+# (SPEC.md section 4). grp_form FILE [DIR] prints what Python's json.dumps writes for
+# FILE's children at folder DIR, or with bare names (the recorded form) without DIR.
+grp_form() {
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1], encoding="utf-8"))["child_paths"]
+d = sys.argv[2] if len(sys.argv) > 2 else None
+print(json.dumps({"child_paths": {n: n if d is None else d + "/" + n for n in sorted(c)}}), end="")' "$@"
+}
+
+# Lists a tree as "sha256  ./path" lines, to compare trees byte for byte: tree_sum DIR
+# [visible] (visible: leaves out hidden files). A group file that names its own
+# folder is listed with the sum of its recorded form, so that trees loaded into two
+# places compare equal; src_sum DIR lists every group file so, whatever it names (the
+# cache a bundle was packed from).
+tree_sum() { _sums "$1" own "${2:-}"; }
+src_sum() { _sums "$1" any ""; }
+_sums() {
+	/usr/bin/python3 - "$@" <<'EOF'
+import hashlib, json, os, sys
+root, mode, visible = sys.argv[1], sys.argv[2], sys.argv[3] == "visible"
+
+def form(names, d):
+    return json.dumps({"child_paths": {n: n if d is None else d + "/" + n for n in names}}).encode()
+
+def recorded(data, folder):
+    try:
+        names = sorted(json.loads(data)["child_paths"])
+    except (ValueError, KeyError, TypeError):
+        return data
+    if mode == "any" or data == form(names, folder):
+        return form(names, None)
+    return data
+
+rows = []
+for dp, dns, fns in os.walk(root):
+    for fn in fns:
+        p = os.path.join(dp, fn)
+        rel = "./" + os.path.relpath(p, root)
+        if os.path.islink(p) or (visible and "/." in rel[1:]):
+            continue
+        with open(p, "rb") as f:
+            data = f.read()
+        if fn.startswith("__grp__") and fn.endswith(".json"):
+            data = recorded(data, os.path.abspath(dp))
+        rows.append((rel.encode(), hashlib.sha256(data).hexdigest()))
+for rel, h in sorted(rows):
+    print(h + "  " + rel.decode())
+EOF
 }
 
 finish() {

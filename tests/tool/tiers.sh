@@ -27,8 +27,8 @@ grep -q "notes.txt" "$T/out" && bad "unknown file was packed" || ok
 
 # Load: every file but the skipped ones, byte for byte; no empty folder, no temp folder.
 run 0 "" load "$T/b.mcache" -p "$PUB" --cache-dir "$T/warm"
-(cd "$SRC" && find . -type f ! -path './odd/*' ! -path './triton/0/tmp.*' | sort | xargs sha256sum) > "$T/want"
-(cd "$T/warm" && find . -type f | sort | xargs sha256sum) > "$T/got"
+src_sum "$SRC" | grep -v -e ' \./odd/' -e ' \./triton/0/tmp\.' > "$T/want"
+tree_sum "$T/warm" > "$T/got"
 check "cache dir reproduced byte for byte" cmp -s "$T/want" "$T/got"
 [ ! -e "$T/warm/empty" ] && ok || bad "an empty folder was created"
 [ -z "$(find "$T/warm" -name '.*.tmp')" ] && ok || bad "temp folders left behind"
@@ -38,7 +38,7 @@ touch -d 2001-01-01 "$T/warm/triton/0/$K"/*
 rm "$T/warm/triton/0/4EZKWCJAMJOFUBJSA7CVHLDBLWWYSLPH5NKI6ZRGKA6Z2VZHQQCQ"/*.cubin
 run 0 "" load "$T/b.mcache" -p "$PUB" --cache-dir "$T/warm" --json
 [ -z "$(find "$T/warm/triton/0/$K" -type f -newermt 2002-01-01)" ] && ok || bad "a complete kernel folder was rewritten"
-(cd "$T/warm" && find . -type f | sort | xargs sha256sum) > "$T/got"
+tree_sum "$T/warm" > "$T/got"
 check "incomplete kernel folder completed" cmp -s "$T/want" "$T/got"
 n=$(grep -c '"action":[[:space:]]*"installed"' "$T/out")
 [ "$n" = 1 ] && ok || bad "second load installed $n files, expected the 1 missing"
@@ -52,8 +52,8 @@ TRITON_CACHE_DIR="$T/flat2" run 0 "" load "$T/b.mcache" -p "$PUB" --cache-dir "$
 # ... and a flat Triton cache packs back (as device 0).
 run 0 "" pack -q -o "$T/flat.mcache" --from-triton-dir "$T/flat"
 run 0 "" load "$T/flat.mcache" --insecure-no-verify --cache-dir "$T/w4"
-(cd "$T/flat" && find . -type f | sort | xargs sha256sum) > "$T/want-flat"
-(cd "$T/w4/triton/0" && find . -type f | sort | xargs sha256sum) > "$T/got-flat"
+tree_sum "$T/flat" > "$T/want-flat"
+tree_sum "$T/w4/triton/0" > "$T/got-flat"
 check "flat Triton cache round trip" cmp -s "$T/want-flat" "$T/got-flat"
 
 # Export to torch's formats keeps the types each holds and says what it left out.
