@@ -285,6 +285,7 @@ int
 mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key, const unsigned char *sha256,
 	     char *buf, size_t buflen)
 {
+	char first;
 	int rc;
 
 	if ((rc = mc__key_check(ctx, t, key)) != MC_OK)
@@ -292,10 +293,15 @@ mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key, const unsign
 	if ((t->flags & MC_TYPE_WANTS_SHA256) && sha256 == NULL)
 		return mc__err(ctx, MC_ERR_MANIFEST, "%s artifact '%.200s' has no sha256", t->name, key);
 	buf[0] = '\0';
+	/* A built-in handler may tell why it failed (its tier's root cannot be told) on the
+	 * context: its message is kept; an earlier one is left as it was otherwise. */
+	first = ctx->err[0];
 	ctx->err[0] = '\0';
 	rc = t->dest_path(t->ud, key, (t->flags & MC_TYPE_WANTS_SHA256) ? sha256 : NULL, buf, buflen);
 	if (rc != MC_OK && ctx->err[0] != '\0')
-		return rc; /* a built-in handler told why (its tier's root cannot be told) */
+		return rc;
+	if (ctx->err[0] == '\0')
+		ctx->err[0] = first;
 	if (rc != MC_OK || memchr(buf, '\0', buflen) == NULL)
 		return mc__err(ctx, MC_ERR_BAD_KEY, "%s key '%.200s': handler gave no destination",
 			       t->name, key);
