@@ -183,30 +183,29 @@ gemm_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, siz
 	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
 }
 
+/* "<kernel hash>/<file name>": a Triton kernel folder's file, the key of triton_home
+ * and the rest of a triton key after its device index. */
+static int
+kernel_file_ok(const char *s)
+{
+	const char *a = strchr(s, '/');
+	size_t hl = a != NULL ? (size_t)(a - s) : 0;
+
+	return hl > 0 && hl <= 128 &&
+	       all_in(s, hl, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") &&
+	       file_name_ok(a + 1, strlen(a + 1));
+}
+
 /* Triton kernels: "<device index>/<kernel hash>/<file>". Installed in the triton tier:
  * <inductor root>/triton keeps the device level; a root set by TRITON_CACHE_DIR or by
  * the caller has none. */
 static int
-triton_split(const char *key, size_t *dev_len, size_t *hash_len)
-{
-	const char *a = strchr(key, '/'), *b = a ? strchr(a + 1, '/') : NULL;
-
-	if (a == NULL || b == NULL)
-		return -1;
-	*dev_len = (size_t)(a - key);
-	*hash_len = (size_t)(b - a - 1);
-	return 0;
-}
-
-static int
 triton_check(void *ud, const char *key, char *w, size_t wl)
 {
-	size_t dl, hl;
+	const char *a = strchr(key, '/');
+	size_t dl = a != NULL ? (size_t)(a - key) : 0;
 
-	if (triton_split(key, &dl, &hl) != 0 || dl == 0 || dl > 3 || !all_in(key, dl, "0123456789") ||
-	    hl == 0 || hl > 128 ||
-	    !all_in(key + dl + 1, hl, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ||
-	    !file_name_ok(key + dl + hl + 2, strlen(key + dl + hl + 2)))
+	if (dl == 0 || dl > 3 || !all_in(key, dl, "0123456789") || !kernel_file_ok(a + 1))
 		return why(w, wl, "expected <device index>/<kernel hash>/<file name>");
 	return MC_OK;
 }
@@ -228,12 +227,7 @@ triton_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, s
 static int
 triton_home_check(void *ud, const char *key, char *w, size_t wl)
 {
-	const char *a = strchr(key, '/');
-	size_t hl = a != NULL ? (size_t)(a - key) : 0;
-
-	if (hl == 0 || hl > 128 ||
-	    !all_in(key, hl, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ||
-	    !file_name_ok(a + 1, strlen(a + 1)))
+	if (!kernel_file_ok(key))
 		return why(w, wl, "expected <kernel hash>/<file name>");
 	return MC_OK;
 }
