@@ -105,14 +105,20 @@ MC_API const char *mc_ctx_error(const mc_ctx *ctx);
  * The folder need not exist yet. */
 MC_API MC_MUST_CHECK int mc_ctx_set_tier_root(mc_ctx *ctx, const char *tier, const char *path);
 
-/* The root folder of a tier: the one set, else the default. The default of tier
- * "inductor" is resolved as torch resolves it: $TORCHINDUCTOR_CACHE_DIR, else
- * <tmp>/torchinductor_<user> with <tmp> = $TMPDIR or /tmp and <user> from $LOGNAME,
- * $USER, $LNAME, $USERNAME or the password database, with each of \ / : * ? " < > |
- * replaced by _. The default of tier "triton" is $TRITON_CACHE_DIR (kernels directly
- * in it), else <inductor root>/triton (a folder per device index); a triton root set
- * with mc_ctx_set_tier_root() is taken to have no device level, like
- * $TRITON_CACHE_DIR. Other tiers have no default. *path is owned by ctx. */
+/* The root folder of a tier: the one set, else the default, resolved as torch and
+ * Triton resolve it. Tier "inductor": $TORCHINDUCTOR_CACHE_DIR, else
+ * <tmp>/torchinductor_<user>. <tmp> follows Python's tempfile.gettempdir(): the first
+ * of $TMPDIR, $TEMP, $TMP (where set and not empty), /tmp, /var/tmp, /usr/tmp and the
+ * working folder that a file can be created in. <user> is the first non-empty of
+ * $LOGNAME, $USER, $LNAME, $USERNAME, else the password database's name, with each of
+ * \ / : * ? " < > | replaced by _. Tier "triton": $TRITON_CACHE_DIR (kernels directly
+ * in it), else <inductor root>/triton (kernels in <inductor root>/triton/<device>, a
+ * folder per device index); a triton root set with mc_ctx_set_tier_root() is taken to
+ * have no device level, like $TRITON_CACHE_DIR. Tier "triton_home" (Triton's own
+ * cache): $TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache, TRITON_HOME falling back
+ * to $HOME (else the password database's home folder). A variable torch or Triton
+ * would fail on (set but empty; for Triton's, starting with white space), or a home
+ * folder that is not absolute, is an error. Other tiers have no default. *path is owned by ctx. */
 MC_API MC_MUST_CHECK int mc_ctx_tier_root(mc_ctx *ctx, const char *tier, const char **path);
 
 /* Handler callbacks of an artifact type.
