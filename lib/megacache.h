@@ -69,6 +69,10 @@ enum {
 	MC_ERR_LABEL = -23         /* a label the caller requires is missing or differs */
 };
 
+/* The version of the library in use, MC_VERSION_STRING as it was built: a binding
+ * loaded at run time compares it with the one it was written for. Static storage. */
+MC_API const char *mc_version(void);
+
 /* A fixed English description of a status code. Never NULL; static storage. */
 MC_API const char *mc_strerror(int status);
 

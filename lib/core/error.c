@@ -1,5 +1,6 @@
 /*
- * error.c - status codes to text, and the error text kept on a context.
+ * error.c - the library's version, status codes to text, and the error text kept on a
+ * context.
  */
 #include "config.h"
 
@@ -8,6 +9,12 @@
 #include <string.h>
 
 #include "core/core.h"
+
+const char *
+mc_version(void)
+{
+	return MC_VERSION_STRING;
+}
 
 const char *
 mc_strerror(int status)
