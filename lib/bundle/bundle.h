@@ -101,6 +101,11 @@ MC_HIDDEN void mc__parts_remove(struct mc_parts *p);
 MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *key,
 				   const char *path, uint64_t offset, uint64_t size,
 				   size_t *object_out);
+/* Records an artifact whose content is len bytes at data (copied), as
+ * mc_writer_add_memory() does but counting no source; *object_out (may be NULL) gets
+ * the index of its object. */
+MC_HIDDEN int mc__writer_add_bytes(mc_writer *w, const char *type, const char *key,
+				   const void *data, size_t len, size_t *object_out);
 MC_HIDDEN mc_ctx *mc__writer_ctx(mc_writer *w);
 /* Runs cleanup(arg) when the writer is freed. */
 MC_HIDDEN int mc__writer_adopt(mc_writer *w, void (*cleanup)(void *), void *arg);

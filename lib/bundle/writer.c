@@ -343,7 +343,8 @@ check_artifact(mc_writer *w, const char *type, const char *key, const struct mc_
 }
 
 int
-mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void *data, size_t len)
+mc__writer_add_bytes(mc_writer *w, const char *type, const char *key, const void *data,
+		     size_t len, size_t *object_out)
 {
 	unsigned char sha[32];
 	const struct mc_type *t;
@@ -351,8 +352,6 @@ mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void
 	uint32_t idx;
 	int rc, found;
 
-	if (w == NULL || type == NULL || key == NULL || (data == NULL && len > 0))
-		return MC_ERR_INVALID;
 	if ((rc = check_artifact(w, type, key, &t)) != MC_OK)
 		return rc;
 	if ((uint64_t)len > w->ctx->max_artifact_bytes)
@@ -371,9 +370,23 @@ mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void
 		    (rc = new_object(w, &o, &idx)) != MC_OK)
 			return rc;
 	}
+	if (object_out != NULL)
+		*object_out = idx;
+	return add_artifact(w, type, key, idx, len, (t->flags & MC_TYPE_WANTS_SHA256) ? sha : NULL);
+}
+
+int
+mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void *data, size_t len)
+{
+	int rc;
+
+	if (w == NULL || type == NULL || key == NULL || (data == NULL && len > 0))
+		return MC_ERR_INVALID;
+	if ((rc = mc__writer_add_bytes(w, type, key, data, len, NULL)) != MC_OK)
+		return rc;
 	w->only_blob = 0;
 	w->nsources++;
-	return add_artifact(w, type, key, idx, len, (t->flags & MC_TYPE_WANTS_SHA256) ? sha : NULL);
+	return MC_OK;
 }
 
 int
