@@ -220,6 +220,12 @@ MC_API MC_MUST_CHECK int mc_writer_add_file(mc_writer *w, const char *type, cons
 					    const char *path);
 /* Records every artifact of a torch blob (torch.compiler.save_cache_artifacts()). */
 MC_API MC_MUST_CHECK int mc_writer_add_torch_blob(mc_writer *w, const char *path);
+/* The same for a blob of len bytes in memory (the bytes torch.compiler.
+ * save_cache_artifacts() returns); the bytes are copied, data may be freed on return.
+ * It records what the file would: the same artifacts, groups and labels. Messages name
+ * it "torch blob in memory". */
+MC_API MC_MUST_CHECK int mc_writer_add_torch_blob_memory(mc_writer *w, const void *data,
+							 size_t len);
 
 /* What a cache-dir scan did with one file: recorded as an artifact, or skipped. */
 enum { MC_SCAN_RECORDED = 0, MC_SCAN_SKIPPED = 1 };

@@ -12,7 +12,7 @@
 struct mc_tb_item {
 	char *type;
 	char *key;
-	uint64_t offset; /* of content within the blob file */
+	uint64_t offset; /* of content within the blob (file or memory) */
 	uint64_t size;
 	size_t group;
 };
@@ -28,7 +28,13 @@ struct mc_tb {
 	char *env_aot_key;
 };
 
+/* The name of a blob given in memory, in messages. */
+#define MC_TB_IN_MEMORY "torch blob in memory"
+
 MC_HIDDEN int mc__torch_blob_parse(mc_ctx *ctx, const char *path, struct mc_tb *tb);
+/* The same for a blob of len bytes at data; items' offsets are into data. */
+MC_HIDDEN int mc__torch_blob_parse_mem(mc_ctx *ctx, const void *data, size_t len,
+				       struct mc_tb *tb);
 MC_HIDDEN void mc__torch_blob_free(struct mc_tb *tb);
 
 

@@ -8,7 +8,8 @@
  *                  strings base64 or raw: copies of both exist, told apart by the bytes
  *  vLLM envelope:  u32 crc32, bytes torch_key, str aot key (base64), bytes blob (current)
  * A parsed blob's artifacts are recorded into a writer (mc_writer_add_torch_blob) as
- * ranges of the blob file, its groups kept as the layout an export gives back.
+ * ranges of the blob file, or copied from a blob in memory
+ * (mc_writer_add_torch_blob_memory), its groups kept as the layout an export gives back.
  */
 #include "config.h"
 
@@ -41,13 +42,34 @@ mc__torch_blob_free(struct mc_tb *tb)
 	memset(tb, 0, sizeof *tb);
 }
 
+/* A blob being read: a file (fd), or bytes in memory (mem, when not NULL). path names
+ * it in messages. */
 struct tbr {
 	mc_ctx *ctx;
 	const char *path;
 	int fd;
+	const unsigned char *mem;
 	uint64_t pos, size;
 	int raw_strings; /* 2.7 copies without base64 */
 };
+
+/* Up to n bytes at off, as pread() gives them; off is at most r->size. */
+static ssize_t
+tb_pread(const struct tbr *r, void *buf, size_t n, uint64_t off)
+{
+	ssize_t got;
+
+	if (r->mem != NULL) {
+		if (n > r->size - off)
+			n = (size_t)(r->size - off);
+		memcpy(buf, r->mem + off, n);
+		return (ssize_t)n;
+	}
+	do
+		got = pread(r->fd, buf, n, (off_t)off);
+	while (got < 0 && errno == EINTR);
+	return got;
+}
 
 static int
 tb_bad(struct tbr *r, const char *what)
@@ -63,9 +85,7 @@ tb_read(struct tbr *r, void *buf, size_t n, const char *what)
 
 	if (r->size - r->pos < n)
 		return tb_bad(r, what);
-	do
-		got = pread(r->fd, buf, n, (off_t)r->pos);
-	while (got < 0 && errno == EINTR);
+	got = tb_pread(r, buf, n, r->pos);
 	if (got < 0)
 		return mc__errno(r->ctx, MC_ERR_IO, "cannot read", r->path);
 	if ((size_t)got != n)
@@ -136,9 +156,7 @@ crc_matches(struct tbr *r, int *match)
 		return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
 	while (off < r->size) {
 		size_t want = r->size - off < MC_IO_CHUNK ? (size_t)(r->size - off) : MC_IO_CHUNK;
-		ssize_t got = pread(r->fd, buf, want, (off_t)off);
-		if (got < 0 && errno == EINTR)
-			continue;
+		ssize_t got = tb_pread(r, buf, want, off);
 		if (got <= 0) {
 			if (got == 0)
 				errno = 0;
@@ -279,7 +297,7 @@ peek_u64(struct tbr *r, uint64_t at, int *ok)
 {
 	unsigned char b[8];
 
-	*ok = at + 8 <= r->size && pread(r->fd, b, 8, (off_t)at) == 8;
+	*ok = at + 8 <= r->size && tb_pread(r, b, 8, at) == 8;
 	return *ok ? mc__be64(b) : 0;
 }
 
@@ -384,64 +402,114 @@ parse_crc_bad(struct tbr *r, struct mc_tb *tb)
 			   : tb_bad(r, "not a torch cache blob of any known format");
 }
 
-int
-mc__torch_blob_parse(mc_ctx *ctx, const char *path, struct mc_tb *tb)
+/* Parses the blob r opens (r->size set), whichever its format. */
+static int
+tb_parse(struct tbr *r, struct mc_tb *tb)
 {
-	struct tbr r = {ctx, path, -1, 0, 0, 0};
-	struct stat st;
 	int rc, crc_ok = 0;
 
-	memset(tb, 0, sizeof *tb);
-	if ((rc = mc__open_regular(ctx, path, &r.fd, &st)) != MC_OK)
-		return rc;
-	r.size = (uint64_t)st.st_size;
-	if ((rc = crc_matches(&r, &crc_ok)) == MC_OK)
-		rc = crc_ok ? parse_crc_ok(&r, tb) : parse_crc_bad(&r, tb);
+	if ((rc = crc_matches(r, &crc_ok)) == MC_OK)
+		rc = crc_ok ? parse_crc_ok(r, tb) : parse_crc_bad(r, tb);
 	if (rc == MC_OK && tb->nitems == 0)
-		rc = mc__err(ctx, MC_ERR_TORCH_FORMAT, "%s: the torch cache blob holds no artifacts", path);
-	close(r.fd);
+		rc = mc__err(r->ctx, MC_ERR_TORCH_FORMAT, "%s: the torch cache blob holds no artifacts",
+			     r->path);
 	if (rc != MC_OK)
 		mc__torch_blob_free(tb);
 	return rc;
 }
 
-/* Records a blob's artifacts, and its groups as the layout an export gives back. */
 int
-mc_writer_add_torch_blob(mc_writer *w, const char *path)
+mc__torch_blob_parse(mc_ctx *ctx, const char *path, struct mc_tb *tb)
 {
-	mc_ctx *ctx;
-	struct mc_tb tb;
+	struct tbr r = {ctx, path, -1, NULL, 0, 0, 0};
+	struct stat st;
+	int rc;
+
+	memset(tb, 0, sizeof *tb);
+	if ((rc = mc__open_regular(ctx, path, &r.fd, &st)) != MC_OK)
+		return rc;
+	r.size = (uint64_t)st.st_size;
+	rc = tb_parse(&r, tb);
+	close(r.fd);
+	return rc;
+}
+
+int
+mc__torch_blob_parse_mem(mc_ctx *ctx, const void *data, size_t len, struct mc_tb *tb)
+{
+	struct tbr r = {ctx, MC_TB_IN_MEMORY, -1, data, 0, len, 0};
+
+	memset(tb, 0, sizeof *tb);
+	if (r.mem == NULL)
+		r.mem = (const unsigned char *)"";
+	return tb_parse(&r, tb);
+}
+
+/* Records a parsed blob's artifacts, and its groups as the layout an export gives
+ * back: contents as ranges of the file path, or copied from data (the blob in memory,
+ * when not NULL); name names the blob in messages. */
+static int
+record_blob(mc_writer *w, const char *name, const char *path, const unsigned char *data,
+	    const struct mc_tb *tb)
+{
+	mc_ctx *ctx = mc__writer_ctx(w);
 	size_t i, obj;
 	int rc;
 
-	if (w == NULL || path == NULL)
-		return MC_ERR_INVALID;
-	ctx = mc__writer_ctx(w);
-	if ((rc = mc__torch_blob_parse(ctx, path, &tb)) != MC_OK)
+	if ((rc = mc__writer_blob_groups(w, tb->gtypes, tb->ngroups)) != MC_OK)
 		return rc;
-	if ((rc = mc__writer_blob_groups(w, tb.gtypes, tb.ngroups)) != MC_OK) {
-		mc__torch_blob_free(&tb);
-		return rc;
-	}
-	for (i = 0; rc == MC_OK && i < tb.nitems; i++) {
-		struct mc_tb_item *it = &tb.items[i];
+	for (i = 0; rc == MC_OK && i < tb->nitems; i++) {
+		const struct mc_tb_item *it = &tb->items[i];
 
-		rc = mc__writer_add_range(w, it->type, it->key, path, it->offset, it->size, &obj);
+		if (data != NULL)
+			rc = mc__writer_add_bytes(w, it->type, it->key, data + it->offset,
+						  (size_t)it->size, &obj);
+		else
+			rc = mc__writer_add_range(w, it->type, it->key, path, it->offset, it->size,
+						  &obj);
 		if (rc != MC_OK) {
 			char msg[MC_ERRBUF];
 			snprintf(msg, sizeof msg, "%s", ctx->err);
-			mc__err(ctx, rc, "%s: artifact %zu: %s", path, i + 1, msg);
+			mc__err(ctx, rc, "%s: artifact %zu: %s", name, i + 1, msg);
 			break;
 		}
 		rc = mc__writer_blob_entry(w, it->group, it->key, obj);
 	}
-	if (rc == MC_OK && tb.env_torch_key != NULL)
-		rc = mc_writer_set_label(w, "vllm.torch_key", tb.env_torch_key);
-	if (rc == MC_OK && tb.env_aot_key != NULL &&
-	    mc__label_value_ok(tb.env_aot_key, NULL, 0))
-		rc = mc_writer_set_label(w, "vllm.aot_key", tb.env_aot_key);
-	mc__writer_blob_done(w, tb.layout);
+	if (rc == MC_OK && tb->env_torch_key != NULL)
+		rc = mc_writer_set_label(w, "vllm.torch_key", tb->env_torch_key);
+	if (rc == MC_OK && tb->env_aot_key != NULL &&
+	    mc__label_value_ok(tb->env_aot_key, NULL, 0))
+		rc = mc_writer_set_label(w, "vllm.aot_key", tb->env_aot_key);
+	mc__writer_blob_done(w, tb->layout);
+	return rc;
+}
+
+int
+mc_writer_add_torch_blob(mc_writer *w, const char *path)
+{
+	struct mc_tb tb;
+	int rc;
+
+	if (w == NULL || path == NULL)
+		return MC_ERR_INVALID;
+	if ((rc = mc__torch_blob_parse(mc__writer_ctx(w), path, &tb)) != MC_OK)
+		return rc;
+	rc = record_blob(w, path, path, NULL, &tb);
 	mc__torch_blob_free(&tb);
 	return rc;
 }
 
+int
+mc_writer_add_torch_blob_memory(mc_writer *w, const void *data, size_t len)
+{
+	struct mc_tb tb;
+	int rc;
+
+	if (w == NULL || (data == NULL && len > 0))
+		return MC_ERR_INVALID;
+	if ((rc = mc__torch_blob_parse_mem(mc__writer_ctx(w), data, len, &tb)) != MC_OK)
+		return rc;
+	rc = record_blob(w, MC_TB_IN_MEMORY, NULL, data, &tb);
+	mc__torch_blob_free(&tb);
+	return rc;
+}
