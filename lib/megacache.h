@@ -196,6 +196,13 @@ MC_API MC_MUST_CHECK int mc_pubkey_load(mc_ctx *ctx, const char *path_or_base64,
 /* Reads a secret key file; pw is called only when the key is encrypted. */
 MC_API MC_MUST_CHECK int mc_seckey_load(mc_ctx *ctx, const char *path, mc_password_fn pw,
 					void *pw_ud, mc_seckey **out);
+/* The same from text instead of a file: the contents of a public key file, or a bare
+ * base64 public key (56 characters "RW...", a line end after it allowed); the contents
+ * of a secret key file. Messages name them "public key text" and "secret key text".
+ * The text stays the caller's; the copies of secret bytes made from it are wiped. */
+MC_API MC_MUST_CHECK int mc_pubkey_from_text(mc_ctx *ctx, const char *text, mc_pubkey **out);
+MC_API MC_MUST_CHECK int mc_seckey_from_text(mc_ctx *ctx, const char *text, mc_password_fn pw,
+					     void *pw_ud, mc_seckey **out);
 MC_API void mc_pubkey_free(mc_pubkey *pk);
 MC_API void mc_seckey_free(mc_seckey *sk);
 /* The key id as minisign prints it: 16 upper-case hex digits. Owned by the key. */

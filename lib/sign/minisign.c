@@ -246,40 +246,34 @@ key_payload(mc_ctx *ctx, const char *what, const char *text, const char **b64, s
 	return MC_OK;
 }
 
-int
-mc_pubkey_load(mc_ctx *ctx, const char *arg, mc_pubkey **out)
+/* A bare base64 key (minisign's -P form): 56 characters starting "RW", and in a text
+ * perhaps a line end. */
+static int
+bare_pubkey(const char *s, int line_end)
+{
+	size_t n = strlen(s);
+
+	if (line_end && n > 0 && s[n - 1] == '\n')
+		n -= n > 1 && s[n - 2] == '\r' ? 2 : 1;
+	return n == 56 && strncmp(s, "RW", 2) == 0;
+}
+
+/* A public key from text: a key file's contents, or a bare base64 key (bare set); name
+ * names it in messages. */
+static int
+pubkey_text(mc_ctx *ctx, const char *name, const char *text, int bare, mc_pubkey **out)
 {
 	unsigned char bin[PK_BYTES + 8];
-	char *text = NULL;
-	const char *b64;
-	size_t b64len, n;
+	const char *b64 = text;
+	size_t b64len = 56, n;
 	mc_pubkey *pk;
 	int rc;
 
-	if (ctx == NULL || arg == NULL || out == NULL)
-		return MC_ERR_INVALID;
-	*out = NULL;
-	if ((rc = mc__crypto_init(ctx)) != MC_OK)
+	if (!bare && (rc = key_payload(ctx, name, text, &b64, &b64len)) != MC_OK)
 		return rc;
-	/* A bare base64 key (minisign's -P form) is 56 characters starting "RW". */
-	if (strlen(arg) == 56 && strncmp(arg, "RW", 2) == 0 &&
-	    access(arg, F_OK) != 0) {
-		b64 = arg;
-		b64len = 56;
-	} else {
-		if ((rc = mc__read_small_file(ctx, arg, KEYFILE_MAX, &text, &n)) != MC_OK)
-			return rc;
-		if ((rc = key_payload(ctx, arg, text, &b64, &b64len)) != MC_OK) {
-			free(text);
-			return rc;
-		}
-	}
 	if (mc__b64_decode(b64, b64len, bin, sizeof bin, &n) != 0 || n != PK_BYTES ||
-	    memcmp(bin, "Ed", 2) != 0) {
-		free(text);
-		return mc__err(ctx, MC_ERR_KEYFILE, "%s: not a minisign Ed25519 public key", arg);
-	}
-	free(text);
+	    memcmp(bin, "Ed", 2) != 0)
+		return mc__err(ctx, MC_ERR_KEYFILE, "%s: not a minisign Ed25519 public key", name);
 	if ((pk = calloc(1, sizeof *pk)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	memcpy(pk->keynum, bin + 2, 8);
@@ -287,6 +281,40 @@ mc_pubkey_load(mc_ctx *ctx, const char *arg, mc_pubkey **out)
 	mc__keyid_str(pk->keynum, pk->id);
 	*out = pk;
 	return MC_OK;
+}
+
+int
+mc_pubkey_load(mc_ctx *ctx, const char *arg, mc_pubkey **out)
+{
+	char *text = NULL;
+	size_t n;
+	int rc;
+
+	if (ctx == NULL || arg == NULL || out == NULL)
+		return MC_ERR_INVALID;
+	*out = NULL;
+	if ((rc = mc__crypto_init(ctx)) != MC_OK)
+		return rc;
+	if (bare_pubkey(arg, 0) && access(arg, F_OK) != 0)
+		return pubkey_text(ctx, arg, arg, 1, out);
+	if ((rc = mc__read_small_file(ctx, arg, KEYFILE_MAX, &text, &n)) != MC_OK)
+		return rc;
+	rc = pubkey_text(ctx, arg, text, 0, out);
+	free(text);
+	return rc;
+}
+
+int
+mc_pubkey_from_text(mc_ctx *ctx, const char *text, mc_pubkey **out)
+{
+	int rc;
+
+	if (ctx == NULL || text == NULL || out == NULL)
+		return MC_ERR_INVALID;
+	*out = NULL;
+	if ((rc = mc__crypto_init(ctx)) != MC_OK)
+		return rc;
+	return pubkey_text(ctx, "public key text", text, bare_pubkey(text, 1), out);
 }
 
 /* Decrypts the scrypt-encrypted secret key file bytes bin in place, with the password
@@ -345,14 +373,44 @@ unlock_seckey(mc_ctx *ctx, const char *path, unsigned char *bin, mc_password_fn 
 	return MC_OK;
 }
 
-int
-mc_seckey_load(mc_ctx *ctx, const char *path, mc_password_fn pw, void *pw_ud, mc_seckey **out)
+/* A secret key from a key file's contents, text; name names it in messages. The
+ * decoded bytes are wiped. */
+static int
+seckey_text(mc_ctx *ctx, const char *name, const char *text, mc_password_fn pw, void *pw_ud,
+	    mc_seckey **out)
 {
-	unsigned char *bin = NULL;
-	char *text = NULL;
+	unsigned char *bin;
 	const char *b64;
 	size_t b64len, n;
 	mc_seckey *sk;
+	int rc;
+
+	if ((rc = key_payload(ctx, name, text, &b64, &b64len)) != MC_OK)
+		return rc;
+	if ((bin = sodium_malloc(SK_BYTES + 8)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	if (mc__b64_decode(b64, b64len, bin, SK_BYTES + 8, &n) != 0 || n != SK_BYTES ||
+	    memcmp(bin, "Ed", 2) != 0 || memcmp(bin + 4, "B2", 2) != 0)
+		rc = mc__err(ctx, MC_ERR_KEYFILE, "%s: not a minisign Ed25519 secret key", name);
+	else
+		rc = unlock_seckey(ctx, name, bin, pw, pw_ud);
+	if (rc == MC_OK && (sk = seckey_alloc()) == NULL)
+		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	if (rc == MC_OK) {
+		memcpy(sk->keynum, bin + 54, 8);
+		memcpy(sk->sk, bin + 62, 64);
+		mc__keyid_str(sk->keynum, sk->id);
+		*out = sk;
+	}
+	sodium_free(bin);
+	return rc;
+}
+
+int
+mc_seckey_load(mc_ctx *ctx, const char *path, mc_password_fn pw, void *pw_ud, mc_seckey **out)
+{
+	char *text = NULL;
+	size_t n;
 	int rc;
 
 	if (ctx == NULL || path == NULL || out == NULL)
@@ -362,34 +420,24 @@ mc_seckey_load(mc_ctx *ctx, const char *path, mc_password_fn pw, void *pw_ud, mc
 		return rc;
 	if ((rc = mc__read_small_file(ctx, path, KEYFILE_MAX, &text, &n)) != MC_OK)
 		return rc;
-	if ((rc = key_payload(ctx, path, text, &b64, &b64len)) != MC_OK)
-		goto done;
-	if ((bin = sodium_malloc(SK_BYTES + 8)) == NULL) {
-		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		goto done;
-	}
-	if (mc__b64_decode(b64, b64len, bin, SK_BYTES + 8, &n) != 0 || n != SK_BYTES ||
-	    memcmp(bin, "Ed", 2) != 0 || memcmp(bin + 4, "B2", 2) != 0) {
-		rc = mc__err(ctx, MC_ERR_KEYFILE, "%s: not a minisign Ed25519 secret key", path);
-		goto done;
-	}
-	if ((rc = unlock_seckey(ctx, path, bin, pw, pw_ud)) != MC_OK)
-		goto done;
-	if ((sk = seckey_alloc()) == NULL) {
-		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		goto done;
-	}
-	memcpy(sk->keynum, bin + 54, 8);
-	memcpy(sk->sk, bin + 62, 64);
-	mc__keyid_str(sk->keynum, sk->id);
-	*out = sk;
-done:
-	if (text != NULL) {
-		sodium_memzero(text, strlen(text));
-		free(text);
-	}
-	sodium_free(bin);
+	rc = seckey_text(ctx, path, text, pw, pw_ud, out);
+	sodium_memzero(text, n);
+	free(text);
 	return rc;
+}
+
+int
+mc_seckey_from_text(mc_ctx *ctx, const char *text, mc_password_fn pw, void *pw_ud,
+		    mc_seckey **out)
+{
+	int rc;
+
+	if (ctx == NULL || text == NULL || out == NULL)
+		return MC_ERR_INVALID;
+	*out = NULL;
+	if ((rc = mc__crypto_init(ctx)) != MC_OK)
+		return rc;
+	return seckey_text(ctx, "secret key text", text, pw, pw_ud, out);
 }
 
 /* Why the comment c of n bytes cannot be signed or read, or NULL when it can. */
