@@ -374,6 +374,13 @@ MC_API MC_MUST_CHECK int mc_bundle_export_torch(mc_bundle *b, const char *out_pa
  * and reported to left_out (may be NULL) with what = MC_LOAD_PLANNED and dest NULL. */
 MC_API MC_MUST_CHECK int mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format,
 						   mc_artifact_fn left_out, void *ud);
+/* The same with the blob in memory: *data (*len bytes) is owned by b and valid until
+ * the next mc_bundle_export_torch_memory() on b or mc_bundle_free(b); on failure *data
+ * is NULL and *len 0. The contents are parked in a temp folder made in $TMPDIR (or
+ * /tmp), removed before return, and the blob is held once, at its size. */
+MC_API MC_MUST_CHECK int mc_bundle_export_torch_memory(mc_bundle *b, int format,
+						       const void **data, size_t *len,
+						       mc_artifact_fn left_out, void *ud);
 
 /* Differences between two bundles' artifacts, by (type, key), in (type, key) order:
  * what is MC_DIFF_ADDED (only in b), MC_DIFF_REMOVED (only in a) or MC_DIFF_CHANGED

@@ -37,6 +37,7 @@ struct mc_bundle {
 	unsigned char *sel; /* per artifact, from the plan: 1 when it is to be installed */
 	struct mc_acur cur; /* what mc_bundle_artifact() reads with */
 	char hex[MC_HASH_HEX]; /* what mc_bundle_artifact() last gave as hash */
+	unsigned char *torch_blob; /* what mc_bundle_export_torch_memory() last gave */
 };
 
 /* Receives each object's content while the reader streams it. */

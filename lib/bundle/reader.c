@@ -400,6 +400,7 @@ mc_bundle_free(mc_bundle *b)
 	free(b->types);
 	free(b->sel);
 	mc__acur_free(&b->cur);
+	free(b->torch_blob);
 	free(b);
 }
 

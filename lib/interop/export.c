@@ -1,11 +1,13 @@
 /*
  * export.c - a torch blob made from a verified bundle: the layout the bundle recorded,
- * or one group per torch type in torch's order.
+ * or one group per torch type in torch's order; written to a file, or into memory.
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "interop/interop.h"
@@ -242,87 +244,157 @@ report_left_out(mc_bundle *b, int format, mc_artifact_fn left_out, void *ud)
 	return rc;
 }
 
+/* What an export writes from: the groups, and their contents parked in a temp folder. */
+struct xplan {
+	struct xgroup *g;
+	size_t ng;
+	struct mc_arena keys; /* the keys of groups made by type */
+	char *need;           /* per object: parked */
+	struct mc_parts p;
+};
+
 /* Contents arrive in hash order but are written in blob order: the objects of the
- * groups are parked on disk beside the output, so memory stays bounded. need (per
- * object, malloc'd) must outlive p. */
+ * groups are parked on disk in a folder <prefix>XXXXXX, so memory stays bounded. */
 static int
-park_contents(mc_bundle *b, const char *out_path, const struct xgroup *g, size_t ng,
-	      char **need, struct mc_parts *p)
+park_contents(mc_bundle *b, const char *prefix, struct xplan *x)
 {
-	char *prefix;
 	size_t i, j;
+
+	if ((x->need = calloc(b->m.nobjects + 1, 1)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < x->ng; i++)
+		for (j = 0; j < x->g[i].n; j++)
+			x->need[x->g[i].ents[j].object] = 1;
+	return mc__parts_extract(b, prefix, x->need, &x->p);
+}
+
+/* The checks of an export, then its groups and their contents parked (see
+ * park_contents); export_done() undoes it, failed or not. */
+static int
+export_prepare(mc_bundle *b, int format, const char *prefix, mc_artifact_fn left_out,
+	       void *ud, struct xplan *x)
+{
 	int rc;
 
-	if ((*need = calloc(b->m.nobjects + 1, 1)) == NULL ||
-	    (prefix = malloc(strlen(out_path) + 8)) == NULL)
-		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	for (i = 0; i < ng; i++)
-		for (j = 0; j < g[i].n; j++)
-			(*need)[g[i].ents[j].object] = 1;
-	sprintf(prefix, "%s.mc", out_path);
-	rc = mc__parts_extract(b, prefix, *need, p);
-	free(prefix);
+	memset(x, 0, sizeof *x);
+	x->p.dfd = -1;
+	x->p.fd = -1;
+	/* What verify refuses is not exported either: every key, the recorded layout's
+	 * too, is checked by its handler, since torch makes file names of them. */
+	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__bundle_plan(b)) == MC_OK &&
+	    (rc = export_layout(b, format, &x->keys, &x->g, &x->ng)) == MC_OK && left_out != NULL)
+		rc = report_left_out(b, format, left_out, ud);
+	if (rc == MC_OK && x->ng == 0)
+		rc = mc__err(b->ctx, MC_ERR_INVALID, "%s: no torch artifacts to export", b->path);
+	if (rc == MC_OK)
+		rc = park_contents(b, prefix, x);
 	return rc;
+}
+
+static void
+export_done(struct xplan *x)
+{
+	mc__parts_remove(&x->p);
+	free(x->need);
+	xgroups_free(x->g, x->ng);
+	mc__arena_free(&x->keys);
 }
 
 /* The blob after its CRC-32: the version, then the groups (2.7: a type id before each
  * entry instead). */
 static int
-write_groups(struct crcout *o, mc_bundle *b, int format, const struct xgroup *g, size_t ng,
-	     const struct mc_parts *p)
+write_groups(struct crcout *o, mc_bundle *b, int format, const struct xplan *x)
 {
 	size_t i, j;
 	int rc = out_u64(o, 1);
 
-	for (i = 0; rc == MC_OK && i < ng; i++) {
-		if (format == MC_TORCH_FORMAT_CURRENT && (rc = out_str(o, g[i].type)) == MC_OK)
-			rc = out_u64(o, g[i].n);
-		for (j = 0; rc == MC_OK && j < g[i].n; j++) {
-			size_t obj = g[i].ents[j].object;
+	for (i = 0; rc == MC_OK && i < x->ng; i++) {
+		const struct xgroup *g = &x->g[i];
+		if (format == MC_TORCH_FORMAT_CURRENT && (rc = out_str(o, g->type)) == MC_OK)
+			rc = out_u64(o, g->n);
+		for (j = 0; rc == MC_OK && j < g->n; j++) {
+			size_t obj = g->ents[j].object;
 			struct mc_mobject ob;
-			if (format == MC_TORCH_FORMAT_2_7 && (rc = out_u64(o, (uint64_t)g[i].id27)) != MC_OK)
+			if (format == MC_TORCH_FORMAT_2_7 && (rc = out_u64(o, (uint64_t)g->id27)) != MC_OK)
 				break;
-			if ((rc = out_str(o, g[i].ents[j].key)) == MC_OK &&
+			if ((rc = out_str(o, g->ents[j].key)) == MC_OK &&
 			    (rc = mc__mobjects(b->ctx, &b->m, obj, 1, &ob)) == MC_OK)
-				rc = out_part(o, p, obj, ob.size);
+				rc = out_part(o, &x->p, obj, ob.size);
 		}
 	}
 	return rc;
 }
 
-/* Writes the blob to a temp file beside out_path, fills in its CRC-32 and renames it
- * into place. */
+/* Writes the blob to fd, an empty file (name names it in messages): its groups, then
+ * its CRC-32 in front. */
 static int
-write_blob(mc_bundle *b, const char *out_path, int format, const struct xgroup *g, size_t ng,
-	   const struct mc_parts *p)
+write_blob(mc_bundle *b, int fd, const char *name, int format, const struct xplan *x)
 {
-	struct crcout o = {b->ctx, -1, out_path, 0};
+	struct crcout o = {b->ctx, fd, name, 0};
 	unsigned char head[4] = {0};
-	char *tmp = NULL;
 	int rc;
 
-	if ((o.fd = mc__open_temp_beside(b->ctx, out_path, &tmp, 0644)) < 0)
+	if (mc__write_all(fd, head, 4) != 0)
+		return mc__errno(b->ctx, MC_ERR_IO, "cannot write", name);
+	if ((rc = write_groups(&o, b, format, x)) != MC_OK)
+		return rc;
+	head[0] = (unsigned char)(o.crc >> 24);
+	head[1] = (unsigned char)(o.crc >> 16);
+	head[2] = (unsigned char)(o.crc >> 8);
+	head[3] = (unsigned char)o.crc;
+	if (mc__pwrite_full(fd, head, 4, 0) != 0)
+		return mc__errno(b->ctx, MC_ERR_IO, "cannot write", name);
+	return MC_OK;
+}
+
+/* The blob written to a temp file beside out_path, renamed into place when complete. */
+static int
+write_file(mc_bundle *b, const char *out_path, int format, const struct xplan *x)
+{
+	char *tmp = NULL;
+	int fd, rc;
+
+	if ((fd = mc__open_temp_beside(b->ctx, out_path, &tmp, 0644)) < 0)
 		return MC_ERR_IO;
-	if (mc__write_all(o.fd, head, 4) != 0)
-		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write", out_path);
-	else
-		rc = write_groups(&o, b, format, g, ng, p);
-	if (rc == MC_OK) {
-		head[0] = (unsigned char)(o.crc >> 24);
-		head[1] = (unsigned char)(o.crc >> 16);
-		head[2] = (unsigned char)(o.crc >> 8);
-		head[3] = (unsigned char)o.crc;
-		if (mc__pwrite_full(o.fd, head, 4, 0) != 0)
-			rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write", out_path);
-	}
-	if (rc == MC_OK) {
-		rc = mc__commit_temp(b->ctx, o.fd, tmp, out_path);
+	if ((rc = write_blob(b, fd, out_path, format, x)) == MC_OK) {
+		rc = mc__commit_temp(b->ctx, fd, tmp, out_path);
 	} else {
-		close(o.fd);
+		close(fd);
 		unlink(tmp);
 	}
 	free(tmp);
 	return rc;
+}
+
+/* The blob written to a nameless temp file and read back into one buffer (malloc'd),
+ * so that it is held once, at its size. */
+static int
+write_memory(mc_bundle *b, int format, const struct xplan *x, unsigned char **out,
+	     size_t *len)
+{
+	unsigned char *buf = NULL;
+	struct stat st;
+	int fd, rc;
+
+	if ((fd = mc__open_temp_anon(b->ctx)) < 0)
+		return MC_ERR_IO;
+	if ((rc = write_blob(b, fd, MC_TB_IN_MEMORY, format, x)) == MC_OK && fstat(fd, &st) != 0)
+		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot read back", MC_TB_IN_MEMORY);
+	if (rc == MC_OK && (uint64_t)st.st_size > SIZE_MAX - 1)
+		rc = mc__err(b->ctx, MC_ERR_LIMIT, "%s: %llu bytes do not fit in memory",
+			     MC_TB_IN_MEMORY, (unsigned long long)st.st_size);
+	if (rc == MC_OK && (buf = malloc((size_t)st.st_size + 1)) == NULL)
+		rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	if (rc == MC_OK && mc__pread_full(fd, buf, (size_t)st.st_size, 0) != 0)
+		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot read back", MC_TB_IN_MEMORY);
+	close(fd);
+	if (rc != MC_OK) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	*len = (size_t)st.st_size;
+	return MC_OK;
 }
 
 int
@@ -331,35 +403,63 @@ mc_bundle_export_torch(mc_bundle *b, const char *out_path)
 	return mc_bundle_export_torch_as(b, out_path, MC_TORCH_FORMAT_CURRENT, NULL, NULL);
 }
 
+static int
+format_ok(int format)
+{
+	return format == MC_TORCH_FORMAT_CURRENT || format == MC_TORCH_FORMAT_2_7;
+}
+
 int
 mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_artifact_fn left_out,
 			  void *ud)
 {
-	struct mc_parts p;
-	struct xgroup *g = NULL;
-	struct mc_arena keys = {NULL};
-	char *need = NULL;
-	size_t ng = 0;
+	struct xplan x;
+	char *prefix;
 	int rc;
 
-	if (b == NULL || out_path == NULL ||
-	    (format != MC_TORCH_FORMAT_CURRENT && format != MC_TORCH_FORMAT_2_7))
+	if (b == NULL || out_path == NULL || !format_ok(format))
 		return MC_ERR_INVALID;
-	memset(&p, 0, sizeof p);
-	p.dfd = -1;
-	p.fd = -1;
-	/* What verify refuses is not exported either: every key, the recorded layout's
-	 * too, is checked by its handler, since torch makes file names of them. */
-	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__bundle_plan(b)) == MC_OK &&
-	    (rc = export_layout(b, format, &keys, &g, &ng)) == MC_OK && left_out != NULL)
-		rc = report_left_out(b, format, left_out, ud);
-	if (rc == MC_OK && ng == 0)
-		rc = mc__err(b->ctx, MC_ERR_INVALID, "%s: no torch artifacts to export", b->path);
-	if (rc == MC_OK && (rc = park_contents(b, out_path, g, ng, &need, &p)) == MC_OK)
-		rc = write_blob(b, out_path, format, g, ng, &p);
-	mc__parts_remove(&p);
-	free(need);
-	xgroups_free(g, ng);
-	mc__arena_free(&keys);
+	/* The contents are parked beside the output, where there is room for it. */
+	if ((prefix = malloc(strlen(out_path) + 4)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	sprintf(prefix, "%s.mc", out_path);
+	if ((rc = export_prepare(b, format, prefix, left_out, ud, &x)) == MC_OK)
+		rc = write_file(b, out_path, format, &x);
+	export_done(&x);
+	free(prefix);
+	return rc;
+}
+
+int
+mc_bundle_export_torch_memory(mc_bundle *b, int format, const void **data, size_t *len,
+			      mc_artifact_fn left_out, void *ud)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	unsigned char *buf = NULL;
+	struct xplan x;
+	char *prefix;
+	size_t n = 0;
+	int rc;
+
+	if (b == NULL || data == NULL || len == NULL || !format_ok(format))
+		return MC_ERR_INVALID;
+	free(b->torch_blob);
+	b->torch_blob = NULL;
+	*data = NULL;
+	*len = 0;
+	if (tmpdir == NULL || tmpdir[0] == '\0')
+		tmpdir = "/tmp";
+	if ((prefix = malloc(strlen(tmpdir) + sizeof "/megacache-export.")) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	sprintf(prefix, "%s/megacache-export.", tmpdir);
+	if ((rc = export_prepare(b, format, prefix, left_out, ud, &x)) == MC_OK)
+		rc = write_memory(b, format, &x, &buf, &n);
+	export_done(&x);
+	free(prefix);
+	if (rc == MC_OK) {
+		b->torch_blob = buf;
+		*data = buf;
+		*len = n;
+	}
 	return rc;
 }
