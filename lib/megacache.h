@@ -11,7 +11,8 @@
  *    valid until that handle is freed, unless a comment says otherwise. Callers never
  *    free() library memory.
  *  - The library never prints and never exits. It reads the environment only to resolve
- *    default tier roots (documented at mc_ctx_tier_root()).
+ *    default tier roots (documented at mc_ctx_tier_root()) and to place temp files in
+ *    $TMPDIR (documented at the calls that make them).
  *  - A context and everything made from it must be used from one thread at a time.
  *    Separate contexts are independent.
  */
