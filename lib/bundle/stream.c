@@ -541,6 +541,9 @@ stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_
 		struct sworker end = {.s = &s, .ctx = b->ctx};
 		rc = check_end(&end, s.offs[b->m.nobjects]);
 	}
+	/* Only worker 0 reports on the way; a pass that got through ends at its total. */
+	if (rc == MC_OK)
+		mc__progress(b->ctx, "verify", s.total, s.total);
 	sstate_free(&s, nworkers);
 	return rc;
 }

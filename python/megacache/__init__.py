@@ -1,0 +1,730 @@
+"""megacache: torch.compile caches in one signed bundle, from inside the Python process.
+
+A thin layer over libmegacache (ctypes, no compiler needed). The calls:
+
+- :func:`save` records what torch and Triton left in their cache folders into a
+  signed bundle; :func:`load` verifies a bundle and installs it into those folders.
+- :func:`warm` does both around a block: load before, save what is new after.
+- :func:`pack_torch_artifacts` and :func:`torch_artifacts` take and give the bytes of
+  ``torch.compiler.save_cache_artifacts()`` / ``load_cache_artifacts()``.
+- :func:`verify` checks a bundle without installing; :func:`list` shows one, unverified.
+
+Keys are minisign keys: a path, or the text of a key file (anything with a line break
+or starting "untrusted comment:"), or for public keys the bare base64 key. Paths may be
+``str``, ``bytes`` or ``os.PathLike``. Every failure raises :class:`Error`: a
+:class:`VerificationError` when the bundle must not be trusted, a :class:`UsageError`
+otherwise; nothing is installed or written then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import getpass
+import os
+import sys
+import time
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
+
+from . import _ffi
+from ._errors import Error, LibraryError, UsageError, VerificationError
+from ._progress import TerminalBar
+from ._version import __version__
+
+__all__ = [
+    "Artifact", "BundleInfo", "Change", "Error", "Folder", "LibraryError", "LoadReport",
+    "LoadedArtifact", "SaveReport", "UsageError", "VerificationError", "Warm", "keygen",
+    "library_version", "list", "load", "pack_torch_artifacts", "save", "torch_artifacts",
+    "verify", "warm", "__version__",
+]
+
+PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+KeyArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+Keys = Union[KeyArg, Iterable[KeyArg]]
+Password = Union[str, bytes, Callable[[str], Union[str, bytes]], None]
+ProgressFn = Callable[[str, int, int], None]
+Progress = Union[ProgressFn, bool, None]
+
+ACTIONS = {_ffi.MC_LOAD_INSTALLED: "installed", _ffi.MC_LOAD_UNCHANGED: "unchanged",
+           _ffi.MC_LOAD_PLANNED: "would-install"}
+TORCH_FORMATS = {"current": _ffi.MC_TORCH_FORMAT_CURRENT, "2.7": _ffi.MC_TORCH_FORMAT_2_7}
+# The folders save reads and load writes by default, in save's order.
+SAVE_TIERS = (("inductor", "torch's cache dir"), ("triton_home", "Triton's own cache"))
+ROOT_TIERS = ("inductor", "triton", "triton_home")
+
+
+@dataclasses.dataclass(frozen=True)
+class Artifact:
+    """An artifact of a bundle's manifest; hash is its BLAKE2b-256 in hex."""
+    type: str
+    key: str
+    size: int
+    hash: str
+
+
+@dataclasses.dataclass(frozen=True)
+class BundleInfo:
+    """A bundle's manifest. verified is True only when :func:`verify` returned it."""
+    bundle: str
+    created: int
+    bundle_version: int
+    expires: int
+    labels: Dict[str, str]
+    signatures: List[str]
+    artifacts: List[Artifact]
+    verified: bool
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedArtifact:
+    """What load did with one artifact: action is "installed", "unchanged" (an identical
+    file was there) or "would-install" (dry run); dest is the full path."""
+    action: str
+    type: str
+    key: str
+    size: int
+    dest: str
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadReport:
+    """What :func:`load` did. bytes counts what was (or would be) written."""
+    bundle: str
+    dry_run: bool
+    synced: bool
+    installed: int
+    unchanged: int
+    would_install: int
+    bytes: int
+    roots: Dict[str, Optional[str]]
+    artifacts: List[LoadedArtifact]
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Folder:
+    """A folder save read: its tier, path, whether it exists, and what it gave."""
+    tier: str
+    path: str
+    exists: bool
+    artifacts: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """An artifact a warm block added ("added") or rewrote ("changed")."""
+    what: str
+    type: str
+    key: str
+    size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SaveReport:
+    """What :func:`save` or :func:`pack_torch_artifacts` wrote (dry_run: would write)."""
+    bundle: str
+    dry_run: bool
+    artifacts: int
+    bytes: int
+    signatures: int
+    folders: List[Folder]
+    skipped_files: int
+    changes: List[Change] = dataclasses.field(default_factory=lambda: [])
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def library_version() -> str:
+    """The version of the libmegacache this package loaded."""
+    return _ffi.lib().mc_version().decode()
+
+
+def _path(p: PathArg, what: str = "path") -> bytes:
+    if p is None:
+        raise UsageError("no %s given" % what)
+    b = os.fsencode(os.fspath(p))
+    if not b:
+        raise UsageError("an empty %s" % what)
+    if b"\0" in b:
+        raise UsageError("a %s with a NUL byte: %r" % (what, p))
+    return b
+
+
+def _text(s: Union[str, bytes], what: str) -> bytes:
+    b = s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
+    if b"\0" in b:
+        raise UsageError("%s holds a NUL byte: %r" % (what, s))
+    return b
+
+
+def _str(b: Optional[bytes]) -> Optional[str]:
+    return None if b is None else b.decode("utf-8", "surrogateescape")
+
+
+def _is_key_text(k: KeyArg) -> bool:
+    if isinstance(k, (str, bytes)):
+        b = k.encode("utf-8", "surrogateescape") if isinstance(k, str) else k
+        return b"\n" in b or b.startswith(b"untrusted comment:")
+    return False
+
+
+def _key_list(keys: Optional[Keys], what: str) -> List[KeyArg]:
+    if keys is None:
+        return []
+    if isinstance(keys, (str, bytes, os.PathLike)):
+        return [keys]
+    return [*keys]
+
+
+def _progress_fn(progress: Progress) -> Optional[ProgressFn]:
+    if progress is None:
+        return TerminalBar(sys.stderr) if TerminalBar.wanted(sys.stderr) else None
+    if progress is False:
+        return None
+    if progress is True:
+        return TerminalBar(sys.stderr)
+    if not callable(progress):
+        raise UsageError("progress must be a callable(phase, done, total), True, False or None")
+    return progress
+
+
+def _created() -> int:
+    sde = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if sde == "":
+        return int(time.time())
+    if not sde.isdigit():
+        raise UsageError("SOURCE_DATE_EPOCH is not a Unix time: '%s'" % sde)
+    return int(sde)
+
+
+def _labels(labels: Union[Mapping[str, str], Iterable[str], None]) -> List[tuple]:
+    """Labels as (key, value) pairs from a mapping or "KEY=VALUE" strings."""
+    if labels is None:
+        return []
+    if isinstance(labels, Mapping):
+        return [(k, v) for k, v in labels.items()]
+    out = []
+    for item in labels:
+        if "=" not in item:
+            raise UsageError("'%s' is not KEY=VALUE" % item)
+        k, v = item.split("=", 1)
+        out.append((k, v))
+    return out
+
+
+class _Session:
+    """One library context and everything made from it, freed together on close.
+
+    Also carries the progress callback and the exception a Python callback raised,
+    which is raised again once the library call returns.
+    """
+
+    def __init__(self, cache_dir: Optional[PathArg] = None, triton_dir: Optional[PathArg] = None,
+                 progress: Progress = False):
+        self.lib = _ffi.lib()
+        self.ctx = _ffi.c_handle()
+        self._free: List[tuple] = []
+        self._pending: Optional[BaseException] = None
+        self._callbacks: List[object] = []
+        self.lib.mc_ctx_new(ctypes.byref(self.ctx))
+        if not self.ctx.value:
+            raise UsageError("libmegacache could not make a context (out of memory)", -1)
+        try:
+            if cache_dir is not None:
+                self.lib.mc_ctx_set_tier_root(self.ctx, b"inductor", _path(cache_dir, "cache_dir"))
+            if triton_dir is not None:
+                t = _path(triton_dir, "triton_dir")
+                self.lib.mc_ctx_set_tier_root(self.ctx, b"triton", t)
+                self.lib.mc_ctx_set_tier_root(self.ctx, b"triton_home", t)
+            fn = _progress_fn(progress)
+            if fn is not None:
+                cb = _ffi.PROGRESS_FN(self._guard(
+                    lambda ud, phase, done, total: fn(phase.decode(), done, total)))
+                self._callbacks.append(cb)
+                self.lib.mc_ctx_set_progress(self.ctx, cb, None)
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> "_Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for free, h in reversed(self._free):
+            _ffi.owner_drop(h.value)
+            free(h)
+        self._free.clear()
+        if self.ctx is not None and self.ctx.value:
+            self.lib.mc_ctx_free(self.ctx)
+        self.ctx = None
+
+    def _guard(self, fn):
+        """Wraps a Python callback: an exception in it is kept, not lost in ctypes."""
+        def call(*args):
+            if self._pending is not None:
+                return None
+            try:
+                return fn(*args)
+            except BaseException as e:  # noqa: B902 - raised again after the C call
+                self._pending = e
+                return None
+        return call
+
+    def callback(self, ctype, fn):
+        cb = ctype(self._guard(fn))
+        self._callbacks.append(cb)
+        return cb
+
+    def reraise(self) -> None:
+        e, self._pending = self._pending, None
+        if e is not None:
+            raise e
+
+    def call(self, f, *args):
+        """Calls a library function; a callback's exception wins over the status."""
+        try:
+            f(*args)
+        except Error:
+            self.reraise()
+            raise
+        self.reraise()
+
+    def _keep(self, free, h) -> None:
+        self._free.append((free, h))
+        _ffi.owner_set(h.value, self.ctx.value)
+
+    def tier_root(self, tier: str) -> str:
+        p = ctypes.c_char_p()
+        self.lib.mc_ctx_tier_root(self.ctx, tier.encode(), ctypes.byref(p))
+        return os.fsdecode(p.value)
+
+    # Keys.
+
+    def pubkey(self, k: KeyArg):
+        h = _ffi.c_handle()
+        if _is_key_text(k):
+            self.lib.mc_pubkey_from_text(self.ctx, _text(k, "public key text"), ctypes.byref(h))
+        else:
+            self.lib.mc_pubkey_load(self.ctx, _path(k, "public key"), ctypes.byref(h))
+        self._keep(self.lib.mc_pubkey_free, h)
+        return h
+
+    def seckey(self, k: KeyArg, password: Password):
+        h = _ffi.c_handle()
+        cb = self.callback(_ffi.PASSWORD_FN, _password_fn(password))
+        if _is_key_text(k):
+            f, arg = self.lib.mc_seckey_from_text, _text(k, "secret key text")
+        else:
+            f, arg = self.lib.mc_seckey_load, _path(k, "secret key")
+        self.call(f, self.ctx, arg, cb, None, ctypes.byref(h))
+        self._keep(self.lib.mc_seckey_free, h)
+        return h
+
+    # Bundles and writers.
+
+    def bundle(self, path: PathArg):
+        h = _ffi.c_handle()
+        self.lib.mc_bundle_open(self.ctx, _path(path, "bundle path"), ctypes.byref(h))
+        self._keep(self.lib.mc_bundle_free, h)
+        self.last_bundle = h
+        return h
+
+    def policy(self, b, trusted_keys: Keys, threshold: int, min_version: int,
+               require: Union[Mapping[str, str], Iterable[str], None]) -> None:
+        keys = _key_list(trusted_keys, "trusted_keys")
+        if not keys:
+            raise UsageError("no trusted public key given (trusted_keys)")
+        for k in keys:
+            self.lib.mc_bundle_trust(b, self.pubkey(k))
+        self.lib.mc_bundle_set_threshold(b, int(threshold))
+        self.lib.mc_bundle_set_min_version(b, int(min_version))
+        for k, v in _labels(require):
+            self.lib.mc_bundle_require_label(b, _text(k, "label key"), _text(v, "label value"))
+
+    def writer(self):
+        h = _ffi.c_handle()
+        self.lib.mc_writer_new(self.ctx, ctypes.byref(h))
+        self._keep(self.lib.mc_writer_free, h)
+        return h
+
+    def writer_setup(self, w, secret_keys: Optional[Keys], password: Password, labels,
+                     bundle_version: int, expires: int, level: int) -> int:
+        self.lib.mc_writer_set_created(w, _created())
+        self.lib.mc_writer_set_bundle_version(w, int(bundle_version))
+        self.lib.mc_writer_set_expires(w, int(expires))
+        self.lib.mc_writer_set_compression(w, int(level))
+        for k, v in _labels(labels):
+            self.lib.mc_writer_set_label(w, _text(k, "label key"), _text(v, "label value"))
+        keys = _key_list(secret_keys, "secret_key")
+        for k in keys:
+            self.lib.mc_writer_add_signer(w, self.seckey(k, password))
+        return len(keys)
+
+    def info(self, b, path: PathArg, verified: bool) -> BundleInfo:
+        lib = self.lib
+        labels = {}
+        for i in range(lib.mc_bundle_label_count(b)):
+            k, v = ctypes.c_char_p(), ctypes.c_char_p()
+            lib.mc_bundle_label(b, i, ctypes.byref(k), ctypes.byref(v))
+            labels[_str(k.value)] = _str(v.value)
+        sigs = [_str(lib.mc_bundle_signature_key_id(b, i))
+                for i in range(lib.mc_bundle_signature_count(b))]
+        arts = []
+        for i in range(lib.mc_bundle_artifact_count(b)):
+            t, k, h = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p()
+            size = ctypes.c_uint64()
+            lib.mc_bundle_artifact(b, i, ctypes.byref(t), ctypes.byref(k), ctypes.byref(size),
+                                   ctypes.byref(h))
+            arts.append(Artifact(_str(t.value), _str(k.value), size.value, _str(h.value)))
+        return BundleInfo(os.fsdecode(_path(path)), lib.mc_bundle_created(b),
+                          lib.mc_bundle_version(b), lib.mc_bundle_expires(b), labels, sigs,
+                          arts, verified)
+
+    def roots(self) -> Dict[str, Optional[str]]:
+        out: Dict[str, Optional[str]] = {}
+        for tier in ROOT_TIERS:
+            try:
+                out[tier] = self.tier_root(tier)
+            except Error:
+                out[tier] = None
+        return out
+
+    def full_dest(self, type_: bytes, dest: Optional[bytes]) -> str:
+        if dest is None:
+            return ""
+        tier = self.lib.mc_ctx_type_tier(self.ctx, type_)
+        if tier is None:
+            return os.fsdecode(dest)
+        return os.path.join(self.tier_root(tier.decode()), os.fsdecode(dest))
+
+
+def _password_fn(password: Password):
+    """The mc_password_fn for a password given as text, a callable, or asked on the
+    terminal when there is one."""
+    def ask(ud, prompt, buf, buflen):
+        p = _str(prompt) or "password: "
+        if password is None:
+            if not sys.stdin.isatty():
+                return -19
+            got: Union[str, bytes] = getpass.getpass(p)
+        elif callable(password):
+            got = password(p)
+        else:
+            got = password
+        b = got.encode() if isinstance(got, str) else bytes(got)
+        if len(b) >= buflen or b"\0" in b:
+            return -19
+        ctypes.memmove(buf, b + b"\0", len(b) + 1)
+        return 0
+    return ask
+
+
+def _types(types: Union[str, Iterable[str], None]) -> List[str]:
+    if types is None:
+        return []
+    if isinstance(types, str):
+        return [t for t in types.split(",") if t]
+    return [*types]
+
+
+def _select(s: _Session, b, types) -> None:
+    for t in _types(types):
+        try:
+            s.lib.mc_bundle_select_type(b, _text(t, "type"))
+        except Error as e:
+            raise UsageError(e.message, -2) from None
+
+
+def _load_in(s: _Session, bundle: PathArg, trusted_keys: Keys, types, require, threshold: int,
+             min_version: int, dry_run: bool, sync: bool) -> LoadReport:
+    b = s.bundle(bundle)
+    s.policy(b, trusted_keys, threshold, min_version, require)
+    _select(s, b, types)
+    done: List[LoadedArtifact] = []
+
+    def on_artifact(ud, what, type_, key, dest, size):
+        done.append(LoadedArtifact(ACTIONS.get(what, str(what)), _str(type_), _str(key), size,
+                                   s.full_dest(type_, dest)))
+
+    flags = (_ffi.MC_LOAD_DRY_RUN if dry_run else 0) | (_ffi.MC_LOAD_SYNC if sync else 0)
+    s.call(s.lib.mc_bundle_load, b, flags, s.callback(_ffi.ARTIFACT_FN, on_artifact), None)
+    count = {a: sum(1 for d in done if d.action == a) for a in ACTIONS.values()}
+    nbytes = sum(d.size for d in done if d.action != "unchanged")
+    return LoadReport(os.fsdecode(_path(bundle)), bool(dry_run), bool(sync) and not dry_run,
+                      count["installed"], count["unchanged"], count["would-install"], nbytes,
+                      s.roots(), done)
+
+
+def load(bundle: PathArg, trusted_keys: Keys, cache_dir: Optional[PathArg] = None,
+         triton_dir: Optional[PathArg] = None, types: Union[str, Iterable[str], None] = None,
+         require: Union[Mapping[str, str], Iterable[str], None] = None, threshold: int = 1,
+         min_version: int = 0, dry_run: bool = False, sync: bool = False,
+         progress: Progress = None) -> LoadReport:
+    """Verifies a bundle and installs its artifacts into the cache folders.
+
+    The folders are those torch and Triton use here ($TORCHINDUCTOR_CACHE_DIR, else
+    torch's default under the temp dir; $TRITON_CACHE_DIR, else ~/.triton/cache), or
+    cache_dir (torch's) and triton_dir (Triton's) when given. All or nothing: on any
+    failure nothing is installed and Error is raised.
+
+    trusted_keys: one public key or several; threshold: how many of them must have
+    signed; min_version: the lowest bundle version accepted; require: labels the bundle
+    must carry ({"key": "value"} or ["key=value"]); types: install only these types
+    ("inductor,autotune" or a list); dry_run: verify and report, write nothing; sync:
+    flush the written files to disk before returning; progress: a callable(phase,
+    done_bytes, total_bytes), False for none, None for a bar on a terminal.
+    """
+    with _Session(cache_dir, triton_dir, progress) as s:
+        return _load_in(s, bundle, trusted_keys, types, require, threshold, min_version,
+                        dry_run, sync)
+
+
+def verify(bundle: PathArg, trusted_keys: Keys, threshold: int = 1, min_version: int = 0,
+           require: Union[Mapping[str, str], Iterable[str], None] = None,
+           signatures_only: bool = False, progress: Progress = None) -> BundleInfo:
+    """Checks a bundle's signatures, policy and (unless signatures_only) every byte of
+    it; writes nothing. Returns its manifest, marked verified; raises on any failure."""
+    with _Session(progress=progress) as s:
+        b = s.bundle(bundle)
+        s.policy(b, trusted_keys, threshold, min_version, require)
+        f = s.lib.mc_bundle_check_signatures if signatures_only else s.lib.mc_bundle_verify
+        s.call(f, b)
+        return s.info(b, bundle, True)
+
+
+def list_bundle(bundle: PathArg) -> BundleInfo:
+    """A bundle's labels, signatures and artifacts, read from its manifest. Nothing is
+    verified (verified is False): use :func:`verify` before trusting any of it."""
+    with _Session() as s:
+        return s.info(s.bundle(bundle), bundle, False)
+
+
+def _record(s: _Session, w, keep_unknown: bool, on_skip) -> tuple:
+    """Records the folders torch and Triton use: (folders, skipped file count)."""
+    s.lib.mc_writer_set_keep_unknown(w, 1 if keep_unknown else 0)
+    skipped = [0]
+
+    def on_scan(ud, what, rel, why):
+        if what == _ffi.MC_SCAN_SKIPPED:
+            skipped[0] += 1
+            if on_skip is not None:
+                on_skip(os.fsdecode(rel), _str(why))
+
+    cb = s.callback(_ffi.SCAN_FN, on_scan)
+    folders = []
+    for tier, _ in SAVE_TIERS:
+        path = s.tier_root(tier)
+        before = s.lib.mc_writer_artifact_count(w)
+        exists = os.path.isdir(path)
+        if exists:
+            f = (s.lib.mc_writer_add_cache_dir if tier == "inductor"
+                 else s.lib.mc_writer_add_triton_cache)
+            s.call(f, w, os.fsencode(path), cb, None)
+        folders.append(Folder(tier, path, exists, s.lib.mc_writer_artifact_count(w) - before))
+    return folders, skipped[0]
+
+
+def _nothing(folders: Sequence[Folder]) -> UsageError:
+    parts = ["%s (%s)" % (f.path, "empty" if f.exists else "not there") for f in folders]
+    return UsageError("nothing to save: no artifacts in " + " or ".join(parts))
+
+
+def save(path: PathArg, secret_key: Optional[Keys], *, cache_dir: Optional[PathArg] = None,
+         triton_dir: Optional[PathArg] = None,
+         labels: Union[Mapping[str, str], Iterable[str], None] = None, bundle_version: int = 0,
+         expires: int = 0, level: int = 3, keep_unknown: bool = False,
+         password: Password = None, dry_run: bool = False,
+         on_skip: Optional[Callable[[str, str], None]] = None,
+         progress: Progress = None) -> SaveReport:
+    """Records everything torch and Triton left in their cache folders (the ones
+    :func:`load` installs into, or cache_dir / triton_dir) into a new bundle at path,
+    signed by secret_key (one key, several, or None for an unsigned bundle).
+
+    The bundle is written to a temp file renamed into place. Finding nothing raises
+    UsageError naming both folders. password: for an encrypted secret key (text, or a
+    callable(prompt)); asked on the terminal when None and there is one. created is
+    $SOURCE_DATE_EPOCH when set, else now. on_skip(relpath, reason) hears of each file
+    not recorded.
+    """
+    with _Session(cache_dir, triton_dir, progress) as s:
+        w = s.writer()
+        nsig = 0 if dry_run else s.writer_setup(w, secret_key, password, labels, bundle_version,
+                                                expires, level)
+        folders, skipped = _record(s, w, keep_unknown, on_skip)
+        if s.lib.mc_writer_artifact_count(w) == 0:
+            raise _nothing(folders)
+        if not dry_run:
+            s.call(s.lib.mc_writer_save, w, _path(path, "bundle path"))
+        return SaveReport(os.fsdecode(_path(path)), bool(dry_run),
+                          s.lib.mc_writer_artifact_count(w), s.lib.mc_writer_total_bytes(w),
+                          nsig, folders, skipped)
+
+
+def pack_torch_artifacts(blob: Union[bytes, bytearray, memoryview], out: PathArg,
+                         secret_key: Optional[Keys], *,
+                         labels: Union[Mapping[str, str], Iterable[str], None] = None,
+                         bundle_version: int = 0, expires: int = 0, level: int = 3,
+                         password: Password = None, progress: Progress = None) -> SaveReport:
+    """Makes a bundle at out of the bytes torch.compiler.save_cache_artifacts()[0]
+    returned, signed by secret_key. :func:`torch_artifacts` of it gives those bytes back
+    (for torch 2.8 and later blobs, byte for byte)."""
+    data = bytes(blob)
+    with _Session(progress=progress) as s:
+        w = s.writer()
+        nsig = s.writer_setup(w, secret_key, password, labels, bundle_version, expires, level)
+        s.lib.mc_writer_add_torch_blob_memory(w, data, len(data))
+        s.call(s.lib.mc_writer_save, w, _path(out, "bundle path"))
+        return SaveReport(os.fsdecode(_path(out)), False, s.lib.mc_writer_artifact_count(w),
+                          s.lib.mc_writer_total_bytes(w), nsig, [], 0)
+
+
+def torch_artifacts(bundle: PathArg, trusted_keys: Keys, threshold: int = 1,
+                    min_version: int = 0,
+                    require: Union[Mapping[str, str], Iterable[str], None] = None,
+                    torch_format: str = "current", progress: Progress = None) -> bytes:
+    """Verifies a bundle and returns its torch artifacts as the bytes
+    torch.compiler.load_cache_artifacts() takes. torch_format "2.7" writes torch 2.7's
+    format. Types torch's format cannot hold (Triton's own cache, for one) are left out."""
+    if torch_format not in TORCH_FORMATS:
+        raise UsageError("torch_format must be one of %s, not %r"
+                         % (", ".join(TORCH_FORMATS), torch_format))
+    with _Session(progress=progress) as s:
+        b = s.bundle(bundle)
+        s.policy(b, trusted_keys, threshold, min_version, require)
+        data, n = ctypes.c_void_p(), ctypes.c_size_t()
+        s.call(s.lib.mc_bundle_export_torch_memory, b, TORCH_FORMATS[torch_format],
+               ctypes.byref(data), ctypes.byref(n), _ffi.ARTIFACT_FN(), None)
+        return ctypes.string_at(data, n.value)
+
+
+def keygen(pub_path: PathArg, sec_path: PathArg, password: Optional[Union[str, bytes]] = None,
+           overwrite: bool = False) -> str:
+    """Makes a minisign key pair: the public key at pub_path, the secret key at sec_path
+    (mode 0600), encrypted with password unless it is None. Returns the key id."""
+    with _Session() as s:
+        sk, pk = _ffi.c_handle(), _ffi.c_handle()
+        s.lib.mc_keygen(s.ctx, ctypes.byref(sk), ctypes.byref(pk))
+        s._keep(s.lib.mc_seckey_free, sk)
+        s._keep(s.lib.mc_pubkey_free, pk)
+        pw = None if password is None else _text(password, "password")
+        s.lib.mc_keypair_save(s.ctx, sk, pk, _path(pub_path, "public key path"),
+                              _path(sec_path, "secret key path"), pw, 1 if overwrite else 0)
+        return _str(s.lib.mc_pubkey_id(pk))
+
+
+class Warm:
+    """What a :func:`warm` block did: the loads before it (loaded), the bundles that
+    could not be used (cold: (path, error) pairs, with allow_cold), and the save after it
+    (saved: None when nothing was new or no save_to was given)."""
+
+    def __init__(self) -> None:
+        self.loaded: List[LoadReport] = []
+        self.cold: List[tuple] = []
+        self.saved: Optional[SaveReport] = None
+        self.save_error: Optional[Error] = None
+
+
+_ENV = (("cache_dir", "TORCHINDUCTOR_CACHE_DIR"), ("triton_dir", "TRITON_CACHE_DIR"))
+
+
+@contextlib.contextmanager
+def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Keys,
+         save_to: Optional[PathArg] = None, secret_key: Optional[Keys] = None, *,
+         cache_dir: Optional[PathArg] = None, triton_dir: Optional[PathArg] = None,
+         types: Union[str, Iterable[str], None] = None, allow_cold: bool = False,
+         labels: Union[Mapping[str, str], Iterable[str], None] = None,
+         password: Password = None, sync: bool = False,
+         progress: Progress = None) -> Iterator[Warm]:
+    """Loads bundles before the block and saves what the block added after it::
+
+        with megacache.warm("job.mcache", "k.pub", save_to="next.mcache",
+                            secret_key="k.key") as w:
+            train()
+
+    Before: each bundle is verified and installed; a missing or failing bundle raises,
+    or with allow_cold=True is noted in w.cold and skipped. cache_dir and triton_dir
+    are set as $TORCHINDUCTOR_CACHE_DIR and $TRITON_CACHE_DIR for the block (and
+    restored after), so torch in this process uses them. After (also when the block
+    raised): the cache folders are recorded, what the loaded bundles hold already is
+    dropped, and the rest is saved to save_to signed by secret_key, only when something
+    is new (w.saved). An exception of the block is never swallowed: a save that fails
+    after it is attached to it as a note and kept in w.save_error.
+    """
+    paths = [] if bundles is None else _key_list(bundles, "bundles")
+    w = Warm()
+    with _Session(cache_dir, triton_dir, progress) as s:
+        bases = []
+        for p in paths:
+            try:
+                w.loaded.append(_load_in(s, p, trusted_keys, types, None, 1, 0, False, sync))
+                bases.append(s.last_bundle)
+            except Error as e:
+                if not allow_cold:
+                    raise
+                w.cold.append((os.fsdecode(_path(p)), str(e)))
+        saved_env = {var: os.environ.get(var) for _, var in _ENV}
+        for arg, var in _ENV:
+            val = cache_dir if arg == "cache_dir" else triton_dir
+            if val is not None:
+                os.environ[var] = os.path.abspath(os.fsdecode(_path(val)))
+        try:
+            yield w
+        except BaseException as body:
+            _warm_save(s, w, bases, save_to, secret_key, labels, password, body)
+            raise
+        else:
+            _warm_save(s, w, bases, save_to, secret_key, labels, password, None)
+        finally:
+            for var, old in saved_env.items():
+                if old is None:
+                    os.environ.pop(var, None)
+                else:
+                    os.environ[var] = old
+
+
+def _warm_save(s: _Session, w: Warm, bases, save_to, secret_key, labels, password,
+               body: Optional[BaseException]) -> None:
+    if save_to is None:
+        return
+    try:
+        w.saved = _save_new(s, bases, save_to, secret_key, labels, password)
+    except Error as e:
+        w.save_error = e
+        if body is None:
+            raise
+        if hasattr(body, "add_note"):  # Python 3.11
+            body.add_note("megacache: the save after this block failed: %s" % e)
+
+
+def _save_new(s: _Session, bases, save_to, secret_key, labels, password) -> Optional[SaveReport]:
+    wr = s.writer()
+    nsig = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
+    folders, skipped = _record(s, wr, False, None)
+    changes: List[Change] = []
+
+    def on_diff(ud, what, type_, key, size_a, size_b):
+        changes.append(Change("added" if what == _ffi.MC_DIFF_ADDED else "changed", _str(type_),
+                              _str(key), size_b))
+
+    arr = (_ffi.c_handle * max(1, len(bases)))(*[b.value for b in bases])
+    s.call(s.lib.mc_writer_drop_known, wr, arr, len(bases), s.callback(_ffi.DIFF_FN, on_diff),
+           None)
+    if s.lib.mc_writer_artifact_count(wr) == 0:
+        return None
+    s.call(s.lib.mc_writer_save, wr, _path(save_to, "save_to"))
+    return SaveReport(os.fsdecode(_path(save_to)), False, s.lib.mc_writer_artifact_count(wr),
+                      s.lib.mc_writer_total_bytes(wr), nsig, folders, skipped, changes)
+
+
+# Last, so that the code above never calls it by mistake for the builtin.
+list = list_bundle  # noqa: A001 - megacache.list(bundle), as the command is named

@@ -1,0 +1,56 @@
+"""The exceptions of the package: one base class, split as the library splits its
+status codes (mc_status_is_verification_failure)."""
+
+# The status codes of megacache.h, by number. Append only, like the header's enum.
+CODES = {
+    -1: "MC_ERR_NOMEM", -2: "MC_ERR_INVALID", -3: "MC_ERR_IO", -4: "MC_ERR_NOT_BUNDLE",
+    -5: "MC_ERR_MALFORMED", -6: "MC_ERR_MANIFEST", -7: "MC_ERR_INTEGRITY",
+    -8: "MC_ERR_NO_SIGNATURE", -9: "MC_ERR_BAD_SIGNATURE", -10: "MC_ERR_THRESHOLD",
+    -11: "MC_ERR_EXPIRED", -12: "MC_ERR_ROLLBACK", -13: "MC_ERR_LIMIT",
+    -14: "MC_ERR_UNKNOWN_TYPE", -15: "MC_ERR_BAD_KEY", -16: "MC_ERR_CONFLICT",
+    -17: "MC_ERR_UNSAFE_DEST", -18: "MC_ERR_KEYFILE", -19: "MC_ERR_PASSWORD",
+    -20: "MC_ERR_TORCH_FORMAT", -21: "MC_ERR_CRYPTO", -22: "MC_ERR_EXISTS",
+    -23: "MC_ERR_LABEL",
+}
+
+
+class Error(Exception):
+    """A megacache failure.
+
+    code: the library's status (a negative MC_ERR_* number), or None when the failure
+    was found by this package (no library, nothing to save, a bad argument).
+    name: "MC_ERR_..." for a library status, else None.
+    message: the library's text, naming the file and the reason.
+    """
+
+    def __init__(self, message, code=None):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.name = CODES.get(code, "MC_ERR_%d" % code) if code is not None else None
+
+    def __str__(self):
+        if self.name is None:
+            return self.message
+        return "%s [%s]" % (self.message, self.name)
+
+
+class VerificationError(Error):
+    """The bundle must not be trusted: a signature, its integrity, its structure, or the
+    policy (threshold, minimum version, expiry, required labels) failed."""
+
+
+class UsageError(Error):
+    """Not a verdict on a bundle: a bad argument, a missing or unwritable file, a key
+    file or password, or a system or resource error."""
+
+
+class LibraryError(UsageError):
+    """libmegacache could not be loaded, or is not the version of this package."""
+
+
+def error_for(code, message, verification):
+    """The exception for a library status and its message; verification: what
+    mc_status_is_verification_failure() says of the code."""
+    cls = VerificationError if verification else UsageError
+    return cls(message, code)

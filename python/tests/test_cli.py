@@ -1,0 +1,65 @@
+"""python -m megacache: the tool's commands, options and exit statuses."""
+
+import json
+import os
+import sys
+
+from conftest import SRCDIR, pymod, tool, tool_json, tree
+
+
+def _env(extra):
+    env = dict(extra)
+    env["PYTHONPATH"] = os.path.join(SRCDIR, "python")
+    return env
+
+
+def test_save_load_verify_list(tmp_path, cuda_cache, keys, env_for):
+    env = _env(env_for(cuda_cache))
+    b = tmp_path / "b.mcache"
+    r = pymod("save", "-o", str(b), "-s", keys.sec, "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    tool("save", "-o", str(tmp_path / "c.mcache"), "-s", keys.sec, env=env)
+    assert b.read_bytes() == (tmp_path / "c.mcache").read_bytes()
+    assert j["artifacts"] == len(tool_json("list", str(b))["artifacts"])
+
+    r = pymod("load", str(b), "-p", keys.pub, "--cache-dir", str(tmp_path / "d"), "--json",
+              env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["installed"] == j["artifacts"]
+    assert tree(tmp_path / "d") and set(tree(tmp_path / "d")) <= set(tree(cuda_cache))
+
+    r = pymod("verify", str(b), "-p", keys.pub, env=env)
+    assert r.returncode == 0 and "OK" in r.stdout
+    r = pymod("list", str(b), "--json", env=env)
+    assert json.loads(r.stdout)["artifacts"] == tool_json("list", str(b))["artifacts"]
+
+
+def test_exit_statuses(tmp_path, cuda_cache, keys, env_for):
+    env = _env(env_for(cuda_cache))
+    b = tmp_path / "b.mcache"
+    tool("save", "-o", str(b), "-s", keys.sec, env=env)
+    r = pymod("verify", str(b), "-p", keys.other_pub, env=env)
+    assert r.returncode == 1 and r.stderr.startswith("megacache: ") and str(b) in r.stderr
+    r = pymod("load", str(tmp_path / "none.mcache"), "-p", keys.pub, env=env)
+    assert r.returncode == 2 and "none.mcache" in r.stderr
+    r = pymod("load", env=env)
+    assert r.returncode == 2 and "usage" in r.stderr
+    r = pymod("verify", str(b), "-p", keys.other_pub, "--json", env=env)
+    assert r.returncode == 1 and json.loads(r.stdout)["error"] == "MC_ERR_NO_SIGNATURE"
+
+
+def test_run_loads_runs_and_saves_what_is_new(tmp_path, cuda_cache, keys, env_for):
+    env = _env(env_for(str(tmp_path / "cache")))
+    src = env_for(cuda_cache)
+    b = tmp_path / "b.mcache"
+    tool("save", "-o", str(b), "-s", keys.sec, env=src)
+    out = tmp_path / "next.mcache"
+    script = "import sys; sys.exit(3)"
+    r = pymod("run", "-b", str(b), "-p", keys.pub, "--save-to", str(out), "-s", keys.sec,
+              "--", sys.executable, "-c", script, env=env)
+    assert r.returncode == 3, r.stderr
+    assert "nothing new" in r.stderr and not out.exists()
+    assert tree(tmp_path / "cache") and set(tree(tmp_path / "cache")) <= set(tree(cuda_cache))
+    r = pymod("run", "-p", keys.pub, "--", "/nonexistent/cmd", env=env)
+    assert r.returncode == 127

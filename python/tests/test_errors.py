@@ -1,0 +1,140 @@
+"""Failures raise the right class, with the library's code and message, and write
+nothing."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import megacache
+from conftest import SRCDIR, tool
+
+
+@pytest.fixture
+def bundle(tmp_path, cuda_cache, keys, env_for):
+    b = tmp_path / "b.mcache"
+    tool("save", "-o", str(b), "-s", keys.sec, env=env_for(cuda_cache))
+    return b
+
+
+def test_wrong_key_is_a_verification_error_and_installs_nothing(tmp_path, bundle, keys):
+    dest = tmp_path / "dest"
+    with pytest.raises(megacache.VerificationError) as e:
+        megacache.load(bundle, keys.other_pub, cache_dir=dest)
+    assert isinstance(e.value, megacache.Error)
+    assert (e.value.code, e.value.name) == (-8, "MC_ERR_NO_SIGNATURE")
+    assert str(bundle) in e.value.message
+    assert "[MC_ERR_NO_SIGNATURE]" in str(e.value)
+    assert not dest.exists()
+
+
+def test_tampered_bundle_is_refused_and_installs_nothing(tmp_path, bundle, keys):
+    data = bytearray(bundle.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    bad = tmp_path / "bad.mcache"
+    bad.write_bytes(bytes(data))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    with pytest.raises(megacache.VerificationError) as e:
+        megacache.load(bad, keys.pub, cache_dir=dest)
+    assert e.value.name in ("MC_ERR_INTEGRITY", "MC_ERR_MALFORMED")
+    assert str(bad) in e.value.message
+    assert os.listdir(dest) == []
+    with pytest.raises(megacache.VerificationError):
+        megacache.verify(bad, keys.pub)
+
+
+def test_policy_failures(tmp_path, bundle, keys):
+    with pytest.raises(megacache.VerificationError) as e:
+        megacache.verify(bundle, keys.pub, min_version=5)
+    assert e.value.name == "MC_ERR_ROLLBACK"
+    with pytest.raises(megacache.VerificationError) as e:
+        megacache.verify(bundle, keys.pub, require={"torch": "2.11"})
+    assert e.value.name == "MC_ERR_LABEL" and "torch" in e.value.message
+    with pytest.raises(megacache.VerificationError) as e:
+        megacache.verify(bundle, [keys.pub, keys.other_pub], threshold=2)
+    assert e.value.name == "MC_ERR_THRESHOLD"
+
+
+def test_usage_errors(tmp_path, bundle, keys):
+    missing = tmp_path / "missing.mcache"
+    with pytest.raises(megacache.UsageError) as e:
+        megacache.load(missing, keys.pub, cache_dir=tmp_path / "d")
+    assert e.value.name == "MC_ERR_IO" and str(missing) in e.value.message
+    assert not (tmp_path / "d").exists()
+    with pytest.raises(megacache.UsageError) as e:
+        megacache.load(bundle, [], cache_dir=tmp_path / "d")
+    assert "no trusted public key" in e.value.message
+    with pytest.raises(megacache.UsageError) as e:
+        megacache.load(bundle, "untrusted comment: x\nnot a key\n", cache_dir=tmp_path / "d")
+    assert e.value.name == "MC_ERR_KEYFILE" and "public key text" in e.value.message
+    with pytest.raises(megacache.UsageError) as e:
+        megacache.load(bundle, keys.pub, cache_dir=tmp_path / "d", types="no_such_type")
+    assert e.value.name == "MC_ERR_INVALID" and "no_such_type" in e.value.message
+    with pytest.raises(megacache.UsageError) as e:
+        megacache.torch_artifacts(bundle, keys.pub, torch_format="2.6")
+    assert not (tmp_path / "d").exists()
+
+
+def test_encrypted_key_password(tmp_path, bundle, keys, cuda_cache, with_env):
+    kid = megacache.keygen(tmp_path / "e.pub", tmp_path / "e.key", password="s3cret")
+    assert len(kid) == 16
+    assert (os.stat(tmp_path / "e.key").st_mode & 0o777) == 0o600
+    with_env(cuda_cache)
+    out = tmp_path / "e.mcache"
+    with pytest.raises(megacache.UsageError) as e:
+        megacache.save(out, tmp_path / "e.key", password="wrong")
+    assert e.value.name == "MC_ERR_PASSWORD"
+    assert not out.exists()
+    megacache.save(out, tmp_path / "e.key", password=lambda prompt: "s3cret")
+    assert megacache.verify(out, tmp_path / "e.pub").signatures == [kid]
+    with pytest.raises(megacache.UsageError) as e:
+        megacache.keygen(tmp_path / "e.pub", tmp_path / "e.key")
+    assert e.value.name == "MC_ERR_EXISTS"
+
+
+def test_exception_in_a_callback_is_raised_after_the_call(tmp_path, bundle, keys):
+    def progress(phase, done, total):
+        raise KeyError("from the callback")
+    with pytest.raises(KeyError, match="from the callback"):
+        megacache.verify(bundle, keys.pub, progress=progress)
+
+
+def _python(code, env):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=env)
+
+
+def test_missing_library_names_both_places(tmp_path):
+    env = dict(os.environ, MEGACACHE_LIBRARY=str(tmp_path / "nowhere" / "libmegacache.so"),
+               LD_LIBRARY_PATH="", PYTHONPATH=os.path.join(SRCDIR, "python"))
+    r = _python("""
+        import ctypes, megacache
+        try:
+            ctypes.CDLL("libmegacache.so.0")
+            installed = True
+        except OSError:
+            installed = False
+        try:
+            megacache.load("b.mcache", "k.pub")
+        except megacache.LibraryError as e:
+            assert not installed, "fell back to nothing though the library is installed"
+            assert isinstance(e, megacache.UsageError) and e.code is None
+            print(e.message)
+        except megacache.UsageError as e:
+            assert installed, e
+            print("installed library used: " + e.message)
+    """, env)
+    assert r.returncode == 0, r.stderr
+    if not r.stdout.startswith("installed"):
+        assert "MEGACACHE_LIBRARY=" + str(tmp_path / "nowhere") in r.stdout
+        assert "libmegacache.so.0" in r.stdout
+
+
+def test_import_needs_no_library(tmp_path):
+    env = dict(os.environ, MEGACACHE_LIBRARY=str(tmp_path / "none.so"), LD_LIBRARY_PATH="",
+               PYTHONPATH=os.path.join(SRCDIR, "python"))
+    r = _python("import megacache; print(megacache.__version__)", env)
+    assert r.returncode == 0 and r.stdout.strip() == megacache.__version__

@@ -1,0 +1,129 @@
+"""save, load, verify and list against the tool, on a real torch 2.11 cache dir."""
+
+import os
+import pathlib
+import re
+
+import megacache
+from conftest import SRCDIR, tool, tool_json, tree
+
+
+def test_version_is_the_library_and_configure_version():
+    with open(os.path.join(SRCDIR, "configure.ac")) as f:
+        ac = re.search(r"AC_INIT\(\[megacache\],\s*\[([^\]]+)\]", f.read()).group(1)
+    assert megacache.__version__ == megacache.library_version() == ac
+
+
+def test_error_names_are_the_header_codes():
+    with open(os.path.join(SRCDIR, "lib", "megacache.h")) as f:
+        header = dict((int(n), name) for name, n in
+                      re.findall(r"\b(MC_ERR_[A-Z_0-9]+) = (-\d+)", f.read()))
+    assert megacache._errors.CODES == header
+
+
+def test_save_gives_the_tool_s_bundle_byte_for_byte(tmp_path, cuda_cache, keys, with_env):
+    env = with_env(cuda_cache)
+    py, cli = tmp_path / "py.mcache", tmp_path / "cli.mcache"
+    r = megacache.save(py, keys.sec, labels={"job": "a"})
+    tool("save", "-o", str(cli), "-s", keys.sec, "--label", "job=a", env=env)
+    assert py.read_bytes() == cli.read_bytes()
+    j = tool_json("list", str(cli))
+    assert r.artifacts == len(j["artifacts"]) and r.signatures == 1
+    assert [f.tier for f in r.folders] == ["inductor", "triton_home"]
+    assert r.folders[0].path == cuda_cache and r.folders[0].exists
+    assert r.folders[0].artifacts == r.artifacts and not r.folders[1].exists
+    assert r.bytes == sum(a["size"] for a in j["artifacts"])
+
+
+def test_save_dry_run_writes_nothing(tmp_path, cuda_cache, keys, with_env):
+    with_env(cuda_cache)
+    r = megacache.save(tmp_path / "x.mcache", keys.sec, dry_run=True)
+    assert r.dry_run and r.artifacts > 0 and r.signatures == 0
+    assert not (tmp_path / "x.mcache").exists()
+
+
+def test_save_of_nothing_names_both_folders(tmp_path, keys, with_env):
+    with_env(str(tmp_path / "none"))
+    try:
+        megacache.save(tmp_path / "x.mcache", keys.sec)
+    except megacache.UsageError as e:
+        assert e.code is None
+        assert "nothing to save" in e.message and str(tmp_path / "none") in e.message
+        assert "triton-home" in e.message
+    else:
+        raise AssertionError("no error")
+    assert not (tmp_path / "x.mcache").exists()
+
+
+def _bundle(tmp_path, cuda_cache, keys, env_for):
+    b = tmp_path / "b.mcache"
+    tool("save", "-o", str(b), "-s", keys.sec, env=env_for(cuda_cache))
+    return b
+
+
+def test_load_installs_the_tool_s_tree(tmp_path, cuda_cache, keys, env_for):
+    b = _bundle(tmp_path, cuda_cache, keys, env_for)
+    cli_dir, py_dir = tmp_path / "cli", tmp_path / "py"
+    j = tool_json("load", str(b), "-p", keys.pub, "--cache-dir", str(cli_dir),
+                  "--triton-dir", str(tmp_path / "cli-triton"))
+    r = megacache.load(b, keys.pub, cache_dir=py_dir, triton_dir=tmp_path / "py-triton")
+    assert tree(py_dir) == tree(cli_dir) and len(tree(py_dir)) > 0
+    source = tree(cuda_cache)
+    assert all(source[p] == h for p, h in tree(py_dir).items())
+    assert (r.installed, r.unchanged, r.would_install, r.bytes) == (
+        j["installed"], j["unchanged"], j["would_install"], j["bytes"])
+    assert r.roots["inductor"] == str(py_dir)
+    assert sorted((a.type, a.key, a.dest) for a in r.artifacts) == sorted(
+        (a["type"], a["key"], a["dest"].replace(str(cli_dir), str(py_dir)))
+        for a in j["artifacts"])
+    for a in r.artifacts:
+        assert a.action == "installed" and os.path.isfile(a.dest)
+    again = megacache.load(b, [keys.other_pub, keys.pub], cache_dir=py_dir)
+    assert again.installed == 0 and again.unchanged == r.installed
+
+
+def test_load_dry_run_and_types(tmp_path, cuda_cache, keys, env_for):
+    b = _bundle(tmp_path, cuda_cache, keys, env_for)
+    d = tmp_path / "d"
+    r = megacache.load(b, keys.pub, cache_dir=d, dry_run=True)
+    assert r.would_install > 0 and r.installed == 0 and not d.exists()
+    assert all(a.action == "would-install" for a in r.artifacts)
+    r = megacache.load(b, keys.pub, cache_dir=d, types="autotune")
+    assert r.installed > 0 and {a.type for a in r.artifacts} == {"autotune"}
+    assert all(p.endswith(".best_config") for p in tree(d))
+
+
+def test_list_and_verify_match_the_tool(tmp_path, cuda_cache, keys, env_for):
+    b = _bundle(tmp_path, cuda_cache, keys, env_for)
+    j = tool_json("list", str(b))
+    info = megacache.list(b)
+    assert not info.verified and info.bundle == str(b)
+    assert [a.__dict__ for a in info.artifacts] == j["artifacts"]
+    assert info.signatures == j["signatures"] and info.labels == j["labels"]
+    assert info.created == j["created"] == 1700000000
+    v = megacache.verify(os.fsencode(b), pathlib.Path(keys.pub))
+    assert v.verified and v.artifacts == info.artifacts
+    v = megacache.verify(b, keys.pub, signatures_only=True)
+    assert v.verified
+
+
+def test_keys_as_text(tmp_path, cuda_cache, keys, with_env):
+    b = tmp_path / "t.mcache"
+    with_env(cuda_cache)
+    pub_text = pathlib.Path(keys.pub).read_text()
+    megacache.save(b, pathlib.Path(keys.sec).read_bytes())
+    megacache.save(tmp_path / "p.mcache", keys.sec)
+    assert b.read_bytes() == (tmp_path / "p.mcache").read_bytes()
+    base64_line = pub_text.splitlines()[1]
+    for k in (pub_text, pub_text.encode(), base64_line, pathlib.Path(keys.pub)):
+        assert megacache.verify(b, k).verified
+
+
+def test_progress_reaches_the_callback(tmp_path, cuda_cache, keys, env_for):
+    b = _bundle(tmp_path, cuda_cache, keys, env_for)
+    seen = []
+    megacache.load(b, keys.pub, cache_dir=tmp_path / "p",
+                   progress=lambda phase, done, total: seen.append((phase, done, total)))
+    assert seen and all(0 <= d <= t for _, d, t in seen)
+    last = [s for s in seen if s[0] == seen[-1][0]][-1]
+    assert last[1] == last[2] > 0

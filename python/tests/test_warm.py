@@ -1,0 +1,100 @@
+"""megacache.warm() around a block: load before, save only what is new after, and never
+swallow the block's exception."""
+
+import os
+import shutil
+
+import pytest
+
+import megacache
+from conftest import tool, tree
+
+
+@pytest.fixture
+def setup(tmp_path, cuda_cache, keys, env_for, with_env):
+    """A bundle of the real cache, minus one fxgraph entry (kept aside to add later),
+    and an empty cache dir this process uses."""
+    fx = os.path.join(cuda_cache, "fxgraph")
+    shard = sorted(os.listdir(fx))[0]
+    aside = tmp_path / "aside"
+    shutil.move(os.path.join(fx, shard), aside)
+    b = tmp_path / "b.mcache"
+    tool("save", "-o", str(b), "-s", keys.sec, env=env_for(cuda_cache))
+    cache = tmp_path / "cache"
+    with_env(str(cache))
+
+    class S:
+        pass
+    s = S()
+    s.bundle, s.cache, s.aside, s.shard, s.source = b, cache, aside, shard, cuda_cache
+    return s
+
+
+def test_loads_before_and_saves_nothing_when_nothing_is_new(tmp_path, setup, keys):
+    out = tmp_path / "next.mcache"
+    with megacache.warm(setup.bundle, keys.pub, save_to=out, secret_key=keys.sec) as w:
+        assert tree(setup.cache) == tree(setup.source)
+    assert w.loaded[0].installed > 0 and w.saved is None
+    assert not out.exists()
+
+
+def test_saves_only_what_the_block_added(tmp_path, setup, keys):
+    out = tmp_path / "next.mcache"
+    with megacache.warm(setup.bundle, keys.pub, save_to=out, secret_key=keys.sec) as w:
+        shutil.copytree(setup.aside, setup.cache / "fxgraph" / setup.shard)
+    assert w.saved is not None and w.saved.signatures == 1
+    arts = megacache.verify(out, keys.pub).artifacts
+    assert [a.type for a in arts] == ["inductor"] and len(arts) == w.saved.artifacts == 1
+    assert [(c.what, c.type, c.key) for c in w.saved.changes] == [
+        ("added", "inductor", arts[0].key)]
+    assert arts[0].key.startswith(setup.shard)
+
+
+def test_the_block_s_exception_is_never_swallowed(tmp_path, setup, keys):
+    out = tmp_path / "next.mcache"
+    with pytest.raises(ValueError, match="training failed"):
+        with megacache.warm(setup.bundle, keys.pub, save_to=out, secret_key=keys.sec):
+            shutil.copytree(setup.aside, setup.cache / "fxgraph" / setup.shard)
+            raise ValueError("training failed")
+    # What the block compiled before failing is saved, as `megacache run` saves it.
+    assert len(megacache.verify(out, keys.pub).artifacts) == 1
+
+
+def test_a_failing_save_is_a_note_on_the_block_s_exception(tmp_path, setup, keys):
+    out = tmp_path / "no-such-folder" / "next.mcache"
+    with pytest.raises(ValueError) as e:
+        with megacache.warm(setup.bundle, keys.pub, save_to=out, secret_key=keys.sec) as w:
+            shutil.copytree(setup.aside, setup.cache / "fxgraph" / setup.shard)
+            raise ValueError("training failed")
+    assert "the save after this block failed" in " ".join(getattr(e.value, "__notes__", []))
+    assert w.save_error is not None and w.save_error.name == "MC_ERR_IO"
+
+
+def test_a_failing_save_raises_after_a_clean_block(tmp_path, setup, keys):
+    out = tmp_path / "no-such-folder" / "next.mcache"
+    with pytest.raises(megacache.UsageError) as e:
+        with megacache.warm(setup.bundle, keys.pub, save_to=out, secret_key=keys.sec):
+            shutil.copytree(setup.aside, setup.cache / "fxgraph" / setup.shard)
+    assert str(out) in e.value.message
+
+
+def test_a_bad_bundle_stops_before_the_block_unless_allow_cold(tmp_path, setup, keys):
+    ran = []
+    with pytest.raises(megacache.VerificationError):
+        with megacache.warm(setup.bundle, keys.other_pub):
+            ran.append(1)
+    assert ran == [] and not setup.cache.exists()
+    missing = tmp_path / "missing.mcache"
+    with megacache.warm([missing, setup.bundle], keys.pub, allow_cold=True) as w:
+        ran.append(1)
+    assert ran == [1] and [c[0] for c in w.cold] == [str(missing)]
+    assert len(w.loaded) == 1
+
+
+def test_cache_dir_is_this_process_s_for_the_block(tmp_path, setup, keys, monkeypatch):
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    mine = tmp_path / "mine"
+    with megacache.warm(setup.bundle, keys.pub, cache_dir=mine) as w:
+        assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(mine)
+    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ
+    assert w.loaded[0].roots["inductor"] == str(mine) and tree(mine) == tree(setup.source)

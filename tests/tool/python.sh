@@ -1,0 +1,33 @@
+#!/bin/sh
+# python.sh - the Python package's pytest suite (python/tests), run with Debian's
+# /usr/bin/python3 and python3-pytest against the library just built, each test in a
+# forked child (pytest-forked) so that a crash in the library fails one test only.
+. "$MC_SRCDIR/tests/tool/lib.sh"
+
+if [ -n "${MC_SANITIZED:-}" ]; then
+	# An instrumented library cannot be loaded into an uninstrumented interpreter.
+	echo "skipped: the library is built with sanitizers"
+	exit 77
+fi
+MEGACACHE_LIBRARY="$MC_BUILDDIR/lib/.libs/libmegacache.so.0"
+export MEGACACHE_LIBRARY
+PYTHONPATH="$MC_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH
+# The tool the tests compare with, without the valgrind wrapper of check-valgrind.
+MEGACACHE="$MC_BUILDDIR/bin/megacache"
+export MEGACACHE
+cd "$T" || exit 1
+/usr/bin/python3 -m pytest -p no:cacheprovider --forked -q -rfE \
+	--basetemp="$T/pytest" "$MC_SRCDIR/python/tests" >"$T/pytest.out" 2>&1
+rc=$?
+cat "$T/pytest.out"
+# Each pytest test counts as a check here.
+summary=$(tail -n 1 "$T/pytest.out")
+n=$(printf '%s\n' "$summary" | sed -n 's/.*\([0-9][0-9]*\) passed.*/\1/p')
+PASSED=$((PASSED + ${n:-0}))
+n=$(printf '%s\n' "$summary" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) failed.*/\1/p;s/^\([0-9][0-9]*\) failed.*/\1/p')
+FAILED=$((FAILED + ${n:-0}))
+n=$(printf '%s\n' "$summary" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) errors\{0,1\}.*/\1/p')
+FAILED=$((FAILED + ${n:-0}))
+[ "$rc" -eq 0 ] || [ "$FAILED" -gt 0 ] || bad "pytest exited $rc: $summary"
+finish
