@@ -10,6 +10,7 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	libarchive-dev libsodium-dev libcjson-dev libzstd-dev check minisign valgrind strace python3 \
+	python3-pytest python3-pytest-forked python3-venv \
 	clang libclang-rt-14-dev >/dev/null
 autoreconf -fi
 ./configure --enable-werror

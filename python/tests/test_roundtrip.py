@@ -78,7 +78,8 @@ def test_load_installs_the_tool_s_tree(tmp_path, cuda_cache, keys, env_for):
         for a in j["artifacts"])
     for a in r.artifacts:
         assert a.action == "installed" and os.path.isfile(a.dest)
-    again = megacache.load(b, [keys.other_pub, keys.pub], cache_dir=py_dir)
+    again = megacache.load(b, [keys.other_pub, keys.pub], cache_dir=py_dir,
+                           triton_dir=tmp_path / "py-triton")
     assert again.installed == 0 and again.unchanged == r.installed
 
 

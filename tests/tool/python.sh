@@ -23,11 +23,11 @@ rc=$?
 cat "$T/pytest.out"
 # Each pytest test counts as a check here.
 summary=$(tail -n 1 "$T/pytest.out")
-n=$(printf '%s\n' "$summary" | sed -n 's/.*\([0-9][0-9]*\) passed.*/\1/p')
-PASSED=$((PASSED + ${n:-0}))
-n=$(printf '%s\n' "$summary" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) failed.*/\1/p;s/^\([0-9][0-9]*\) failed.*/\1/p')
-FAILED=$((FAILED + ${n:-0}))
-n=$(printf '%s\n' "$summary" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) errors\{0,1\}.*/\1/p')
-FAILED=$((FAILED + ${n:-0}))
+count() { # count WORD: the number before WORD in pytest's last line ("3 failed, 30 passed")
+	printf '%s\n' "$summary" | tr -d ',' | awk -v w="$1" '{ for (i = 2; i <= NF; i++)
+		if ($i == w || $i == w "s") n += $(i - 1) } END { print n + 0 }'
+}
+PASSED=$((PASSED + $(count passed)))
+FAILED=$((FAILED + $(count failed) + $(count error)))
 [ "$rc" -eq 0 ] || [ "$FAILED" -gt 0 ] || bad "pytest exited $rc: $summary"
 finish
