@@ -1,6 +1,7 @@
 """pip install ./python works with no network, and the installed package runs."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -12,7 +13,11 @@ def test_pip_install_offline_in_a_venv(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     env.pop("PYTHONPATH", None)
-    r = subprocess.run([str(venv / "bin" / "pip"), "install", os.path.join(SRCDIR, "python")],
+    # A copy: pip builds in the folder it is given, which leaves build/ there.
+    src = tmp_path / "python"
+    shutil.copytree(os.path.join(SRCDIR, "python"), src,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    r = subprocess.run([str(venv / "bin" / "pip"), "install", str(src)],
                        capture_output=True, text=True, env=env, cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     py = str(venv / "bin" / "python")

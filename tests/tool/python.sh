@@ -11,6 +11,8 @@ if [ -n "${MC_SANITIZED:-}" ]; then
 fi
 MEGACACHE_LIBRARY="$MC_BUILDDIR/lib/.libs/libmegacache.so.0"
 export MEGACACHE_LIBRARY
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONDONTWRITEBYTECODE
 PYTHONPATH="$MC_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONPATH
 # The tool the tests compare with, without the valgrind wrapper of check-valgrind.
