@@ -11,9 +11,12 @@ A thin layer over libmegacache (ctypes, no compiler needed). The calls:
 
 Keys are minisign keys: a path, or the text of a key file (anything with a line break
 or starting "untrusted comment:"), or for public keys the bare base64 key. Paths may be
-``str``, ``bytes`` or ``os.PathLike``. Every failure raises :class:`Error`: a
-:class:`VerificationError` when the bundle must not be trusted, a :class:`UsageError`
-otherwise; nothing is installed or written then.
+``str``, ``bytes`` or ``os.PathLike``. Every failure of the library, and every bad
+argument, raises :class:`Error`: a :class:`VerificationError` when the bundle must not
+be trusted, a :class:`UsageError` otherwise; nothing is installed or written then.
+
+Callbacks (progress, password, on_skip) cannot stop a library call: an exception one
+raises is raised again once the call has returned, with the call's effects kept.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ from ._errors import Error, LibraryError, UsageError, VerificationError
 from ._progress import TerminalBar
 from ._version import __version__
 
+# list() is left out of __all__: a star import would hide the builtin.
 __all__ = [
     "Artifact", "BundleInfo", "Change", "Error", "Folder", "LibraryError", "LoadReport",
     "LoadedArtifact", "SaveReport", "UsageError", "VerificationError", "Warm", "keygen",
-    "library_version", "list", "load", "pack_torch_artifacts", "save", "torch_artifacts",
+    "library_version", "load", "pack_torch_artifacts", "save", "torch_artifacts",
     "verify", "warm", "__version__",
 ]
 
@@ -158,7 +162,12 @@ def _path(p: PathArg, what: str = "path") -> bytes:
 
 
 def _text(s: Union[str, bytes], what: str) -> bytes:
-    b = s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
+    if isinstance(s, str):
+        b = s.encode("utf-8", "surrogateescape")
+    elif isinstance(s, (bytes, bytearray)):
+        b = bytes(s)
+    else:
+        raise UsageError("%s must be str or bytes, not %s" % (what, type(s).__name__))
     if b"\0" in b:
         raise UsageError("%s holds a NUL byte: %r" % (what, s))
     return b
@@ -195,11 +204,22 @@ def _progress_fn(progress: Progress) -> Optional[ProgressFn]:
     return progress
 
 
+_MC_ERR_PASSWORD = -19
+U64 = (1 << 64) - 1
+
+
+def _int(value, what: str, lo: int, hi: int) -> int:
+    """value as an int in lo..hi, else UsageError naming what."""
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise UsageError("%s must be an integer from %d to %d, not %r" % (what, lo, hi, value))
+    return value
+
+
 def _created() -> int:
     sde = os.environ.get("SOURCE_DATE_EPOCH", "")
     if sde == "":
         return int(time.time())
-    if not sde.isdigit():
+    if not (sde.isascii() and sde.isdigit()) or int(sde) >= 1 << 63:
         raise UsageError("SOURCE_DATE_EPOCH is not a Unix time: '%s'" % sde)
     return int(sde)
 
@@ -233,9 +253,9 @@ class _Session:
         self._free: List[tuple] = []
         self._pending: Optional[BaseException] = None
         self._callbacks: List[object] = []
-        self.lib.mc_ctx_new(ctypes.byref(self.ctx))
-        if not self.ctx.value:
-            raise UsageError("libmegacache could not make a context (out of memory)", -1)
+        status = self.lib.mc_ctx_new(ctypes.byref(self.ctx))
+        if status != 0 or not self.ctx.value:
+            raise _ffi.status_error(status or -1)
         try:
             if cache_dir is not None:
                 self.lib.mc_ctx_set_tier_root(self.ctx, b"inductor", _path(cache_dir, "cache_dir"))
@@ -245,9 +265,8 @@ class _Session:
                 self.lib.mc_ctx_set_tier_root(self.ctx, b"triton_home", t)
             fn = _progress_fn(progress)
             if fn is not None:
-                cb = _ffi.PROGRESS_FN(self._guard(
-                    lambda ud, phase, done, total: fn(phase.decode(), done, total)))
-                self._callbacks.append(cb)
+                cb = self.callback(_ffi.PROGRESS_FN,
+                                   lambda ud, phase, done, total: fn(phase.decode(), done, total))
                 self.lib.mc_ctx_set_progress(self.ctx, cb, None)
         except BaseException:
             self.close()
@@ -268,20 +287,21 @@ class _Session:
             self.lib.mc_ctx_free(self.ctx)
         self.ctx = None
 
-    def _guard(self, fn):
-        """Wraps a Python callback: an exception in it is kept, not lost in ctypes."""
+    def _guard(self, fn, failed):
+        """Wraps a Python callback: an exception in it is kept, not lost in ctypes, and
+        the callback returns failed to the library instead."""
         def call(*args):
             if self._pending is not None:
-                return None
+                return failed
             try:
                 return fn(*args)
             except BaseException as e:  # noqa: B902 - raised again after the C call
                 self._pending = e
-                return None
+                return failed
         return call
 
-    def callback(self, ctype, fn):
-        cb = ctype(self._guard(fn))
+    def callback(self, ctype, fn, failed=None):
+        cb = ctype(self._guard(fn, failed))
         self._callbacks.append(cb)
         return cb
 
@@ -321,7 +341,7 @@ class _Session:
 
     def seckey(self, k: KeyArg, password: Password):
         h = _ffi.c_handle()
-        cb = self.callback(_ffi.PASSWORD_FN, _password_fn(password))
+        cb = self.callback(_ffi.PASSWORD_FN, _password_fn(password), _MC_ERR_PASSWORD)
         if _is_key_text(k):
             f, arg = self.lib.mc_seckey_from_text, _text(k, "secret key text")
         else:
@@ -346,8 +366,8 @@ class _Session:
             raise UsageError("no trusted public key given (trusted_keys)")
         for k in keys:
             self.lib.mc_bundle_trust(b, self.pubkey(k))
-        self.lib.mc_bundle_set_threshold(b, int(threshold))
-        self.lib.mc_bundle_set_min_version(b, int(min_version))
+        self.lib.mc_bundle_set_threshold(b, _int(threshold, "threshold", 1, len(keys)))
+        self.lib.mc_bundle_set_min_version(b, _int(min_version, "min_version", 0, U64))
         for k, v in _labels(require):
             self.lib.mc_bundle_require_label(b, _text(k, "label key"), _text(v, "label value"))
 
@@ -360,14 +380,15 @@ class _Session:
     def writer_setup(self, w, secret_keys: Optional[Keys], password: Password, labels,
                      bundle_version: int, expires: int, level: int) -> int:
         self.lib.mc_writer_set_created(w, _created())
-        self.lib.mc_writer_set_bundle_version(w, int(bundle_version))
-        self.lib.mc_writer_set_expires(w, int(expires))
-        self.lib.mc_writer_set_compression(w, int(level))
+        self.lib.mc_writer_set_bundle_version(w, _int(bundle_version, "bundle_version", 0, U64))
+        self.lib.mc_writer_set_expires(w, _int(expires, "expires", 0, (1 << 63) - 1))
+        self.lib.mc_writer_set_compression(w, _int(level, "level", 0, 19))
         for k, v in _labels(labels):
             self.lib.mc_writer_set_label(w, _text(k, "label key"), _text(v, "label value"))
         keys = _key_list(secret_keys, "secret_key")
         for k in keys:
             self.lib.mc_writer_add_signer(w, self.seckey(k, password))
+        self.nsigners = len(keys)
         return len(keys)
 
     def info(self, b, path: PathArg, verified: bool) -> BundleInfo:
@@ -415,15 +436,15 @@ def _password_fn(password: Password):
         p = _str(prompt) or "password: "
         if password is None:
             if not sys.stdin.isatty():
-                return -19
+                return _MC_ERR_PASSWORD
             got: Union[str, bytes] = getpass.getpass(p)
         elif callable(password):
             got = password(p)
         else:
             got = password
-        b = got.encode() if isinstance(got, str) else bytes(got)
-        if len(b) >= buflen or b"\0" in b:
-            return -19
+        b = _text(got, "the password")
+        if len(b) >= buflen:
+            return _MC_ERR_PASSWORD
         ctypes.memmove(buf, b + b"\0", len(b) + 1)
         return 0
     return ask
@@ -631,59 +652,84 @@ class Warm:
         self.loaded: List[LoadReport] = []
         self.cold: List[tuple] = []
         self.saved: Optional[SaveReport] = None
-        self.save_error: Optional[Error] = None
+        self.save_error: Optional[Exception] = None
 
 
-_ENV = (("cache_dir", "TORCHINDUCTOR_CACHE_DIR"), ("triton_dir", "TRITON_CACHE_DIR"))
+_ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+
+def _abs(p: Optional[PathArg], what: str) -> Optional[str]:
+    return None if p is None else os.path.abspath(os.fsdecode(_path(p, what)))
 
 
 @contextlib.contextmanager
-def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Keys,
+def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optional[Keys],
          save_to: Optional[PathArg] = None, secret_key: Optional[Keys] = None, *,
          cache_dir: Optional[PathArg] = None, triton_dir: Optional[PathArg] = None,
          types: Union[str, Iterable[str], None] = None, allow_cold: bool = False,
          labels: Union[Mapping[str, str], Iterable[str], None] = None,
          password: Password = None, sync: bool = False,
          progress: Progress = None) -> Iterator[Warm]:
-    """Loads bundles before the block and saves what the block added after it::
+    """Loads bundles before the block and saves what is new in the caches after it::
 
         with megacache.warm("job.mcache", "k.pub", save_to="next.mcache",
                             secret_key="k.key") as w:
             train()
 
-    Before: each bundle is verified and installed; a missing or failing bundle raises,
-    or with allow_cold=True is noted in w.cold and skipped. cache_dir and triton_dir
-    are set as $TORCHINDUCTOR_CACHE_DIR and $TRITON_CACHE_DIR for the block (and
-    restored after), so torch in this process uses them. After (also when the block
-    raised): the cache folders are recorded, what the loaded bundles hold already is
-    dropped, and the rest is saved to save_to signed by secret_key, only when something
-    is new (w.saved). An exception of the block is never swallowed: a save that fails
-    after it is attached to it as a note and kept in w.save_error.
+    Before the block: the signing keys are read (a password is asked for now, not after
+    hours of training) and each bundle is verified and installed; a bundle that is
+    missing or fails verification raises, or with allow_cold=True is noted in w.cold and
+    skipped (a wrong argument, such as no trusted key, raises either way). cache_dir
+    and triton_dir (made absolute) are set as $TORCHINDUCTOR_CACHE_DIR and
+    $TRITON_CACHE_DIR for the block, so torch in this process uses them, and restored
+    after.
+
+    After the block, also when it raised: the cache folders are recorded, everything the
+    loaded bundles hold already is dropped, and the rest (what the block compiled, and
+    whatever else the folders held that the bundles lack) is saved to save_to, only when
+    something is left (w.saved). The block's exception is never swallowed: a save that
+    fails after it is kept in w.save_error (and, on Python 3.11 and later, added to it
+    as a note).
+
+    It changes this process's environment: do not run two warm() blocks at once, or
+    library calls in other threads during one.
     """
     paths = [] if bundles is None else _key_list(bundles, "bundles")
+    if paths and not _key_list(trusted_keys, "trusted_keys"):
+        raise UsageError("no trusted public key given (trusted_keys) for %d bundles" % len(paths))
+    cache_dir, triton_dir = _abs(cache_dir, "cache_dir"), _abs(triton_dir, "triton_dir")
     w = Warm()
     with _Session(cache_dir, triton_dir, progress) as s:
+        wr = None
+        if save_to is not None:
+            _path(save_to, "save_to")
+            wr = s.writer()
+            s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
+        for k in _key_list(trusted_keys, "trusted_keys"):
+            s.pubkey(k)  # a bad key file is the caller's mistake, never a cold start
         bases = []
         for p in paths:
             try:
                 w.loaded.append(_load_in(s, p, trusted_keys, types, None, 1, 0, False, sync))
                 bases.append(s.last_bundle)
             except Error as e:
-                if not allow_cold:
+                # Only the bundle's own fault goes cold: missing, unreadable, untrusted.
+                bundle_fault = isinstance(e, VerificationError) or e.name in (
+                    "MC_ERR_IO", "MC_ERR_NOT_BUNDLE")
+                if not (allow_cold and bundle_fault):
                     raise
                 w.cold.append((os.fsdecode(_path(p)), str(e)))
-        saved_env = {var: os.environ.get(var) for _, var in _ENV}
-        for arg, var in _ENV:
-            val = cache_dir if arg == "cache_dir" else triton_dir
+        saved_env = {var: os.environ.get(var) for var in _ENV}
+        for var, val in zip(_ENV, (cache_dir, triton_dir)):
             if val is not None:
-                os.environ[var] = os.path.abspath(os.fsdecode(_path(val)))
+                os.environ[var] = val
         try:
             yield w
         except BaseException as body:
-            _warm_save(s, w, bases, save_to, secret_key, labels, password, body)
+            _warm_save(s, w, wr, bases, save_to, body)
             raise
         else:
-            _warm_save(s, w, bases, save_to, secret_key, labels, password, None)
+            _warm_save(s, w, wr, bases, save_to, None)
         finally:
             for var, old in saved_env.items():
                 if old is None:
@@ -692,23 +738,22 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Keys,
                     os.environ[var] = old
 
 
-def _warm_save(s: _Session, w: Warm, bases, save_to, secret_key, labels, password,
-               body: Optional[BaseException]) -> None:
-    if save_to is None:
+def _warm_save(s: _Session, w: Warm, wr, bases, save_to, body: Optional[BaseException]) -> None:
+    if wr is None:
         return
     try:
-        w.saved = _save_new(s, bases, save_to, secret_key, labels, password)
-    except Error as e:
-        w.save_error = e
+        w.saved = _save_new(s, wr, bases, save_to)
+    except Exception as e:  # noqa: B902 - the block's exception goes on instead
         if body is None:
             raise
+        w.save_error = e
         if hasattr(body, "add_note"):  # Python 3.11
             body.add_note("megacache: the save after this block failed: %s" % e)
+        return
+    w.save_error = None
 
 
-def _save_new(s: _Session, bases, save_to, secret_key, labels, password) -> Optional[SaveReport]:
-    wr = s.writer()
-    nsig = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
+def _save_new(s: _Session, wr, bases, save_to) -> Optional[SaveReport]:
     folders, skipped = _record(s, wr, False, None)
     changes: List[Change] = []
 
@@ -723,7 +768,7 @@ def _save_new(s: _Session, bases, save_to, secret_key, labels, password) -> Opti
         return None
     s.call(s.lib.mc_writer_save, wr, _path(save_to, "save_to"))
     return SaveReport(os.fsdecode(_path(save_to)), False, s.lib.mc_writer_artifact_count(wr),
-                      s.lib.mc_writer_total_bytes(wr), nsig, folders, skipped, changes)
+                      s.lib.mc_writer_total_bytes(wr), s.nsigners, folders, skipped, changes)
 
 
 # Last, so that the code above never calls it by mistake for the builtin.

@@ -1,7 +1,8 @@
 """python -m megacache: the commands of the megacache tool, for machines that have the
 library and this package but not the command (keygen, save, load, verify, list, export,
-run). Options and exit statuses are the tool's: 0 success, 1 the bundle failed
-verification, 2 any other error."""
+run), with their main options. Exit statuses are the tool's: 0 success, 1 the bundle
+failed verification, 2 any other error; run passes on the command's. --json prints the
+package's reports (to_dict()), not the tool's JSON."""
 
 import argparse
 import json
@@ -223,9 +224,18 @@ def cmd_export(a):
     _say("wrote %s (%s)" % (a.torch, _mb(len(data))))
 
 
+# Signals whose default action dumps core: a command killed by one is reported as the
+# shell would (128 + n) instead of being raised here again.
+CORE_SIGNALS = {signal.SIGQUIT, signal.SIGILL, signal.SIGABRT, signal.SIGFPE, signal.SIGSEGV,
+                signal.SIGBUS, signal.SIGTRAP, signal.SIGSYS, signal.SIGXCPU, signal.SIGXFSZ}
+
+
 def _run_child(cmd):
-    """Runs cmd, forwarding the signals a job gets to it; its exit status as a shell
-    gives it (128 + n for a signal)."""
+    """Runs cmd; its wait status as subprocess gives it (-n: killed by signal n).
+
+    As a shell does for a job in the foreground, SIGINT and SIGQUIT are ignored here
+    while it runs (a terminal sends them to the command too); SIGHUP, SIGTERM, SIGUSR1
+    and SIGUSR2 are passed on to it."""
     try:
         child = subprocess.Popen(cmd)
     except FileNotFoundError:
@@ -234,39 +244,61 @@ def _run_child(cmd):
     except PermissionError:
         _say("megacache: %s: cannot run" % cmd[0], sys.stderr)
         return 126
-    sigs = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1,
-            signal.SIGUSR2)
-    old = {s: signal.signal(s, lambda n, f: child.send_signal(n)) for s in sigs}
+    handlers = {signal.SIGINT: signal.SIG_IGN, signal.SIGQUIT: signal.SIG_IGN}
+    for n in (signal.SIGHUP, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2):
+        handlers[n] = lambda n, f: child.send_signal(n)
+    old = {n: signal.signal(n, h) for n, h in handlers.items()}
     try:
-        rc = child.wait()
+        return child.wait()
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-    return 128 - rc if rc < 0 else rc
+        for n, h in old.items():
+            signal.signal(n, h)
+
+
+def _exit_as(status):
+    """The exit status for the command's wait status: its own, or its signal raised
+    here again (128 + n for a signal that dumps core)."""
+    if status >= 0:
+        return status
+    n = -status
+    if n not in CORE_SIGNALS:
+        signal.signal(n, signal.SIG_DFL)
+        os.kill(os.getpid(), n)
+    return 128 + n
 
 
 def cmd_run(a):
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
     if not cmd:
         raise megacache.UsageError("run needs -- CMD [ARGS]...")
+    if a.bundle and not a.pubkey:
+        raise megacache.UsageError("run needs -p PUBFILE to verify the bundles")
     if a.save_to is None and a.secret_key:
         raise megacache.UsageError("-s is for --save-to")
-    with megacache.warm(a.bundle, a.pubkey or None, save_to=a.save_to,
-                        secret_key=a.secret_key or None, cache_dir=a.cache_dir,
-                        triton_dir=a.triton_dir, types=a.types, allow_cold=a.allow_cold,
-                        labels=a.label, password=_password(a), sync=a.sync) as w:
-        for path, why in w.cold:
-            _say("megacache: going on cold without %s: %s" % (path, why), sys.stderr)
-        for r in w.loaded:
-            _say("megacache: loaded %d artifacts from %s" % (r.installed + r.unchanged,
-                                                            r.bundle), sys.stderr)
-        rc = _run_child(cmd)
+    status = None
+    try:
+        with megacache.warm(a.bundle, a.pubkey or None, save_to=a.save_to,
+                            secret_key=a.secret_key or None, cache_dir=a.cache_dir,
+                            triton_dir=a.triton_dir, types=a.types, allow_cold=a.allow_cold,
+                            labels=a.label, password=_password(a), sync=a.sync) as w:
+            for path, why in w.cold:
+                _say("megacache: going on cold without %s: %s" % (path, why), sys.stderr)
+            for r in w.loaded:
+                _say("megacache: loaded %d artifacts from %s" % (r.installed + r.unchanged,
+                                                                r.bundle), sys.stderr)
+            status = _run_child(cmd)
+    except megacache.Error as e:
+        if status is None or status == 0:
+            raise
+        # The command failed: its status is what the caller acts on.
+        _say("megacache: %s" % e.message, sys.stderr)
+        return _exit_as(status)
     if w.saved is not None:
         _say("megacache: saved %d new artifacts to %s" % (w.saved.artifacts, w.saved.bundle),
              sys.stderr)
     elif a.save_to is not None:
         _say("megacache: nothing new; %s not written" % a.save_to, sys.stderr)
-    return rc
+    return _exit_as(status)
 
 
 COMMANDS = {"keygen": cmd_keygen, "save": cmd_save, "load": cmd_load, "verify": cmd_verify,
@@ -285,6 +317,10 @@ def main(argv=None):
         return EXIT_USAGE
     except OSError as e:
         _say("megacache: %s" % e, sys.stderr)
+        return EXIT_USAGE
+    except Exception:  # noqa: B902 - a defect here is not a verdict on a bundle
+        import traceback
+        traceback.print_exc()
         return EXIT_USAGE
 
 

@@ -9,6 +9,7 @@ The library is found on first use (see :func:`lib`), not at import.
 import ctypes
 import os
 import threading
+import warnings
 from ctypes import (CFUNCTYPE, POINTER, c_char, c_char_p, c_int, c_int64, c_size_t,
                     c_uint, c_uint64, c_void_p)
 
@@ -62,6 +63,11 @@ def _message(ctx, status):
 def _error(status, ctx):
     return error_for(status, _message(ctx, status),
                      _lib.mc_status_is_verification_failure(status) != 0)
+
+
+def status_error(status):
+    """The exception for a status that came with no context to read a message from."""
+    return _error(status, None)
 
 
 def _check_ctx(status, func, args):
@@ -173,9 +179,14 @@ def _open():
     else:
         tried.append("%s (not set)" % ENV_LIBRARY)
     try:
-        return ctypes.CDLL(SONAME)
+        dll = ctypes.CDLL(SONAME)
     except OSError as e:
         tried.append("%s (%s)" % (SONAME, e))
+    else:
+        if override:
+            warnings.warn("megacache: %s; using the installed %s" % (tried[0], SONAME),
+                          RuntimeWarning, stacklevel=4)
+        return dll
     raise LibraryError("cannot load libmegacache: tried " + "; then ".join(tried) +
                        ". Install the library, or set %s to its path" % ENV_LIBRARY)
 

@@ -63,3 +63,19 @@ def test_run_loads_runs_and_saves_what_is_new(tmp_path, cuda_cache, keys, env_fo
     assert tree(tmp_path / "cache") and set(tree(tmp_path / "cache")) <= set(tree(cuda_cache))
     r = pymod("run", "-p", keys.pub, "--", "/nonexistent/cmd", env=env)
     assert r.returncode == 127
+
+
+def test_run_passes_on_signals_and_the_command_s_status(tmp_path, cuda_cache, keys, env_for):
+    env = _env(env_for(str(tmp_path / "cache")))
+    r = pymod("run", "--", sys.executable, "-c", "import os; os.kill(os.getpid(), 15)",
+              env=env)
+    assert r.returncode == -15
+    # The command failed and the save failed too: the command's status wins.
+    r = pymod("run", "--save-to", str(tmp_path / "no" / "x.mcache"), "--", sys.executable,
+              "-c", "import os, shutil, sys; d = os.environ['TORCHINDUCTOR_CACHE_DIR']; "
+              "shutil.copytree(sys.argv[1], os.path.join(d, 'fxgraph')); sys.exit(3)",
+              os.path.join(cuda_cache, "fxgraph"), env=env)
+    assert r.returncode == 3 and "x.mcache" in r.stderr, r.stderr
+    assert "nothing new" not in r.stderr and not (tmp_path / "no").exists()
+    r = pymod("run", "-b", str(tmp_path / "b.mcache"), "--allow-cold", "--", "true", env=env)
+    assert r.returncode == 2 and "-p PUBFILE" in r.stderr

@@ -138,3 +138,19 @@ def test_import_needs_no_library(tmp_path):
                PYTHONPATH=os.path.join(SRCDIR, "python"))
     r = _python("import megacache; print(megacache.__version__)", env)
     assert r.returncode == 0 and r.stdout.strip() == megacache.__version__
+
+
+def test_bad_arguments_name_the_parameter(tmp_path, bundle, keys, cuda_cache, with_env):
+    for kw, word in (({"threshold": -1}, "threshold"), ({"threshold": 2}, "threshold"),
+                     ({"min_version": -1}, "min_version")):
+        with pytest.raises(megacache.UsageError, match=word):
+            megacache.verify(bundle, keys.pub, **kw)
+    with_env(cuda_cache)
+    megacache.keygen(tmp_path / "e.pub", tmp_path / "e.key", password="pw")
+    out = tmp_path / "x.mcache"
+    for kw, word in (({"level": 2 ** 32 + 3}, "level"), ({"expires": 2 ** 64 + 5}, "expires"),
+                     ({"bundle_version": -1}, "bundle_version"), ({"labels": {"v": 0}}, "label"),
+                     ({"password": 5}, "password")):
+        with pytest.raises(megacache.UsageError, match=word):
+            megacache.save(out, keys.sec if "password" not in kw else tmp_path / "e.key", **kw)
+        assert not out.exists()

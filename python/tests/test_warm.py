@@ -98,3 +98,45 @@ def test_cache_dir_is_this_process_s_for_the_block(tmp_path, setup, keys, monkey
         assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(mine)
     assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ
     assert w.loaded[0].roots["inductor"] == str(mine) and tree(mine) == tree(setup.source)
+
+
+def test_the_password_is_asked_before_the_block(tmp_path, setup, keys):
+    pub = tmp_path / "e.pub"
+    megacache.keygen(pub, tmp_path / "e.key", password="pw")
+    events = []
+
+    def password(prompt):
+        events.append("password")
+        return "pw"
+    with megacache.warm(setup.bundle, keys.pub, save_to=tmp_path / "n.mcache",
+                        secret_key=tmp_path / "e.key", password=password):
+        events.append("block")
+        shutil.copytree(setup.aside, setup.cache / "fxgraph" / setup.shard)
+    assert events == ["password", "block"]
+    assert megacache.verify(tmp_path / "n.mcache", pub).verified
+    ran = []
+    with pytest.raises(megacache.UsageError) as e:
+        with megacache.warm(setup.bundle, keys.pub, save_to=tmp_path / "m.mcache",
+                            secret_key=tmp_path / "e.key", password="wrong"):
+            ran.append(1)
+    assert e.value.name == "MC_ERR_PASSWORD" and ran == []
+
+
+def test_setup_mistakes_raise_even_with_allow_cold(tmp_path, setup, keys):
+    for trusted, kw in ((None, {}), ([], {}), (tmp_path / "no.pub", {}),
+                        (keys.pub, {"types": "no_such_type"})):
+        with pytest.raises(megacache.UsageError):
+            with megacache.warm(setup.bundle, trusted, allow_cold=True, **kw):
+                raise AssertionError("the block ran")
+
+
+def test_a_relative_cache_dir_survives_chdir(tmp_path, setup, keys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    out = tmp_path / "next.mcache"
+    with megacache.warm(setup.bundle, keys.pub, save_to=out, secret_key=keys.sec,
+                        cache_dir="rel") as w:
+        os.chdir("sub")
+        shutil.copytree(setup.aside, tmp_path / "rel" / "fxgraph" / setup.shard)
+    assert w.saved is not None and w.saved.artifacts == 1
+    assert w.loaded[0].roots["inductor"] == str(tmp_path / "rel")
