@@ -99,6 +99,14 @@ def env_for(tmp_path):
 
 
 @pytest.fixture
+def bundle(tmp_path, cuda_cache, keys, env_for):
+    """A bundle the tool saved from cuda_cache, signed by the test key."""
+    b = tmp_path / "b.mcache"
+    tool("save", "-o", str(b), "-s", keys.sec, env=env_for(cuda_cache))
+    return b
+
+
+@pytest.fixture
 def with_env(monkeypatch, env_for):
     """Sets this process's environment as env_for makes it."""
     def apply(cache_dir, triton_cache=None):

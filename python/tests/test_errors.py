@@ -9,14 +9,7 @@ import textwrap
 import pytest
 
 import megacache
-from conftest import SRCDIR, tool
-
-
-@pytest.fixture
-def bundle(tmp_path, cuda_cache, keys, env_for):
-    b = tmp_path / "b.mcache"
-    tool("save", "-o", str(b), "-s", keys.sec, env=env_for(cuda_cache))
-    return b
+from conftest import SRCDIR
 
 
 def test_wrong_key_is_a_verification_error_and_installs_nothing(tmp_path, bundle, keys):

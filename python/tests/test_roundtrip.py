@@ -55,14 +55,8 @@ def test_save_of_nothing_names_both_folders(tmp_path, keys, with_env):
     assert not (tmp_path / "x.mcache").exists()
 
 
-def _bundle(tmp_path, cuda_cache, keys, env_for):
-    b = tmp_path / "b.mcache"
-    tool("save", "-o", str(b), "-s", keys.sec, env=env_for(cuda_cache))
-    return b
-
-
-def test_load_installs_the_tool_s_tree(tmp_path, cuda_cache, keys, env_for):
-    b = _bundle(tmp_path, cuda_cache, keys, env_for)
+def test_load_installs_the_tool_s_tree(tmp_path, bundle, cuda_cache, keys):
+    b = bundle
     cli_dir, py_dir = tmp_path / "cli", tmp_path / "py"
     j = tool_json("load", str(b), "-p", keys.pub, "--cache-dir", str(cli_dir),
                   "--triton-dir", str(tmp_path / "cli-triton"))
@@ -83,8 +77,8 @@ def test_load_installs_the_tool_s_tree(tmp_path, cuda_cache, keys, env_for):
     assert again.installed == 0 and again.unchanged == r.installed
 
 
-def test_load_dry_run_and_types(tmp_path, cuda_cache, keys, env_for):
-    b = _bundle(tmp_path, cuda_cache, keys, env_for)
+def test_load_dry_run_and_types(tmp_path, bundle, cuda_cache, keys):
+    b = bundle
     d = tmp_path / "d"
     r = megacache.load(b, keys.pub, cache_dir=d, dry_run=True)
     assert r.would_install > 0 and r.installed == 0 and not d.exists()
@@ -94,8 +88,8 @@ def test_load_dry_run_and_types(tmp_path, cuda_cache, keys, env_for):
     assert all(p.endswith(".best_config") for p in tree(d))
 
 
-def test_list_and_verify_match_the_tool(tmp_path, cuda_cache, keys, env_for):
-    b = _bundle(tmp_path, cuda_cache, keys, env_for)
+def test_list_and_verify_match_the_tool(tmp_path, bundle, cuda_cache, keys):
+    b = bundle
     j = tool_json("list", str(b))
     info = megacache.list(b)
     assert not info.verified and info.bundle == str(b)
@@ -120,8 +114,8 @@ def test_keys_as_text(tmp_path, cuda_cache, keys, with_env):
         assert megacache.verify(b, k).verified
 
 
-def test_progress_reaches_the_callback(tmp_path, cuda_cache, keys, env_for):
-    b = _bundle(tmp_path, cuda_cache, keys, env_for)
+def test_progress_reaches_the_callback(tmp_path, bundle, cuda_cache, keys):
+    b = bundle
     seen = []
     megacache.load(b, keys.pub, cache_dir=tmp_path / "p",
                    progress=lambda phase, done, total: seen.append((phase, done, total)))
