@@ -6,7 +6,7 @@
 
 if [ -n "${MC_SANITIZED:-}" ]; then
 	# An instrumented library cannot be loaded into an uninstrumented interpreter.
-	echo "skipped: the library is built with sanitizers"
+	echo "SKIP: the library is built with sanitizers, which an uninstrumented python3 cannot load"
 	exit 77
 fi
 MEGACACHE_LIBRARY="$MC_BUILDDIR/lib/.libs/libmegacache.so.0"
