@@ -184,7 +184,7 @@ def _is_key_text(k: KeyArg) -> bool:
     return False
 
 
-def _key_list(keys: Optional[Keys], what: str) -> List[KeyArg]:
+def _key_list(keys: Optional[Keys]) -> List[KeyArg]:
     if keys is None:
         return []
     if isinstance(keys, (str, bytes, os.PathLike)):
@@ -356,17 +356,20 @@ class _Session:
         h = _ffi.c_handle()
         self.lib.mc_bundle_open(self.ctx, _path(path, "bundle path"), ctypes.byref(h))
         self._keep(self.lib.mc_bundle_free, h)
-        self.last_bundle = h
         return h
 
-    def policy(self, b, trusted_keys: Keys, threshold: int, min_version: int,
-               require: Union[Mapping[str, str], Iterable[str], None]) -> None:
-        keys = _key_list(trusted_keys, "trusted_keys")
+    def trusted(self, trusted_keys: Optional[Keys]) -> list:
+        """The public keys, read once; at least one."""
+        keys = _key_list(trusted_keys)
         if not keys:
             raise UsageError("no trusted public key given (trusted_keys)")
-        for k in keys:
-            self.lib.mc_bundle_trust(b, self.pubkey(k))
-        self.lib.mc_bundle_set_threshold(b, _int(threshold, "threshold", 1, len(keys)))
+        return [self.pubkey(k) for k in keys]
+
+    def policy(self, b, pubs: list, threshold: int, min_version: int,
+               require: Union[Mapping[str, str], Iterable[str], None]) -> None:
+        for pk in pubs:
+            self.lib.mc_bundle_trust(b, pk)
+        self.lib.mc_bundle_set_threshold(b, _int(threshold, "threshold", 1, len(pubs)))
         self.lib.mc_bundle_set_min_version(b, _int(min_version, "min_version", 0, U64))
         for k, v in _labels(require):
             self.lib.mc_bundle_require_label(b, _text(k, "label key"), _text(v, "label value"))
@@ -385,11 +388,17 @@ class _Session:
         self.lib.mc_writer_set_compression(w, _int(level, "level", 0, 19))
         for k, v in _labels(labels):
             self.lib.mc_writer_set_label(w, _text(k, "label key"), _text(v, "label value"))
-        keys = _key_list(secret_keys, "secret_key")
+        keys = _key_list(secret_keys)
         for k in keys:
             self.lib.mc_writer_add_signer(w, self.seckey(k, password))
-        self.nsigners = len(keys)
         return len(keys)
+
+    def report(self, w, path: PathArg, dry_run: bool, nsig: int, folders=(), skipped: int = 0,
+               changes=()) -> SaveReport:
+        """What the writer w holds, as saved (or, dry_run, as it would be) to path."""
+        return SaveReport(os.fsdecode(_path(path)), bool(dry_run),
+                          self.lib.mc_writer_artifact_count(w), self.lib.mc_writer_total_bytes(w),
+                          nsig, [*folders], skipped, [*changes])
 
     def info(self, b, path: PathArg, verified: bool) -> BundleInfo:
         lib = self.lib
@@ -466,10 +475,10 @@ def _select(s: _Session, b, types) -> None:
             raise UsageError(e.message, -2) from None
 
 
-def _load_in(s: _Session, bundle: PathArg, trusted_keys: Keys, types, require, threshold: int,
+def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, threshold: int,
              min_version: int, dry_run: bool, sync: bool) -> LoadReport:
-    b = s.bundle(bundle)
-    s.policy(b, trusted_keys, threshold, min_version, require)
+    """Loads the opened bundle b (opened from the path bundle)."""
+    s.policy(b, pubs, threshold, min_version, require)
     _select(s, b, types)
     done: List[LoadedArtifact] = []
 
@@ -506,8 +515,8 @@ def load(bundle: PathArg, trusted_keys: Keys, cache_dir: Optional[PathArg] = Non
     done_bytes, total_bytes), False for none, None for a bar on a terminal.
     """
     with _Session(cache_dir, triton_dir, progress) as s:
-        return _load_in(s, bundle, trusted_keys, types, require, threshold, min_version,
-                        dry_run, sync)
+        return _load_in(s, s.bundle(bundle), bundle, s.trusted(trusted_keys), types, require,
+                        threshold, min_version, dry_run, sync)
 
 
 def verify(bundle: PathArg, trusted_keys: Keys, threshold: int = 1, min_version: int = 0,
@@ -517,7 +526,7 @@ def verify(bundle: PathArg, trusted_keys: Keys, threshold: int = 1, min_version:
     it; writes nothing. Returns its manifest, marked verified; raises on any failure."""
     with _Session(progress=progress) as s:
         b = s.bundle(bundle)
-        s.policy(b, trusted_keys, threshold, min_version, require)
+        s.policy(b, s.trusted(trusted_keys), threshold, min_version, require)
         f = s.lib.mc_bundle_check_signatures if signatures_only else s.lib.mc_bundle_verify
         s.call(f, b)
         return s.info(b, bundle, True)
@@ -586,9 +595,7 @@ def save(path: PathArg, secret_key: Optional[Keys], *, cache_dir: Optional[PathA
             raise _nothing(folders)
         if not dry_run:
             s.call(s.lib.mc_writer_save, w, _path(path, "bundle path"))
-        return SaveReport(os.fsdecode(_path(path)), bool(dry_run),
-                          s.lib.mc_writer_artifact_count(w), s.lib.mc_writer_total_bytes(w),
-                          nsig, folders, skipped)
+        return s.report(w, path, dry_run, nsig, folders, skipped)
 
 
 def pack_torch_artifacts(blob: Union[bytes, bytearray, memoryview], out: PathArg,
@@ -605,8 +612,7 @@ def pack_torch_artifacts(blob: Union[bytes, bytearray, memoryview], out: PathArg
         nsig = s.writer_setup(w, secret_key, password, labels, bundle_version, expires, level)
         s.lib.mc_writer_add_torch_blob_memory(w, data, len(data))
         s.call(s.lib.mc_writer_save, w, _path(out, "bundle path"))
-        return SaveReport(os.fsdecode(_path(out)), False, s.lib.mc_writer_artifact_count(w),
-                          s.lib.mc_writer_total_bytes(w), nsig, [], 0)
+        return s.report(w, out, False, nsig)
 
 
 def torch_artifacts(bundle: PathArg, trusted_keys: Keys, threshold: int = 1,
@@ -621,7 +627,7 @@ def torch_artifacts(bundle: PathArg, trusted_keys: Keys, threshold: int = 1,
                          % (", ".join(TORCH_FORMATS), torch_format))
     with _Session(progress=progress) as s:
         b = s.bundle(bundle)
-        s.policy(b, trusted_keys, threshold, min_version, require)
+        s.policy(b, s.trusted(trusted_keys), threshold, min_version, require)
         data, n = ctypes.c_void_p(), ctypes.c_size_t()
         s.call(s.lib.mc_bundle_export_torch_memory, b, TORCH_FORMATS[torch_format],
                ctypes.byref(data), ctypes.byref(n), _ffi.ARTIFACT_FN(), None)
@@ -694,24 +700,23 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
     It changes this process's environment: do not run two warm() blocks at once, or
     library calls in other threads during one.
     """
-    paths = [] if bundles is None else _key_list(bundles, "bundles")
-    if paths and not _key_list(trusted_keys, "trusted_keys"):
-        raise UsageError("no trusted public key given (trusted_keys) for %d bundles" % len(paths))
+    paths = [] if bundles is None else _key_list(bundles)
     cache_dir, triton_dir = _abs(cache_dir, "cache_dir"), _abs(triton_dir, "triton_dir")
     w = Warm()
     with _Session(cache_dir, triton_dir, progress) as s:
-        wr = None
+        # Read now: a bad key file is the caller's mistake, never a cold start.
+        pubs = s.trusted(trusted_keys) if paths else []
+        wr, nsig = None, 0
         if save_to is not None:
             _path(save_to, "save_to")
             wr = s.writer()
-            s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
-        for k in _key_list(trusted_keys, "trusted_keys"):
-            s.pubkey(k)  # a bad key file is the caller's mistake, never a cold start
+            nsig = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
         bases = []
         for p in paths:
             try:
-                w.loaded.append(_load_in(s, p, trusted_keys, types, None, 1, 0, False, sync))
-                bases.append(s.last_bundle)
+                b = s.bundle(p)
+                w.loaded.append(_load_in(s, b, p, pubs, types, None, 1, 0, False, sync))
+                bases.append(b)
             except Error as e:
                 # Only the bundle's own fault goes cold: missing, unreadable, untrusted.
                 bundle_fault = isinstance(e, VerificationError) or e.name in (
@@ -726,10 +731,10 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
         try:
             yield w
         except BaseException as body:
-            _warm_save(s, w, wr, bases, save_to, body)
+            _warm_save(s, w, wr, nsig, bases, save_to, body)
             raise
         else:
-            _warm_save(s, w, wr, bases, save_to, None)
+            _warm_save(s, w, wr, nsig, bases, save_to, None)
         finally:
             for var, old in saved_env.items():
                 if old is None:
@@ -738,11 +743,12 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
                     os.environ[var] = old
 
 
-def _warm_save(s: _Session, w: Warm, wr, bases, save_to, body: Optional[BaseException]) -> None:
+def _warm_save(s: _Session, w: Warm, wr, nsig: int, bases, save_to,
+               body: Optional[BaseException]) -> None:
     if wr is None:
         return
     try:
-        w.saved = _save_new(s, wr, bases, save_to)
+        w.saved = _save_new(s, wr, nsig, bases, save_to)
     except Exception as e:  # noqa: B902 - the block's exception goes on instead
         if body is None:
             raise
@@ -753,7 +759,7 @@ def _warm_save(s: _Session, w: Warm, wr, bases, save_to, body: Optional[BaseExce
     w.save_error = None
 
 
-def _save_new(s: _Session, wr, bases, save_to) -> Optional[SaveReport]:
+def _save_new(s: _Session, wr, nsig: int, bases, save_to) -> Optional[SaveReport]:
     folders, skipped = _record(s, wr, False, None)
     changes: List[Change] = []
 
@@ -767,8 +773,7 @@ def _save_new(s: _Session, wr, bases, save_to) -> Optional[SaveReport]:
     if s.lib.mc_writer_artifact_count(wr) == 0:
         return None
     s.call(s.lib.mc_writer_save, wr, _path(save_to, "save_to"))
-    return SaveReport(os.fsdecode(_path(save_to)), False, s.lib.mc_writer_artifact_count(wr),
-                      s.lib.mc_writer_total_bytes(wr), s.nsigners, folders, skipped, changes)
+    return s.report(wr, save_to, False, nsig, folders, skipped, changes)
 
 
 # Last, so that the code above never calls it by mistake for the builtin.
