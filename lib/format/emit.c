@@ -1,6 +1,8 @@
 /*
- * emit.c - writes the bundle container: ustar members through libarchive, into a temp
- * file that is flushed to disk and renamed over the target once complete.
+ * emit.c - writes the bundle container: ustar members, into a temp file that is
+ * flushed to disk and renamed over the target once complete. The members go through
+ * libarchive, or, in a build configured --without-libarchive, are framed here with
+ * the one header form tar.c renders; both write the same bytes (SPEC.md section 2.1).
  */
 #include "config.h"
 
@@ -9,10 +11,29 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef MC_WITH_LIBARCHIVE
 #include <archive.h>
 #include <archive_entry.h>
+#endif
 
 #include "format/format.h"
+
+struct mc_emit {
+	mc_ctx *ctx;
+	char *path;
+	char *tmp;
+	int fd;
+	unsigned char *buf; /* output buffer */
+	size_t len;
+#ifdef MC_WITH_LIBARCHIVE
+	int failed; /* the message of a failed write is on ctx, not on the archive */
+	struct archive *a;
+	struct archive_entry *entry;
+#else
+	uint64_t left; /* data bytes the current member still expects */
+	size_t pad;    /* zero bytes that follow them */
+#endif
+};
 
 static int
 emit_flush(mc_emit *e)
@@ -23,69 +44,50 @@ emit_flush(mc_emit *e)
 	return MC_OK;
 }
 
+/* Buffered output to the temp file; large pieces skip the buffer. */
+static int
+emit_put(mc_emit *e, const void *buf, size_t n)
+{
+	if (e->len + n > MC_IO_CHUNK && emit_flush(e) != MC_OK)
+		return MC_ERR_IO;
+	if (n >= MC_IO_CHUNK) {
+		if (mc__write_all(e->fd, buf, n) != 0)
+			return mc__errno(e->ctx, MC_ERR_IO, "cannot write", e->path);
+		return MC_OK;
+	}
+	memcpy(e->buf + e->len, buf, n);
+	e->len += n;
+	return MC_OK;
+}
+
+#ifdef MC_WITH_LIBARCHIVE
+
 static la_ssize_t
 emit_write_cb(struct archive *a, void *ud, const void *buf, size_t n)
 {
 	mc_emit *e = ud;
 
-	if (e->len + n > MC_IO_CHUNK && emit_flush(e) != MC_OK) {
+	if (emit_put(e, buf, n) != MC_OK) {
 		archive_set_error(a, EIO, "%s", e->ctx->err);
 		e->failed = 1;
 		return -1;
 	}
-	if (n >= MC_IO_CHUNK) {
-		if (mc__write_all(e->fd, buf, n) != 0) {
-			mc__errno(e->ctx, MC_ERR_IO, "cannot write", e->path);
-			archive_set_error(a, EIO, "%s", e->ctx->err);
-			e->failed = 1;
-			return -1;
-		}
-		return (la_ssize_t)n;
-	}
-	memcpy(e->buf + e->len, buf, n);
-	e->len += n;
 	return (la_ssize_t)n;
 }
 
-int
-mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out)
+/* Records of 10240 bytes but no padding of the last: the file ends after the end blocks. */
+static int
+emit_start(mc_emit *e)
 {
-	mc_emit *e = calloc(1, sizeof *e);
-	int rc;
-
-	*out = NULL;
-	if (e == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	e->ctx = ctx;
-	e->fd = -1;
-	if ((e->path = mc__strdup(path)) == NULL) {
-		free(e);
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	if ((e->fd = mc__open_temp_beside(ctx, path, &e->tmp, 0644)) < 0) {
-		mc__emit_abort(e);
-		return MC_ERR_IO;
-	}
-	if ((e->buf = malloc(MC_IO_CHUNK)) == NULL) {
-		mc__emit_abort(e);
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	}
 	e->a = archive_write_new();
 	if (e->a == NULL || archive_write_set_format_ustar(e->a) != ARCHIVE_OK ||
 	    archive_write_set_bytes_per_block(e->a, 10240) != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(e->a, 1) != ARCHIVE_OK ||
-	    archive_write_open2(e->a, e, NULL, emit_write_cb, NULL, NULL) != ARCHIVE_OK) {
-		rc = mc__err(ctx, MC_ERR_IO, "%s: cannot start the archive: %s", path,
-			     e->a ? archive_error_string(e->a) : "out of memory");
-		mc__emit_abort(e);
-		return rc;
-	}
-	e->entry = archive_entry_new();
-	if (e->entry == NULL) {
-		mc__emit_abort(e);
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	*out = e;
+	    archive_write_open2(e->a, e, NULL, emit_write_cb, NULL, NULL) != ARCHIVE_OK)
+		return mc__err(e->ctx, MC_ERR_IO, "%s: cannot start the archive: %s", e->path,
+			       e->a ? archive_error_string(e->a) : "out of memory");
+	if ((e->entry = archive_entry_new()) == NULL)
+		return mc__err(e->ctx, MC_ERR_NOMEM, "out of memory");
 	return MC_OK;
 }
 
@@ -93,7 +95,7 @@ static int
 archive_fail(mc_emit *e, const char *what)
 {
 	if (e->failed)
-		return MC_ERR_IO; /* the zstd layer set the message */
+		return MC_ERR_IO; /* the write callback set the message */
 	return mc__err(e->ctx, MC_ERR_IO, "%s: %s: %s", e->path, what, archive_error_string(e->a));
 }
 
@@ -126,13 +128,130 @@ mc__emit_data(mc_emit *e, const void *buf, size_t n)
 	return MC_OK;
 }
 
+static int
+emit_close(mc_emit *e)
+{
+	if (archive_write_close(e->a) != ARCHIVE_OK)
+		return archive_fail(e, "cannot finish the archive");
+	return MC_OK;
+}
+
+static void
+emit_free(mc_emit *e)
+{
+	if (e->a != NULL)
+		archive_write_free(e->a);
+	archive_entry_free(e->entry);
+}
+
+#else /* the writer's own ustar framing */
+
+static const unsigned char zeros[2 * MC_TAR_BLOCK];
+
+static int
+emit_start(mc_emit *e)
+{
+	return MC_OK;
+}
+
+/* Ends the current member: the zero bytes its declared size still lacks (as libarchive
+ * writes them), then the padding to a whole block. */
+static int
+emit_end_member(mc_emit *e)
+{
+	int rc;
+
+	while (e->left > 0) {
+		size_t n = e->left < sizeof zeros ? (size_t)e->left : sizeof zeros;
+
+		if ((rc = emit_put(e, zeros, n)) != MC_OK)
+			return rc;
+		e->left -= n;
+	}
+	rc = emit_put(e, zeros, e->pad);
+	e->pad = 0;
+	return rc;
+}
+
+int
+mc__emit_member(mc_emit *e, const char *name, uint64_t size)
+{
+	unsigned char h[MC_TAR_BLOCK];
+	int rc;
+
+	if ((rc = emit_end_member(e)) != MC_OK)
+		return rc;
+	if (mc__tar_header_render(name, size, h) != MC_OK)
+		return mc__err(e->ctx, MC_ERR_INVALID,
+			       "%s: cannot write a member header: '%s' has no ustar form", e->path, name);
+	e->left = size;
+	e->pad = (size_t)((MC_TAR_BLOCK - size % MC_TAR_BLOCK) % MC_TAR_BLOCK);
+	return emit_put(e, h, sizeof h);
+}
+
+int
+mc__emit_data(mc_emit *e, const void *buf, size_t n)
+{
+	if (n > e->left)
+		return mc__err(e->ctx, MC_ERR_IO,
+			       "%s: cannot write member data: more than its header declares", e->path);
+	e->left -= n;
+	return emit_put(e, buf, n);
+}
+
+static int
+emit_close(mc_emit *e)
+{
+	int rc;
+
+	if ((rc = emit_end_member(e)) != MC_OK)
+		return rc;
+	return emit_put(e, zeros, sizeof zeros);
+}
+
+static void
+emit_free(mc_emit *e)
+{
+}
+
+#endif /* MC_WITH_LIBARCHIVE */
+
+int
+mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out)
+{
+	mc_emit *e = calloc(1, sizeof *e);
+	int rc;
+
+	*out = NULL;
+	if (e == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	e->ctx = ctx;
+	e->fd = -1;
+	if ((e->path = mc__strdup(path)) == NULL) {
+		free(e);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	if ((e->fd = mc__open_temp_beside(ctx, path, &e->tmp, 0644)) < 0) {
+		mc__emit_abort(e);
+		return MC_ERR_IO;
+	}
+	if ((e->buf = malloc(MC_IO_CHUNK)) == NULL) {
+		mc__emit_abort(e);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	if ((rc = emit_start(e)) != MC_OK) {
+		mc__emit_abort(e);
+		return rc;
+	}
+	*out = e;
+	return MC_OK;
+}
+
 int
 mc__emit_finish(mc_emit *e)
 {
-	int rc = MC_OK;
+	int rc = emit_close(e);
 
-	if (archive_write_close(e->a) != ARCHIVE_OK)
-		rc = archive_fail(e, "cannot finish the archive");
 	if (rc == MC_OK)
 		rc = emit_flush(e);
 	if (rc == MC_OK) {
@@ -150,9 +269,7 @@ mc__emit_abort(mc_emit *e)
 {
 	if (e == NULL)
 		return;
-	if (e->a != NULL)
-		archive_write_free(e->a);
-	archive_entry_free(e->entry);
+	emit_free(e);
 	free(e->buf);
 	if (e->fd >= 0)
 		close(e->fd);

@@ -254,20 +254,7 @@ MC_HIDDEN void mc__object_member(const unsigned char hash[MC_HASH_BYTES], char *
 
 /* ---- the container writer (emit.c) ---- */
 
-struct archive;
-struct archive_entry;
-
-typedef struct mc_emit {
-	mc_ctx *ctx;
-	char *path;
-	char *tmp;
-	int fd;
-	int failed;
-	unsigned char *buf; /* output buffer */
-	size_t len;
-	struct archive *a;
-	struct archive_entry *entry;
-} mc_emit;
+typedef struct mc_emit mc_emit;
 
 MC_HIDDEN int mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out);
 /* Writes manifest.json and the signature members (sigids sorted ascending). */

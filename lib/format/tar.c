@@ -1,7 +1,8 @@
 /*
- * tar.c - the one ustar header form a bundle member may have. The writer lets
- * libarchive produce it; the reader renders it again from the name and size and
- * compares all 512 bytes, so no header field can carry unchecked bytes.
+ * tar.c - the one ustar header form a bundle member may have. The writer has
+ * libarchive produce it, or renders it here when built --without-libarchive; the
+ * reader renders it again from the name and size and compares all 512 bytes, so no
+ * header field can carry unchecked bytes.
  */
 #include "config.h"
 

@@ -1,0 +1,70 @@
+# writer.sh - the bundle writer gives the same bytes however the build frames its ustar
+# members (through libarchive, or itself when configured --without-libarchive): the
+# bundles of format/vectors/ come out of this build's library byte for byte, a packed
+# bundle is a plain ustar file another tar reads, and the library links libarchive only
+# when the build asked for it.
+. "$(dirname "$0")/lib.sh"
+V="$MC_SRCDIR/format/vectors"
+MKVECTORS="$MC_BUILDDIR/tests/mkvectors"
+
+if grep -q '^#define MC_WITH_LIBARCHIVE 1' "$MC_BUILDDIR/config.h"; then
+	framing=libarchive
+else
+	framing="the writer itself"
+fi
+echo "writer: ustar members framed by $framing"
+
+# The committed vectors (the valid ones made by the writer) from this build.
+mkdir -p "$T/vectors"
+check "mkvectors runs" "$MKVECTORS" "$MC_SRCDIR" "$T/vectors"
+n=0
+for f in "$T/vectors"/*; do
+	n=$((n + 1))
+	cmp -s "$f" "$V/$(basename "$f")" && ok || bad "$(basename "$f") differs from format/vectors/"
+done
+[ "$n" -ge 100 ] && ok || bad "only $n vectors written"
+ls "$T/vectors"/valid-*.mcache >/dev/null 2>&1 && ok || bad "no valid vector written"
+
+# A pack of a real cache dir: every member in the one header form, data padded to a
+# block, two zero blocks and nothing after them, readable by Python's tarfile.
+mkdir -p "$T/src"
+tar -xzf "$DATA/mlp-cuda-cachedir.tar.gz" -C "$T/src"
+SOURCE_DATE_EPOCH=1700000000 run 0 "" pack -q -o "$T/b.mcache" -s "$KEYS/test.key" \
+	--from-dir "$T/src/cache_mlp_cold"
+/usr/bin/python3 - "$T/b.mcache" >"$T/tar.out" 2>&1 <<'EOF'
+import os, sys, tarfile
+path = sys.argv[1]
+with tarfile.open(path, "r:", format=tarfile.USTAR_FORMAT) as t:
+    members = t.getmembers()
+    end = 0
+    for m in members:
+        assert m.isreg() and m.mode == 0o644 and m.uid == 0 and m.gid == 0 and m.mtime == 0, m.name
+        assert m.uname == "" and m.gname == "", m.name
+        end = m.offset_data + (m.size + 511) // 512 * 512
+names = [m.name for m in members]
+assert names[0] == "manifest.json", names[:2]
+assert names[1].startswith("signatures/"), names[:2]
+assert all(n.startswith("objects/") for n in names[2:]), names
+size = os.path.getsize(path)
+assert size == end + 1024, (size, end)
+with open(path, "rb") as f:
+    f.seek(end)
+    assert f.read() == bytes(1024)
+print(len(names), "members")
+EOF
+if [ $? -eq 0 ]; then ok; else bad "tarfile: $(tail -n 3 "$T/tar.out")"; fi
+grep -qE '^[0-9]{2,} members$' "$T/tar.out" && ok || bad "too few members: $(cat "$T/tar.out")"
+
+# The shared library's own needs: libarchive exactly when the build was configured with it.
+so="$MC_BUILDDIR/lib/.libs/libmegacache.so"
+if [ -e "$so" ]; then
+	needed=$(objdump -p "$so" | awk '$1 == "NEEDED" { print $2 }')
+	case "$framing:$needed" in
+	libarchive:*libarchive.so*) ok ;;
+	"the writer itself":*libarchive*) bad "a --without-libarchive build links libarchive" ;;
+	"the writer itself":*) ok ;;
+	*) bad "libmegacache.so does not name libarchive" ;;
+	esac
+	echo "libmegacache.so needs:" $needed
+fi
+finish
