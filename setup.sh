@@ -1,7 +1,9 @@
 #!/bin/sh
 # setup.sh - installs what megacache needs on Debian 12, builds it, and runs the demo:
 # a real torch cache packed into a signed bundle, verified, and loaded into an empty
-# cache dir. Run as root (or with sudo available).
+# cache dir. Run as root (or with sudo available). buildah and mmdebstrap are for
+# tests/container/run.sh, which builds examples/container/Containerfile (buildah needs
+# no daemon, nor runc or fuse-overlayfs, with chroot isolation as root).
 set -eu
 cd "$(dirname "$0")"
 if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
@@ -11,7 +13,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	libarchive-dev libsodium-dev libcjson-dev libzstd-dev check minisign valgrind strace python3 \
 	python3-pytest python3-pytest-forked python3-venv \
-	clang libclang-rt-14-dev >/dev/null
+	clang libclang-rt-14-dev buildah mmdebstrap >/dev/null
 autoreconf -fi
 ./configure --enable-werror
 make -j"$(nproc)"
