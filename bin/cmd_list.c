@@ -163,11 +163,11 @@ cmd_list(struct tool *t, int argc, char **argv)
 		usage_error("list needs exactly one BUNDLE%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
-	if ((rc = mc_bundle_open(t->ctx, argv[optind], &b)) != MC_OK)
+	if ((rc = open_bundle(t, argv[optind], &b)) != MC_OK)
 		return fail(t->ctx, rc);
 	if (o.explain)
-		rc = explain(t, b, argv[optind]);
-	else if ((rc = t->json ? list_json(b, argv[optind]) : list_text(b, argv[optind])) != MC_OK) {
+		rc = explain(t, b, shown_path(argv[optind]));
+	else if ((rc = t->json ? list_json(b, argv[optind]) : list_text(b, shown_path(argv[optind]))) != MC_OK) {
 		/* The artifact table of a large bundle is read from a temp file as it is listed. */
 		fflush(stdout);
 		rc = fail(t->ctx, rc);

@@ -173,7 +173,7 @@ cmd_load(struct tool *t, int argc, char **argv)
 	else if (r.json)
 		load_json(t, &r, argv[optind], o.sync);
 	else if (!t->quiet)
-		load_text(t, &r, argv[optind]);
+		load_text(t, &r, shown_path(argv[optind]));
 	cJSON_Delete(r.arts);
 	mc_bundle_free(b);
 	free_keys(keys, t->trust.npubs);

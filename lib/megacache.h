@@ -285,6 +285,10 @@ MC_API MC_MUST_CHECK int mc_writer_set_compression(mc_writer *w, int level);
 MC_API MC_MUST_CHECK int mc_writer_add_signer(mc_writer *w, const mc_seckey *sk);
 /* Writes the bundle: to a temp file beside path, renamed over path when complete. */
 MC_API MC_MUST_CHECK int mc_writer_save(mc_writer *w, const char *path);
+/* Writes the bundle in order to fd (a pipe, standard output), which stays the caller's;
+ * the spool files of compressed objects are made in $TMPDIR (or /tmp). name is used in
+ * messages. On failure what was written is a cut bundle, which readers refuse. */
+MC_API MC_MUST_CHECK int mc_writer_save_fd(mc_writer *w, int fd, const char *name);
 /* Number of artifacts recorded and their total content bytes. */
 MC_API size_t mc_writer_artifact_count(const mc_writer *w);
 MC_API uint64_t mc_writer_total_bytes(const mc_writer *w);
@@ -297,6 +301,18 @@ MC_API uint64_t mc_writer_total_bytes(const mc_writer *w);
  * mc_bundle_load() succeeded. A manifest of more than 1 MiB is copied as it is read
  * to a nameless temp file in $TMPDIR (or /tmp) and parsed from there in windows. */
 MC_API MC_MUST_CHECK int mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle **out);
+/* The same for a bundle read from fd (a pipe, a socket, a file), which stays the
+ * caller's: the bundle reads a duplicate of it. path may also name a FIFO or a pipe
+ * (/dev/stdin, /dev/fd/N). Such a bundle is read in order, once, on one thread: it
+ * can be verified, loaded or exported once (mc_bundle_verify(), mc_bundle_load(),
+ * mc_bundle_export_torch*(), mc_writer_add_bundle()); a second pass, or a call that
+ * needs one (mc_bundle_add_signature()), fails with MC_ERR_INVALID. Loading from it
+ * keeps every promise of loading from a file: nothing is installed unless the whole
+ * stream verified, and memory does not grow with the bundle. name is used in messages.
+ * A terminal is refused (MC_ERR_INVALID). A regular file read from its start is read as
+ * mc_bundle_open() reads it. */
+MC_API MC_MUST_CHECK int mc_bundle_open_fd(mc_ctx *ctx, int fd, const char *name,
+					   mc_bundle **out);
 MC_API void mc_bundle_free(mc_bundle *b);
 
 /* Trust policy. A signature counts when its key is trusted and it verifies; each

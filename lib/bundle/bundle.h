@@ -22,6 +22,10 @@ struct mc_bundle {
 	int fd;
 	mc_zin *z;
 	mc_zdec *dec;
+	int seq;               /* read in order (a pipe): one pass, no seeking */
+	unsigned char peek[MC_TAR_BLOCK]; /* the last header read by the head's reader */
+	uint64_t peek_at;      /* and where it lies */
+	uint64_t declared;     /* its size, by the manifest, once a pass has started; or 0 */
 	int fresh;             /* stream positioned just after the signatures */
 	int have_manifest;
 	unsigned char mprehash[MC_SIG_PREHASH]; /* of the manifest's bytes, which are not kept */
@@ -58,9 +62,12 @@ MC_HIDDEN int mc__bundle_manifest(mc_bundle *b, unsigned char **out);
 /* (Re)starts the stream and reads the manifest and the signatures (reader.c): the
  * first time they are kept, later passes must see the same bytes. */
 MC_HIDDEN int mc__bundle_open_stream(mc_bundle *b);
-/* Reads n bytes at off of the bundle's file; a short file is a truncated bundle. */
+/* Reads n bytes at off of the bundle's file; a short file is a truncated bundle. A
+ * bundle read in order gives only what comes next (or the header read last again). */
 MC_HIDDEN int mc__bundle_pread(mc_ctx *ctx, const mc_bundle *b, void *buf, size_t n,
 			       uint64_t off);
+/* The error of a second pass over a bundle read in order. */
+MC_HIDDEN int mc__bundle_once(mc_ctx *ctx, const mc_bundle *b);
 /* Parses header h of the bundle at path: MC_OK with name and size, 1 for an
  * end-of-archive block; errors name the bundle. */
 MC_HIDDEN int mc__bundle_header(mc_ctx *ctx, const char *path, const unsigned char *h,

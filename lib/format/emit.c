@@ -1,6 +1,7 @@
 /*
  * emit.c - writes the bundle container: ustar members through libarchive, into a temp
- * file that is flushed to disk and renamed over the target once complete.
+ * file that is flushed to disk and renamed over the target once complete, or straight
+ * into a descriptor the caller gives (standard output).
  */
 #include "config.h"
 
@@ -47,25 +48,28 @@ emit_write_cb(struct archive *a, void *ud, const void *buf, size_t n)
 	return (la_ssize_t)n;
 }
 
-int
-mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out)
+/* Starts the archive into fd, which is taken over when tmp (the temp file's name, taken
+ * too) is set, and borrowed when not. */
+static int
+emit_start(mc_ctx *ctx, const char *path, int fd, char *tmp, mc_emit **out)
 {
 	mc_emit *e = calloc(1, sizeof *e);
 	int rc;
 
 	*out = NULL;
-	if (e == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	e->ctx = ctx;
-	e->fd = -1;
-	if ((e->path = mc__strdup(path)) == NULL) {
+	if (e == NULL || (e->path = mc__strdup(path)) == NULL) {
+		if (tmp != NULL) {
+			close(fd);
+			unlink(tmp);
+			free(tmp);
+		}
 		free(e);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
-	if ((e->fd = mc__open_temp_beside(ctx, path, &e->tmp, 0644)) < 0) {
-		mc__emit_abort(e);
-		return MC_ERR_IO;
-	}
+	e->ctx = ctx;
+	e->fd = fd;
+	e->tmp = tmp;
+	e->borrowed = tmp == NULL;
 	if ((e->buf = malloc(MC_IO_CHUNK)) == NULL) {
 		mc__emit_abort(e);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
@@ -87,6 +91,24 @@ mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out)
 	}
 	*out = e;
 	return MC_OK;
+}
+
+int
+mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out)
+{
+	char *tmp = NULL;
+	int fd;
+
+	*out = NULL;
+	if ((fd = mc__open_temp_beside(ctx, path, &tmp, 0644)) < 0)
+		return MC_ERR_IO;
+	return emit_start(ctx, path, fd, tmp, out);
+}
+
+int
+mc__emit_open_fd(mc_ctx *ctx, int fd, const char *name, mc_emit **out)
+{
+	return emit_start(ctx, name, fd, NULL, out);
 }
 
 static int
@@ -135,7 +157,7 @@ mc__emit_finish(mc_emit *e)
 		rc = archive_fail(e, "cannot finish the archive");
 	if (rc == MC_OK)
 		rc = emit_flush(e);
-	if (rc == MC_OK) {
+	if (rc == MC_OK && !e->borrowed) {
 		rc = mc__commit_temp(e->ctx, e->fd, e->tmp, e->path);
 		e->fd = -1;
 		free(e->tmp);
@@ -154,7 +176,7 @@ mc__emit_abort(mc_emit *e)
 		archive_write_free(e->a);
 	archive_entry_free(e->entry);
 	free(e->buf);
-	if (e->fd >= 0)
+	if (e->fd >= 0 && !e->borrowed)
 		close(e->fd);
 	if (e->tmp != NULL) {
 		unlink(e->tmp);
