@@ -40,6 +40,7 @@ explain(struct tool *t, mc_bundle *b, const char *path)
 	r.json = t->json;
 	r.quiet = t->quiet;
 	r.ctx = t->ctx;
+	r.b = b;
 	if (t->json)
 		r.arts = cJSON_CreateArray();
 	if ((rc = mc_bundle_set_insecure(b, 1)) != MC_OK ||
@@ -73,13 +74,17 @@ json_artifacts(mc_bundle *b, cJSON *arts)
 		const char *type, *key, *hash;
 		uint64_t size;
 		cJSON *a;
+		int x;
 		if ((rc = mc_bundle_artifact(b, i, &type, &key, &size, &hash)) != MC_OK)
 			return rc;
+		if ((x = mc_bundle_artifact_executable(b, i)) < 0)
+			return x;
 		a = cJSON_CreateObject();
 		cJSON_AddStringToObject(a, "type", type);
 		cJSON_AddStringToObject(a, "key", key);
 		cJSON_AddNumberToObject(a, "size", (double)size);
 		cJSON_AddStringToObject(a, "hash", hash);
+		cJSON_AddBoolToObject(a, "executable", x);
 		cJSON_AddItemToArray(arts, a);
 	}
 	return MC_OK;
@@ -142,10 +147,13 @@ list_text(mc_bundle *b, const char *path)
 	for (i = 0; i < n; i++) {
 		const char *type, *key, *hash;
 		uint64_t size;
+		int x;
 		if ((rc = mc_bundle_artifact(b, i, &type, &key, &size, &hash)) != MC_OK)
 			return rc;
+		if ((x = mc_bundle_artifact_executable(b, i)) < 0)
+			return x;
 		human_bytes(size, hb, sizeof hb);
-		say(stdout, "%-12s %10s  %s", type, hb, key);
+		say(stdout, "%-12s %10s  %s%s", type, hb, key, x ? "  (executable)" : "");
 	}
 	say(stdout, "%zu artifacts", n);
 	return MC_OK;

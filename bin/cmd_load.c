@@ -161,6 +161,7 @@ cmd_load(struct tool *t, int argc, char **argv)
 	if ((rc = mc_ctx_tier_root(t->ctx, "inductor", &r.root)) != MC_OK)
 		return fail(t->ctx, rc);
 	rc = open_trusted(t, argv[optind], &b, keys);
+	r.b = b;
 	if (rc == MC_OK && o.types != NULL)
 		rc = select_types(b, o.types);
 	if (r.json)

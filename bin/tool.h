@@ -216,6 +216,7 @@ struct load_report {
 	int explain; /* a line per artifact with its key and size */
 	int quiet;
 	mc_ctx *ctx;
+	mc_bundle *b; /* the bundle loaded, for what --json tells of each artifact; or NULL */
 	const char *root;
 	cJSON *arts;
 	struct type_sum sums[64];

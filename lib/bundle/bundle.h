@@ -40,6 +40,9 @@ struct mc_bundle {
 	unsigned planned_gen; /* the context's roots_gen the plan was made for */
 	unsigned char *sel; /* per artifact, from the plan: 1 when it is to be installed */
 	struct mc_acur cur; /* what mc_bundle_artifact() reads with */
+	struct mc_acur fcur; /* what mc_bundle_find_artifact() and _executable() read with
+			      * (set up on first use), so mc_bundle_artifact()'s key stays */
+	size_t find_next;    /* the index after the artifact mc_bundle_find_artifact() found */
 	char hex[MC_HASH_HEX]; /* what mc_bundle_artifact() last gave as hash */
 	unsigned char *torch_blob; /* what mc_bundle_export_torch_memory() last gave */
 };
@@ -106,14 +109,18 @@ MC_HIDDEN void mc__parts_remove(struct mc_parts *p);
 
 /* ---- writer internals shared with the sources in interop/ and merge.c ---- */
 
+/* Records an artifact whose content is size bytes at offset of the file path;
+ * executable: it is installed executable (the file it comes from had the owner's
+ * execute bit, SPEC.md section 3.2). *object_out (may be NULL) gets its object's index. */
 MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *key,
 				   const char *path, uint64_t offset, uint64_t size,
-				   size_t *object_out);
+				   int executable, size_t *object_out);
 /* Records an artifact whose content is len bytes at data (copied), as
- * mc_writer_add_memory() does but counting no source; *object_out (may be NULL) gets
- * the index of its object. */
+ * mc_writer_add_memory() does but counting no source, and executable as above;
+ * *object_out (may be NULL) gets the index of its object. */
 MC_HIDDEN int mc__writer_add_bytes(mc_writer *w, const char *type, const char *key,
-				   const void *data, size_t len, size_t *object_out);
+				   const void *data, size_t len, int executable,
+				   size_t *object_out);
 MC_HIDDEN mc_ctx *mc__writer_ctx(mc_writer *w);
 /* Runs cleanup(arg) when the writer is freed. */
 MC_HIDDEN int mc__writer_adopt(mc_writer *w, void (*cleanup)(void *), void *arg);
@@ -162,7 +169,7 @@ struct mc_wart {
 	uint32_t obj;
 	uint32_t seq;         /* the order recorded: its place in the writer's arts */
 	uint32_t has_sha256;
-	uint32_t pad;
+	uint32_t executable;  /* the source file had the owner's execute bit */
 	unsigned char sha256[32];
 };
 

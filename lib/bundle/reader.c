@@ -451,6 +451,7 @@ mc_bundle_free(mc_bundle *b)
 	free(b->types);
 	free(b->sel);
 	mc__acur_free(&b->cur);
+	mc__acur_free(&b->fcur);
 	free(b->torch_blob);
 	free(b);
 }
@@ -643,6 +644,65 @@ mc_bundle_artifact(const mc_bundle *b, size_t i, const char **type, const char *
 		*hash = hex;
 	}
 	return MC_OK;
+}
+
+/* Artifact i, read through the cursor of the queries below (b is never const itself:
+ * mc_bundle_open made it). */
+static int
+query_artifact(const mc_bundle *cb, size_t i, const struct mc_martifact **a)
+{
+	mc_bundle *b = (mc_bundle *)cb;
+
+	if (b->fcur.m == NULL)
+		mc__acur_init(&b->fcur, b->ctx, &b->m, NULL);
+	return mc__acur_get(&b->fcur, i, a);
+}
+
+int
+mc_bundle_artifact_executable(const mc_bundle *b, size_t i)
+{
+	const struct mc_martifact *a;
+	int rc;
+
+	if (b == NULL || i >= b->m.nartifacts)
+		return MC_ERR_INVALID;
+	if ((rc = query_artifact(b, i, &a)) != MC_OK)
+		return rc;
+	return a->executable;
+}
+
+int
+mc_bundle_find_artifact(const mc_bundle *b, const char *type, const char *key, size_t *index)
+{
+	const struct mc_martifact *a;
+	size_t lo = 0, hi, mid;
+	int rc, cmp;
+
+	if (b == NULL || type == NULL || key == NULL || index == NULL)
+		return MC_ERR_INVALID;
+	/* The table is sorted by (type, key). Callers mostly ask in its order (a load
+	 * reports so): the one after the last found is tried first. */
+	hi = b->m.nartifacts;
+	mid = b->find_next;
+	while (lo < hi) {
+		if (mid < lo || mid >= hi)
+			mid = lo + (hi - lo) / 2;
+		if ((rc = query_artifact(b, mid, &a)) != MC_OK)
+			return rc;
+		if ((cmp = strcmp(a->type, type)) == 0)
+			cmp = strcmp(a->key, key);
+		if (cmp == 0) {
+			*index = mid;
+			((mc_bundle *)b)->find_next = mid + 1;
+			return MC_OK;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+		mid = lo + (hi - lo) / 2;
+	}
+	return mc__err(b->ctx, MC_ERR_INVALID, "the bundle has no artifact %s %.200s", type, key);
 }
 
 int

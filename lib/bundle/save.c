@@ -277,6 +277,7 @@ view_artifact(void *ud, size_t i, struct mc_martifact *out)
 	out->size = v->a.size;
 	out->sha256 = v->a.has_sha256 ? v->a.sha256 : NULL;
 	out->object = v->sv->oi[v->a.obj];
+	out->executable = v->a.executable != 0;
 }
 
 static void

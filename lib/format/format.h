@@ -86,6 +86,7 @@ struct mc_martifact { /* its content hash is its object's */
 	uint64_t size;
 	const unsigned char *sha256; /* 32 bytes, or NULL when the entry has none */
 	size_t object;  /* index into objects */
+	int executable; /* installed executable: its member "executable" (SPEC.md 3.2) */
 	const struct mc_type *handler; /* as read through a cursor: its type's, or NULL */
 };
 
@@ -97,7 +98,7 @@ struct mc_arec {
 	uint32_t key_len;
 	uint32_t type;     /* index into the manifest's types */
 	uint32_t has_sha;
-	uint32_t pad;
+	uint32_t executable;
 	unsigned char sha256[32];
 };
 
