@@ -91,13 +91,15 @@ cmd_diff(struct tool *t, int argc, char **argv)
 	tool_parse(t, argc, argv, NULL, NULL);
 	if (optind + 2 != argc)
 		usage_error("diff needs two bundles%s", "");
+	if (strcmp(argv[optind], "-") == 0 && strcmp(argv[optind + 1], "-") == 0)
+		usage_error("diff: standard input (-) can be only one of the bundles%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	memset(&d, 0, sizeof d);
 	d.json = t->json;
 	d.quiet = t->quiet;
-	if ((rc = mc_bundle_open(t->ctx, argv[optind], &a)) == MC_OK &&
-	    (rc = mc_bundle_open(t->ctx, argv[optind + 1], &b)) == MC_OK) {
+	if ((rc = open_bundle(t, argv[optind], &a)) == MC_OK &&
+	    (rc = open_bundle(t, argv[optind + 1], &b)) == MC_OK) {
 		for (k = 0; k < 3; k++)
 			d.lists[k] = cJSON_CreateArray();
 		rc = mc_bundle_diff(a, b, on_diff, &d);

@@ -2,7 +2,9 @@
  * the trust options (integrity only when no key is given). */
 #include "config.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tool.h"
 
@@ -51,6 +53,31 @@ export_report(const struct tool *t, const struct export_opts *o, const char *pat
 		    left->sums[i].count, left->sums[i].type, left->sums[i].count == 1 ? "" : "s");
 }
 
+/* --torch -: the blob is made in memory (torch reads it whole too) and written out. */
+static int
+export_stdout(struct tool *t, mc_bundle *b, const struct export_opts *o, int fd,
+	      struct load_report *left)
+{
+	const unsigned char *p;
+	const void *data;
+	size_t len;
+	ssize_t n;
+	int rc;
+
+	if ((rc = mc_bundle_export_torch_memory(b, o->format, &data, &len, on_artifact, left)) != MC_OK)
+		return fail(t->ctx, rc);
+	for (p = data; len > 0; p += n, len -= (size_t)n) {
+		if ((n = write(fd, p, len)) >= 0)
+			continue;
+		if (errno != EINTR) {
+			say(stderr, "%s: cannot write standard output: %s", PROG, strerror(errno));
+			return EXIT_USAGE;
+		}
+		n = 0;
+	}
+	return 0;
+}
+
 int
 cmd_export(struct tool *t, int argc, char **argv)
 {
@@ -58,11 +85,15 @@ cmd_export(struct tool *t, int argc, char **argv)
 	mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
 	struct load_report left; /* the artifacts the format does not hold */
 	mc_bundle *b = NULL;
-	int rc;
+	int rc, out_fd = -1;
 
 	tool_parse(t, argc, argv, &export_spec, &o);
 	if (optind + 1 != argc || o.out == NULL)
 		usage_error("export needs BUNDLE and --torch OUTFILE%s", "");
+	if (strcmp(o.out, "-") == 0) {
+		out_fd = take_stdout(t, "a torch blob");
+		o.out = "standard output";
+	}
 	/* Without keys, export checks integrity only, and says so. */
 	if (t->trust.npubs == 0)
 		t->trust.insecure = 1;
@@ -72,16 +103,14 @@ cmd_export(struct tool *t, int argc, char **argv)
 	left.dry = 1;
 	left.silent = 1;
 	left.quiet = t->quiet;
-	rc = open_trusted(t, argv[optind], &b, keys);
-	if (rc == MC_OK)
-		rc = mc_bundle_export_torch_as(b, o.out, o.format, on_artifact, &left);
-	if (rc != MC_OK) {
+	if ((rc = open_trusted(t, argv[optind], &b, keys)) != MC_OK)
 		rc = fail(t->ctx, rc);
-	} else {
-		if (!t->quiet)
-			export_report(t, &o, argv[optind], &left);
-		rc = 0;
-	}
+	else if (out_fd >= 0)
+		rc = export_stdout(t, b, &o, out_fd, &left);
+	else if ((rc = mc_bundle_export_torch_as(b, o.out, o.format, on_artifact, &left)) != MC_OK)
+		rc = fail(t->ctx, rc);
+	if (rc == 0 && !t->quiet)
+		export_report(t, &o, shown_path(argv[optind]), &left);
 	mc_bundle_free(b);
 	free_keys(keys, t->trust.npubs);
 	return rc;

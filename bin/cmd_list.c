@@ -40,6 +40,7 @@ explain(struct tool *t, mc_bundle *b, const char *path)
 	r.json = t->json;
 	r.quiet = t->quiet;
 	r.ctx = t->ctx;
+	r.b = b;
 	if (t->json)
 		r.arts = cJSON_CreateArray();
 	if ((rc = mc_bundle_set_insecure(b, 1)) != MC_OK ||
@@ -73,13 +74,17 @@ json_artifacts(mc_bundle *b, cJSON *arts)
 		const char *type, *key, *hash;
 		uint64_t size;
 		cJSON *a;
+		int x;
 		if ((rc = mc_bundle_artifact(b, i, &type, &key, &size, &hash)) != MC_OK)
 			return rc;
+		if ((x = mc_bundle_artifact_executable(b, i)) < 0)
+			return x;
 		a = cJSON_CreateObject();
 		cJSON_AddStringToObject(a, "type", type);
 		cJSON_AddStringToObject(a, "key", key);
 		cJSON_AddNumberToObject(a, "size", (double)size);
 		cJSON_AddStringToObject(a, "hash", hash);
+		cJSON_AddBoolToObject(a, "executable", x);
 		cJSON_AddItemToArray(arts, a);
 	}
 	return MC_OK;
@@ -142,10 +147,13 @@ list_text(mc_bundle *b, const char *path)
 	for (i = 0; i < n; i++) {
 		const char *type, *key, *hash;
 		uint64_t size;
+		int x;
 		if ((rc = mc_bundle_artifact(b, i, &type, &key, &size, &hash)) != MC_OK)
 			return rc;
+		if ((x = mc_bundle_artifact_executable(b, i)) < 0)
+			return x;
 		human_bytes(size, hb, sizeof hb);
-		say(stdout, "%-12s %10s  %s", type, hb, key);
+		say(stdout, "%-12s %10s  %s%s", type, hb, key, x ? "  (executable)" : "");
 	}
 	say(stdout, "%zu artifacts", n);
 	return MC_OK;
@@ -163,11 +171,11 @@ cmd_list(struct tool *t, int argc, char **argv)
 		usage_error("list needs exactly one BUNDLE%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
-	if ((rc = mc_bundle_open(t->ctx, argv[optind], &b)) != MC_OK)
+	if ((rc = open_bundle(t, argv[optind], &b)) != MC_OK)
 		return fail(t->ctx, rc);
 	if (o.explain)
-		rc = explain(t, b, argv[optind]);
-	else if ((rc = t->json ? list_json(b, argv[optind]) : list_text(b, argv[optind])) != MC_OK) {
+		rc = explain(t, b, shown_path(argv[optind]));
+	else if ((rc = t->json ? list_json(b, argv[optind]) : list_text(b, shown_path(argv[optind]))) != MC_OK) {
 		/* The artifact table of a large bundle is read from a temp file as it is listed. */
 		fflush(stdout);
 		rc = fail(t->ctx, rc);

@@ -161,6 +161,7 @@ cmd_load(struct tool *t, int argc, char **argv)
 	if ((rc = mc_ctx_tier_root(t->ctx, "inductor", &r.root)) != MC_OK)
 		return fail(t->ctx, rc);
 	rc = open_trusted(t, argv[optind], &b, keys);
+	r.b = b;
 	if (rc == MC_OK && o.types != NULL)
 		rc = select_types(b, o.types);
 	if (r.json)
@@ -173,7 +174,7 @@ cmd_load(struct tool *t, int argc, char **argv)
 	else if (r.json)
 		load_json(t, &r, argv[optind], o.sync);
 	else if (!t->quiet)
-		load_text(t, &r, argv[optind]);
+		load_text(t, &r, shown_path(argv[optind]));
 	cJSON_Delete(r.arts);
 	mc_bundle_free(b);
 	free_keys(keys, t->trust.npubs);

@@ -131,10 +131,14 @@ cmd_pack(struct tool *t, int argc, char **argv)
 	struct pack_opts o = {.rec.level = 3};
 	struct scan_tally tally;
 	mc_writer *w = NULL;
-	int rc;
+	int rc, out_fd = -1;
 
 	tool_parse(t, argc, argv, &pack_spec, &o);
 	pack_check(&o, argc, argv);
+	if (strcmp(o.out, "-") == 0) {
+		out_fd = take_stdout(t, "a bundle");
+		o.out = "standard output";
+	}
 	memset(&tally, 0, sizeof tally);
 	tally.verbose = o.rec.verbose;
 	if ((rc = tool_start(t)) != 0)
@@ -151,7 +155,7 @@ cmd_pack(struct tool *t, int argc, char **argv)
 		rc = EXIT_USAGE;
 	} else {
 		if (rc == MC_OK)
-			rc = mc_writer_save(w, o.out);
+			rc = out_fd >= 0 ? mc_writer_save_fd(w, out_fd, o.out) : mc_writer_save(w, o.out);
 		if (rc != MC_OK)
 			rc = fail(t->ctx, rc);
 		else

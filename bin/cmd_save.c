@@ -80,7 +80,7 @@ cmd_save(struct tool *t, int argc, char **argv)
 	struct location loc[NLOCATIONS];
 	struct scan_tally tally;
 	mc_writer *w = NULL;
-	int rc;
+	int rc, out_fd = -1;
 
 	tool_parse(t, argc, argv, &save_spec, &o);
 	if (o.out == NULL)
@@ -88,6 +88,10 @@ cmd_save(struct tool *t, int argc, char **argv)
 	if (optind != argc)
 		usage_error("save: unexpected argument '%s' (save reads the folders torch and Triton "
 			    "use; pack takes explicit sources)", argv[optind]);
+	if (strcmp(o.out, "-") == 0 && !o.dry) {
+		out_fd = take_stdout(t, "a bundle");
+		o.out = "standard output";
+	}
 	memset(&tally, 0, sizeof tally);
 	tally.verbose = o.rec.verbose;
 	if ((rc = tool_start(t)) != 0)
@@ -102,7 +106,7 @@ cmd_save(struct tool *t, int argc, char **argv)
 		rc = nothing(loc);
 	} else {
 		if (rc == MC_OK && !o.dry)
-			rc = mc_writer_save(w, o.out);
+			rc = out_fd >= 0 ? mc_writer_save_fd(w, out_fd, o.out) : mc_writer_save(w, o.out);
 		if (rc != MC_OK)
 			rc = fail(t->ctx, rc);
 		else

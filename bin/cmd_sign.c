@@ -1,6 +1,8 @@
 /* cmd_sign.c - sign: one more signature on a bundle, in place or into a copy (-o). */
 #include "config.h"
 
+#include <string.h>
+
 #include "tool.h"
 
 struct sign_opts {
@@ -37,6 +39,8 @@ cmd_sign(struct tool *t, int argc, char **argv)
 	if (optind + 1 != argc || o.sec == NULL)
 		usage_error("sign needs BUNDLE and -s SECFILE%s", "");
 	path = argv[optind];
+	if (strcmp(path, "-") == 0)
+		usage_error("sign reads the bundle twice: name a file, not standard input (-)%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if ((rc = mc_seckey_load(t->ctx, o.sec, read_password, t, &sk)) != MC_OK ||

@@ -49,7 +49,7 @@ cmd_verify(struct tool *t, int argc, char **argv)
 	} else {
 		if (!t->json && !t->quiet)
 			say(stdout, "%s: OK (%zu artifacts, bundle version %" PRIu64 ", %zu signature%s)",
-			    argv[optind], mc_bundle_artifact_count(b), mc_bundle_version(b),
+			    shown_path(argv[optind]), mc_bundle_artifact_count(b), mc_bundle_version(b),
 			    mc_bundle_signature_count(b), mc_bundle_signature_count(b) == 1 ? "" : "s");
 		rc = 0;
 	}

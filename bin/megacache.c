@@ -80,6 +80,12 @@ const char tool_usage[] =
 	"$TRITON_CACHE_DIR, --cache-dir for $TORCHINDUCTOR_CACHE_DIR.\n"
 	"SOURCE_DATE_EPOCH, when set, is the creation time pack records (reproducible bundles).\n"
 	"\n"
+	"Pipes: BUNDLE - (load, verify, list, export, diff) reads standard input, in order and\n"
+	"once, with every check of a file; nothing is installed unless all of it verified,\n"
+	"and a stream cut short is refused whole (exit 1): curl -fsSL URL | megacache load -\n"
+	"-p KEY. -o - (pack, save) and --torch - (export) write to standard output, never to\n"
+	"a terminal; the report then goes to standard error.\n"
+	"\n"
 	"exit status: 0 success; 1 verification or integrity failure; 2 usage or system error;\n"
 	"run: the command's own (126/127: it could not be started; killed by a signal: the\n"
 	"same signal, or 128 + its number for one that dumps core).\n";

@@ -2,10 +2,14 @@
  * sizes for people, usage errors, and the exit status for a library error. */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "tool.h"
 
@@ -79,6 +83,35 @@ usage_error(const char *fmt, ...)
 	va_end(ap);
 	say(stderr, "%s: %s", PROG, msg);
 	try_help();
+}
+
+/* A bundle's path as messages show it: "-" is standard input. */
+const char *
+shown_path(const char *path)
+{
+	return strcmp(path, "-") == 0 ? "standard input" : path;
+}
+
+/* Standard output as the file a command writes (-o -, --torch -): refused on a terminal
+ * and with --json. Returns a descriptor to write that file to, and points standard
+ * output at standard error, so that nothing else the command prints mixes into it. */
+int
+take_stdout(const struct tool *t, const char *what)
+{
+	int fd;
+
+	if (isatty(STDOUT_FILENO))
+		usage_error("refusing to write %s to a terminal; redirect standard output or name a "
+			    "file", what);
+	if (t->json)
+		usage_error("--json cannot be used when %s goes to standard output", what);
+	fflush(stdout);
+	if ((fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)) < 0 ||
+	    dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+		say(stderr, "%s: standard output: %s", PROG, strerror(errno));
+		exit(EXIT_USAGE);
+	}
+	return fd;
 }
 
 /* The exit status for a library error: 1 for a bundle not to be trusted, else 2. */

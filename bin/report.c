@@ -41,17 +41,32 @@ action_name(int what)
 	       : what == MC_LOAD_UNCHANGED ? "unchanged" : "would-install";
 }
 
+/* Whether the bundle's artifact of this type and key is executable: 1, 0, or -1 when
+ * the report has no bundle. */
+static int
+executable(const struct load_report *r, const char *type, const char *key)
+{
+	size_t i;
+
+	if (r->b == NULL || mc_bundle_find_artifact(r->b, type, key, &i) != MC_OK)
+		return -1;
+	return mc_bundle_artifact_executable(r->b, i) == 1;
+}
+
 static void
 json_artifact(struct load_report *r, int what, const char *type, const char *key,
 	      const char *full, uint64_t size)
 {
 	cJSON *a = cJSON_CreateObject();
+	int x = executable(r, type, key);
 
 	cJSON_AddStringToObject(a, "type", type);
 	cJSON_AddStringToObject(a, "key", key);
 	cJSON_AddNumberToObject(a, "size", (double)size);
 	cJSON_AddStringToObject(a, "dest", full);
 	cJSON_AddStringToObject(a, "action", action_name(what));
+	if (x >= 0)
+		cJSON_AddBoolToObject(a, "executable", x);
 	if (r->explain)
 		cJSON_AddBoolToObject(a, "identical_file_present", what == MC_LOAD_UNCHANGED);
 	cJSON_AddItemToArray(r->arts, a);

@@ -131,13 +131,22 @@ apply_trust(mc_ctx *ctx, mc_bundle *b, const struct trust *t, mc_pubkey **keys)
 	return mc_bundle_set_insecure(b, t->insecure);
 }
 
+/* Opens the bundle at path into *b; "-" is standard input, read once, in order. */
+int
+open_bundle(struct tool *t, const char *path, mc_bundle **b)
+{
+	if (strcmp(path, "-") == 0)
+		return mc_bundle_open_fd(t->ctx, STDIN_FILENO, "standard input", b);
+	return mc_bundle_open(t->ctx, path, b);
+}
+
 /* Opens the bundle at path into *b under the trust options. keys (MAX_PUBKEYS, NULL
  * each) gets the public keys loaded, for free_keys(); *b is for the caller to free,
  * whatever this returns. */
 int
 open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys)
 {
-	int rc = mc_bundle_open(t->ctx, path, b);
+	int rc = open_bundle(t, path, b);
 
 	if (rc == MC_OK)
 		rc = apply_trust(t->ctx, *b, &t->trust, keys);

@@ -110,6 +110,8 @@ extern const char tool_usage[];
 void say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void try_help(void) __attribute__((noreturn));
+const char *shown_path(const char *path);
+int take_stdout(const struct tool *t, const char *what);
 int exit_code(int rc);
 int fail(mc_ctx *ctx, int rc);
 void human_bytes(uint64_t n, char *buf, size_t len);
@@ -123,6 +125,7 @@ void tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec
 /* setup.c */
 int tool_start(struct tool *t);
 int read_password(void *ud, const char *prompt, char *buf, size_t len);
+int open_bundle(struct tool *t, const char *path, mc_bundle **b);
 int open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
 void free_keys(mc_pubkey **keys, size_t n);
 int select_types(mc_bundle *b, const char *types);
@@ -213,6 +216,7 @@ struct load_report {
 	int explain; /* a line per artifact with its key and size */
 	int quiet;
 	mc_ctx *ctx;
+	mc_bundle *b; /* the bundle loaded, for what --json tells of each artifact; or NULL */
 	const char *root;
 	cJSON *arts;
 	struct type_sum sums[64];

@@ -219,11 +219,15 @@ typedef struct mc_bundle mc_bundle; /* an opened bundle: see below */
 MC_API MC_MUST_CHECK int mc_writer_new(mc_ctx *ctx, mc_writer **out);
 MC_API void mc_writer_free(mc_writer *w);
 
-/* Records an artifact whose content is in memory; the bytes are copied. */
+/* Records an artifact whose content is in memory; the bytes are copied. It is not
+ * executable. */
 MC_API MC_MUST_CHECK int mc_writer_add_memory(mc_writer *w, const char *type, const char *key,
 					      const void *data, size_t len);
 /* Records an artifact whose content is a file. The file is read twice (hashing now,
- * copying at save) and never held in memory; a change in between fails the save. */
+ * copying at save) and never held in memory; a change in between fails the save. The
+ * artifact is executable when the file has the owner's execute bit (S_IXUSR) now; no
+ * other bit of its mode is kept. The scans below and mc_writer_add_bundle() keep the
+ * bit too; torch blobs hold none. */
 MC_API MC_MUST_CHECK int mc_writer_add_file(mc_writer *w, const char *type, const char *key,
 					    const char *path);
 /* Records every artifact of a torch blob (torch.compiler.save_cache_artifacts()). */
@@ -285,6 +289,10 @@ MC_API MC_MUST_CHECK int mc_writer_set_compression(mc_writer *w, int level);
 MC_API MC_MUST_CHECK int mc_writer_add_signer(mc_writer *w, const mc_seckey *sk);
 /* Writes the bundle: to a temp file beside path, renamed over path when complete. */
 MC_API MC_MUST_CHECK int mc_writer_save(mc_writer *w, const char *path);
+/* Writes the bundle in order to fd (a pipe, standard output), which stays the caller's;
+ * the spool files of compressed objects are made in $TMPDIR (or /tmp). name is used in
+ * messages. On failure what was written is a cut bundle, which readers refuse. */
+MC_API MC_MUST_CHECK int mc_writer_save_fd(mc_writer *w, int fd, const char *name);
 /* Number of artifacts recorded and their total content bytes. */
 MC_API size_t mc_writer_artifact_count(const mc_writer *w);
 MC_API uint64_t mc_writer_total_bytes(const mc_writer *w);
@@ -297,6 +305,18 @@ MC_API uint64_t mc_writer_total_bytes(const mc_writer *w);
  * mc_bundle_load() succeeded. A manifest of more than 1 MiB is copied as it is read
  * to a nameless temp file in $TMPDIR (or /tmp) and parsed from there in windows. */
 MC_API MC_MUST_CHECK int mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle **out);
+/* The same for a bundle read from fd (a pipe, a socket, a file), which stays the
+ * caller's: the bundle reads a duplicate of it. path may also name a FIFO or a pipe
+ * (/dev/stdin, /dev/fd/N). Such a bundle is read in order, once, on one thread: it
+ * can be verified, loaded or exported once (mc_bundle_verify(), mc_bundle_load(),
+ * mc_bundle_export_torch*(), mc_writer_add_bundle()); a second pass, or a call that
+ * needs one (mc_bundle_add_signature()), fails with MC_ERR_INVALID. Loading from it
+ * keeps every promise of loading from a file: nothing is installed unless the whole
+ * stream verified, and memory does not grow with the bundle. name is used in messages.
+ * A terminal is refused (MC_ERR_INVALID). A regular file read from its start is read as
+ * mc_bundle_open() reads it. */
+MC_API MC_MUST_CHECK int mc_bundle_open_fd(mc_ctx *ctx, int fd, const char *name,
+					   mc_bundle **out);
 MC_API void mc_bundle_free(mc_bundle *b);
 
 /* Trust policy. A signature counts when its key is trusted and it verifies; each
@@ -334,6 +354,16 @@ MC_API size_t mc_bundle_artifact_count(const mc_bundle *b);
  * from a temp file, not held); type is held until mc_bundle_free(). */
 MC_API MC_MUST_CHECK int mc_bundle_artifact(const mc_bundle *b, size_t i, const char **type,
 					    const char **key, uint64_t *size, const char **hash);
+/* Whether artifact i is installed executable (SPEC.md section 3.2): 1 when the file it
+ * was recorded from had the owner's execute bit (load creates it with mode 0777 less
+ * the umask), 0 when not (0666 less the umask); or a negative error, MC_ERR_INVALID
+ * for an i out of range. Leaves what mc_bundle_artifact() gave valid. */
+MC_API MC_MUST_CHECK int mc_bundle_artifact_executable(const mc_bundle *b, size_t i);
+/* The index of the artifact of this type and key in *index; MC_ERR_INVALID when the
+ * bundle has none. Quick when asked in (type, key) order, as load reports; a binary
+ * search otherwise. Leaves what mc_bundle_artifact() gave valid. */
+MC_API MC_MUST_CHECK int mc_bundle_find_artifact(const mc_bundle *b, const char *type,
+						 const char *key, size_t *index);
 
 /* Restricts mc_bundle_load() to a type; call once per type. No call: every type. */
 MC_API MC_MUST_CHECK int mc_bundle_select_type(mc_bundle *b, const char *type);
@@ -385,22 +415,23 @@ MC_API MC_MUST_CHECK int mc_bundle_export_torch_memory(mc_bundle *b, int format,
 
 /* Differences between two bundles' artifacts, by (type, key), in (type, key) order:
  * what is MC_DIFF_ADDED (only in b), MC_DIFF_REMOVED (only in a) or MC_DIFF_CHANGED
- * (different content). Reads the manifests only; checks no signature. */
+ * (different content, or executable in one only). Reads the manifests only; checks no
+ * signature. */
 enum { MC_DIFF_ADDED = 0, MC_DIFF_REMOVED = 1, MC_DIFF_CHANGED = 2 };
 typedef void (*mc_diff_fn)(void *ud, int what, const char *type, const char *key,
 			   uint64_t size_a, uint64_t size_b);
 MC_API MC_MUST_CHECK int mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn,
 					void *ud);
 
-/* Drops from w every artifact recorded so far whose type, key and content are those of an
- * artifact of one of the n bundles (their manifests are read; no signature is checked, the
- * caller has verified them). fn (may be NULL) is told of each artifact kept, in (type, key)
- * order: MC_DIFF_ADDED when no bundle has its type and key, MC_DIFF_CHANGED when one has it
- * with other content (size_a: that one's size, the last such bundle's; size_b: the new
- * size). A (type, key) recorded more than once is judged by the one recorded last, which
- * the save would keep, and goes with all its records (no conflict is told of it then). A
- * file is read only when a bundle has an artifact of its type, key and size. On failure
- * w keeps every artifact. */
+/* Drops from w every artifact recorded so far whose type, key, content and executable bit
+ * are those of an artifact of one of the n bundles (their manifests are read; no signature
+ * is checked, the caller has verified them). fn (may be NULL) is told of each artifact
+ * kept, in (type, key) order: MC_DIFF_ADDED when no bundle has its type and key,
+ * MC_DIFF_CHANGED when one has it with other content or executable bit (size_a: that
+ * one's size, the last such bundle's; size_b: the new size). A (type, key) recorded more
+ * than once is judged by the one recorded last, which the save would keep, and goes with
+ * all its records (no conflict is told of it then). A file is read only when a bundle
+ * has an artifact of its type, key and size. On failure w keeps every artifact. */
 MC_API MC_MUST_CHECK int mc_writer_drop_known(mc_writer *w, mc_bundle *const *bases, size_t n,
 					      mc_diff_fn fn, void *ud);
 

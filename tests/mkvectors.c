@@ -471,6 +471,60 @@ triton_groups(void)
 	expect("valid-triton-groups.mcache", "load", 0, "");
 }
 
+/* A file of mode (set exactly, whatever the umask) in folder dir, holding text. */
+static void
+mode_file(const char *dir, const char *name, const char *text, mode_t mode, char *path,
+	  size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/%s", dir, name);
+	if ((f = fopen(path, "w")) == NULL || fputs(text, f) == EOF || fclose(f) != 0 ||
+	    chmod(path, mode) != 0)
+		die(path);
+}
+
+/* The owner's execute bit (SPEC.md section 3.2): a Triton kernel's .so recorded from a
+ * file of mode 0755 is executable, its .json (0644) is not, and the same content as the
+ * .so, recorded from a file of mode 0644 for another type, is stored once but is not
+ * executable. Then the two refused forms of the member: false, and a number. */
+static void
+executable_bit(void)
+{
+	static const char *const name = "valid-executable.mcache";
+	char dir[] = "/tmp/mkvectors-XXXXXX", so[4096], js[4096], cp[4096], path[4096], h[65];
+	const char *man;
+	mc_writer *w;
+
+	if (mkdtemp(dir) == NULL)
+		die("mkdtemp");
+	mode_file(dir, "k.so", "\177ELF launcher of k", 0755, so, sizeof so);
+	mode_file(dir, "k.json", "{\"name\": \"k\"}", 0644, js, sizeof js);
+	mode_file(dir, "copy.so", "\177ELF launcher of k", 0644, cp, sizeof cp);
+	snprintf(path, sizeof path, "%s/%s", outdir, name);
+	if (mc_writer_new(ctx, &w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK ||
+	    mc_writer_add_file(w, "triton", "0/kern/k.so", so) != MC_OK ||
+	    mc_writer_add_file(w, "triton", "0/kern/k.json", js) != MC_OK ||
+	    mc_writer_add_file(w, "extra", "bin/copy.so", cp) != MC_OK ||
+	    mc_writer_add_signer(w, k_test) != MC_OK || mc_writer_save(w, path) != MC_OK)
+		die(name);
+	mc_writer_free(w);
+	if (unlink(so) != 0 || unlink(js) != 0 || unlink(cp) != 0 || rmdir(dir) != 0)
+		die(dir);
+	expect(name, "load", 0, "");
+	hexhash(c_vu, n_vu, h);
+	man = manifest_one("autotune", key_vu, n_vu, h, NULL);
+	signed_with_manifest("manifest-executable-false.mcache",
+			     edited(man, "\"}],\"objects\"", "\",\"executable\":false}],\"objects\""), 1);
+	expect("manifest-executable-false.mcache", "load", 1,
+	       "artifacts[0].executable is false (a writer leaves the member out instead)");
+	man = manifest_one("autotune", key_vu, n_vu, h, NULL);
+	signed_with_manifest("manifest-executable-number.mcache",
+			     edited(man, "\"}],\"objects\"", "\",\"executable\":1}],\"objects\""), 1);
+	expect("manifest-executable-number.mcache", "load", 1,
+	       "artifacts[0].executable is not a boolean");
+}
+
 /* torch makes file names of a blob's keys when it loads it: export checks each key
  * with its handler, the recorded layout's (section 3.4) as well as the artifacts'. */
 static void
@@ -1048,6 +1102,7 @@ main(int argc, char **argv)
 	nested_tiers();
 	triton_groups();
 	export_keys();
+	executable_bit();
 
 	/* 7. Not bundles at all. */
 	spit("not-bundle-empty.bin", "", 0);

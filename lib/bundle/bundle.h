@@ -22,6 +22,10 @@ struct mc_bundle {
 	int fd;
 	mc_zin *z;
 	mc_zdec *dec;
+	int seq;               /* read in order (a pipe): one pass, no seeking */
+	unsigned char peek[MC_TAR_BLOCK]; /* the last header read by the head's reader */
+	uint64_t peek_at;      /* and where it lies */
+	uint64_t declared;     /* its size, by the manifest, once a pass has started; or 0 */
 	int fresh;             /* stream positioned just after the signatures */
 	int have_manifest;
 	unsigned char mprehash[MC_SIG_PREHASH]; /* of the manifest's bytes, which are not kept */
@@ -36,6 +40,9 @@ struct mc_bundle {
 	unsigned planned_gen; /* the context's roots_gen the plan was made for */
 	unsigned char *sel; /* per artifact, from the plan: 1 when it is to be installed */
 	struct mc_acur cur; /* what mc_bundle_artifact() reads with */
+	struct mc_acur fcur; /* what mc_bundle_find_artifact() and _executable() read with
+			      * (set up on first use), so mc_bundle_artifact()'s key stays */
+	size_t find_next;    /* the index after the artifact mc_bundle_find_artifact() found */
 	char hex[MC_HASH_HEX]; /* what mc_bundle_artifact() last gave as hash */
 	unsigned char *torch_blob; /* what mc_bundle_export_torch_memory() last gave */
 };
@@ -58,9 +65,12 @@ MC_HIDDEN int mc__bundle_manifest(mc_bundle *b, unsigned char **out);
 /* (Re)starts the stream and reads the manifest and the signatures (reader.c): the
  * first time they are kept, later passes must see the same bytes. */
 MC_HIDDEN int mc__bundle_open_stream(mc_bundle *b);
-/* Reads n bytes at off of the bundle's file; a short file is a truncated bundle. */
+/* Reads n bytes at off of the bundle's file; a short file is a truncated bundle. A
+ * bundle read in order gives only what comes next (or the header read last again). */
 MC_HIDDEN int mc__bundle_pread(mc_ctx *ctx, const mc_bundle *b, void *buf, size_t n,
 			       uint64_t off);
+/* The error of a second pass over a bundle read in order. */
+MC_HIDDEN int mc__bundle_once(mc_ctx *ctx, const mc_bundle *b);
 /* Parses header h of the bundle at path: MC_OK with name and size, 1 for an
  * end-of-archive block; errors name the bundle. */
 MC_HIDDEN int mc__bundle_header(mc_ctx *ctx, const char *path, const unsigned char *h,
@@ -99,14 +109,18 @@ MC_HIDDEN void mc__parts_remove(struct mc_parts *p);
 
 /* ---- writer internals shared with the sources in interop/ and merge.c ---- */
 
+/* Records an artifact whose content is size bytes at offset of the file path;
+ * executable: it is installed executable (the file it comes from had the owner's
+ * execute bit, SPEC.md section 3.2). *object_out (may be NULL) gets its object's index. */
 MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *key,
 				   const char *path, uint64_t offset, uint64_t size,
-				   size_t *object_out);
+				   int executable, size_t *object_out);
 /* Records an artifact whose content is len bytes at data (copied), as
- * mc_writer_add_memory() does but counting no source; *object_out (may be NULL) gets
- * the index of its object. */
+ * mc_writer_add_memory() does but counting no source, and executable as above;
+ * *object_out (may be NULL) gets the index of its object. */
 MC_HIDDEN int mc__writer_add_bytes(mc_writer *w, const char *type, const char *key,
-				   const void *data, size_t len, size_t *object_out);
+				   const void *data, size_t len, int executable,
+				   size_t *object_out);
 MC_HIDDEN mc_ctx *mc__writer_ctx(mc_writer *w);
 /* Runs cleanup(arg) when the writer is freed. */
 MC_HIDDEN int mc__writer_adopt(mc_writer *w, void (*cleanup)(void *), void *arg);
@@ -155,7 +169,7 @@ struct mc_wart {
 	uint32_t obj;
 	uint32_t seq;         /* the order recorded: its place in the writer's arts */
 	uint32_t has_sha256;
-	uint32_t pad;
+	uint32_t executable;  /* the source file had the owner's execute bit */
 	unsigned char sha256[32];
 };
 

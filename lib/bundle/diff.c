@@ -43,7 +43,8 @@ mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
 			if ((rc = mc__mobjects(a->ctx, &a->m, x->object, 1, &ox)) != MC_OK ||
 			    (rc = mc__mobjects(b->ctx, &b->m, y->object, 1, &oy)) != MC_OK)
 				break;
-			if (memcmp(ox.hash, oy.hash, MC_HASH_BYTES) != 0)
+			if (memcmp(ox.hash, oy.hash, MC_HASH_BYTES) != 0 ||
+			    x->executable != y->executable)
 				fn(ud, MC_DIFF_CHANGED, x->type, x->key, x->size, y->size);
 			i++;
 			j++;

@@ -115,8 +115,9 @@ object_hash(struct keepnew *kn, uint32_t i, unsigned char hash[MC_HASH_BYTES])
 	return rc != MC_OK ? rc : mc__wobj_hashed(w, i, hash);
 }
 
-/* Artifact a, the one its (type, key) keeps: *known when a base has its type, key and
- * content; else told to fn. Its content is read only when a base has its size. */
+/* Artifact a, the one its (type, key) keeps: *known when a base has its type, key,
+ * content and executable bit; else told to fn. Its content is read only when a base
+ * has its size. */
 static int
 judge(struct keepnew *kn, const struct mc_wart *a, const char *key, int *known)
 {
@@ -144,7 +145,8 @@ judge(struct keepnew *kn, const struct mc_wart *a, const char *key, int *known)
 		    (!have_h && (rc = object_hash(kn, a->obj, h)) != MC_OK))
 			return rc;
 		have_h = 1;
-		if (memcmp(h, mo.hash, MC_HASH_BYTES) == 0) {
+		/* A file that became executable (or stopped) is new: its mode is installed. */
+		if (memcmp(h, mo.hash, MC_HASH_BYTES) == 0 && x->executable == (int)a->executable) {
 			*known = 1;
 			return MC_OK;
 		}

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -69,7 +70,12 @@ next_header(mc_bundle *b, char *name, uint64_t *size)
 
 	if ((rc = mc__zin_read(b->z, h, sizeof h)) != MC_OK)
 		return rc;
-	return mc__bundle_header(b->ctx, b->path, h, name, size);
+	memcpy(b->peek, h, sizeof h);
+	b->peek_at = mc__zin_tell(b->z) - sizeof h;
+	if ((rc = mc__bundle_header(b->ctx, b->path, h, name, size)) == MC_OK)
+		mc__zin_declare(b->z, mc__zin_tell(b->z) + (*size + MC_TAR_BLOCK - 1) /
+				MC_TAR_BLOCK * MC_TAR_BLOCK + 2 * MC_TAR_BLOCK, 0);
+	return rc;
 }
 
 static int
@@ -299,10 +305,12 @@ mc__bundle_open_stream(mc_bundle *b)
 {
 	int first = !b->have_manifest, rc;
 
+	if (b->seq && b->z != NULL)
+		return mc__bundle_once(b->ctx, b);
 	mc__zin_free(b->z);
 	b->z = NULL;
 	b->fresh = 0;
-	if (lseek(b->fd, 0, SEEK_SET) != 0)
+	if (!b->seq && lseek(b->fd, 0, SEEK_SET) != 0)
 		return mc__errno(b->ctx, MC_ERR_IO, "cannot seek", b->path);
 	if ((rc = mc__zin_new(b->ctx, b->fd, b->path, &b->z)) != MC_OK ||
 	    (rc = manifest_member(b, first)) != MC_OK || (rc = sig_members(b, first)) != MC_OK)
@@ -312,12 +320,28 @@ mc__bundle_open_stream(mc_bundle *b)
 }
 
 int
+mc__bundle_once(mc_ctx *ctx, const mc_bundle *b)
+{
+	return mc__err(ctx, MC_ERR_INVALID, "%s: read from a pipe, which can be read only once; "
+		       "this needs a file", b->path);
+}
+
+int
 mc__bundle_pread(mc_ctx *ctx, const mc_bundle *b, void *buf, size_t n, uint64_t off)
 {
+	struct stat st;
+
+	if (b->seq && off == b->peek_at && n == MC_TAR_BLOCK) {
+		memcpy(buf, b->peek, n);
+		return MC_OK;
+	}
+	if (b->seq)
+		return off == mc__zin_tell(b->z) ? mc__zin_read(b->z, buf, n) : mc__bundle_once(ctx, b);
 	if (mc__pread_full(b->fd, buf, n, off) == 0)
 		return MC_OK;
-	if (errno == 0)
-		return mc__err(ctx, MC_ERR_MALFORMED, "%s: truncated", b->path);
+	if (errno == 0 && fstat(b->fd, &st) == 0)
+		return mc__truncated(ctx, b->path, (uint64_t)st.st_size,
+				     b->declared ? b->declared : off + n, b->declared != 0);
 	return mc__errno(ctx, MC_ERR_IO, "cannot read", b->path);
 }
 
@@ -344,36 +368,63 @@ mc__bundle_manifest(mc_bundle *b, unsigned char **out)
 	return MC_OK;
 }
 
-int
-mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle **out)
+/* Opens the bundle read from fd (taken over), which name names; a regular file read
+ * from its start is read at will, anything else in order. */
+static int
+open_fd(mc_ctx *ctx, int fd, const struct stat *st, const char *name, mc_bundle **out)
 {
 	mc_bundle *b;
-	struct stat st;
 	int rc;
 
-	if (ctx == NULL || path == NULL || out == NULL)
-		return MC_ERR_INVALID;
-	*out = NULL;
-	if ((b = calloc(1, sizeof *b)) == NULL)
+	if ((b = calloc(1, sizeof *b)) == NULL) {
+		close(fd);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
 	b->ctx = ctx;
 	mc__policy_init(&b->policy);
-	b->fd = -1;
+	b->fd = fd;
+	b->seq = !S_ISREG(st->st_mode) || lseek(fd, 0, SEEK_CUR) != 0;
 	mc__acur_init(&b->cur, ctx, &b->m, mc__find_type);
-	if ((b->path = mc__strdup(path)) == NULL) {
-		mc_bundle_free(b);
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	if ((rc = mc__open_regular(ctx, path, &b->fd, &st)) != MC_OK) {
-		mc_bundle_free(b);
-		return rc;
-	}
-	if ((rc = mc__bundle_open_stream(b)) != MC_OK) {
+	if ((b->path = mc__strdup(name)) == NULL)
+		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	else
+		rc = mc__bundle_open_stream(b);
+	if (rc != MC_OK) {
 		mc_bundle_free(b);
 		return rc;
 	}
 	*out = b;
 	return MC_OK;
+}
+
+int
+mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle **out)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (ctx == NULL || path == NULL || out == NULL)
+		return MC_ERR_INVALID;
+	*out = NULL;
+	if ((rc = mc__open_input(ctx, path, &fd, &st)) != MC_OK)
+		return rc;
+	return open_fd(ctx, fd, &st, path, out);
+}
+
+int
+mc_bundle_open_fd(mc_ctx *ctx, int fd, const char *name, mc_bundle **out)
+{
+	struct stat st;
+	int own, rc;
+
+	if (ctx == NULL || fd < 0 || name == NULL || out == NULL)
+		return MC_ERR_INVALID;
+	*out = NULL;
+	if ((rc = mc__check_input(ctx, fd, name, &st)) != MC_OK)
+		return rc;
+	if ((own = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot read", name);
+	return open_fd(ctx, own, &st, name, out);
 }
 
 void
@@ -400,6 +451,7 @@ mc_bundle_free(mc_bundle *b)
 	free(b->types);
 	free(b->sel);
 	mc__acur_free(&b->cur);
+	mc__acur_free(&b->fcur);
 	free(b->torch_blob);
 	free(b);
 }
@@ -592,6 +644,65 @@ mc_bundle_artifact(const mc_bundle *b, size_t i, const char **type, const char *
 		*hash = hex;
 	}
 	return MC_OK;
+}
+
+/* Artifact i, read through the cursor of the queries below (b is never const itself:
+ * mc_bundle_open made it). */
+static int
+query_artifact(const mc_bundle *cb, size_t i, const struct mc_martifact **a)
+{
+	mc_bundle *b = (mc_bundle *)cb;
+
+	if (b->fcur.m == NULL)
+		mc__acur_init(&b->fcur, b->ctx, &b->m, NULL);
+	return mc__acur_get(&b->fcur, i, a);
+}
+
+int
+mc_bundle_artifact_executable(const mc_bundle *b, size_t i)
+{
+	const struct mc_martifact *a;
+	int rc;
+
+	if (b == NULL || i >= b->m.nartifacts)
+		return MC_ERR_INVALID;
+	if ((rc = query_artifact(b, i, &a)) != MC_OK)
+		return rc;
+	return a->executable;
+}
+
+int
+mc_bundle_find_artifact(const mc_bundle *b, const char *type, const char *key, size_t *index)
+{
+	const struct mc_martifact *a;
+	size_t lo = 0, hi, mid;
+	int rc, cmp;
+
+	if (b == NULL || type == NULL || key == NULL || index == NULL)
+		return MC_ERR_INVALID;
+	/* The table is sorted by (type, key). Callers mostly ask in its order (a load
+	 * reports so): the one after the last found is tried first. */
+	hi = b->m.nartifacts;
+	mid = b->find_next;
+	while (lo < hi) {
+		if (mid < lo || mid >= hi)
+			mid = lo + (hi - lo) / 2;
+		if ((rc = query_artifact(b, mid, &a)) != MC_OK)
+			return rc;
+		if ((cmp = strcmp(a->type, type)) == 0)
+			cmp = strcmp(a->key, key);
+		if (cmp == 0) {
+			*index = mid;
+			((mc_bundle *)b)->find_next = mid + 1;
+			return MC_OK;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+		mid = lo + (hi - lo) / 2;
+	}
+	return mc__err(b->ctx, MC_ERR_INVALID, "the bundle has no artifact %s %.200s", type, key);
 }
 
 int

@@ -37,6 +37,7 @@ struct spool {
 struct pass {
 	mc_writer *w;
 	const char *path;     /* the bundle's: spool files are made beside it */
+	int out_fd;           /* or the descriptor it goes to (spool files in $TMPDIR) */
 	const uint32_t *oi;
 	struct spool *sp;     /* per worker */
 	_Atomic uint64_t done;
@@ -73,10 +74,15 @@ spool_start(struct pass *p, struct spool *sp, mc_ctx *wctx)
 	sp->rd.ctx = wctx;
 	if (p->w->level == 0)
 		return MC_OK;
-	if ((sp->fd = mc__open_temp_beside(wctx, p->path, &tmp, 0600)) < 0)
-		return MC_ERR_IO;
-	unlink(tmp); /* the open descriptor keeps it; nothing is left behind */
-	free(tmp);
+	if (p->out_fd >= 0) { /* no folder to make them in: $TMPDIR's */
+		if ((sp->fd = mc__open_temp_anon(wctx)) < 0)
+			return MC_ERR_IO;
+	} else {
+		if ((sp->fd = mc__open_temp_beside(wctx, p->path, &tmp, 0600)) < 0)
+			return MC_ERR_IO;
+		unlink(tmp); /* the open descriptor keeps it; nothing is left behind */
+		free(tmp);
+	}
 	return mc__zenc_new(wctx, p->w->level, &sp->z);
 }
 
@@ -271,6 +277,7 @@ view_artifact(void *ud, size_t i, struct mc_martifact *out)
 	out->size = v->a.size;
 	out->sha256 = v->a.has_sha256 ? v->a.sha256 : NULL;
 	out->object = v->sv->oi[v->a.obj];
+	out->executable = v->a.executable != 0;
 }
 
 static void
@@ -430,6 +437,7 @@ struct sigs {
 struct job {
 	mc_writer *w;
 	const char *path;
+	int out_fd;            /* where the bundle goes instead of path, or -1 */
 	int layout;            /* a bundle of one torch blob keeps its layout */
 	unsigned nworkers;
 	struct mc_wsave sv;
@@ -446,13 +454,14 @@ struct job {
 };
 
 static int
-job_start(struct job *j, mc_writer *w, const char *path)
+job_start(struct job *j, mc_writer *w, const char *path, int out_fd)
 {
 	unsigned k;
 
 	memset(j, 0, sizeof *j);
 	j->w = w;
 	j->path = path;
+	j->out_fd = out_fd;
 	j->nworkers = mc__threads(w->ctx);
 	j->layout = w->only_blob && w->nsources == 1;
 	j->sv.w = w;
@@ -528,6 +537,7 @@ first_pass(struct job *j)
 
 	j->pass.w = w;
 	j->pass.path = j->path;
+	j->pass.out_fd = j->out_fd;
 	j->pass.oi = j->sv.oi;
 	j->pass.total = j->sv.pass_total;
 	if ((rc = mc__parallel(w->ctx, ((size_t)w->nobjs + PASS_BATCH - 1) / PASS_BATCH,
@@ -681,7 +691,8 @@ emit_bundle(struct job *j)
 	mc_emit *e = NULL;
 	int rc;
 
-	if ((rc = mc__emit_open(j->w->ctx, j->path, &e)) != MC_OK ||
+	if ((rc = j->out_fd >= 0 ? mc__emit_open_fd(j->w->ctx, j->out_fd, j->path, &e)
+				 : mc__emit_open(j->w->ctx, j->path, &e)) != MC_OK ||
 	    (rc = mc__emit_member(e, MC_MEMBER_MANIFEST, j->mlen)) != MC_OK ||
 	    (rc = render(j, e, again, &again_len)) != MC_OK)
 		goto out;
@@ -701,19 +712,17 @@ out:
 	return rc;
 }
 
-int
-mc_writer_save(mc_writer *w, const char *path)
+static int
+save(mc_writer *w, const char *path, int out_fd)
 {
 	struct job j;
 	int rc;
 
-	if (w == NULL || path == NULL)
-		return MC_ERR_INVALID;
 	/* The artifacts sorted by (type, key), the last recorded of a pair kept; the first
 	 * pass; the object table. The manifest is rendered twice, never held whole: once
 	 * for its size and prehash, which the signatures need before it is written, then
 	 * into the file. */
-	if ((rc = job_start(&j, w, path)) == MC_OK &&
+	if ((rc = job_start(&j, w, path, out_fd)) == MC_OK &&
 	    (rc = mc__wsort_artifacts(&j.sv)) == MC_OK &&
 	    (rc = mark_layout(&j)) == MC_OK &&
 	    (rc = first_pass(&j)) == MC_OK &&
@@ -724,4 +733,20 @@ mc_writer_save(mc_writer *w, const char *path)
 		rc = emit_bundle(&j);
 	job_end(&j);
 	return rc;
+}
+
+int
+mc_writer_save(mc_writer *w, const char *path)
+{
+	if (w == NULL || path == NULL)
+		return MC_ERR_INVALID;
+	return save(w, path, -1);
+}
+
+int
+mc_writer_save_fd(mc_writer *w, int fd, const char *name)
+{
+	if (w == NULL || fd < 0 || name == NULL)
+		return MC_ERR_INVALID;
+	return save(w, name, fd);
 }

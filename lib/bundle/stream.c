@@ -405,6 +405,8 @@ check_end(struct sworker *w, uint64_t off)
 	for (i = 0; i < sizeof zero; i++)
 		if (zero[i] != 0)
 			return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: bad end-of-archive marker", b->path);
+	if (b->seq)
+		return mc__zin_expect_end(b->z);
 	if (fstat(b->fd, &st) != 0)
 		return mc__errno(w->ctx, MC_ERR_IO, "cannot read", b->path);
 	if ((uint64_t)st.st_size != off + 2 * MC_TAR_BLOCK)
@@ -468,6 +470,17 @@ object_offsets(struct sstate *s)
 	return MC_OK;
 }
 
+/* The size the bundle declares, for the message of a bundle cut short. */
+static void
+declare_size(const struct sstate *s)
+{
+	mc_bundle *b = s->b;
+
+	b->declared = s->offs[b->m.nobjects] + 2 * MC_TAR_BLOCK;
+	if (b->seq)
+		mc__zin_declare(b->z, b->declared, 1);
+}
+
 /* Sets up a pass of nworkers: the objects' offsets, the SHA-256 to compute, the
  * workers' records. */
 static int
@@ -482,6 +495,7 @@ sstate_init(struct sstate *s, unsigned nworkers)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	if ((rc = object_offsets(s)) != MC_OK || (rc = sha_walk(b, s, 0)) != MC_OK)
 		return rc;
+	declare_size(s);
 	crypto_shorthash_keygen(s->sha_key);
 	for (k = 0; k < nworkers; k++) {
 		s->w[k].s = s;
@@ -525,7 +539,7 @@ stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_
 	if (!b->fresh && (rc = mc__bundle_open_stream(b)) != MC_OK)
 		return rc;
 	b->fresh = 0;
-	if (nworkers == 0)
+	if (nworkers == 0 || b->seq) /* a stream is read in order, by one worker */
 		nworkers = 1;
 	memset(&s, 0, sizeof s);
 	s.b = b;

@@ -298,7 +298,7 @@ type_index(mc_writer *w, const char *type, uint32_t *out)
 
 static int
 add_artifact(mc_writer *w, const char *type, const char *key, uint32_t obj, uint64_t size,
-	     const unsigned char *sha)
+	     const unsigned char *sha, int executable)
 {
 	struct mc_wart a;
 	int rc;
@@ -315,6 +315,7 @@ add_artifact(mc_writer *w, const char *type, const char *key, uint32_t obj, uint
 	a.obj = obj;
 	a.seq = w->narts;
 	a.size = size;
+	a.executable = executable != 0;
 	if (sha != NULL) {
 		a.has_sha256 = 1;
 		memcpy(a.sha256, sha, 32);
@@ -344,7 +345,7 @@ check_artifact(mc_writer *w, const char *type, const char *key, const struct mc_
 
 int
 mc__writer_add_bytes(mc_writer *w, const char *type, const char *key, const void *data,
-		     size_t len, size_t *object_out)
+		     size_t len, int executable, size_t *object_out)
 {
 	unsigned char sha[32];
 	const struct mc_type *t;
@@ -372,7 +373,8 @@ mc__writer_add_bytes(mc_writer *w, const char *type, const char *key, const void
 	}
 	if (object_out != NULL)
 		*object_out = idx;
-	return add_artifact(w, type, key, idx, len, (t->flags & MC_TYPE_WANTS_SHA256) ? sha : NULL);
+	return add_artifact(w, type, key, idx, len, (t->flags & MC_TYPE_WANTS_SHA256) ? sha : NULL,
+			    executable);
 }
 
 int
@@ -382,7 +384,7 @@ mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void
 
 	if (w == NULL || type == NULL || key == NULL || (data == NULL && len > 0))
 		return MC_ERR_INVALID;
-	if ((rc = mc__writer_add_bytes(w, type, key, data, len, NULL)) != MC_OK)
+	if ((rc = mc__writer_add_bytes(w, type, key, data, len, 0, NULL)) != MC_OK)
 		return rc;
 	w->only_blob = 0;
 	w->nsources++;
@@ -391,7 +393,7 @@ mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void
 
 int
 mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char *path,
-		     uint64_t offset, uint64_t size, size_t *object_out)
+		     uint64_t offset, uint64_t size, int executable, size_t *object_out)
 {
 	unsigned char sha[32];
 	const struct mc_type *t;
@@ -441,7 +443,7 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 	}
 	if (object_out != NULL)
 		*object_out = idx;
-	return add_artifact(w, type, key, idx, size, want_sha ? sha : NULL);
+	return add_artifact(w, type, key, idx, size, want_sha ? sha : NULL, executable);
 }
 
 int
@@ -456,7 +458,9 @@ mc_writer_add_file(mc_writer *w, const char *type, const char *key, const char *
 		return mc__errno(w->ctx, MC_ERR_IO, "cannot open", path);
 	if (!S_ISREG(st.st_mode))
 		return mc__err(w->ctx, MC_ERR_IO, "%s: not a regular file", path);
-	if ((rc = mc__writer_add_range(w, type, key, path, 0, (uint64_t)st.st_size, NULL)) != MC_OK)
+	/* Only the owner's execute bit is recorded: never setuid, setgid or write bits. */
+	if ((rc = mc__writer_add_range(w, type, key, path, 0, (uint64_t)st.st_size,
+				       (st.st_mode & S_IXUSR) != 0, NULL)) != MC_OK)
 		return rc;
 	w->only_blob = 0;
 	w->nsources++;

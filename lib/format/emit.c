@@ -1,8 +1,9 @@
 /*
  * emit.c - writes the bundle container: ustar members, into a temp file that is
- * flushed to disk and renamed over the target once complete. The members go through
- * libarchive, or, in a build configured --without-libarchive, are framed here with
- * the one header form tar.c renders; both write the same bytes (SPEC.md section 2.1).
+ * flushed to disk and renamed over the target once complete, or straight into a
+ * descriptor the caller gives (standard output). The members go through libarchive,
+ * or, in a build configured --without-libarchive, are framed here with the one header
+ * form tar.c renders; both write the same bytes (SPEC.md section 2.1).
  */
 #include "config.h"
 
@@ -23,6 +24,7 @@ struct mc_emit {
 	char *path;
 	char *tmp;
 	int fd;
+	int borrowed; /* fd is the caller's: written, never closed, renamed or removed */
 	unsigned char *buf; /* output buffer */
 	size_t len;
 #ifdef MC_WITH_LIBARCHIVE
@@ -44,7 +46,7 @@ emit_flush(mc_emit *e)
 	return MC_OK;
 }
 
-/* Buffered output to the temp file; large pieces skip the buffer. */
+/* Buffered output to the file; large pieces skip the buffer. */
 static int
 emit_put(mc_emit *e, const void *buf, size_t n)
 {
@@ -77,7 +79,7 @@ emit_write_cb(struct archive *a, void *ud, const void *buf, size_t n)
 
 /* Records of 10240 bytes but no padding of the last: the file ends after the end blocks. */
 static int
-emit_start(mc_emit *e)
+ustar_start(mc_emit *e)
 {
 	e->a = archive_write_new();
 	if (e->a == NULL || archive_write_set_format_ustar(e->a) != ARCHIVE_OK ||
@@ -129,7 +131,7 @@ mc__emit_data(mc_emit *e, const void *buf, size_t n)
 }
 
 static int
-emit_close(mc_emit *e)
+ustar_close(mc_emit *e)
 {
 	if (archive_write_close(e->a) != ARCHIVE_OK)
 		return archive_fail(e, "cannot finish the archive");
@@ -137,7 +139,7 @@ emit_close(mc_emit *e)
 }
 
 static void
-emit_free(mc_emit *e)
+ustar_free(mc_emit *e)
 {
 	if (e->a != NULL)
 		archive_write_free(e->a);
@@ -149,7 +151,7 @@ emit_free(mc_emit *e)
 static const unsigned char zeros[2 * MC_TAR_BLOCK];
 
 static int
-emit_start(mc_emit *e)
+ustar_start(mc_emit *e)
 {
 	return MC_OK;
 }
@@ -200,7 +202,7 @@ mc__emit_data(mc_emit *e, const void *buf, size_t n)
 }
 
 static int
-emit_close(mc_emit *e)
+ustar_close(mc_emit *e)
 {
 	int rc;
 
@@ -210,36 +212,39 @@ emit_close(mc_emit *e)
 }
 
 static void
-emit_free(mc_emit *e)
+ustar_free(mc_emit *e)
 {
 }
 
 #endif /* MC_WITH_LIBARCHIVE */
 
-int
-mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out)
+/* Starts the archive into fd, which is taken over when tmp (the temp file's name, taken
+ * too) is set, and borrowed when not. */
+static int
+emit_start(mc_ctx *ctx, const char *path, int fd, char *tmp, mc_emit **out)
 {
 	mc_emit *e = calloc(1, sizeof *e);
 	int rc;
 
 	*out = NULL;
-	if (e == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	e->ctx = ctx;
-	e->fd = -1;
-	if ((e->path = mc__strdup(path)) == NULL) {
+	if (e == NULL || (e->path = mc__strdup(path)) == NULL) {
+		if (tmp != NULL) {
+			close(fd);
+			unlink(tmp);
+			free(tmp);
+		}
 		free(e);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
-	if ((e->fd = mc__open_temp_beside(ctx, path, &e->tmp, 0644)) < 0) {
-		mc__emit_abort(e);
-		return MC_ERR_IO;
-	}
+	e->ctx = ctx;
+	e->fd = fd;
+	e->tmp = tmp;
+	e->borrowed = tmp == NULL;
 	if ((e->buf = malloc(MC_IO_CHUNK)) == NULL) {
 		mc__emit_abort(e);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
-	if ((rc = emit_start(e)) != MC_OK) {
+	if ((rc = ustar_start(e)) != MC_OK) {
 		mc__emit_abort(e);
 		return rc;
 	}
@@ -248,13 +253,31 @@ mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out)
 }
 
 int
+mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out)
+{
+	char *tmp = NULL;
+	int fd;
+
+	*out = NULL;
+	if ((fd = mc__open_temp_beside(ctx, path, &tmp, 0644)) < 0)
+		return MC_ERR_IO;
+	return emit_start(ctx, path, fd, tmp, out);
+}
+
+int
+mc__emit_open_fd(mc_ctx *ctx, int fd, const char *name, mc_emit **out)
+{
+	return emit_start(ctx, name, fd, NULL, out);
+}
+
+int
 mc__emit_finish(mc_emit *e)
 {
-	int rc = emit_close(e);
+	int rc = ustar_close(e);
 
 	if (rc == MC_OK)
 		rc = emit_flush(e);
-	if (rc == MC_OK) {
+	if (rc == MC_OK && !e->borrowed) {
 		rc = mc__commit_temp(e->ctx, e->fd, e->tmp, e->path);
 		e->fd = -1;
 		free(e->tmp);
@@ -269,9 +292,9 @@ mc__emit_abort(mc_emit *e)
 {
 	if (e == NULL)
 		return;
-	emit_free(e);
+	ustar_free(e);
 	free(e->buf);
-	if (e->fd >= 0)
+	if (e->fd >= 0 && !e->borrowed)
 		close(e->fd);
 	if (e->tmp != NULL) {
 		unlink(e->tmp);

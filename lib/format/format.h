@@ -12,13 +12,23 @@
 
 typedef struct mc_zin mc_zin;
 
-/* Buffered input from a bundle file; the first block must be a ustar header. */
+/* Buffered input from a bundle file or pipe, read in order; the first block must be a
+ * ustar header (input that ends inside the first block of a bundle is a truncated
+ * bundle, any other is not a bundle). */
 MC_HIDDEN int mc__zin_new(mc_ctx *ctx, int fd, const char *path, mc_zin **out);
-/* Reads exactly n bytes; MC_ERR_MALFORMED on truncation. */
+/* Reads exactly n bytes; on truncation MC_ERR_MALFORMED with mc__truncated()'s text. */
 MC_HIDDEN int mc__zin_read(mc_zin *z, void *buf, size_t n);
+/* The number of bytes read so far. */
+MC_HIDDEN uint64_t mc__zin_tell(const mc_zin *z);
+/* What the bundle declares its size to be, for the message of a truncation: exactly
+ * size when exact is set, else at least size (only what its members so far imply). */
+MC_HIDDEN void mc__zin_declare(mc_zin *z, uint64_t size, int exact);
 /* MC_OK when the file ends here. */
 MC_HIDDEN int mc__zin_expect_end(mc_zin *z);
 MC_HIDDEN void mc__zin_free(mc_zin *z);
+/* The one message of a bundle cut short, whatever the cut point: got bytes of a bundle
+ * that declares (at least, unless exact) size. Returns MC_ERR_MALFORMED. */
+MC_HIDDEN int mc__truncated(mc_ctx *ctx, const char *path, uint64_t got, uint64_t size, int exact);
 
 /* Object encodings. */
 #define MC_ENC_NONE 0
@@ -76,6 +86,7 @@ struct mc_martifact { /* its content hash is its object's */
 	uint64_t size;
 	const unsigned char *sha256; /* 32 bytes, or NULL when the entry has none */
 	size_t object;  /* index into objects */
+	int executable; /* installed executable: its member "executable" (SPEC.md 3.2) */
 	const struct mc_type *handler; /* as read through a cursor: its type's, or NULL */
 };
 
@@ -87,7 +98,7 @@ struct mc_arec {
 	uint32_t key_len;
 	uint32_t type;     /* index into the manifest's types */
 	uint32_t has_sha;
-	uint32_t pad;
+	uint32_t executable;
 	unsigned char sha256[32];
 };
 
@@ -257,6 +268,8 @@ MC_HIDDEN void mc__object_member(const unsigned char hash[MC_HASH_BYTES], char *
 typedef struct mc_emit mc_emit;
 
 MC_HIDDEN int mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out);
+/* The same into fd (a pipe, standard output), written in order; name is for messages. */
+MC_HIDDEN int mc__emit_open_fd(mc_ctx *ctx, int fd, const char *name, mc_emit **out);
 /* Writes manifest.json and the signature members (sigids sorted ascending). */
 MC_HIDDEN int mc__emit_head(mc_emit *e, const char *manifest, size_t mlen, char *const *sigs,
 			    const size_t *siglens, const char (*sigids)[17], size_t nsigs);
@@ -265,7 +278,8 @@ MC_HIDDEN int mc__emit_sigs(mc_emit *e, char *const *sigs, const size_t *siglens
 			    const char (*sigids)[17], size_t nsigs);
 MC_HIDDEN int mc__emit_member(mc_emit *e, const char *name, uint64_t size);
 MC_HIDDEN int mc__emit_data(mc_emit *e, const void *buf, size_t n);
-/* Completes the archive and renames it into place; frees e either way. */
+/* Completes the archive and renames it into place (into fd: flushes it); frees e
+ * either way. */
 MC_HIDDEN int mc__emit_finish(mc_emit *e);
 MC_HIDDEN void mc__emit_abort(mc_emit *e);
 

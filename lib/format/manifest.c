@@ -184,6 +184,7 @@ mc__acur_get(struct mc_acur *c, size_t i, const struct mc_martifact **out)
 		a->size = r->size;
 		a->sha256 = r->has_sha ? r->sha256 : NULL;
 		a->object = (size_t)r->object;
+		a->executable = r->executable != 0;
 	}
 	if (a->type != c->htype) { /* a run of one type shares its string */
 		c->htype = a->type;

@@ -314,6 +314,7 @@ art_keep(mc_ctx *ctx, struct art_walk *w, const struct mc_martifact *a, const ch
 	r->key_len = (uint32_t)klen;
 	r->type = (uint32_t)(m->ntypes - 1);
 	r->has_sha = a->sha256 != NULL;
+	r->executable = (uint32_t)a->executable;
 	if (a->sha256 != NULL)
 		memcpy(r->sha256, a->sha256, sizeof r->sha256);
 	memcpy(w->keys + w->nkeys, key, klen + 1);
@@ -397,6 +398,25 @@ art_sha256(mc_ctx *ctx, const cJSON *c, const char *what, struct mc_manifest *m,
 	return MC_OK;
 }
 
+/* An artifact's optional executable member: true when present, never false (a writer
+ * leaves it out instead), so that one manifest has one form. */
+static int
+art_executable(mc_ctx *ctx, const cJSON *c, const char *what, int *out)
+{
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(c, "executable");
+
+	*out = 0;
+	if (e == NULL)
+		return MC_OK;
+	if (!cJSON_IsBool(e))
+		return BAD("manifest: %s.executable is not a boolean", what);
+	if (!cJSON_IsTrue(e))
+		return BAD("manifest: %s.executable is false (a writer leaves the member out "
+			   "instead)", what);
+	*out = 1;
+	return MC_OK;
+}
+
 /* The caps on one artifact's size and on all of them together. */
 static int
 art_caps(mc_ctx *ctx, struct art_walk *w, uint64_t size, const char *what)
@@ -443,7 +463,8 @@ art_order(mc_ctx *ctx, const struct art_walk *w, size_t idx, const char *type,
 static int
 artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 {
-	static const char *const fields[] = {"!type", "!key", "!size", "!hash", "sha256", NULL};
+	static const char *const fields[] = {"!type", "!key", "!size", "!hash", "sha256",
+					     "executable", NULL};
 	struct art_walk *w = ud;
 	struct mc_manifest *m = w->m;
 	struct mc_martifact a;
@@ -466,6 +487,7 @@ artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 		return BAD("manifest: %s.key is empty or longer than %d bytes", what, MC_KEY_MAX);
 	if ((rc = hash_field(ctx, hash, what, h)) != MC_OK ||
 	    (rc = art_sha256(ctx, c, what, m, sh, &a.sha256)) != MC_OK ||
+	    (rc = art_executable(ctx, c, what, &a.executable)) != MC_OK ||
 	    (rc = art_caps(ctx, w, a.size, what)) != MC_OK ||
 	    (rc = art_order(ctx, w, idx, type, key, what)) != MC_OK ||
 	    (rc = ref_object(ctx, m, h, a.size, what, w->used, &a.object)) != MC_OK ||

@@ -168,6 +168,8 @@ render_artifact(const struct mc_manifest *m, size_t i, cJSON *o)
 	ok = ok && add_hash(o, "hash", ob.hash) != NULL;
 	if (ok && a.sha256 != NULL)
 		ok = add_hash(o, "sha256", a.sha256) != NULL;
+	if (ok && a.executable) /* never false: absent means not executable */
+		ok = cJSON_AddTrueToObject(o, "executable") != NULL;
 	return ok;
 }
 

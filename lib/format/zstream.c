@@ -26,7 +26,21 @@ struct mc_zin {
 	int eof;
 	unsigned char *buf;
 	size_t cap, pos, len;
+	uint64_t base;     /* bytes read before buf[0] */
+	uint64_t declared; /* the bundle's size as far as known, and whether exactly */
+	int exact;
 };
+
+/* The smallest bundle: a manifest member of one byte, padded, and the end blocks. */
+#define MIN_BUNDLE (4u * MC_TAR_BLOCK)
+
+int
+mc__truncated(mc_ctx *ctx, const char *path, uint64_t got, uint64_t size, int exact)
+{
+	return mc__err(ctx, MC_ERR_MALFORMED, "%s: truncated at byte %llu of a bundle that "
+		       "declares %s%llu bytes; download it again", path, (unsigned long long)got,
+		       exact ? "" : "at least ", (unsigned long long)size);
+}
 
 static int
 zin_fill(mc_zin *z)
@@ -40,11 +54,28 @@ zin_fill(mc_zin *z)
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return mc__errno(z->ctx, MC_ERR_IO, "cannot read", z->path);
+	z->base += z->len;
 	z->pos = 0;
 	z->len = (size_t)r;
 	if (r == 0)
 		z->eof = 1;
 	return MC_OK;
+}
+
+/* Input that is not a bundle's first block: empty, cut inside a bundle's first header
+ * (every bundle starts with the name of its manifest member), or something else. */
+static int
+first_block_error(mc_zin *z)
+{
+	static const char first[] = MC_MEMBER_MANIFEST;
+	size_t n = z->len < sizeof first ? z->len : sizeof first;
+
+	if (z->len == 0)
+		return mc__err(z->ctx, MC_ERR_NOT_BUNDLE, "%s: empty; not a megacache bundle", z->path);
+	if (z->len < MC_TAR_BLOCK && memcmp(z->buf, first, n) == 0)
+		return mc__truncated(z->ctx, z->path, z->len, MIN_BUNDLE, 0);
+	return mc__err(z->ctx, MC_ERR_NOT_BUNDLE, "%s: not a megacache bundle (no tar header)",
+		       z->path);
 }
 
 int
@@ -77,11 +108,26 @@ mc__zin_new(mc_ctx *ctx, int fd, const char *path, mc_zin **out)
 		z->len += (size_t)r;
 	}
 	if (z->len < MC_TAR_BLOCK || memcmp(z->buf + 257, "ustar\0" "00", 8) != 0) {
+		rc = first_block_error(z);
 		mc__zin_free(z);
-		return mc__err(ctx, MC_ERR_NOT_BUNDLE, "%s: not a megacache bundle (no tar header)", path);
+		return rc;
 	}
+	z->declared = MIN_BUNDLE;
 	*out = z;
 	return MC_OK;
+}
+
+uint64_t
+mc__zin_tell(const mc_zin *z)
+{
+	return z->base + z->pos;
+}
+
+void
+mc__zin_declare(mc_zin *z, uint64_t size, int exact)
+{
+	z->declared = size;
+	z->exact = exact;
 }
 
 int
@@ -96,7 +142,7 @@ mc__zin_read(mc_zin *z, void *buf, size_t n)
 		if ((rc = zin_fill(z)) != MC_OK)
 			return rc;
 		if (z->pos == z->len)
-			return mc__err(z->ctx, MC_ERR_MALFORMED, "%s: truncated", z->path);
+			return mc__truncated(z->ctx, z->path, z->base + z->len, z->declared, z->exact);
 		k = z->len - z->pos;
 		if (k > n)
 			k = n;

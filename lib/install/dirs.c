@@ -88,7 +88,7 @@ walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, siz
 		if (strcmp(path + i, ".") != 0) {
 			next = openat(cur, path + i, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (next < 0 && errno == ENOENT && create) {
-				if (mkdirat(cur, path + i, 0755) == 0)
+				if (mkdirat(cur, path + i, 0777) == 0) /* less the umask */
 					rc = remember_dir(L, tier, tier == (size_t)-1 ? path : path + keep);
 				else if (errno != EEXIST)
 					rc = mc__err(ctx, MC_ERR_IO, "%s: cannot create folder: %s", path,
@@ -137,7 +137,7 @@ open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 		if (*s == '/' || (size_t)(s - p) == t->named) {
 			char c = *s;
 			*s = '\0';
-			if (mkdir(p, 0755) == 0)
+			if (mkdir(p, 0777) == 0)
 				rc = remember_dir(L, (size_t)-1, p);
 			else if (errno != EEXIST)
 				rc = mc__errno(L->ctx, MC_ERR_IO, "cannot create folder", p);
@@ -231,12 +231,14 @@ mc__open_dir_of(struct loader *L, size_t tier, const char *dir, int create, int 
 
 /* Creates name in folder dir (relative to the tier root) exclusively, without
  * following a link anywhere on the way: openat2() where the kernel has it, else a
- * folder walk. */
+ * folder walk. Its mode is the umask's part of 0666, or of 0777 for an executable,
+ * applied by the kernel: a group-shared cache (umask 002) stays group-writable. */
 int
 mc__create_beneath(struct loader *L, mc_ctx *ctx, size_t tier, const char *dir,
-		   const char *name, int *fd)
+		   const char *name, int executable, int *fd)
 {
 	char path[2 * MC_PATH_MAX];
+	mode_t mode = executable ? 0777 : 0666;
 	int dfd, rc;
 
 	*fd = -1;
@@ -247,7 +249,7 @@ mc__create_beneath(struct loader *L, mc_ctx *ctx, size_t tier, const char *dir,
 
 		memset(&how, 0, sizeof how);
 		how.flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-		how.mode = 0644;
+		how.mode = mode;
 		how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 		if (strcmp(dir, ".") == 0)
 			k = snprintf(path, sizeof path, "%s", name);
@@ -269,7 +271,7 @@ mc__create_beneath(struct loader *L, mc_ctx *ctx, size_t tier, const char *dir,
 	if (dfd < 0)
 		return mc__err(ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
 			       L->tiers[tier].root, dir);
-	*fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	*fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	rc = errno;
 	close(dfd);
 	errno = rc;

@@ -104,13 +104,15 @@ MC_HIDDEN size_t mc__loader_tier(struct loader *L, const char *tier);
 /* The tiers of the selected artifacts, their roots opened where they exist. */
 MC_HIDDEN int mc__setup_tiers(struct loader *L);
 /* Opens folder dir (relative to the tier root, "." for the root), making it and the
- * root when create is set; *fd is -1 with MC_OK when it is missing and create is not. */
+ * root when create is set (mode 0777 less the umask); *fd is -1 with MC_OK when it is
+ * missing and create is not. */
 MC_HIDDEN int mc__open_dir_of(struct loader *L, size_t tier, const char *dir, int create,
 			      int *fd);
-/* Creates name in folder dir of a tier exclusively, following no link; *fd is -1 with
- * errno set and MC_OK when the file cannot be made, an error when dir is wrong. */
+/* Creates name in folder dir of a tier exclusively, following no link, with mode 0666
+ * (0777 when executable) less the umask; *fd is -1 with errno set and MC_OK when the
+ * file cannot be made, an error when dir is wrong. */
 MC_HIDDEN int mc__create_beneath(struct loader *L, mc_ctx *ctx, size_t tier, const char *dir,
-				 const char *name, int *fd);
+				 const char *name, int executable, int *fd);
 /* Splits dest into its folder ("." for none) and its last component. */
 MC_HIDDEN void mc__split_dest(const char *dest, char *dir, size_t dirlen, const char **base);
 /* Removes the temp files and folders that killed loaders left in folder dfd. */

@@ -165,7 +165,7 @@ unit_prepare(struct loader *L, struct hset *S, struct unit *u, const char *dir)
 		return rc;
 	for (; u->tries < 16; u->tries++) {
 		mc__unit_names(L, u, dir, &n);
-		if (mkdirat(pfd, n.tmp, 0755) == 0) {
+		if (mkdirat(pfd, n.tmp, 0777) == 0) { /* less the umask: it becomes the folder */
 			u->made = 1;
 			break;
 		}

@@ -14,7 +14,9 @@
 
 #include "install/install.h"
 
-/* Is an identical file already at the destination? Refuses links and folders there. */
+/* Is an identical file already at the destination? Refuses links and folders there.
+ * One whose owner's execute bit is not the artifact's is not: it is staged and renamed
+ * over, as a changed content is, so that the load stays all or nothing. */
 static int
 check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, const char *dest,
 	       int *same)
@@ -41,6 +43,10 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, cons
 		return mc__err(L->ctx, MC_ERR_UNSAFE_DEST, "%s/%s: exists and is %s; refusing to "
 			       "replace it", L->tiers[tier].root, dest,
 			       S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
+	}
+	if (((st.st_mode & S_IXUSR) != 0) != a->executable) {
+		close(dfd);
+		return MC_OK;
 	}
 	/* A derived file holds other bytes than its content (and is small). */
 	if ((uint64_t)st.st_size <= MC_DERIVE_MAX && mc__derives(a->handler, a->key)) {

@@ -23,7 +23,8 @@ stage_open(struct loader *L, mc_ctx *ctx, struct mc_acur *c, struct staged *s, i
 		if ((rc = mc__staged_names(L, ctx, c, s, &n, &a)) != MC_OK)
 			return rc;
 		*derive |= mc__derives(a->handler, a->key);
-		if ((rc = mc__create_beneath(L, ctx, s->tier, n.stage, n.tmp, &s->fd)) != MC_OK)
+		if ((rc = mc__create_beneath(L, ctx, s->tier, n.stage, n.tmp, a->executable,
+					     &s->fd)) != MC_OK)
 			return rc;
 		err = errno;
 		if (s->fd >= 0 || err != EEXIST || s->unit != NO_UNIT || s->tries == 15)

@@ -52,9 +52,11 @@ static int unknown(struct scan *s, const char *path, const char *reason);
 static int unknown_visit(struct scan *s, const char *path, const char *name, const void *reason);
 
 /* Records a file of size bytes: one whose type records it in another form (a Triton
- * group file, tiers.h) in that form, given from memory; any other from its path. */
+ * group file, tiers.h) in that form, given from memory; any other from its path.
+ * executable: the file has the owner's execute bit, which the artifact keeps. */
 static int
-record_file(struct scan *s, const char *path, const char *type, const char *key, uint64_t size)
+record_file(struct scan *s, const char *path, const char *type, const char *key, uint64_t size,
+	    int executable)
 {
 	const struct mc_type *t = mc__find_type(s->ctx, type);
 	unsigned char *rec = NULL;
@@ -63,7 +65,7 @@ record_file(struct scan *s, const char *path, const char *type, const char *key,
 	int rc;
 
 	if (size > MC_DERIVE_MAX || !mc__derives(t, key))
-		return mc__writer_add_range(s->w, type, key, path, 0, size, NULL);
+		return mc__writer_add_range(s->w, type, key, path, 0, size, executable, NULL);
 	if ((rc = mc__read_small_file(s->ctx, path, MC_DERIVE_MAX, &buf, &n)) != MC_OK)
 		return rc;
 	rc = t->record(key, (const unsigned char *)buf, n, &rec, &recn);
@@ -71,8 +73,8 @@ record_file(struct scan *s, const char *path, const char *type, const char *key,
 	if (rc != MC_OK)
 		return mc__err(s->ctx, rc, "%s: %s", path, mc_strerror(rc));
 	if (rec == NULL)
-		return mc__writer_add_range(s->w, type, key, path, 0, size, NULL);
-	rc = mc_writer_add_memory(s->w, type, key, rec, recn);
+		return mc__writer_add_range(s->w, type, key, path, 0, size, executable, NULL);
+	rc = mc__writer_add_bytes(s->w, type, key, rec, recn, executable, NULL);
 	free(rec);
 	return rc;
 }
@@ -90,7 +92,7 @@ add_file(struct scan *s, const char *path, const char *type, const char *key)
 		report(s, MC_SCAN_SKIPPED, path, "not a regular file");
 		return MC_OK;
 	}
-	rc = record_file(s, path, type, key, (uint64_t)st.st_size);
+	rc = record_file(s, path, type, key, (uint64_t)st.st_size, (st.st_mode & S_IXUSR) != 0);
 	if (rc == MC_ERR_BAD_KEY) {
 		snprintf(why, sizeof why, "name does not fit type %s", type);
 		if (strcmp(type, "extra") == 0) {

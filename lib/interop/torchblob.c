@@ -461,12 +461,13 @@ record_blob(mc_writer *w, const char *name, const char *path, const unsigned cha
 	for (i = 0; rc == MC_OK && i < tb->nitems; i++) {
 		const struct mc_tb_item *it = &tb->items[i];
 
+		/* A blob holds no file modes: its artifacts are never executable. */
 		if (data != NULL)
 			rc = mc__writer_add_bytes(w, it->type, it->key, data + it->offset,
-						  (size_t)it->size, &obj);
+						  (size_t)it->size, 0, &obj);
 		else
 			rc = mc__writer_add_range(w, it->type, it->key, path, it->offset, it->size,
-						  &obj);
+						  0, &obj);
 		if (rc != MC_OK) {
 			char msg[MC_ERRBUF];
 			snprintf(msg, sizeof msg, "%s", ctx->err);

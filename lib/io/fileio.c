@@ -214,6 +214,46 @@ mc__open_regular(mc_ctx *ctx, const char *path, int *fd, struct stat *st)
 }
 
 int
+mc__check_input(mc_ctx *ctx, int fd, const char *path, struct stat *st)
+{
+	if (fstat(fd, st) != 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot read", path);
+	if (S_ISDIR(st->st_mode))
+		return mc__err(ctx, MC_ERR_IO, "%s: is a folder, not a bundle", path);
+	if (isatty(fd))
+		return mc__err(ctx, MC_ERR_INVALID, "%s: is a terminal; pipe a bundle in or name a file",
+			       path);
+	return MC_OK;
+}
+
+int
+mc__open_input(mc_ctx *ctx, const char *path, int *fd, struct stat *st)
+{
+	int rc, flags;
+
+	if ((*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) < 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
+	if ((rc = mc__check_input(ctx, *fd, path, st)) == MC_OK && S_ISFIFO(st->st_mode)) {
+		/* Opened without waiting, a FIFO whose writer is not there yet reads as empty:
+		 * open it again, waiting for the writer, and make sure it is the same one. */
+		struct stat again;
+		close(*fd);
+		if ((*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+			return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
+		if (fstat(*fd, &again) != 0 || again.st_dev != st->st_dev || again.st_ino != st->st_ino)
+			rc = mc__err(ctx, MC_ERR_IO, "%s: changed while being opened", path);
+	}
+	if (rc == MC_OK && ((flags = fcntl(*fd, F_GETFL)) < 0 ||
+			    fcntl(*fd, F_SETFL, flags & ~O_NONBLOCK) < 0))
+		rc = mc__errno(ctx, MC_ERR_IO, "cannot open", path);
+	if (rc != MC_OK) {
+		close(*fd);
+		*fd = -1;
+	}
+	return rc;
+}
+
+int
 mc__read_small_file(mc_ctx *ctx, const char *path, size_t max, char **buf, size_t *len)
 {
 	struct stat st;

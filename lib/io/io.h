@@ -9,6 +9,11 @@
 struct stat;
 /* Opens path to read; refuses (without blocking) anything but a regular file. */
 MC_HIDDEN int mc__open_regular(mc_ctx *ctx, const char *path, int *fd, struct stat *st);
+/* Opens path to read as a stream: a regular file, or a pipe, FIFO, socket or device
+ * read in order (a FIFO waits for its writer). Refuses a folder and a terminal. */
+MC_HIDDEN int mc__open_input(mc_ctx *ctx, const char *path, int *fd, struct stat *st);
+/* Checks that fd, which path names, can be read as mc__open_input() allows. */
+MC_HIDDEN int mc__check_input(mc_ctx *ctx, int fd, const char *path, struct stat *st);
 
 /* ---- file helpers (fileio.c) ---- */
 

@@ -60,11 +60,13 @@ ROOT_TIERS = ("inductor", "triton", "triton_home")
 
 @dataclasses.dataclass(frozen=True)
 class Artifact:
-    """An artifact of a bundle's manifest; hash is its BLAKE2b-256 in hex."""
+    """An artifact of a bundle's manifest; hash is its BLAKE2b-256 in hex; executable:
+    load makes it executable (its file had the owner's execute bit when recorded)."""
     type: str
     key: str
     size: int
     hash: str
+    executable: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -415,7 +417,9 @@ class _Session:
             size = ctypes.c_uint64()
             lib.mc_bundle_artifact(b, i, ctypes.byref(t), ctypes.byref(k), ctypes.byref(size),
                                    ctypes.byref(h))
-            arts.append(Artifact(_str(t.value), _str(k.value), size.value, _str(h.value)))
+            x = lib.mc_bundle_artifact_executable(b, i)
+            arts.append(Artifact(_str(t.value), _str(k.value), size.value, _str(h.value),
+                                 x == 1))
         return BundleInfo(os.fsdecode(_path(path)), lib.mc_bundle_created(b),
                           lib.mc_bundle_version(b), lib.mc_bundle_expires(b), labels, sigs,
                           arts, verified)

@@ -148,6 +148,7 @@ _SIGNATURES = [
     ("mc_bundle_artifact_count", [c_handle], c_size_t, None),
     ("mc_bundle_artifact", [c_handle, c_size_t, POINTER(c_char_p), POINTER(c_char_p),
                             POINTER(c_uint64), POINTER(c_char_p)], c_int, _check_handle),
+    ("mc_bundle_artifact_executable", [c_handle, c_size_t], c_int, _check_handle),
     ("mc_bundle_select_type", [c_handle, c_char_p], c_int, _check_handle),
     ("mc_bundle_load", [c_handle, c_uint, ARTIFACT_FN, c_void_p], c_int, _check_handle),
     ("mc_bundle_export_torch_memory", [c_handle, c_int, POINTER(c_void_p), POINTER(c_size_t),

@@ -91,6 +91,7 @@ parse_len(const char *json, size_t len, struct mc_manifest *m)
 			ck_assert_int_eq(x->sha256 != NULL, y->sha256 != NULL);
 			if (x->sha256 != NULL)
 				ck_assert_int_eq(memcmp(x->sha256, y->sha256, 32), 0);
+			ck_assert_int_eq(x->executable, y->executable);
 			ck_assert_ptr_eq(x->handler, y->handler);
 		}
 		mc__acur_free(&cf);
@@ -231,6 +232,73 @@ START_TEST(refusals)
 		ck_assert_msg(strstr(mc_ctx_error(ctx), cases[i].why) != NULL, "case %zu: '%s' lacks '%s'",
 			      i, mc_ctx_error(ctx), cases[i].why);
 	}
+}
+END_TEST
+
+/* An artifact's executable member (SPEC.md section 3.2): written last and only when
+ * true; read as true when present, refused as false or anything but a boolean. */
+START_TEST(executable_member)
+{
+#define ART(extra) HEAD "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"a\",\"size\":1,\"hash\":\"" H64 "\"" extra "}]," OBJ(1) "}"
+	static const struct {
+		const char *json, *why;
+	} bad[] = {
+		{ART(",\"executable\":false"), "artifacts[0].executable is false (a writer leaves the member out instead)"},
+		{ART(",\"executable\":1"), "artifacts[0].executable is not a boolean"},
+		{ART(",\"executable\":\"true\""), "artifacts[0].executable is not a boolean"},
+		{ART(",\"executable\":null"), "artifacts[0].executable is not a boolean"},
+		{ART(",\"executable\":true,\"executable\":true"), "field 'executable' twice"},
+		{ART(",\"executable\":TRUE"), "not valid JSON"},
+	};
+	struct mc_manifest m, back;
+	struct mc_martifact a[2];
+	struct mc_mobject ob;
+	unsigned char sha[32];
+	char *json;
+	size_t i, len;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		ck_assert_msg(parse(bad[i].json, &m) == MC_ERR_MANIFEST, "case %zu accepted", i);
+		ck_assert_msg(strstr(mc_ctx_error(ctx), bad[i].why) != NULL, "case %zu: '%s' lacks '%s'",
+			      i, mc_ctx_error(ctx), bad[i].why);
+	}
+	/* Any place among the members, any spacing; absent is not executable. */
+	ck_assert_int_eq(parse(HEAD "\"labels\":{},\"artifacts\":[{\"executable\" : true ,\"type\":\"pgo\","
+			       "\"key\":\"a\",\"size\":1,\"hash\":\"" H64 "\"}]," OBJ(1) "}", &m), MC_OK);
+	ck_assert_int_eq(m.artifacts[0].executable, 1);
+	mc__manifest_free(&m);
+	ck_assert_int_eq(parse(ART(""), &m), MC_OK);
+	ck_assert_int_eq(m.artifacts[0].executable, 0);
+	mc__manifest_free(&m);
+#undef ART
+	/* Rendered after sha256, for the executable artifact only; both name one object. */
+	memset(&m, 0, sizeof m);
+	memset(a, 0, sizeof a);
+	memset(&ob, 0, sizeof ob);
+	memset(sha, 0x11, sizeof sha);
+	memset(ob.hash, 0xab, 32);
+	memcpy(ob.stored_hash, ob.hash, 32);
+	ob.size = ob.stored_size = 7;
+	a[0].type = a[1].type = "inductor";
+	a[0].key = "fa";
+	a[1].key = "fb";
+	a[0].size = a[1].size = 7;
+	a[0].sha256 = a[1].sha256 = sha;
+	a[1].executable = 1;
+	m.artifacts = a;
+	m.nartifacts = 2;
+	m.objects = &ob;
+	m.nobjects = 1;
+	ck_assert_int_eq(mc__manifest_render(ctx, &m, &json, &len), MC_OK);
+	ck_assert_ptr_nonnull(strstr(json, "\"key\":\"fb\",\"size\":7,\"hash\":\"abab"));
+	ck_assert_ptr_nonnull(strstr(json, "1111\",\"executable\":true}]"));
+	ck_assert_ptr_null(strstr(strstr(json, "executable") + 1, "executable"));
+	ck_assert_int_eq(parse_len(json, len, &back), MC_OK);
+	ck_assert_int_eq(back.artifacts[0].executable, 0);
+	ck_assert_int_eq(back.artifacts[1].executable, 1);
+	ck_assert_uint_eq(back.artifacts[0].object, back.artifacts[1].object);
+	mc__manifest_free(&back);
+	free(json);
 }
 END_TEST
 
@@ -494,6 +562,7 @@ START_TEST(large)
 			 "xxxxxxxxxxxxx");
 		a[i].type = i < N / 3 ? "aot" : "pgo";
 		a[i].sha256 = i % 3 == 0 ? sha : NULL;
+		a[i].executable = i % 5 == 0;
 		a[i].key = keys[i];
 		a[i].size = i + 1;
 		a[i].object = i;
@@ -513,6 +582,8 @@ START_TEST(large)
 	ck_assert_int_eq(parse_len(json, len, &back), MC_OK);
 	ck_assert_uint_eq(back.nartifacts, N);
 	ck_assert_str_eq(back.artifacts[N - 1].key, keys[N - 1]);
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(back.artifacts[i].executable, i % 5 == 0);
 	ck_assert_uint_eq(back.objects[N - 1].size, N);
 	mc__manifest_free(&back);
 	/* A cut anywhere, here inside the last table, is refused the same way. */
@@ -556,6 +627,7 @@ suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, render_then_parse);
 	tcase_add_test(tc, refusals);
+	tcase_add_test(tc, executable_member);
 	tcase_add_test(tc, label_characters);
 	tcase_add_test(tc, number_forms);
 	tcase_add_test(tc, raw_controls);

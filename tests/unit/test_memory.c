@@ -3,6 +3,10 @@
  * keys from text; each against what its file twin does. */
 #include "util.h"
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <sodium.h>
 
 static mc_ctx *ctx;
@@ -209,6 +213,76 @@ START_TEST(export_memory_as_file)
 	free(blob);
 	free(path);
 	free(out);
+}
+END_TEST
+
+static mc_writer *
+blob_writer(void)
+{
+	char *path;
+	size_t len;
+	unsigned char *blob = fixture("mlp-cuda.megacache", &len, &path);
+	mc_writer *w;
+
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	ck_assert_int_eq(mc_writer_add_torch_blob(w, path), MC_OK);
+	ck_assert_int_eq(mc_writer_set_created(w, 1700000000), MC_OK);
+	free(blob);
+	free(path);
+	return w;
+}
+
+/* A bundle written to a descriptor is the bundle written to a file; one written into
+ * a pipe is read from it, once, and the caller's descriptor stays open. */
+START_TEST(bundle_through_pipe)
+{
+	char *file = in_dir("a.mc"), *viafd = in_dir("fd.mc"), *list, *again;
+	unsigned char *a, *f;
+	size_t na, nf;
+	mc_writer *w = blob_writer();
+	mc_bundle *b;
+	int p[2], fd, status;
+	pid_t pid;
+
+	ck_assert_int_eq(mc_writer_save(w, file), MC_OK);
+	mc_writer_free(w);
+	w = blob_writer();
+	ck_assert_int_ge(fd = open(viafd, O_WRONLY | O_CREAT | O_EXCL, 0644), 0);
+	ck_assert_int_eq(mc_writer_save_fd(w, fd, "descriptor"), MC_OK);
+	ck_assert_int_eq(close(fd), 0);
+	a = slurp(file, &na);
+	f = slurp(viafd, &nf);
+	ck_assert_uint_eq(na, nf);
+	ck_assert_int_eq(memcmp(a, f, na), 0);
+	ck_assert_int_eq(pipe(p), 0);
+	if ((pid = fork()) == 0) {
+		close(p[0]);
+		_exit(mc_writer_save_fd(w, p[1], "pipe") == MC_OK ? 0 : 1);
+	}
+	mc_writer_free(w);
+	close(p[1]);
+	ck_assert_int_eq(mc_bundle_open_fd(ctx, p[0], "the pipe", &b), MC_OK);
+	ck_assert_int_eq(mc_bundle_set_insecure(b, 1), MC_OK);
+	list = artifact_list(b);
+	ck_assert_int_eq(mc_bundle_verify(b), MC_OK);
+	ck_assert_int_eq(mc_bundle_verify(b), MC_ERR_INVALID);
+	ck_assert_str_eq(mc_ctx_error(ctx), "the pipe: read from a pipe, which can be read only "
+			 "once; this needs a file");
+	mc_bundle_free(b);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_ne(fcntl(p[0], F_GETFD), -1);
+	close(p[0]);
+	ck_assert_int_eq(mc_bundle_open(ctx, file, &b), MC_OK);
+	again = artifact_list(b);
+	ck_assert_str_eq(again, list);
+	mc_bundle_free(b);
+	free(again);
+	free(list);
+	free(a);
+	free(f);
+	free(file);
+	free(viafd);
 }
 END_TEST
 
@@ -558,6 +632,7 @@ suite(void)
 	tcase_add_test(tc, blob_memory_as_file);
 	tcase_add_test(tc, export_memory_as_file);
 	tcase_add_test(tc, export_memory_refused);
+	tcase_add_test(tc, bundle_through_pipe);
 	tcase_add_test(tc, blob_memory_refused);
 	tcase_add_test(tc, keys_from_text);
 	tcase_add_test(tc, keys_from_text_sign_bundles);
