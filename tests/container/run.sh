@@ -137,6 +137,13 @@ bud() {
 	return $rc
 }
 
+# why LABEL: what megacache and curl said in a build's log, and the exit status of its
+# failed step.
+why() {
+	grep -E '^(megacache|curl)' "$T/$1.log" | tail -n 2 | tr '\n' ' '
+	sed -n 's/^Error: building at STEP "\([A-Z]*\) .*: \(exit status [0-9]*\)$/(\1 step: \2)/p' "$T/$1.log"
+}
+
 # check_image TAG: the checks of a built image (see the top of this file).
 check_image() {
 	tag=$1
@@ -229,9 +236,9 @@ refused() {
 	fi
 	grep -q 'building at STEP "RUN --mount=type=bind,target=/run/megacache' "$T/$label.log" &&
 		grep -q 'exit status 1$' "$T/$label.log" && ok ||
-		bad "$label: not refused at the load step with exit 1: $(tail -n 3 "$T/$label.log")"
+		bad "$label: not refused at the load step with exit 1: $(why "$label")"
 	grep -q "^megacache.*$text" "$T/$label.log" && ok ||
-		bad "$label: megacache did not say '$text': $(grep megacache "$T/$label.log" | tail -n 2)"
+		bad "$label: megacache did not say '$text': $(why "$label")"
 	n=0
 	for ctr in $(buildah containers -q); do
 		grep -qx "$ctr" "$T/containers.before" && continue
@@ -252,7 +259,7 @@ built() {
 		ok
 		check_image "$tag"
 	else
-		bad "$what failed: $(grep -E 'megacache|curl|Error' "$T/$tag.log" | tail -n 3)"
+		bad "$what failed: $(why "$tag")"
 	fi
 }
 
