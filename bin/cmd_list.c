@@ -44,7 +44,8 @@ explain(struct tool *t, mc_bundle *b, const char *path)
 	if (t->json)
 		r.arts = cJSON_CreateArray();
 	if ((rc = mc_bundle_set_insecure(b, 1)) != MC_OK ||
-	    (rc = mc_bundle_load(b, MC_LOAD_DRY_RUN, on_artifact, &r)) != MC_OK) {
+	    (rc = mc_bundle_load(b, MC_LOAD_DRY_RUN | MC_LOAD_NO_WRITE_CHECK, on_artifact, &r)) !=
+		    MC_OK) {
 		cJSON_Delete(r.arts);
 		return fail(t->ctx, rc);
 	}

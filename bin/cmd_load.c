@@ -2,6 +2,9 @@
  * into the cache dirs (or, with --dry-run, say what would be installed). */
 #include "config.h"
 
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,12 +12,14 @@
 
 struct load_opts {
 	const char *types;
+	const char *owner; /* --owner USER[:GROUP] */
 	int dry, sync;
 };
 
 static const struct option load_long[] = {{"types", required_argument, NULL, OPT_TYPES},
 					  {"dry-run", no_argument, NULL, OPT_DRY_RUN},
 					  {"sync", no_argument, NULL, OPT_SYNC},
+					  {"owner", required_argument, NULL, OPT_OWNER},
 					  {NULL, 0, NULL, 0}};
 
 static int
@@ -26,11 +31,82 @@ load_opt(struct tool *t, void *opts, int c, char *arg)
 	case OPT_TYPES: o->types = arg; return 1;
 	case OPT_DRY_RUN: o->dry = 1; return 1;
 	case OPT_SYNC: o->sync = 1; return 1;
+	case OPT_OWNER: o->owner = arg; return 1;
 	default: return 0;
 	}
 }
 
 static const struct tool_optspec load_spec = {"", load_long, load_opt};
+
+/* A user or group id given as a number: 0 to 2^32 - 2 (-1 is chown's "unchanged"). */
+static int
+id_number(const char *s, long *id)
+{
+	uint64_t n;
+
+	if (parse_u64(s, &n) != 0 || n >= 0xffffffffull || n > (uint64_t)LONG_MAX)
+		return -1;
+	*id = (long)n;
+	return 0;
+}
+
+/* --owner USER[:GROUP] as ids, each a name (looked up first, as chown(1) does) or a
+ * number. USER alone takes the primary group of its passwd entry; a number without
+ * one must be given a GROUP. Returns 0, or prints why not and returns 2. */
+static int
+owner_ids(const char *spec, long *uid, long *gid)
+{
+	const char *colon = strchr(spec, ':'), *group = colon != NULL ? colon + 1 : NULL;
+	size_t len = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+	struct passwd *pw;
+	struct group *gr;
+	char user[256];
+
+	if (len == 0 || len >= sizeof user || (group != NULL && group[0] == '\0'))
+		usage_error("--owner takes USER[:GROUP], not '%s'", spec);
+	memcpy(user, spec, len);
+	user[len] = '\0';
+	if ((pw = getpwnam(user)) != NULL) {
+		*uid = (long)pw->pw_uid;
+	} else if (id_number(user, uid) == 0) {
+		pw = getpwuid((uid_t)*uid);
+	} else {
+		say(stderr, "%s: --owner: no user '%s' on this system", PROG, user);
+		return EXIT_USAGE;
+	}
+	if (group == NULL && pw == NULL) {
+		say(stderr, "%s: --owner: uid %s has no passwd entry, so no primary group to take; "
+		    "name one: --owner %s:GROUP", PROG, user, user);
+		return EXIT_USAGE;
+	}
+	if (group == NULL) {
+		*gid = (long)pw->pw_gid;
+	} else if ((gr = getgrnam(group)) != NULL) {
+		*gid = (long)gr->gr_gid;
+	} else if (id_number(group, gid) != 0) {
+		say(stderr, "%s: --owner: no group '%s' on this system", PROG, group);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Sets --owner on the context: only root may give files away (the library says so). */
+static int
+set_owner(struct tool *t, const char *spec)
+{
+	long uid, gid;
+	int rc;
+
+	if (spec == NULL)
+		return 0;
+	if ((rc = owner_ids(spec, &uid, &gid)) != 0)
+		return rc;
+	if ((rc = mc_ctx_set_owner(t->ctx, uid, gid)) != MC_OK) {
+		say(stderr, "%s: --owner: %s", PROG, mc_ctx_error(t->ctx));
+		return exit_code(rc);
+	}
+	return 0;
+}
 
 /* load --json; takes r->arts. */
 static void
@@ -151,7 +227,7 @@ cmd_load(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &load_spec, &o);
 	load_check(t, argc);
-	if ((rc = tool_start(t)) != 0)
+	if ((rc = tool_start(t)) != 0 || (rc = set_owner(t, o.owner)) != 0)
 		return rc;
 	memset(&r, 0, sizeof r);
 	r.dry = o.dry;

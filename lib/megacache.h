@@ -174,6 +174,16 @@ MC_API MC_MUST_CHECK int mc_ctx_set_limit(mc_ctx *ctx, int which, uint64_t value
  * does not depend on it. */
 MC_API MC_MUST_CHECK int mc_ctx_set_threads(mc_ctx *ctx, unsigned n);
 
+/* The owner mc_bundle_load() gives every file and folder it creates, the folders it
+ * makes on the way to a tier root included (an image built as root for another user):
+ * a file is given it before it takes its final name, a folder as soon as it is made.
+ * Files and folders that were there already keep theirs. uid and gid are numbers; -1
+ * leaves that one as the process makes it, and (-1, -1), the default, changes
+ * nothing. A load then also takes a folder beneath a root that belongs to uid (one an
+ * earlier load gave it) where it takes only the caller's or root's. Refused unless
+ * the process runs as root (effective uid 0), and for a number above 2^32 - 2. */
+MC_API MC_MUST_CHECK int mc_ctx_set_owner(mc_ctx *ctx, long uid, long gid);
+
 /* ------------------------------------------------------------------------- */
 /* Keys, in minisign's formats.                                               */
 
@@ -376,12 +386,19 @@ enum {
 };
 typedef void (*mc_artifact_fn)(void *ud, int what, const char *type, const char *key,
 			       const char *dest, uint64_t size);
-/* Load flags. MC_LOAD_DRY_RUN: verify and report, write nothing. MC_LOAD_SYNC: before
+/* Load flags. MC_LOAD_DRY_RUN: verify and report, write nothing; the folders the
+ * files would go to are checked as the load would find them (each a folder, not a link
+ * beneath its root, the deepest that exists on the way writable and searchable by the
+ * process), and the error the load would give is returned. MC_LOAD_SYNC: before
  * returning, flush the filesystems of the tiers the selected artifacts live in (one
  * syncfs(2) each), so that the installed files survive a power cut; without it they
  * reach the disk when the kernel writes them back. */
 #define MC_LOAD_DRY_RUN 0x1u
 #define MC_LOAD_SYNC 0x2u
+/* With MC_LOAD_DRY_RUN: the folders still to be made or written in are not checked,
+ * only those on the way to the files that are there (a listing of where the files
+ * would go, for any process that can read the cache dirs). */
+#define MC_LOAD_NO_WRITE_CHECK 0x4u
 
 /* Verifies the bundle and installs the selected artifacts into their tiers. All or
  * nothing: files are staged beside their destinations and renamed into place only

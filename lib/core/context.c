@@ -1,6 +1,7 @@
 /*
- * context.c - the context's own settings: caps, progress, worker threads; and libsodium
- * set up once. Its registry of types and tiers is tiers/registry.c's.
+ * context.c - the context's own settings: caps, progress, worker threads, the owner of
+ * what a load makes; and libsodium set up once. Its registry of types and tiers is
+ * tiers/registry.c's.
  */
 #include "config.h"
 
@@ -26,6 +27,8 @@ mc__ctx_init(mc_ctx *ctx)
 	ctx->max_artifact_bytes = MC_DEFAULT_MAX_ARTIFACT_BYTES;
 	ctx->max_total_bytes = MC_DEFAULT_MAX_TOTAL_BYTES;
 	ctx->max_expansion = MC_DEFAULT_MAX_EXPANSION;
+	ctx->owner_uid = -1;
+	ctx->owner_gid = -1;
 }
 
 int
@@ -75,6 +78,30 @@ mc_ctx_set_threads(mc_ctx *ctx, unsigned n)
 	if (ctx == NULL || n > 1024)
 		return MC_ERR_INVALID;
 	ctx->threads = n;
+	return MC_OK;
+}
+
+/* An id fits uid_t and gid_t (32 bits on Linux) and is not their -1, which chown()
+ * takes as "unchanged". */
+static int
+id_ok(long id)
+{
+	return id == -1 || (id >= 0 && (unsigned long long)id < 0xffffffffull);
+}
+
+int
+mc_ctx_set_owner(mc_ctx *ctx, long uid, long gid)
+{
+	if (ctx == NULL)
+		return MC_ERR_INVALID;
+	if (!id_ok(uid) || !id_ok(gid))
+		return mc__err(ctx, MC_ERR_INVALID, "owner %ld:%ld: an id is -1 (unchanged) or 0 to "
+			       "4294967294", uid, gid);
+	if ((uid != -1 || gid != -1) && geteuid() != 0)
+		return mc__err(ctx, MC_ERR_INVALID, "giving the files a load makes to another owner "
+			       "needs root; this process runs as uid %lu", (unsigned long)geteuid());
+	ctx->owner_uid = uid;
+	ctx->owner_gid = gid;
 	return MC_OK;
 }
 

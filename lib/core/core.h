@@ -55,6 +55,7 @@ struct mc_ctx {
 	int triton_flat; /* the triton tier has no device level */
 	unsigned roots_gen; /* changes with every tier root set: a bundle's plan depends on them */
 	unsigned threads; /* worker threads; 0: one per online CPU, at most MC_MAX_THREADS */
+	long owner_uid, owner_gid; /* what a load gives the files it makes; -1: unchanged */
 };
 
 #define MC_MAX_THREADS 8

@@ -1,5 +1,6 @@
 /*
- * dirs.c - tier roots, folders opened without following links, owners, stale temp files.
+ * dirs.c - tier roots, folders opened without following links (or checked, in a dry
+ * run), owners, stale temp files.
  */
 #include "config.h"
 
@@ -7,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,17 +47,53 @@ remember_dir(struct loader *L, size_t tier, const char *path)
 	return MC_OK;
 }
 
+int
+mc__give_owner(mc_ctx *ctx, int fd, int dfd, const char *name, const char *fmt, ...)
+{
+	char what[2 * MC_PATH_MAX];
+	va_list ap;
+	int r, err;
+
+	if (ctx->owner_uid == -1 && ctx->owner_gid == -1)
+		return MC_OK;
+	if (fd >= 0)
+		r = fchown(fd, (uid_t)ctx->owner_uid, (gid_t)ctx->owner_gid);
+	else
+		r = fchownat(dfd, name, (uid_t)ctx->owner_uid, (gid_t)ctx->owner_gid,
+			     AT_SYMLINK_NOFOLLOW);
+	if (r == 0)
+		return MC_OK;
+	err = errno;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	return mc__err(ctx, MC_ERR_IO, "%s: cannot give it to owner %ld:%ld: %s", what,
+		       ctx->owner_uid, ctx->owner_gid, strerror(err));
+}
+
+int
+mc__cannot_create(mc_ctx *ctx, const struct loader *L, size_t tier, const char *dir, int err)
+{
+	int root = strcmp(dir, ".") == 0;
+
+	return mc__err(ctx, MC_ERR_IO, "%s%s%s: cannot create files in it: %s",
+		       L->tiers[tier].root, root ? "" : "/", root ? "" : dir, strerror(err));
+}
+
 /* A folder a default adds to a root (torchinductor_<user> in a shared /tmp) may have
  * been made by someone else before us: torch would run what they later put there. It
- * must be ours (or root's) and not writable by others, unless sticky. */
+ * must be ours, root's or the owner's this load gives its files to (an earlier load
+ * gave it to them), and not writable by others, unless sticky. */
 static int
 check_owner(struct loader *L, int fd, const char *path)
 {
+	const long owner = L->ctx->owner_uid;
 	struct stat st;
 
 	if (fstat(fd, &st) != 0)
 		return mc__errno(L->ctx, MC_ERR_IO, "cannot inspect folder", path);
-	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
+	if ((st.st_uid != geteuid() && st.st_uid != 0 &&
+	     (owner == -1 || st.st_uid != (uid_t)owner)) ||
 	    ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)))
 		return mc__err(L->ctx, MC_ERR_UNSAFE_DEST, "%s: owned by another user (uid %lu) or "
 			       "writable by others; refusing to write in it", path,
@@ -63,12 +101,24 @@ check_owner(struct loader *L, int fd, const char *path)
 	return MC_OK;
 }
 
+/* Whether folder path could be made in the open folder cur: the error mkdirat()
+ * would give, in walk_dirs()' words, when the process may not write and search cur. */
+static int
+probe_mkdir(mc_ctx *ctx, int cur, const char *path)
+{
+	if (faccessat(cur, ".", W_OK | X_OK, AT_EACCESS) == 0)
+		return MC_OK;
+	return mc__err(ctx, MC_ERR_IO, "%s: cannot create folder: %s", path, strerror(errno));
+}
+
 /* Walks the folders of path from byte keep on, beneath the open folder start (taken
  * over), one component at a time and never through a link: what comes before keep is
- * the part a caller named. Missing folders are made when create is set and remembered
- * for the rollback, as (tier, path from keep) or, for tier (size_t)-1, as the whole
- * path; owned checks each folder with check_owner(). *fd is -1 with MC_OK when a
- * folder is missing and create is not set. Messages name the whole path. */
+ * the part a caller named. Missing folders are made when create is MC_DIR_MAKE,
+ * remembered for the rollback, as (tier, path from keep) or, for tier (size_t)-1, as
+ * the whole path, and given the owner; with MC_DIR_PROBE the first missing one is
+ * checked as probe_mkdir() does. owned checks each folder with check_owner(). *fd is
+ * -1 with MC_OK when a folder is missing and none is made. Messages name the whole
+ * path. */
 static int
 walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, size_t tier,
 	  int create, int owned, int *fd)
@@ -86,7 +136,17 @@ walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, siz
 		c = path[j];
 		path[j] = '\0';
 		if (strcmp(path + i, ".") != 0) {
+			size_t nmade = L->nmade;
+
 			next = openat(cur, path + i, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (next < 0 && errno == ENOENT && create == MC_DIR_PROBE) {
+				/* The rest this load would make. */
+				rc = probe_mkdir(ctx, cur, path);
+				close(cur);
+				cur = -1;
+				path[j] = c;
+				break;
+			}
 			if (next < 0 && errno == ENOENT && create) {
 				if (mkdirat(cur, path + i, 0777) == 0) /* less the umask */
 					rc = remember_dir(L, tier, tier == (size_t)-1 ? path : path + keep);
@@ -97,6 +157,8 @@ walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, siz
 					next = openat(cur, path + i,
 						      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			}
+			if (rc == MC_OK && next >= 0 && L->nmade > nmade) /* made just now */
+				rc = mc__give_owner(ctx, next, -1, NULL, "%s", path);
 			if (rc == MC_OK && next < 0 && (create || errno != ENOENT))
 				rc = errno == ELOOP || errno == ENOTDIR
 					     ? mc__err(ctx, MC_ERR_UNSAFE_DEST, "%s: is a symlink or not a "
@@ -119,21 +181,61 @@ walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, siz
 	return MC_OK;
 }
 
-/* Opens a tier root, creating it when create is set (*fd is -1 with MC_OK when it is
- * missing and create is not). The part of the path its setter named is taken as
- * given, links and all; the folders a default adds beneath it (torchinductor_<user>
- * in a shared /tmp, triton in the inductor root) are walked one at a time without
- * following links, as every folder beneath a root is. */
+/* The named part of a root (the first named bytes of p) as mkdir -p would find it:
+ * what exists is taken as it is, links and all; the first folder missing must be one
+ * the process may make in its parent (*missing is then set: the rest the load would
+ * make), else the error mkdir would give, in open_tier_root()'s words. */
+static int
+probe_named(struct loader *L, char *p, size_t named, int *missing)
+{
+	struct stat st;
+	char *s, *last = NULL, c;
+	int rc = MC_OK;
+
+	*missing = 0;
+	for (s = p + 1; rc == MC_OK && !*missing && (size_t)(s - p) <= named; s++) {
+		if (*s != '/' && (size_t)(s - p) != named)
+			continue;
+		c = *s;
+		*s = '\0';
+		if (lstat(p, &st) != 0) {
+			if (errno == ENOENT) { /* its parent: the folder before, or / or . */
+				if (last != NULL)
+					*last = '\0';
+				*missing = faccessat(AT_FDCWD, last != NULL ? p : p[0] == '/' ? "/" : ".",
+						     W_OK | X_OK, AT_EACCESS) == 0;
+				if (last != NULL)
+					*last = '/';
+			}
+			if (!*missing)
+				rc = mc__errno(L->ctx, MC_ERR_IO, "cannot create folder", p);
+		}
+		*s = c;
+		if (*s == '/')
+			last = s;
+	}
+	return rc;
+}
+
+/* Opens a tier root, creating it when create is MC_DIR_MAKE (*fd is -1 with MC_OK when
+ * it is missing and create is not), or checking with MC_DIR_PROBE that it could be
+ * made. The part of the path its setter named is taken as given, links and all; the
+ * folders a default adds beneath it (torchinductor_<user> in a shared /tmp, triton in
+ * the inductor root) are walked one at a time without following links, as every
+ * folder beneath a root is. Each folder made is given the owner. */
 static int
 open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 {
 	char *p = mc__strdup(t->root), *s;
-	int cur = -1, rc = MC_OK;
+	int cur = -1, rc = MC_OK, make = create == MC_DIR_MAKE, missing = 0;
+	size_t k, nmade = L->nmade;
 
 	*fd = -1;
 	if (p == NULL)
 		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
-	for (s = p + 1; create; s++) { /* the named part, made as mkdir -p would */
+	if (create == MC_DIR_PROBE)
+		rc = probe_named(L, p, t->named, &missing);
+	for (s = p + 1; make; s++) { /* the named part, made as mkdir -p would */
 		if (*s == '/' || (size_t)(s - p) == t->named) {
 			char c = *s;
 			*s = '\0';
@@ -146,8 +248,10 @@ open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 				break;
 		}
 	}
+	for (k = nmade; rc == MC_OK && k < L->nmade; k++)
+		rc = mc__give_owner(L->ctx, -1, AT_FDCWD, L->made[k].path, "%s", L->made[k].path);
 	p[t->named] = '\0';
-	if (rc == MC_OK && (cur = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 &&
+	if (rc == MC_OK && !missing && (cur = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 &&
 	    (create || errno != ENOENT))
 		rc = mc__errno(L->ctx, MC_ERR_IO, "cannot open tier folder", p);
 	p[t->named] = t->root[t->named];
@@ -219,7 +323,14 @@ mc__open_dir_of(struct loader *L, size_t tier, const char *dir, int create, int 
 	if (L->tiers[tier].fd < 0) {
 		if (!create)
 			return MC_OK;
-		if ((rc = open_tier_root(L, &L->tiers[tier], 1, &L->tiers[tier].fd)) != MC_OK)
+		if (create == MC_DIR_PROBE) { /* missing: made by the load, if it can be */
+			rc = open_tier_root(L, &L->tiers[tier], create, fd);
+			if (*fd >= 0)
+				close(*fd);
+			*fd = -1;
+			return rc;
+		}
+		if ((rc = open_tier_root(L, &L->tiers[tier], create, &L->tiers[tier].fd)) != MC_OK)
 			return rc;
 	}
 	if (strcmp(dir, ".") == 0) {

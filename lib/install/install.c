@@ -86,7 +86,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	struct loader L;
 	int rc, dry = (flags & MC_LOAD_DRY_RUN) != 0;
 
-	if (b == NULL || (flags & ~(MC_LOAD_DRY_RUN | MC_LOAD_SYNC)) != 0)
+	if (b == NULL || (flags & ~(MC_LOAD_DRY_RUN | MC_LOAD_SYNC | MC_LOAD_NO_WRITE_CHECK)) != 0)
 		return MC_ERR_INVALID;
 	memset(&L, 0, sizeof L);
 	L.b = b;
@@ -101,7 +101,10 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	    (rc = mc__setup_tiers(&L)) == MC_OK)
 		rc = mc__plan_staging(&L);
 	if (rc == MC_OK && dry) {
-		if ((rc = mc__bundle_stream_par(b, NULL, NULL)) == MC_OK)
+		/* The folders first, as the load meets them before any content. */
+		if (!(flags & MC_LOAD_NO_WRITE_CHECK))
+			rc = mc__stage_prepare(&L, 1);
+		if (rc == MC_OK && (rc = mc__bundle_stream_par(b, NULL, NULL)) == MC_OK)
 			rc = report_selected(&L, fn, ud, 0);
 	} else if (rc == MC_OK) {
 		if ((rc = mc__stage_all(&L)) == MC_OK)

@@ -99,13 +99,21 @@ MC_HIDDEN void mc__load_report(mc_bundle *b, mc_artifact_fn fn, void *ud, int wh
 
 /* ---- tier roots and folders, never through a link (dirs.c) ---- */
 
+/* What mc__open_dir_of() does with a folder that is missing. */
+enum {
+	MC_DIR_OPEN = 0,  /* nothing: *fd is -1 */
+	MC_DIR_MAKE = 1,  /* makes it, and the folders on the way (calling thread only) */
+	MC_DIR_PROBE = 2  /* a dry run: checks the first missing folder could be made, as
+			   * the load would find it; *fd is -1 */
+};
+
 /* The index of the loader's tier named tier, or (size_t)-1. */
 MC_HIDDEN size_t mc__loader_tier(struct loader *L, const char *tier);
 /* The tiers of the selected artifacts, their roots opened where they exist. */
 MC_HIDDEN int mc__setup_tiers(struct loader *L);
-/* Opens folder dir (relative to the tier root, "." for the root), making it and the
- * root when create is set (mode 0777 less the umask); *fd is -1 with MC_OK when it is
- * missing and create is not. */
+/* Opens folder dir (relative to the tier root, "." for the root); create (MC_DIR_*)
+ * says what is done when it or the root is missing (a folder made: mode 0777 less the
+ * umask). */
 MC_HIDDEN int mc__open_dir_of(struct loader *L, size_t tier, const char *dir, int create,
 			      int *fd);
 /* Creates name in folder dir of a tier exclusively, following no link, with mode 0666
@@ -113,6 +121,15 @@ MC_HIDDEN int mc__open_dir_of(struct loader *L, size_t tier, const char *dir, in
  * file cannot be made, an error when dir is wrong. */
 MC_HIDDEN int mc__create_beneath(struct loader *L, mc_ctx *ctx, size_t tier, const char *dir,
 				 const char *name, int executable, int *fd);
+/* Gives what this load has just made the owner set on ctx (mc_ctx_set_owner()), if
+ * one is: the file or folder open as fd, else name in folder dfd, a link not followed.
+ * The message names it as fmt says. */
+MC_HIDDEN int mc__give_owner(mc_ctx *ctx, int fd, int dfd, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* The error for a file or temp folder that cannot be made in folder dir of a tier
+ * (err: the errno), in the words of a load and of a dry run. */
+MC_HIDDEN int mc__cannot_create(mc_ctx *ctx, const struct loader *L, size_t tier, const char *dir,
+				int err);
 /* Splits dest into its folder ("." for none) and its last component. */
 MC_HIDDEN void mc__split_dest(const char *dest, char *dir, size_t dirlen, const char **base);
 /* Removes the temp files and folders that killed loaders left in folder dfd. */
@@ -155,8 +172,9 @@ MC_HIDDEN int mc__unit_dir(mc_ctx *ctx, struct mc_acur *c, const struct unit *u,
 /* Unit u's names, dir being its folder. */
 MC_HIDDEN void mc__unit_names(const struct loader *L, const struct unit *u, const char *dir,
 			      struct unames *n);
-/* Makes the folders of the staged files and the units' temp folders. */
-MC_HIDDEN int mc__stage_prepare(struct loader *L);
+/* Makes the folders of the staged files and the units' temp folders; probe (a dry
+ * run): checks they could be made, and files made in them, writing nothing. */
+MC_HIDDEN int mc__stage_prepare(struct loader *L, int probe);
 
 /* ---- the content written into the staged files (write.c) ---- */
 

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -135,13 +136,23 @@ hset_add(struct hset *S, size_t tier, const char *dir, int *added)
 }
 
 /* Opens (making it as needed) folder dir of a tier, and scans it for stale temp files
- * unless it was scanned already. */
+ * unless it was scanned already. probe: checks instead that it could be made, and
+ * files in it, as the load would find it; *dfd is then -1. */
 static int
-open_and_clean(struct loader *L, struct hset *S, size_t tier, const char *dir, int *dfd)
+open_and_clean(struct loader *L, struct hset *S, size_t tier, const char *dir, int probe,
+	       int *dfd)
 {
 	int rc, added;
 
-	if ((rc = mc__open_dir_of(L, tier, dir, 1, dfd)) != MC_OK)
+	if ((rc = mc__open_dir_of(L, tier, dir, probe ? MC_DIR_PROBE : MC_DIR_MAKE, dfd)) != MC_OK)
+		return rc;
+	if (probe && *dfd >= 0) { /* one still to make (*dfd -1) would be the load's own */
+		if (faccessat(*dfd, ".", W_OK | X_OK, AT_EACCESS) != 0)
+			rc = mc__cannot_create(L->ctx, L, tier, dir, errno);
+		close(*dfd);
+		*dfd = -1;
+	}
+	if (probe)
 		return rc;
 	if (hset_add(S, tier, dir, &added) != MC_OK) {
 		close(*dfd);
@@ -153,15 +164,15 @@ open_and_clean(struct loader *L, struct hset *S, size_t tier, const char *dir, i
 	return MC_OK;
 }
 
-/* Makes the unit's temp folder in its parent. */
+/* Makes the unit's temp folder in its parent (probe: checks it could). */
 static int
-unit_prepare(struct loader *L, struct hset *S, struct unit *u, const char *dir)
+unit_prepare(struct loader *L, struct hset *S, struct unit *u, const char *dir, int probe)
 {
 	struct unames n;
 	int pfd, rc, err = 0;
 
 	mc__unit_names(L, u, dir, &n);
-	if ((rc = open_and_clean(L, S, u->tier, n.parent, &pfd)) != MC_OK)
+	if ((rc = open_and_clean(L, S, u->tier, n.parent, probe, &pfd)) != MC_OK || probe)
 		return rc;
 	for (; u->tries < 16; u->tries++) {
 		mc__unit_names(L, u, dir, &n);
@@ -172,17 +183,19 @@ unit_prepare(struct loader *L, struct hset *S, struct unit *u, const char *dir)
 		if ((err = errno) != EEXIST)
 			break;
 	}
+	if (u->made)
+		rc = mc__give_owner(L->ctx, -1, pfd, n.tmp, "%s/%s", L->tiers[u->tier].root, n.stage);
 	close(pfd);
 	if (!u->made)
-		return mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot create a temp folder: %s",
-			       L->tiers[u->tier].root, n.parent, strerror(err));
-	return MC_OK;
+		return mc__cannot_create(L->ctx, L, u->tier, n.parent, err);
+	return rc;
 }
 
 /* Before any content arrives: makes the folders (each scanned once for stale temp
- * files) and the units' temp folders. Runs on the calling thread. */
+ * files) and the units' temp folders, or checks them (probe). Runs on the calling
+ * thread. */
 int
-mc__stage_prepare(struct loader *L)
+mc__stage_prepare(struct loader *L, int probe)
 {
 	struct hset S;
 	char prev[MC_PATH_MAX] = "";
@@ -200,16 +213,15 @@ mc__stage_prepare(struct loader *L)
 			continue;
 		if ((rc = mc__staged_names(L, L->ctx, &L->cur, s, &n, NULL)) != MC_OK)
 			break;
-		if (s->unit != NO_UNIT) {
-			rc = unit_prepare(L, &S, &L->units[s->unit], n.dir);
-			continue;
-		}
 		/* Files of one folder are mostly neighbours: opened once for them. */
 		if (s->tier == prevtier && strcmp(prev, n.dir) == 0)
 			continue;
-		if ((rc = open_and_clean(L, &S, s->tier, n.dir, &dfd)) != MC_OK)
+		if (s->unit != NO_UNIT)
+			rc = unit_prepare(L, &S, &L->units[s->unit], n.dir, probe);
+		else if ((rc = open_and_clean(L, &S, s->tier, n.dir, probe, &dfd)) == MC_OK && dfd >= 0)
+			close(dfd);
+		if (rc != MC_OK)
 			break;
-		close(dfd);
 		prevtier = s->tier;
 		snprintf(prev, sizeof prev, "%s", n.dir);
 	}

@@ -10,8 +10,8 @@
 
 #include "install/install.h"
 
-/* Creates s's temp file; a name another loader took is tried again with the next.
- * *derive is set when the file's content is derived (tiers.h). */
+/* Creates s's temp file, given the owner; a name another loader took is tried again
+ * with the next. *derive is set when the file's content is derived (tiers.h). */
 static int
 stage_open(struct loader *L, mc_ctx *ctx, struct mc_acur *c, struct staged *s, int *derive)
 {
@@ -32,10 +32,11 @@ stage_open(struct loader *L, mc_ctx *ctx, struct mc_acur *c, struct staged *s, i
 		s->tries++; /* taken by another loader: another name */
 	}
 	if (s->fd < 0)
-		return mc__err(ctx, MC_ERR_IO, "%s/%s/%s: cannot create: %s", L->tiers[s->tier].root,
-			       n.stage, n.tmp, strerror(err));
+		return mc__cannot_create(ctx, L, s->tier, n.stage, err);
 	s->made = 1;
-	return MC_OK;
+	/* Before it takes its final name: no moment exists where that is not the owner's. */
+	return mc__give_owner(ctx, s->fd, -1, NULL, "%s/%s/%s", L->tiers[s->tier].root, n.stage,
+			      n.tmp);
 }
 
 /* The message for a failed write or close of s, naming its folder. */
@@ -194,7 +195,7 @@ mc__stage_all(struct loader *L)
 	L->nwk = nwk;
 	for (i = 0; i < L->nwk; i++)
 		mc__acur_init(&L->wk[i].cur, L->ctx, &L->b->m, mc__find_type);
-	rc = mc__stage_prepare(L);
+	rc = mc__stage_prepare(L, 0);
 	/* Empty content produces no data to stream: staged now. */
 	if (rc == MC_OK && L->empty_obj != (size_t)-1 &&
 	    (rc = open_object(L, L->ctx, &L->wk[0], L->empty_obj)) == MC_OK)

@@ -489,6 +489,76 @@ START_TEST(read_only_destination)
 	mkdir(root, 0555);
 	ck_assert_int_eq(load_into(path, root, 0), MC_ERR_IO);
 	ck_assert_int_eq(count_tree(root), 0);
+	/* A dry run fails as the load does, naming the folder; a listing does not check. */
+	ck_assert_int_eq(load_into(path, root, MC_LOAD_DRY_RUN), MC_ERR_IO);
+	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), ": cannot create folder: Permission denied"));
+	ck_assert_int_eq(load_into(path, root, MC_LOAD_DRY_RUN | MC_LOAD_NO_WRITE_CHECK), MC_OK);
+	ck_assert_int_eq(count_tree(root), 0);
+}
+END_TEST
+
+/* Entries below path (path too) not owned by uid:gid; -1 if one cannot be read. */
+static int
+count_not_owned(const char *path, uid_t uid, gid_t gid)
+{
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+	int n, k;
+
+	if (lstat(path, &st) != 0)
+		return -1;
+	n = st.st_uid != uid || st.st_gid != gid;
+	if (!S_ISDIR(st.st_mode) || (d = opendir(path)) == NULL)
+		return n;
+	while ((e = readdir(d)) != NULL) {
+		char sub[4096];
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+		if ((k = count_not_owned(sub, uid, gid)) < 0)
+			n = -1;
+		else if (n >= 0)
+			n += k;
+	}
+	closedir(d);
+	return n;
+}
+
+/* mc_ctx_set_owner(): ids checked; root only; what a load makes is the owner's, the
+ * missing parents of the root included, and what was there is left alone. */
+START_TEST(owner)
+{
+	char path[4096], top[4096], root[4096];
+	struct stat st;
+
+	ck_assert_int_eq(mc_ctx_set_owner(ctx, -2, 0), MC_ERR_INVALID);
+	ck_assert_int_eq(mc_ctx_set_owner(ctx, 0, 4294967295L), MC_ERR_INVALID);
+	ck_assert_int_eq(mc_ctx_set_owner(ctx, -1, -1), MC_OK);
+	if (geteuid() != 0) {
+		ck_assert_int_eq(mc_ctx_set_owner(ctx, 4242, 4243), MC_ERR_INVALID);
+		ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "needs root"));
+		return;
+	}
+	snprintf(path, sizeof path, "%s/o.mcache", dir);
+	snprintf(top, sizeof top, "%s/o", dir);
+	snprintf(root, sizeof root, "%s/o/a/b", dir);
+	make_bundle(path, 3);
+	ck_assert_int_eq(mkdir(top, 0700), 0);
+	ck_assert_int_eq(mc_ctx_set_owner(ctx, 4242, 4243), MC_OK);
+	ck_assert_int_eq(load_into(path, root, MC_LOAD_DRY_RUN), MC_OK);
+	ck_assert_int_eq(count_tree(top), 0);
+	ck_assert_int_eq(load_into(path, root, 0), MC_OK);
+	ck_assert_int_eq(count_tree(top), 13); /* a, b, 6 folders, 5 files */
+	snprintf(top, sizeof top, "%s/o/a", dir);
+	ck_assert_int_eq(count_not_owned(top, 4242, 4243), 0);
+	snprintf(top, sizeof top, "%s/o", dir);
+	ck_assert_int_eq(stat(top, &st), 0);
+	ck_assert_uint_eq(st.st_uid, geteuid());
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	/* Again into the owner's folders: all there already. */
+	ck_assert_int_eq(load_into(path, root, 0), MC_OK);
+	ck_assert_int_eq(mc_ctx_set_owner(ctx, -1, -1), MC_OK);
 }
 END_TEST
 
@@ -599,6 +669,7 @@ suite(void)
 	tcase_add_test(tc, application_type_round_trip);
 	tcase_add_test(tc, destination_conflicts);
 	tcase_add_test(tc, read_only_destination);
+	tcase_add_test(tc, owner);
 	tcase_add_test(tc, many_artifacts_sorted);
 	suite_add_tcase(s, tc);
 	return s;
