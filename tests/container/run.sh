@@ -8,7 +8,9 @@
 # server; a tampered bundle and a cut download fail the build at the load step (exit 1)
 # with nothing installed. Prints the images' sizes, with and without libarchive.
 # Slow (minutes), so not part of make check: sh tests/container/run.sh, as root, from a
-# built tree.
+# built tree. The images live in a container storage of their own, kept between runs
+# as the build cache ($MC_CONTAINER_STORAGE, else /var/cache/megacache-test): the base
+# image and the first stages stay; the rest is removed at the end.
 set -u
 if [ "$(id -u)" -ne 0 ]; then
 	echo "SKIP: needs root (buildah with chroot isolation)"
@@ -38,9 +40,16 @@ SO=cuda_utils.cpython-312-x86_64-linux-gnu.so
 START=$(date +%s)
 HTTP_PID=
 
+STORE=${MC_CONTAINER_STORAGE:-/var/cache/megacache-test}
+B() { buildah --root "$STORE/storage" --runroot "$STORE/run" "$@"; }
+B rm -a >/dev/null 2>&1 # containers an interrupted run left
+
+# At the end: the final images go, and the layers no tagged image needs (the first
+# stages stay tagged, as the cache of the next run).
 cleanup() {
 	[ -z "$HTTP_PID" ] || kill "$HTTP_PID" 2>/dev/null
-	for tag in file url libarchive; do buildah rmi "$IMG:$tag" >/dev/null 2>&1; done
+	for tag in file url libarchive; do B rmi "$IMG:$tag" >/dev/null 2>&1; done
+	B rmi --prune >/dev/null 2>&1
 }
 trap cleanup EXIT
 
@@ -48,26 +57,29 @@ trap cleanup EXIT
 # documentation left out as in Debian's own slim image. The mirror may be a snapshot,
 # so its Release files are taken without a date check.
 make_base() {
-	ctr=$(buildah from scratch) || return 1
-	mnt=$(buildah mount "$ctr") &&
+	ctr=$(B from scratch) || return 1
+	mnt=$(B mount "$ctr") &&
 		mmdebstrap --quiet --variant=minbase --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
 			--aptopt='Acquire::Check-Valid-Until "false"' \
 			--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
 			--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
 			--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/lintian/*' \
-			bookworm - "deb http://deb.debian.org/debian bookworm main" \
+			bookworm "$T/base.tar" "deb http://deb.debian.org/debian bookworm main" \
 			"deb http://deb.debian.org/debian bookworm-updates main" \
-			"deb http://deb.debian.org/debian-security bookworm-security main" </dev/null |
-		tar -x -C "$mnt" --numeric-owner &&
-		buildah umount "$ctr" >/dev/null &&
-		buildah config --cmd bash \
+			"deb http://deb.debian.org/debian-security bookworm-security main" \
+			</dev/null >"$T/mmdebstrap.log" 2>&1 &&
+		tar -x -C "$mnt" --numeric-owner -f "$T/base.tar" &&
+		B umount "$ctr" >/dev/null &&
+		B config --cmd bash \
 			--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr" &&
-		buildah commit -q "$ctr" "$BASE" >/dev/null
+		B commit -q "$ctr" "$BASE" >/dev/null
 	rc=$?
-	buildah rm "$ctr" >/dev/null 2>&1
+	B rm "$ctr" >/dev/null 2>&1
+	rm -f "$T/base.tar"
+	[ $rc -eq 0 ] || tail -n 5 "$T/mmdebstrap.log"
 	return $rc
 }
-if buildah inspect --type image "$BASE" >/dev/null 2>&1; then
+if B inspect --type image "$BASE" >/dev/null 2>&1; then
 	echo "base image: $BASE (there already)"
 else
 	t0=$(date +%s)
@@ -131,11 +143,15 @@ bud() {
 	label=$1 ctx=$2
 	shift 2
 	t0=$(date +%s)
-	buildah bud --isolation chroot --pull-never --layers -f "$CF" "$@" "$ctx" >"$T/$label.log" 2>&1
+	B containers -q >"$T/containers.before"
+	B bud --isolation chroot --pull-never --layers -f "$CF" "$@" "$ctx" >"$T/$label.log" 2>&1
 	rc=$?
 	echo "build $label: exit $rc, $(($(date +%s) - t0)) s"
 	return $rc
 }
+
+# left_behind: the containers the last build left (buildah keeps a failed one).
+left_behind() { B containers -q | grep -vxF -f "$T/containers.before"; }
 
 # why LABEL: what megacache and curl said in a build's log, and the exit status of its
 # failed step.
@@ -147,8 +163,8 @@ why() {
 # check_image TAG: the checks of a built image (see the top of this file).
 check_image() {
 	tag=$1
-	ctr=$(buildah from --pull-never "$IMG:$tag" 2>>"$T/$tag.log") || { bad "$tag: no image"; return; }
-	mnt=$(buildah mount "$ctr")
+	ctr=$(B from --pull-never "$IMG:$tag" 2>>"$T/$tag.log") || { bad "$tag: no image"; return; }
+	mnt=$(B mount "$ctr")
 	# The same files with the same bytes as the load here; the group files name their
 	# folders, which differ by the $T/ref in front.
 	/usr/bin/python3 - "$T/ref" "$mnt" "$HOME_CACHE" >"$T/$tag.cmp" 2>&1 <<'EOF'
@@ -200,11 +216,11 @@ EOF
 	for f in /usr/bin/curl /usr/bin/gcc /usr/bin/make /root/.triton; do
 		[ ! -e "$mnt$f" ] && ok || bad "$tag: the image has $f"
 	done
-	buildah umount "$ctr" >/dev/null
+	B umount "$ctr" >/dev/null
 	# As torch, with the image's ENV: the roots a load finds are those ENV names, and
 	# every artifact of the bundle is already there.
-	buildah copy "$ctr" "$T/ctx/bundle.mcache" /tmp/check.mcache >/dev/null
-	buildah run --isolation chroot --user torch "$ctr" -- sh -c 'env; megacache load /tmp/check.mcache -p /etc/megacache/megacache.pub --dry-run --json' \
+	B copy "$ctr" "$T/ctx/bundle.mcache" /tmp/check.mcache >/dev/null
+	B run --isolation chroot --user torch "$ctr" -- sh -c 'env; megacache load /tmp/check.mcache -p /etc/megacache/megacache.pub --dry-run --json' \
 		>"$T/$tag.dry" 2>&1
 	/usr/bin/python3 - "$T/$tag.dry" >"$T/$tag.roots" 2>&1 <<'EOF'
 import json, sys
@@ -218,7 +234,7 @@ assert d["would_install"] == 0 and d["unchanged"] == len(d["artifacts"]), (d["wo
 print("roots", r["inductor"], r["triton"], "warm:", d["unchanged"], "artifacts")
 EOF
 	if [ $? -eq 0 ]; then ok; else bad "$tag: dry run in the image: $(tail -n 2 "$T/$tag.roots")"; fi
-	buildah rm "$ctr" >/dev/null
+	B rm "$ctr" >/dev/null
 	echo "$tag: $(tail -n 1 "$T/$tag.cmp"), $(cat "$T/$tag.roots")"
 }
 
@@ -228,10 +244,9 @@ EOF
 refused() {
 	label=$1 ctx=$2 text=$3
 	shift 3
-	buildah containers -q >"$T/containers.before"
 	if bud "$label" "$ctx" -t "$IMG:$label" "$@"; then
 		bad "$label: the bundle was installed"
-		buildah rmi "$IMG:$label" >/dev/null 2>&1
+		B rmi "$IMG:$label" >/dev/null 2>&1
 		return
 	fi
 	grep -q 'building at STEP "RUN --mount=type=bind,target=/run/megacache' "$T/$label.log" &&
@@ -240,13 +255,12 @@ refused() {
 	grep -q "^megacache.*$text" "$T/$label.log" && ok ||
 		bad "$label: megacache did not say '$text': $(why "$label")"
 	n=0
-	for ctr in $(buildah containers -q); do
-		grep -qx "$ctr" "$T/containers.before" && continue
+	for ctr in $(left_behind); do
 		n=$((n + 1))
-		mnt=$(buildah mount "$ctr")
+		mnt=$(B mount "$ctr")
 		[ ! -e "$mnt$HOME_CACHE" ] && ok || bad "$label: the failed build left $(find "$mnt$HOME_CACHE" | head -n 3)"
-		buildah umount "$ctr" >/dev/null
-		buildah rm "$ctr" >/dev/null
+		B umount "$ctr" >/dev/null
+		B rm "$ctr" >/dev/null
 	done
 	[ "$n" -ge 1 ] && ok || bad "$label: no container left to look into"
 }
@@ -260,8 +274,14 @@ built() {
 		check_image "$tag"
 	else
 		bad "$what failed: $(why "$tag")"
+		for ctr in $(left_behind); do B rm "$ctr" >/dev/null; done
 	fi
 }
+
+# The first stages, tagged: the layer cache of the next run.
+bud build "$T/ctx" --target build -t "$IMG:build" && ok || bad "the first stage failed: $(why build)"
+bud build-libarchive "$T/ctx" --target build --build-arg WITH_LIBARCHIVE=yes -t "$IMG:build-libarchive" &&
+	ok || bad "the first stage with libarchive failed: $(why build-libarchive)"
 
 built file "the build from the context" --build-arg BUNDLE_SHA256="$SHA"
 built url "the build through the pipe" --build-arg BUNDLE_URL="$URL/bundle-$SHA.mcache"
@@ -274,6 +294,7 @@ refused cut "$T/ctx" truncated --build-arg BUNDLE_URL="$URL/cut-$SHA.mcache"
 built libarchive "the build with libarchive" --build-arg WITH_LIBARCHIVE=yes \
 	--build-arg BUNDLE_SHA256="$SHA"
 echo "image sizes:"
-buildah images --format '{{.Name}}:{{.Tag}} {{.Size}}' | grep -E "^($BASE|$IMG:)" | sed 's/^/  /'
+B images --format '{{.Name}}:{{.Tag}} {{.Size}}' | grep -E "^($BASE|$IMG:(file|url|libarchive)) " | sed 's/^/  /'
+echo "container storage: $(du -sh "$STORE" | cut -f1) in $STORE"
 echo "container test: $(($(date +%s) - START)) s"
 finish
