@@ -6,7 +6,9 @@
 # a dry run there finds the cache warm, and neither the bundle, curl nor a compiler is
 # left. The bundle comes from the build context, or through a pipe from a local HTTP
 # server; a tampered bundle and a cut download fail the build at the load step (exit 1)
-# with nothing installed. Prints the images' sizes, with and without libarchive.
+# with nothing installed. The first stage's build (without libarchive) writes the
+# committed format/vectors/ byte for byte. Prints the images' sizes, with and without
+# libarchive.
 # Slow (minutes), so not part of make check: sh tests/container/run.sh, as root, from a
 # built tree. The images live in a container storage of their own, kept between runs
 # as the build cache ($MC_CONTAINER_STORAGE, else /var/cache/megacache-test): the base
@@ -282,6 +284,18 @@ built() {
 bud build "$T/ctx" --target build -t "$IMG:build" && ok || bad "the first stage failed: $(why build)"
 bud build-libarchive "$T/ctx" --target build --build-arg WITH_LIBARCHIVE=yes -t "$IMG:build-libarchive" &&
 	ok || bad "the first stage with libarchive failed: $(why build-libarchive)"
+
+# The first stage's build, without libarchive, writes format/vectors/ byte for byte (the
+# committed ones were written through libarchive).
+ctr=$(B from --pull-never "$IMG:build" 2>/dev/null) &&
+	B run --isolation chroot "$ctr" -- sh -c 'make -s tests/mkvectors >/dev/null &&
+		mkdir /tmp/v && tests/mkvectors . /tmp/v && for f in /tmp/v/*; do
+		cmp -s "$f" "format/vectors/${f##*/}" || echo "differs: ${f##*/}"; done
+		echo "$(ls /tmp/v | wc -l) vectors"' >"$T/slim-vectors" 2>&1
+[ -n "$ctr" ] && B rm "$ctr" >/dev/null
+grep -qE '^[0-9]{3,} vectors$' "$T/slim-vectors" && ! grep -q differs "$T/slim-vectors" && ok ||
+	bad "the build without libarchive wrote other vectors: $(head -n 3 "$T/slim-vectors")"
+echo "without libarchive: $(tail -n 1 "$T/slim-vectors"), the same bytes"
 
 built file "the build from the context" --build-arg BUNDLE_SHA256="$SHA"
 built url "the build through the pipe" --build-arg BUNDLE_URL="$URL/bundle-$SHA.mcache"
