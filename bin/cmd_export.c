@@ -1,5 +1,5 @@
 /* cmd_export.c - export: a bundle's torch artifacts as a torch cache blob, checked with
- * the trust options (integrity only when no key is given). */
+ * the trust options (integrity only with --insecure-no-verify). */
 #include "config.h"
 
 #include <errno.h>
@@ -44,8 +44,8 @@ export_report(const struct tool *t, const struct export_opts *o, const char *pat
 {
 	size_t i;
 
-	if (t->trust.npubs == 0)
-		say(stderr, "%s: warning: signatures not checked (no -p given)", PROG);
+	if (t->trust.insecure)
+		say(stderr, "%s: warning: signatures were not checked (--insecure-no-verify)", PROG);
 	say(stdout, "exported %s to %s (torch %s format)", path, o->out,
 	    o->format == MC_TORCH_FORMAT_2_7 ? "2.7" : "2.8+");
 	for (i = 0; i < left->nsums; i++)
@@ -94,9 +94,12 @@ cmd_export(struct tool *t, int argc, char **argv)
 		out_fd = take_stdout(t, "a torch blob");
 		o.out = "standard output";
 	}
-	/* Without keys, export checks integrity only, and says so. */
-	if (t->trust.npubs == 0)
-		t->trust.insecure = 1;
+	/* torch unpickles what export writes: as load, it needs keys or a plain opt-out. */
+	if (t->trust.npubs == 0 && !t->trust.insecure)
+		usage_error("export needs -p PUBFILE: torch unpickles the blob it writes, so the "
+			    "bundle's signatures must be checked (or --insecure-no-verify)%s", "");
+	if (t->trust.npubs > 0 && t->trust.insecure)
+		usage_error("-p and --insecure-no-verify do not go together%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	memset(&left, 0, sizeof left);
