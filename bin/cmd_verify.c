@@ -3,13 +3,88 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "tool.h"
 
+/* Whether signature i of b is by one of the trusted keys. After a verify that succeeded
+ * every such signature verified: one by a trusted key id that does not fails the verify. */
+static int
+sig_trusted(const struct tool *t, mc_bundle *b, mc_pubkey **keys, size_t i)
+{
+	const char *id = mc_bundle_signature_key_id(b, i);
+	size_t k;
+
+	for (k = 0; !t->trust.insecure && k < t->trust.npubs; k++)
+		if (keys[k] != NULL && strcmp(mc_pubkey_id(keys[k]), id) == 0)
+			return 1;
+	return 0;
+}
+
+/* The signers of b, trusted or not (want), as a JSON array of key ids. */
+static cJSON *
+signers_json(const struct tool *t, mc_bundle *b, mc_pubkey **keys, int want)
+{
+	cJSON *a = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; i < mc_bundle_signature_count(b); i++)
+		if (sig_trusted(t, b, keys, i) == want)
+			cJSON_AddItemToArray(a, cJSON_CreateString(mc_bundle_signature_key_id(b, i)));
+	return a;
+}
+
+/* "N trusted signature(s) (ID, ...)" or "N by key(s) not trusted (ID, ...)" (want: the
+ * trusted ones or the others) into buf; the key ids only when there are some. */
+static void
+signers_text(const struct tool *t, mc_bundle *b, mc_pubkey **keys, int want, char *buf,
+	     size_t len)
+{
+	size_t i, n = 0, used;
+	const char *sep = " (";
+
+	for (i = 0; i < mc_bundle_signature_count(b); i++)
+		n += sig_trusted(t, b, keys, i) == want;
+	if (want)
+		snprintf(buf, len, "%zu trusted signature%s", n, n == 1 ? "" : "s");
+	else
+		snprintf(buf, len, "%zu by %s not trusted", n, n == 1 ? "a key" : "keys");
+	for (i = 0; i < mc_bundle_signature_count(b); i++) {
+		if (sig_trusted(t, b, keys, i) != want)
+			continue;
+		used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s", sep, mc_bundle_signature_key_id(b, i));
+		sep = ", ";
+	}
+	if (n > 0)
+		snprintf(buf + strlen(buf), len - strlen(buf), ")");
+}
+
+/* The line of a verify that succeeded. With --insecure-no-verify no signature was
+ * checked, and it says so. */
+static void
+verify_ok(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *path)
+{
+	char good[512], other[512];
+	size_t nsigs = mc_bundle_signature_count(b);
+
+	signers_text(t, b, keys, 1, good, sizeof good);
+	signers_text(t, b, keys, 0, other, sizeof other);
+	if (t->trust.insecure)
+		say(stdout, "%s: OK (%zu artifacts, bundle version %" PRIu64 ", %zu signature%s "
+		    "not checked: --insecure-no-verify)", shown_path(path),
+		    mc_bundle_artifact_count(b), mc_bundle_version(b), nsigs, nsigs == 1 ? "" : "s");
+	else
+		say(stdout, "%s: OK (%zu artifacts, bundle version %" PRIu64 ", %s%s%s)",
+		    shown_path(path), mc_bundle_artifact_count(b), mc_bundle_version(b), good,
+		    strncmp(other, "0 ", 2) == 0 ? "" : ", ", strncmp(other, "0 ", 2) == 0 ? "" : other);
+}
+
 /* verify --json: the outcome rc of checking the bundle at path, b where it opened. */
 static void
-verify_json(mc_ctx *ctx, mc_bundle *b, const char *path, int rc)
+verify_json(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *path, int rc)
 {
+	mc_ctx *ctx = t->ctx;
 	cJSON *j = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(j, "bundle", path);
@@ -20,6 +95,9 @@ verify_json(mc_ctx *ctx, mc_bundle *b, const char *path, int rc)
 	} else {
 		cJSON_AddNumberToObject(j, "artifacts", (double)mc_bundle_artifact_count(b));
 		cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
+		cJSON_AddBoolToObject(j, "signatures_checked", !t->trust.insecure);
+		cJSON_AddItemToObject(j, "trusted_signers", signers_json(t, b, keys, 1));
+		cJSON_AddItemToObject(j, "untrusted_signers", signers_json(t, b, keys, 0));
 	}
 	print_json(j);
 }
@@ -43,14 +121,12 @@ cmd_verify(struct tool *t, int argc, char **argv)
 	if (rc == MC_OK)
 		rc = mc_bundle_verify(b);
 	if (t->json)
-		verify_json(t->ctx, b, argv[optind], rc);
+		verify_json(t, b, keys, argv[optind], rc);
 	if (rc != MC_OK) {
 		rc = t->json ? exit_code(rc) : fail(t->ctx, rc);
 	} else {
 		if (!t->json && !t->quiet)
-			say(stdout, "%s: OK (%zu artifacts, bundle version %" PRIu64 ", %zu signature%s)",
-			    shown_path(argv[optind]), mc_bundle_artifact_count(b), mc_bundle_version(b),
-			    mc_bundle_signature_count(b), mc_bundle_signature_count(b) == 1 ? "" : "s");
+			verify_ok(t, b, keys, argv[optind]);
 		rc = 0;
 	}
 	mc_bundle_free(b);

@@ -21,4 +21,23 @@ run 0 "exported" export "$T/a.mcache" --torch "$T/y.blob" -p "$PUB"
 [ ! -s "$T/err" ] && ok || bad "a verified export warns: $(cat "$T/err")"
 run 1 "no signature by a trusted key" export "$T/a.mcache" --torch "$T/z.blob" -p "$KEYS/test2.pub"
 
+# 2. verify tells trusted signatures from the others, in text and JSON.
+cp "$T/a.mcache" "$T/two.mcache"
+run 0 "" sign -q "$T/two.mcache" -s "$KEYS/test2.key"
+ID1=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$PUB")
+ID2=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$KEYS/test2.pub")
+[ -n "$ID1" ] && [ -n "$ID2" ] && ok || bad "no key ids in the public keys"
+run 0 "1 trusted signature ($ID1), 1 by a key not trusted ($ID2))" verify "$T/two.mcache" -p "$PUB"
+run 0 "2 trusted signatures (" verify "$T/two.mcache" -p "$PUB" -p "$KEYS/test2.pub"
+grep -qF "not trusted" "$T/out" && bad "all trusted, yet: $(cat "$T/out")" || ok
+run 0 "2 signatures not checked" verify "$T/two.mcache" --insecure-no-verify
+run 0 "" verify "$T/two.mcache" -p "$PUB" --json
+/usr/bin/python3 - "$T/out" "$ID1" "$ID2" <<'PY' && ok || bad "verify --json signers: $(cat "$T/out")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["trusted_signers"] == [sys.argv[2]], j
+assert j["untrusted_signers"] == [sys.argv[3]], j
+assert j["signatures_checked"] is True, j
+PY
+
 finish
