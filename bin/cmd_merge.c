@@ -1,5 +1,7 @@
 /* cmd_merge.c - merge: several bundles, each checked with the trust options, into one;
- * for a (type, key) with different contents the bundle given later wins. */
+ * for a (type, key) with different contents the bundle given later wins. The result
+ * keeps the highest bundle version of its inputs, and is signed with -s: an unsigned
+ * result of signed inputs only with --unsigned. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -15,6 +17,9 @@ struct merge_opts {
 	char *labels[MAX_MERGE_LABELS]; /* KEY=VALUE */
 	size_t nlabels;
 	uint64_t bver, level;
+	int bver_given, unsigned_ok;
+	size_t nsigned;           /* inputs that carry a signature */
+	const char *first_signed; /* the first of them */
 };
 
 /* What on_conflict counts and reports. */
@@ -28,6 +33,7 @@ static const struct option merge_long[] = {
 	{"label", required_argument, NULL, OPT_LABEL},
 	{"bundle-version", required_argument, NULL, OPT_BUNDLE_VERSION},
 	{"level", required_argument, NULL, OPT_LEVEL},
+	{"unsigned", no_argument, NULL, OPT_UNSIGNED},
 	{NULL, 0, NULL, 0}};
 
 static int
@@ -46,7 +52,9 @@ merge_opt(struct tool *t, void *opts, int c, char *arg)
 	case OPT_BUNDLE_VERSION:
 		if (parse_u64(arg, &o->bver) != 0)
 			usage_error("--bundle-version takes a whole number, not '%s'", arg);
+		o->bver_given = 1;
 		return 1;
+	case OPT_UNSIGNED: o->unsigned_ok = 1; return 1;
 	case OPT_LEVEL:
 		if (parse_u64(arg, &o->level) != 0 || o->level > 19)
 			usage_error("--level takes 0 to 19, not '%s'", arg);
@@ -68,16 +76,29 @@ on_conflict(void *ud, const char *type, const char *key)
 		    type, key);
 }
 
-/* Adds the input bundles to w, each checked with the trust options. Their contents wait
- * beside the output. */
+/* Signed inputs, and the result would not be signed: refused unless --unsigned (said;
+ * returns EXIT_USAGE), once the inputs verified. */
 static int
-add_inputs(struct tool *t, mc_writer *w, const char *out, char **inputs, size_t n)
+refuse_unsigned(const struct merge_opts *o)
+{
+	if (o->nsigned == 0 || o->signers.n > 0 || o->unsigned_ok)
+		return MC_OK;
+	say(stderr, "%s: %s is signed, and the merged bundle would not be: give -s SECFILE to "
+	    "sign it, or --unsigned to write it unsigned", PROG, shown_path(o->first_signed));
+	return EXIT_USAGE;
+}
+
+/* Adds the input bundles to w, each checked with the trust options, and raises o->bver
+ * to the highest of their versions unless --bundle-version was given, counting the signed
+ * ones. Their contents wait beside the output. */
+static int
+add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, size_t n)
 {
 	char *dir, *slash;
 	size_t i;
 	int rc = MC_OK;
 
-	if ((dir = strdup(out)) == NULL)
+	if ((dir = strdup(o->out)) == NULL)
 		usage_error("out of memory%s", "");
 	slash = strrchr(dir, '/');
 	if (slash == NULL)
@@ -91,6 +112,10 @@ add_inputs(struct tool *t, mc_writer *w, const char *out, char **inputs, size_t 
 		mc_bundle *b = NULL;
 
 		rc = open_trusted(t, inputs[i], &b, keys);
+		if (rc == MC_OK && mc_bundle_signature_count(b) > 0 && o->nsigned++ == 0)
+			o->first_signed = inputs[i];
+		if (rc == MC_OK && !o->bver_given && mc_bundle_version(b) > o->bver)
+			o->bver = mc_bundle_version(b);
 		if (rc == MC_OK)
 			rc = mc_writer_add_bundle(w, b, dir);
 		mc_bundle_free(b);
@@ -128,6 +153,8 @@ cmd_merge(struct tool *t, int argc, char **argv)
 		usage_error("merge needs -o OUT and at least one input bundle%s", "");
 	if (t->trust.npubs == 0 && !t->trust.insecure)
 		usage_error("merge needs -p PUBFILE to verify its inputs (or --insecure-no-verify)%s", "");
+	if (o.unsigned_ok && o.signers.n > 0)
+		usage_error("-s and --unsigned do not go together%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if ((rc = mc_writer_new(t->ctx, &w)) != MC_OK)
@@ -136,20 +163,27 @@ cmd_merge(struct tool *t, int argc, char **argv)
 	mc_writer_set_conflict_fn(w, on_conflict, &conflicts);
 	rc = set_created(w);
 	if (rc == MC_OK)
-		rc = mc_writer_set_bundle_version(w, o.bver);
-	if (rc == MC_OK)
 		rc = mc_writer_set_compression(w, (int)o.level);
 	if (rc == MC_OK)
-		rc = add_inputs(t, w, o.out, argv + optind, (size_t)(argc - optind));
+		rc = add_inputs(t, w, &o, argv + optind, (size_t)(argc - optind));
+	if (rc == MC_OK)
+		rc = refuse_unsigned(&o);
+	if (rc == MC_OK)
+		rc = mc_writer_set_bundle_version(w, o.bver);
 	if (rc == MC_OK)
 		rc = set_labels(w, o.labels, o.nlabels);
 	if (rc == MC_OK)
 		rc = add_signers(t, w, &o.signers);
 	if (rc == MC_OK)
 		rc = mc_writer_save(w, o.out);
-	if (rc != MC_OK) {
+	if (rc == EXIT_USAGE) {
+		/* refused, and said so */
+	} else if (rc != MC_OK) {
 		rc = fail(t->ctx, rc);
 	} else {
+		if (o.signers.n == 0 && !t->quiet)
+			say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
+			    "--insecure-no-verify", PROG);
 		merge_report(t, o.out, argc - optind, conflicts.n);
 		rc = 0;
 	}

@@ -77,7 +77,7 @@ inject 1 sign "$R/s.mcache" -s "$SEC"
 [ $? = 2 ] && ok || bad "sign in place with a failing fsync did not exit 2"
 check "sign in place with a failing fsync leaves the bundle" cmp -s "$R/a.mcache" "$R/s.mcache"
 flush_fails sign "$R/f.mcache" sign "$R/a.mcache" -s "$SEC" -o "$R/f.mcache"
-flush_fails merge "$R/f.mcache" merge -q -o "$R/f.mcache" "$R/a.mcache" -p "$PUB"
+flush_fails merge "$R/f.mcache" merge -q -o "$R/f.mcache" "$R/a.mcache" -p "$PUB" --unsigned
 flush_fails export "$R/f.bin" export -q "$R/a.mcache" --torch "$R/f.bin" -p "$PUB"
 inject 2 pack -q -o "$R/g.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda.megacache"
 [ $? = 2 ] && ok || bad "pack with a failing folder fsync did not exit 2"

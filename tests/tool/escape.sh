@@ -123,7 +123,7 @@ for v in "$V"/print-*.mcache; do
 	try "$mark" "$(want load)" load "$B" -p "$PUB" --cache-dir "$T/out/c" $req --dry-run
 	try "$mark" "$(want load)" load "$B" -p "$PUB" --cache-dir "$T/out/c" $req --json
 	try "$mark" "$(want export)" export "$B" --torch "$T/out/t.blob" -p "$PUB"
-	try "$mark" "$(want merge)" merge -o "$T/out/m.mcache" "$VALID" "$B" -p "$PUB"
+	try "$mark" "$(want merge)" merge -o "$T/out/m.mcache" "$VALID" "$B" -p "$PUB" --unsigned
 	try "$mark" "$(want diff)" diff "$VALID" "$B"
 	try "$mark" "$(want diff)" diff "$VALID" "$B" --json
 	try "$mark" "$(want sign)" sign "$B" -s "$SEC" -o "$T/out/s.mcache"
@@ -149,7 +149,7 @@ try "$mark" 1 load "$E" -p "$PUB" --cache-dir "$O"
 try "$mark" 1 load "$E" -p "$PUB" --cache-dir "$O" --dry-run
 try "$mark" 1 load "$E" -p "$PUB" --cache-dir "$O" --json
 try "$mark" 1 export "$E" --torch "$O.blob" -p "$PUB"
-try "$mark" 1 merge -o "$O.mcache" "$VALID" "$E" -p "$PUB"
+try "$mark" 1 merge -o "$O.mcache" "$VALID" "$E" -p "$PUB" --unsigned
 # Plain diff names keys only.
 try "$mark" 0 diff "$VALID" "$E"
 try "$mark" 1 diff "$VALID" "$E" --json

@@ -1,5 +1,7 @@
 # trust.sh - no silent loss of trust: export hands torch a blob it unpickles only from a
-# verified bundle (or with --insecure-no-verify).
+# verified bundle (or with --insecure-no-verify); verify names the trusted signers and the
+# others; merge keeps its inputs' bundle version and does not drop their signatures
+# unasked.
 . "$(dirname "$0")/lib.sh"
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
@@ -39,5 +41,36 @@ assert j["trusted_signers"] == [sys.argv[2]], j
 assert j["untrusted_signers"] == [sys.argv[3]], j
 assert j["signatures_checked"] is True, j
 PY
+
+# 3. merge: the highest input version is kept unless --bundle-version; signed with -s;
+# signed inputs make no unsigned bundle unless --unsigned.
+version() { # version BUNDLE: its bundle version, as verify --json reports it
+	"$MEGACACHE" verify "$1" --insecure-no-verify --json |
+		/usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["bundle_version"])'
+}
+run 0 "" pack -q -o "$T/v42.mcache" -s "$SEC" --bundle-version 42 --from-torch "$BLOB"
+run 0 "" pack -q -o "$T/v40.mcache" -s "$SEC" --bundle-version 40 \
+	--from-torch "$DATA/mlp-cuda-precompile.megacache"
+run 0 "merged 2 bundles" merge -o "$T/m.mcache" -p "$PUB" -s "$SEC" "$T/v40.mcache" "$T/v42.mcache"
+[ "$(version "$T/m.mcache")" = 42 ] && ok || bad "merge wrote version $(version "$T/m.mcache"), not 42"
+run 0 "1 trusted signature ($ID1))" verify "$T/m.mcache" -p "$PUB" --min-version 42
+run 0 "" merge -q -o "$T/m7.mcache" -p "$PUB" -s "$SEC" --bundle-version 7 "$T/v42.mcache"
+[ "$(version "$T/m7.mcache")" = 7 ] && ok || bad "--bundle-version 7 wrote $(version "$T/m7.mcache")"
+run 2 "is signed, and the merged bundle would not be" merge -o "$T/u.mcache" -p "$PUB" \
+	"$T/v40.mcache" "$T/v42.mcache"
+grep -qF -- "-s SECFILE" "$T/err" && grep -qF -- "--unsigned" "$T/err" && ok ||
+	bad "the refusal does not say what to do: $(cat "$T/err")"
+[ "$(wc -l < "$T/err")" = 1 ] && ok || bad "the refusal is not one line: $(cat "$T/err")"
+[ ! -e "$T/u.mcache" ] && ok || bad "a refused merge wrote its bundle"
+[ -z "$(find "$T" -maxdepth 1 -name '.megacache-merge-*')" ] && ok || bad "a refused merge left temp folders"
+run 0 "merged 2 bundles" merge -o "$T/u.mcache" -p "$PUB" --unsigned "$T/v40.mcache" "$T/v42.mcache"
+grep -qF "warning: writing an unsigned bundle" "$T/err" && ok || bad "an unsigned merge does not warn"
+run 1 "not signed" verify "$T/u.mcache" -p "$PUB"
+[ "$(version "$T/u.mcache")" = 42 ] && ok || bad "the unsigned merge wrote version $(version "$T/u.mcache")"
+run 2 "do not go together" merge -o "$T/x.mcache" -p "$PUB" -s "$SEC" --unsigned "$T/v42.mcache"
+# Unsigned inputs merge into an unsigned bundle without --unsigned, with the warning.
+run 0 "" pack -q -o "$T/plain.mcache" --from-torch "$BLOB"
+run 0 "merged 1 bundles" merge -o "$T/p.mcache" --insecure-no-verify "$T/plain.mcache"
+grep -qF "warning: writing an unsigned bundle" "$T/err" && ok || bad "an unsigned merge does not warn"
 
 finish
