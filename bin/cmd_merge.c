@@ -183,7 +183,7 @@ cmd_merge(struct tool *t, int argc, char **argv)
 	} else {
 		if (o.signers.n == 0 && !t->quiet)
 			say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
-			    "--insecure-no-verify", PROG);
+			    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
 		merge_report(t, o.out, argc - optind, conflicts.n);
 		rc = 0;
 	}

@@ -96,12 +96,16 @@ pack_report(const struct tool *t, mc_writer *w, const struct pack_opts *o,
 	char hb[32];
 
 	human_bytes(mc_writer_total_bytes(w), hb, sizeof hb);
+	if (nsecs == 0 && !t->quiet)
+		say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
+		    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
 	if (t->json) {
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "bundle", o->out);
 		cJSON_AddNumberToObject(j, "artifacts", (double)mc_writer_artifact_count(w));
 		cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_total_bytes(w));
 		cJSON_AddNumberToObject(j, "signatures", (double)nsecs);
+		cJSON_AddBoolToObject(j, "signed", nsecs > 0);
 		cJSON_AddNumberToObject(j, "skipped_files", (double)tally->skipped);
 		print_json(j);
 	} else if (!t->quiet) {

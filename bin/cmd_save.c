@@ -40,6 +40,9 @@ save_report(const struct tool *t, mc_writer *w, const struct save_opts *o,
 	char hb[32];
 
 	human_bytes(mc_writer_total_bytes(w), hb, sizeof hb);
+	if (nsecs == 0 && !o->dry && !t->quiet)
+		say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
+		    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
 	if (t->json) {
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "bundle", o->out);
@@ -48,6 +51,7 @@ save_report(const struct tool *t, mc_writer *w, const struct save_opts *o,
 		cJSON_AddNumberToObject(j, "artifacts", (double)n);
 		cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_total_bytes(w));
 		cJSON_AddNumberToObject(j, "signatures", (double)(o->dry ? 0 : nsecs));
+		cJSON_AddBoolToObject(j, "signed", !o->dry && nsecs > 0);
 		cJSON_AddNumberToObject(j, "skipped_files", (double)tally->skipped);
 		print_json(j);
 		return;

@@ -36,6 +36,7 @@ const char tool_usage[] =
 	"       [--label-from-env VAR]... [--labels-json FILE]\n"
 	"       [--bundle-version N] [--expires UNIXTIME] [--level N] [--no-compress] [--json] [-v]\n"
 	"        record artifacts from torch blobs, cache dirs and Triton caches into a bundle\n"
+	"        (without -s: unsigned, with a warning; --json: \"signed\")\n"
 	"  sign BUNDLE -s SECFILE [-o OUT]\n"
 	"        add a signature to a bundle (in place unless -o)\n"
 	"  verify BUNDLE -p PUBFILE [-p PUBFILE]... [--threshold K] [--min-version N]\n"

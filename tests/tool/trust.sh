@@ -73,4 +73,31 @@ run 0 "" pack -q -o "$T/plain.mcache" --from-torch "$BLOB"
 run 0 "merged 1 bundles" merge -o "$T/p.mcache" --insecure-no-verify "$T/plain.mcache"
 grep -qF "warning: writing an unsigned bundle" "$T/err" && ok || bad "an unsigned merge does not warn"
 
+# 4. pack and save without -s warn on stderr (not under -q) and say "signed": false in JSON.
+run 0 "packed" pack -o "$T/p1.mcache" --from-torch "$BLOB"
+grep -qF "warning: writing an unsigned bundle: loads will need --insecure-no-verify" "$T/err" &&
+	ok || bad "an unsigned pack does not warn: $(cat "$T/err")"
+run 0 "" pack -q -o "$T/p2.mcache" --from-torch "$BLOB"
+[ ! -s "$T/err" ] && ok || bad "pack -q warns: $(cat "$T/err")"
+run 0 "" pack -o "$T/p3.mcache" --from-torch "$BLOB" --json
+/usr/bin/python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["signed"] is False' \
+	"$T/out" && ok || bad "pack --json of an unsigned bundle: $(cat "$T/out")"
+grep -qF "warning: writing an unsigned bundle" "$T/err" && ok || bad "pack --json does not warn"
+run 0 "" pack -o "$T/p4.mcache" -s "$SEC" --from-torch "$BLOB" --json
+/usr/bin/python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["signed"] is True' \
+	"$T/out" && ok || bad "pack --json of a signed bundle: $(cat "$T/out")"
+[ ! -s "$T/err" ] && ok || bad "a signed pack warns: $(cat "$T/err")"
+mkdir -p "$T/cache" "$T/triton"
+tar -xzf "$DATA/mlp-cpu-cachedir.tar.gz" -C "$T"
+C=$(find "$T" -maxdepth 1 -name 'cache_*' | head -n 1)
+run 0 "saved" save -o "$T/s1.mcache" --cache-dir "$C" --triton-dir "$T/triton"
+grep -qF "warning: writing an unsigned bundle" "$T/err" && ok || bad "an unsigned save does not warn"
+run 0 "" save -o "$T/s2.mcache" --cache-dir "$C" --triton-dir "$T/triton" --json
+/usr/bin/python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["signed"] is False' \
+	"$T/out" && ok || bad "save --json of an unsigned bundle: $(cat "$T/out")"
+run 0 "" save -o "$T/s3.mcache" --cache-dir "$C" --triton-dir "$T/triton" -s "$SEC"
+[ ! -s "$T/err" ] && ok || bad "a signed save warns: $(cat "$T/err")"
+run 0 "" save -o "$T/s4.mcache" --cache-dir "$C" --triton-dir "$T/triton" --dry-run
+[ ! -s "$T/err" ] && ok || bad "a dry run warns: $(cat "$T/err")"
+
 finish
