@@ -1,6 +1,7 @@
 /*
  * fileio.c - small POSIX file helpers: full reads and writes, temp files beside a target
- * and nameless ones in the temp folder.
+ * (written through a symbolic link to it, keeping its mode) and nameless ones in the temp
+ * folder.
  */
 #include "config.h"
 
@@ -83,8 +84,38 @@ mc__read_full(int fd, void *buf, size_t n)
 	return read_all(fd, buf, n, 0, 0);
 }
 
-int
-mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode)
+/* The file a write to path lands on: path, or, when path is a symbolic link, what it
+ * points to, followed link by link (at most 40), dangling or not. NULL when out of
+ * memory. */
+static char *
+final_path(const char *path)
+{
+	char *p = mc__strdup(path), *next, link[4096];
+	struct stat st;
+	ssize_t n;
+	int hops;
+
+	for (hops = 0; p != NULL && hops < 40 && lstat(p, &st) == 0 && S_ISLNK(st.st_mode); hops++) {
+		const char *slash = strrchr(p, '/');
+		size_t dlen;
+
+		n = readlink(p, link, sizeof link);
+		if (n <= 0 || (size_t)n == sizeof link)
+			break;
+		dlen = link[0] == '/' || slash == NULL ? 0 : (size_t)(slash - p) + 1;
+		if ((next = malloc(dlen + (size_t)n + 1)) != NULL) {
+			memcpy(next, p, dlen);
+			memcpy(next + dlen, link, (size_t)n);
+			next[dlen + (size_t)n] = '\0';
+		}
+		free(p);
+		p = next;
+	}
+	return p;
+}
+
+static int
+open_temp(mc_ctx *ctx, const char *path, char **tmp_out, int mode)
 {
 	size_t n = strlen(path) + 32;
 	char *tmp = malloc(n);
@@ -108,6 +139,20 @@ mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode)
 	return -1;
 }
 
+int
+mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode)
+{
+	char *target = final_path(path);
+	int fd;
+
+	*tmp_out = NULL;
+	if (target == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	fd = open_temp(ctx, target, tmp_out, mode);
+	free(target);
+	return fd;
+}
+
 /* Opens the folder holding path, for its fsync. */
 static int
 open_parent(mc_ctx *ctx, const char *path, int *dfd)
@@ -128,18 +173,38 @@ open_parent(mc_ctx *ctx, const char *path, int *dfd)
 	return rc;
 }
 
+/* The new file takes the mode of the file it replaces at target (its permission bits),
+ * and, run as root, its owner and group; a new target keeps the mode it was made with. */
+static int
+keep_mode(mc_ctx *ctx, int fd, const char *target, const char *path)
+{
+	struct stat st;
+
+	if (stat(target, &st) != 0 || !S_ISREG(st.st_mode))
+		return MC_OK;
+	if (geteuid() == 0 && fchown(fd, st.st_uid, st.st_gid) != 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot give the new file the old one's owner", path);
+	if (fchmod(fd, st.st_mode & 0777) != 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot give the new file the old one's mode", path);
+	return MC_OK;
+}
+
 int
 mc__commit_temp(mc_ctx *ctx, int fd, const char *tmp, const char *path)
 {
+	char *target = final_path(path);
 	int dfd = -1, rc;
 
 	/* The folder is opened first: after the rename only its fsync can fail. */
-	rc = open_parent(ctx, path, &dfd);
+	rc = target == NULL ? mc__err(ctx, MC_ERR_NOMEM, "out of memory")
+			    : open_parent(ctx, target, &dfd);
+	if (rc == MC_OK)
+		rc = keep_mode(ctx, fd, target, path);
 	if (rc == MC_OK && fsync(fd) != 0)
 		rc = mc__errno(ctx, MC_ERR_IO, "cannot flush to disk", path);
 	if (close(fd) != 0 && rc == MC_OK)
 		rc = mc__errno(ctx, MC_ERR_IO, "cannot write", path);
-	if (rc == MC_OK && rename(tmp, path) != 0)
+	if (rc == MC_OK && rename(tmp, target) != 0)
 		rc = mc__errno(ctx, MC_ERR_IO, "cannot rename into place", path);
 	if (rc != MC_OK) {
 		unlink(tmp);
@@ -151,6 +216,7 @@ mc__commit_temp(mc_ctx *ctx, int fd, const char *tmp, const char *path)
 	}
 	if (dfd >= 0)
 		close(dfd);
+	free(target);
 	return rc;
 }
 
@@ -179,7 +245,7 @@ mc__open_temp_anon(mc_ctx *ctx)
 			return -1;
 		}
 		snprintf(base, n, "%s/megacache", dir);
-		fd = mc__open_temp_beside(ctx, base, &tmp, 0600);
+		fd = open_temp(ctx, base, &tmp, 0600); /* $TMPDIR/megacache: no link followed */
 		free(base);
 	}
 	if (fd >= 0) {

@@ -23,12 +23,15 @@ MC_HIDDEN int mc__read_full(int fd, void *buf, size_t n);
 /* n bytes at off; -1 with errno (0 at the end of the file) when they cannot be had. */
 MC_HIDDEN int mc__pread_full(int fd, void *buf, size_t n, uint64_t off);
 MC_HIDDEN int mc__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
-/* Opens a temp file beside path (same folder). Returns fd, and the temp name. */
+/* Opens a temp file beside path (same folder), or, when path is a symbolic link, beside
+ * the file it points to (dangling or not). Returns fd, and the temp name. */
 MC_HIDDEN int mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode);
 /* Makes the finished temp file tmp (open as fd) the file path, durably: its data
  * flushed, fd closed, tmp renamed over path, and the folder's entry flushed. fd is
  * closed and tmp gone either way; on a failure before the rename tmp is removed and
- * path left as it was. */
+ * path left as it was. A symbolic link at path stays: the file it points to is replaced.
+ * The new file takes the permission bits of the file it replaces (and, as root, its
+ * owner and group). */
 MC_HIDDEN int mc__commit_temp(mc_ctx *ctx, int fd, const char *tmp, const char *path);
 /* A private file with no name in $TMPDIR (or /tmp), gone when closed; -1 with the
  * error on ctx. */

@@ -100,4 +100,50 @@ run 0 "" save -o "$T/s3.mcache" --cache-dir "$C" --triton-dir "$T/triton" -s "$S
 run 0 "" save -o "$T/s4.mcache" --cache-dir "$C" --triton-dir "$T/triton" --dry-run
 [ ! -s "$T/err" ] && ok || bad "a dry run warns: $(cat "$T/err")"
 
+# 5. Outputs are written through a symbolic link, and keep the mode of the file replaced.
+mkdir -p "$T/real" "$T/links"
+cp "$T/a.mcache" "$T/real/b.mcache"
+ln -s ../real/b.mcache "$T/links/b.mcache"
+run 0 "" sign -q "$T/links/b.mcache" -s "$KEYS/test2.key"
+[ -L "$T/links/b.mcache" ] && ok || bad "sign in place replaced the symbolic link with a file"
+run 0 "2 trusted signatures" verify "$T/real/b.mcache" -p "$PUB" -p "$KEYS/test2.pub"
+[ -z "$(find "$T/real" "$T/links" -name '*.tmp')" ] && ok || bad "a temp file was left"
+cp "$T/a.mcache" "$T/m600.mcache"
+chmod 0600 "$T/m600.mcache"
+run 0 "" sign -q "$T/m600.mcache" -s "$KEYS/test2.key"
+[ "$(stat -c %a "$T/m600.mcache")" = 600 ] && ok ||
+	bad "sign made a 0600 bundle $(stat -c %a "$T/m600.mcache")"
+printf 'old\n' > "$T/m640.mcache"
+chmod 0640 "$T/m640.mcache"
+run 0 "" pack -q -o "$T/m640.mcache" -s "$SEC" --from-torch "$BLOB"
+[ "$(stat -c %a "$T/m640.mcache")" = 640 ] && ok ||
+	bad "pack -o over a 0640 file left it $(stat -c %a "$T/m640.mcache")"
+run 0 "OK" verify "$T/m640.mcache" -p "$PUB"
+# A dangling link: the bundle is made where it points, and the link stays.
+ln -s ../real/new.mcache "$T/links/new.mcache"
+run 0 "" pack -q -o "$T/links/new.mcache" -s "$SEC" --from-torch "$BLOB"
+[ -L "$T/links/new.mcache" ] && [ -f "$T/real/new.mcache" ] && ok ||
+	bad "pack -o through a dangling link: $(ls -l "$T/links" "$T/real")"
+# merge -o, sign -o and export --torch through links; export keeps a 0600 blob's mode.
+ln -s ../real/m.mcache "$T/links/m.mcache"
+run 0 "" merge -q -o "$T/links/m.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache"
+[ -L "$T/links/m.mcache" ] && [ -f "$T/real/m.mcache" ] && ok || bad "merge -o replaced the link"
+ln -s ../real/s.mcache "$T/links/s.mcache"
+run 0 "" sign -q "$T/a.mcache" -s "$KEYS/test2.key" -o "$T/links/s.mcache"
+[ -L "$T/links/s.mcache" ] && [ -f "$T/real/s.mcache" ] && ok || bad "sign -o replaced the link"
+printf 'old\n' > "$T/real/t.blob"
+chmod 0600 "$T/real/t.blob"
+ln -s ../real/t.blob "$T/links/t.blob"
+run 0 "" export -q "$T/a.mcache" --torch "$T/links/t.blob" -p "$PUB"
+[ -L "$T/links/t.blob" ] && cmp -s "$T/real/t.blob" "$BLOB" && ok || bad "export --torch replaced the link"
+[ "$(stat -c %a "$T/real/t.blob")" = 600 ] && ok || bad "export made a 0600 blob $(stat -c %a "$T/real/t.blob")"
+# Run as root, the file replaced keeps its owner.
+if [ "$(id -u)" = 0 ]; then
+	cp "$T/a.mcache" "$T/owned.mcache"
+	chown 65534:65534 "$T/owned.mcache"
+	run 0 "" sign -q "$T/owned.mcache" -s "$KEYS/test2.key"
+	[ "$(stat -c %u:%g "$T/owned.mcache")" = 65534:65534 ] && ok ||
+		bad "sign as root gave the bundle to $(stat -c %u:%g "$T/owned.mcache")"
+fi
+
 finish
