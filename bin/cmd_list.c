@@ -1,5 +1,5 @@
 /* cmd_list.c - list: a bundle's labels, signatures and artifacts, not verified; with
- * --explain, where each artifact would land and whether an identical file is there. */
+ * --explain, where each artifact would land and what is there now. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -54,12 +54,13 @@ explain(struct tool *t, mc_bundle *b, const char *path)
 		cJSON_AddStringToObject(j, "bundle", path);
 		cJSON_AddBoolToObject(j, "signatures_checked", 0);
 		cJSON_AddNumberToObject(j, "would_install", (double)r.planned);
+		cJSON_AddNumberToObject(j, "would_replace", (double)r.planned_replace);
 		cJSON_AddNumberToObject(j, "already_there", (double)r.unchanged);
 		cJSON_AddItemToObject(j, "artifacts", r.arts);
 		print_json(j);
 	} else if (!t->quiet) {
-		say(stdout, "%zu to install, %zu already there (signatures not checked)", r.planned,
-		    r.unchanged);
+		say(stdout, "%zu to install, %zu to replace, %zu already there (signatures not checked)",
+		    r.planned, r.planned_replace, r.unchanged);
 	}
 	return 0;
 }

@@ -130,14 +130,17 @@ load_json(const struct tool *t, struct load_report *r, const char *path, int syn
 	cJSON_AddBoolToObject(j, "synced", sync && !r->dry);
 	cJSON_AddBoolToObject(j, "verified", !t->trust.insecure);
 	cJSON_AddNumberToObject(j, "installed", (double)r->installed);
+	cJSON_AddNumberToObject(j, "replaced", (double)r->replaced);
 	cJSON_AddNumberToObject(j, "unchanged", (double)r->unchanged);
 	cJSON_AddNumberToObject(j, "would_install", (double)r->planned);
+	cJSON_AddNumberToObject(j, "would_replace", (double)r->planned_replace);
 	cJSON_AddNumberToObject(j, "bytes", (double)r->bytes);
 	sum = cJSON_AddObjectToObject(j, "types");
 	for (i = 0; i < r->nsums; i++) {
 		cJSON *s = cJSON_AddObjectToObject(sum, r->sums[i].type);
 		cJSON_AddNumberToObject(s, "count", (double)r->sums[i].count);
 		cJSON_AddNumberToObject(s, "bytes", (double)r->sums[i].bytes);
+		cJSON_AddNumberToObject(s, "replaced", (double)r->sums[i].replaced);
 		cJSON_AddNumberToObject(s, "unchanged", (double)r->sums[i].unchanged);
 	}
 	cJSON_AddItemToObject(j, "artifacts", r->arts);
@@ -179,6 +182,25 @@ roots_used(const struct tool *t, const struct load_report *r, char *buf, size_t 
 		snprintf(buf, len, "%s", r->root);
 }
 
+/* A type's line: the files written (the replaced ones among them), their bytes. */
+static void
+type_line(const struct load_report *r, const struct type_sum *s)
+{
+	char hb[32], note[96] = "";
+
+	human_bytes(s->bytes, hb, sizeof hb);
+	if (s->replaced && s->unchanged)
+		snprintf(note, sizeof note, "  (%zu %s, %zu already there)", s->replaced,
+			 r->dry ? "to replace" : "replaced", s->unchanged);
+	else if (s->replaced)
+		snprintf(note, sizeof note, "  (%zu %s)", s->replaced,
+			 r->dry ? "to replace" : "replaced");
+	else if (s->unchanged)
+		snprintf(note, sizeof note, "  (%zu already there)", s->unchanged);
+	say(stdout, "  %-13s %5zu file%s %10s%s", s->type, s->count, s->count == 1 ? " " : "s", hb,
+	    note);
+}
+
 /* load: a line per type, and the totals. */
 static void
 load_text(const struct tool *t, const struct load_report *r, const char *path)
@@ -190,17 +212,13 @@ load_text(const struct tool *t, const struct load_report *r, const char *path)
 		say(stderr, "%s: warning: signatures were not checked (--insecure-no-verify)", PROG);
 	roots_used(t, r, roots, sizeof roots);
 	say(stdout, "%s %s into %s", r->dry ? "would warm" : "warmed", path, roots);
-	for (i = 0; i < r->nsums; i++) {
-		char there[48] = "";
-		human_bytes(r->sums[i].bytes, hb, sizeof hb);
-		if (r->sums[i].unchanged)
-			snprintf(there, sizeof there, "  (%zu already there)", r->sums[i].unchanged);
-		say(stdout, "  %-13s %5zu file%s %10s%s", r->sums[i].type, r->sums[i].count,
-		    r->sums[i].count == 1 ? " " : "s", hb, there);
-	}
+	for (i = 0; i < r->nsums; i++)
+		type_line(r, &r->sums[i]);
 	human_bytes(r->bytes, hb, sizeof hb);
-	say(stdout, "%zu file%s %s (%s), %zu already there", n, n == 1 ? "" : "s",
-	    r->dry ? "to install" : "installed", hb, r->unchanged);
+	say(stdout, "%zu file%s %s, %zu %s, %zu already there (%s %s)", n, n == 1 ? "" : "s",
+	    r->dry ? "to install" : "installed", r->dry ? r->planned_replace : r->replaced,
+	    r->dry ? "to replace" : "replaced", r->unchanged, hb,
+	    r->dry ? "to write" : "written");
 }
 
 /* Checks the operands and the trust options given. */

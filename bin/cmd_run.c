@@ -100,8 +100,9 @@ load_bundles(struct tool *t, const struct run_opts *o, mc_bundle **bases, size_t
 			continue;
 		}
 		if (!t->quiet)
-			say(stderr, "%s: warmed %s: %zu file%s installed, %zu already there", PROG,
-			    o->bundles[i], r.installed, r.installed == 1 ? "" : "s", r.unchanged);
+			say(stderr, "%s: warmed %s: %zu file%s installed, %zu replaced, %zu already there",
+			    PROG, o->bundles[i], r.installed, r.installed == 1 ? "" : "s", r.replaced,
+			    r.unchanged);
 		bases[(*nbases)++] = b;
 	}
 	return 0;

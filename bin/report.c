@@ -24,21 +24,47 @@ count_artifact(struct load_report *r, int what, const char *type, uint64_t size)
 		else {
 			r->sums[i].count++;
 			r->sums[i].bytes += size;
+			r->sums[i].replaced += what == MC_LOAD_REPLACED || what == MC_LOAD_WOULD_REPLACE;
 		}
 	}
-	if (what == MC_LOAD_INSTALLED)
-		r->installed++, r->bytes += size;
-	else if (what == MC_LOAD_UNCHANGED)
+	if (what == MC_LOAD_UNCHANGED)
 		r->unchanged++;
 	else
-		r->planned++, r->bytes += size;
+		r->bytes += size;
+	if (what == MC_LOAD_INSTALLED)
+		r->installed++;
+	else if (what == MC_LOAD_REPLACED)
+		r->replaced++;
+	else if (what == MC_LOAD_WOULD_REPLACE)
+		r->planned_replace++;
+	else if (what != MC_LOAD_UNCHANGED)
+		r->planned++;
 }
 
+/* The word for what: the "action" of --json, the first column of a dry run. */
 static const char *
 action_name(int what)
 {
-	return what == MC_LOAD_INSTALLED ? "installed"
-	       : what == MC_LOAD_UNCHANGED ? "unchanged" : "would-install";
+	switch (what) {
+	case MC_LOAD_INSTALLED:
+		return "installed";
+	case MC_LOAD_REPLACED:
+		return "replaced";
+	case MC_LOAD_UNCHANGED:
+		return "unchanged";
+	case MC_LOAD_WOULD_REPLACE:
+		return "would-replace";
+	default:
+		return "would-install";
+	}
+}
+
+/* The word list --explain gives each artifact. */
+static const char *
+explain_word(int what)
+{
+	return what == MC_LOAD_UNCHANGED ? "unchanged"
+	       : what == MC_LOAD_WOULD_REPLACE ? "would replace" : "would install";
 }
 
 /* Whether the bundle's artifact of this type and key is executable: 1, 0, or -1 when
@@ -92,8 +118,7 @@ on_artifact(void *ud, int what, const char *type, const char *key, const char *d
 	} else if (r->explain && !r->quiet) {
 		char hb[32];
 		human_bytes(size, hb, sizeof hb);
-		say(stdout, "%-12s %10s  %-13s %s", type, hb,
-		    what == MC_LOAD_UNCHANGED ? "already there" : "would install", key);
+		say(stdout, "%-12s %10s  %-13s %s", type, hb, explain_word(what), key);
 		say(stdout, "%27s-> %s", "", full);
 	} else if (r->dry && !r->quiet && !r->silent) {
 		say(stdout, "%-13s %-12s %s", action_name(what), type, full);

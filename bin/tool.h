@@ -206,8 +206,9 @@ int dir_has_entries(const char *path);
 /* report.c: what load, list --explain and export tell of the artifacts they handle. */
 struct type_sum {
 	char type[40];
-	size_t count;
+	size_t count;    /* written, or to write (replaced ones among them) */
 	uint64_t bytes;
+	size_t replaced; /* written over a file that differed, or to be */
 	size_t unchanged;
 };
 
@@ -223,7 +224,7 @@ struct load_report {
 	cJSON *arts;
 	struct type_sum sums[64];
 	size_t nsums;
-	size_t installed, unchanged, planned;
+	size_t installed, replaced, unchanged, planned, planned_replace;
 	uint64_t bytes;
 };
 

@@ -378,11 +378,14 @@ MC_API MC_MUST_CHECK int mc_bundle_find_artifact(const mc_bundle *b, const char 
 /* Restricts mc_bundle_load() to a type; call once per type. No call: every type. */
 MC_API MC_MUST_CHECK int mc_bundle_select_type(mc_bundle *b, const char *type);
 
-/* What load did (or, in a dry run, would do) for one artifact. */
+/* What load did (or, in a dry run, would do) for one artifact. A file is identical
+ * when its bytes and its owner's execute bit are the artifact's. */
 enum {
-	MC_LOAD_INSTALLED = 0, /* written */
-	MC_LOAD_UNCHANGED = 1, /* an identical file was already there */
-	MC_LOAD_PLANNED = 2    /* dry run: would be written */
+	MC_LOAD_INSTALLED = 0,    /* written where no file was */
+	MC_LOAD_UNCHANGED = 1,    /* an identical file was already there */
+	MC_LOAD_PLANNED = 2,      /* dry run: would be written where no file is */
+	MC_LOAD_REPLACED = 3,     /* written over a file that differed */
+	MC_LOAD_WOULD_REPLACE = 4 /* dry run: would be written over a file that differs */
 };
 typedef void (*mc_artifact_fn)(void *ud, int what, const char *type, const char *key,
 			       const char *dest, uint64_t size);

@@ -143,7 +143,9 @@ commit_files(struct loader *L, mc_artifact_fn fn, void *ud)
 			break;
 		}
 		s->made = 0;
-		mc__load_report(L->b, fn, ud, MC_LOAD_INSTALLED, a, n.dest);
+		mc__load_report(L->b, fn, ud,
+				L->found[s->art] == MC_FOUND_DIFFERS ? MC_LOAD_REPLACED : MC_LOAD_INSTALLED,
+				a, n.dest);
 	}
 	if (dfd >= 0)
 		close(dfd);

@@ -58,11 +58,19 @@ loader_free(struct loader *L)
 	free(L->wk);
 	free(L->by_obj);
 	free(L->obj_first);
-	free(L->unchanged);
+	free(L->found);
+}
+
+/* What a dry run reports of artifact i. */
+static int
+planned_action(const struct loader *L, size_t i)
+{
+	return L->found[i] == MC_FOUND_SAME ? MC_LOAD_UNCHANGED
+	       : L->found[i] == MC_FOUND_DIFFERS ? MC_LOAD_WOULD_REPLACE : MC_LOAD_PLANNED;
 }
 
 /* Tells fn of the selected artifacts already in place (MC_LOAD_UNCHANGED) and,
- * unless only_unchanged, of the others as MC_LOAD_PLANNED. */
+ * unless only_unchanged, of the others as MC_LOAD_PLANNED or MC_LOAD_WOULD_REPLACE. */
 static int
 report_selected(struct loader *L, mc_artifact_fn fn, void *ud, int only_unchanged)
 {
@@ -71,11 +79,10 @@ report_selected(struct loader *L, mc_artifact_fn fn, void *ud, int only_unchange
 	int rc = MC_OK;
 
 	for (i = 0; rc == MC_OK && fn != NULL && i < L->b->m.nartifacts; i++) {
-		if (!L->b->sel[i] || (only_unchanged && !L->unchanged[i]))
+		if (!L->b->sel[i] || (only_unchanged && L->found[i] != MC_FOUND_SAME))
 			continue;
 		if ((rc = mc__acur_get(&L->cur, i, &a)) == MC_OK)
-			mc__load_report(L->b, fn, ud,
-					L->unchanged[i] ? MC_LOAD_UNCHANGED : MC_LOAD_PLANNED, a, NULL);
+			mc__load_report(L->b, fn, ud, planned_action(L, i), a, NULL);
 	}
 	return rc;
 }

@@ -60,6 +60,13 @@ struct lworker {
 	size_t bufcap;
 };
 
+/* What the survey found at an artifact's destination. */
+enum {
+	MC_FOUND_NONE = 0,    /* nothing: the file is installed */
+	MC_FOUND_SAME = 1,    /* an identical file: left alone */
+	MC_FOUND_DIFFERS = 2  /* a file of other bytes or execute bit: replaced */
+};
+
 /* One mc_bundle_load(): what it found, staged and made. */
 struct loader {
 	mc_bundle *b;
@@ -76,7 +83,7 @@ struct loader {
 	size_t nst;
 	uint32_t *by_obj;          /* staged indices sorted by object */
 	uint32_t *obj_first;       /* per object: first position in by_obj, nobjects+1 entries */
-	unsigned char *unchanged;  /* per artifact */
+	unsigned char *found;      /* per artifact: what its destination held, MC_FOUND_* */
 	size_t empty_obj;          /* the object of empty content, when a file of it is staged */
 	struct lworker *wk;        /* per worker thread */
 	unsigned nwk;

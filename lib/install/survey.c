@@ -14,20 +14,21 @@
 
 #include "install/install.h"
 
-/* Is an identical file already at the destination? Refuses links and folders there.
- * One whose owner's execute bit is not the artifact's is not: it is staged and renamed
- * over, as a changed content is, so that the load stays all or nothing. */
+/* What is at the destination: nothing, an identical file, or one that differs
+ * (*found, MC_FOUND_*). Refuses links and folders there. One whose owner's execute bit
+ * is not the artifact's differs: it is staged and renamed over, as a changed content
+ * is, so that the load stays all or nothing. */
 static int
 check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, const char *dest,
-	       int *same)
+	       unsigned char *found)
 {
 	char dir[MC_PATH_MAX];
 	const char *base;
 	struct mc_mobject o;
 	struct stat st;
-	int dfd, fd, rc;
+	int dfd, fd, rc, same = 0;
 
-	*same = 0;
+	*found = MC_FOUND_NONE;
 	mc__split_dest(dest, dir, sizeof dir, &base);
 	if ((rc = mc__open_dir_of(L, tier, dir, 0, &dfd)) != MC_OK || dfd < 0)
 		return rc;
@@ -44,13 +45,15 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, cons
 			       "replace it", L->tiers[tier].root, dest,
 			       S_ISLNK(st.st_mode) ? "a symlink" : "not a regular file");
 	}
+	*found = MC_FOUND_DIFFERS;
 	if (((st.st_mode & S_IXUSR) != 0) != a->executable) {
 		close(dfd);
 		return MC_OK;
 	}
 	/* A derived file holds other bytes than its content (and is small). */
 	if ((uint64_t)st.st_size <= MC_DERIVE_MAX && mc__derives(a->handler, a->key)) {
-		rc = mc__derived_same(L, tier, a, dfd, dir, base, same);
+		if ((rc = mc__derived_same(L, tier, a, dfd, dir, base, &same)) == MC_OK && same)
+			*found = MC_FOUND_SAME;
 		close(dfd);
 		return rc;
 	}
@@ -69,7 +72,8 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, cons
 			close(dfd);
 			return rc;
 		}
-		*same = r == 0 && memcmp(h, o.hash, sizeof h) == 0;
+		if (r == 0 && memcmp(h, o.hash, sizeof h) == 0)
+			*found = MC_FOUND_SAME;
 	}
 	close(dfd);
 	return MC_OK;
@@ -177,7 +181,8 @@ find_unit(struct loader *L, size_t tier, const char *dir, size_t art, uint32_t *
 }
 
 /* Artifact i (selected): left alone when its file is there already with the same
- * content, else entered among the files to stage. */
+ * content, else entered among the files to stage (L->found[i] tells whether one that
+ * differs is there). */
 static int
 plan_artifact(struct loader *L, size_t i)
 {
@@ -187,7 +192,7 @@ plan_artifact(struct loader *L, size_t i)
 	struct staged *s;
 	uint32_t unit = NO_UNIT;
 	size_t tier;
-	int rc, same = 0;
+	int rc;
 
 	if ((rc = mc__acur_get(&L->cur, i, &a)) != MC_OK)
 		return rc;
@@ -201,9 +206,9 @@ plan_artifact(struct loader *L, size_t i)
 	    (rc = find_unit(L, tier, dir, i, &unit)) != MC_OK)
 		return rc;
 	if (unit == NO_UNIT && L->tiers[tier].fd >= 0 &&
-	    (rc = check_existing(L, tier, a, dest, &same)) != MC_OK)
+	    (rc = check_existing(L, tier, a, dest, &L->found[i])) != MC_OK)
 		return rc;
-	if ((L->unchanged[i] = (unsigned char)same) != 0)
+	if (L->found[i] == MC_FOUND_SAME)
 		return MC_OK;
 	s = &L->st[L->nst++];
 	s->art = (uint32_t)i; /* the plan refuses more than 2^32 - 1 artifacts */
@@ -227,7 +232,7 @@ mc__plan_staging(struct loader *L)
 	size_t i;
 	int rc = MC_OK;
 
-	if ((L->unchanged = calloc(b->m.nartifacts + 1, sizeof *L->unchanged)) == NULL ||
+	if ((L->found = calloc(b->m.nartifacts + 1, sizeof *L->found)) == NULL ||
 	    (L->st = calloc(b->m.nartifacts + 1, sizeof *L->st)) == NULL ||
 	    (L->obj_first = calloc(b->m.nobjects + 2, sizeof *L->obj_first)) == NULL)
 		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");

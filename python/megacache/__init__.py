@@ -50,8 +50,9 @@ Password = Union[str, bytes, Callable[[str], Union[str, bytes]], None]
 ProgressFn = Callable[[str, int, int], None]
 Progress = Union[ProgressFn, bool, None]
 
-ACTIONS = {_ffi.MC_LOAD_INSTALLED: "installed", _ffi.MC_LOAD_UNCHANGED: "unchanged",
-           _ffi.MC_LOAD_PLANNED: "would-install"}
+ACTIONS = {_ffi.MC_LOAD_INSTALLED: "installed", _ffi.MC_LOAD_REPLACED: "replaced",
+           _ffi.MC_LOAD_UNCHANGED: "unchanged", _ffi.MC_LOAD_PLANNED: "would-install",
+           _ffi.MC_LOAD_WOULD_REPLACE: "would-replace"}
 TORCH_FORMATS = {"current": _ffi.MC_TORCH_FORMAT_CURRENT, "2.7": _ffi.MC_TORCH_FORMAT_2_7}
 # The folders save reads and load writes by default, in save's order.
 SAVE_TIERS = (("inductor", "torch's cache dir"), ("triton_home", "Triton's own cache"))
@@ -87,24 +88,31 @@ class BundleInfo:
 
 @dataclasses.dataclass(frozen=True)
 class LoadedArtifact:
-    """What load did with one artifact: action is "installed", "unchanged" (an identical
-    file was there) or "would-install" (dry run); dest is the full path."""
+    """What load did with one artifact: action is "installed" (no file was there),
+    "replaced" (a file that differed was), "unchanged" (an identical file was there), or
+    in a dry run "would-install" or "would-replace"; dest is the full path; executable:
+    the file is (or would be) made executable."""
     action: str
     type: str
     key: str
     size: int
     dest: str
+    executable: bool
 
 
 @dataclasses.dataclass(frozen=True)
 class LoadReport:
-    """What :func:`load` did. bytes counts what was (or would be) written."""
+    """What :func:`load` did: the artifacts installed where no file was, replaced (a file
+    that differed was there), unchanged (an identical file was there); in a dry run,
+    would_install and would_replace. bytes counts what was (or would be) written."""
     bundle: str
     dry_run: bool
     synced: bool
     installed: int
+    replaced: int
     unchanged: int
     would_install: int
+    would_replace: int
     bytes: int
     roots: Dict[str, Optional[str]]
     artifacts: List[LoadedArtifact]
@@ -487,16 +495,19 @@ def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, thresh
     done: List[LoadedArtifact] = []
 
     def on_artifact(ud, what, type_, key, dest, size):
+        i = ctypes.c_size_t()
+        s.lib.mc_bundle_find_artifact(b, type_, key, ctypes.byref(i))
         done.append(LoadedArtifact(ACTIONS.get(what, str(what)), _str(type_), _str(key), size,
-                                   s.full_dest(type_, dest)))
+                                   s.full_dest(type_, dest),
+                                   s.lib.mc_bundle_artifact_executable(b, i.value) == 1))
 
     flags = (_ffi.MC_LOAD_DRY_RUN if dry_run else 0) | (_ffi.MC_LOAD_SYNC if sync else 0)
     s.call(s.lib.mc_bundle_load, b, flags, s.callback(_ffi.ARTIFACT_FN, on_artifact), None)
     count = {a: sum(1 for d in done if d.action == a) for a in ACTIONS.values()}
     nbytes = sum(d.size for d in done if d.action != "unchanged")
     return LoadReport(os.fsdecode(_path(bundle)), bool(dry_run), bool(sync) and not dry_run,
-                      count["installed"], count["unchanged"], count["would-install"], nbytes,
-                      s.roots(), done)
+                      count["installed"], count["replaced"], count["unchanged"],
+                      count["would-install"], count["would-replace"], nbytes, s.roots(), done)
 
 
 def load(bundle: PathArg, trusted_keys: Keys, cache_dir: Optional[PathArg] = None,

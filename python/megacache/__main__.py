@@ -175,9 +175,11 @@ def cmd_load(a):
     if r.dry_run:
         for x in r.artifacts:
             _say("%-13s %-12s %s" % (x.action, x.type, x.dest))
-        _say("would install %d artifacts (%s)" % (r.would_install, _mb(r.bytes)))
+        _say("would install %d artifacts, replace %d (%s), %d already there"
+             % (r.would_install, r.would_replace, _mb(r.bytes), r.unchanged))
         return
-    _say("loaded %d artifacts (%s), %d already there" % (r.installed, _mb(r.bytes), r.unchanged))
+    _say("loaded %d artifacts, replaced %d (%s), %d already there"
+         % (r.installed, r.replaced, _mb(r.bytes), r.unchanged))
     used = sorted({x.dest for x in r.artifacts})
     for tier, root in r.roots.items():
         if root and any(d.startswith(root.rstrip("/") + "/") for d in used):
@@ -284,8 +286,8 @@ def cmd_run(a):
             for path, why in w.cold:
                 _say("megacache: going on cold without %s: %s" % (path, why), sys.stderr)
             for r in w.loaded:
-                _say("megacache: loaded %d artifacts from %s" % (r.installed + r.unchanged,
-                                                                r.bundle), sys.stderr)
+                n = r.installed + r.replaced + r.unchanged
+                _say("megacache: loaded %d artifacts from %s" % (n, r.bundle), sys.stderr)
             status = _run_child(cmd)
     except megacache.Error as e:
         if status is None or status == 0:

@@ -22,6 +22,7 @@ ENV_LIBRARY = "MEGACACHE_LIBRARY"
 # Status codes and flags of megacache.h.
 MC_OK = 0
 MC_LOAD_INSTALLED, MC_LOAD_UNCHANGED, MC_LOAD_PLANNED = 0, 1, 2
+MC_LOAD_REPLACED, MC_LOAD_WOULD_REPLACE = 3, 4
 MC_LOAD_DRY_RUN, MC_LOAD_SYNC = 0x1, 0x2
 MC_SCAN_RECORDED, MC_SCAN_SKIPPED = 0, 1
 MC_DIFF_ADDED, MC_DIFF_REMOVED, MC_DIFF_CHANGED = 0, 1, 2
@@ -149,6 +150,8 @@ _SIGNATURES = [
     ("mc_bundle_artifact", [c_handle, c_size_t, POINTER(c_char_p), POINTER(c_char_p),
                             POINTER(c_uint64), POINTER(c_char_p)], c_int, _check_handle),
     ("mc_bundle_artifact_executable", [c_handle, c_size_t], c_int, _check_handle),
+    ("mc_bundle_find_artifact", [c_handle, c_char_p, c_char_p, POINTER(c_size_t)], c_int,
+     _check_handle),
     ("mc_bundle_select_type", [c_handle, c_char_p], c_int, _check_handle),
     ("mc_bundle_load", [c_handle, c_uint, ARTIFACT_FN, c_void_p], c_int, _check_handle),
     ("mc_bundle_export_torch_memory", [c_handle, c_int, POINTER(c_void_p), POINTER(c_size_t),

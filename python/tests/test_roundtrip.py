@@ -122,3 +122,30 @@ def test_progress_reaches_the_callback(tmp_path, bundle, cuda_cache, keys):
     assert seen and all(0 <= d <= t for _, d, t in seen)
     last = [s for s in seen if s[0] == seen[-1][0]][-1]
     assert last[1] == last[2] > 0
+
+
+def test_load_tells_replaced_from_installed_and_unchanged(tmp_path, bundle, keys):
+    d = tmp_path / "d"
+    full = megacache.load(bundle, keys.pub, cache_dir=d, triton_dir=tmp_path / "t")
+    files = sorted(full.artifacts, key=lambda a: a.dest)
+    stale, same = files[0], files[1]
+    for a in files[2:]:
+        os.remove(a.dest)
+    with open(stale.dest, "wb") as f:
+        f.write(b"stale")
+    dry = megacache.load(bundle, keys.pub, cache_dir=d, triton_dir=tmp_path / "t", dry_run=True)
+    acts = {a.dest: a.action for a in dry.artifacts}
+    assert acts[stale.dest] == "would-replace" and acts[same.dest] == "unchanged"
+    assert (dry.would_install, dry.would_replace, dry.unchanged) == (len(files) - 2, 1, 1)
+    assert pathlib.Path(stale.dest).read_bytes() == b"stale"
+    j = tool_json("load", str(bundle), "-p", keys.pub, "--cache-dir", str(d),
+                  "--triton-dir", str(tmp_path / "t"), "--dry-run")
+    assert (j["would_install"], j["would_replace"], j["unchanged"]) == (len(files) - 2, 1, 1)
+    r = megacache.load(bundle, keys.pub, cache_dir=d, triton_dir=tmp_path / "t")
+    acts = {a.dest: a.action for a in r.artifacts}
+    assert acts[stale.dest] == "replaced" and acts[same.dest] == "unchanged"
+    assert (r.installed, r.replaced, r.unchanged) == (len(files) - 2, 1, 1)
+    assert r.bytes == sum(a.size for a in files) - same.size
+    assert pathlib.Path(stale.dest).stat().st_size == stale.size
+    listed = {(a["type"], a["key"]): a["executable"] for a in tool_json("list", str(bundle))["artifacts"]}
+    assert {(a.type, a.key): a.executable for a in r.artifacts} == listed

@@ -69,7 +69,7 @@ src_sum "$T/cache_mlp_cold" > "$T/mix.want"
 tree_sum "$T/mix-out" > "$T/mix.got"
 check "a real cache dir and 4,000 artifacts installed byte for byte" cmp -s "$T/mix.want" "$T/mix.got"
 n=$(find "$T/cache_mlp_cold" -type f | wc -l)
-run 0 "0 files installed (0 B), $n already there" load "$T/mix.mcache" -p "$T/k.pub" \
+run 0 "0 files installed, 0 replaced, $n already there (0 B written)" load "$T/mix.mcache" -p "$T/k.pub" \
 	--cache-dir "$T/mix-out"
 set -- "$T"/mix-out/triton/0/*/
 gone=$(($(find "$1" -type f | wc -l) + $(ls "$2"/*.json | wc -l)))

@@ -85,9 +85,9 @@ import json, sys
 for a in sorted(json.load(open(sys.argv[1]))["artifacts"], key=lambda a: a["key"]):
     print(a["key"].split("/")[-1], a["action"], json.dumps(a["executable"]))
 EOF
-printf '%s\n' "__triton_launcher.so unchanged true" "cuda_utils.so installed true" \
+printf '%s\n' "__triton_launcher.so unchanged true" "cuda_utils.so replaced true" \
 	"g.bin unchanged true" "k.json unchanged false" "s.bin unchanged true" \
-	"cxyz.py installed false" | sort > "$T/want"
+	"cxyz.py replaced false" | sort > "$T/want"
 sort "$T/acts" > "$T/got"
 cmp -s "$T/want" "$T/got" && ok || bad "load --json: $(tr '\n' ' ' < "$T/acts")"
 want "$T/want" 755 755 644

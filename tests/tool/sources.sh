@@ -36,7 +36,7 @@ run 1 "required" verify "$T/a.mcache" -p "$PUB" --require rank=1
 
 # list --explain: type, key, size, destination, and whether it is there already.
 rm "$T/r1/vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config"
-run 0 "1 to install, 9 already there" list "$T/a.mcache" --explain --cache-dir "$T/r1"
+run 0 "1 to install, 0 to replace, 9 already there" list "$T/a.mcache" --explain --cache-dir "$T/r1"
 grep -q "would install vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config" "$T/out" \
 	&& ok || bad "explain does not name the missing artifact"
 grep -q -- "-> $T/r1/fxgraph/ot/fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i/" "$T/out" \

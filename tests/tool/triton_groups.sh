@@ -74,12 +74,12 @@ j = json.load(open(sys.argv[1]))
 g = [a["action"] for a in j["artifacts"] if a["key"].endswith(sys.argv[2])]
 print(j["installed"], j["unchanged"], " ".join(g))' "$T/out" "$G")
 [ "$counts" = "0 8 unchanged" ] && ok || bad "second load: installed, unchanged, group file: $counts"
-run 0 "0 to install, 8 already there" list "$T/flat.mcache" --explain --triton-dir "$B"
+run 0 "0 to install, 0 to replace, 8 already there" list "$T/flat.mcache" --explain --triton-dir "$B"
 
 # A group file naming another folder (written by an older loader) is rewritten, alone.
 # shellcheck disable=SC2086
 json_dumps "/elsewhere/$H" $NAMES > "$B/$H/$G"
-run 0 "1 file installed" load "$T/flat.mcache" -p "$PUB" --triton-dir "$B"
+run 0 "0 files installed, 1 replaced, 7 already there" load "$T/flat.mcache" -p "$PUB" --triton-dir "$B"
 check "stale group file rewritten for b" cmp -s "$T/want" "$B/$H/$G"
 
 # Through --cache-dir: the kernel lands in <cache dir>/triton/0 and names it.

@@ -222,7 +222,7 @@ static void
 count_installed(void *ud, int what, const char *type, const char *key, const char *dest,
 		uint64_t size)
 {
-	*(int *)ud += what == MC_LOAD_INSTALLED;
+	*(int *)ud += what == MC_LOAD_INSTALLED || what == MC_LOAD_REPLACED;
 }
 
 /* Loads bundle into the triton_home root; *installed counts what was written. */
