@@ -24,6 +24,24 @@ verify_json(mc_ctx *ctx, mc_bundle *b, const char *path, int rc)
 	print_json(j);
 }
 
+/* The line of a bundle that verified, with its times in ISO 8601 (UTC). */
+static void
+verify_text(mc_bundle *b, const char *path)
+{
+	size_t nsigs = mc_bundle_signature_count(b);
+	char created[32], when[32], exp[48] = "";
+
+	iso_time(mc_bundle_created(b), created, sizeof created);
+	if (mc_bundle_expires(b) != 0) {
+		iso_time(mc_bundle_expires(b), when, sizeof when);
+		snprintf(exp, sizeof exp, ", expires %s", when);
+	}
+	say(stdout,
+	    "%s: OK (%zu artifacts, bundle version %" PRIu64 ", %zu signature%s, created %s%s)",
+	    path, mc_bundle_artifact_count(b), mc_bundle_version(b), nsigs, nsigs == 1 ? "" : "s",
+	    created, exp);
+}
+
 int
 cmd_verify(struct tool *t, int argc, char **argv)
 {
@@ -48,9 +66,7 @@ cmd_verify(struct tool *t, int argc, char **argv)
 		rc = t->json ? exit_code(rc) : fail(t->ctx, rc);
 	} else {
 		if (!t->json && !t->quiet)
-			say(stdout, "%s: OK (%zu artifacts, bundle version %" PRIu64 ", %zu signature%s)",
-			    shown_path(argv[optind]), mc_bundle_artifact_count(b), mc_bundle_version(b),
-			    mc_bundle_signature_count(b), mc_bundle_signature_count(b) == 1 ? "" : "s");
+			verify_text(b, shown_path(argv[optind]));
 		rc = 0;
 	}
 	mc_bundle_free(b);

@@ -44,6 +44,7 @@ extern const struct tool_cap tool_caps[TOOL_NCAPS];
 
 #define MAX_PUBKEYS 32
 #define MAX_REQUIRE 64
+#define MAX_SIGNERS 16
 
 /* The trust options of verify, load, export and merge. */
 struct trust {
@@ -120,6 +121,8 @@ void print_json(cJSON *j);
 
 /* options.c */
 int parse_u64(const char *s, uint64_t *v);
+int parse_time(const char *s, int64_t now, int64_t *v);
+void iso_time(int64_t t, char *buf, size_t len);
 void tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spec,
 		void *opts);
 
@@ -130,8 +133,6 @@ int open_bundle(struct tool *t, const char *path, mc_bundle **b);
 int open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
 void free_keys(mc_pubkey **keys, size_t n);
 int select_types(mc_bundle *b, const char *types);
-
-#define MAX_SIGNERS 16
 
 /* The secret keys (-s) that pack and merge sign with. */
 struct signers {
