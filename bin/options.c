@@ -298,4 +298,8 @@ tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spe
 		if (spec == NULL || !spec->take(t, opts, c, optarg))
 			usage_error("%s: unexpected option%s", t->name, "");
 	}
+	/* Never met, whatever the bundle: said before it is read. */
+	if ((t->flags & TOOL_TRUST) && t->trust.threshold > t->trust.npubs)
+		usage_error("--threshold %u needs at least %u trusted keys; %zu given with -p",
+			    t->trust.threshold, t->trust.threshold, t->trust.npubs);
 }
