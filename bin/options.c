@@ -179,7 +179,11 @@ common_opt(struct tool *t, int c, char *arg)
 		t->quiet = 1;
 		return 1;
 	case OPT_PASSWORD_FILE:
-		t->password_file = arg;
+		if (t->npassword_files == MAX_SIGNERS)
+			usage_error("too many --password-file (at most %s)", "16");
+		if (t->password_file == NULL)
+			t->password_file = arg;
+		t->password_files[t->npassword_files++] = arg;
 		return 1;
 	case OPT_THREADS:
 		if (parse_u64(arg, &n) != 0 || n > 1024)

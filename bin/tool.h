@@ -70,7 +70,11 @@ struct tool {
 	unsigned flags;   /* its TOOL_* */
 	int quiet;
 	unsigned threads; /* --threads (0: one per CPU) */
-	const char *password_file;
+	const char *password_file; /* the first --password-file (keygen, sign) */
+	/* Every --password-file, in order: read_password() takes the next for each key
+	 * that asks (the first file for the first encrypted -s key, ...), then the terminal. */
+	const char *password_files[MAX_SIGNERS];
+	size_t npassword_files, password_next;
 	uint64_t caps[TOOL_NCAPS]; /* given with --max-* where caps_set */
 	int caps_set[TOOL_NCAPS];
 	const char *cache_dir, *triton_dir; /* TOOL_TIERS */
