@@ -1,5 +1,5 @@
 /* cmd_diff.c - diff: the artifacts added, removed and changed from bundle A to bundle B,
- * per type. */
+ * per type; exit status 0 when there are none, 1 when there are, 2 on an error. */
 #include "config.h"
 
 #include <string.h>
@@ -104,12 +104,16 @@ cmd_diff(struct tool *t, int argc, char **argv)
 			d.lists[k] = cJSON_CreateArray();
 		rc = mc_bundle_diff(a, b, on_diff, &d);
 	}
-	if (rc != MC_OK)
+	if (rc != MC_OK) {
 		rc = fail(t->ctx, rc);
-	else if (d.json)
-		diff_json(&d, argv[optind], argv[optind + 1]);
-	else if (!t->quiet)
-		diff_text(&d);
+	} else {
+		if (d.json)
+			diff_json(&d, argv[optind], argv[optind + 1]);
+		else if (!t->quiet)
+			diff_text(&d);
+		/* As diff(1): 1 when they differ. */
+		rc = d.total[0] + d.total[1] + d.total[2] > 0 ? 1 : 0;
+	}
 	for (k = 0; k < 3; k++)
 		cJSON_Delete(d.lists[k]);
 	mc_bundle_free(a);

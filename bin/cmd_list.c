@@ -129,14 +129,17 @@ static int
 list_text(mc_bundle *b, const char *path)
 {
 	size_t i, n = mc_bundle_artifact_count(b);
-	char hb[32], exp[48] = "";
+	char hb[32], created[32], exp[48] = "";
 	int rc;
 
 	say(stdout, "bundle %s (format %d, not verified)", path, MC_FORMAT_VERSION);
-	if (mc_bundle_expires(b) != 0)
-		snprintf(exp, sizeof exp, ", expires %" PRId64, mc_bundle_expires(b));
-	say(stdout, "created %" PRId64 ", bundle version %" PRIu64 "%s", mc_bundle_created(b),
-	    mc_bundle_version(b), exp);
+	if (mc_bundle_expires(b) != 0) {
+		iso_time(mc_bundle_expires(b), hb, sizeof hb);
+		snprintf(exp, sizeof exp, ", expires %s", hb);
+	}
+	iso_time(mc_bundle_created(b), created, sizeof created);
+	say(stdout, "created %s, bundle version %" PRIu64 "%s", created, mc_bundle_version(b),
+	    exp);
 	for (i = 0; i < mc_bundle_label_count(b); i++) {
 		const char *k, *v;
 		if (mc_bundle_label(b, i, &k, &v) == MC_OK)

@@ -116,6 +116,22 @@ pack_report(const struct tool *t, mc_writer *w, const struct pack_opts *o,
 	}
 }
 
+/* Nothing to pack: one line, and with --json an object saying so. Returns the exit status. */
+static int
+no_artifacts(const struct tool *t)
+{
+	static const char msg[] = "no artifacts found in the sources; nothing written";
+
+	say(stderr, "%s: %s", PROG, msg);
+	if (t->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "error", "no_artifacts");
+		cJSON_AddStringToObject(j, "message", msg);
+		print_json(j);
+	}
+	return EXIT_USAGE;
+}
+
 /* Checks the operands and that there is something to pack. */
 static void
 pack_check(const struct pack_opts *o, int argc, char **argv)
@@ -155,8 +171,7 @@ cmd_pack(struct tool *t, int argc, char **argv)
 	if (rc == MC_OK && !t->quiet)
 		warn_triton(t, &o);
 	if (rc == MC_OK && mc_writer_artifact_count(w) == 0) {
-		say(stderr, "%s: no artifacts found in the sources; nothing written", PROG);
-		rc = EXIT_USAGE;
+		rc = no_artifacts(t);
 	} else {
 		if (rc == MC_OK)
 			rc = out_fd >= 0 ? mc_writer_save_fd(w, out_fd, o.out) : mc_writer_save(w, o.out);

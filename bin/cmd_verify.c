@@ -60,24 +60,33 @@ signers_text(const struct tool *t, mc_bundle *b, mc_pubkey **keys, int want, cha
 		snprintf(buf + strlen(buf), len - strlen(buf), ")");
 }
 
-/* The line of a verify that succeeded. With --insecure-no-verify no signature was
- * checked, and it says so. */
+/* The line of a verify that succeeded, with the bundle's times in ISO 8601 (UTC). With
+ * --insecure-no-verify no signature was checked, and it says so. */
 static void
 verify_ok(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *path)
 {
-	char good[512], other[512];
+	char good[512], other[512], created[32], when[32], times[96];
 	size_t nsigs = mc_bundle_signature_count(b);
+	int none;
 
 	signers_text(t, b, keys, 1, good, sizeof good);
 	signers_text(t, b, keys, 0, other, sizeof other);
+	none = strncmp(other, "0 ", 2) == 0;
+	iso_time(mc_bundle_created(b), created, sizeof created);
+	snprintf(times, sizeof times, ", created %s", created);
+	if (mc_bundle_expires(b) != 0) {
+		iso_time(mc_bundle_expires(b), when, sizeof when);
+		snprintf(times + strlen(times), sizeof times - strlen(times), ", expires %s", when);
+	}
 	if (t->trust.insecure)
 		say(stdout, "%s: OK (%zu artifacts, bundle version %" PRIu64 ", %zu signature%s "
-		    "not checked: --insecure-no-verify)", shown_path(path),
-		    mc_bundle_artifact_count(b), mc_bundle_version(b), nsigs, nsigs == 1 ? "" : "s");
+		    "not checked: --insecure-no-verify%s)", shown_path(path),
+		    mc_bundle_artifact_count(b), mc_bundle_version(b), nsigs, nsigs == 1 ? "" : "s",
+		    times);
 	else
-		say(stdout, "%s: OK (%zu artifacts, bundle version %" PRIu64 ", %s%s%s)",
+		say(stdout, "%s: OK (%zu artifacts, bundle version %" PRIu64 ", %s%s%s%s)",
 		    shown_path(path), mc_bundle_artifact_count(b), mc_bundle_version(b), good,
-		    strncmp(other, "0 ", 2) == 0 ? "" : ", ", strncmp(other, "0 ", 2) == 0 ? "" : other);
+		    none ? "" : ", ", none ? "" : other, times);
 }
 
 /* verify --json: the outcome rc of checking the bundle at path, b where it opened. */

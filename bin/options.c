@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tool.h"
 
@@ -58,6 +59,93 @@ parse_u64(const char *s, uint64_t *v)
 	return 0;
 }
 
+/* n digits of s as a number; -1 for anything that is not a digit. */
+static int
+digits(const char *s, size_t n)
+{
+	int v = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v;
+}
+
+/* 2026-12-01 or 2026-12-01T12:00:00Z (UTC), a real day and time of one. */
+static int
+parse_iso(const char *s, int64_t *v)
+{
+	size_t len = strlen(s);
+	int f[6] = {0, 0, 0, 0, 0, 0};
+	struct tm tm;
+	time_t t;
+
+	if ((len != 10 && len != 20) || s[4] != '-' || s[7] != '-' ||
+	    (len == 20 && (s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != 'Z')))
+		return -1;
+	f[0] = digits(s, 4), f[1] = digits(s + 5, 2), f[2] = digits(s + 8, 2);
+	if (len == 20)
+		f[3] = digits(s + 11, 2), f[4] = digits(s + 14, 2), f[5] = digits(s + 17, 2);
+	memset(&tm, 0, sizeof tm);
+	tm.tm_year = f[0] - 1900, tm.tm_mon = f[1] - 1, tm.tm_mday = f[2];
+	tm.tm_hour = f[3], tm.tm_min = f[4], tm.tm_sec = f[5];
+	if (f[0] < 1970 || f[1] < 1 || f[2] < 1 || f[3] < 0 || f[4] < 0 || f[5] < 0 ||
+	    (t = timegm(&tm)) == (time_t)-1)
+		return -1;
+	/* timegm() carries a day 31 of a 30-day month into the next: refused. */
+	if (tm.tm_year != f[0] - 1900 || tm.tm_mon != f[1] - 1 || tm.tm_mday != f[2] ||
+	    tm.tm_hour != f[3] || tm.tm_min != f[4] || tm.tm_sec != f[5])
+		return -1;
+	*v = (int64_t)t;
+	return 0;
+}
+
+/* A time as --expires and --now take it: a Unix time; an ISO 8601 date or time in UTC
+ * (2026-12-01, 2026-12-01T12:00:00Z); or +N with d, h, m or s: that many days, hours,
+ * minutes or seconds after now. Returns 0, or -1 for anything else. */
+int
+parse_time(const char *s, int64_t now, int64_t *v)
+{
+	static const char units[] = "dhms";
+	static const uint64_t secs[] = {86400, 3600, 60, 1};
+	size_t len = strlen(s);
+	char num[24];
+	const char *u;
+	uint64_t n;
+
+	if (s[0] == '+') {
+		if (len < 3 || len - 2 >= sizeof num || (u = strchr(units, s[len - 1])) == NULL)
+			return -1;
+		memcpy(num, s + 1, len - 2);
+		num[len - 2] = '\0';
+		if (parse_u64(num, &n) != 0 || now < 0 ||
+		    n > (uint64_t)(INT64_MAX - now) / secs[u - units])
+			return -1;
+		*v = now + (int64_t)(n * secs[u - units]);
+		return 0;
+	}
+	if (strchr(s, '-') != NULL)
+		return parse_iso(s, v);
+	if (parse_u64(s, &n) != 0 || n > INT64_MAX)
+		return -1;
+	*v = (int64_t)n;
+	return 0;
+}
+
+/* t as ISO 8601 in UTC (2026-12-01T00:00:00Z), as list and verify print times. */
+void
+iso_time(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (gmtime_r(&tt, &tm) == NULL || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, len, "%lld", (long long)t);
+}
+
 /* getopt_long with its complaints printed by say(): getopt's own print the argument
  * raw, and an argument can hold whatever a file name holds. */
 static int
@@ -91,7 +179,11 @@ common_opt(struct tool *t, int c, char *arg)
 		t->quiet = 1;
 		return 1;
 	case OPT_PASSWORD_FILE:
-		t->password_file = arg;
+		if (t->npassword_files == MAX_SIGNERS)
+			usage_error("too many --password-file (at most %s)", "16");
+		if (t->password_file == NULL)
+			t->password_file = arg;
+		t->password_files[t->npassword_files++] = arg;
 		return 1;
 	case OPT_THREADS:
 		if (parse_u64(arg, &n) != 0 || n > 1024)
@@ -143,9 +235,9 @@ trust_opt(struct trust *tr, int c, char *arg)
 		tr->require[tr->nrequire++] = arg;
 		return 1;
 	case OPT_NOW:
-		if (parse_u64(arg, &v) != 0 || v > INT64_MAX)
-			usage_error("--now takes a Unix time, not '%s'", arg);
-		tr->now = (int64_t)v;
+		if (parse_time(arg, (int64_t)time(NULL), &tr->now) != 0)
+			usage_error("--now takes a Unix time, an ISO 8601 UTC time (2026-12-01, "
+				    "2026-12-01T12:00:00Z) or +N[dhms], not '%s'", arg);
 		tr->have_now = 1;
 		return 1;
 	default:
@@ -210,4 +302,8 @@ tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spe
 		if (spec == NULL || !spec->take(t, opts, c, optarg))
 			usage_error("%s: unexpected option%s", t->name, "");
 	}
+	/* Never met, whatever the bundle: said before it is read. */
+	if ((t->flags & TOOL_TRUST) && t->trust.threshold > t->trust.npubs)
+		usage_error("--threshold %u needs at least %u trusted keys; %zu given with -p",
+			    t->trust.threshold, t->trust.threshold, t->trust.npubs);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "tool.h"
 
@@ -29,6 +30,25 @@ add_env_label(struct record_opts *o, const char *var)
 	o->owned[o->nlabels++] = 1;
 }
 
+/* --expires: a time after now (parse_time's forms). */
+static void
+expires_opt(struct record_opts *o, const char *arg)
+{
+	int64_t now = (int64_t)time(NULL), e;
+	char when[32], at[32];
+
+	if (parse_time(arg, now, &e) != 0)
+		usage_error("--expires takes a Unix time, an ISO 8601 UTC time (2026-12-01, "
+			    "2026-12-01T12:00:00Z) or +N[dhms] from now, not '%s'", arg);
+	if (e <= now) {
+		iso_time(e, when, sizeof when);
+		iso_time(now, at, sizeof at);
+		usage_error("--expires %s is not in the future: it is %s, and now is %s", arg, when,
+			    at);
+	}
+	o->expires = (uint64_t)e;
+}
+
 /* The options that take a number. */
 static int
 number_opt(struct record_opts *o, int c, const char *arg)
@@ -39,8 +59,7 @@ number_opt(struct record_opts *o, int c, const char *arg)
 			usage_error("--bundle-version takes a whole number, not '%s'", arg);
 		return 1;
 	case OPT_EXPIRES:
-		if (parse_u64(arg, &o->expires) != 0 || o->expires == 0)
-			usage_error("--expires takes a Unix time, not '%s'", arg);
+		expires_opt(o, arg);
 		return 1;
 	case OPT_LEVEL:
 		if (parse_u64(arg, &o->level) != 0 || o->level < 1 || o->level > 19)

@@ -58,12 +58,15 @@ tool_start(struct tool *t)
 	return 0;
 }
 
-/* The mc_password_fn of the tool (ud: struct tool): the first line of --password-file,
- * else asked on the terminal without echo. */
+/* The mc_password_fn of the tool (ud: struct tool): the first line of the next
+ * --password-file not yet read (one file per key that asks, in order), else asked on the
+ * terminal without echo. */
 int
 read_password(void *ud, const char *prompt, char *buf, size_t len)
 {
-	const char *file = ((const struct tool *)ud)->password_file;
+	struct tool *t = ud;
+	const char *file =
+		t->password_next < t->npassword_files ? t->password_files[t->password_next++] : NULL;
 	FILE *f;
 	struct termios old, noecho;
 	int tty_ok;

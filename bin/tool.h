@@ -45,6 +45,7 @@ extern const struct tool_cap tool_caps[TOOL_NCAPS];
 
 #define MAX_PUBKEYS 32
 #define MAX_REQUIRE 64
+#define MAX_SIGNERS 16
 
 /* The trust options of verify, load, export and merge. */
 struct trust {
@@ -70,7 +71,11 @@ struct tool {
 	unsigned flags;   /* its TOOL_* */
 	int quiet;
 	unsigned threads; /* --threads (0: one per CPU) */
-	const char *password_file;
+	const char *password_file; /* the first --password-file (keygen, sign) */
+	/* Every --password-file, in order: read_password() takes the next for each key
+	 * that asks (the first file for the first encrypted -s key, ...), then the terminal. */
+	const char *password_files[MAX_SIGNERS];
+	size_t npassword_files, password_next;
 	uint64_t caps[TOOL_NCAPS]; /* given with --max-* where caps_set */
 	int caps_set[TOOL_NCAPS];
 	const char *cache_dir, *triton_dir; /* TOOL_TIERS */
@@ -121,6 +126,8 @@ void print_json(cJSON *j);
 
 /* options.c */
 int parse_u64(const char *s, uint64_t *v);
+int parse_time(const char *s, int64_t now, int64_t *v);
+void iso_time(int64_t t, char *buf, size_t len);
 void tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spec,
 		void *opts);
 
@@ -131,8 +138,6 @@ int open_bundle(struct tool *t, const char *path, mc_bundle **b);
 int open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
 void free_keys(mc_pubkey **keys, size_t n);
 int select_types(mc_bundle *b, const char *types);
-
-#define MAX_SIGNERS 16
 
 /* The secret keys (-s) that pack and merge sign with. */
 struct signers {

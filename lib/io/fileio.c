@@ -301,10 +301,14 @@ mc__open_input(mc_ctx *ctx, const char *path, int *fd, struct stat *st)
 		return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
 	if ((rc = mc__check_input(ctx, *fd, path, st)) == MC_OK && S_ISFIFO(st->st_mode)) {
 		/* Opened without waiting, a FIFO whose writer is not there yet reads as empty:
-		 * open it again, waiting for the writer, and make sure it is the same one. */
+		 * open it again, waiting for the writer, and make sure it is the same one. The
+		 * first stays open meanwhile: a writer that came to it finds a reader, not a
+		 * broken pipe. */
 		struct stat again;
-		close(*fd);
-		if ((*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+		int first = *fd;
+		*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		close(first);
+		if (*fd < 0)
 			return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
 		if (fstat(*fd, &again) != 0 || again.st_dev != st->st_dev || again.st_ino != st->st_ino)
 			rc = mc__err(ctx, MC_ERR_IO, "%s: changed while being opened", path);

@@ -65,13 +65,16 @@ done
 run 1 "" merge -o "$T/m2.mcache" -p "$KEYS/other.pub" "$T/a.mcache"
 [ ! -e "$T/m2.mcache" ] && ok || bad "merge of unverified input wrote a bundle"
 
-# diff: added, removed, changed, per type.
-run 0 "3 added, 2 removed, 8 changed" diff "$T/a.mcache" "$T/b.mcache"
+# diff: added, removed, changed, per type; exit status 1 when they differ (as diff(1)).
+run 1 "" diff "$T/a.mcache" "$T/b.mcache"
+grep -qx "3 added, 2 removed, 8 changed" "$T/out" && ok || bad "diff total line missing"
 grep -qx "precompile   1 added, 0 removed, 0 changed" "$T/out" && ok || bad "per-type diff line missing"
 grep -q "^+ precompile" "$T/out" && ok || bad "added artifact not listed"
 run 0 "0 added, 0 removed, 0 changed" diff "$T/a.mcache" "$T/a.mcache"
-run 0 "" diff "$T/a.mcache" "$T/m.mcache" --json
+run 1 "" diff "$T/a.mcache" "$T/m.mcache" --json
 grep -Eq '"added":[[:space:]]*\[' "$T/out" && ok || bad "diff --json lacks lists"
+run 0 "" diff "$T/a.mcache" "$T/a.mcache" --json
+grep -Eq '"added":[[:space:]]*\[\]' "$T/out" && ok || bad "diff --json of a bundle with itself lists something"
 
 # A FIFO with no writer given as a key or a torch blob: refused at once (exit 2, "not
 # a regular file"), never a hang. timeout's 124 would show a hang.
