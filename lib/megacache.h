@@ -77,6 +77,15 @@ MC_API const char *mc_version(void);
 /* A fixed English description of a status code. Never NULL; static storage. */
 MC_API const char *mc_strerror(int status);
 
+/* A stable snake_case name of a status code, for programs to act on (the "error" of the
+ * tool's --json; the text of mc_strerror may change): "ok", "nomem", "invalid", "io",
+ * "not_bundle", "malformed" (truncated too), "manifest", "integrity",
+ * "untrusted_signature" (MC_ERR_NO_SIGNATURE), "bad_signature", "threshold", "expired",
+ * "rollback", "limit", "unknown_type", "bad_key", "conflict", "unsafe_destination",
+ * "keyfile", "password", "torch_format", "crypto", "exists", "label"; "unknown" for a
+ * code not listed. Never NULL; static storage. */
+MC_API const char *mc_status_code(int status);
+
 /* 1 when status means "this bundle must not be trusted" (signature, integrity,
  * structure, policy), 0 for usage, system and resource errors. */
 MC_API int mc_status_is_verification_failure(int status);

@@ -1,6 +1,6 @@
 /*
- * error.c - the library's version, status codes to text, and the error text kept on a
- * context.
+ * error.c - the library's version, status codes to text and to stable names, and the
+ * error text kept on a context.
  */
 #include "config.h"
 
@@ -45,6 +45,38 @@ mc_strerror(int status)
 	case MC_ERR_EXISTS: return "file exists";
 	case MC_ERR_LABEL: return "required label missing or different";
 	default: return "unknown error";
+	}
+}
+
+const char *
+mc_status_code(int status)
+{
+	switch (status) {
+	case MC_OK: return "ok";
+	case MC_ERR_NOMEM: return "nomem";
+	case MC_ERR_INVALID: return "invalid";
+	case MC_ERR_IO: return "io";
+	case MC_ERR_NOT_BUNDLE: return "not_bundle";
+	case MC_ERR_MALFORMED: return "malformed";
+	case MC_ERR_MANIFEST: return "manifest";
+	case MC_ERR_INTEGRITY: return "integrity";
+	case MC_ERR_NO_SIGNATURE: return "untrusted_signature";
+	case MC_ERR_BAD_SIGNATURE: return "bad_signature";
+	case MC_ERR_THRESHOLD: return "threshold";
+	case MC_ERR_EXPIRED: return "expired";
+	case MC_ERR_ROLLBACK: return "rollback";
+	case MC_ERR_LIMIT: return "limit";
+	case MC_ERR_UNKNOWN_TYPE: return "unknown_type";
+	case MC_ERR_BAD_KEY: return "bad_key";
+	case MC_ERR_CONFLICT: return "conflict";
+	case MC_ERR_UNSAFE_DEST: return "unsafe_destination";
+	case MC_ERR_KEYFILE: return "keyfile";
+	case MC_ERR_PASSWORD: return "password";
+	case MC_ERR_TORCH_FORMAT: return "torch_format";
+	case MC_ERR_CRYPTO: return "crypto";
+	case MC_ERR_EXISTS: return "exists";
+	case MC_ERR_LABEL: return "label";
+	default: return "unknown";
 	}
 }
 
