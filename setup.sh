@@ -12,7 +12,7 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	libarchive-dev libsodium-dev libcjson-dev libzstd-dev check minisign valgrind strace python3 \
-	python3-pytest python3-pytest-forked python3-venv \
+	python3-pytest python3-pytest-forked python3-venv python3-jsonschema \
 	clang libclang-rt-14-dev buildah mmdebstrap >/dev/null
 autoreconf -fi
 ./configure --enable-werror

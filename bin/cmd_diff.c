@@ -51,11 +51,12 @@ static void
 diff_json(struct diff_report *d, const char *a, const char *b)
 {
 	static const char *const names[] = {"added", "removed", "changed"};
-	cJSON *j = cJSON_CreateObject(), *types;
+	cJSON *j = json_object(), *types;
 	size_t i, k;
 
 	cJSON_AddStringToObject(j, "a", a);
 	cJSON_AddStringToObject(j, "b", b);
+	cJSON_AddBoolToObject(j, "same", d->total[0] + d->total[1] + d->total[2] == 0);
 	types = cJSON_AddObjectToObject(j, "types");
 	for (i = 0; i < d->ntypes; i++) {
 		cJSON *ty = cJSON_AddObjectToObject(types, d->types[i].type);

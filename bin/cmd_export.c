@@ -38,6 +38,29 @@ export_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec export_spec = {"", export_long, export_opt};
 
+/* export --json: the bundle at path exported, b with its artifacts, left those the
+ * format does not hold. */
+static void
+export_json(const struct tool *t, const struct export_opts *o, const char *path, mc_bundle *b,
+	    const struct load_report *left)
+{
+	cJSON *j = json_object(), *types;
+	size_t i, n = 0;
+
+	cJSON_AddStringToObject(j, "bundle", path);
+	cJSON_AddStringToObject(j, "output", o->out);
+	cJSON_AddStringToObject(j, "torch_format",
+				o->format == MC_TORCH_FORMAT_2_7 ? "2.7" : "current");
+	cJSON_AddBoolToObject(j, "signatures_checked", !t->trust.insecure);
+	types = cJSON_AddObjectToObject(j, "left_out");
+	for (i = 0; i < left->nsums; i++) {
+		cJSON_AddNumberToObject(types, left->sums[i].type, (double)left->sums[i].count);
+		n += left->sums[i].count;
+	}
+	cJSON_AddNumberToObject(j, "artifact_count", (double)(mc_bundle_artifact_count(b) - n));
+	print_json(j);
+}
+
 static void
 export_report(const struct tool *t, const struct export_opts *o, const char *path,
 	      const struct load_report *left)
@@ -112,7 +135,9 @@ cmd_export(struct tool *t, int argc, char **argv)
 		rc = export_stdout(t, b, &o, out_fd, &left);
 	else if ((rc = mc_bundle_export_torch_as(b, o.out, o.format, on_artifact, &left)) != MC_OK)
 		rc = fail(t->ctx, rc);
-	if (rc == 0 && !t->quiet)
+	if (rc == 0 && t->json)
+		export_json(t, &o, argv[optind], b, &left);
+	else if (rc == 0 && !t->quiet)
 		export_report(t, &o, shown_path(argv[optind]), &left);
 	mc_bundle_free(b);
 	free_keys(keys, t->trust.npubs);

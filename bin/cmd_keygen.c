@@ -39,14 +39,36 @@ new_password(struct tool *t, char *pw1, char *pw2, size_t len)
 		return EXIT_USAGE;
 	if (t->password_file == NULL &&
 	    (read_password(t, "Password (again): ", pw2, len) != MC_OK || strcmp(pw1, pw2) != 0)) {
+		json_error("password");
 		say(stderr, "%s: the passwords differ", PROG);
 		return EXIT_USAGE;
 	}
 	if (pw1[0] == '\0') {
+		json_error("password");
 		say(stderr, "%s: empty password; use -W for an unencrypted key", PROG);
 		return EXIT_USAGE;
 	}
 	return 0;
+}
+
+/* The line, or with --json the object, of a key pair made. */
+static void
+keygen_report(const struct tool *t, const struct keygen_opts *o, const mc_pubkey *pk)
+{
+	cJSON *j;
+
+	if (!t->json) {
+		if (!t->quiet)
+			say(stdout, "key %s: public key in %s, secret key in %s", mc_pubkey_id(pk),
+			    o->pub, o->sec);
+		return;
+	}
+	j = json_object();
+	cJSON_AddStringToObject(j, "key_id", mc_pubkey_id(pk));
+	cJSON_AddStringToObject(j, "public_key", o->pub);
+	cJSON_AddStringToObject(j, "secret_key", o->sec);
+	cJSON_AddBoolToObject(j, "encrypted", !o->unencrypted);
+	print_json(j);
 }
 
 int
@@ -73,9 +95,8 @@ cmd_keygen(struct tool *t, int argc, char **argv)
 				     o.force);
 	explicit_bzero(pw1, sizeof pw1);
 	explicit_bzero(pw2, sizeof pw2);
-	if (rc == MC_OK && !t->quiet)
-		say(stdout, "key %s: public key in %s, secret key in %s", mc_pubkey_id(pk), o.pub,
-		    o.sec);
+	if (rc == MC_OK)
+		keygen_report(t, &o, pk);
 	mc_seckey_free(sk);
 	mc_pubkey_free(pk);
 	return rc == MC_OK ? 0 : fail(t->ctx, rc);

@@ -50,12 +50,13 @@ explain(struct tool *t, mc_bundle *b, const char *path)
 		return fail(t->ctx, rc);
 	}
 	if (t->json) {
-		cJSON *j = cJSON_CreateObject();
+		cJSON *j = json_object();
 		cJSON_AddStringToObject(j, "bundle", path);
+		cJSON_AddBoolToObject(j, "explain", 1);
 		cJSON_AddBoolToObject(j, "signatures_checked", 0);
 		cJSON_AddNumberToObject(j, "would_install", (double)r.planned);
 		cJSON_AddNumberToObject(j, "would_replace", (double)r.planned_replace);
-		cJSON_AddNumberToObject(j, "already_there", (double)r.unchanged);
+		cJSON_AddNumberToObject(j, "unchanged", (double)r.unchanged);
 		cJSON_AddItemToObject(j, "artifacts", r.arts);
 		print_json(j);
 	} else if (!t->quiet) {
@@ -96,12 +97,12 @@ json_artifacts(mc_bundle *b, cJSON *arts)
 static int
 list_json(mc_bundle *b, const char *path)
 {
-	cJSON *j = cJSON_CreateObject(), *labels, *sigs;
+	cJSON *j = json_object(), *labels, *sigs;
 	size_t i;
 	int rc;
 
 	cJSON_AddStringToObject(j, "bundle", path);
-	cJSON_AddBoolToObject(j, "verified", 0);
+	cJSON_AddBoolToObject(j, "signatures_checked", 0);
 	cJSON_AddNumberToObject(j, "format_version", MC_FORMAT_VERSION);
 	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
 	cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
@@ -113,9 +114,11 @@ list_json(mc_bundle *b, const char *path)
 		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
 			cJSON_AddStringToObject(labels, k, v);
 	}
-	sigs = cJSON_AddArrayToObject(j, "signatures");
+	cJSON_AddNumberToObject(j, "signature_count", (double)mc_bundle_signature_count(b));
+	sigs = cJSON_AddArrayToObject(j, "signers");
 	for (i = 0; i < mc_bundle_signature_count(b); i++)
 		cJSON_AddItemToArray(sigs, cJSON_CreateString(mc_bundle_signature_key_id(b, i)));
+	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_bundle_artifact_count(b));
 	if ((rc = json_artifacts(b, cJSON_AddArrayToObject(j, "artifacts"))) != MC_OK) {
 		cJSON_Delete(j);
 		return rc;

@@ -113,7 +113,7 @@ static void
 load_json(const struct tool *t, struct load_report *r, const char *path, int sync)
 {
 	static const char *const tiers[] = {"inductor", "triton", "triton_home"};
-	cJSON *j = cJSON_CreateObject(), *sum, *roots;
+	cJSON *j = json_object(), *sum, *roots;
 	const char *root;
 	size_t i;
 
@@ -128,7 +128,7 @@ load_json(const struct tool *t, struct load_report *r, const char *path, int syn
 			cJSON_AddNullToObject(roots, tiers[i]);
 	cJSON_AddBoolToObject(j, "dry_run", r->dry);
 	cJSON_AddBoolToObject(j, "synced", sync && !r->dry);
-	cJSON_AddBoolToObject(j, "verified", !t->trust.insecure);
+	cJSON_AddBoolToObject(j, "signatures_checked", !t->trust.insecure);
 	cJSON_AddNumberToObject(j, "installed", (double)r->installed);
 	cJSON_AddNumberToObject(j, "replaced", (double)r->replaced);
 	cJSON_AddNumberToObject(j, "unchanged", (double)r->unchanged);

@@ -83,6 +83,7 @@ refuse_unsigned(const struct merge_opts *o)
 {
 	if (o->nsigned == 0 || o->signers.n > 0 || o->unsigned_ok)
 		return MC_OK;
+	json_error("unsigned_output");
 	say(stderr, "%s: %s is signed, and the merged bundle would not be: give -s SECFILE to "
 	    "sign it, or --unsigned to write it unsigned", PROG, shown_path(o->first_signed));
 	return EXIT_USAGE;
@@ -125,17 +126,40 @@ add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, si
 	return rc;
 }
 
+/* merge --json: the bundle written, with n artifacts, from the inputs. */
+static void
+merge_json(const struct merge_opts *o, size_t n, char **inputs, int ninputs, size_t conflicts)
+{
+	cJSON *j = json_object(), *in;
+	int i;
+
+	cJSON_AddStringToObject(j, "bundle", o->out);
+	in = cJSON_AddArrayToObject(j, "inputs");
+	for (i = 0; i < ninputs; i++)
+		cJSON_AddItemToArray(in, cJSON_CreateString(inputs[i]));
+	cJSON_AddNumberToObject(j, "artifact_count", (double)n);
+	cJSON_AddNumberToObject(j, "conflicts", (double)conflicts);
+	cJSON_AddNumberToObject(j, "bundle_version", (double)o->bver);
+	cJSON_AddNumberToObject(j, "signature_count", (double)o->signers.n);
+	cJSON_AddBoolToObject(j, "signed", o->signers.n > 0);
+	print_json(j);
+}
+
 /* The line that tells of a merge done: the artifacts counted in the bundle written. */
 static void
-merge_report(struct tool *t, const char *out, int ninputs, size_t conflicts)
+merge_report(struct tool *t, const struct merge_opts *o, char **inputs, int ninputs,
+	     size_t conflicts)
 {
+	const char *out = o->out;
 	mc_bundle *m = NULL;
 	size_t n = 0;
 
 	if (mc_bundle_open(t->ctx, out, &m) == MC_OK)
 		n = mc_bundle_artifact_count(m);
 	mc_bundle_free(m);
-	if (!t->quiet)
+	if (t->json)
+		merge_json(o, n, inputs, ninputs, conflicts);
+	if (!t->quiet && !t->json)
 		say(stdout, "merged %d bundles into %s: %zu artifacts, %zu conflict%s", ninputs, out, n,
 		    conflicts, conflicts == 1 ? "" : "s");
 }
@@ -184,7 +208,7 @@ cmd_merge(struct tool *t, int argc, char **argv)
 		if (o.signers.n == 0 && !t->quiet)
 			say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
 			    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
-		merge_report(t, o.out, argc - optind, conflicts.n);
+		merge_report(t, &o, argv + optind, argc - optind, conflicts.n);
 		rc = 0;
 	}
 	free_signers(&o.signers);

@@ -100,11 +100,11 @@ pack_report(const struct tool *t, mc_writer *w, const struct pack_opts *o,
 		say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
 		    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
 	if (t->json) {
-		cJSON *j = cJSON_CreateObject();
+		cJSON *j = json_object();
 		cJSON_AddStringToObject(j, "bundle", o->out);
-		cJSON_AddNumberToObject(j, "artifacts", (double)mc_writer_artifact_count(w));
+		cJSON_AddNumberToObject(j, "artifact_count", (double)mc_writer_artifact_count(w));
 		cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_total_bytes(w));
-		cJSON_AddNumberToObject(j, "signatures", (double)nsecs);
+		cJSON_AddNumberToObject(j, "signature_count", (double)nsecs);
 		cJSON_AddBoolToObject(j, "signed", nsecs > 0);
 		cJSON_AddNumberToObject(j, "skipped_files", (double)tally->skipped);
 		print_json(j);
@@ -116,19 +116,13 @@ pack_report(const struct tool *t, mc_writer *w, const struct pack_opts *o,
 	}
 }
 
-/* Nothing to pack: one line, and with --json an object saying so. Returns the exit status. */
+/* Nothing to pack: one line (with --json, the failure "no_artifacts"). Returns the exit
+ * status. */
 static int
-no_artifacts(const struct tool *t)
+no_artifacts(void)
 {
-	static const char msg[] = "no artifacts found in the sources; nothing written";
-
-	say(stderr, "%s: %s", PROG, msg);
-	if (t->json) {
-		cJSON *j = cJSON_CreateObject();
-		cJSON_AddStringToObject(j, "error", "no_artifacts");
-		cJSON_AddStringToObject(j, "message", msg);
-		print_json(j);
-	}
+	json_error("no_artifacts");
+	say(stderr, "%s: no artifacts found in the sources; nothing written", PROG);
 	return EXIT_USAGE;
 }
 
@@ -171,7 +165,7 @@ cmd_pack(struct tool *t, int argc, char **argv)
 	if (rc == MC_OK && !t->quiet)
 		warn_triton(t, &o);
 	if (rc == MC_OK && mc_writer_artifact_count(w) == 0) {
-		rc = no_artifacts(t);
+		rc = no_artifacts();
 	} else {
 		if (rc == MC_OK)
 			rc = out_fd >= 0 ? mc_writer_save_fd(w, out_fd, o.out) : mc_writer_save(w, o.out);

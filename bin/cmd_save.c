@@ -44,13 +44,13 @@ save_report(const struct tool *t, mc_writer *w, const struct save_opts *o,
 		say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
 		    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
 	if (t->json) {
-		cJSON *j = cJSON_CreateObject();
+		cJSON *j = json_object();
 		cJSON_AddStringToObject(j, "bundle", o->out);
 		cJSON_AddBoolToObject(j, "dry_run", o->dry);
 		cJSON_AddItemToObject(j, "folders", locations_json(loc));
-		cJSON_AddNumberToObject(j, "artifacts", (double)n);
+		cJSON_AddNumberToObject(j, "artifact_count", (double)n);
 		cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_total_bytes(w));
-		cJSON_AddNumberToObject(j, "signatures", (double)(o->dry ? 0 : nsecs));
+		cJSON_AddNumberToObject(j, "signature_count", (double)(o->dry ? 0 : nsecs));
 		cJSON_AddBoolToObject(j, "signed", !o->dry && nsecs > 0);
 		cJSON_AddNumberToObject(j, "skipped_files", (double)tally->skipped);
 		print_json(j);
@@ -68,10 +68,12 @@ save_report(const struct tool *t, mc_writer *w, const struct save_opts *o,
 		say_skipped(stdout, tally);
 }
 
-/* Nothing to save: one line naming the folders looked at. */
+/* Nothing to save: one line naming the folders looked at (with --json, the failure
+ * "no_artifacts"). */
 static int
 nothing(const struct location *loc)
 {
+	json_error("no_artifacts");
 	say(stderr, "%s: nothing to save: no artifacts in %s (%s) or %s (%s)", PROG, loc[0].path,
 	    loc[0].found ? "empty" : "not there", loc[1].path, loc[1].found ? "empty" : "not there");
 	return EXIT_USAGE;

@@ -26,6 +26,29 @@ sign_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec sign_spec = {"s:o:", sign_long, sign_opt};
 
+/* The line, or with --json the object, of a signature added: to the bundle at path
+ * (given as bundle), the signatures it now has counted. */
+static void
+sign_report(const struct tool *t, const char *bundle, const char *path, mc_seckey *sk)
+{
+	mc_bundle *b = NULL;
+	cJSON *j;
+
+	if (!t->json) {
+		if (!t->quiet)
+			say(stdout, "signed %s with key %s", path, mc_seckey_id(sk));
+		return;
+	}
+	j = json_object();
+	cJSON_AddStringToObject(j, "bundle", bundle);
+	cJSON_AddStringToObject(j, "output", path);
+	cJSON_AddStringToObject(j, "key_id", mc_seckey_id(sk));
+	if (mc_bundle_open(t->ctx, path, &b) == MC_OK)
+		cJSON_AddNumberToObject(j, "signature_count", (double)mc_bundle_signature_count(b));
+	mc_bundle_free(b);
+	print_json(j);
+}
+
 int
 cmd_sign(struct tool *t, int argc, char **argv)
 {
@@ -48,8 +71,7 @@ cmd_sign(struct tool *t, int argc, char **argv)
 	    (rc = mc_bundle_add_signature(b, sk, o.out ? o.out : path)) != MC_OK) {
 		rc = fail(t->ctx, rc);
 	} else {
-		if (!t->quiet)
-			say(stdout, "signed %s with key %s", o.out ? o.out : path, mc_seckey_id(sk));
+		sign_report(t, path, o.out ? o.out : path, sk);
 		rc = 0;
 	}
 	mc_bundle_free(b);

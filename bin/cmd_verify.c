@@ -89,25 +89,22 @@ verify_ok(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *path
 		    none ? "" : ", ", none ? "" : other, times);
 }
 
-/* verify --json: the outcome rc of checking the bundle at path, b where it opened. */
+/* verify --json: the bundle at path, verified. */
 static void
-verify_json(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *path, int rc)
+verify_json(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *path)
 {
-	mc_ctx *ctx = t->ctx;
-	cJSON *j = cJSON_CreateObject();
+	cJSON *j = json_object();
 
 	cJSON_AddStringToObject(j, "bundle", path);
-	cJSON_AddBoolToObject(j, "ok", rc == MC_OK);
-	if (rc != MC_OK) {
-		cJSON_AddStringToObject(j, "error", mc_strerror(rc));
-		cJSON_AddStringToObject(j, "message", mc_ctx_error(ctx));
-	} else {
-		cJSON_AddNumberToObject(j, "artifacts", (double)mc_bundle_artifact_count(b));
-		cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
-		cJSON_AddBoolToObject(j, "signatures_checked", !t->trust.insecure);
-		cJSON_AddItemToObject(j, "trusted_signers", signers_json(t, b, keys, 1));
-		cJSON_AddItemToObject(j, "untrusted_signers", signers_json(t, b, keys, 0));
-	}
+	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_bundle_artifact_count(b));
+	cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
+	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
+	if (mc_bundle_expires(b) != 0)
+		cJSON_AddNumberToObject(j, "expires", (double)mc_bundle_expires(b));
+	cJSON_AddBoolToObject(j, "signatures_checked", !t->trust.insecure);
+	cJSON_AddNumberToObject(j, "signature_count", (double)mc_bundle_signature_count(b));
+	cJSON_AddItemToObject(j, "trusted_signers", signers_json(t, b, keys, 1));
+	cJSON_AddItemToObject(j, "untrusted_signers", signers_json(t, b, keys, 0));
 	print_json(j);
 }
 
@@ -129,12 +126,12 @@ cmd_verify(struct tool *t, int argc, char **argv)
 	rc = open_trusted(t, argv[optind], &b, keys);
 	if (rc == MC_OK)
 		rc = mc_bundle_verify(b);
-	if (t->json)
-		verify_json(t, b, keys, argv[optind], rc);
 	if (rc != MC_OK) {
-		rc = t->json ? exit_code(rc) : fail(t->ctx, rc);
+		rc = fail(t->ctx, rc);
 	} else {
-		if (!t->json && !t->quiet)
+		if (t->json)
+			verify_json(t, b, keys, argv[optind]);
+		else if (!t->quiet)
 			verify_ok(t, b, keys, argv[optind]);
 		rc = 0;
 	}

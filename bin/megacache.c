@@ -116,18 +116,31 @@ static const struct command {
 	tool_cmd_fn *fn;
 	unsigned flags;
 } commands[] = {
-	{"keygen", cmd_keygen, 0},
+	{"keygen", cmd_keygen, TOOL_JSON},
 	{"pack", cmd_pack, TOOL_JSON},
-	{"sign", cmd_sign, 0},
+	{"sign", cmd_sign, TOOL_JSON},
 	{"verify", cmd_verify, TOOL_TRUST | TOOL_JSON},
 	{"list", cmd_list, TOOL_TIERS | TOOL_JSON},
 	{"load", cmd_load, TOOL_TRUST | TOOL_TIERS | TOOL_JSON},
-	{"export", cmd_export, TOOL_TRUST},
-	{"merge", cmd_merge, TOOL_TRUST},
+	{"export", cmd_export, TOOL_TRUST | TOOL_JSON},
+	{"merge", cmd_merge, TOOL_TRUST | TOOL_JSON},
 	{"diff", cmd_diff, TOOL_JSON},
 	{"save", cmd_save, TOOL_TIERS | TOOL_JSON},
 	{"run", cmd_run, TOOL_TRUST | TOOL_TIERS},
 };
+
+/* Whether --json is among the options of cmd (before a "--"), seen before they are
+ * parsed so that a usage error is told in JSON too. */
+static int
+wants_json(const struct command *cmd, int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; (cmd->flags & TOOL_JSON) && i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--json") == 0)
+			return 1;
+	return 0;
+}
 
 /* Runs cmd on argv (argv[0] its name), with its own option state, and frees what it set up. */
 static int
@@ -143,9 +156,11 @@ run_command(const struct command *cmd, int argc, char **argv)
 	/* The name getopt's complaints start with (options.c). */
 	snprintf(name, sizeof name, "megacache %s", cmd->name);
 	argv[0] = name;
+	if (wants_json(cmd, argc, argv))
+		json_begin(cmd->name);
 	rc = cmd->fn(&t, argc, argv);
 	mc_ctx_free(t.ctx);
-	return rc;
+	return json_finish(rc);
 }
 
 int

@@ -1,5 +1,6 @@
-/* output.c - how the tool prints: every line through one escaping function, JSON,
- * sizes for people, usage errors, and the exit status for a library error. */
+/* output.c - how the tool prints: every line through one escaping function, JSON (the
+ * object of each run with --json, success or failure: doc/json-schema.json), sizes for
+ * people, usage errors, and the exit status for a library error. */
 #include "config.h"
 
 #include <errno.h>
@@ -12,6 +13,15 @@
 #include <unistd.h>
 
 #include "tool.h"
+
+/* With --json: the command, whether its object went out, and the failure it reports
+ * when none did (the error code, and the first error line said). */
+static struct {
+	const char *command; /* NULL: no --json */
+	int printed;
+	const char *code;
+	char message[1024];
+} js;
 
 /* Writes s escaped (mc_escape with flags), then a line end. */
 static void
@@ -31,6 +41,7 @@ put_escaped(FILE *f, const char *s, unsigned flags)
  * bundle, a file name or an argument carries is escaped (mc_escape) on its way to a
  * terminal or a log: a key cannot move the cursor, set a title or forge a line. */
 static void vsay(FILE *f, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+static void json_note(const char *line);
 
 static void
 vsay(FILE *f, const char *fmt, va_list ap)
@@ -50,6 +61,8 @@ vsay(FILE *f, const char *fmt, va_list ap)
 		vsnprintf(line, (size_t)n + 1, fmt, ap);
 	}
 	put_escaped(f, line, 0);
+	if (f == stderr)
+		json_note(line);
 	if (line != small)
 		free(line);
 }
@@ -64,12 +77,82 @@ say(FILE *f, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The close of every usage error. */
+/* An error line said on standard error, the message of a --json failure when it is the
+ * first: one of the tool's own ("megacache...: "), not a warning or a conflict merged. */
+static void
+json_note(const char *line)
+{
+	if (js.command == NULL || js.message[0] != '\0' || strncmp(line, PROG, strlen(PROG)) != 0 ||
+	    strstr(line, ": warning: ") != NULL || strstr(line, ": conflict: ") != NULL)
+		return;
+	snprintf(js.message, sizeof js.message, "%s", line);
+}
+
+/* --json is given to command: from here on the run ends with one object on standard
+ * output, its report or its failure (json_finish). */
+void
+json_begin(const char *command)
+{
+	memset(&js, 0, sizeof js);
+	js.command = command;
+}
+
+/* The code of the failure a --json run reports, unless one is set already: a name of
+ * mc_status_code() or one of the tool's (doc/json-schema.json). */
+void
+json_error(const char *code)
+{
+	if (js.code == NULL)
+		js.code = code;
+}
+
+/* A command's report with --json: an object with the schema version, the command and
+ * "ok": true, for the command to add to and print_json(). */
+cJSON *
+json_object(void)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(j, "schema", JSON_SCHEMA);
+	cJSON_AddStringToObject(j, "command", js.command != NULL ? js.command : "");
+	cJSON_AddBoolToObject(j, "ok", 1);
+	return j;
+}
+
+/* The end of a run with exit status status: with --json and no object printed, the
+ * failure object. Returns status. */
+int
+json_finish(int status)
+{
+	cJSON *j;
+
+	if (js.command == NULL || js.printed)
+		return status;
+	j = json_object();
+	cJSON_ReplaceItemInObject(j, "ok", cJSON_CreateFalse());
+	cJSON_AddStringToObject(j, "error", js.code != NULL ? js.code
+					   : status == EXIT_VERIFY ? "verification" : "failed");
+	cJSON_AddStringToObject(j, "message", js.message);
+	cJSON_AddNumberToObject(j, "exit", status);
+	print_json(j);
+	return status;
+}
+
+/* Ends the process with status, the --json failure object first. */
+void
+json_exit(int status)
+{
+	fflush(stderr);
+	exit(json_finish(status));
+}
+
+/* The close of every usage error (with --json: the failure object, code "usage"). */
 void
 try_help(void)
 {
+	json_error("usage");
 	say(stderr, "Try 'megacache --help'.");
-	exit(EXIT_USAGE);
+	json_exit(EXIT_USAGE);
 }
 
 void
@@ -109,7 +192,7 @@ take_stdout(const struct tool *t, const char *what)
 	if ((fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)) < 0 ||
 	    dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
 		say(stderr, "%s: standard output: %s", PROG, strerror(errno));
-		exit(EXIT_USAGE);
+		json_exit(EXIT_USAGE);
 	}
 	return fd;
 }
@@ -121,12 +204,15 @@ exit_code(int rc)
 	return mc_status_is_verification_failure(rc) ? EXIT_VERIFY : EXIT_USAGE;
 }
 
-/* Prints the library's error and returns the exit status for it. */
+/* Prints the library's error and returns the exit status for it; with --json, its code
+ * and line are the failure reported. */
 int
 fail(mc_ctx *ctx, int rc)
 {
 	const char *msg = ctx != NULL ? mc_ctx_error(ctx) : "";
 
+	json_error(mc_status_code(rc));
+	js.message[0] = '\0';
 	say(stderr, "%s: %s", PROG, msg[0] ? msg : mc_strerror(rc));
 	return exit_code(rc);
 }
@@ -156,5 +242,6 @@ print_json(cJSON *j)
 		put_escaped(stdout, s, MC_ESCAPE_JSON);
 		free(s);
 	}
+	js.printed = 1;
 	cJSON_Delete(j);
 }

@@ -245,7 +245,7 @@ locations_json(const struct location *loc)
 		cJSON_AddStringToObject(f, "tier", loc[i].tier);
 		cJSON_AddStringToObject(f, "path", loc[i].path);
 		cJSON_AddBoolToObject(f, "exists", loc[i].found);
-		cJSON_AddNumberToObject(f, "artifacts", (double)loc[i].artifacts);
+		cJSON_AddNumberToObject(f, "artifact_count", (double)loc[i].artifacts);
 		cJSON_AddItemToArray(a, f);
 	}
 	return a;

@@ -94,7 +94,7 @@ def test_list_and_verify_match_the_tool(tmp_path, bundle, cuda_cache, keys):
     info = megacache.list(b)
     assert not info.verified and info.bundle == str(b)
     assert [a.__dict__ for a in info.artifacts] == j["artifacts"]
-    assert info.signatures == j["signatures"] and info.labels == j["labels"]
+    assert info.signatures == j["signers"] and info.labels == j["labels"]
     assert info.created == j["created"] == 1700000000
     v = megacache.verify(os.fsencode(b), pathlib.Path(keys.pub))
     assert v.verified and v.artifacts == info.artifacts

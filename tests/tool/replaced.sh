@@ -46,8 +46,8 @@ grep -Eq "autotune +258 B +would replace +$STALE\$" "$T/out" && ok || bad "expla
 grep -Eq "autotune +258 B +unchanged +$SAME\$" "$T/out" && ok || bad "explain: identical file: $(cat "$T/out")"
 [ "$(grep -c ' would install ' "$T/out")" = 8 ] && ok || bad "explain: not 8 to install: $(cat "$T/out")"
 run 0 "" list "$T/a.mcache" --explain --cache-dir "$T/c" --json
-counts would_install would_replace already_there > "$T/got"
-expect "list --explain --json" "would_install=8 would_replace=1 already_there=1" \
+counts would_install would_replace unchanged > "$T/got"
+expect "list --explain --json" "would_install=8 would_replace=1 unchanged=1" \
 	"ig would-replace" "iz unchanged" "unchanged:1 would-install:8 would-replace:1"
 
 # A dry run says what load would do, and writes nothing.

@@ -32,8 +32,8 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 f = {x["tier"]: x for x in j["folders"]}
 assert f["inductor"]["path"] == sys.argv[2] and f["inductor"]["exists"], f
-assert f["triton_home"]["path"] == sys.argv[3] and f["triton_home"]["artifacts"] == 3, f
-assert j["dry_run"] is True and j["artifacts"] > 100, j
+assert f["triton_home"]["path"] == sys.argv[3] and f["triton_home"]["artifact_count"] == 3, f
+assert j["dry_run"] is True and j["artifact_count"] > 100, j
 PY
 run 0 "" list "$T/b.mcache"
 grep -q "^triton_home " "$T/out" && ok || bad "no triton_home artifact listed"
