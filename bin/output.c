@@ -130,8 +130,7 @@ json_finish(int status)
 		return status;
 	j = json_object();
 	cJSON_ReplaceItemInObject(j, "ok", cJSON_CreateFalse());
-	cJSON_AddStringToObject(j, "error", js.code != NULL ? js.code
-					   : status == EXIT_VERIFY ? "verification" : "failed");
+	cJSON_AddStringToObject(j, "error", js.code != NULL ? js.code : "failed");
 	cJSON_AddStringToObject(j, "message", js.message);
 	cJSON_AddNumberToObject(j, "exit", status);
 	print_json(j);

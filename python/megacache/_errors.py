@@ -20,13 +20,16 @@ class Error(Exception):
     code: the library's status (a negative MC_ERR_* number), or None when the failure
     was found by this package (no library, nothing to save, a bad argument).
     name: "MC_ERR_..." for a library status, else None.
+    status: the stable snake_case name of a library status (mc_status_code(): the
+    "error" the tool's --json gives, "untrusted_signature", "expired", ...), else None.
     message: the library's text, naming the file and the reason.
     """
 
-    def __init__(self, message, code=None):
+    def __init__(self, message, code=None, status=None):
         super().__init__(message)
         self.message = message
         self.code = code
+        self.status = status
         self.name = CODES.get(code, "MC_ERR_%d" % code) if code is not None else None
 
     def __str__(self):
@@ -49,8 +52,8 @@ class LibraryError(UsageError):
     """libmegacache could not be loaded, or is not the version of this package."""
 
 
-def error_for(code, message, verification):
+def error_for(code, message, verification, status=None):
     """The exception for a library status and its message; verification: what
-    mc_status_is_verification_failure() says of the code."""
+    mc_status_is_verification_failure() says of the code; status: its mc_status_code()."""
     cls = VerificationError if verification else UsageError
-    return cls(message, code)
+    return cls(message, code, status)

@@ -63,7 +63,8 @@ def _message(ctx, status):
 
 def _error(status, ctx):
     return error_for(status, _message(ctx, status),
-                     _lib.mc_status_is_verification_failure(status) != 0)
+                     _lib.mc_status_is_verification_failure(status) != 0,
+                     _lib.mc_status_code(status).decode("ascii"))
 
 
 def status_error(status):
@@ -91,6 +92,7 @@ _SIGNATURES = [
     ("mc_version", [], c_char_p, None),
     ("mc_strerror", [c_int], c_char_p, None),
     ("mc_status_is_verification_failure", [c_int], c_int, None),
+    ("mc_status_code", [c_int], c_char_p, None),
     ("mc_ctx_new", [POINTER(c_handle)], c_int, None),
     ("mc_ctx_free", [c_handle], None, None),
     ("mc_ctx_error", [c_handle], c_char_p, None),

@@ -18,6 +18,7 @@ def test_wrong_key_is_a_verification_error_and_installs_nothing(tmp_path, bundle
         megacache.load(bundle, keys.other_pub, cache_dir=dest)
     assert isinstance(e.value, megacache.Error)
     assert (e.value.code, e.value.name) == (-8, "MC_ERR_NO_SIGNATURE")
+    assert e.value.status == "untrusted_signature"  # the tool's --json "error"
     assert str(bundle) in e.value.message
     assert "[MC_ERR_NO_SIGNATURE]" in str(e.value)
     assert not dest.exists()
@@ -147,3 +148,11 @@ def test_bad_arguments_name_the_parameter(tmp_path, bundle, keys, cuda_cache, wi
         with pytest.raises(megacache.UsageError, match=word):
             megacache.save(out, keys.sec if "password" not in kw else tmp_path / "e.key", **kw)
         assert not out.exists()
+
+
+def test_every_status_has_its_own_stable_name():
+    lib = megacache._ffi.lib()
+    names = [lib.mc_status_code(c).decode() for c in sorted(megacache._errors.CODES)]
+    assert len(set(names)) == len(names) and "unknown" not in names
+    assert all(n.replace("_", "").isalpha() and n.islower() for n in names)
+    assert lib.mc_status_code(0) == b"ok" and lib.mc_status_code(-999) == b"unknown"
