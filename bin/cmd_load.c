@@ -71,10 +71,12 @@ owner_ids(const char *spec, long *uid, long *gid)
 	} else if (id_number(user, uid) == 0) {
 		pw = getpwuid((uid_t)*uid);
 	} else {
+		json_error("invalid");
 		say(stderr, "%s: --owner: no user '%s' on this system", PROG, user);
 		return EXIT_USAGE;
 	}
 	if (group == NULL && pw == NULL) {
+		json_error("invalid");
 		say(stderr, "%s: --owner: uid %s has no passwd entry, so no primary group to take; "
 		    "name one: --owner %s:GROUP", PROG, user, user);
 		return EXIT_USAGE;
@@ -84,6 +86,7 @@ owner_ids(const char *spec, long *uid, long *gid)
 	} else if ((gr = getgrnam(group)) != NULL) {
 		*gid = (long)gr->gr_gid;
 	} else if (id_number(group, gid) != 0) {
+		json_error("invalid");
 		say(stderr, "%s: --owner: no group '%s' on this system", PROG, group);
 		return EXIT_USAGE;
 	}
@@ -102,6 +105,7 @@ set_owner(struct tool *t, const char *spec)
 	if ((rc = owner_ids(spec, &uid, &gid)) != 0)
 		return rc;
 	if ((rc = mc_ctx_set_owner(t->ctx, uid, gid)) != MC_OK) {
+		json_error(mc_status_code(rc));
 		say(stderr, "%s: --owner: %s", PROG, mc_ctx_error(t->ctx));
 		return exit_code(rc);
 	}

@@ -37,8 +37,9 @@ tool_start(struct tool *t)
 	size_t i;
 
 	if (rc != MC_OK) {
+		json_error(mc_status_code(rc));
 		say(stderr, "%s: cannot start: %s", PROG, mc_strerror(rc));
-		exit(EXIT_USAGE);
+		json_exit(EXIT_USAGE);
 	}
 	t->progress.on = !t->quiet && isatty(STDERR_FILENO);
 	t->progress.last = -1;
@@ -74,10 +75,12 @@ read_password(void *ud, const char *prompt, char *buf, size_t len)
 
 	if (file != NULL) {
 		if ((f = fopen(file, "r")) == NULL) {
+			json_error("io");
 			say(stderr, "%s: %s: %s", PROG, file, strerror(errno));
 			return MC_ERR_IO;
 		}
 	} else if ((f = fopen("/dev/tty", "r+")) == NULL) {
+		json_error("password");
 		say(stderr, "%s: a password is needed and there is no terminal; use --password-file",
 		    PROG);
 		return MC_ERR_INVALID;

@@ -40,6 +40,8 @@ printf 'not a bundle\n' >"$T/notabundle.mcache"
 js 0 keygen 'j["encrypted"] is False and len(j["key_id"]) == 16' keygen -p "$T/k.pub" -s "$T/k.key" -W
 js 2 keygen 'j["error"] == "exists" and j["exit"] == 2 and "k.key" in j["message"]' \
 	keygen -p "$T/k.pub" -s "$T/k.key" -W
+js 2 keygen 'j["error"] == "io" and "absent.pw" in j["message"]' \
+	keygen -p "$T/k2.pub" -s "$T/k2.key" --password-file "$T/absent.pw"
 
 # pack
 js 0 pack 'j["artifact_count"] == 10 and j["signature_count"] == 1 and j["signed"] is True' \
@@ -87,6 +89,10 @@ js 0 list 'j["unchanged"] == 10 and {a["action"] for a in j["artifacts"]} == {"u
 js 1 load 'j["error"] == "untrusted_signature" and "trusted key" in j["message"]' \
 	load "$T/a.mcache" -p "$KEYS/test2.pub" --cache-dir "$T/c2"
 [ ! -e "$T/c2" ] && ok || bad "a refused load made its folder"
+js 2 load 'j["error"] == "invalid" and "nosuchuser-json" in j["message"]' \
+	load "$T/a.mcache" -p "$PUB" --cache-dir "$T/c3" --owner nosuchuser-json
+# -q quiets the text, not the object
+js 0 load 'j["unchanged"] == 10' load -q "$T/a.mcache" -p "$PUB" --cache-dir "$T/c" --triton-dir "$T/t"
 
 # export
 js 0 export 'j["artifact_count"] == 10 and j["torch_format"] == "current" and j["left_out"] == {}' \
