@@ -132,15 +132,17 @@ static const struct command {
 	{"run", cmd_run, TOOL_TRUST | TOOL_TIERS},
 };
 
-/* Whether --json is among the options of cmd (before a "--"), seen before they are
- * parsed so that a usage error is told in JSON too. */
+/* Whether --json (or a prefix getopt takes for it: --j, --js, --jso) is among the
+ * options of cmd (before a "--"), seen before they are parsed so that a usage error is
+ * told in JSON too. */
 static int
 wants_json(const struct command *cmd, int argc, char **argv)
 {
+	size_t n;
 	int i;
 
 	for (i = 1; (cmd->flags & TOOL_JSON) && i < argc && strcmp(argv[i], "--") != 0; i++)
-		if (strcmp(argv[i], "--json") == 0)
+		if ((n = strlen(argv[i])) >= 3 && n <= 6 && strncmp(argv[i], "--json", n) == 0)
 			return 1;
 	return 0;
 }
