@@ -49,7 +49,7 @@ pack_opt(struct tool *t, void *opts, int c, char *arg)
 	}
 }
 
-static const struct tool_optspec pack_spec = {"o:s:v", pack_long, pack_opt};
+static const struct tool_optspec pack_spec = {"o:s:", pack_long, pack_opt};
 
 /* Records the artifacts of each source into w. */
 static int
@@ -160,7 +160,7 @@ cmd_pack(struct tool *t, int argc, char **argv)
 		o.out = "standard output";
 	}
 	memset(&tally, 0, sizeof tally);
-	tally.verbose = o.rec.verbose;
+	tally.verbose = t->verbose;
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if ((rc = mc_writer_new(t->ctx, &w)) != MC_OK)

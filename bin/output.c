@@ -64,11 +64,17 @@ say(FILE *f, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The command being run (megacache.c), for the help usage errors point to; or NULL. */
+const char *tool_command;
+
 /* The close of every usage error. */
 void
 try_help(void)
 {
-	say(stderr, "Try 'megacache --help'.");
+	if (tool_command != NULL)
+		say(stderr, "Try 'megacache %s --help'.", tool_command);
+	else
+		say(stderr, "Try 'megacache --help'.");
 	exit(EXIT_USAGE);
 }
 

@@ -87,7 +87,6 @@ record_opt(struct record_opts *o, int c, char *arg)
 	case OPT_LABELS_JSON: o->labels_json = arg; return 1;
 	case OPT_NO_COMPRESS: o->level = 0; return 1;
 	case OPT_KEEP_UNKNOWN: o->keep_unknown = 1; return 1;
-	case 'v': o->verbose = 1; return 1;
 	default: return number_opt(o, c, arg);
 	}
 }
@@ -161,6 +160,8 @@ on_scan(void *ud, int what, const char *rel, const char *text)
 	struct scan_tally *t = ud;
 	size_t i;
 
+	if (what == MC_SCAN_RECORDED && t->verbose)
+		say(stderr, "recorded %s: %s", rel, text);
 	if (what != MC_SCAN_SKIPPED)
 		return;
 	t->skipped++;

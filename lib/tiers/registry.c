@@ -226,6 +226,14 @@ mc_ctx_type_tier(const mc_ctx *ctx, const char *type)
 	return t->tier;
 }
 
+const char *
+mc_ctx_type_name(const mc_ctx *ctx, size_t i)
+{
+	if (ctx == NULL || i >= ctx->ntypes)
+		return NULL;
+	return ctx->types[i].name;
+}
+
 const struct mc_type *
 mc__find_type(const mc_ctx *ctx, const char *type)
 {
