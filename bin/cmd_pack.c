@@ -155,6 +155,7 @@ cmd_pack(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &pack_spec, &o);
 	pack_check(&o, argc, argv);
+	check_out_folder(o.out);
 	if (strcmp(o.out, "-") == 0) {
 		out_fd = take_stdout(t, "a bundle");
 		o.out = "standard output";

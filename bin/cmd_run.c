@@ -274,6 +274,7 @@ cmd_run(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &run_spec, &o);
 	run_check(t, &o, argc);
+	check_out_folder(o.save_to);
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	/* The signing keys' passwords are asked for now, not after the command. */

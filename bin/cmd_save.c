@@ -92,6 +92,8 @@ cmd_save(struct tool *t, int argc, char **argv)
 	if (optind != argc)
 		usage_error("save: unexpected argument '%s' (save reads the folders torch and Triton "
 			    "use; pack takes explicit sources)", argv[optind]);
+	if (!o.dry)
+		check_out_folder(o.out);
 	if (strcmp(o.out, "-") == 0 && !o.dry) {
 		out_fd = take_stdout(t, "a bundle");
 		o.out = "standard output";

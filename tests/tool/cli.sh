@@ -73,4 +73,37 @@ run 2 "--progress takes tty, plain or none, not 'bogus'" verify "$T/a.mcache" -p
 # 5. A public key given as its base64 text.
 run 0 "OK" verify "$T/a.mcache" -p "$(tail -n 1 "$PUB")"
 
+# 6. --labels-json: the string members recorded, each other one skipped with a note.
+printf '{"torch": "2.11", "gpus": 8, "ok": true, "none": null, "list": [1]}' >"$T/facts.json"
+run 0 "" pack -o "$T/l.mcache" --from-torch "$BLOB" --labels-json "$T/facts.json"
+for m in gpus ok none list; do
+	grep -qF -- "--labels-json $T/facts.json: skipped $m: not a string" "$T/err" && ok ||
+		bad "--labels-json: no note for $m"
+done
+run 0 "label torch=2.11" list "$T/l.mcache"
+grep -q "label gpus" "$T/out" && bad "--labels-json recorded a number" || ok
+run 0 "" pack -q -o "$T/l2.mcache" --from-torch "$BLOB" --labels-json "$T/facts.json"
+[ -s "$T/err" ] && bad "--labels-json -q: wrote $(cat "$T/err")" || ok
+
+# 7. Errors in the user's words: a missing folder for an output, keygen over a key.
+run 2 "cannot write $T/no/x.mcache: folder $T/no does not exist" pack -o "$T/no/x.mcache" \
+	-s "$SEC" --from-torch "$BLOB"
+run 2 "cannot write $T/no/x.bin: folder $T/no does not exist" export "$T/a.mcache" \
+	--torch "$T/no/x.bin" -p "$PUB"
+run 2 "cannot write $T/no/m.mcache: folder $T/no does not exist" merge -o "$T/no/m.mcache" \
+	"$T/a.mcache" -p "$PUB" --unsigned
+run 2 "cannot write $T/no/s.mcache: folder $T/no does not exist" sign "$T/a.mcache" -s "$SEC" \
+	-o "$T/no/s.mcache"
+run 2 "cannot write $T/no/r.mcache: folder $T/no does not exist" run --save-to "$T/no/r.mcache" \
+	-- true
+run 2 "cannot write $T/no/k.pub: folder $T/no does not exist" keygen -W -p "$T/no/k.pub" \
+	-s "$T/k.key"
+run 2 "$T/a.mcache is not a folder" pack -o "$T/a.mcache/x" --from-torch "$BLOB"
+[ -e "$T/no" ] && bad "an output's missing folder was made" || ok
+run 0 "" keygen -q -W -p "$T/k.pub" -s "$T/k.key"
+run 2 "add -f to replace the key pair" keygen -W -p "$T/k.pub" -s "$T/k.key"
+run 0 "" keygen -q -W -f -p "$T/k.pub" -s "$T/k.key"
+run 2 "the cache folder for inductor: empty" load "$T/a.mcache" -p "$PUB" --cache-dir ""
+grep -q "tier" "$T/err" && bad "an error speaks of tiers: $(cat "$T/err")" || ok
+
 finish
