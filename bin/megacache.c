@@ -176,7 +176,7 @@ static const char pack_help[] =
 	"  --label K=V               a label (several)\n"
 	"  --label-from-env VAR      a label VAR=its value from the environment\n"
 	"  --labels-json FILE        labels from a JSON object (its string members)\n"
-	"  --bundle-version N        the bundle's version (verify --min-version checks it)\n"
+	"  --bundle-version N        the bundle's version (load and verify can ask a minimum)\n"
 	"  --expires TIME            when the bundle stops verifying\n"
 	"  --level N, --no-compress  zstd level (default 3), or none\n"
 	"  --json                    the report as JSON\n"
