@@ -113,6 +113,7 @@ cmd_export(struct tool *t, int argc, char **argv)
 	tool_parse(t, argc, argv, &export_spec, &o);
 	if (optind + 1 != argc || o.out == NULL)
 		usage_error("export needs BUNDLE and --torch OUTFILE%s", "");
+	check_out_folder(o.out);
 	if (strcmp(o.out, "-") == 0) {
 		out_fd = take_stdout(t, "a torch blob");
 		o.out = "standard output";

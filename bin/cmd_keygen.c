@@ -83,6 +83,8 @@ cmd_keygen(struct tool *t, int argc, char **argv)
 	tool_parse(t, argc, argv, &keygen_spec, &o);
 	if (o.pub == NULL || o.sec == NULL || optind != argc)
 		usage_error("keygen needs -p PUBFILE and -s SECFILE%s", "");
+	check_out_folder(o.pub);
+	check_out_folder(o.sec);
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if (!o.unencrypted && (rc = new_password(t, pw1, pw2, sizeof pw1)) != 0) {
@@ -99,5 +101,10 @@ cmd_keygen(struct tool *t, int argc, char **argv)
 		keygen_report(t, &o, pk);
 	mc_seckey_free(sk);
 	mc_pubkey_free(pk);
+	if (rc == MC_ERR_EXISTS) {
+		json_error(mc_status_code(rc));
+		say(stderr, "%s: %s; add -f to replace the key pair", PROG, mc_ctx_error(t->ctx));
+		return EXIT_USAGE;
+	}
 	return rc == MC_OK ? 0 : fail(t->ctx, rc);
 }

@@ -238,16 +238,40 @@ load_check(const struct tool *t, int argc)
 		usage_error("-p and --insecure-no-verify do not go together%s", "");
 }
 
+/* The report of a load, and whether -v asks for a line per artifact. */
+struct load_sink {
+	struct load_report *r;
+	int verbose;
+};
+
+/* The mc_artifact_fn of load (ud: struct load_sink): the report's, and with -v a line
+ * per artifact installed, replaced or left unchanged (a dry run has its own lines). */
+static void
+on_load_artifact(void *ud, int what, const char *type, const char *key, const char *dest,
+		 uint64_t size)
+{
+	struct load_sink *s = ud;
+
+	on_artifact(s->r, what, type, key, dest, size);
+	if (!s->verbose || s->r->json || s->r->quiet || s->r->dry)
+		return;
+	say(stdout, "%-9s %-12s %s", what == MC_LOAD_INSTALLED ? "installed"
+				     : what == MC_LOAD_REPLACED ? "replaced" : "unchanged",
+	    type, key);
+}
+
 int
 cmd_load(struct tool *t, int argc, char **argv)
 {
 	struct load_opts o = {0};
 	mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
 	struct load_report r;
+	struct load_sink sink = {&r, t->verbose};
 	mc_bundle *b = NULL;
 	int rc;
 
 	tool_parse(t, argc, argv, &load_spec, &o);
+	sink.verbose = t->verbose;
 	load_check(t, argc);
 	if ((rc = tool_start(t)) != 0 || (rc = set_owner(t, o.owner)) != 0)
 		return rc;
@@ -261,12 +285,12 @@ cmd_load(struct tool *t, int argc, char **argv)
 	rc = open_trusted(t, argv[optind], &b, keys);
 	r.b = b;
 	if (rc == MC_OK && o.types != NULL)
-		rc = select_types(b, o.types);
+		rc = select_types(t->ctx, b, o.types);
 	if (r.json)
 		r.arts = cJSON_CreateArray();
 	if (rc == MC_OK)
-		rc = mc_bundle_load(b, o.dry ? MC_LOAD_DRY_RUN : o.sync ? MC_LOAD_SYNC : 0, on_artifact,
-				    &r);
+		rc = mc_bundle_load(b, o.dry ? MC_LOAD_DRY_RUN : o.sync ? MC_LOAD_SYNC : 0,
+				    on_load_artifact, &sink);
 	if (rc != MC_OK)
 		rc = fail(t->ctx, rc);
 	else if (r.json)

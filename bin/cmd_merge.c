@@ -179,6 +179,7 @@ cmd_merge(struct tool *t, int argc, char **argv)
 		usage_error("merge needs -p PUBFILE to verify its inputs (or --insecure-no-verify)%s", "");
 	if (o.unsigned_ok && o.signers.n > 0)
 		usage_error("-s and --unsigned do not go together%s", "");
+	check_out_folder(o.out);
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if ((rc = mc_writer_new(t->ctx, &w)) != MC_OK)

@@ -49,7 +49,7 @@ pack_opt(struct tool *t, void *opts, int c, char *arg)
 	}
 }
 
-static const struct tool_optspec pack_spec = {"o:s:v", pack_long, pack_opt};
+static const struct tool_optspec pack_spec = {"o:s:", pack_long, pack_opt};
 
 /* Records the artifacts of each source into w. */
 static int
@@ -149,12 +149,13 @@ cmd_pack(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &pack_spec, &o);
 	pack_check(&o, argc, argv);
+	check_out_folder(o.out);
 	if (strcmp(o.out, "-") == 0) {
 		out_fd = take_stdout(t, "a bundle");
 		o.out = "standard output";
 	}
 	memset(&tally, 0, sizeof tally);
-	tally.verbose = o.rec.verbose;
+	tally.verbose = t->verbose;
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if ((rc = mc_writer_new(t->ctx, &w)) != MC_OK)

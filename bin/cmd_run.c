@@ -53,7 +53,7 @@ run_opt(struct tool *t, void *opts, int c, char *arg)
 }
 
 /* '+': options end at the command's name, so its own options stay its own. */
-static const struct tool_optspec run_spec = {"+b:s:v", run_long, run_opt};
+static const struct tool_optspec run_spec = {"+b:s:", run_long, run_opt};
 
 static void
 run_check(const struct tool *t, const struct run_opts *o, int argc)
@@ -88,7 +88,7 @@ load_bundles(struct tool *t, const struct run_opts *o, mc_bundle **bases, size_t
 		r.silent = 1;
 		rc = open_trusted(t, o->bundles[i], &b, keys + i * MAX_PUBKEYS);
 		if (rc == MC_OK && o->types != NULL)
-			rc = select_types(b, o->types);
+			rc = select_types(t->ctx, b, o->types);
 		if (rc == MC_OK)
 			rc = mc_bundle_load(b, o->sync ? MC_LOAD_SYNC : 0, on_artifact, &r);
 		if (rc != MC_OK) {
@@ -236,12 +236,12 @@ save_new(struct tool *t, const struct run_opts *o, mc_writer *w, mc_bundle **bas
 {
 	struct location loc[NLOCATIONS];
 	struct scan_tally tally;
-	struct news nw = {o->rec.verbose, t->quiet, 0};
+	struct news nw = {t->verbose, t->quiet, 0};
 	char hb[32];
 	int rc;
 
 	memset(&tally, 0, sizeof tally);
-	tally.verbose = o->rec.verbose;
+	tally.verbose = t->verbose;
 	if ((rc = locate(t, loc)) != MC_OK || (rc = record_locations(w, loc, &tally)) != MC_OK ||
 	    (rc = mc_writer_drop_known(w, bases, nbases, on_new, &nw)) != MC_OK)
 		return fail(t->ctx, rc);
@@ -274,6 +274,7 @@ cmd_run(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &run_spec, &o);
 	run_check(t, &o, argc);
+	check_out_folder(o.save_to);
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	/* The signing keys' passwords are asked for now, not after the command. */

@@ -30,7 +30,7 @@ save_opt(struct tool *t, void *opts, int c, char *arg)
 	}
 }
 
-static const struct tool_optspec save_spec = {"o:s:v", save_long, save_opt};
+static const struct tool_optspec save_spec = {"o:s:", save_long, save_opt};
 
 static void
 save_report(const struct tool *t, mc_writer *w, const struct save_opts *o,
@@ -94,12 +94,14 @@ cmd_save(struct tool *t, int argc, char **argv)
 	if (optind != argc)
 		usage_error("save: unexpected argument '%s' (save reads the folders torch and Triton "
 			    "use; pack takes explicit sources)", argv[optind]);
+	if (!o.dry)
+		check_out_folder(o.out);
 	if (strcmp(o.out, "-") == 0 && !o.dry) {
 		out_fd = take_stdout(t, "a bundle");
 		o.out = "standard output";
 	}
 	memset(&tally, 0, sizeof tally);
-	tally.verbose = o.rec.verbose;
+	tally.verbose = t->verbose;
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if ((rc = locate(t, loc)) != MC_OK || (rc = mc_writer_new(t->ctx, &w)) != MC_OK)

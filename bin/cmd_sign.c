@@ -64,6 +64,7 @@ cmd_sign(struct tool *t, int argc, char **argv)
 	path = argv[optind];
 	if (strcmp(path, "-") == 0)
 		usage_error("sign reads the bundle twice: name a file, not standard input (-)%s", "");
+	check_out_folder(o.out);
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if ((rc = mc_seckey_load(t->ctx, o.sec, read_password, t, &sk)) != MC_OK ||

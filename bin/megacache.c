@@ -14,6 +14,7 @@
 
 const char tool_usage[] =
 	"usage: megacache COMMAND [OPTIONS]\n"
+	"       megacache COMMAND --help, megacache help COMMAND: that command's options\n"
 	"\n"
 	"Record PyTorch compile caches into one signed bundle, and warm caches from it.\n"
 	"\n"
@@ -64,6 +65,7 @@ const char tool_usage[] =
 	"  merge -o OUT BUNDLE... (-p PUBFILE... | --insecure-no-verify)\n"
 	"       [-s SECFILE... | --unsigned] [--label K=V]... [--bundle-version N] [--level N]\n"
 	"       [--json]\n"
+	"       [--json]\n"
 	"        several bundles into one, contents stored once; for a (type, key) with\n"
 	"        different contents the bundle given later wins (each conflict is reported);\n"
 	"        keeps the inputs' highest bundle version unless --bundle-version; signed\n"
@@ -91,7 +93,15 @@ const char tool_usage[] =
 	"  --json             (all but run) one JSON object on standard output, the report\n"
 	"                     or {\"ok\": false, \"error\": CODE, ...} (doc/json-schema.json)\n"
 	"  -q, --quiet        print nothing but errors\n"
-	"  -h, --help         this text;  --version  the version\n"
+	"  -v, --verbose      more detail: pack and save list each file recorded or\n"
+	"                     skipped, load each artifact, run each new artifact saved;\n"
+	"                     accepted by the others, with no extra output\n"
+	"  --progress WHEN    tty (the default: a line redrawn on a terminal), plain\n"
+	"                     (\"verify: 25%\" lines every 5%, for CI logs) or none\n"
+	"  -p PUBFILE         a public key file, or the key itself: its base64 line\n"
+	"                     (RWS...), as minisign prints it\n"
+	"  -h, --help         this text (after a command: its own help)\n"
+	"  --version          the version\n"
 	"\n"
 	"The folders are torch's and Triton's: $TORCHINDUCTOR_CACHE_DIR, else\n"
 	"<tmp>/torchinductor_<user>, <tmp> chosen as Python's tempfile.gettempdir() does\n"
@@ -112,24 +122,187 @@ const char tool_usage[] =
 	"run: the command's own (126/127: it could not be started; killed by a signal: the\n"
 	"same signal, or 128 + its number for one that dumps core).\n";
 
+/* Each command's own help (megacache CMD --help, megacache help CMD): its usage, one line
+ * per option, an example. The common options close every one (common_help). */
+static const char keygen_help[] =
+	"usage: megacache keygen -p PUBFILE -s SECFILE [-W] [-f] [--json]\n"
+	"Make a key pair in minisign's format.\n"
+	"  -p PUBFILE        where to write the public key\n"
+	"  -s SECFILE        where to write the secret key (encrypted with a password)\n"
+	"  -W                leave the secret key unencrypted (no password)\n"
+	"  -f, --force       replace keys that are already there\n"
+	"  --json            the result as JSON\n"
+	"  -v, --verbose     no extra output\n"
+	"example: megacache keygen -p ci.pub -s ci.key\n";
+
+static const char save_help[] =
+	"usage: megacache save -o BUNDLE [-s SECFILE]... [--cache-dir DIR] [--triton-dir DIR]\n"
+	"       [--dry-run] [--json] [pack's bundle options]\n"
+	"Record everything torch and Triton left in the folders they use here.\n"
+	"  -o, --output BUNDLE    the bundle to write (- : standard output)\n"
+	"  -s SECFILE             sign with this key (several: one signature each)\n"
+	"  --cache-dir DIR        torch's cache folder ($TORCHINDUCTOR_CACHE_DIR)\n"
+	"  --triton-dir DIR       Triton's cache folder ($TRITON_CACHE_DIR)\n"
+	"  --dry-run              say what would be recorded; write nothing\n"
+	"  --json                 the report as JSON\n"
+	"  --label K=V, --label-from-env VAR, --labels-json FILE, --bundle-version N,\n"
+	"  --expires TIME, --level N, --no-compress, --keep-unknown: as pack\n"
+	"  -v, --verbose          list each file skipped\n"
+	"example: megacache save -o cache.mcache -s ci.key --label torch=2.11\n";
+
+static const char run_help[] =
+	"usage: megacache run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT [-s SECFILE]...]\n"
+	"       [--cache-dir DIR] [--triton-dir DIR] [--types T[,T]...] [--sync] [--allow-cold]\n"
+	"       -- CMD [ARGS]...\n"
+	"Load the bundles, run CMD with its exit status passed on, save what it added.\n"
+	"  -b, --bundle BUNDLE    a bundle to verify and load first (several: in order)\n"
+	"  -p PUBFILE             a trusted public key (a file, or the key's base64 text)\n"
+	"  -o, --save-to OUT      save the artifacts CMD added to OUT (not written if none)\n"
+	"  -s SECFILE             sign OUT with this key\n"
+	"  --types T[,T]...       load only these artifact types\n"
+	"  --cache-dir DIR, --triton-dir DIR   the cache folders (exported to CMD)\n"
+	"  --sync                 flush what is loaded to disk before CMD starts\n"
+	"  --allow-cold           run CMD even when a bundle fails to verify\n"
+	"  --threshold K, --min-version N, --require K=V, --now TIME, --insecure-no-verify:\n"
+	"                         as verify; --label... --expires...: as pack, for OUT\n"
+	"  -v, --verbose          list every new artifact saved (else the first few)\n"
+	"example: megacache run -b cache.mcache -p ci.pub --save-to new.mcache -s ci.key -- python train.py\n";
+
+static const char pack_help[] =
+	"usage: megacache pack -o BUNDLE [-s SECFILE]... [--from-torch BLOB]... [--from-dir DIR]...\n"
+	"       [--from-triton-dir DIR]... [bundle options] [--json]\n"
+	"Record artifacts from torch blobs, cache folders and Triton caches into a bundle.\n"
+	"  -o, --output BUNDLE       the bundle to write (- : standard output)\n"
+	"  -s SECFILE                sign with this key (none: unsigned, with a warning)\n"
+	"  --from-torch BLOB         a blob of torch.compiler.save_cache_artifacts()\n"
+	"  --from-dir DIR            a torch cache folder ($TORCHINDUCTOR_CACHE_DIR)\n"
+	"  --from-triton-dir DIR     a Triton cache folder ($TRITON_CACHE_DIR)\n"
+	"  --keep-unknown            record files of no known type too\n"
+	"  --label K=V               a label (several)\n"
+	"  --label-from-env VAR      a label VAR=its value from the environment\n"
+	"  --labels-json FILE        labels from a JSON object (its string members)\n"
+	"  --bundle-version N        the bundle's version (load and verify can ask a minimum)\n"
+	"  --expires TIME            when the bundle stops verifying\n"
+	"  --level N, --no-compress  zstd level (default 3), or none\n"
+	"  --json                    the report as JSON\n"
+	"  -v, --verbose             list each file skipped\n"
+	"example: megacache pack -o cache.mcache -s ci.key --from-torch artifacts.bin\n";
+
+static const char sign_help[] =
+	"usage: megacache sign BUNDLE -s SECFILE [-o OUT] [--json]\n"
+	"Add a signature to a bundle.\n"
+	"  -s SECFILE        the key to sign with\n"
+	"  -o OUT            write the signed bundle to OUT (default: BUNDLE, in place)\n"
+	"  --json            the result as JSON\n"
+	"  -v, --verbose     no extra output\n"
+	"example: megacache sign cache.mcache -s release.key\n";
+
+static const char verify_help[] =
+	"usage: megacache verify BUNDLE -p PUBFILE [-p PUBFILE]... [--threshold K]\n"
+	"       [--min-version N] [--require K=V]... [--now TIME] [--insecure-no-verify] [--json]\n"
+	"Check a bundle's signatures, policy and every byte.\n"
+	"  -p PUBFILE            a trusted public key (a file, or the key's base64 text)\n"
+	"  --threshold K         need K signatures by trusted keys (default 1)\n"
+	"  --min-version N       refuse a bundle version below N\n"
+	"  --require K=V         refuse a bundle without this label\n"
+	"  --now TIME            check expiry as of TIME\n"
+	"  --insecure-no-verify  check integrity only, no signatures\n"
+	"  --json                the result as JSON\n"
+	"  -v, --verbose         no extra output\n"
+	"example: megacache verify cache.mcache -p ci.pub\n";
+
+static const char list_help[] =
+	"usage: megacache list BUNDLE [--json] [--explain [--cache-dir DIR] [--triton-dir DIR]]\n"
+	"Show a bundle's labels, signatures and artifacts (not verified).\n"
+	"  --explain             where each artifact would land, and what a load would do\n"
+	"  --cache-dir DIR, --triton-dir DIR   the cache folders --explain looks at\n"
+	"  --json                the listing as JSON\n"
+	"  -v, --verbose         no extra output\n"
+	"example: megacache list cache.mcache --explain\n";
+
+static const char load_help[] =
+	"usage: megacache load BUNDLE -p PUBFILE... [--cache-dir DIR] [--triton-dir DIR]\n"
+	"       [--types T[,T]...] [--owner USER[:GROUP]] [--dry-run] [--sync] [--json]\n"
+	"       [--threshold K] [--min-version N] [--require K=V]... [--now TIME]\n"
+	"Verify a bundle and install its artifacts into the cache folders (all or nothing).\n"
+	"  -p PUBFILE            a trusted public key (a file, or the key's base64 text)\n"
+	"  --cache-dir DIR       torch's cache folder ($TORCHINDUCTOR_CACHE_DIR)\n"
+	"  --triton-dir DIR      Triton's cache folder ($TRITON_CACHE_DIR)\n"
+	"  --types T[,T]...      install only these artifact types\n"
+	"  --owner USER[:GROUP]  (root only) make every file and folder that user's\n"
+	"  --dry-run             say what would be installed; install nothing\n"
+	"  --sync                flush the files to disk before reporting success\n"
+	"  --json                the report as JSON\n"
+	"  --threshold K, --min-version N, --require K=V, --now TIME, --insecure-no-verify:\n"
+	"                        as verify\n"
+	"  -v, --verbose         a line per artifact: what was done, its type and key\n"
+	"example: megacache load cache.mcache -p ci.pub\n";
+
+static const char export_help[] =
+	"usage: megacache export BUNDLE --torch OUTFILE [--torch-format 2.7|current]\n"
+	"       (-p PUBFILE... | --insecure-no-verify) [--json]\n"
+	"Verify a bundle and write its torch artifacts as a torch cache blob.\n"
+	"  --torch OUTFILE       the blob to write (- : standard output)\n"
+	"  --torch-format F      2.7 or current (default)\n"
+	"  -p PUBFILE            a trusted public key (a file, or the key's base64 text)\n"
+	"  --threshold K, --min-version N, --require K=V, --now TIME, --insecure-no-verify:\n"
+	"                        as verify\n"
+	"  --json                the result as JSON\n"
+	"  -v, --verbose         no extra output\n"
+	"example: megacache export cache.mcache --torch artifacts.bin -p ci.pub\n";
+
+static const char merge_help[] =
+	"usage: megacache merge -o OUT BUNDLE... (-p PUBFILE... | --insecure-no-verify)\n"
+	"       [-s SECFILE... | --unsigned] [--label K=V]... [--bundle-version N] [--level N]\n"
+	"       [--json]\n"
+	"Merge bundles into one; for a (type, key) in several, the later bundle wins.\n"
+	"  -o, --output OUT      the bundle to write\n"
+	"  -p PUBFILE            a trusted public key, to verify the inputs\n"
+	"  -s SECFILE            sign OUT with this key\n"
+	"  --unsigned            write OUT unsigned though its inputs are signed\n"
+	"  --label K=V           a label (several)\n"
+	"  --bundle-version N    OUT's version (default: the inputs' highest)\n"
+	"  --level N             zstd level (default 3)\n"
+	"  --json                the result as JSON\n"
+	"  -v, --verbose         no extra output\n"
+	"example: megacache merge -o all.mcache a.mcache b.mcache -p ci.pub -s ci.key\n";
+
+static const char diff_help[] =
+	"usage: megacache diff A B [--json]\n"
+	"Artifacts added, removed and changed from bundle A to B (exit 0 same, 1 differ).\n"
+	"  --json                the differences as JSON\n"
+	"  -v, --verbose         no extra output\n"
+	"example: megacache diff old.mcache new.mcache\n";
+
+static const char common_help[] =
+	"common options (every command):\n"
+	"  -q, --quiet           print nothing but errors\n"
+	"  --progress WHEN       tty (default: on a terminal), plain (lines, for logs), none\n"
+	"  --password-file F     a secret key's password (several: one per encrypted key)\n"
+	"  --threads N           worker threads (default 0: one per CPU, at most 8)\n"
+	"  --max-manifest-bytes N, --max-artifacts N, --max-artifact-bytes N,\n"
+	"  --max-total-bytes N, --max-expansion N   caps on what a bundle may declare\n"
+	"  -h, --help            this text; megacache --help: all commands\n";
+
 /* The commands. Every one takes the common options and runs on a context with progress,
  * threads and caps (tool_start); the flags name the set-up it needs beyond that. */
 static const struct command {
 	const char *name;
 	tool_cmd_fn *fn;
 	unsigned flags;
+	const char *help;
 } commands[] = {
-	{"keygen", cmd_keygen, TOOL_JSON},
-	{"pack", cmd_pack, TOOL_JSON},
-	{"sign", cmd_sign, TOOL_JSON},
-	{"verify", cmd_verify, TOOL_TRUST | TOOL_JSON},
-	{"list", cmd_list, TOOL_TIERS | TOOL_JSON},
-	{"load", cmd_load, TOOL_TRUST | TOOL_TIERS | TOOL_JSON},
-	{"export", cmd_export, TOOL_TRUST | TOOL_JSON},
-	{"merge", cmd_merge, TOOL_TRUST | TOOL_JSON},
-	{"diff", cmd_diff, TOOL_JSON},
-	{"save", cmd_save, TOOL_TIERS | TOOL_JSON},
-	{"run", cmd_run, TOOL_TRUST | TOOL_TIERS},
+	{"keygen", cmd_keygen, TOOL_JSON, keygen_help},
+	{"pack", cmd_pack, TOOL_JSON, pack_help},
+	{"sign", cmd_sign, TOOL_JSON, sign_help},
+	{"verify", cmd_verify, TOOL_TRUST | TOOL_JSON, verify_help},
+	{"list", cmd_list, TOOL_TIERS | TOOL_JSON, list_help},
+	{"load", cmd_load, TOOL_TRUST | TOOL_TIERS | TOOL_JSON, load_help},
+	{"export", cmd_export, TOOL_TRUST | TOOL_JSON, export_help},
+	{"merge", cmd_merge, TOOL_TRUST | TOOL_JSON, merge_help},
+	{"diff", cmd_diff, TOOL_JSON, diff_help},
+	{"save", cmd_save, TOOL_TIERS | TOOL_JSON, save_help},
+	{"run", cmd_run, TOOL_TRUST | TOOL_TIERS, run_help},
 };
 
 /* Whether --json (or a prefix getopt takes for it: --j, --js, --jso) is among the
@@ -161,6 +334,7 @@ run_command(const struct command *cmd, int argc, char **argv)
 	/* The name getopt's complaints start with (options.c). */
 	snprintf(name, sizeof name, "megacache %s", cmd->name);
 	argv[0] = name;
+	tool_command = cmd->name;
 	if (wants_json(cmd, argc, argv))
 		json_begin(cmd->name);
 	rc = cmd->fn(&t, argc, argv);
@@ -168,10 +342,48 @@ run_command(const struct command *cmd, int argc, char **argv)
 	return json_finish(rc);
 }
 
+/* The command named name, or NULL. */
+static const struct command *
+find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(name, commands[i].name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* Prints the help of the command named name (NULL or unknown: the overview) to stdout. */
+void
+tool_help(const char *name)
+{
+	const struct command *cmd = name != NULL ? find_command(name) : NULL;
+
+	if (cmd == NULL) {
+		fputs(tool_usage, stdout);
+		return;
+	}
+	fputs(cmd->help, stdout);
+	fputs(common_help, stdout);
+}
+
+/* megacache help [CMD]: the overview, or CMD's help. */
+static int
+help_command(int argc, char **argv)
+{
+	if (argc > 2 && find_command(argv[2]) == NULL) {
+		say(stderr, "%s: unknown command '%s'", PROG, argv[2]);
+		try_help();
+	}
+	tool_help(argc > 2 ? argv[2] : NULL);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
-	size_t i;
+	const struct command *cmd;
 
 	/* A file-size limit must give a clear error (EFBIG), not kill the process. */
 	signal(SIGXFSZ, SIG_IGN);
@@ -180,17 +392,14 @@ main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
-	    strcmp(argv[1], "help") == 0) {
-		fputs(tool_usage, stdout);
-		return 0;
-	}
+	    strcmp(argv[1], "help") == 0)
+		return help_command(argc, argv);
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
 		say(stdout, "megacache %s (bundle format %d)", MC_VERSION_STRING, MC_FORMAT_VERSION);
 		return 0;
 	}
-	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return run_command(&commands[i], argc - 1, argv + 1);
+	if ((cmd = find_command(argv[1])) != NULL)
+		return run_command(cmd, argc - 1, argv + 1);
 	say(stderr, "%s: unknown command '%s'", PROG, argv[1]);
 	try_help();
 }

@@ -18,6 +18,7 @@ const struct tool_cap tool_caps[TOOL_NCAPS] = {
 
 static const struct option common_long[] = {
 	{"help", no_argument, NULL, 'h'}, {"quiet", no_argument, NULL, 'q'},
+	{"verbose", no_argument, NULL, 'v'}, {"progress", required_argument, NULL, OPT_PROGRESS},
 	{"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
 	{"max-manifest-bytes", required_argument, NULL, OPT_CAP + 0},
 	{"max-artifacts", required_argument, NULL, OPT_CAP + 1},
@@ -173,10 +174,23 @@ common_opt(struct tool *t, int c, char *arg)
 
 	switch (c) {
 	case 'h':
-		fputs(tool_usage, stdout);
+		tool_help(t->name);
 		exit(0);
 	case 'q':
 		t->quiet = 1;
+		return 1;
+	case 'v':
+		t->verbose = 1;
+		return 1;
+	case OPT_PROGRESS:
+		if (strcmp(arg, "tty") == 0)
+			t->progress.mode = PROGRESS_TTY;
+		else if (strcmp(arg, "plain") == 0)
+			t->progress.mode = PROGRESS_PLAIN;
+		else if (strcmp(arg, "none") == 0)
+			t->progress.mode = PROGRESS_NONE;
+		else
+			usage_error("--progress takes tty, plain or none, not '%s'", arg);
 		return 1;
 	case OPT_PASSWORD_FILE:
 		if (t->npassword_files == MAX_SIGNERS)
@@ -292,7 +306,7 @@ tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spe
 		n = add_long(lo, n, max, json_long);
 	if (spec != NULL)
 		add_long(lo, n, max, spec->longopts);
-	snprintf(so, sizeof so, "%s%shq", spec != NULL ? spec->shortopts : "",
+	snprintf(so, sizeof so, "%s%shqv", spec != NULL ? spec->shortopts : "",
 		 t->flags & TOOL_TRUST ? "p:" : "");
 	while ((c = next_opt(argc, argv, so, lo)) != -1) {
 		if (common_opt(t, c, optarg) ||

@@ -6,10 +6,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tool.h"
@@ -145,12 +147,18 @@ json_exit(int status)
 	exit(json_finish(status));
 }
 
+/* The command being run (megacache.c), for the help usage errors point to; or NULL. */
+const char *tool_command;
+
 /* The close of every usage error (with --json: the failure object, code "usage"). */
 void
 try_help(void)
 {
 	json_error("usage");
-	say(stderr, "Try 'megacache --help'.");
+	if (tool_command != NULL)
+		say(stderr, "Try 'megacache %s --help'.", tool_command);
+	else
+		say(stderr, "Try 'megacache --help'.");
 	json_exit(EXIT_USAGE);
 }
 
@@ -165,6 +173,37 @@ usage_error(const char *fmt, ...)
 	va_end(ap);
 	say(stderr, "%s: %s", PROG, msg);
 	try_help();
+}
+
+/* Ends the program (exit 2) when the folder of path, a file the command is to write,
+ * does not exist or is not a folder: said before any work, naming both. "-" and NULL
+ * (nothing to write) pass. */
+void
+check_out_folder(const char *path)
+{
+	char *copy;
+	const char *dir;
+	struct stat st;
+	int err = 0;
+
+	if (path == NULL || strcmp(path, "-") == 0)
+		return;
+	if ((copy = strdup(path)) == NULL)
+		return;
+	dir = dirname(copy);
+	if (stat(dir, &st) != 0)
+		err = errno;
+	else if (!S_ISDIR(st.st_mode))
+		err = ENOTDIR;
+	if (err == ENOENT || err == ENOTDIR) {
+		if (err == ENOENT)
+			say(stderr, "%s: cannot write %s: folder %s does not exist", PROG, path, dir);
+		else
+			say(stderr, "%s: cannot write %s: %s is not a folder", PROG, path, dir);
+		json_error("io");
+		json_exit(EXIT_USAGE);
+	}
+	free(copy);
 }
 
 /* A bundle's path as messages show it: "-" is standard input. */

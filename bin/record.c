@@ -87,7 +87,6 @@ record_opt(struct record_opts *o, int c, char *arg)
 	case OPT_LABELS_JSON: o->labels_json = arg; return 1;
 	case OPT_NO_COMPRESS: o->level = 0; return 1;
 	case OPT_KEEP_UNKNOWN: o->keep_unknown = 1; return 1;
-	case 'v': o->verbose = 1; return 1;
 	default: return number_opt(o, c, arg);
 	}
 }
@@ -103,10 +102,11 @@ record_free(struct record_opts *o)
 	free_signers(&o->signers);
 }
 
-/* Labels from a JSON object of strings (facts a job wrote beside its torch blob).
- * A file that is not one ends the program with a usage error. */
+/* Labels from a JSON object (facts a job wrote beside its torch blob): its string
+ * members; each other member (a number, true, null, an array, ...) is skipped with a
+ * note naming it (unless quiet). A file that is not a JSON object ends the program with a usage error. */
 static int
-labels_from_json(mc_writer *w, const char *path)
+labels_from_json(mc_writer *w, const char *path, int quiet)
 {
 	FILE *f = fopen(path, "rb");
 	char buf[65536];
@@ -122,9 +122,11 @@ labels_from_json(mc_writer *w, const char *path)
 	if (n == sizeof buf - 1 || (j = cJSON_Parse(buf)) == NULL || !cJSON_IsObject(j))
 		usage_error("--labels-json %s: not a JSON object of labels (at most 64 KiB)", path);
 	for (c = j->child; c != NULL && rc == MC_OK; c = c->next) {
-		if (!cJSON_IsString(c))
-			usage_error("--labels-json %s: label %s is not a string", path, c->string);
-		rc = mc_writer_set_label(w, c->string, c->valuestring);
+		if (!cJSON_IsString(c) && !quiet)
+			say(stderr, "%s: --labels-json %s: skipped %s: not a string", PROG, path,
+			    c->string);
+		else if (cJSON_IsString(c))
+			rc = mc_writer_set_label(w, c->string, c->valuestring);
 	}
 	cJSON_Delete(j);
 	return rc;
@@ -146,7 +148,7 @@ record_setup(struct tool *t, mc_writer *w, struct record_opts *o)
 	if (rc == MC_OK)
 		rc = mc_writer_set_keep_unknown(w, o->keep_unknown);
 	if (rc == MC_OK && o->labels_json != NULL)
-		rc = labels_from_json(w, o->labels_json);
+		rc = labels_from_json(w, o->labels_json, t->quiet);
 	if (rc == MC_OK)
 		rc = set_labels(w, o->labels, o->nlabels);
 	if (rc == MC_OK)
@@ -161,6 +163,8 @@ on_scan(void *ud, int what, const char *rel, const char *text)
 	struct scan_tally *t = ud;
 	size_t i;
 
+	if (what == MC_SCAN_RECORDED && t->verbose)
+		say(stderr, "recorded %s: %s", rel, text);
 	if (what != MC_SCAN_SKIPPED)
 		return;
 	t->skipped++;

@@ -12,12 +12,26 @@
 
 #include "tool.h"
 
+/* The mc_progress_fn (ud: struct progress): on a terminal, one line redrawn in place
+ * and wiped at 100%; plain, a line each PROGRESS_STEP percent of each phase. */
 static void
 on_progress(void *ud, const char *phase, uint64_t done, uint64_t total)
 {
 	struct progress *p = ud;
 	int pct = total ? (int)(done * 100 / total) : 100;
 
+	if (p->on == PROGRESS_PLAIN) {
+		if (strcmp(p->phase, phase) != 0) {
+			snprintf(p->phase, sizeof p->phase, "%s", phase);
+			p->last = -PROGRESS_STEP;
+		}
+		pct -= pct % PROGRESS_STEP;
+		if (pct <= p->last)
+			return;
+		p->last = pct;
+		say(stderr, "%s: %d%%", phase, pct);
+		return;
+	}
 	if (!p->on || pct == p->last)
 		return;
 	p->last = pct;
@@ -41,7 +55,10 @@ tool_start(struct tool *t)
 		say(stderr, "%s: cannot start: %s", PROG, mc_strerror(rc));
 		json_exit(EXIT_USAGE);
 	}
-	t->progress.on = !t->quiet && isatty(STDERR_FILENO);
+	/* -q: none; a terminal's redrawn line only on a terminal. */
+	t->progress.on = t->quiet || t->progress.mode == PROGRESS_NONE ? 0
+			 : t->progress.mode == PROGRESS_PLAIN ? PROGRESS_PLAIN
+			 : isatty(STDERR_FILENO) ? PROGRESS_TTY : 0;
 	t->progress.last = -1;
 	mc_ctx_set_progress(t->ctx, on_progress, &t->progress);
 	if (mc_ctx_set_threads(t->ctx, t->threads) != MC_OK)
@@ -169,8 +186,22 @@ free_keys(mc_pubkey **keys, size_t n)
 }
 
 /* --types T[,T]...: restricts the load to those types. */
+/* Ends the program with a usage error: --types named type, which is not a known one;
+ * the message lists those that are. */
+static void
+unknown_type(const char *type, const mc_ctx *ctx)
+{
+	char names[1024] = "";
+	const char *name;
+	size_t i, len = 0;
+
+	for (i = 0; (name = mc_ctx_type_name(ctx, i)) != NULL && len < sizeof names; i++)
+		len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", name);
+	usage_error("--types: unknown artifact type '%s'; the types are: %s", type, names);
+}
+
 int
-select_types(mc_bundle *b, const char *types)
+select_types(mc_ctx *ctx, mc_bundle *b, const char *types)
 {
 	char *copy = strdup(types), *tok, *save = NULL;
 	int rc = MC_OK;
@@ -179,7 +210,9 @@ select_types(mc_bundle *b, const char *types)
 		rc = MC_ERR_NOMEM;
 	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; rc == MC_OK && tok != NULL;
 	     tok = strtok_r(NULL, ",", &save))
-		if ((rc = mc_bundle_select_type(b, tok)) != MC_OK)
+		if (mc_ctx_type_tier(ctx, tok) == NULL)
+			unknown_type(tok, ctx);
+		else if ((rc = mc_bundle_select_type(b, tok)) != MC_OK)
 			rc = MC_ERR_INVALID;
 	free(copy);
 	return rc;

@@ -31,7 +31,7 @@ enum {
 	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW,
 	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT, OPT_LABEL_FROM_ENV,
 	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_SYNC, OPT_ALLOW_COLD, OPT_OWNER,
-	OPT_UNSIGNED,
+	OPT_UNSIGNED, OPT_PROGRESS,
 	OPT_CAP /* + 0..4 */
 };
 
@@ -60,9 +60,16 @@ struct trust {
 	int have_now;
 };
 
+/* --progress: tty (on a terminal: a line rewritten in place), plain (a line per step
+ * of PROGRESS_STEP percent, for logs), none. */
+enum { PROGRESS_TTY = 1, PROGRESS_PLAIN, PROGRESS_NONE };
+#define PROGRESS_STEP 5
+
 struct progress {
-	int on;
+	int mode; /* PROGRESS_*, as given; 0: tty */
+	int on;   /* 0: none; else the mode in effect */
 	int last;
+	char phase[32];
 };
 
 /* One run of the tool: the command, the options every command shares, and its context. */
@@ -70,6 +77,7 @@ struct tool {
 	const char *name; /* the command */
 	unsigned flags;   /* its TOOL_* */
 	int quiet;
+	int verbose; /* -v: more detail, where a command has any */
 	unsigned threads; /* --threads (0: one per CPU) */
 	const char *password_file; /* the first --password-file (keygen, sign) */
 	/* Every --password-file, in order: read_password() takes the next for each key
@@ -112,12 +120,15 @@ int cmd_run(struct tool *t, int argc, char **argv);
 
 /* megacache.c */
 extern const char tool_usage[];
+void tool_help(const char *name);
 
 /* output.c */
+extern const char *tool_command;
 void say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void try_help(void) __attribute__((noreturn));
 const char *shown_path(const char *path);
+void check_out_folder(const char *path);
 int take_stdout(const struct tool *t, const char *what);
 int exit_code(int rc);
 int fail(mc_ctx *ctx, int rc);
@@ -143,7 +154,7 @@ int read_password(void *ud, const char *prompt, char *buf, size_t len);
 int open_bundle(struct tool *t, const char *path, mc_bundle **b);
 int open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
 void free_keys(mc_pubkey **keys, size_t n);
-int select_types(mc_bundle *b, const char *types);
+int select_types(mc_ctx *ctx, mc_bundle *b, const char *types);
 
 /* The secret keys (-s) that pack and merge sign with. */
 struct signers {
@@ -167,10 +178,10 @@ struct record_opts {
 	char owned[MAX_LABELS];   /* labels[i] made for --label-from-env, to free */
 	size_t nlabels;
 	uint64_t bver, expires, level; /* level: 3 unless given */
-	int keep_unknown, verbose;
+	int keep_unknown;
 };
 
-/* The long options record_opt() takes (with -s SECFILE and -v). */
+/* The long options record_opt() takes (with -s SECFILE). */
 #define RECORD_LONG_OPTIONS                                                      \
 	{"label", required_argument, NULL, OPT_LABEL},                           \
 	{"label-from-env", required_argument, NULL, OPT_LABEL_FROM_ENV},         \
@@ -179,8 +190,7 @@ struct record_opts {
 	{"expires", required_argument, NULL, OPT_EXPIRES},                       \
 	{"level", required_argument, NULL, OPT_LEVEL},                           \
 	{"no-compress", no_argument, NULL, OPT_NO_COMPRESS},                     \
-	{"keep-unknown", no_argument, NULL, OPT_KEEP_UNKNOWN},                   \
-	{"verbose", no_argument, NULL, 'v'}
+	{"keep-unknown", no_argument, NULL, OPT_KEEP_UNKNOWN}
 
 int record_opt(struct record_opts *o, int c, char *arg);
 void record_free(struct record_opts *o);

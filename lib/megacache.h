@@ -161,6 +161,11 @@ MC_API MC_MUST_CHECK int mc_ctx_register_type(mc_ctx *ctx, const char *type, con
 /* The tier a registered type installs into, or NULL for an unknown type. Owned by ctx. */
 MC_API const char *mc_ctx_type_tier(const mc_ctx *ctx, const char *type);
 
+/* The name of the i-th registered type (0, 1, ... in the order registered: the built-in
+ * torch and Triton types first), or NULL past the last. Owned by ctx. Lists the types
+ * a --types option may name. */
+MC_API const char *mc_ctx_type_name(const mc_ctx *ctx, size_t i);
+
 /* Progress of long operations: phase is a short word ("pack", "verify", "load"),
  * done and total are bytes of artifact content. Called from the calling thread. */
 typedef void (*mc_progress_fn)(void *ud, const char *phase, uint64_t done, uint64_t total);

@@ -67,7 +67,7 @@ mc__tier_abs(struct loader *L, size_t tier)
 	if (t->abs == NULL && (t->abs = abs_path(t->root)) == NULL)
 		return errno == ENOMEM ? mc__err(L->ctx, MC_ERR_NOMEM, "out of memory")
 				       : mc__errno(L->ctx, MC_ERR_IO, "cannot tell the absolute path "
-						   "of tier folder", t->root);
+						   "of the cache folder", t->root);
 	return MC_OK;
 }
 

@@ -253,7 +253,7 @@ open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 	p[t->named] = '\0';
 	if (rc == MC_OK && !missing && (cur = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 &&
 	    (create || errno != ENOENT))
-		rc = mc__errno(L->ctx, MC_ERR_IO, "cannot open tier folder", p);
+		rc = mc__errno(L->ctx, MC_ERR_IO, "cannot open the cache folder", p);
 	p[t->named] = t->root[t->named];
 	if (rc == MC_OK && cur >= 0)
 		rc = walk_dirs(L, L->ctx, cur, p, t->named, (size_t)-1, create, 1, fd);

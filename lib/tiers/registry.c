@@ -139,7 +139,8 @@ mc_ctx_set_tier_root(mc_ctx *ctx, const char *tier, const char *path)
 	if (!name_ok(tier, MC_TYPE_MAX))
 		return mc__err(ctx, MC_ERR_INVALID, "tier name '%s' is not 1-32 of [a-z0-9_]", tier);
 	if (path[0] == '\0' || strlen(path) >= MC_PATH_MAX)
-		return mc__err(ctx, MC_ERR_INVALID, "tier %s: empty or too long root path", tier);
+		return mc__err(ctx, MC_ERR_INVALID, "the cache folder for %s: empty or too long path",
+			       tier);
 	if ((t = find_tier(ctx, tier, 1)) == NULL || (copy = mc__strdup(path)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	free(t->root);
@@ -224,6 +225,14 @@ mc_ctx_type_tier(const mc_ctx *ctx, const char *type)
 	if (ctx == NULL || type == NULL || (t = mc__find_type(ctx, type)) == NULL)
 		return NULL;
 	return t->tier;
+}
+
+const char *
+mc_ctx_type_name(const mc_ctx *ctx, size_t i)
+{
+	if (ctx == NULL || i >= ctx->ntypes)
+		return NULL;
+	return ctx->types[i].name;
 }
 
 const struct mc_type *

@@ -53,7 +53,7 @@ js 2 pack 'j["error"] == "torch_format"' pack -o "$T/p.mcache" --from-torch "$T/
 
 # usage errors: the object too (code usage, exit 2), and the text still on stderr
 js 2 pack 'j["error"] == "usage" and "pack needs -o" in j["message"]' pack --from-torch "$BLOB"
-grep -qF "Try 'megacache --help'" "$T/err" && ok || bad "a --json usage error lost its text: $(cat "$T/err")"
+grep -qF "Try 'megacache pack --help'" "$T/err" && ok || bad "a --json usage error lost its text: $(cat "$T/err")"
 js 2 verify 'j["error"] == "usage" and "--bogus" in j["message"]' verify "$T/a.mcache" --bogus
 js 2 load 'j["error"] == "usage"' load "$T/a.mcache" -p "$PUB" --threshold x
 # --jso is --json to getopt: the object names its command

@@ -1,0 +1,76 @@
+# completion.bash - bash completion for megacache: the commands, each command's options,
+# file names where an option or operand takes a file (BUNDLE, -p, -s, -o, ...), folders
+# for the folder options, and the artifact types for --types.
+# Installed as $(datadir)/bash-completion/completions/megacache; or: . completion.bash
+
+_megacache_commands="keygen save run pack sign verify list load export merge diff help"
+# The built-in artifact types (megacache load --types bogus lists them).
+_megacache_types="inductor aot_autograd autotune pgo precompile kernel_code gemm_timing triton extra triton_home"
+_megacache_common="-q --quiet -v --verbose -h --help --progress --password-file --threads
+	--max-manifest-bytes --max-artifacts --max-artifact-bytes --max-total-bytes --max-expansion"
+_megacache_trust="-p --threshold --min-version --require --now --insecure-no-verify"
+_megacache_record="-s --label --label-from-env --labels-json --bundle-version --expires --level
+	--no-compress --keep-unknown"
+
+# The options of command $1, one word each.
+_megacache_options()
+{
+	case $1 in
+	keygen) echo "-p -s -W -f --force --json" ;;
+	save) echo "-o --output --dry-run --cache-dir --triton-dir --json $_megacache_record" ;;
+	run) echo "-b --bundle -o --save-to --allow-cold --types --sync --cache-dir --triton-dir
+		$_megacache_trust $_megacache_record" ;;
+	pack) echo "-o --output --from-torch --from-dir --from-triton-dir --json $_megacache_record" ;;
+	sign) echo "-s -o --json" ;;
+	verify) echo "--json $_megacache_trust" ;;
+	list) echo "--json --explain --cache-dir --triton-dir" ;;
+	load) echo "--types --dry-run --sync --owner --cache-dir --triton-dir --json $_megacache_trust" ;;
+	export) echo "--torch --torch-format --json $_megacache_trust" ;;
+	merge) echo "-o --output -s --unsigned --label --bundle-version --level --json $_megacache_trust" ;;
+	diff) echo "--json" ;;
+	esac
+	echo "$_megacache_common"
+}
+
+_megacache()
+{
+	local cur prev cmd i
+	COMPREPLY=()
+	cur=${COMP_WORDS[COMP_CWORD]}
+	prev=${COMP_WORDS[COMP_CWORD - 1]}
+	if [ "$COMP_CWORD" -eq 1 ]; then
+		COMPREPLY=($(compgen -W "$_megacache_commands --help --version" -- "$cur"))
+		return
+	fi
+	cmd=${COMP_WORDS[1]}
+	# After run's --, the command run: leave it to bash.
+	for ((i = 2; i < COMP_CWORD; i++)); do
+		[ "${COMP_WORDS[i]}" = "--" ] && { COMPREPLY=($(compgen -c -- "$cur")); return; }
+	done
+	case $prev in
+	--types)
+		# A comma list: complete the type after the last comma.
+		local done_part=
+		case $cur in *,*) done_part=${cur%,*},; cur=${cur##*,} ;; esac
+		COMPREPLY=($(compgen -P "$done_part" -W "$_megacache_types" -- "$cur"))
+		return ;;
+	--progress) COMPREPLY=($(compgen -W "tty plain none" -- "$cur")); return ;;
+	--torch-format) COMPREPLY=($(compgen -W "2.7 current" -- "$cur")); return ;;
+	--cache-dir|--triton-dir|--from-dir|--from-triton-dir)
+		COMPREPLY=($(compgen -d -- "$cur")); return ;;
+	-p|-s|-o|-b|--output|--bundle|--save-to|--torch|--from-torch|--labels-json|--password-file)
+		COMPREPLY=($(compgen -f -- "$cur")); return ;;
+	--label-from-env) COMPREPLY=($(compgen -v -- "$cur")); return ;;
+	--threshold|--min-version|--require|--now|--expires|--level|--bundle-version|--owner|\
+	--label|--threads|--max-*)
+		return ;;
+	esac
+	if [ "$cmd" = help ]; then
+		COMPREPLY=($(compgen -W "$_megacache_commands" -- "$cur"))
+	elif [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W "$(_megacache_options "$cmd")" -- "$cur"))
+	else
+		COMPREPLY=($(compgen -f -- "$cur")) # BUNDLE operands
+	fi
+}
+complete -o filenames -F _megacache megacache

@@ -1,0 +1,124 @@
+# cli.sh - the command line explains itself: each command's own help (CMD --help, -h,
+# help CMD), -q and -v taken by every command, option errors that list the valid values
+# and point to the command's help, --progress plain lines for logs, public keys given as
+# their base64 text, --labels-json with members that are not strings, errors in the
+# user's words, and the bash completion.
+. "$(dirname "$0")/lib.sh"
+PUB="$KEYS/test.pub"
+SEC="$KEYS/test.key"
+BLOB="$DATA/mlp-cpu-pgo.megacache"
+CMDS="keygen save run pack sign verify list load export merge diff"
+"$MEGACACHE" pack -q -o "$T/a.mcache" -s "$SEC" --from-torch "$BLOB" || bad "pack of a.mcache"
+
+# 1. Each command's help: its usage and an example, not the overview; three ways.
+for c in $CMDS; do
+	for form in "$c --help" "$c -h" "help $c"; do
+		# shellcheck disable=SC2086
+		"$MEGACACHE" $form >"$T/out" 2>"$T/err"; rc=$?
+		[ $rc = 0 ] && ok || bad "megacache $form exited $rc"
+		grep -q "^usage: megacache $c" "$T/out" && ok || bad "megacache $form: no usage line"
+		grep -q "^example: megacache $c" "$T/out" && ok || bad "megacache $form: no example"
+		grep -q "^commands:" "$T/out" && bad "megacache $form printed the overview" || ok
+		[ "$(wc -l < "$T/out")" -lt 40 ] && ok || bad "megacache $form: over 40 lines"
+	done
+done
+run 0 "commands:" --help
+run 0 "commands:" help
+run 2 "unknown command 'bogus'" help bogus
+
+# 2. -q and -v, short and long, taken by every command (its help, then a run).
+for c in $CMDS; do
+	for o in -q --quiet -v --verbose; do
+		"$MEGACACHE" "$c" "$o" --help >/dev/null 2>&1 && ok || bad "$c $o not taken"
+	done
+done
+run 0 "" verify -v "$T/a.mcache" -p "$PUB"
+run 0 "" list -v "$T/a.mcache"
+run 0 "" load -v "$T/a.mcache" -p "$PUB" --cache-dir "$T/c1"
+n=$(grep -c '^installed ' "$T/out")
+[ "$n" = 7 ] && ok || bad "load -v: $n lines of installed artifacts, expected 7"
+run 0 "" load "$T/a.mcache" -p "$PUB" --cache-dir "$T/c2"
+grep -q '^installed ' "$T/out" && bad "load without -v listed artifacts" || ok
+mkdir -p "$T/src"
+tar -xzf "$DATA/mlp-cuda-cachedir.tar.gz" -C "$T/src"
+SRC=$(dirname "$(find "$T/src" -type d -name fxgraph | head -1)")
+run 0 "" pack -v -o "$T/d.mcache" -s "$SEC" --from-dir "$SRC"
+grep -q '^recorded fxgraph/' "$T/err" && ok || bad "pack -v: no line per file recorded"
+run 0 "" pack -o "$T/e.mcache" -s "$SEC" --from-dir "$SRC"
+grep -q '^recorded ' "$T/err" && bad "pack without -v listed files" || ok
+
+# 3. Option errors: the valid values, and the command's own help.
+run 2 "the types are: inductor, aot_autograd" load "$T/a.mcache" -p "$PUB" --types inductor,bogus \
+	--cache-dir "$T/c3"
+[ -e "$T/c3" ] && bad "load with a bad --types wrote $T/c3" || ok
+run 2 "takes 2.7 or current" export "$T/a.mcache" --torch "$T/x.bin" --torch-format 3 -p "$PUB"
+run 2 "Try 'megacache load --help'." load --bogus
+run 2 "Try 'megacache pack --help'." pack --level x -o "$T/y.mcache"
+run 2 "Try 'megacache --help'." bogus
+
+# 8. --progress plain: lines on a pipe, at most one per 5%; none and -q: nothing.
+run 0 "" verify "$T/a.mcache" -p "$PUB" --progress plain
+grep -qx 'verify: 100%' "$T/err" && ok || bad "--progress plain: no 'verify: 100%' line"
+n=$(grep -c '^verify: [0-9]*%$' "$T/err")
+[ "$n" -ge 1 ] && [ "$n" -le 21 ] && ok || bad "--progress plain: $n lines"
+awk -F'[ %]' '/^verify: / { if ($2 % 5 != 0 || $2 <= last) bad = 1; last = $2 } END { exit bad }' \
+	last=-1 "$T/err" && ok || bad "--progress plain: not rising steps of 5%: $(cat "$T/err")"
+grep -q "$(printf '\r')" "$T/err" && bad "--progress plain wrote a carriage return" || ok
+run 0 "" verify "$T/a.mcache" -p "$PUB" --progress=none
+[ -s "$T/err" ] && bad "--progress none: wrote $(cat "$T/err")" || ok
+run 0 "" verify "$T/a.mcache" -p "$PUB" --progress=plain -q
+[ -s "$T/err" ] && bad "--progress plain -q: wrote $(cat "$T/err")" || ok
+run 0 "" verify "$T/a.mcache" -p "$PUB"
+[ -s "$T/err" ] && bad "no --progress, not a terminal: wrote $(cat "$T/err")" || ok
+run 2 "--progress takes tty, plain or none, not 'bogus'" verify "$T/a.mcache" -p "$PUB" --progress bogus
+
+# 5. A public key given as its base64 text.
+run 0 "OK" verify "$T/a.mcache" -p "$(tail -n 1 "$PUB")"
+
+# 6. --labels-json: the string members recorded, each other one skipped with a note.
+printf '{"torch": "2.11", "gpus": 8, "ok": true, "none": null, "list": [1]}' >"$T/facts.json"
+run 0 "" pack -o "$T/l.mcache" --from-torch "$BLOB" --labels-json "$T/facts.json"
+for m in gpus ok none list; do
+	grep -qF -- "--labels-json $T/facts.json: skipped $m: not a string" "$T/err" && ok ||
+		bad "--labels-json: no note for $m"
+done
+run 0 "label torch=2.11" list "$T/l.mcache"
+grep -q "label gpus" "$T/out" && bad "--labels-json recorded a number" || ok
+run 0 "" pack -q -o "$T/l2.mcache" --from-torch "$BLOB" --labels-json "$T/facts.json"
+[ -s "$T/err" ] && bad "--labels-json -q: wrote $(cat "$T/err")" || ok
+
+# 7. Errors in the user's words: a missing folder for an output, keygen over a key.
+run 2 "cannot write $T/no/x.mcache: folder $T/no does not exist" pack -o "$T/no/x.mcache" \
+	-s "$SEC" --from-torch "$BLOB"
+run 2 "cannot write $T/no/x.bin: folder $T/no does not exist" export "$T/a.mcache" \
+	--torch "$T/no/x.bin" -p "$PUB"
+run 2 "cannot write $T/no/m.mcache: folder $T/no does not exist" merge -o "$T/no/m.mcache" \
+	"$T/a.mcache" -p "$PUB" --unsigned
+run 2 "cannot write $T/no/s.mcache: folder $T/no does not exist" sign "$T/a.mcache" -s "$SEC" \
+	-o "$T/no/s.mcache"
+run 2 "cannot write $T/no/r.mcache: folder $T/no does not exist" run --save-to "$T/no/r.mcache" \
+	-- true
+run 2 "cannot write $T/no/k.pub: folder $T/no does not exist" keygen -W -p "$T/no/k.pub" \
+	-s "$T/k.key"
+run 2 "$T/a.mcache is not a folder" pack -o "$T/a.mcache/x" --from-torch "$BLOB"
+[ -e "$T/no" ] && bad "an output's missing folder was made" || ok
+run 0 "" keygen -q -W -p "$T/k.pub" -s "$T/k.key"
+run 2 "add -f to replace the key pair" keygen -W -p "$T/k.pub" -s "$T/k.key"
+run 0 "" keygen -q -W -f -p "$T/k.pub" -s "$T/k.key"
+run 2 "the cache folder for inductor: empty" load "$T/a.mcache" -p "$PUB" --cache-dir ""
+grep -q "tier" "$T/err" && bad "an error speaks of tiers: $(cat "$T/err")" || ok
+
+# 5. Help and man page agree: every long option a command's help names is in the man
+# page; it tells of --progress, --version, inline keys and each command's help.
+MAN="$MC_SRCDIR/doc/megacache.1"
+for c in $CMDS; do
+	for o in $("$MEGACACHE" "$c" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
+		m=$(printf '%s' "$o" | sed 's/-/\\\\-/g')
+		grep -q -- "$m" "$MAN" && ok || bad "$c --help names $o; the man page does not"
+	done
+done
+for w in 'progress " WHEN"' 'B \-\-version' 'base64 line' 'megacache help load'; do
+	grep -qF -- "$w" "$MAN" && ok || bad "the man page lacks $w"
+done
+
+finish
