@@ -93,7 +93,9 @@ verify_ok(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *path
 static void
 verify_json(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *path)
 {
-	cJSON *j = json_object();
+	cJSON *j = json_object(), *labels;
+	const char *k, *v;
+	size_t i;
 
 	cJSON_AddStringToObject(j, "bundle", path);
 	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_bundle_artifact_count(b));
@@ -101,6 +103,10 @@ verify_json(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *pa
 	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
 	if (mc_bundle_expires(b) != 0)
 		cJSON_AddNumberToObject(j, "expires", (double)mc_bundle_expires(b));
+	labels = cJSON_AddObjectToObject(j, "labels");
+	for (i = 0; i < mc_bundle_label_count(b); i++)
+		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
+			cJSON_AddStringToObject(labels, k, v);
 	cJSON_AddBoolToObject(j, "signatures_checked", !t->trust.insecure);
 	cJSON_AddNumberToObject(j, "signature_count", (double)mc_bundle_signature_count(b));
 	cJSON_AddItemToObject(j, "trusted_signers", signers_json(t, b, keys, 1));

@@ -69,6 +69,9 @@ js 2 sign 'j["error"] == "not_bundle"' sign "$T/notabundle.mcache" -s "$SEC" -o 
 # verify: names, not English, for the failures
 js 0 verify "j['trusted_signers'] == ['$ID1'] and j['untrusted_signers'] == ['$ID2'] and j['signature_count'] == 2 and j['artifact_count'] == 10 and j['created'] == 1700000000" \
 	verify "$T/two.mcache" -p "$PUB"
+run 0 "" pack -q -o "$T/labelled.mcache" -s "$SEC" --from-torch "$BLOB" --label team=ml --expires +30d
+js 0 verify 'j["labels"] == {"team": "ml"} and j["expires"] > j["created"]' \
+	verify "$T/labelled.mcache" -p "$PUB"
 js 1 verify 'j["error"] == "untrusted_signature" and j["exit"] == 1' verify "$T/a.mcache" -p "$KEYS/test2.pub"
 js 1 verify 'j["error"] == "rollback"' verify "$T/a.mcache" -p "$PUB" --min-version 5
 js 1 verify 'j["error"] == "threshold"' verify "$T/two.mcache" -p "$PUB" -p "$KEYS/test2.pub" -p "$T/k.pub" --threshold 3
