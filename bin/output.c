@@ -128,7 +128,7 @@ json_finish(int status)
 {
 	cJSON *j;
 
-	if (js.command == NULL || js.printed)
+	if (js.command == NULL || js.printed || status == 0)
 		return status;
 	j = json_object();
 	cJSON_ReplaceItemInObject(j, "ok", cJSON_CreateFalse());

@@ -185,7 +185,6 @@ free_keys(mc_pubkey **keys, size_t n)
 		mc_pubkey_free(keys[i]);
 }
 
-/* --types T[,T]...: restricts the load to those types. */
 /* Ends the program with a usage error: --types named type, which is not a known one;
  * the message lists those that are. */
 static void
@@ -200,6 +199,7 @@ unknown_type(const char *type, const mc_ctx *ctx)
 	usage_error("--types: unknown artifact type '%s'; the types are: %s", type, names);
 }
 
+/* --types T[,T]...: restricts the load to those types. */
 int
 select_types(mc_ctx *ctx, mc_bundle *b, const char *types)
 {

@@ -84,11 +84,33 @@ mc__read_full(int fd, void *buf, size_t n)
 	return read_all(fd, buf, n, 0, 0);
 }
 
-/* The file a write to path lands on: path, or, when path is a symbolic link, what it
- * points to, followed link by link (at most 40), dangling or not. NULL when out of
- * memory. */
-static char *
-final_path(const char *path)
+/* Whether a write may go through the link st at path: not when it sits in a shared
+ * folder (sticky and writable by all, as /tmp) and is owned neither by us nor by the
+ * folder's owner, the rule the kernel's fs.protected_symlinks holds to: someone else's
+ * link there must not aim our output at a file of theirs choosing. */
+static int
+link_followable(const char *path, const struct stat *st)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash == NULL ? mc__strdup(".") : mc__strdup(path);
+	struct stat ds;
+	int ok;
+
+	if (dir == NULL)
+		return 0;
+	if (slash != NULL)
+		dir[slash == path ? 1 : slash - path] = '\0';
+	ok = stat(dir, &ds) == 0 &&
+	     (!(ds.st_mode & S_ISVTX) || !(ds.st_mode & S_IWOTH) || st->st_uid == geteuid() ||
+	      st->st_uid == ds.st_uid);
+	free(dir);
+	return ok;
+}
+
+/* The file a write to path lands on, into *out: path, or, when path is a symbolic
+ * link, what it points to, followed link by link (at most 40), dangling or not. */
+static int
+final_path(mc_ctx *ctx, const char *path, char **out)
 {
 	char *p = mc__strdup(path), *next, link[4096];
 	struct stat st;
@@ -99,6 +121,12 @@ final_path(const char *path)
 		const char *slash = strrchr(p, '/');
 		size_t dlen;
 
+		if (!link_followable(p, &st)) {
+			int rc = mc__err(ctx, MC_ERR_UNSAFE_DEST, "%s: a symbolic link another user owns "
+					 "in a shared folder; refusing to write through it", p);
+			free(p);
+			return rc;
+		}
 		n = readlink(p, link, sizeof link);
 		if (n <= 0 || (size_t)n == sizeof link)
 			break;
@@ -111,8 +139,12 @@ final_path(const char *path)
 		free(p);
 		p = next;
 	}
-	return p;
+	if ((*out = p) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	return MC_OK;
 }
+
+#define TEMP_SUFFIX_LEN 13 /* ".%08x.tmp" */
 
 static int
 open_temp(mc_ctx *ctx, const char *path, char **tmp_out, int mode)
@@ -139,18 +171,48 @@ open_temp(mc_ctx *ctx, const char *path, char **tmp_out, int mode)
 	return -1;
 }
 
+/* The new file takes the mode of the file it replaces at target (its permission bits),
+ * and, run as root, its owner and group, from the moment it is made; a new target keeps
+ * the mode it was made with. */
+static int
+keep_mode(mc_ctx *ctx, int fd, const char *target, const char *path)
+{
+	struct stat st;
+
+	if (stat(target, &st) != 0 || !S_ISREG(st.st_mode))
+		return MC_OK;
+	if (geteuid() == 0 && fchown(fd, st.st_uid, st.st_gid) != 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot give the new file the old one's owner", path);
+	if (fchmod(fd, st.st_mode & 0777) != 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot give the new file the old one's mode", path);
+	return MC_OK;
+}
+
 int
 mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode)
 {
-	char *target = final_path(path);
+	char *target;
 	int fd;
 
 	*tmp_out = NULL;
-	if (target == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	fd = open_temp(ctx, target, tmp_out, mode);
+	if (final_path(ctx, path, &target) != MC_OK)
+		return -1;
+	if ((fd = open_temp(ctx, target, tmp_out, mode)) >= 0 &&
+	    keep_mode(ctx, fd, target, path) != MC_OK) {
+		close(fd);
+		unlink(*tmp_out);
+		free(*tmp_out);
+		*tmp_out = NULL;
+		fd = -1;
+	}
 	free(target);
 	return fd;
+}
+
+int
+mc__open_temp_here(mc_ctx *ctx, const char *path, char **tmp_out, int mode)
+{
+	return open_temp(ctx, path, tmp_out, mode);
 }
 
 /* Opens the folder holding path, for its fsync. */
@@ -173,33 +235,21 @@ open_parent(mc_ctx *ctx, const char *path, int *dfd)
 	return rc;
 }
 
-/* The new file takes the mode of the file it replaces at target (its permission bits),
- * and, run as root, its owner and group; a new target keeps the mode it was made with. */
-static int
-keep_mode(mc_ctx *ctx, int fd, const char *target, const char *path)
-{
-	struct stat st;
-
-	if (stat(target, &st) != 0 || !S_ISREG(st.st_mode))
-		return MC_OK;
-	if (geteuid() == 0 && fchown(fd, st.st_uid, st.st_gid) != 0)
-		return mc__errno(ctx, MC_ERR_IO, "cannot give the new file the old one's owner", path);
-	if (fchmod(fd, st.st_mode & 0777) != 0)
-		return mc__errno(ctx, MC_ERR_IO, "cannot give the new file the old one's mode", path);
-	return MC_OK;
-}
-
 int
 mc__commit_temp(mc_ctx *ctx, int fd, const char *tmp, const char *path)
 {
-	char *target = final_path(path);
+	/* The file tmp stands for, beside it: the target mc__open_temp_beside() found. */
+	size_t n = strlen(tmp) > TEMP_SUFFIX_LEN ? strlen(tmp) - TEMP_SUFFIX_LEN : 0;
+	char *target = malloc(n + 1);
 	int dfd = -1, rc;
 
+	if (target != NULL) {
+		memcpy(target, tmp, n);
+		target[n] = '\0';
+	}
 	/* The folder is opened first: after the rename only its fsync can fail. */
 	rc = target == NULL ? mc__err(ctx, MC_ERR_NOMEM, "out of memory")
 			    : open_parent(ctx, target, &dfd);
-	if (rc == MC_OK)
-		rc = keep_mode(ctx, fd, target, path);
 	if (rc == MC_OK && fsync(fd) != 0)
 		rc = mc__errno(ctx, MC_ERR_IO, "cannot flush to disk", path);
 	if (close(fd) != 0 && rc == MC_OK)
@@ -295,26 +345,16 @@ mc__check_input(mc_ctx *ctx, int fd, const char *path, struct stat *st)
 int
 mc__open_input(mc_ctx *ctx, const char *path, int *fd, struct stat *st)
 {
-	int rc, flags;
+	struct stat first;
+	int rc, flags, fifo = stat(path, &first) == 0 && S_ISFIFO(first.st_mode);
 
-	if ((*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) < 0)
+	/* A FIFO is opened waiting for its writer, as any reader of one does; anything else
+	 * without waiting (a device), the flag cleared once it is open. */
+	if ((*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (fifo ? 0 : O_NONBLOCK))) < 0)
 		return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
-	if ((rc = mc__check_input(ctx, *fd, path, st)) == MC_OK && S_ISFIFO(st->st_mode)) {
-		/* Opened without waiting, a FIFO whose writer is not there yet reads as empty:
-		 * open it again, waiting for the writer, and make sure it is the same one. The
-		 * first stays open meanwhile: a writer that came to it finds a reader, not a
-		 * broken pipe. */
-		struct stat again;
-		int first = *fd;
-		*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-		close(first);
-		if (*fd < 0)
-			return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
-		if (fstat(*fd, &again) != 0 || again.st_dev != st->st_dev || again.st_ino != st->st_ino)
-			rc = mc__err(ctx, MC_ERR_IO, "%s: changed while being opened", path);
-	}
-	if (rc == MC_OK && ((flags = fcntl(*fd, F_GETFL)) < 0 ||
-			    fcntl(*fd, F_SETFL, flags & ~O_NONBLOCK) < 0))
+	rc = mc__check_input(ctx, *fd, path, st);
+	if (rc == MC_OK && !fifo && ((flags = fcntl(*fd, F_GETFL)) < 0 ||
+				     fcntl(*fd, F_SETFL, flags & ~O_NONBLOCK) < 0))
 		rc = mc__errno(ctx, MC_ERR_IO, "cannot open", path);
 	if (rc != MC_OK) {
 		close(*fd);

@@ -24,14 +24,17 @@ MC_HIDDEN int mc__read_full(int fd, void *buf, size_t n);
 MC_HIDDEN int mc__pread_full(int fd, void *buf, size_t n, uint64_t off);
 MC_HIDDEN int mc__pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
 /* Opens a temp file beside path (same folder), or, when path is a symbolic link, beside
- * the file it points to (dangling or not). Returns fd, and the temp name. */
+ * the file it points to (dangling or not; not a link someone else owns in a shared
+ * folder such as /tmp: MC_ERR_UNSAFE_DEST). It has the mode and (as root) the owner of
+ * the file it is to replace, if any, else mode. Returns fd, and the temp name. */
 MC_HIDDEN int mc__open_temp_beside(mc_ctx *ctx, const char *path, char **tmp_out, int mode);
-/* Makes the finished temp file tmp (open as fd) the file path, durably: its data
- * flushed, fd closed, tmp renamed over path, and the folder's entry flushed. fd is
- * closed and tmp gone either way; on a failure before the rename tmp is removed and
- * path left as it was. A symbolic link at path stays: the file it points to is replaced.
- * The new file takes the permission bits of the file it replaces (and, as root, its
- * owner and group). */
+/* A temp file beside path itself, a link at path not followed. */
+MC_HIDDEN int mc__open_temp_here(mc_ctx *ctx, const char *path, char **tmp_out, int mode);
+/* Makes the finished temp file tmp (open as fd; from mc__open_temp_beside()) the file
+ * path, durably: its data flushed, fd closed, tmp renamed over the file it was made
+ * beside (path, or what a link at path points to: the link stays), and the folder's
+ * entry flushed. fd is closed and tmp gone either way; on a failure before the rename
+ * tmp is removed and path left as it was. path names it in messages. */
 MC_HIDDEN int mc__commit_temp(mc_ctx *ctx, int fd, const char *tmp, const char *path);
 /* A private file with no name in $TMPDIR (or /tmp), gone when closed; -1 with the
  * error on ctx. */

@@ -149,7 +149,7 @@ write_key_file(mc_ctx *ctx, const char *path, const char *comment, const unsigne
 		free(b64);
 		return mc__err(ctx, MC_ERR_EXISTS, "%s: file exists (not replaced)", path);
 	}
-	if ((fd = mc__open_temp_beside(ctx, path, &tmp, mode)) < 0) {
+	if ((fd = mc__open_temp_here(ctx, path, &tmp, mode)) < 0) {
 		free(b64);
 		return MC_ERR_IO;
 	}

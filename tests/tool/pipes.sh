@@ -52,6 +52,15 @@ bash -c '"$1" load -q <(cat "$2") -p "$3" --cache-dir "$4"' _ "$MEGACACHE" "$B" 
 mkfifo "$T/fifo"
 cat "$B" >"$T/fifo" &
 run 0 "$T/fifo: OK" verify "$T/fifo" -p "$T/k.pub"
+# A writer already waiting at the FIFO, with a bundle small enough to fit the pipe: it
+# writes all and leaves at once; what it wrote is read, no second writer awaited.
+SMALL="$MC_SRCDIR/format/vectors/valid-signed.mcache"
+cat "$SMALL" >"$T/fifo" &
+sleep 1
+timeout 10 "$MEGACACHE" verify "$T/fifo" -p "$KEYS/test.pub" >"$T/out" 2>"$T/err"
+got=$?
+[ "$got" = 0 ] && ok || bad "a small bundle from a FIFO whose writer came first: exit $got: $(cat "$T/err")"
+wait
 wait
 
 # ---- writing to standard output ----

@@ -144,6 +144,21 @@ if [ "$(id -u)" = 0 ]; then
 	run 0 "" sign -q "$T/owned.mcache" -s "$KEYS/test2.key"
 	[ "$(stat -c %u:%g "$T/owned.mcache")" = 65534:65534 ] && ok ||
 		bad "sign as root gave the bundle to $(stat -c %u:%g "$T/owned.mcache")"
+	# A link another user left in a shared folder (sticky, writable by all, as /tmp) is
+	# not written through: it could aim the output at any file of root's.
+	mkdir -p "$T/shared"
+	chmod 1777 "$T/shared"
+	echo "root's file" >"$T/victim"
+	setpriv --reuid=65534 --regid=65534 --clear-groups ln -s "$T/victim" "$T/shared/out.mcache"
+	run 2 "$T/shared/out.mcache: a symbolic link another user owns in a shared folder; refusing" \
+		pack -q -o "$T/shared/out.mcache" -s "$KEYS/test.key" --from-torch "$BLOB"
+	[ "$(cat "$T/victim")" = "root's file" ] && [ -L "$T/shared/out.mcache" ] && ok ||
+		bad "pack wrote through another user's link in a shared folder"
+	# One of root's own there is followed.
+	ln -s "$T/real/own.mcache" "$T/shared/mine.mcache"
+	run 0 "" pack -q -o "$T/shared/mine.mcache" -s "$KEYS/test.key" --from-torch "$BLOB"
+	[ -L "$T/shared/mine.mcache" ] && [ -f "$T/real/own.mcache" ] && ok ||
+		bad "pack did not write through root's own link in a shared folder"
 fi
 
 finish
