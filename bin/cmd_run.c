@@ -22,6 +22,13 @@ struct run_opts {
 	const char *save_to, *types;
 	struct record_opts rec;
 	int allow_cold, sync;
+	FILE *json_file; /* --json-file */
+};
+
+/* With --json: what the object tells besides the command (doc/json-schema.json, "run"). */
+struct run_json {
+	cJSON *bundles; /* one object per bundle, loaded or (--allow-cold) not */
+	cJSON *save;    /* NULL: no --save-to */
 };
 
 static const struct option run_long[] = {
@@ -30,6 +37,8 @@ static const struct option run_long[] = {
 	{"allow-cold", no_argument, NULL, OPT_ALLOW_COLD},
 	{"types", required_argument, NULL, OPT_TYPES},
 	{"sync", no_argument, NULL, OPT_SYNC},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"json-file", required_argument, NULL, OPT_JSON_FILE},
 	RECORD_LONG_OPTIONS,
 	{NULL, 0, NULL, 0}};
 
@@ -48,6 +57,8 @@ run_opt(struct tool *t, void *opts, int c, char *arg)
 	case OPT_ALLOW_COLD: o->allow_cold = 1; return 1;
 	case OPT_TYPES: o->types = arg; return 1;
 	case OPT_SYNC: o->sync = 1; return 1;
+	case OPT_JSON: t->json = 1; return 1;
+	case OPT_JSON_FILE: t->json = 1; return 1; /* opened by json_target() */
 	default: return record_opt(&o->rec, c, arg);
 	}
 }
@@ -71,11 +82,54 @@ run_check(const struct tool *t, const struct run_opts *o, int argc)
 		usage_error("-s and --label apply to the bundle of --save-to; none given%s", "");
 }
 
+/* --json and --json-file, found before the options are parsed so that a usage error is
+ * told in JSON too: the object goes to standard error (standard output is the
+ * command's), its last line, or to the file, which is written over. */
+static void
+json_target(struct tool *t, struct run_opts *o, int argc, char **argv)
+{
+	const char *path = NULL;
+
+	if (tool_prescan(t, argc, argv, &run_spec, OPT_JSON_FILE, &path)) {
+		if ((o->json_file = fopen(path, "we")) == NULL) {
+			say(stderr, "%s: cannot write %s: %s", PROG, path, strerror(errno));
+			exit(EXIT_USAGE);
+		}
+		json_begin(t->name);
+		json_to(o->json_file);
+	} else if (tool_prescan(t, argc, argv, &run_spec, OPT_JSON, &path)) {
+		json_begin(t->name);
+		json_to(stderr);
+	}
+}
+
+/* A bundle's entry in the --json object: r its counts once loaded, else (--allow-cold)
+ * NULL and the failure's code and line. */
+static cJSON *
+bundle_json(const char *path, const struct load_report *r, int rc, const char *line)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(j, "bundle", path);
+	cJSON_AddBoolToObject(j, "loaded", r != NULL);
+	cJSON_AddNumberToObject(j, "installed", r != NULL ? (double)r->installed : 0);
+	cJSON_AddNumberToObject(j, "replaced", r != NULL ? (double)r->replaced : 0);
+	cJSON_AddNumberToObject(j, "unchanged", r != NULL ? (double)r->unchanged : 0);
+	if (r != NULL) {
+		cJSON_AddNullToObject(j, "error");
+		cJSON_AddNullToObject(j, "message");
+	} else {
+		cJSON_AddStringToObject(j, "error", mc_status_code(rc));
+		cJSON_AddStringToObject(j, "message", line);
+	}
+	return j;
+}
+
 /* Verifies and loads each bundle in turn; the ones loaded stay open in bases[] (the
  * save compares with them). A bundle that fails ends the run unless --allow-cold. */
 static int
 load_bundles(struct tool *t, const struct run_opts *o, mc_bundle **bases, size_t *nbases,
-	     mc_pubkey **keys)
+	     mc_pubkey **keys, struct run_json *rj)
 {
 	size_t i;
 	int rc;
@@ -96,10 +150,16 @@ load_bundles(struct tool *t, const struct run_opts *o, mc_bundle **bases, size_t
 			mc_bundle_free(b);
 			if (!o->allow_cold)
 				return status;
+			if (rj->bundles != NULL)
+				cJSON_AddItemToArray(rj->bundles, bundle_json(o->bundles[i], NULL, rc,
+									      json_said()));
+			json_forget(); /* got past: not the failure the run reports */
 			say(stderr, "%s: --allow-cold: running without %s", PROG, o->bundles[i]);
 			continue;
 		}
-		if (!t->quiet)
+		if (rj->bundles != NULL)
+			cJSON_AddItemToArray(rj->bundles, bundle_json(o->bundles[i], &r, 0, NULL));
+		else if (!t->quiet)
 			say(stderr, "%s: warmed %s: %zu file%s installed, %zu replaced, %zu already there",
 			    PROG, o->bundles[i], r.installed, r.installed == 1 ? "" : "s", r.replaced,
 			    r.unchanged);
@@ -228,72 +288,164 @@ on_new(void *ud, int what, const char *type, const char *key, uint64_t size_a, u
 	nw->n++;
 }
 
+/* The --json entry of the save: nothing written when nothing was new or it failed. */
+static cJSON *
+save_json(const struct run_opts *o, mc_writer *w, int written)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(j, "bundle", o->save_to);
+	cJSON_AddBoolToObject(j, "written", written);
+	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_writer_artifact_count(w));
+	cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_total_bytes(w));
+	cJSON_AddNumberToObject(j, "signature_count", written ? (double)o->rec.signers.n : 0);
+	cJSON_AddBoolToObject(j, "signed", written && o->rec.signers.n > 0);
+	return j;
+}
+
 /* After the command: records the caches, keeps what the loaded bundles do not hold,
  * and writes it to --save-to unless that is nothing. */
 static int
 save_new(struct tool *t, const struct run_opts *o, mc_writer *w, mc_bundle **bases,
-	 size_t nbases)
+	 size_t nbases, struct run_json *rj)
 {
 	struct location loc[NLOCATIONS];
 	struct scan_tally tally;
-	struct news nw = {t->verbose, t->quiet, 0};
+	struct news nw = {t->verbose, t->quiet || t->json, 0};
+	int quiet = t->quiet || t->json, rc, written = 0;
 	char hb[32];
-	int rc;
 
 	memset(&tally, 0, sizeof tally);
 	tally.verbose = t->verbose;
 	if ((rc = locate(t, loc)) != MC_OK || (rc = record_locations(w, loc, &tally)) != MC_OK ||
 	    (rc = mc_writer_drop_known(w, bases, nbases, on_new, &nw)) != MC_OK)
-		return fail(t->ctx, rc);
-	if (nw.n > MAX_DIFF_LINES && !nw.verbose && !t->quiet)
+		goto done;
+	if (nw.n > MAX_DIFF_LINES && !nw.verbose && !quiet)
 		say(stderr, "  ... and %zu more (-v lists them)", nw.n - MAX_DIFF_LINES);
 	if (mc_writer_artifact_count(w) == 0) {
-		if (!t->quiet)
+		if (!quiet)
 			say(stderr, "%s: nothing new in the caches; %s not written", PROG, o->save_to);
-		return 0;
+		goto done;
 	}
 	if ((rc = mc_writer_save(w, o->save_to)) != MC_OK)
-		return fail(t->ctx, rc);
+		goto done;
+	written = 1;
 	human_bytes(mc_writer_total_bytes(w), hb, sizeof hb);
-	if (!t->quiet)
+	if (!quiet)
 		say(stderr, "%s: saved %zu new artifact%s (%s) into %s", PROG,
 		    mc_writer_artifact_count(w), mc_writer_artifact_count(w) == 1 ? "" : "s", hb,
 		    o->save_to);
-	return 0;
+done:
+	if (t->json)
+		rj->save = save_json(o, w, written);
+	return rc == MC_OK ? 0 : fail(t->ctx, rc);
+}
+
+/* The --json object of a run that got to its command: cmd started unless spawn_rc
+ * (126/127), with wait status status; its save (when asked for) ended with saved. Its
+ * "exit" is the status this process ends with, as a shell shows it. */
+static void
+print_run(struct run_json *rj, char **cmd, int spawn_rc, int status, int saved, int exit)
+{
+	cJSON *j = json_object(), *c = cJSON_CreateObject(), *args = cJSON_CreateArray();
+	int exited = spawn_rc == 0 && WIFEXITED(status), failed = 1;
+	char line[1024];
+	size_t i;
+
+	if (spawn_rc != 0) {
+		json_error("command_not_started");
+		snprintf(line, sizeof line, "%s", json_said());
+	} else if (!exited) {
+		json_error("command_failed");
+		snprintf(line, sizeof line, "%s: %s was killed by signal %d (%s)", PROG, cmd[0],
+			 WTERMSIG(status), strsignal(WTERMSIG(status)));
+	} else if (WEXITSTATUS(status) != 0) {
+		json_error("command_failed");
+		snprintf(line, sizeof line, "%s: %s exited with status %d", PROG, cmd[0],
+			 WEXITSTATUS(status));
+	} else if (saved != 0) {
+		snprintf(line, sizeof line, "%s", json_said());
+	} else {
+		failed = 0;
+	}
+	cJSON_ReplaceItemInObject(j, "ok", cJSON_CreateBool(!failed));
+	cJSON_AddNumberToObject(j, "exit", exit);
+	if (failed) {
+		cJSON_AddStringToObject(j, "error", json_code());
+		cJSON_AddStringToObject(j, "message", line);
+	} else {
+		cJSON_AddNullToObject(j, "error");
+		cJSON_AddNullToObject(j, "message");
+	}
+	cJSON_AddItemToObject(j, "bundles", rj->bundles);
+	for (i = 0; cmd[i] != NULL; i++)
+		cJSON_AddItemToArray(args, cJSON_CreateString(cmd[i]));
+	cJSON_AddItemToObject(c, "argv", args);
+	cJSON_AddBoolToObject(c, "started", spawn_rc == 0);
+	if (exited)
+		cJSON_AddNumberToObject(c, "exit_status", WEXITSTATUS(status));
+	else
+		cJSON_AddNullToObject(c, "exit_status");
+	if (spawn_rc == 0 && !exited)
+		cJSON_AddNumberToObject(c, "signal", WTERMSIG(status));
+	else
+		cJSON_AddNullToObject(c, "signal");
+	cJSON_AddItemToObject(j, "child", c);
+	if (rj->save != NULL)
+		cJSON_AddItemToObject(j, "save", rj->save);
+	else
+		cJSON_AddNullToObject(j, "save");
+	rj->bundles = rj->save = NULL;
+	print_json(j);
 }
 
 int
 cmd_run(struct tool *t, int argc, char **argv)
 {
 	struct run_opts o = {.rec.level = 3};
+	struct run_json rj = {NULL, NULL};
 	mc_pubkey *keys[MAX_BUNDLES * MAX_PUBKEYS] = {NULL};
 	mc_bundle *bases[MAX_BUNDLES];
 	mc_writer *w = NULL;
 	size_t nbases = 0, i;
-	int rc, status = 0, saved = 0;
+	int rc, status = 0, saved = 0, spawn_rc;
 
+	json_target(t, &o, argc, argv);
 	tool_parse(t, argc, argv, &run_spec, &o);
 	run_check(t, &o, argc);
 	check_out_folder(o.save_to);
 	if ((rc = tool_start(t)) != 0)
 		return rc;
+	if (t->json)
+		rj.bundles = cJSON_CreateArray();
+	if (o.save_to != NULL && o.rec.signers.n == 0 && !t->quiet)
+		say(stderr, "%s: warning: %s will be unsigned: loads will need --insecure-no-verify "
+		    "(sign it with -s SECFILE)", PROG, o.save_to);
 	/* The signing keys' passwords are asked for now, not after the command. */
 	if (o.save_to != NULL && ((rc = mc_writer_new(t->ctx, &w)) != MC_OK ||
 				  (rc = record_setup(t, w, &o.rec)) != MC_OK))
 		rc = fail(t->ctx, rc);
-	else if ((rc = load_bundles(t, &o, bases, &nbases, keys)) == 0 &&
+	else if ((rc = load_bundles(t, &o, bases, &nbases, keys, &rj)) == 0 &&
 		 (rc = child_env(t)) != 0)
 		say(stderr, "%s: cannot set the command's environment: %s", PROG, strerror(rc)),
 			rc = EXIT_USAGE;
-	if (rc == 0 && (rc = run_child(argv + optind, &status)) == 0) {
-		if (o.save_to != NULL)
-			saved = save_new(t, &o, w, bases, nbases);
-		rc = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? saved : pass_status(status);
+	if (rc == 0) {
+		if ((spawn_rc = run_child(argv + optind, &status)) == 0 && o.save_to != NULL)
+			saved = save_new(t, &o, w, bases, nbases, &rj);
+		rc = spawn_rc != 0 ? spawn_rc
+		     : !WIFEXITED(status) ? 128 + WTERMSIG(status)
+		     : WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : saved;
+		if (t->json)
+			print_run(&rj, argv + optind, spawn_rc, status, saved, rc);
+		if (spawn_rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+			rc = pass_status(status);
 	}
 	for (i = 0; i < nbases; i++)
 		mc_bundle_free(bases[i]);
 	for (i = 0; i < MAX_BUNDLES * MAX_PUBKEYS; i++)
 		mc_pubkey_free(keys[i]);
+	cJSON_Delete(rj.bundles);
+	cJSON_Delete(rj.save);
 	record_free(&o.rec);
 	mc_writer_free(w);
 	return rc;

@@ -284,19 +284,15 @@ add_long(struct option *lo, size_t n, size_t max, const struct option *from)
 	return n;
 }
 
-/* Parses argv's options in order, each by the first that takes it: the common options,
- * those of t's flags, then spec's (NULL: none). Ends the program on a usage error or -h.
- * Leaves optind at the first operand. */
-void
-tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spec, void *opts)
+/* The long options of a command (the common ones, those of t's flags, then spec's) in
+ * lo[64], its short letters in so[16]. */
+static void
+build_opts(const struct tool *t, const struct tool_optspec *spec, struct option *lo, char *so)
 {
-	struct option lo[64]; /* the largest set, pack's, has 23 */
-	const size_t max = sizeof lo / sizeof lo[0];
-	char so[16];
+	const size_t max = 64; /* the largest set, pack's, has 23 */
 	size_t n;
-	int c;
 
-	memset(lo, 0, sizeof lo);
+	memset(lo, 0, max * sizeof *lo);
 	n = add_long(lo, 0, max, common_long);
 	if (t->flags & TOOL_TRUST)
 		n = add_long(lo, n, max, trust_long);
@@ -306,8 +302,42 @@ tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spe
 		n = add_long(lo, n, max, json_long);
 	if (spec != NULL)
 		add_long(lo, n, max, spec->longopts);
-	snprintf(so, sizeof so, "%s%shqv", spec != NULL ? spec->shortopts : "",
+	snprintf(so, 16, "%s%shqv", spec != NULL ? spec->shortopts : "",
 		 t->flags & TOOL_TRUST ? "p:" : "");
+}
+
+/* Whether the option whose code is c is among argv's options, read as tool_parse() will
+ * read them but saying nothing; *arg is its argument (the last one given). For what must
+ * be known before a usage error can be told (run --json-file). */
+int
+tool_prescan(const struct tool *t, int argc, char **argv, const struct tool_optspec *spec,
+	     int c, const char **arg)
+{
+	struct option lo[64];
+	char so[16];
+	int found = 0, got;
+
+	build_opts(t, spec, lo, so);
+	opterr = 0;
+	optind = 0;
+	while ((got = getopt_long(argc, argv, so, lo, NULL)) != -1)
+		if (got == c)
+			found = 1, *arg = optarg;
+	optind = 0; /* glibc: the next getopt_long() starts over */
+	return found;
+}
+
+/* Parses argv's options in order, each by the first that takes it: the common options,
+ * those of t's flags, then spec's (NULL: none). Ends the program on a usage error or -h.
+ * Leaves optind at the first operand. */
+void
+tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spec, void *opts)
+{
+	struct option lo[64];
+	char so[16];
+	int c;
+
+	build_opts(t, spec, lo, so);
 	while ((c = next_opt(argc, argv, so, lo)) != -1) {
 		if (common_opt(t, c, optarg) ||
 		    ((t->flags & TOOL_TRUST) && trust_opt(&t->trust, c, optarg)) ||

@@ -20,6 +20,7 @@
  * when none did (the error code, and the first error line said). */
 static struct {
 	const char *command; /* NULL: no --json */
+	FILE *out;           /* where the object goes (json_to); NULL: standard output */
 	int printed;
 	const char *code;
 	char message[1024];
@@ -99,6 +100,14 @@ json_begin(const char *command)
 	js.command = command;
 }
 
+/* The object goes to f, on one line, not to standard output (run: its standard output
+ * is the command's). */
+void
+json_to(FILE *f)
+{
+	js.out = f;
+}
+
 /* The code of the failure a --json run reports, unless one is set already: a name of
  * mc_status_code() or one of the tool's (doc/json-schema.json). */
 void
@@ -106,6 +115,27 @@ json_error(const char *code)
 {
 	if (js.code == NULL)
 		js.code = code;
+}
+
+/* The line said of the failure reported (json_note), and its code ("failed": none). */
+const char *
+json_said(void)
+{
+	return js.message;
+}
+
+const char *
+json_code(void)
+{
+	return js.code != NULL ? js.code : "failed";
+}
+
+/* Forgets the failure noted so far: one the command got past (run --allow-cold). */
+void
+json_forget(void)
+{
+	js.code = NULL;
+	js.message[0] = '\0';
 }
 
 /* A command's report with --json: an object with the schema version, the command and
@@ -176,7 +206,7 @@ usage_error(const char *fmt, ...)
 }
 
 /* Ends the program (exit 2) when the folder of path, a file the command is to write,
- * does not exist or is not a folder: said before any work, naming both. "-" and NULL
+ * does not exist or is not a folder, or path is a folder: said before any work. "-" and NULL
  * (nothing to write) pass. */
 void
 check_out_folder(const char *path)
@@ -195,11 +225,16 @@ check_out_folder(const char *path)
 		err = errno;
 	else if (!S_ISDIR(st.st_mode))
 		err = ENOTDIR;
-	if (err == ENOENT || err == ENOTDIR) {
+	if (err == 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		err = EISDIR;
+	if (err == ENOENT || err == ENOTDIR || err == EISDIR) {
 		if (err == ENOENT)
 			say(stderr, "%s: cannot write %s: folder %s does not exist", PROG, path, dir);
-		else
+		else if (err == ENOTDIR)
 			say(stderr, "%s: cannot write %s: %s is not a folder", PROG, path, dir);
+		else
+			say(stderr, "%s: cannot write %s: it is a folder; name a file in it", PROG,
+			    path);
 		json_error("io");
 		json_exit(EXIT_USAGE);
 	}
@@ -272,12 +307,13 @@ human_bytes(uint64_t n, char *buf, size_t len)
 void
 print_json(cJSON *j)
 {
-	char *s = cJSON_Print(j);
+	char *s = js.out != NULL ? cJSON_PrintUnformatted(j) : cJSON_Print(j);
 
 	/* cJSON escapes C0 controls only; DEL, C1, bidirectional controls and invalid
 	 * bytes from a bundle or a file name are escaped here, keeping the JSON valid. */
 	if (s != NULL) {
-		put_escaped(stdout, s, MC_ESCAPE_JSON);
+		put_escaped(js.out != NULL ? js.out : stdout, s, MC_ESCAPE_JSON);
+		fflush(js.out != NULL ? js.out : stdout);
 		free(s);
 	}
 	js.printed = 1;

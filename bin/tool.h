@@ -31,7 +31,7 @@ enum {
 	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW,
 	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT, OPT_LABEL_FROM_ENV,
 	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_SYNC, OPT_ALLOW_COLD, OPT_OWNER,
-	OPT_UNSIGNED, OPT_PROGRESS,
+	OPT_UNSIGNED, OPT_PROGRESS, OPT_JSON_FILE,
 	OPT_CAP /* + 0..4 */
 };
 
@@ -140,11 +140,17 @@ void json_error(const char *code);
 cJSON *json_object(void);
 int json_finish(int status);
 void json_exit(int status) __attribute__((noreturn));
+void json_to(FILE *f);
+const char *json_said(void);
+const char *json_code(void);
+void json_forget(void);
 
 /* options.c */
 int parse_u64(const char *s, uint64_t *v);
 int parse_time(const char *s, int64_t now, int64_t *v);
 void iso_time(int64_t t, char *buf, size_t len);
+int tool_prescan(const struct tool *t, int argc, char **argv, const struct tool_optspec *spec,
+		 int c, const char **arg);
 void tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spec,
 		void *opts);
 

@@ -19,7 +19,7 @@ _megacache_options()
 	keygen) echo "-p -s -W -f --force --json" ;;
 	save) echo "-o --output --dry-run --cache-dir --triton-dir --json $_megacache_record" ;;
 	run) echo "-b --bundle -o --save-to --allow-cold --types --sync --cache-dir --triton-dir
-		$_megacache_trust $_megacache_record" ;;
+		--json --json-file $_megacache_trust $_megacache_record" ;;
 	pack) echo "-o --output --from-torch --from-dir --from-triton-dir --json $_megacache_record" ;;
 	sign) echo "-s -o --json" ;;
 	verify) echo "--json $_megacache_trust" ;;
@@ -58,7 +58,8 @@ _megacache()
 	--torch-format) COMPREPLY=($(compgen -W "2.7 current" -- "$cur")); return ;;
 	--cache-dir|--triton-dir|--from-dir|--from-triton-dir)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
-	-p|-s|-o|-b|--output|--bundle|--save-to|--torch|--from-torch|--labels-json|--password-file)
+	-p|-s|-o|-b|--output|--bundle|--save-to|--torch|--from-torch|--labels-json|--password-file|\
+	--json-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--label-from-env) COMPREPLY=($(compgen -v -- "$cur")); return ;;
 	--threshold|--min-version|--require|--now|--expires|--level|--bundle-version|--owner|\

@@ -1,6 +1,7 @@
-# json.sh - --json: every command (but run) prints one object on standard output, its
-# report or its failure, each valid against doc/json-schema.json, with the same names
-# for the same things and a stable error code; a usage error too.
+# json.sh - --json: every command prints one object, its report or its failure, each
+# valid against doc/json-schema.json, with the same names for the same things and a
+# stable error code; a usage error too. On standard output; run's, whose standard
+# output is its command's, as the last line of standard error or in --json-file's file.
 . "$(dirname "$0")/lib.sh"
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
@@ -10,15 +11,11 @@ export SOURCE_DATE_EPOCH=1700000000
 ID1=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$PUB")
 ID2=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$KEYS/test2.pub")
 
-# js EXIT COMMAND ASSERTION megacache-args...: runs megacache with --json, checks its exit
-# status, that standard output is one object valid against the schema with "command"
-# COMMAND, and the Python expression ASSERTION on it (j; "" for none).
-js() {
-	want=$1; cmd=$2; expr=$3; shift 3
-	"$MEGACACHE" "$@" --json >"$T/out" 2>"$T/err"
-	got=$?
-	[ "$got" = "$want" ] && ok || bad "megacache $* --json exited $got, expected $want: $(head -c 400 "$T/err")"
-	/usr/bin/python3 - "$SCHEMA" "$T/out" "$cmd" "$want" "${expr:-True}" <<'PY' && ok || bad "megacache $* --json: $(head -c 1500 "$T/out")"
+# valid FILE COMMAND EXIT ASSERTION: FILE is one object valid against the schema, with
+# "command" COMMAND, ok as exit status EXIT says, and the Python expression ASSERTION on
+# it (j; "" for none) true.
+valid() {
+	/usr/bin/python3 - "$SCHEMA" "$@" <<'PY'
 import json, sys
 import jsonschema
 schema, out, cmd, want, expr = sys.argv[1:]
@@ -29,8 +26,19 @@ jsonschema.Draft202012Validator(json.load(open(schema))).validate(j)
 assert j["schema"] == 1 and j["command"] == cmd, j
 assert j["ok"] is (want == "0" or (cmd == "diff" and want == "1")), j
 assert j["ok"] or j["exit"] == int(want), j
-assert eval(expr), (expr, j)
+assert cmd != "run" or j["exit"] == int(want), j
+assert eval(expr or "True"), (expr, j)
 PY
+}
+
+# js EXIT COMMAND ASSERTION megacache-args...: runs megacache with --json, checks its exit
+# status, and that standard output is valid (as valid says).
+js() {
+	want=$1; cmd=$2; expr=$3; shift 3
+	"$MEGACACHE" "$@" --json >"$T/out" 2>"$T/err"
+	got=$?
+	[ "$got" = "$want" ] && ok || bad "megacache $* --json exited $got, expected $want: $(head -c 400 "$T/err")"
+	valid "$T/out" "$cmd" "$want" "$expr" && ok || bad "megacache $* --json: $(head -c 1500 "$T/out")"
 }
 
 mkdir -p "$T/empty"
@@ -124,5 +132,57 @@ IND=$(find "$T/ic" -mindepth 1 -maxdepth 1 -type d | head -n 1)
 js 0 save 'j["dry_run"] and j["artifact_count"] > 0 and j["folders"][0]["artifact_count"] == j["artifact_count"]' \
 	save -o "$T/s.mcache" --dry-run --cache-dir "$IND" --triton-dir "$T/none"
 js 2 save 'j["error"] == "no_artifacts"' save -o "$T/s.mcache" --cache-dir "$T/empty" --triton-dir "$T/none"
+
+# run: standard output is the command's; the object is standard error's last line
+mkdir -p "$T/rc"
+# jsrun EXIT ASSERTION run-args...: runs megacache run --json; as js, for the last line
+# of standard error (and it ends with a line end: nothing after it).
+jsrun() {
+	want=$1; expr=$2; shift 2
+	"$MEGACACHE" run --json "$@" >"$T/rout" 2>"$T/rerr"
+	got=$?
+	[ "$got" = "$want" ] && ok || bad "megacache run --json $* exited $got, expected $want: $(head -c 400 "$T/rerr")"
+	tail -n 1 "$T/rerr" >"$T/rlast"
+	[ "$(tail -c 1 "$T/rerr" | od -An -c | tr -d ' ')" = '\n' ] &&
+		valid "$T/rlast" run "$want" "$expr" && ok || bad "megacache run --json $*: $(tail -c 1500 "$T/rerr")"
+}
+jsrun 0 'j["bundles"] == [{"bundle": j["bundles"][0]["bundle"], "loaded": True, "installed": 10, "replaced": 0, "unchanged": 0, "error": None, "message": None}] and j["child"] == {"argv": ["sh", "-c", "echo child-out; echo child-err >&2"], "started": True, "exit_status": 0, "signal": None} and j["save"] is None and j["error"] is None' \
+	-b "$T/a.mcache" -p "$PUB" --cache-dir "$T/rc" --triton-dir "$T/rt" -- sh -c 'echo child-out; echo child-err >&2'
+[ "$(cat "$T/rout")" = child-out ] && ok || bad "run --json: standard output is not the command's alone: $(cat "$T/rout")"
+grep -qx child-err "$T/rerr" && ! grep -q warmed "$T/rerr" && ok || bad "run --json: standard error: $(cat "$T/rerr")"
+# The command fails after adding an artifact: its status, and the save still made
+jsrun 3 'j["error"] == "command_failed" and "exited with status 3" in j["message"] and j["child"]["exit_status"] == 3 and j["bundles"][0]["unchanged"] == 10 and j["save"] == {"bundle": j["save"]["bundle"], "written": True, "artifact_count": 1, "bytes": 9, "signature_count": 1, "signed": True}' \
+	-b "$T/a.mcache" -p "$PUB" --cache-dir "$T/rc" --triton-dir "$T/rt" --save-to "$T/new.mcache" -s "$SEC" -- \
+	sh -c 'mkdir -p "$0/zz" && echo "print(1)" > "$0/zz/cjsonnew.py" && exit 3' "$T/rc"
+run 0 "" verify "$T/new.mcache" -p "$PUB"
+# --json-file: the object there, standard error left to the command
+"$MEGACACHE" run --json-file "$T/r.json" -b "$T/a.mcache" -b "$T/new.mcache" -p "$PUB" --cache-dir "$T/rc" --triton-dir "$T/rt" \
+	--save-to "$T/none.mcache" -s "$SEC" -- sh -c 'echo e >&2' >"$T/rout" 2>"$T/rerr"
+[ $? = 0 ] && [ "$(cat "$T/rerr")" = e ] && ok || bad "run --json-file: $(cat "$T/rerr")"
+valid "$T/r.json" run 0 'j["save"]["written"] is False and j["save"]["artifact_count"] == 0 and [b["unchanged"] for b in j["bundles"]] == [10, 1]' &&
+	ok || bad "run --json-file: $(cat "$T/r.json")"
+# the failures: before the command (the common object), and of the command
+jsrun 143 'j["error"] == "command_failed" and j["child"]["signal"] == 15 and j["child"]["exit_status"] is None' \
+	-- sh -c 'kill -TERM $$'
+jsrun 127 'j["error"] == "command_not_started" and "no-such-program" in j["message"] and not j["child"]["started"]' \
+	-- "$T/no-such-program"
+jsrun 1 'j["error"] == "untrusted_signature" and set(j) == {"schema", "command", "ok", "error", "message", "exit"}' \
+	-b "$T/a.mcache" -p "$KEYS/test2.pub" -- touch "$T/ran"
+[ ! -e "$T/ran" ] && ok || bad "run --json ran its command on an untrusted bundle"
+jsrun 2 'j["error"] == "usage" and "needs -p" in j["message"]' -b "$T/a.mcache" -- true
+jsrun 2 'j["error"] == "usage" and "--bogus" in j["message"]' --bogus -- true
+jsrun 0 'j["bundles"][0]["loaded"] is False and j["bundles"][0]["error"] == "untrusted_signature" and j["child"]["exit_status"] == 0' \
+	-b "$T/a.mcache" -p "$KEYS/test2.pub" --allow-cold -- true
+# the save fails after the command: the command's work is told, and what failed
+mkdir -p "$T/gone"
+jsrun 2 'j["error"] == "io" and "gone" in j["message"] and j["child"]["exit_status"] == 0 and j["save"]["written"] is False and j["save"]["artifact_count"] == 1' \
+	--cache-dir "$T/rc2" --triton-dir "$T/rt" --save-to "$T/gone/n.mcache" -- \
+	sh -c 'mkdir -p "$0/zz" && echo "print(2)" > "$0/zz/cjsongone.py" && rm -r "$1"' "$T/rc2" "$T/gone"
+# a folder is no file to save to: said before the command runs
+jsrun 2 'j["error"] == "io" and "is a folder" in j["message"]' --save-to "$T/rc" -- touch "$T/ran"
+[ ! -e "$T/ran" ] && ok || bad "run ran its command with a folder for --save-to"
+# a --json-file that cannot be written: said, exit 2, nothing run
+"$MEGACACHE" run --json-file "$T/nodir/r.json" -- touch "$T/ran" 2>"$T/rerr"
+[ $? = 2 ] && [ ! -e "$T/ran" ] && grep -qF "cannot write $T/nodir/r.json" "$T/rerr" && ok || bad "run --json-file into a missing folder: $(cat "$T/rerr")"
 
 finish

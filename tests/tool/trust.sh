@@ -97,6 +97,12 @@ run 0 "" save -o "$T/s2.mcache" --cache-dir "$C" --triton-dir "$T/triton" --json
 	"$T/out" && ok || bad "save --json of an unsigned bundle: $(cat "$T/out")"
 run 0 "" save -o "$T/s3.mcache" --cache-dir "$C" --triton-dir "$T/triton" -s "$SEC"
 [ ! -s "$T/err" ] && ok || bad "a signed save warns: $(cat "$T/err")"
+# run --save-to without -s: the warning before the command runs, and its bundle unsigned
+run 0 "" run --save-to "$T/r1.mcache" --cache-dir "$T/rc" --triton-dir "$T/triton" -- \
+	sh -c 'echo ran >&2; mkdir -p "$0/zz" && echo "print(1)" > "$0/zz/ctrustnew.py"' "$T/rc"
+[ "$(sed -n 1p "$T/err" | grep -c "warning: $T/r1.mcache will be unsigned: loads will need --insecure-no-verify")" = 1 ] &&
+	grep -qx ran "$T/err" && ok || bad "an unsigned run --save-to does not warn first: $(cat "$T/err")"
+run 1 "" verify "$T/r1.mcache" -p "$PUB"
 run 0 "" save -o "$T/s4.mcache" --cache-dir "$C" --triton-dir "$T/triton" --dry-run
 [ ! -s "$T/err" ] && ok || bad "a dry run warns: $(cat "$T/err")"
 
