@@ -172,6 +172,52 @@ static const char run_help[] =
 	"  -v, --verbose          list every new artifact saved (else the first few)\n"
 	"example: megacache run -b cache.mcache -p ci.pub --save-to new.mcache -s ci.key -- python train.py\n";
 
+static const char push_help[] =
+	"usage: megacache push BUNDLE -p PUBFILE... --redis URL [--types T[,T]...] [--ttl S]\n"
+	"       [--triton] [--dry-run] [--json] [-v]\n"
+	"Verify BUNDLE as load does and write its FX graphs, AOTAutograd entries and PGO\n"
+	"states into torch's Redis remote cache (pt2:<cache id>::<key>:c1), each once its\n"
+	"bytes checked; what the store had is compared: a second push changes nothing.\n"
+	"  --redis URL            redis://[[user]:password@]host[:port][/db] or\n"
+	"                         unix:///path[?db=N] (default $TORCHINDUCTOR_REDIS_URL)\n"
+	"  --redis-password-file F  the password (first line); else $MEGACACHE_REDIS_PASSWORD\n"
+	"  -p PUBFILE             a trusted public key (a file, or the key's base64 text)\n"
+	"  --types T[,T]...       push only these artifact types\n"
+	"  --ttl S                the entries expire after S seconds (default: never)\n"
+	"  --triton               Triton's kernels too, into Triton's remote cache\n"
+	"  --triton-key-format F  its key format (default $TRITON_REDIS_KEY_FORMAT, else\n"
+	"                         triton:{key}:{filename})\n"
+	"  --dry-run              compare with the store; write nothing\n"
+	"  --json                 the report as JSON\n"
+	"  -v, --verbose          a line per entry\n"
+	"example: megacache push cache.mcache -p ci.pub --redis redis://cache-host:6379/0\n";
+
+static const char pull_help[] =
+	"usage: megacache pull --redis URL -o BUNDLE [-s SECFILE]... [--match GLOB] [--triton]\n"
+	"       [--label K=V]... [--json] [-v]\n"
+	"Record every entry of torch's Redis remote cache (and with --triton Triton's) into\n"
+	"BUNDLE: types and keys from the Redis keys, contents from the values, each checked\n"
+	"for its form (others skipped, counted). Label redis=<URL> says where it came from.\n"
+	"  --redis URL, --redis-password-file F, --triton, --triton-key-format F: as push\n"
+	"  -o, --output BUNDLE    the bundle to write\n"
+	"  -s SECFILE             sign it with this key (several: co-sign)\n"
+	"  --match GLOB           only keys matching this Redis glob (e.g. 'pt2:fx-graph-v1::*')\n"
+	"  --label K=V, --expires TIME, ...: as pack\n"
+	"  --json                 the report as JSON\n"
+	"  -v, --verbose          name each entry skipped\n"
+	"example: megacache pull --redis redis://cache-host:6379/0 -o fleet.mcache -s ci.key\n";
+
+static const char audit_help[] =
+	"usage: megacache audit --redis URL -p PUBFILE... BUNDLE... [--triton] [--json] [-v]\n"
+	"List every entry of torch's Redis remote cache (and with --triton Triton's) that no\n"
+	"given trusted bundle vouches for: its key in none of them, or other bytes than the\n"
+	"signed manifest lists. Exit status 1 when there is any.\n"
+	"  --redis URL, --redis-password-file F, --triton, --triton-key-format F: as push\n"
+	"  -p PUBFILE             a trusted public key; each BUNDLE must verify with them\n"
+	"  --json                 the findings as JSON\n"
+	"  -v, --verbose          list the entries vouched for too\n"
+	"example: megacache audit --redis redis://cache-host:6379/0 -p ci.pub cache.mcache\n";
+
 static const char pack_help[] =
 	"usage: megacache pack -o BUNDLE [-s SECFILE]... [--from-torch BLOB]... [--from-dir DIR]...\n"
 	"       [--from-triton-dir DIR]... [bundle options] [--json]\n"
@@ -307,6 +353,9 @@ static const struct command {
 	{"diff", cmd_diff, TOOL_JSON, diff_help},
 	{"save", cmd_save, TOOL_TIERS | TOOL_JSON, save_help},
 	{"run", cmd_run, TOOL_TRUST | TOOL_TIERS, run_help},
+	{"push", cmd_push, TOOL_TRUST | TOOL_JSON, push_help},
+	{"pull", cmd_pull, TOOL_JSON, pull_help},
+	{"audit", cmd_audit, TOOL_TRUST | TOOL_JSON, audit_help},
 };
 
 /* Whether --json (or a prefix getopt takes for it: --j, --js, --jso) is among the

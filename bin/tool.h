@@ -31,7 +31,8 @@ enum {
 	OPT_TYPES, OPT_DRY_RUN, OPT_INSECURE, OPT_TORCH, OPT_PASSWORD_FILE, OPT_NOW,
 	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT, OPT_LABEL_FROM_ENV,
 	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_SYNC, OPT_ALLOW_COLD, OPT_OWNER,
-	OPT_UNSIGNED, OPT_PROGRESS, OPT_JSON_FILE,
+	OPT_UNSIGNED, OPT_PROGRESS, OPT_JSON_FILE, OPT_REDIS, OPT_REDIS_PASSWORD_FILE, OPT_TRITON,
+	OPT_TRITON_KEY_FORMAT, OPT_TTL, OPT_MATCH,
 	OPT_CAP /* + 0..4 */
 };
 
@@ -117,6 +118,9 @@ int cmd_merge(struct tool *t, int argc, char **argv);
 int cmd_diff(struct tool *t, int argc, char **argv);
 int cmd_save(struct tool *t, int argc, char **argv);
 int cmd_run(struct tool *t, int argc, char **argv);
+int cmd_push(struct tool *t, int argc, char **argv);
+int cmd_pull(struct tool *t, int argc, char **argv);
+int cmd_audit(struct tool *t, int argc, char **argv);
 
 /* megacache.c */
 extern const char tool_usage[];

@@ -67,7 +67,9 @@ enum {
 	MC_ERR_TORCH_FORMAT = -20, /* a torch cache blob is malformed */
 	MC_ERR_CRYPTO = -21,       /* the crypto library could not start */
 	MC_ERR_EXISTS = -22,       /* an output file exists and overwriting was not asked */
-	MC_ERR_LABEL = -23         /* a label the caller requires is missing or differs */
+	MC_ERR_LABEL = -23,        /* a label the caller requires is missing or differs */
+	MC_ERR_REMOTE = -24,       /* a remote store (Redis) could not be reached or failed */
+	MC_ERR_UNSUPPORTED = -25   /* this build lacks what the call needs (Redis support) */
 };
 
 /* The version of the library in use, MC_VERSION_STRING as it was built: a binding
@@ -82,7 +84,8 @@ MC_API const char *mc_strerror(int status);
  * "not_bundle", "malformed" (truncated too), "manifest", "integrity",
  * "untrusted_signature" (MC_ERR_NO_SIGNATURE), "bad_signature", "threshold", "expired",
  * "rollback", "limit", "unknown_type", "bad_key", "conflict", "unsafe_destination",
- * "keyfile", "password", "torch_format", "crypto", "exists", "label"; "unknown" for a
+ * "keyfile", "password", "torch_format", "crypto", "exists", "label", "remote",
+ * "unsupported"; "unknown" for a
  * code not listed. Never NULL; static storage. */
 MC_API const char *mc_status_code(int status);
 
@@ -473,6 +476,83 @@ MC_API MC_MUST_CHECK int mc_writer_drop_known(mc_writer *w, mc_bundle *const *ba
  * be the bundle's own path). The bundle's integrity is checked while copying. */
 MC_API MC_MUST_CHECK int mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk,
 						 const char *out_path);
+
+/* ---- The fleet tier: torch's and Triton's Redis remote caches ----
+ *
+ * torch 2.11 keeps an FX graph, an AOTAutograd entry and a dynamo PGO state under
+ * "pt2:<cache id>::<key>:c1" as ASCII JSON {"data": base64 of the file's bytes, ...}
+ * (cache ids fx-graph-v1, autograd-experimental, dynamo-pgo); Triton 3.6 keeps a
+ * kernel's files under "triton:<kernel hash>:<file name>" (TRITON_REDIS_KEY_FORMAT), raw,
+ * a group file as {"child_paths": [its files' names]}. Types with no such form
+ * (autotune, precompile, kernel_code, ...) have no place there. Without Redis support
+ * (configure --without-hiredis) every call fails with MC_ERR_UNSUPPORTED. */
+typedef struct mc_redis mc_redis;
+
+/* Connects to url: redis://[[user]:password@]host[:port][/db] (port 6379, db 0) or
+ * unix:///path/to/socket[?db=N]. password, when not NULL, is used instead of the URL's
+ * (an AUTH with user when the URL names one). The server must answer PING. Errors
+ * (MC_ERR_REMOTE, MC_ERR_INVALID for a bad URL) name the server, never the password. */
+MC_API MC_MUST_CHECK int mc_redis_open(mc_ctx *ctx, const char *url, const char *password,
+				       mc_redis **out);
+MC_API void mc_redis_free(mc_redis *r);
+/* Where r is, as messages name it: the URL without its password. */
+MC_API const char *mc_redis_where(const mc_redis *r);
+/* Triton's key format ("{key}" and "{filename}", in that order, each once; default
+ * "triton:{key}:{filename}"), as TRITON_REDIS_KEY_FORMAT gives it. */
+MC_API MC_MUST_CHECK int mc_redis_set_triton_format(mc_redis *r, const char *format);
+
+/* What push, pull and audit tell of each entry (mc_remote_fn's what). */
+enum {
+	MC_REMOTE_SENT = 0,      /* push: written where there was none */
+	MC_REMOTE_REPLACED,      /* push: written over other bytes */
+	MC_REMOTE_UNCHANGED,     /* push: the store had these bytes already */
+	MC_REMOTE_WOULD_SEND,    /* push dry run: would be written (none there) */
+	MC_REMOTE_WOULD_REPLACE, /* push dry run: would be written over other bytes */
+	MC_REMOTE_NO_FORM,       /* push: its type has no remote form; not sent */
+	MC_REMOTE_SHADOWED,      /* push: another artifact of the bundle has its remote key */
+	MC_REMOTE_PULLED,        /* pull: recorded */
+	MC_REMOTE_ODD,           /* pull, audit: a value not in its key's form (skipped) */
+	MC_REMOTE_VOUCHED,       /* audit: a bundle has it, with these bytes */
+	MC_REMOTE_DIFFERS,       /* audit: a bundle has its key with other bytes */
+	MC_REMOTE_UNVOUCHED      /* audit: no bundle has its key */
+};
+/* type and key: the artifact's (NULL for an entry of no type); rkey: its Redis key;
+ * size: its content's bytes. */
+typedef void (*mc_remote_fn)(void *ud, int what, const char *type, const char *key,
+			     const char *rkey, uint64_t size);
+
+#define MC_PUSH_DRY_RUN 0x1u /* compare, write nothing */
+#define MC_PUSH_TRITON 0x2u  /* Triton's kernels too (types triton and triton_home) */
+
+/* Verifies b as mc_bundle_load() does (signatures, policy, every key by its handler;
+ * mc_bundle_select_type() restricts it) and writes each selected artifact that has a
+ * remote form into r, in that form, pipelined, once its object's bytes checked against
+ * their hash (an object that fails stops the push: what was sent before it is sent,
+ * each entry checked). ttl_seconds > 0: each entry expires then; 0: never. Two
+ * artifacts with one remote key (an FX graph key with two entries): the last in the
+ * bundle's order is written, the other told as MC_REMOTE_SHADOWED. A second push of
+ * the same bundle writes the same bytes: each told MC_REMOTE_UNCHANGED. Progress
+ * phase "push". */
+MC_API MC_MUST_CHECK int mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags,
+					uint64_t ttl_seconds, mc_remote_fn fn, void *ud);
+
+#define MC_PULL_TRITON 0x2u /* Triton's keys too (as type triton_home) */
+
+/* Records into w every entry of r in torch's key space (and with MC_PULL_TRITON,
+ * Triton's) that match (a Redis glob, NULL: all) selects: its type and key from the
+ * Redis key, its content from the value, checked for its form; an entry that is not
+ * in it is skipped and told as MC_REMOTE_ODD. Contents are held in a temp file, not in
+ * memory. Progress phase "pull" (done: entries read). */
+MC_API MC_MUST_CHECK int mc_redis_pull(mc_redis *r, mc_writer *w, const char *match,
+				       unsigned flags, mc_remote_fn fn, void *ud);
+
+/* Checks every entry of r in torch's key space (and Triton's with MC_PULL_TRITON)
+ * against the n bundles, whose signatures and policy are checked first (no object is
+ * read: the signed manifests vouch for the hashes). Tells each entry VOUCHED, DIFFERS,
+ * UNVOUCHED or ODD; *unvouched (may be NULL) gets the number of the last three. */
+MC_API MC_MUST_CHECK int mc_redis_audit(mc_redis *r, mc_bundle *const *b, size_t n,
+					unsigned flags, mc_remote_fn fn, void *ud,
+					size_t *unvouched);
 
 #ifdef __cplusplus
 }

@@ -44,6 +44,8 @@ mc_strerror(int status)
 	case MC_ERR_CRYPTO: return "crypto library failed to start";
 	case MC_ERR_EXISTS: return "file exists";
 	case MC_ERR_LABEL: return "required label missing or different";
+	case MC_ERR_REMOTE: return "remote store failed";
+	case MC_ERR_UNSUPPORTED: return "not supported by this build";
 	default: return "unknown error";
 	}
 }
@@ -76,6 +78,8 @@ mc_status_code(int status)
 	case MC_ERR_CRYPTO: return "crypto";
 	case MC_ERR_EXISTS: return "exists";
 	case MC_ERR_LABEL: return "label";
+	case MC_ERR_REMOTE: return "remote";
+	case MC_ERR_UNSUPPORTED: return "unsupported";
 	default: return "unknown";
 	}
 }

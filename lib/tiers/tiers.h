@@ -88,4 +88,39 @@ MC_HIDDEN const struct mc_typedesc *mc__builtin_torch27(uint64_t id);
  * group file): a writer passes it through t->record, a loader through t->derive. */
 MC_HIDDEN int mc__derives(const struct mc_type *t, const char *key);
 
+/* A Triton group file (a key ending __grp__<name>.json) in Triton's remote form, from
+ * any form read; in the recorded form, from any form read (the remote one too). *out
+ * NULL: not a group file in a form read, kept as it is. */
+MC_HIDDEN int mc__group_remote(const char *key, const unsigned char *in, size_t n,
+			       unsigned char **out, size_t *outn);
+MC_HIDDEN int mc__group_recorded(const char *key, const unsigned char *in, size_t n,
+				 unsigned char **out, size_t *outn);
+
+/* ---- the forms artifacts take in torch's and Triton's Redis caches (remote.c) ---- */
+
+#define MC_RKEY_MAX 1024 /* the longest remote key made or read */
+#define MC_SPACE_TORCH 0x1u  /* "pt2:<cache id>::<key>:c1" */
+#define MC_SPACE_TRITON 0x2u /* Triton's key format */
+
+/* An artifact's remote key, in the key spaces asked for, in buf: MC_OK; 1 when its type
+ * has none there (or its key does not split into Triton's). triton_fmt: as
+ * mc_redis_set_triton_format() checked it. */
+MC_HIDDEN int mc__remote_key(const char *type, const char *key, const char *triton_fmt,
+			     unsigned spaces, char *buf, size_t len);
+/* Content c (n bytes) of an artifact as its remote value (malloc'd, *outn bytes). */
+MC_HIDDEN int mc__remote_value(const char *type, const char *key, const unsigned char *c,
+			       size_t n, unsigned char **out, size_t *outn);
+/* The artifact a remote key and value hold: *type (static), key in kbuf, content
+ * (malloc'd, *cn bytes). 1 with why when rkey is in a key space but the value is not in
+ * its form; 2 when rkey is in none of them. */
+MC_HIDDEN int mc__remote_parse(const char *rkey, const unsigned char *v, size_t vn,
+			       const char *triton_fmt, unsigned spaces, const char **type,
+			       char *kbuf, size_t klen, unsigned char **content, size_t *cn,
+			       char *why, size_t whylen);
+/* The SCAN MATCH patterns of the key spaces asked for (at most 2), each malloc'd. */
+MC_HIDDEN int mc__remote_patterns(const char *triton_fmt, unsigned spaces, char **pat,
+				  size_t *n);
+/* Whether fmt is a Triton key format this reads back: "{key}" then "{filename}", once each. */
+MC_HIDDEN int mc__triton_format_ok(const char *fmt);
+
 #endif /* MC_TIERS_H */

@@ -448,6 +448,51 @@ group_derive(const char *key, const unsigned char *rec, size_t n, const char *di
 	return group_form(key, rec, n, dir, out, outn);
 }
 
+/* A group file's form in Triton's remote cache, {"child_paths": ["<name>", ...]} (names
+ * sorted, json.dumps's spacing), from a form read; *out NULL when it is none. */
+int
+mc__group_remote(const char *key, const unsigned char *in, size_t n, unsigned char **out,
+		 size_t *outn)
+{
+	struct obuf o = {NULL, 0, 0, 0};
+	const char **names = NULL;
+	cJSON *doc = NULL;
+	size_t k = 0, i;
+	int rc = 1;
+
+	*out = NULL;
+	*outn = 0;
+	if (!group_key(key) || (rc = group_parse(in, n, &doc, &names, &k)) != 0) {
+		free(names);
+		cJSON_Delete(doc);
+		return group_key(key) && rc < 0 ? rc : MC_OK;
+	}
+	put_str(&o, "{\"child_paths\": [");
+	for (i = 0; i < k; i++) {
+		put_str(&o, i > 0 ? ", \"" : "\"");
+		put_str(&o, names[i]);
+		put_str(&o, "\"");
+	}
+	put_str(&o, "]}");
+	free(names);
+	cJSON_Delete(doc);
+	if (o.nomem) {
+		free(o.p);
+		return MC_ERR_NOMEM;
+	}
+	*out = o.p;
+	*outn = o.n;
+	return MC_OK;
+}
+
+/* A group file in a form read (Triton's remote one too) in the recorded form. */
+int
+mc__group_recorded(const char *key, const unsigned char *in, size_t n, unsigned char **out,
+		   size_t *outn)
+{
+	return group_form(key, in, n, NULL, out, outn);
+}
+
 /* Any other file of a cache dir, kept when the caller asks: its relative path. */
 static int
 extra_check(void *ud, const char *key, char *w, size_t wl)

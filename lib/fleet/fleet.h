@@ -1,0 +1,47 @@
+/*
+ * fleet.h - the fleet tier: a Redis client (hiredis, behind this header) and push, pull
+ * and audit between bundles and torch's and Triton's Redis caches; not installed.
+ */
+#ifndef MC_FLEET_H
+#define MC_FLEET_H
+
+#include "bundle/bundle.h"
+
+/* A reply read: a bulk string (str, len), or nil. */
+struct mc_rreply {
+	int nil;
+	const unsigned char *str;
+	size_t len;
+	void *raw; /* freed by mc__redis_reply_free() */
+};
+
+/* The pipeline: commands are queued until this many bytes or commands are waiting for
+ * replies, then the caller reads them all (mc__redis_full()). */
+#define MC_PIPE_BYTES (8u << 20)
+#define MC_PIPE_COMMANDS 512u
+
+/* Queues a command (argc arguments of lens bytes); errors name the server. */
+MC_HIDDEN int mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens);
+/* The number of commands queued whose replies are not read, and whether to read them. */
+MC_HIDDEN size_t mc__redis_pending(const mc_redis *r);
+MC_HIDDEN int mc__redis_full(const mc_redis *r);
+/* Reads the next reply (sending what is queued first): a bulk string or nil, else an
+ * error naming the server and what (the command) it refused. */
+MC_HIDDEN int mc__redis_reply(mc_redis *r, const char *what, struct mc_rreply *rep);
+MC_HIDDEN void mc__redis_reply_free(struct mc_rreply *rep);
+/* One SCAN step from *cursor (0 to start; 0 again at the end) over keys matching
+ * pattern: the keys in *keys (*n of them, each and the array malloc'd). */
+MC_HIDDEN int mc__redis_scan(mc_redis *r, unsigned long long *cursor, const char *pattern,
+			     char ***keys, size_t *n);
+MC_HIDDEN void mc__redis_keys_free(char **keys, size_t n);
+MC_HIDDEN mc_ctx *mc__redis_ctx(const mc_redis *r);
+MC_HIDDEN const char *mc__redis_triton_format(const mc_redis *r);
+
+/* Calls fn with each entry of r whose key matches match (a Redis glob; NULL: the key
+ * spaces asked for, MC_SPACE_*), once each, in key order, its value read in pipelined
+ * batches (pull.c). Progress phase: done and total entries. */
+typedef int (*mc_entry_fn)(void *ud, const char *rkey, const unsigned char *v, size_t n);
+MC_HIDDEN int mc__store_each(mc_redis *r, const char *match, unsigned spaces, const char *phase,
+			     mc_entry_fn fn, void *ud);
+
+#endif /* MC_FLEET_H */

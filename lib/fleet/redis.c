@@ -1,0 +1,536 @@
+/* redis.c - the Redis client push, pull and audit use: URLs, connecting (password, user,
+ * database, a PING to know it is Redis), a pipeline of commands and their replies, SCAN.
+ * Built on hiredis; without it every call says the build has no Redis support. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#ifdef MC_WITH_HIREDIS
+#include <hiredis/hiredis.h>
+#endif
+
+#include "fleet/fleet.h"
+
+#define DEFAULT_TRITON_FORMAT "triton:{key}:{filename}"
+
+struct mc_redis {
+	mc_ctx *ctx;
+	char *where;   /* the URL without its password */
+	char *tformat; /* Triton's key format */
+	size_t pending, pending_bytes;
+#ifdef MC_WITH_HIREDIS
+	redisContext *c;
+#endif
+};
+
+mc_ctx *
+mc__redis_ctx(const mc_redis *r)
+{
+	return r->ctx;
+}
+
+const char *
+mc_redis_where(const mc_redis *r)
+{
+	return r != NULL ? r->where : "";
+}
+
+const char *
+mc__redis_triton_format(const mc_redis *r)
+{
+	return r->tformat;
+}
+
+int
+mc_redis_set_triton_format(mc_redis *r, const char *format)
+{
+	char *f;
+
+	if (r == NULL || format == NULL)
+		return MC_ERR_INVALID;
+	if (!mc__triton_format_ok(format))
+		return mc__err(r->ctx, MC_ERR_INVALID, "Triton key format '%s': expected {key} "
+			       "and then {filename}, once each, with text between them", format);
+	if ((f = mc__strdup(format)) == NULL)
+		return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
+	free(r->tformat);
+	r->tformat = f;
+	return MC_OK;
+}
+
+size_t
+mc__redis_pending(const mc_redis *r)
+{
+	return r->pending;
+}
+
+int
+mc__redis_full(const mc_redis *r)
+{
+	return r->pending >= MC_PIPE_COMMANDS || r->pending_bytes >= MC_PIPE_BYTES;
+}
+
+void
+mc__redis_keys_free(char **keys, size_t n)
+{
+	size_t i;
+
+	for (i = 0; keys != NULL && i < n; i++)
+		free(keys[i]);
+	free(keys);
+}
+
+#ifndef MC_WITH_HIREDIS
+
+static int
+unsupported(mc_ctx *ctx)
+{
+	return mc__err(ctx, MC_ERR_UNSUPPORTED, "this megacache was built without Redis "
+		       "support (configure found no hiredis)");
+}
+
+int
+mc_redis_open(mc_ctx *ctx, const char *url, const char *password, mc_redis **out)
+{
+	if (out != NULL)
+		*out = NULL;
+	return unsupported(ctx);
+}
+
+void
+mc_redis_free(mc_redis *r)
+{
+	if (r != NULL) {
+		free(r->where);
+		free(r->tformat);
+		free(r);
+	}
+}
+
+int
+mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens)
+{
+	return unsupported(r->ctx);
+}
+
+int
+mc__redis_reply(mc_redis *r, const char *what, struct mc_rreply *rep)
+{
+	return unsupported(r->ctx);
+}
+
+void
+mc__redis_reply_free(struct mc_rreply *rep)
+{
+}
+
+int
+mc__redis_scan(mc_redis *r, unsigned long long *cursor, const char *pattern, char ***keys,
+	       size_t *n)
+{
+	return unsupported(r->ctx);
+}
+
+#else /* MC_WITH_HIREDIS */
+
+/* A URL taken apart. */
+struct rurl {
+	char *user, *password, *host, *path; /* malloc'd or NULL */
+	int port;
+	long db;
+};
+
+/* s[0..n) with %XX decoded (malloc'd), or NULL. */
+static char *
+pct_decode(const char *s, size_t n)
+{
+	char *o = malloc(n + 1), *p = o;
+	size_t i;
+
+	if (o == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		unsigned v;
+		if (s[i] == '%' && i + 2 < n && isxdigit((unsigned char)s[i + 1]) &&
+		    isxdigit((unsigned char)s[i + 2]) && sscanf(s + i + 1, "%2x", &v) == 1) {
+			*p++ = (char)v;
+			i += 2;
+		} else {
+			*p++ = s[i];
+		}
+	}
+	*p = '\0';
+	return o;
+}
+
+static int
+bad_url(mc_ctx *ctx, const char *url, const char *why)
+{
+	return mc__err(ctx, MC_ERR_INVALID, "Redis URL '%s': %s (expected "
+		       "redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N])",
+		       url, why);
+}
+
+static int
+parse_db(const char *s, long *db)
+{
+	char *end;
+
+	errno = 0;
+	*db = strtol(s, &end, 10);
+	return s[0] >= '0' && s[0] <= '9' && *end == '\0' && errno == 0 && *db <= 1000000 ? 0 : -1;
+}
+
+/* redis://[[user]:password@]host[:port][/db] */
+static int
+parse_tcp(mc_ctx *ctx, const char *url, struct rurl *u)
+{
+	const char *s = url + 8, *at, *hend, *slash = strchr(url + 8, '/');
+	const char *end = slash != NULL ? slash : s + strlen(s);
+
+	at = memchr(s, '@', (size_t)(end - s));
+	if (at != NULL) {
+		const char *colon = memchr(s, ':', (size_t)(at - s));
+		if (colon == NULL)
+			return bad_url(ctx, url, "user without a password");
+		u->user = colon > s ? pct_decode(s, (size_t)(colon - s)) : NULL;
+		u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
+		s = at + 1;
+	}
+	if (*s == '[') { /* [IPv6] */
+		if ((hend = memchr(s, ']', (size_t)(end - s))) == NULL)
+			return bad_url(ctx, url, "unclosed '['");
+		u->host = pct_decode(s + 1, (size_t)(hend - s - 1));
+		hend++;
+	} else {
+		hend = memchr(s, ':', (size_t)(end - s));
+		hend = hend != NULL ? hend : end;
+		u->host = pct_decode(s, (size_t)(hend - s));
+	}
+	u->port = 6379;
+	if (hend < end) {
+		char *pe;
+		long p;
+		if (*hend != ':' || (p = strtol(hend + 1, &pe, 10)) < 1 || p > 65535 || pe != end)
+			return bad_url(ctx, url, "bad port");
+		u->port = (int)p;
+	}
+	if (u->host == NULL || u->host[0] == '\0')
+		return bad_url(ctx, url, "no host");
+	if (slash != NULL && slash[1] != '\0' && parse_db(slash + 1, &u->db) != 0)
+		return bad_url(ctx, url, "bad database number");
+	return MC_OK;
+}
+
+static int
+parse_url(mc_ctx *ctx, const char *url, struct rurl *u)
+{
+	memset(u, 0, sizeof *u);
+	if (strncmp(url, "redis://", 8) == 0)
+		return parse_tcp(ctx, url, u);
+	if (strncmp(url, "unix://", 7) == 0) {
+		const char *q = strchr(url + 7, '?');
+		size_t n = q != NULL ? (size_t)(q - url - 7) : strlen(url + 7);
+		if (n == 0 || url[7] != '/')
+			return bad_url(ctx, url, "no socket path");
+		u->path = pct_decode(url + 7, n);
+		if (q != NULL && (strncmp(q, "?db=", 4) != 0 || parse_db(q + 4, &u->db) != 0))
+			return bad_url(ctx, url, "bad database number");
+		return MC_OK;
+	}
+	if (strncmp(url, "rediss://", 9) == 0)
+		return mc__err(ctx, MC_ERR_UNSUPPORTED, "Redis URL '%s': TLS (rediss://) is not "
+			       "supported; reach the server through a TLS tunnel", url);
+	return bad_url(ctx, url, "unknown scheme");
+}
+
+static void
+url_free(struct rurl *u)
+{
+	if (u->password != NULL)
+		memset(u->password, 0, strlen(u->password));
+	free(u->user);
+	free(u->password);
+	free(u->host);
+	free(u->path);
+}
+
+/* The URL as messages show it: no password. */
+static char *
+url_shown(const struct rurl *u)
+{
+	char buf[1200];
+
+	if (u->path != NULL && u->db != 0)
+		snprintf(buf, sizeof buf, "unix://%s?db=%ld", u->path, u->db);
+	else if (u->path != NULL)
+		snprintf(buf, sizeof buf, "unix://%s", u->path);
+	else
+		snprintf(buf, sizeof buf, "redis://%s%s%s:%d/%ld",
+			 strchr(u->host, ':') != NULL ? "[" : "", u->host,
+			 strchr(u->host, ':') != NULL ? "]" : "", u->port, u->db);
+	return mc__strdup(buf);
+}
+
+/* The connection's failure (c->err), naming the server. */
+static int
+conn_error(mc_redis *r, const char *what)
+{
+	redisContext *c = r->c;
+
+	if (c->err == REDIS_ERR_PROTOCOL)
+		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: %s: not a Redis server (%s)", r->where,
+			       what, c->errstr);
+	if (c->err == REDIS_ERR_EOF)
+		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: %s: the server closed the connection",
+			       r->where, what);
+	return mc__err(r->ctx, MC_ERR_REMOTE, "%s: %s: %s", r->where, what,
+		       c->errstr[0] ? c->errstr : strerror(errno));
+}
+
+/* Reads one reply, with SIGPIPE held back: a server that went away is an error, not the
+ * end of the process. A SIGPIPE this raised is taken; one pending before is left. */
+static int
+get_reply(mc_redis *r, redisReply **rep)
+{
+	sigset_t pipe_set, old, pend;
+	struct timespec zero = {0, 0};
+	int rc, had;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	sigpending(&pend);
+	had = sigismember(&pend, SIGPIPE);
+	rc = redisGetReply(r->c, (void **)rep);
+	if (!had)
+		while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
+			;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/* Sends a command and reads its reply (a status, or an error refused with why). */
+static int
+call(mc_redis *r, const char *what, int argc, const char **argv, redisReply **out)
+{
+	redisReply *rep = NULL;
+
+	if (redisAppendCommandArgv(r->c, argc, argv, NULL) != REDIS_OK)
+		return conn_error(r, what);
+	if (get_reply(r, &rep) != REDIS_OK)
+		return conn_error(r, what);
+	if (rep->type == REDIS_REPLY_ERROR) {
+		int rc;
+		if (strncmp(rep->str, "NOAUTH", 6) == 0)
+			rc = mc__err(r->ctx, MC_ERR_REMOTE, "%s: the server needs a password (%s)",
+				     r->where, rep->str);
+		else
+			rc = mc__err(r->ctx, MC_ERR_REMOTE, "%s: %s refused: %s", r->where, what,
+				     rep->str);
+		freeReplyObject(rep);
+		return rc;
+	}
+	if (out != NULL)
+		*out = rep;
+	else
+		freeReplyObject(rep);
+	return MC_OK;
+}
+
+static int
+greet(mc_redis *r, const struct rurl *u, const char *password)
+{
+	char db[24];
+	const char *argv[3];
+	int rc;
+
+	if (password != NULL) {
+		argv[0] = "AUTH";
+		argv[1] = u->user != NULL ? u->user : password;
+		argv[2] = password;
+		if ((rc = call(r, "authentication", u->user != NULL ? 3 : 2, argv, NULL)) != MC_OK)
+			return rc;
+	}
+	argv[0] = "PING";
+	if ((rc = call(r, "PING", 1, argv, NULL)) != MC_OK)
+		return rc;
+	if (u->db != 0) {
+		snprintf(db, sizeof db, "%ld", u->db);
+		argv[0] = "SELECT", argv[1] = db;
+		return call(r, "SELECT", 2, argv, NULL);
+	}
+	return MC_OK;
+}
+
+static int
+connect_to(mc_redis *r, const struct rurl *u)
+{
+	struct timeval tv = {10, 0}, io = {60, 0};
+
+	r->c = u->path != NULL ? redisConnectUnixWithTimeout(u->path, tv)
+			       : redisConnectWithTimeout(u->host, u->port, tv);
+	if (r->c == NULL)
+		return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
+	if (r->c->err)
+		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: cannot connect: %s", r->where,
+			       r->c->errstr);
+	if (redisSetTimeout(r->c, io) != REDIS_OK)
+		return conn_error(r, "setting a timeout");
+	return MC_OK;
+}
+
+int
+mc_redis_open(mc_ctx *ctx, const char *url, const char *password, mc_redis **out)
+{
+	struct rurl u;
+	mc_redis *r;
+	int rc;
+
+	if (out == NULL || url == NULL)
+		return mc__err(ctx, MC_ERR_INVALID, "mc_redis_open: no URL");
+	*out = NULL;
+	if ((rc = parse_url(ctx, url, &u)) != MC_OK) {
+		url_free(&u);
+		return rc;
+	}
+	if ((r = calloc(1, sizeof *r)) == NULL || (r->where = url_shown(&u)) == NULL ||
+	    (r->tformat = mc__strdup(DEFAULT_TRITON_FORMAT)) == NULL) {
+		url_free(&u);
+		mc_redis_free(r);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	r->ctx = ctx;
+	if ((rc = connect_to(r, &u)) == MC_OK)
+		rc = greet(r, &u, password != NULL ? password : u.password);
+	url_free(&u);
+	if (rc != MC_OK) {
+		mc_redis_free(r);
+		return rc;
+	}
+	*out = r;
+	return MC_OK;
+}
+
+void
+mc_redis_free(mc_redis *r)
+{
+	if (r == NULL)
+		return;
+	if (r->c != NULL)
+		redisFree(r->c);
+	free(r->where);
+	free(r->tformat);
+	free(r);
+}
+
+int
+mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens)
+{
+	size_t i;
+
+	if (redisAppendCommandArgv(r->c, argc, argv, lens) != REDIS_OK)
+		return conn_error(r, "sending");
+	r->pending++;
+	for (i = 0; i < (size_t)argc; i++)
+		r->pending_bytes += lens[i];
+	return MC_OK;
+}
+
+int
+mc__redis_reply(mc_redis *r, const char *what, struct mc_rreply *out)
+{
+	redisReply *rep = NULL;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (r->pending == 0)
+		return mc__err(r->ctx, MC_ERR_INVALID, "%s: no reply awaited", r->where);
+	rc = get_reply(r, &rep);
+	r->pending--;
+	if (r->pending == 0)
+		r->pending_bytes = 0;
+	if (rc != REDIS_OK)
+		return conn_error(r, what);
+	if (rep->type == REDIS_REPLY_ERROR) {
+		rc = mc__err(r->ctx, MC_ERR_REMOTE, "%s: %s refused: %s", r->where, what, rep->str);
+		freeReplyObject(rep);
+		return rc;
+	}
+	out->raw = rep;
+	out->nil = rep->type == REDIS_REPLY_NIL;
+	if (rep->type == REDIS_REPLY_STRING || rep->type == REDIS_REPLY_STATUS) {
+		out->str = (const unsigned char *)rep->str;
+		out->len = rep->len;
+	}
+	return MC_OK;
+}
+
+void
+mc__redis_reply_free(struct mc_rreply *rep)
+{
+	if (rep->raw != NULL)
+		freeReplyObject(rep->raw);
+	memset(rep, 0, sizeof *rep);
+}
+
+/* The keys of a SCAN reply's second element, copied. */
+static int
+scan_keys(mc_redis *r, const redisReply *arr, char ***keys, size_t *n)
+{
+	size_t i;
+
+	if ((*keys = calloc(arr->elements + 1, sizeof **keys)) == NULL)
+		return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < arr->elements; i++) {
+		const redisReply *k = arr->element[i];
+		if (k->type != REDIS_REPLY_STRING || memchr(k->str, '\0', k->len) != NULL)
+			continue; /* a key with a NUL is no torch or Triton key */
+		if (((*keys)[*n] = malloc(k->len + 1)) == NULL)
+			return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
+		memcpy((*keys)[*n], k->str, k->len);
+		(*keys)[(*n)++][k->len] = '\0';
+	}
+	return MC_OK;
+}
+
+int
+mc__redis_scan(mc_redis *r, unsigned long long *cursor, const char *pattern, char ***keys,
+	       size_t *n)
+{
+	char cur[24];
+	const char *argv[6] = {"SCAN", cur, "MATCH", pattern, "COUNT", "1000"};
+	redisReply *rep = NULL;
+	int rc;
+
+	*keys = NULL;
+	*n = 0;
+	snprintf(cur, sizeof cur, "%llu", *cursor);
+	if ((rc = call(r, "SCAN", 6, argv, &rep)) != MC_OK)
+		return rc;
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+	    rep->element[0]->type != REDIS_REPLY_STRING ||
+	    rep->element[1]->type != REDIS_REPLY_ARRAY) {
+		freeReplyObject(rep);
+		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: SCAN: an unexpected reply", r->where);
+	}
+	*cursor = strtoull(rep->element[0]->str, NULL, 10);
+	rc = scan_keys(r, rep->element[1], keys, n);
+	freeReplyObject(rep);
+	if (rc != MC_OK) {
+		mc__redis_keys_free(*keys, *n);
+		*keys = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+#endif /* MC_WITH_HIREDIS */

@@ -1,0 +1,263 @@
+/* remote.c - the forms artifacts take in torch's and Triton's Redis caches: their keys
+ * and values, made from a bundle's artifacts and read back into them. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "tiers/tiers.h"
+
+/* torch 2.11's remote caches: RedisRemoteCache keys "pt2:<cache id>::<key>:c1", values
+ * RemoteCacheJsonSerde's ASCII JSON; FX graphs and AOTAutograd entries carry
+ * "time_taken_ms" beside "data" (the file's bytes, base64). */
+static const struct torch_space {
+	const char *type, *cache_id;
+	int timed;
+} torch_spaces[] = {
+	{"inductor", "fx-graph-v1", 1},
+	{"aot_autograd", "autograd-experimental", 1},
+	{"pgo", "dynamo-pgo", 0},
+};
+#define NTORCH (sizeof torch_spaces / sizeof torch_spaces[0])
+#define TORCH_PREFIX "pt2:"
+#define TORCH_SUFFIX ":c1"
+
+static const struct torch_space *
+torch_by_type(const char *type)
+{
+	size_t i;
+
+	for (i = 0; i < NTORCH; i++)
+		if (strcmp(type, torch_spaces[i].type) == 0)
+			return &torch_spaces[i];
+	return NULL;
+}
+
+/* Triton's kernel hash and file name of an artifact of type triton
+ * ("<device>/<hash>/<file>") or triton_home ("<hash>/<file>"): 0, or -1. */
+static int
+triton_split(const char *type, const char *key, const char **hash, size_t *hl,
+	     const char **file)
+{
+	const char *s = key, *a;
+
+	if (strcmp(type, "triton") == 0) {
+		if ((s = strchr(key, '/')) == NULL)
+			return -1;
+		s++;
+	} else if (strcmp(type, "triton_home") != 0) {
+		return -1;
+	}
+	if ((a = strchr(s, '/')) == NULL || a == s || strchr(a + 1, '/') != NULL || a[1] == '\0')
+		return -1;
+	*hash = s, *hl = (size_t)(a - s), *file = a + 1;
+	return 0;
+}
+
+int
+mc__triton_format_ok(const char *fmt)
+{
+	const char *k = strstr(fmt, "{key}"), *f = strstr(fmt, "{filename}");
+
+	return k != NULL && f != NULL && k + 5 <= f && strstr(k + 5, "{key}") == NULL &&
+	       strstr(f + 10, "{filename}") == NULL && strlen(fmt) < 256 && f != k + 5;
+}
+
+int
+mc__remote_key(const char *type, const char *key, const char *triton_fmt, unsigned spaces,
+	       char *buf, size_t len)
+{
+	const struct torch_space *t = torch_by_type(type);
+	const char *hash, *file, *k, *f;
+	size_t hl;
+	int n;
+
+	if (t != NULL && (spaces & MC_SPACE_TORCH))
+		n = snprintf(buf, len, TORCH_PREFIX "%s::%s" TORCH_SUFFIX, t->cache_id, key);
+	else if ((spaces & MC_SPACE_TRITON) && triton_split(type, key, &hash, &hl, &file) == 0) {
+		k = strstr(triton_fmt, "{key}"), f = strstr(triton_fmt, "{filename}");
+		n = snprintf(buf, len, "%.*s%.*s%.*s%s%s", (int)(k - triton_fmt), triton_fmt,
+			     (int)hl, hash, (int)(f - k - 5), k + 5, file, f + 10);
+	} else
+		return 1;
+	return n > 0 && (size_t)n < len ? MC_OK : 1;
+}
+
+int
+mc__remote_value(const char *type, const char *key, const unsigned char *c, size_t n,
+		 unsigned char **out, size_t *outn)
+{
+	const struct torch_space *t = torch_by_type(type);
+	char *b64;
+	size_t len;
+	int rc;
+
+	*out = NULL;
+	if (t == NULL) { /* Triton's: the bytes, a group file in its remote form */
+		if ((rc = mc__group_remote(key, c, n, out, outn)) != MC_OK || *out != NULL)
+			return rc;
+		if ((*out = malloc(n + 1)) == NULL)
+			return MC_ERR_NOMEM;
+		if (n > 0)
+			memcpy(*out, c, n);
+		*outn = n;
+		return MC_OK;
+	}
+	if ((b64 = mc__b64_encode(c, n)) == NULL)
+		return MC_ERR_NOMEM;
+	len = strlen(b64) + 64;
+	if ((*out = malloc(len)) != NULL)
+		*outn = (size_t)snprintf((char *)*out, len, "{\"data\": \"%s\"%s}", b64,
+					 t->timed ? ", \"time_taken_ms\": 0" : "");
+	free(b64);
+	return *out != NULL ? MC_OK : MC_ERR_NOMEM;
+}
+
+static int
+odd(char *why, size_t whylen, const char *what)
+{
+	snprintf(why, whylen, "%s", what);
+	return 1;
+}
+
+/* The content of a torch value: the base64 of its "data". */
+static int
+torch_content(const unsigned char *v, size_t vn, unsigned char **content, size_t *cn,
+	      char *why, size_t whylen)
+{
+	const cJSON *data;
+	cJSON *doc;
+	size_t len;
+	int rc;
+
+	if (vn == 0 || (doc = cJSON_ParseWithLength((const char *)v, vn)) == NULL)
+		return odd(why, whylen, "value is not JSON");
+	data = cJSON_GetObjectItemCaseSensitive(doc, "data");
+	if (!cJSON_IsObject(doc) || !cJSON_IsString(data) || data->valuestring == NULL) {
+		cJSON_Delete(doc);
+		return odd(why, whylen, "value has no \"data\" string");
+	}
+	len = strlen(data->valuestring);
+	if ((*content = malloc(len / 4 * 3 + 3)) == NULL) {
+		cJSON_Delete(doc);
+		return MC_ERR_NOMEM;
+	}
+	rc = mc__b64_decode(data->valuestring, len, *content, len / 4 * 3 + 3, cn);
+	cJSON_Delete(doc);
+	if (rc != MC_OK) {
+		free(*content);
+		*content = NULL;
+		return odd(why, whylen, "\"data\" is not base64");
+	}
+	return MC_OK;
+}
+
+/* A torch key: its type and key in kbuf; 2 when rkey is not one. */
+static int
+torch_rkey(const char *rkey, const char **type, char *kbuf, size_t klen)
+{
+	size_t n = strlen(rkey), pl = sizeof TORCH_PREFIX - 1, sl = sizeof TORCH_SUFFIX - 1, i;
+	const char *sep;
+
+	if (n <= pl + sl || strncmp(rkey, TORCH_PREFIX, pl) != 0 ||
+	    strcmp(rkey + n - sl, TORCH_SUFFIX) != 0 || (sep = strstr(rkey + pl, "::")) == NULL)
+		return 2;
+	for (i = 0; i < NTORCH; i++) {
+		size_t cl = strlen(torch_spaces[i].cache_id);
+		size_t kl = n - sl - (size_t)(sep + 2 - rkey);
+		if ((size_t)(sep - rkey) - pl != cl || strncmp(rkey + pl, torch_spaces[i].cache_id, cl) != 0)
+			continue;
+		if (sep + 2 > rkey + n - sl || kl == 0 || kl >= klen)
+			return 2;
+		memcpy(kbuf, sep + 2, kl);
+		kbuf[kl] = '\0';
+		*type = torch_spaces[i].type;
+		return MC_OK;
+	}
+	return 2;
+}
+
+/* A Triton key: "<hash>/<file>" in kbuf (type triton_home); 2 when rkey is not one.
+ * The hash ends where the text between {key} and {filename} first appears (a kernel
+ * hash is base32: it holds none of a format's separators). */
+static int
+triton_rkey(const char *rkey, const char *fmt, char *kbuf, size_t klen)
+{
+	const char *k = strstr(fmt, "{key}"), *f = strstr(fmt, "{filename}");
+	size_t l0 = (size_t)(k - fmt), l1 = (size_t)(f - k - 5), l2 = strlen(f + 10);
+	size_t n = strlen(rkey);
+	const char *h, *mid, *end;
+
+	if (n < l0 + l1 + l2 + 2 || strncmp(rkey, fmt, l0) != 0 ||
+	    strncmp(rkey + n - l2, f + 10, l2) != 0)
+		return 2;
+	h = rkey + l0;
+	end = rkey + n - l2;
+	for (mid = h + 1; mid + l1 < end; mid++)
+		if (strncmp(mid, k + 5, l1) == 0)
+			break;
+	if (mid + l1 >= end || (size_t)(end - h) + 2 > klen)
+		return 2;
+	snprintf(kbuf, klen, "%.*s/%.*s", (int)(mid - h), h, (int)(end - mid - l1), mid + l1);
+	return strchr(kbuf, '/') == strrchr(kbuf, '/') ? MC_OK : 2;
+}
+
+int
+mc__remote_parse(const char *rkey, const unsigned char *v, size_t vn, const char *triton_fmt,
+		 unsigned spaces, const char **type, char *kbuf, size_t klen,
+		 unsigned char **content, size_t *cn, char *why, size_t whylen)
+{
+	int rc;
+
+	*content = NULL;
+	*cn = 0;
+	if ((spaces & MC_SPACE_TORCH) && torch_rkey(rkey, type, kbuf, klen) == MC_OK)
+		return torch_content(v, vn, content, cn, why, whylen);
+	if (!(spaces & MC_SPACE_TRITON) || triton_rkey(rkey, triton_fmt, kbuf, klen) != MC_OK)
+		return 2;
+	*type = "triton_home";
+	if ((rc = mc__group_recorded(kbuf, v, vn, content, cn)) != MC_OK || *content != NULL)
+		return rc;
+	if ((*content = malloc(vn + 1)) == NULL)
+		return MC_ERR_NOMEM;
+	if (vn > 0)
+		memcpy(*content, v, vn);
+	*cn = vn;
+	return MC_OK;
+}
+
+/* s with Redis glob's special characters escaped, then "*" (malloc'd). */
+static char *
+glob_prefix(const char *s, size_t n)
+{
+	char *p = malloc(2 * n + 2), *o = p;
+	size_t i;
+
+	if (p == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (strchr("*?[]\\", s[i]) != NULL)
+			*o++ = '\\';
+		*o++ = s[i];
+	}
+	*o++ = '*';
+	*o = '\0';
+	return p;
+}
+
+int
+mc__remote_patterns(const char *triton_fmt, unsigned spaces, char **pat, size_t *n)
+{
+	*n = 0;
+	if ((spaces & MC_SPACE_TORCH) &&
+	    (pat[(*n)++] = glob_prefix(TORCH_PREFIX, sizeof TORCH_PREFIX - 1)) == NULL)
+		return MC_ERR_NOMEM;
+	if ((spaces & MC_SPACE_TRITON) &&
+	    (pat[(*n)++] = glob_prefix(triton_fmt,
+				       (size_t)(strstr(triton_fmt, "{key}") - triton_fmt))) == NULL)
+		return MC_ERR_NOMEM;
+	return MC_OK;
+}
