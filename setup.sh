@@ -3,7 +3,10 @@
 # a real torch cache packed into a signed bundle, verified, and loaded into an empty
 # cache dir. Run as root (or with sudo available). buildah and mmdebstrap are for
 # tests/container/run.sh, which builds examples/container/Containerfile (buildah needs
-# no daemon, nor runc or fuse-overlayfs, with chroot isolation as root).
+# no daemon, nor runc or fuse-overlayfs, with chroot isolation as root). hiredis is the
+# Redis client of push, pull and audit; redis-server, redis-tools and python3-redis are
+# for their tests (a real server started by tests/tool/fleet.sh, values read back in
+# Python as torch reads them).
 set -eu
 cd "$(dirname "$0")"
 if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
@@ -13,8 +16,9 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	libarchive-dev libsodium-dev libcjson-dev libzstd-dev check minisign valgrind strace python3 \
 	python3-pytest python3-pytest-forked python3-venv python3-jsonschema \
-	clang libclang-rt-14-dev buildah mmdebstrap >/dev/null
+	clang libclang-rt-14-dev buildah mmdebstrap \
+	libhiredis-dev redis-server redis-tools python3-redis >/dev/null
 autoreconf -fi
-./configure --enable-werror
+./configure --enable-werror --with-hiredis
 make -j"$(nproc)"
 sh examples/demo.sh

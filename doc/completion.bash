@@ -3,7 +3,7 @@
 # for the folder options, and the artifact types for --types.
 # Installed as $(datadir)/bash-completion/completions/megacache; or: . completion.bash
 
-_megacache_commands="keygen save run pack sign verify list load export merge diff help"
+_megacache_commands="keygen save run pack sign verify list load export merge diff push pull audit help"
 # The built-in artifact types (megacache load --types bogus lists them).
 _megacache_types="inductor aot_autograd autotune pgo precompile kernel_code gemm_timing triton extra triton_home"
 _megacache_common="-q --quiet -v --verbose -h --help --progress --password-file --threads
@@ -28,6 +28,11 @@ _megacache_options()
 	export) echo "--torch --torch-format --json $_megacache_trust" ;;
 	merge) echo "-o --output -s --unsigned --label --bundle-version --level --json $_megacache_trust" ;;
 	diff) echo "--json" ;;
+	push) echo "--redis --redis-password-file --triton --triton-key-format --types --ttl --dry-run
+		--json $_megacache_trust" ;;
+	pull) echo "-o --output --redis --redis-password-file --triton --triton-key-format --match
+		--json $_megacache_record" ;;
+	audit) echo "--redis --redis-password-file --triton --triton-key-format --json $_megacache_trust" ;;
 	esac
 	echo "$_megacache_common"
 }
@@ -59,11 +64,11 @@ _megacache()
 	--cache-dir|--triton-dir|--from-dir|--from-triton-dir)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-p|-s|-o|-b|--output|--bundle|--save-to|--torch|--from-torch|--labels-json|--password-file|\
-	--json-file)
+	--json-file|--redis-password-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--label-from-env) COMPREPLY=($(compgen -v -- "$cur")); return ;;
 	--threshold|--min-version|--require|--now|--expires|--level|--bundle-version|--owner|\
-	--label|--threads|--max-*)
+	--label|--threads|--max-*|--redis|--ttl|--match|--triton-key-format)
 		return ;;
 	esac
 	if [ "$cmd" = help ]; then

@@ -7,7 +7,7 @@
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
 BLOB="$DATA/mlp-cpu-pgo.megacache"
-CMDS="keygen save run pack sign verify list load export merge diff"
+CMDS="keygen save run pack sign verify list load export merge diff push pull audit"
 "$MEGACACHE" pack -q -o "$T/a.mcache" -s "$SEC" --from-torch "$BLOB" || bad "pack of a.mcache"
 
 # 1. Each command's help: its usage and an example, not the overview; three ways.

@@ -37,7 +37,7 @@ expect "bundles/a.mcache" megacache pack -o bundles/a
 expect "bundles/b.mcache" megacache sign bundles/a.mcache -s bundles/b
 
 # Every option a command's help names is completed for it, and the other way round.
-for c in keygen save run pack sign verify list load export merge diff; do
+for c in keygen save run pack sign verify list load export merge diff push pull audit; do
 	"$MEGACACHE" "$c" --help | grep -oE '(^|[ ,[(])--?[a-zA-Z][a-z-]*' |
 		sed 's/^[ ,[(]//' | sort -u >"$T/help-$c"
 	complete_words megacache "$c" - | grep -vE '^--max-' | sort -u >"$T/comp-$c"

@@ -226,10 +226,11 @@ valued = ["-o", "-s", "-p", "-b", "--output", "--threshold", "--now", "--expires
           "--from-dir", "--from-triton-dir", "--torch", "--torch-format", "--min-version",
           "--max-artifacts", "--max-total-bytes", "--max-expansion", "--max-manifest-bytes",
           "--max-artifact-bytes", "--threads", "--bundle-version", "--label-from-env",
-          "--labels-json", "--password-file", "--owner", "--save-to", "--bundle"]
+          "--labels-json", "--password-file", "--owner", "--save-to", "--bundle", "--redis",
+          "--redis-password-file", "--ttl", "--match", "--triton-key-format"]
 flags = ["-v", "-q", "-W", "-f", "-x", "--json", "--insecure-no-verify", "--dry-run", "--sync",
          "--explain", "--keep-unknown", "--no-compress", "--allow-cold", "--bogus", "--js",
-         "--threads=2", "--json=1", "-pq"]
+         "--threads=2", "--json=1", "-pq", "--triton"]
 values = ["0", "1", "2", "33", "-1", "", "x", "a=b", "=b", "k=", "+30d", "+0s", "+1h",
           "2026-02-30", "2100-01-01", "2100-01-01T00:00:00Z", "99999999999999999999",
           "a.mcache", "b.mcache", "tampered.mcache", "notabundle.mcache", "absent", "test.pub",
@@ -247,7 +248,11 @@ base = {"keygen": [["-p", "new.pub"], ["-s", "new.key"], ["-W"]],
         "load": [["a.mcache"], ["-p", "test.pub"], ["--cache-dir", "ldir"]],
         "export": [["a.mcache"], ["-p", "test.pub"], ["--torch", "t.blob"]],
         "merge": [["-o", "m.mcache"], ["a.mcache"], ["b.mcache"], ["-p", "test.pub"]],
-        "diff": [["a.mcache"], ["b.mcache"]]}
+        "diff": [["a.mcache"], ["b.mcache"]],
+        # no server listens on port 1: each run ends before or at the connection
+        "push": [["a.mcache"], ["-p", "test.pub"], ["--redis", "redis://127.0.0.1:1/0"]],
+        "pull": [["-o", "pl.mcache"], ["--redis", "redis://127.0.0.1:1/0"]],
+        "audit": [["a.mcache"], ["-p", "test.pub"], ["--redis", "redis://127.0.0.1:1/0"]]}
 fails = runs = 0
 for cmd, b in base.items():
     for i in range(200):
