@@ -105,6 +105,11 @@ MC_HIDDEN char *mc__strdup(const char *s);
 MC_HIDDEN char *mc__b64_encode(const unsigned char *in, size_t n);
 MC_HIDDEN int mc__b64_decode(const char *in, size_t inlen, unsigned char *out, size_t outmax,
 			     size_t *outlen);
+/* The same for bulk data (cache contents): table lookups, fast, not constant time (never
+ * for keys); the decoder takes the canonical padded form only. */
+MC_HIDDEN char *mc__b64_encode_data(const unsigned char *in, size_t n, size_t *outlen);
+MC_HIDDEN int mc__b64_decode_data(const char *in, size_t inlen, unsigned char *out,
+				  size_t outmax, size_t *outlen);
 
 /* ---- arenas (encode.c) ---- */
 

@@ -263,6 +263,82 @@ mc__b64_encode(const unsigned char *in, size_t n)
 	return out;
 }
 
+static const char b64_alphabet[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *
+mc__b64_encode_data(const unsigned char *in, size_t n, size_t *outlen)
+{
+	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+	size_t i;
+
+	if (out == NULL)
+		return NULL;
+	for (i = 0; i + 3 <= n; i += 3, o += 4) {
+		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+		o[0] = b64_alphabet[v >> 18], o[1] = b64_alphabet[(v >> 12) & 63];
+		o[2] = b64_alphabet[(v >> 6) & 63], o[3] = b64_alphabet[v & 63];
+	}
+	if (i < n) {
+		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
+		o[0] = b64_alphabet[v >> 18], o[1] = b64_alphabet[(v >> 12) & 63];
+		o[2] = i + 1 < n ? b64_alphabet[(v >> 6) & 63] : '=';
+		o[3] = '=';
+		o += 4;
+	}
+	*o = '\0';
+	if (outlen != NULL)
+		*outlen = (size_t)(o - out);
+	return out;
+}
+
+/* A base64 digit's value, or -1. */
+static int
+b64_val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+int
+mc__b64_decode_data(const char *in, size_t inlen, unsigned char *out, size_t outmax,
+		    size_t *outlen)
+{
+	size_t i, pad = 0, n = 0;
+
+	if (inlen % 4 != 0)
+		return -1;
+	if (inlen > 0 && in[inlen - 1] == '=')
+		pad = inlen > 1 && in[inlen - 2] == '=' ? 2 : 1;
+	if (inlen / 4 * 3 - pad > outmax)
+		return -1;
+	for (i = 0; i < inlen; i += 4) {
+		int a = b64_val((unsigned char)in[i]), b = b64_val((unsigned char)in[i + 1]);
+		int c = b64_val((unsigned char)in[i + 2]), d = b64_val((unsigned char)in[i + 3]);
+		if (i + 4 == inlen && pad > 0) {
+			if (a < 0 || b < 0 || (pad == 1 && c < 0) || (pad == 1 && (c & 3) != 0) ||
+			    (pad == 2 && (b & 15) != 0)) /* the canonical form: no stray bits */
+				return -1;
+			out[n++] = (unsigned char)(a << 2 | b >> 4);
+			if (pad == 1)
+				out[n++] = (unsigned char)(b << 4 | c >> 2);
+			break;
+		}
+		if ((a | b | c | d) < 0)
+			return -1;
+		out[n++] = (unsigned char)(a << 2 | b >> 4);
+		out[n++] = (unsigned char)(b << 4 | c >> 2);
+		out[n++] = (unsigned char)(c << 6 | d);
+	}
+	*outlen = n;
+	return 0;
+}
+
 int
 mc__b64_decode(const char *in, size_t inlen, unsigned char *out, size_t outmax, size_t *outlen)
 {

@@ -11,7 +11,6 @@
 
 #include "fleet/fleet.h"
 
-#define VHASH 16 /* bytes of the hash that tells a value read back from the one written */
 
 struct pent { /* an artifact to write */
 	char *rkey;
@@ -23,8 +22,8 @@ struct pent { /* an artifact to write */
 
 struct pwait { /* a command whose reply is awaited */
 	size_t ent;
-	size_t len;
-	unsigned char hash[VHASH];
+	size_t len;                         /* of the value written */
+	unsigned char hash[MC_HASH_BYTES]; /* of its content (the object's, checked) */
 };
 
 struct push {
@@ -59,6 +58,28 @@ no_mem(mc_ctx *ctx)
 	return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 }
 
+/* Whether the value the store had holds the content written (its hash): what torch
+ * reads of it, the envelope aside. */
+static int
+same_content(const struct push *p, const struct pent *e, const struct mc_rreply *rep,
+	     const unsigned char *hash)
+{
+	unsigned spaces = MC_SPACE_TORCH | MC_SPACE_TRITON;
+	char key[MC_RKEY_MAX], why[128];
+	unsigned char *c = NULL, h[MC_HASH_BYTES];
+	const char *type;
+	size_t cn = 0;
+	int same = 0;
+
+	if (mc__remote_parse(e->rkey, rep->str, rep->len, mc__redis_triton_format(p->r), spaces,
+			     &type, key, sizeof key, &c, &cn, why, sizeof why) == MC_OK) {
+		crypto_generichash(h, sizeof h, c, cn, NULL, 0);
+		same = memcmp(h, hash, sizeof h) == 0;
+	}
+	free(c);
+	return same;
+}
+
 /* Reads the reply of the oldest command and tells what the store had. */
 static int
 one_reply(struct push *p)
@@ -66,19 +87,16 @@ one_reply(struct push *p)
 	struct pwait *w = &p->wait[p->whead];
 	struct mc_rreply rep;
 	const struct pent *e = &p->e[w->ent];
-	unsigned char h[VHASH];
 	int rc, what, dry = (p->flags & MC_PUSH_DRY_RUN) != 0;
 
 	if ((rc = mc__redis_reply(p->r, e->rkey, &rep)) != MC_OK)
 		return rc;
 	p->whead = (p->whead + 1) % MC_PIPE_COMMANDS;
-	if (rep.nil || rep.str == NULL) {
+	if (rep.nil || rep.str == NULL)
 		what = dry ? MC_REMOTE_WOULD_SEND : MC_REMOTE_SENT;
-	} else {
-		crypto_generichash(h, sizeof h, rep.str, rep.len, NULL, 0);
-		what = rep.len == w->len && memcmp(h, w->hash, sizeof h) == 0 ? MC_REMOTE_UNCHANGED
+	else
+		what = same_content(p, e, &rep, w->hash) ? MC_REMOTE_UNCHANGED
 		       : dry ? MC_REMOTE_WOULD_REPLACE : MC_REMOTE_REPLACED;
-	}
 	mc__redis_reply_free(&rep);
 	tell(p, what, e, w->len);
 	return MC_OK;
@@ -97,7 +115,7 @@ drain(struct push *p)
 /* Queues the command for entry i, its value made from content c: SET with GET (the
  * old value comes back to be compared), or in a dry run GET alone. */
 static int
-queue(struct push *p, size_t i, const unsigned char *c, size_t n)
+queue(struct push *p, size_t i, const unsigned char *c, size_t n, const unsigned char *hash)
 {
 	const struct pent *e = &p->e[i];
 	const char *argv[6];
@@ -112,7 +130,7 @@ queue(struct push *p, size_t i, const unsigned char *c, size_t n)
 	slot = (p->whead + mc__redis_pending(p->r)) % MC_PIPE_COMMANDS;
 	p->wait[slot].ent = i;
 	p->wait[slot].len = vn;
-	crypto_generichash(p->wait[slot].hash, VHASH, v, vn, NULL, 0);
+	memcpy(p->wait[slot].hash, hash, MC_HASH_BYTES);
 #define ARG(s, l) (argv[argc] = (const char *)(s), lens[argc++] = (l))
 	ARG(p->flags & MC_PUSH_DRY_RUN ? "GET" : "SET", 3);
 	ARG(e->rkey, strlen(e->rkey));
@@ -136,12 +154,15 @@ queue(struct push *p, size_t i, const unsigned char *c, size_t n)
 static int
 send_object(struct push *p, size_t obj, const unsigned char *c, size_t n)
 {
+	struct mc_mobject o;
 	size_t k;
 	int rc;
 
+	if ((rc = mc__mobjects(p->ctx, &p->b->m, obj, 1, &o)) != MC_OK)
+		return rc;
 	for (k = p->obj_first[obj]; k < p->obj_first[obj + 1]; k++) {
 		size_t i = p->by_obj[k];
-		if (!p->e[i].shadowed && (rc = queue(p, i, c, n)) != MC_OK)
+		if (!p->e[i].shadowed && (rc = queue(p, i, c, n, o.hash)) != MC_OK)
 			return rc;
 	}
 	p->done += n;
