@@ -277,6 +277,40 @@ PY
 run 0 "1 entry skipped: not in the form of their key" pull --redis "$URL" -o "$T/odd.mcache"
 grep -qF "pulled 6 entries" "$T/out" && ok || bad "pull with one odd value: $(cat "$T/out")"
 
+# 12. --triton: Triton's kernels under triton:<hash>:<file>, raw; group files with
+# their children's bare names, sorted, as Triton's remote cache writes them.
+mkdir -p "$T/src"
+tar -xzf "$DATA/mlp-cuda-cachedir.tar.gz" -C "$T/src"
+SRC=$(dirname "$(find "$T/src" -type d -name fxgraph | head -1)")
+run 0 "" pack -q -o "$T/t.mcache" -s "$SEC" --from-dir "$SRC"
+rc flushall >/dev/null
+ntriton=$(find "$SRC/triton" -type f | wc -l)
+run 0 "pushed $T/t.mcache into $SHOWN: $((ntriton + 6)) written" push "$T/t.mcache" -p "$PUB" --redis "$URL" --triton
+$PY - "$PORT" "$SRC/triton" "$ntriton" <<'PY' && ok || bad "Triton's values are not its files"
+import json, os, sys
+import redis
+port, root, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+r = redis.Redis(host="127.0.0.1", port=port)
+keys = sorted(k.decode() for k in r.scan_iter("triton:*"))
+assert len(keys) == n, (len(keys), n)
+(dev,) = os.listdir(root)
+for k in keys:
+    _, h, f = k.split(":")
+    data = open(os.path.join(root, dev, h, f), "rb").read()
+    if f.startswith("__grp__"):
+        names = sorted(json.loads(data)["child_paths"])
+        data = json.dumps({"child_paths": names}).encode()
+    assert r.get(k) == data, k
+PY
+run 0 "pushed $T/t.mcache into $SHOWN: nothing changed ($((ntriton + 6)) entries there already)" \
+	push "$T/t.mcache" -p "$PUB" --redis "$URL" --triton
+run 0 "pulled $((ntriton + 6)) entries" pull --redis "$URL" -o "$T/tp.mcache" -s "$SEC" --triton
+run 0 "pulled 6 entries" pull --redis "$URL" -o "$T/tp6.mcache" -s "$SEC"
+run 0 "nothing changed ($((ntriton + 6)) entries there already)" push "$T/tp.mcache" -p "$PUB" --redis "$URL" --triton
+run 0 "audit of $SHOWN: $((ntriton + 6)) entries, $((ntriton + 6)) vouched for" \
+	audit --redis "$URL" -p "$PUB" "$T/t.mcache" --triton
+rm -rf "$T/src"
+
 # 9. the server killed mid-push: one clear error, no crash; then a push completes.
 $PY - "$T/big" 300 <<'PY'
 import base64, hashlib, os, sys
