@@ -212,6 +212,11 @@ run 0 "pulled 6 entries from redis://127.0.0.1:$PPORT/0" pull --redis "redis://:
 nopw
 run 0 "label redis=redis://127.0.0.1:$PPORT/0" list "$T/pw.mcache"
 nopw
+# a URL refused for its form is not echoed with its password
+run 2 "bad port" push "$T/a.mcache" -p "$PUB" --redis "redis://:s3cret@127.0.0.1:notaport"
+nopw
+run 2 "bad database number" pull --redis "redis://:s3cret@127.0.0.1:$PPORT/x" -o "$T/none.mcache" --json
+nopw
 
 # 8. a port that is not Redis; a port no one listens on.
 HPORT=$(free_port)
@@ -276,6 +281,14 @@ PY
 # pull skips the value not in its key's form, and says so
 run 0 "1 entry skipped: not in the form of their key" pull --redis "$URL" -o "$T/odd.mcache"
 grep -qF "pulled 6 entries" "$T/out" && ok || bad "pull with one odd value: $(cat "$T/out")"
+# a value that is not a string (someone's list under a pt2 key) is not in its key's form
+# either: skipped by pull, odd to audit, not the end of either
+rc rpush "pt2:fx-graph-v1::f$(printf 'r%.0s' $(seq 51)):c1" x >/dev/null
+run 0 "2 entries skipped: not in the form of their key" pull --redis "$URL" -o "$T/odd2.mcache"
+"$MEGACACHE" audit --redis "$URL" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
+r=$?
+[ "$r" = 1 ] && grep -qF "8 entries, 4 vouched for by a trusted bundle, 4 not (1 differ, 1 in no bundle, 2 not in their key's form)" "$T/out" &&
+	ok || bad "audit with a list under a pt2 key: exit $r: $(cat "$T/out" "$T/err")"
 
 # 12. --triton: Triton's kernels under triton:<hash>:<file>, raw; group files with
 # their children's bare names, sorted, as Triton's remote cache writes them.
