@@ -54,7 +54,7 @@ start_redis() {
 }
 
 PORT=$(free_port)
-start_redis r "$PORT"
+start_redis r "$PORT" --unixsocket "$T/r/sock"
 URL="redis://127.0.0.1:$PORT"
 SHOWN="redis://127.0.0.1:$PORT/0"
 rc() { redis-cli -p "$PORT" "$@"; }
@@ -152,6 +152,18 @@ assert j["schema"] == 1 and j["command"] == "pull" and j["ok"] is True, j
 assert j["redis"] == sys.argv[2] and j["artifact_count"] == 6 and j["odd"] == 0, j
 assert j["signed"] is False and j["signature_count"] == 0 and j["bytes"] > 2000000, j
 PY
+
+# torch's TORCHINDUCTOR_REDIS_URL when --redis is not given; --redis over it.
+TORCHINDUCTOR_REDIS_URL="$URL/1" run 0 "pushed $T/a.mcache into redis://127.0.0.1:$PORT/1: 6 written" \
+	push "$T/a.mcache" -p "$PUB"
+[ "$(rc -n 1 dbsize)" = 6 ] && [ "$(dbsize)" = 6 ] && ok || bad "TORCHINDUCTOR_REDIS_URL: db 1 holds $(rc -n 1 dbsize)"
+TORCHINDUCTOR_REDIS_URL="$URL/2" run 0 "into $SHOWN: nothing changed" push "$T/a.mcache" -p "$PUB" --redis "$URL"
+[ "$(rc -n 2 dbsize)" = 0 ] && ok || bad "--redis did not win over TORCHINDUCTOR_REDIS_URL"
+
+# a Unix socket, and a database by number
+run 0 "pushed $T/a.mcache into unix://$T/r/sock?db=3: 6 written" push "$T/a.mcache" -p "$PUB" --redis "unix://$T/r/sock?db=3"
+[ "$(rc -n 3 dbsize)" = 6 ] && ok || bad "unix://...?db=3: db 3 holds $(rc -n 3 dbsize)"
+run 2 "SELECT refused" push "$T/a.mcache" -p "$PUB" --redis "$URL/100000"
 
 # 4. pgo: its own cache id, and no time_taken_ms.
 run 0 "" pack -q -o "$T/g.mcache" -s "$SEC" --from-torch "$DATA/mlp-cpu-pgo.megacache"
