@@ -1,0 +1,373 @@
+# fleet.sh - push, pull and audit against a real redis-server: what push writes is what
+# torch's RemoteCacheJsonSerde reads back (the artifact's bytes, in torch's JSON form,
+# under torch's keys); a second push changes nothing; pull gives the bundle back; an
+# untrusted bundle sends nothing; passwords work and are never shown; a server that
+# goes away mid-push is one clear error, and the next push completes; audit names what
+# no trusted bundle vouches for.
+. "$(dirname "$0")/lib.sh"
+PUB="$KEYS/test.pub"
+SEC="$KEYS/test.key"
+BLOB="$DATA/mlp-cuda.megacache"
+PY=/usr/bin/python3
+
+# A build without hiredis says so, and this test has nothing to try.
+"$MEGACACHE" push "$T/none.mcache" -p "$PUB" --redis redis://127.0.0.1:1 >"$T/out" 2>"$T/err"
+rc=$?
+if grep -qF "built without Redis support" "$T/err"; then
+	[ "$rc" = 2 ] || { echo "FAIL: push without Redis support exited $rc, expected 2"; exit 1; }
+	echo "SKIP: megacache built without Redis support"
+	exit 77
+fi
+command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 ||
+	{ echo "SKIP: no redis-server"; exit 77; }
+
+PIDS=""
+stop_all() {
+	for p in $PIDS; do
+		kill -9 "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$T/big" "$T/big.mcache"
+}
+trap stop_all EXIT
+
+# free_port: a port no one listens on now.
+free_port() {
+	$PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_redis NAME PORT [args...]: a redis-server in the foreground of a background job,
+# its folder and pid under $T/NAME, no persistence; waits until it answers PING.
+start_redis() {
+	name=$1; port=$2; shift 2
+	mkdir -p "$T/$name"
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+		--dir "$T/$name" "$@" >"$T/$name/log" 2>&1 &
+	echo $! >"$T/$name/pid"
+	PIDS="$PIDS $!"
+	for _ in $(seq 100); do
+		redis-cli -p "$port" ping 2>/dev/null | grep -qE 'PONG|NOAUTH' && return 0
+		sleep 0.05
+	done
+	echo "FAIL: redis-server on port $port did not start: $(cat "$T/$name/log")"
+	exit 1
+}
+
+PORT=$(free_port)
+start_redis r "$PORT" --unixsocket "$T/r/sock"
+URL="redis://127.0.0.1:$PORT"
+SHOWN="redis://127.0.0.1:$PORT/0"
+rc() { redis-cli -p "$PORT" "$@"; }
+dbsize() { rc dbsize; }
+
+run 0 "" pack -q -o "$T/a.mcache" -s "$SEC" --from-torch "$BLOB"
+
+# 1. push: torch's keys, torch's JSON form, the artifact's bytes (as load writes them).
+run 0 "pushed $T/a.mcache into $SHOWN: 6 written, 0 replaced, 0 unchanged" \
+	push "$T/a.mcache" -p "$PUB" --redis "$URL"
+grep -qF "4 artifacts of types torch keeps no remote cache of" "$T/out" && ok ||
+	bad "push does not say the autotune artifacts were not pushed: $(cat "$T/out")"
+run 0 "" load "$T/a.mcache" -p "$PUB" --cache-dir "$T/load"
+"$MEGACACHE" list "$T/a.mcache" >"$T/list" 2>&1
+# torch_values PORT DIR LIST: every pt2:* value decodes (as RemoteCacheJsonSerde does) to
+# the bytes load wrote for its key, in exactly the text json.dumps gives; the keys are
+# exactly the bundle's inductor and aot_autograd artifacts.
+torch_values() {
+	$PY - "$@" <<'PY'
+import base64, glob, json, sys
+import redis
+port, root, listing = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+r = redis.Redis(host="127.0.0.1", port=port)
+want = set()
+for line in open(listing):
+    f = line.split()
+    if len(f) == 4 and f[0] == "inductor":
+        want.add("pt2:fx-graph-v1::%s:c1" % f[3])
+    elif len(f) == 4 and f[0] == "aot_autograd":
+        want.add("pt2:autograd-experimental::%s:c1" % f[3])
+got = {k.decode() for k in r.scan_iter("pt2:*")}
+assert got == want and len(got) == 6, (sorted(got), sorted(want))
+for k in sorted(got):
+    raw = r.get(k)
+    d = json.loads(raw)
+    data = base64.b64decode(d["data"], validate=True)
+    assert raw == json.dumps({"data": d["data"], "time_taken_ms": 0}).encode(), raw[:80]
+    assert raw.isascii()
+    key = k.split("::")[1][:-3]
+    if k.startswith("pt2:fx-graph-v1::"):
+        files = glob.glob("%s/fxgraph/%s/%s/*" % (root, key[1:3], key))
+    else:
+        files = glob.glob("%s/aotautograd/%s/*" % (root, key))
+    assert len(files) == 1, (k, files)
+    assert open(files[0], "rb").read() == data, k
+PY
+}
+check "push's values are not the loaded artifacts in torch's form" torch_values "$PORT" "$T/load" "$T/list"
+
+# 2. a second push changes nothing; a dry run writes nothing.
+run 0 "pushed $T/a.mcache into $SHOWN: nothing changed (6 entries there already)" \
+	push "$T/a.mcache" -p "$PUB" --redis "$URL"
+first=$(rc --scan --pattern 'pt2:fx-graph-v1::*' | head -1)
+rc del "$first" >/dev/null
+run 0 "would write 1, replace 0; 5 unchanged" push "$T/a.mcache" -p "$PUB" --redis "$URL" --dry-run
+[ "$(dbsize)" = 5 ] && ok || bad "a dry run changed the store: DBSIZE $(dbsize)"
+[ "$(rc exists "$first")" = 0 ] && ok || bad "a dry run wrote $first"
+
+# 11a. push --json: its counts.
+"$MEGACACHE" push "$T/a.mcache" -p "$PUB" --redis "$URL" --json >"$T/out" 2>"$T/err"
+[ $? = 0 ] && ok || bad "push --json failed: $(cat "$T/err")"
+$PY - "$T/out" "$SHOWN" "$first" <<'PY' && ok || bad "push --json: $(head -c 1500 "$T/out")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["schema"] == 1 and j["command"] == "push" and j["ok"] is True, j
+assert j["redis"] == sys.argv[2] and j["dry_run"] is False and j["triton"] is False, j
+assert (j["sent"], j["replaced"], j["unchanged"], j["no_form"]) == (1, 0, 5, 4), j
+assert len(j["entries"]) == 10, j
+sent = [e for e in j["entries"] if e["action"] == "sent"]
+assert [e["redis_key"] for e in sent] == [sys.argv[3]], sent
+assert all(e["redis_key"] is None for e in j["entries"] if e["type"] == "autotune"), j
+PY
+[ "$(dbsize)" = 6 ] && ok || bad "push after a dry run: DBSIZE $(dbsize), expected 6"
+
+# 3. pull gives the same artifacts back (autotune has no remote form), signed and
+# labelled; pushing it changes nothing.
+run 0 "pulled 6 entries from $SHOWN into $T/p.mcache, 1 signature" \
+	pull --redis "$URL" -o "$T/p.mcache" -s "$SEC"
+"$MEGACACHE" diff "$T/a.mcache" "$T/p.mcache" >"$T/out" 2>"$T/err"
+d=$?
+[ "$d" = 1 ] && grep -qxF "0 added, 4 removed, 0 changed" "$T/out" &&
+	[ "$(grep -c '^- autotune ' "$T/out")" = 4 ] && [ "$(grep -c '^[-+~!]' "$T/out")" = 4 ] && ok ||
+	bad "diff bundle pulled: exit $d: $(cat "$T/out" "$T/err")"
+run 0 "label redis=$SHOWN" list "$T/p.mcache"
+run 0 "" verify "$T/p.mcache" -p "$PUB"
+run 0 "nothing changed (6 entries there already)" push "$T/p.mcache" -p "$PUB" --redis "$URL"
+
+# 11b. pull --json.
+"$MEGACACHE" pull --redis "$URL" -o "$T/p2.mcache" --json >"$T/out" 2>"$T/err"
+[ $? = 0 ] && ok || bad "pull --json failed: $(cat "$T/err")"
+$PY - "$T/out" "$SHOWN" <<'PY' && ok || bad "pull --json: $(head -c 1500 "$T/out")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["schema"] == 1 and j["command"] == "pull" and j["ok"] is True, j
+assert j["redis"] == sys.argv[2] and j["artifact_count"] == 6 and j["odd"] == 0, j
+assert j["signed"] is False and j["signature_count"] == 0 and j["bytes"] > 2000000, j
+PY
+
+# torch's TORCHINDUCTOR_REDIS_URL when --redis is not given; --redis over it.
+TORCHINDUCTOR_REDIS_URL="$URL/1" run 0 "pushed $T/a.mcache into redis://127.0.0.1:$PORT/1: 6 written" \
+	push "$T/a.mcache" -p "$PUB"
+[ "$(rc -n 1 dbsize)" = 6 ] && [ "$(dbsize)" = 6 ] && ok || bad "TORCHINDUCTOR_REDIS_URL: db 1 holds $(rc -n 1 dbsize)"
+TORCHINDUCTOR_REDIS_URL="$URL/2" run 0 "into $SHOWN: nothing changed" push "$T/a.mcache" -p "$PUB" --redis "$URL"
+[ "$(rc -n 2 dbsize)" = 0 ] && ok || bad "--redis did not win over TORCHINDUCTOR_REDIS_URL"
+
+# a Unix socket, and a database by number
+run 0 "pushed $T/a.mcache into unix://$T/r/sock?db=3: 6 written" push "$T/a.mcache" -p "$PUB" --redis "unix://$T/r/sock?db=3"
+[ "$(rc -n 3 dbsize)" = 6 ] && ok || bad "unix://...?db=3: db 3 holds $(rc -n 3 dbsize)"
+run 2 "SELECT refused" push "$T/a.mcache" -p "$PUB" --redis "$URL/100000"
+
+# 4. pgo: its own cache id, and no time_taken_ms.
+run 0 "" pack -q -o "$T/g.mcache" -s "$SEC" --from-torch "$DATA/mlp-cpu-pgo.megacache"
+pgokey=$("$MEGACACHE" list "$T/g.mcache" | awk '$1 == "pgo" { print $4 }')
+[ -n "$pgokey" ] && ok || bad "no pgo artifact in the pgo bundle"
+rc flushall >/dev/null
+# 5. with --ttl.
+run 0 "7 written" push "$T/g.mcache" -p "$PUB" --redis "$URL" --ttl 100
+$PY - "$PORT" "pt2:dynamo-pgo::$pgokey:c1" "$T/g.mcache" <<'PY' && ok || bad "the pgo value is not in torch's form"
+import base64, json, sys
+import redis
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+raw = r.get(sys.argv[2])
+assert raw is not None, sorted(r.keys("*"))
+d = json.loads(raw)
+assert list(d) == ["data"] and raw == json.dumps(d).encode(), raw[:80]
+assert len(base64.b64decode(d["data"], validate=True)) > 0
+PY
+ttl=$(rc ttl "pt2:dynamo-pgo::$pgokey:c1")
+[ "$ttl" -ge 1 ] 2>/dev/null && [ "$ttl" -le 100 ] && ok || bad "--ttl 100: TTL $ttl"
+ttl=$(rc ttl "$(rc --scan --pattern 'pt2:fx-graph-v1::*' | head -1)")
+[ "$ttl" -ge 1 ] 2>/dev/null && [ "$ttl" -le 100 ] && ok || bad "--ttl 100: fx graph TTL $ttl"
+
+# 6. an untrusted bundle: nothing sent.
+run 0 "" pack -q -o "$T/u.mcache" -s "$KEYS/test2.key" --from-torch "$BLOB"
+n=$(dbsize)
+run 1 "no signature by a trusted key" push "$T/u.mcache" -p "$PUB" --redis "$URL"
+[ "$(dbsize)" = "$n" ] && ok || bad "an untrusted push changed the store: $n -> $(dbsize)"
+run 1 "no signature by a trusted key" push "$T/u.mcache" -p "$PUB" --redis redis://127.0.0.1:1
+
+# 7. passwords, from each place, never shown.
+PPORT=$(free_port)
+start_redis pw "$PPORT" --requirepass s3cret
+PURL="redis://127.0.0.1:$PPORT"
+nopw() { # the password is in neither output
+	! grep -qF s3cret "$T/out" "$T/err" && ! grep -qF wr0ng "$T/out" "$T/err" && ok ||
+		bad "a password shows: $(cat "$T/out" "$T/err")"
+}
+run 2 "redis://127.0.0.1:$PPORT/0: the server needs a password" push "$T/a.mcache" -p "$PUB" --redis "$PURL"
+printf 'wr0ng\n' >"$T/wrong.pw"
+run 2 "authentication refused" push "$T/a.mcache" -p "$PUB" --redis "$PURL" --redis-password-file "$T/wrong.pw"
+nopw
+MEGACACHE_REDIS_PASSWORD=wr0ng run 2 "authentication refused" push "$T/a.mcache" -p "$PUB" --redis "$PURL" -v
+nopw
+run 2 "authentication refused" push "$T/a.mcache" -p "$PUB" --redis "redis://:wr0ng@127.0.0.1:$PPORT" --json
+grep -qF '"error":	"remote"' "$T/out" && ok || bad "a refused password: $(cat "$T/out")"
+nopw
+MEGACACHE_REDIS_PASSWORD=s3cret run 0 "6 written" push "$T/a.mcache" -p "$PUB" --redis "$PURL" -v
+nopw
+run 0 "nothing changed" push "$T/a.mcache" -p "$PUB" --redis "redis://:s3cret@127.0.0.1:$PPORT" -v
+nopw
+printf 's3cret\n' >"$T/right.pw"
+run 0 '"unchanged":	6' push "$T/a.mcache" -p "$PUB" --redis "$PURL" --redis-password-file "$T/right.pw" --json
+nopw
+# the file comes before the environment
+MEGACACHE_REDIS_PASSWORD=wr0ng run 0 "nothing changed" push "$T/a.mcache" -p "$PUB" --redis "$PURL" --redis-password-file "$T/right.pw"
+run 0 "pulled 6 entries from redis://127.0.0.1:$PPORT/0" pull --redis "redis://:s3cret@127.0.0.1:$PPORT" -o "$T/pw.mcache"
+nopw
+run 0 "label redis=redis://127.0.0.1:$PPORT/0" list "$T/pw.mcache"
+nopw
+# a URL refused for its form is not echoed with its password
+run 2 "bad port" push "$T/a.mcache" -p "$PUB" --redis "redis://:s3cret@127.0.0.1:notaport"
+nopw
+run 2 "bad database number" pull --redis "redis://:s3cret@127.0.0.1:$PPORT/x" -o "$T/none.mcache" --json
+nopw
+
+# 8. a port that is not Redis; a port no one listens on.
+HPORT=$(free_port)
+(cd "$T" && exec $PY -m http.server --bind 127.0.0.1 "$HPORT") >"$T/http.log" 2>&1 &
+PIDS="$PIDS $!"
+for _ in $(seq 100); do
+	$PY -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$HPORT" 2>/dev/null && break
+	sleep 0.05
+done
+"$MEGACACHE" push "$T/a.mcache" -p "$PUB" --redis "redis://127.0.0.1:$HPORT" >"$T/out" 2>"$T/err"
+r=$?
+[ "$r" = 2 ] && grep -qE "redis://127.0.0.1:$HPORT/0: .*(not a Redis server|closed the connection)" "$T/err" &&
+	[ "$(wc -l <"$T/err")" = 1 ] && ok || bad "push to an HTTP server: exit $r: $(cat "$T/err")"
+CPORT=$(free_port)
+run 2 "redis://127.0.0.1:$CPORT/0: cannot connect: Connection refused" push "$T/a.mcache" -p "$PUB" --redis "redis://127.0.0.1:$CPORT"
+run 2 "cannot connect" pull --redis "redis://127.0.0.1:$CPORT" -o "$T/none.mcache"
+[ ! -e "$T/none.mcache" ] && ok || bad "a failed pull wrote its bundle"
+run 2 "cannot connect" audit --redis "redis://127.0.0.1:$CPORT" -p "$PUB" "$T/a.mcache"
+
+# 10. audit: clean; then a planted value, a changed one, one not in torch's form.
+rc flushall >/dev/null
+run 0 "6 written" push "$T/a.mcache" -p "$PUB" --redis "$URL"
+run 0 "audit of $SHOWN: 6 entries, 6 vouched for by a trusted bundle, 0 not" \
+	audit --redis "$URL" -p "$PUB" "$T/a.mcache"
+planted="pt2:fx-graph-v1::f$(printf 'q%.0s' $(seq 51)):c1"
+rc set "$planted" '{"data": "aGk="}' >/dev/null
+changed=$(rc --scan --pattern 'pt2:autograd-experimental::*' | head -1)
+rc set "$changed" '{"data": "b3RoZXIgYnl0ZXM=", "time_taken_ms": 0}' >/dev/null
+odd=$(rc --scan --pattern 'pt2:fx-graph-v1::*' | grep -vF "$planted" | head -1)
+rc set "$odd" 'not json' >/dev/null
+"$MEGACACHE" audit --redis "$URL" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
+r=$?
+[ "$r" = 1 ] && grep -qxF "audit of $SHOWN: 7 entries, 4 vouched for by a trusted bundle, 3 not (1 differ, 1 in no bundle, 1 not in their key's form)" "$T/out" &&
+	[ ! -s "$T/err" ] && ok || bad "audit with 3 findings: exit $r: $(cat "$T/out" "$T/err")"
+[ "$(grep -c "$planted" "$T/out")" = 1 ] && [ "$(grep -c "$changed" "$T/out")" = 1 ] &&
+	[ "$(grep -c "$odd" "$T/out")" = 1 ] && ok || bad "audit does not list each finding once: $(cat "$T/out")"
+grep -E '^[!~]' "$T/out" | grep -qF "$planted" && ok || bad "audit: the planted key is not marked: $(cat "$T/out")"
+# an untrusted bundle is refused, as load refuses it
+run 1 "no signature by a trusted key" audit --redis "$URL" -p "$PUB" "$T/u.mcache"
+"$MEGACACHE" audit --redis "$URL" -p "$PUB" "$T/a.mcache" --json >"$T/out" 2>"$T/err"
+r=$?
+[ "$r" = 1 ] && ok || bad "audit --json exited $r: $(cat "$T/err")"
+$PY - "$T/out" "$SHOWN" "$planted" "$changed" "$odd" "$MC_SRCDIR/doc/json-schema.json" <<'PY' && ok || bad "audit --json: $(head -c 1500 "$T/out")"
+import json, sys
+out, url, planted, changed, odd, schema = sys.argv[1:]
+j = json.load(open(out))
+s = json.load(open(schema))
+if "audit" in json.dumps(s):
+    import jsonschema
+    jsonschema.Draft202012Validator(s).validate(j)
+assert j["schema"] == 1 and j["command"] == "audit" and j["ok"] is True, j
+assert j["redis"] == url and j["bundles"][0].endswith("a.mcache"), j
+assert (j["entry_count"], j["vouched"], j["differs"], j["unvouched"], j["odd"]) == (7, 4, 1, 1, 1), j
+assert j["clean"] is False, j
+f = {x["redis_key"]: x for x in j["findings"]}
+assert len(f) == 3 and len(j["findings"]) == 3, j
+assert f[planted]["action"] == "unvouched" and f[planted]["type"] == "inductor", f
+assert f[planted]["key"] == planted.split("::")[1][:-3], f
+assert f[changed]["action"] == "differs" and f[changed]["type"] == "aot_autograd", f
+assert f[odd]["action"] == "odd", f
+PY
+# pull skips the value not in its key's form, and says so
+run 0 "1 entry skipped: not in the form of their key" pull --redis "$URL" -o "$T/odd.mcache"
+grep -qF "pulled 6 entries" "$T/out" && ok || bad "pull with one odd value: $(cat "$T/out")"
+# a value that is not a string (someone's list under a pt2 key) is not in its key's form
+# either: skipped by pull, odd to audit, not the end of either
+rc rpush "pt2:fx-graph-v1::f$(printf 'r%.0s' $(seq 51)):c1" x >/dev/null
+run 0 "2 entries skipped: not in the form of their key" pull --redis "$URL" -o "$T/odd2.mcache"
+"$MEGACACHE" audit --redis "$URL" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
+r=$?
+[ "$r" = 1 ] && grep -qF "8 entries, 4 vouched for by a trusted bundle, 4 not (1 differ, 1 in no bundle, 2 not in their key's form)" "$T/out" &&
+	ok || bad "audit with a list under a pt2 key: exit $r: $(cat "$T/out" "$T/err")"
+
+# 12. --triton: Triton's kernels under triton:<hash>:<file>, raw; group files with
+# their children's bare names, sorted, as Triton's remote cache writes them.
+mkdir -p "$T/src"
+tar -xzf "$DATA/mlp-cuda-cachedir.tar.gz" -C "$T/src"
+SRC=$(dirname "$(find "$T/src" -type d -name fxgraph | head -1)")
+run 0 "" pack -q -o "$T/t.mcache" -s "$SEC" --from-dir "$SRC"
+rc flushall >/dev/null
+ntriton=$(find "$SRC/triton" -type f | wc -l)
+run 0 "pushed $T/t.mcache into $SHOWN: $((ntriton + 6)) written" push "$T/t.mcache" -p "$PUB" --redis "$URL" --triton
+$PY - "$PORT" "$SRC/triton" "$ntriton" <<'PY' && ok || bad "Triton's values are not its files"
+import json, os, sys
+import redis
+port, root, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+r = redis.Redis(host="127.0.0.1", port=port)
+keys = sorted(k.decode() for k in r.scan_iter("triton:*"))
+assert len(keys) == n, (len(keys), n)
+(dev,) = os.listdir(root)
+for k in keys:
+    _, h, f = k.split(":")
+    data = open(os.path.join(root, dev, h, f), "rb").read()
+    if f.startswith("__grp__"):
+        names = sorted(json.loads(data)["child_paths"])
+        data = json.dumps({"child_paths": names}).encode()
+    assert r.get(k) == data, k
+PY
+run 0 "pushed $T/t.mcache into $SHOWN: nothing changed ($((ntriton + 6)) entries there already)" \
+	push "$T/t.mcache" -p "$PUB" --redis "$URL" --triton
+run 0 "pulled $((ntriton + 6)) entries" pull --redis "$URL" -o "$T/tp.mcache" -s "$SEC" --triton
+run 0 "pulled 6 entries" pull --redis "$URL" -o "$T/tp6.mcache" -s "$SEC"
+run 0 "nothing changed ($((ntriton + 6)) entries there already)" push "$T/tp.mcache" -p "$PUB" --redis "$URL" --triton
+run 0 "audit of $SHOWN: $((ntriton + 6)) entries, $((ntriton + 6)) vouched for" \
+	audit --redis "$URL" -p "$PUB" "$T/t.mcache" --triton
+rm -rf "$T/src"
+
+# 9. the server killed mid-push: one clear error, no crash; then a push completes.
+$PY - "$T/big" 300 <<'PY'
+import base64, hashlib, os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+b32 = lambda b: base64.b32encode(hashlib.sha256(b).digest()).decode().lower()[:51]
+for i in range(n):
+    data = os.urandom(1 << 20)
+    key = "f" + b32(b"key %d" % i)
+    d = os.path.join(root, "fxgraph", key[1:3], key)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, b32(data)), "wb") as f:
+        f.write(data)
+PY
+run 0 "packed 300 artifacts" pack -o "$T/big.mcache" -s "$SEC" --from-dir "$T/big"
+rm -rf "$T/big"
+rc flushall >/dev/null
+"$MEGACACHE" push "$T/big.mcache" -p "$PUB" --redis "$URL" >"$T/bout" 2>"$T/berr" &
+push=$!
+for _ in $(seq 400); do
+	[ "$(dbsize 2>/dev/null)" -gt 0 ] 2>/dev/null && break
+	sleep 0.02
+done
+kill -9 "$(cat "$T/r/pid")"
+wait "$(cat "$T/r/pid")" 2>/dev/null
+wait "$push"
+r=$?
+[ "$r" = 2 ] && ok || bad "push with its server killed exited $r, expected 2: $(cat "$T/berr")"
+[ "$(wc -l <"$T/berr")" = 1 ] && grep -qE "^megacache: redis://127.0.0.1:$PORT/0: " "$T/berr" && ok ||
+	bad "push with its server killed: not one line naming the server: $(cat "$T/berr")"
+[ ! -s "$T/bout" ] && ok || bad "push with its server killed reported: $(cat "$T/bout")"
+start_redis r "$PORT"
+run 0 "pushed $T/big.mcache into $SHOWN: 300 written, 0 replaced, 0 unchanged" push "$T/big.mcache" -p "$PUB" --redis "$URL"
+[ "$(dbsize)" = 300 ] && ok || bad "after the second push the store holds $(dbsize) keys, not 300"
+
+finish
