@@ -37,11 +37,20 @@ redis_opt(struct redis_opts *o, int c, char *arg)
 static void
 redis_check(struct redis_opts *o, const char *cmd)
 {
+	static char from_env[300];
+
 	if (o->url == NULL)
 		o->url = getenv("TORCHINDUCTOR_REDIS_URL");
+	if ((o->url == NULL || o->url[0] == '\0') &&
+	    (getenv("TORCHINDUCTOR_REDIS_HOST") != NULL || getenv("TORCHINDUCTOR_REDIS_PORT") != NULL)) {
+		const char *h = getenv("TORCHINDUCTOR_REDIS_HOST"), *p = getenv("TORCHINDUCTOR_REDIS_PORT");
+		snprintf(from_env, sizeof from_env, "redis://%s:%s/0", h != NULL && h[0] ? h : "localhost",
+			 p != NULL && p[0] ? p : "6379");
+		o->url = from_env;
+	}
 	if (o->url == NULL || o->url[0] == '\0')
 		usage_error("%s needs --redis URL (redis://host:port/db, unix:///path; or "
-			    "TORCHINDUCTOR_REDIS_URL)", cmd);
+			    "TORCHINDUCTOR_REDIS_URL, TORCHINDUCTOR_REDIS_HOST and _PORT)", cmd);
 	if (o->triton_format == NULL)
 		o->triton_format = getenv("TRITON_REDIS_KEY_FORMAT");
 }
@@ -82,6 +91,7 @@ redis_connect(struct tool *t, const struct redis_opts *o, mc_redis **r)
 
 struct tally {
 	int verbose, quiet;
+	int findings; /* audit: entries not vouched for are listed without -v */
 	size_t n[MC_REMOTE_UNVOUCHED + 1];
 	uint64_t bytes;
 	cJSON *entries; /* with --json: the entries told (push: those written or compared) */
@@ -119,8 +129,7 @@ on_entry(void *ud, int what, const char *type, const char *key, const char *rkey
 		cJSON_AddNumberToObject(e, "size", (double)size);
 		cJSON_AddItemToArray(ta->entries, e);
 	} else if (ta->entries == NULL && !ta->quiet &&
-		   (ta->verbose || what == MC_REMOTE_DIFFERS || what == MC_REMOTE_UNVOUCHED ||
-		    what == MC_REMOTE_ODD) && what != MC_REMOTE_VOUCHED) {
+		   (ta->verbose || (ta->findings && what != MC_REMOTE_VOUCHED))) {
 		say(stdout, "%c %-13s %s", marks[what], action_names[what],
 		    rkey != NULL ? rkey : key);
 	}
@@ -197,6 +206,9 @@ push_report(const struct tool *t, const struct push_opts *o, const char *path,
 		say(stdout, "%s into %s: would write %zu, replace %zu; %zu unchanged", path,
 		    mc_redis_where(r), n[MC_REMOTE_WOULD_SEND], n[MC_REMOTE_WOULD_REPLACE],
 		    n[MC_REMOTE_UNCHANGED]);
+	else if (n[MC_REMOTE_SENT] + n[MC_REMOTE_REPLACED] + n[MC_REMOTE_UNCHANGED] == 0)
+		say(stdout, "pushed nothing from %s: none of its artifacts has a form in %s", path,
+		    mc_redis_where(r));
 	else if (n[MC_REMOTE_SENT] + n[MC_REMOTE_REPLACED] == 0)
 		say(stdout, "pushed %s into %s: nothing changed (%zu entries there already)", path,
 		    mc_redis_where(r), n[MC_REMOTE_UNCHANGED]);
@@ -244,10 +256,15 @@ cmd_push(struct tool *t, int argc, char **argv)
 	if (rc == MC_OK && (rc = mc_bundle_check_signatures(b)) == MC_OK &&
 	    (rc = redis_connect(t, &o.redis, &r)) == 0) {
 		unsigned flags = (o.dry ? MC_PUSH_DRY_RUN : 0) | (o.redis.triton ? MC_PUSH_TRITON : 0);
-		if ((rc = mc_bundle_push(b, r, flags, o.ttl, on_entry, &ta)) == MC_OK)
+		size_t done;
+		if ((rc = mc_bundle_push(b, r, flags, o.ttl, on_entry, &ta)) == MC_OK) {
 			push_report(t, &o, shown_path(argv[optind]), r, &ta);
-		else
+		} else {
 			rc = fail(t->ctx, rc);
+			if ((done = ta.n[MC_REMOTE_SENT] + ta.n[MC_REMOTE_REPLACED]) > 0)
+				say(stderr, "%s: note: %zu entr%s written before that, each checked; a "
+				    "push again finishes the rest", PROG, done, done == 1 ? "y was" : "ies were");
+		}
 	} else if (rc < 0) {
 		rc = fail(t->ctx, rc);
 	}
@@ -348,6 +365,9 @@ pull_into(struct tool *t, struct pull_opts *o, mc_redis *r, mc_writer *w, struct
 		    ta->n[MC_REMOTE_ODD] > 0 ? " in their form" : "");
 		return EXIT_USAGE;
 	}
+	if (rc == MC_OK && o->rec.signers.n == 0 && !t->quiet)
+		say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
+		    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
 	if (rc == MC_OK)
 		rc = mc_writer_save(w, o->out);
 	if (rc != MC_OK)
@@ -376,9 +396,6 @@ cmd_pull(struct tool *t, int argc, char **argv)
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	ta.verbose = t->verbose, ta.quiet = t->quiet || t->json;
-	if (o.rec.signers.n == 0 && !t->quiet)
-		say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
-		    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
 	if ((rc = redis_connect(t, &o.redis, &r)) == 0) {
 		if ((rc = mc_writer_new(t->ctx, &w)) != MC_OK)
 			rc = fail(t->ctx, rc);
@@ -454,7 +471,7 @@ cmd_audit(struct tool *t, int argc, char **argv)
 		usage_error("audit needs -p PUBFILE: only trusted bundles vouch for entries%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
-	ta.verbose = t->verbose, ta.quiet = t->quiet;
+	ta.verbose = t->verbose, ta.quiet = t->quiet, ta.findings = 1;
 	if (t->json)
 		ta.entries = cJSON_CreateArray();
 	for (i = 0; optind + (int)i < argc && rc == 0; i++, n++)

@@ -7,9 +7,11 @@
 
 #include "bundle/bundle.h"
 
-/* A reply read: a bulk string (str, len), or nil. */
+/* A reply read: a bulk string (str, len), or nil; for an error reply (MC_ERR_REMOTE)
+ * its text in error, until mc__redis_reply_free(). */
 struct mc_rreply {
 	int nil;
+	const char *error;
 	const unsigned char *str;
 	size_t len;
 	void *raw; /* freed by mc__redis_reply_free() */
@@ -26,7 +28,8 @@ MC_HIDDEN int mc__redis_append(mc_redis *r, int argc, const char **argv, const s
 MC_HIDDEN size_t mc__redis_pending(const mc_redis *r);
 MC_HIDDEN int mc__redis_full(const mc_redis *r);
 /* Reads the next reply (sending what is queued first): a bulk string or nil, else an
- * error naming the server and what (the command) it refused. */
+ * error naming the server and what (the command) it refused; the reply is to be freed
+ * then too (rep->error set when the server answered with an error). */
 MC_HIDDEN int mc__redis_reply(mc_redis *r, const char *what, struct mc_rreply *rep);
 MC_HIDDEN void mc__redis_reply_free(struct mc_rreply *rep);
 /* One SCAN step from *cursor (0 to start; 0 again at the end) over keys matching
@@ -37,7 +40,8 @@ MC_HIDDEN void mc__redis_keys_free(char **keys, size_t n);
 MC_HIDDEN mc_ctx *mc__redis_ctx(const mc_redis *r);
 MC_HIDDEN const char *mc__redis_triton_format(const mc_redis *r);
 
-/* Calls fn with each entry of r whose key matches match (a Redis glob; NULL: the key
+/* Calls fn with each entry of r whose key matches match (v NULL: the key holds no
+ * string, a list or a hash, that GET refuses) (a Redis glob; NULL: the key
  * spaces asked for, MC_SPACE_*), once each, in key order, its value read in pipelined
  * batches (pull.c). Progress phase: done and total entries. */
 typedef int (*mc_entry_fn)(void *ud, const char *rkey, const unsigned char *v, size_t n);

@@ -65,18 +65,20 @@ read_batch(mc_redis *r, char **keys, size_t from, size_t to, mc_entry_fn fn, voi
 {
 	struct mc_rreply rep;
 	size_t i;
-	int rc = MC_OK, rc2;
+	int rc = MC_OK, rc2, refused;
 
 	for (i = from; i < to; i++) {
-		if ((rc2 = mc__redis_reply(r, keys[i], &rep)) != MC_OK) {
-			rc = rc == MC_OK ? rc2 : rc;
-			if (rc2 == MC_ERR_REMOTE && mc__redis_pending(r) == 0)
-				break;
-			continue;
-		}
-		if (rc == MC_OK && !rep.nil && rep.str != NULL) /* nil: gone since the SCAN */
+		rc2 = mc__redis_reply(r, keys[i], &rep);
+		refused = rep.error != NULL;
+		if (rc2 != MC_OK && refused && rc == MC_OK)
+			rc = fn(ud, keys[i], NULL, 0); /* WRONGTYPE: no string there */
+		else if (rc2 != MC_OK && rc == MC_OK)
+			rc = rc2;
+		else if (rc == MC_OK && !rep.nil && rep.str != NULL) /* nil: gone since the SCAN */
 			rc = fn(ud, keys[i], rep.str, rep.len);
 		mc__redis_reply_free(&rep);
+		if (rc2 != MC_OK && !refused && mc__redis_pending(r) == 0)
+			break;
 	}
 	return rc;
 }
@@ -176,8 +178,8 @@ pull_entry(void *ud, const char *rkey, const unsigned char *v, size_t vn)
 	size_t cn = 0;
 	int rc;
 
-	rc = mc__remote_parse(rkey, v, vn, p->tformat, p->spaces, &type, key, sizeof key, &c, &cn,
-			      why, sizeof why);
+	rc = v == NULL ? 1 : mc__remote_parse(rkey, v, vn, p->tformat, p->spaces, &type, key,
+					      sizeof key, &c, &cn, why, sizeof why);
 	if (rc == 2)
 		return MC_OK; /* a key of no cache's (--match wider than them) */
 	if (rc == MC_OK && cn > 0 && mc__write_all(p->fd, c, cn) != 0)

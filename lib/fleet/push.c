@@ -89,8 +89,10 @@ one_reply(struct push *p)
 	const struct pent *e = &p->e[w->ent];
 	int rc, what, dry = (p->flags & MC_PUSH_DRY_RUN) != 0;
 
-	if ((rc = mc__redis_reply(p->r, e->rkey, &rep)) != MC_OK)
+	if ((rc = mc__redis_reply(p->r, e->rkey, &rep)) != MC_OK) {
+		mc__redis_reply_free(&rep);
 		return rc;
+	}
 	p->whead = (p->whead + 1) % MC_PIPE_COMMANDS;
 	if (rep.nil || rep.str == NULL)
 		what = dry ? MC_REMOTE_WOULD_SEND : MC_REMOTE_SENT;

@@ -171,12 +171,33 @@ pct_decode(const char *s, size_t n)
 	return o;
 }
 
+/* url as an error shows it: what is before an '@' of its authority hidden, a password
+ * being there. */
+static void
+url_masked(const char *url, char *buf, size_t len)
+{
+	const char *s = strstr(url, "://"), *at, *end;
+
+	s = s != NULL ? s + 3 : url;
+	end = s + strcspn(s, "/?#");
+	at = memchr(s, '@', (size_t)(end - s));
+	while (at != NULL && memchr(at + 1, '@', (size_t)(end - at - 1)) != NULL)
+		at = memchr(at + 1, '@', (size_t)(end - at - 1));
+	if (at == NULL)
+		snprintf(buf, len, "%s", url);
+	else
+		snprintf(buf, len, "%.*s***%s", (int)(s - url), url, at);
+}
+
 static int
 bad_url(mc_ctx *ctx, const char *url, const char *why)
 {
+	char shown[512];
+
+	url_masked(url, shown, sizeof shown);
 	return mc__err(ctx, MC_ERR_INVALID, "Redis URL '%s': %s (expected "
 		       "redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N])",
-		       url, why);
+		       shown, why);
 }
 
 static int
@@ -199,10 +220,12 @@ parse_tcp(mc_ctx *ctx, const char *url, struct rurl *u)
 	at = memchr(s, '@', (size_t)(end - s));
 	if (at != NULL) {
 		const char *colon = memchr(s, ':', (size_t)(at - s));
-		if (colon == NULL)
-			return bad_url(ctx, url, "user without a password");
-		u->user = colon > s ? pct_decode(s, (size_t)(colon - s)) : NULL;
-		u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
+		if (colon == NULL) { /* a user alone: the password from elsewhere */
+			u->user = pct_decode(s, (size_t)(at - s));
+		} else {
+			u->user = colon > s ? pct_decode(s, (size_t)(colon - s)) : NULL;
+			u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
+		}
 		s = at + 1;
 	}
 	if (*s == '[') { /* [IPv6] */
@@ -246,9 +269,12 @@ parse_url(mc_ctx *ctx, const char *url, struct rurl *u)
 			return bad_url(ctx, url, "bad database number");
 		return MC_OK;
 	}
-	if (strncmp(url, "rediss://", 9) == 0)
+	if (strncmp(url, "rediss://", 9) == 0) {
+		char shown[512];
+		url_masked(url, shown, sizeof shown);
 		return mc__err(ctx, MC_ERR_UNSUPPORTED, "Redis URL '%s': TLS (rediss://) is not "
-			       "supported; reach the server through a TLS tunnel", url);
+			       "supported; reach the server through a TLS tunnel", shown);
+	}
 	return bad_url(ctx, url, "unknown scheme");
 }
 
@@ -460,12 +486,11 @@ mc__redis_reply(mc_redis *r, const char *what, struct mc_rreply *out)
 		r->pending_bytes = 0;
 	if (rc != REDIS_OK)
 		return conn_error(r, what);
-	if (rep->type == REDIS_REPLY_ERROR) {
-		rc = mc__err(r->ctx, MC_ERR_REMOTE, "%s: %s refused: %s", r->where, what, rep->str);
-		freeReplyObject(rep);
-		return rc;
-	}
 	out->raw = rep;
+	if (rep->type == REDIS_REPLY_ERROR) {
+		out->error = rep->str;
+		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: %s refused: %s", r->where, what, rep->str);
+	}
 	out->nil = rep->type == REDIS_REPLY_NIL;
 	if (rep->type == REDIS_REPLY_STRING || rep->type == REDIS_REPLY_STATUS) {
 		out->str = (const unsigned char *)rep->str;

@@ -281,7 +281,10 @@ for cmd, b in base.items():
             code = p.returncode
         except subprocess.TimeoutExpired:
             code = "a hang"
-        if code not in (0, 1, 2):
+        # run's own: 127 when what it was to run cannot be found (an abbreviated option,
+        # --triton for --triton-dir, can take the next word and leave another as the command)
+        started = cmd == "run" and code == 127 and b"megacache: cannot run " in p.stderr
+        if code not in (0, 1, 2) and not started:
             fails += 1
             print("FAIL: megacache %s %r: exit %s: %s" % (cmd, args, code,
                   p.stderr[-300:].decode("utf-8", "replace") if code != "a hang" else ""))
