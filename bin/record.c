@@ -134,10 +134,24 @@ labels_from_json(mc_writer *w, const char *path, int quiet)
 
 /* Sets up w from the options: its fields, labels and signers (whose passwords are
  * asked for now). */
+/* A (type, key) recorded twice with different contents (torch keeps several entries of
+ * one FX graph key on disk; a bundle holds one): said, not lost silently. */
+static void
+on_twice(void *ud, const char *type, const char *key)
+{
+	const struct tool *t = ud;
+
+	if (!t->quiet)
+		say(stderr, "%s: warning: %s %s: recorded twice with different contents; the "
+		    "bundle keeps the one recorded last", PROG, type, key);
+}
+
 int
 record_setup(struct tool *t, mc_writer *w, struct record_opts *o)
 {
 	int rc = set_created(w);
+
+	mc_writer_set_conflict_fn(w, on_twice, t);
 
 	if (rc == MC_OK)
 		rc = mc_writer_set_bundle_version(w, o->bver);

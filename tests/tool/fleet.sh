@@ -9,6 +9,10 @@ PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
 BLOB="$DATA/mlp-cuda.megacache"
 PY=/usr/bin/python3
+# pull's temp file of contents, here rather than in the system's temp folder (other
+# tests, exitcodes.sh, watch that one)
+export TMPDIR="$T/tmp"
+mkdir -p "$TMPDIR"
 
 # A build without hiredis says so, and this test has nothing to try.
 "$MEGACACHE" push "$T/none.mcache" -p "$PUB" --redis redis://127.0.0.1:1 >"$T/out" 2>"$T/err"
@@ -388,5 +392,45 @@ TORCHINDUCTOR_REDIS_HOST=127.0.0.1 TORCHINDUCTOR_REDIS_PORT=$PORT \
 # user has no such password here), not as a malformed URL
 run 2 "authentication refused" push "$T/a.mcache" -p "$PUB" --redis "redis://alice@127.0.0.1:$PORT/0" \
 	--redis-password-file "$T/right.pw"
+
+# 13. several entries under one remote key. torch keeps two entries of one FX graph key
+# on disk (guards that differ); a bundle holds one artifact per type and key: pack warns
+# and keeps the last in name order, and push writes that one. Triton kernels of one hash
+# on two devices have one remote key: the last in the bundle's order is written, the
+# other counted as not pushed.
+$PY - "$T/two" <<'PY'
+import base64, hashlib, os, sys
+b32 = lambda b: base64.b32encode(hashlib.sha256(b).digest()).decode().lower()[:51]
+key = "f" + b32(b"two entries")
+d = os.path.join(sys.argv[1], "fxgraph", key[1:3], key)
+os.makedirs(d)
+for data in (b"guard variant one " * 50, b"guard variant two " * 50):
+    open(os.path.join(d, b32(data)), "wb").write(data)
+h = "A" * 52
+for dev, data in (("0", b"cubin for device 0"), ("1", b"cubin for device 1")):
+    k = os.path.join(sys.argv[1], "triton", dev, h)
+    os.makedirs(k)
+    open(os.path.join(k, "kern.cubin"), "wb").write(data)
+open(os.path.join(sys.argv[1], "key"), "w").write(key)
+PY
+run 0 "" pack -o "$T/two.mcache" -s "$SEC" --from-dir "$T/two"
+grep -qF "warning: inductor $(cat "$T/two/key"): recorded twice with different contents" "$T/err" &&
+	ok || bad "pack kept one of two FX graph entries silently: $(cat "$T/err")"
+rc flushall >/dev/null
+run 0 "1 artifact not pushed: another of the bundle has the same remote key" \
+	push "$T/two.mcache" -p "$PUB" --redis "$URL" --triton
+[ "$(rc get "triton:$(printf 'A%.0s' $(seq 52)):kern.cubin")" = "cubin for device 1" ] && ok ||
+	bad "the kernel of device 1 (the last) was not the one pushed"
+$PY - "$PORT" "$(cat "$T/two/key")" <<'PY' && ok || bad "the FX graph pushed is not the last entry"
+import base64, hashlib, json, sys
+import redis
+b32 = lambda b: base64.b32encode(hashlib.sha256(b).digest()).decode().lower()[:51]
+last = max((b"guard variant one " * 50, b"guard variant two " * 50), key=b32)  # in name order
+v = redis.Redis(port=int(sys.argv[1])).get("pt2:fx-graph-v1::%s:c1" % sys.argv[2])
+assert base64.b64decode(json.loads(v)["data"]) == last, v[:80]
+PY
+
+# pull's temp file of contents is gone after every pull, failed or not
+[ -z "$(ls -A "$TMPDIR")" ] && ok || bad "left in the temp folder: $(ls -A "$TMPDIR")"
 
 finish
