@@ -39,6 +39,12 @@ redis_check(struct redis_opts *o, const char *cmd)
 {
 	static char from_env[300];
 
+	if (!mc_redis_supported()) { /* said before any work */
+		say(stderr, "%s: %s: this megacache was built without Redis support (configure "
+		    "found no hiredis)", PROG, cmd);
+		json_error("unsupported");
+		json_exit(EXIT_USAGE);
+	}
 	if (o->url == NULL)
 		o->url = getenv("TORCHINDUCTOR_REDIS_URL");
 	if ((o->url == NULL || o->url[0] == '\0') &&

@@ -488,6 +488,9 @@ MC_API MC_MUST_CHECK int mc_bundle_add_signature(mc_bundle *b, const mc_seckey *
  * (configure --without-hiredis) every call fails with MC_ERR_UNSUPPORTED. */
 typedef struct mc_redis mc_redis;
 
+/* 1 when this build has Redis support, else 0. */
+MC_API int mc_redis_supported(void);
+
 /* Connects to url: redis://[[user]:password@]host[:port][/db] (port 6379, db 0) or
  * unix:///path/to/socket[?db=N]. password, when not NULL, is used instead of the URL's
  * (an AUTH with user when the URL names one). The server must answer PING. Errors

@@ -88,6 +88,16 @@ mc__redis_keys_free(char **keys, size_t n)
 	free(keys);
 }
 
+int
+mc_redis_supported(void)
+{
+#ifdef MC_WITH_HIREDIS
+	return 1;
+#else
+	return 0;
+#endif
+}
+
 #ifndef MC_WITH_HIREDIS
 
 static int

@@ -137,7 +137,9 @@ js 2 save 'j["error"] == "no_artifacts"' save -o "$T/s.mcache" --cache-dir "$T/e
 
 # push, pull, audit: their failures before a server is reached (tests/tool/fleet.sh has
 # their reports, against a real Redis)
-if "$MEGACACHE" push --help | grep -q -- --redis; then
+if "$MEGACACHE" pull --redis redis://127.0.0.1:1/0 -o "$T/p.mcache" 2>&1 | grep -q "built without Redis"; then
+	js 2 push 'j["error"] == "unsupported"' push "$T/a.mcache" -p "$PUB" --redis redis://127.0.0.1:1/0
+else
 	js 2 push 'j["error"] in ("remote", "unsupported") and "127.0.0.1:1" in j["message"]' \
 		push "$T/a.mcache" -p "$PUB" --redis redis://127.0.0.1:1/0
 	js 1 push 'j["error"] == "untrusted_signature"' push "$T/a.mcache" -p "$KEYS/test2.pub" --redis redis://127.0.0.1:1/0
