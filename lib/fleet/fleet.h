@@ -32,6 +32,9 @@ MC_HIDDEN int mc__redis_full(const mc_redis *r);
  * then too (rep->error set when the server answered with an error). */
 MC_HIDDEN int mc__redis_reply(mc_redis *r, const char *what, struct mc_rreply *rep);
 MC_HIDDEN void mc__redis_reply_free(struct mc_rreply *rep);
+/* Reads and drops the replies still awaited (after a failure), leaving the context's
+ * message the failure's. */
+MC_HIDDEN void mc__redis_discard(mc_redis *r);
 /* One SCAN step from *cursor (0 to start; 0 again at the end) over keys matching
  * pattern: the keys in *keys (*n of them, each and the array malloc'd). */
 MC_HIDDEN int mc__redis_scan(mc_redis *r, unsigned long long *cursor, const char *pattern,

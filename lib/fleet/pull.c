@@ -59,26 +59,22 @@ all_keys(mc_redis *r, char **pat, size_t npat, char ***keys, size_t *n)
 	return rc;
 }
 
-/* Reads the replies of keys[from .. to) and hands each value on. */
+/* Reads the replies of keys[from .. to) and hands each value on; stops at the first
+ * failure (the caller drops the replies left). */
 static int
 read_batch(mc_redis *r, char **keys, size_t from, size_t to, mc_entry_fn fn, void *ud)
 {
 	struct mc_rreply rep;
 	size_t i;
-	int rc = MC_OK, rc2, refused;
+	int rc = MC_OK;
 
-	for (i = from; i < to; i++) {
-		rc2 = mc__redis_reply(r, keys[i], &rep);
-		refused = rep.error != NULL;
-		if (rc2 != MC_OK && refused && rc == MC_OK)
-			rc = fn(ud, keys[i], NULL, 0); /* WRONGTYPE: no string there */
-		else if (rc2 != MC_OK && rc == MC_OK)
-			rc = rc2;
+	for (i = from; i < to && rc == MC_OK; i++) {
+		rc = mc__redis_reply(r, keys[i], &rep);
+		if (rc != MC_OK && rep.error != NULL && strncmp(rep.error, "WRONGTYPE", 9) == 0)
+			rc = fn(ud, keys[i], NULL, 0); /* a list, a hash: no string there */
 		else if (rc == MC_OK && !rep.nil && rep.str != NULL) /* nil: gone since the SCAN */
 			rc = fn(ud, keys[i], rep.str, rep.len);
 		mc__redis_reply_free(&rep);
-		if (rc2 != MC_OK && !refused && mc__redis_pending(r) == 0)
-			break;
 	}
 	return rc;
 }
@@ -110,13 +106,8 @@ mc__store_each(mc_redis *r, const char *match, unsigned spaces, const char *phas
 			mc__progress(mc__redis_ctx(r), phase, i + 1, n);
 		}
 	}
-	if (rc != MC_OK && mc__redis_pending(r) > 0) /* what was asked is read, and dropped */
-		while (mc__redis_pending(r) > 0) {
-			struct mc_rreply rep;
-			if (mc__redis_reply(r, "GET", &rep) != MC_OK && mc__redis_pending(r) == 0)
-				break;
-			mc__redis_reply_free(&rep);
-		}
+	if (rc != MC_OK) /* what was asked is read, and dropped */
+		mc__redis_discard(r);
 	mc__redis_keys_free(keys, n);
 	free(pat[0]);
 	free(pat[1]);

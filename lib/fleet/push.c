@@ -89,11 +89,12 @@ one_reply(struct push *p)
 	const struct pent *e = &p->e[w->ent];
 	int rc, what, dry = (p->flags & MC_PUSH_DRY_RUN) != 0;
 
-	if ((rc = mc__redis_reply(p->r, e->rkey, &rep)) != MC_OK) {
+	rc = mc__redis_reply(p->r, e->rkey, &rep);
+	p->whead = (p->whead + 1) % MC_PIPE_COMMANDS; /* this reply is read, whatever it was */
+	if (rc != MC_OK) {
 		mc__redis_reply_free(&rep);
 		return rc;
 	}
-	p->whead = (p->whead + 1) % MC_PIPE_COMMANDS;
 	if (rep.nil || rep.str == NULL)
 		what = dry ? MC_REMOTE_WOULD_SEND : MC_REMOTE_SENT;
 	else
@@ -337,7 +338,7 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 	       mc_remote_fn fn, void *ud)
 {
 	struct push p;
-	int rc, rc2;
+	int rc, rc2 = MC_OK;
 
 	if (b == NULL || r == NULL)
 		return MC_ERR_INVALID;
@@ -355,9 +356,12 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 		rc = send_object(&p, p.cur, p.buf, p.len);
 	if (rc == MC_OK && p.n > 0)
 		rc = send_empty(&p);
-	/* What was queued was checked: its replies are read whatever came after. */
-	if (p.wait != NULL && (rc2 = drain(&p)) != MC_OK && rc == MC_OK)
-		rc = rc2;
+	/* What was queued was checked: its replies are read whatever came after (after a
+	 * failure, dropped: the failure's message stays). */
+	if (p.wait != NULL && rc == MC_OK)
+		rc = drain(&p);
+	else if (p.wait != NULL && rc2 == MC_OK)
+		mc__redis_discard(r);
 	push_free(&p);
 	return rc;
 }

@@ -142,6 +142,11 @@ mc__redis_reply_free(struct mc_rreply *rep)
 {
 }
 
+void
+mc__redis_discard(mc_redis *r)
+{
+}
+
 int
 mc__redis_scan(mc_redis *r, unsigned long long *cursor, const char *pattern, char ***keys,
 	       size_t *n)
@@ -186,13 +191,11 @@ pct_decode(const char *s, size_t n)
 static void
 url_masked(const char *url, char *buf, size_t len)
 {
-	const char *s = strstr(url, "://"), *at, *end;
+	const char *s = strstr(url, "://"), *at;
 
+	/* The last '@' anywhere: a password may hold '/', '?' or '#' unescaped. */
 	s = s != NULL ? s + 3 : url;
-	end = s + strcspn(s, "/?#");
-	at = memchr(s, '@', (size_t)(end - s));
-	while (at != NULL && memchr(at + 1, '@', (size_t)(end - at - 1)) != NULL)
-		at = memchr(at + 1, '@', (size_t)(end - at - 1));
+	at = strrchr(s, '@');
 	if (at == NULL)
 		snprintf(buf, len, "%s", url);
 	else
@@ -330,6 +333,28 @@ conn_error(mc_redis *r, const char *what)
 			       r->where, what);
 	return mc__err(r->ctx, MC_ERR_REMOTE, "%s: %s: %s", r->where, what,
 		       c->errstr[0] ? c->errstr : strerror(errno));
+}
+
+static int get_reply(mc_redis *r, redisReply **rep);
+
+void
+mc__redis_discard(mc_redis *r)
+{
+	char saved[MC_ERRBUF];
+	redisReply *rep;
+
+	snprintf(saved, sizeof saved, "%s", r->ctx->err);
+	while (r->pending > 0) {
+		rep = NULL;
+		r->pending--;
+		if (get_reply(r, &rep) != REDIS_OK) {
+			r->pending = 0;
+			break;
+		}
+		freeReplyObject(rep);
+	}
+	r->pending_bytes = 0;
+	snprintf(r->ctx->err, sizeof r->ctx->err, "%s", saved);
 }
 
 /* Reads one reply, with SIGPIPE held back: a server that went away is an error, not the
@@ -499,7 +524,9 @@ mc__redis_reply(mc_redis *r, const char *what, struct mc_rreply *out)
 	out->raw = rep;
 	if (rep->type == REDIS_REPLY_ERROR) {
 		out->error = rep->str;
-		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: %s refused: %s", r->where, what, rep->str);
+		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: %s refused: %s%s", r->where, what, rep->str,
+			       strncmp(rep->str, "ERR syntax error", 16) == 0
+				       ? " (push needs Redis 6.2 or later, for SET ... GET)" : "");
 	}
 	out->nil = rep->type == REDIS_REPLY_NIL;
 	if (rep->type == REDIS_REPLY_STRING || rep->type == REDIS_REPLY_STATUS) {

@@ -430,6 +430,29 @@ v = redis.Redis(port=int(sys.argv[1])).get("pt2:fx-graph-v1::%s:c1" % sys.argv[2
 assert base64.b64decode(json.loads(v)["data"]) == last, v[:80]
 PY
 
+# 14. review findings. A password with '/' in a URL refused for its form is not shown.
+run 2 "Redis URL 'redis://***@h:6379/0'" push "$T/a.mcache" -p "$PUB" --redis 'redis://:pa/ss@h:6379/0'
+grep -qF "pa/ss" "$T/err" && bad "a refused URL showed its password: $(cat "$T/err")" || ok
+# A GET the server refuses for another reason than the type (an ACL without GET) is the
+# server's error (exit 2), not a store full of odd entries.
+rc flushall >/dev/null
+run 0 "" push "$T/a.mcache" -p "$PUB" --redis "$URL"
+rc acl setuser noget on '>pw' '~*' '+@all' '-get' >/dev/null
+run 2 "refused: NOPERM" audit --redis "redis://noget:pw@127.0.0.1:$PORT/0" -p "$PUB" "$T/a.mcache"
+run 2 "refused: NOPERM" pull --redis "redis://noget:pw@127.0.0.1:$PORT/0" -o "$T/noget.mcache"
+[ ! -e "$T/noget.mcache" ] && ok || bad "a refused pull wrote a bundle"
+# A value in torch's form whose base64 holds a JSON escape ("\/") is read as JSON.
+k=$(rc --scan --pattern 'pt2:fx-graph-v1::*' | head -n 1)
+$PY - "$PORT" "$k" <<'PY'
+import sys
+import redis
+r = redis.Redis(port=int(sys.argv[1]))
+v = r.get(sys.argv[2]).replace(b"/", b"\\/")
+assert b"\\/" in v
+r.set(sys.argv[2], v)
+PY
+run 0 "6 vouched for by a trusted bundle, 0 not" audit --redis "$URL" -p "$PUB" "$T/a.mcache"
+
 # pull's temp file of contents is gone after every pull, failed or not
 [ -z "$(ls -A "$TMPDIR")" ] && ok || bad "left in the temp folder: $(ls -A "$TMPDIR")"
 
