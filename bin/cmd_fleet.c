@@ -371,9 +371,8 @@ pull_into(struct tool *t, struct pull_opts *o, mc_redis *r, mc_writer *w, struct
 		    ta->n[MC_REMOTE_ODD] > 0 ? " in their form" : "");
 		return EXIT_USAGE;
 	}
-	if (rc == MC_OK && o->rec.signers.n == 0 && !t->quiet)
-		say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
-		    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
+	if (rc == MC_OK && o->rec.signers.n == 0)
+		warn_unsigned(t);
 	if (rc == MC_OK)
 		rc = mc_writer_save(w, o->out);
 	if (rc != MC_OK)

@@ -206,9 +206,8 @@ cmd_merge(struct tool *t, int argc, char **argv)
 	} else if (rc != MC_OK) {
 		rc = fail(t->ctx, rc);
 	} else {
-		if (o.signers.n == 0 && !t->quiet)
-			say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
-			    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
+		if (o.signers.n == 0)
+			warn_unsigned(t);
 		merge_report(t, &o, argv + optind, argc - optind, conflicts.n);
 		rc = 0;
 	}

@@ -96,9 +96,8 @@ pack_report(const struct tool *t, mc_writer *w, const struct pack_opts *o,
 	char hb[32];
 
 	human_bytes(mc_writer_total_bytes(w), hb, sizeof hb);
-	if (nsecs == 0 && !t->quiet)
-		say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
-		    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
+	if (nsecs == 0)
+		warn_unsigned(t);
 	if (t->json) {
 		cJSON *j = json_object();
 		cJSON_AddStringToObject(j, "bundle", o->out);

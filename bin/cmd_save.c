@@ -40,9 +40,8 @@ save_report(const struct tool *t, mc_writer *w, const struct save_opts *o,
 	char hb[32];
 
 	human_bytes(mc_writer_total_bytes(w), hb, sizeof hb);
-	if (nsecs == 0 && !o->dry && !t->quiet)
-		say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
-		    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
+	if (nsecs == 0 && !o->dry)
+		warn_unsigned(t);
 	if (t->json) {
 		cJSON *j = json_object();
 		cJSON_AddStringToObject(j, "bundle", o->out);

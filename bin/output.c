@@ -270,6 +270,15 @@ take_stdout(const struct tool *t, const char *what)
 	return fd;
 }
 
+/* The warning of a command about to write a bundle with no signature (not under -q). */
+void
+warn_unsigned(const struct tool *t)
+{
+	if (!t->quiet)
+		say(stderr, "%s: warning: writing an unsigned bundle: loads will need "
+		    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
+}
+
 /* The exit status for a library error: 1 for a bundle not to be trusted, else 2. */
 int
 exit_code(int rc)

@@ -132,6 +132,7 @@ void say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void try_help(void) __attribute__((noreturn));
 const char *shown_path(const char *path);
+void warn_unsigned(const struct tool *t);
 void check_out_folder(const char *path);
 int take_stdout(const struct tool *t, const char *what);
 int exit_code(int rc);

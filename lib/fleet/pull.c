@@ -139,7 +139,7 @@ remove_file(void *arg)
 static int
 open_contents(struct pull *p)
 {
-	const char *dir = getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+	const char *dir = mc__tmpdir();
 	size_t n = strlen(dir) + 32;
 	int rc;
 

@@ -434,7 +434,7 @@ int
 mc_bundle_export_torch_memory(mc_bundle *b, int format, const void **data, size_t *len,
 			      mc_artifact_fn left_out, void *ud)
 {
-	const char *tmpdir = getenv("TMPDIR");
+	const char *tmpdir = mc__tmpdir();
 	unsigned char *buf = NULL;
 	struct xplan x;
 	char *prefix;
@@ -447,8 +447,6 @@ mc_bundle_export_torch_memory(mc_bundle *b, int format, const void **data, size_
 	b->torch_blob = NULL;
 	*data = NULL;
 	*len = 0;
-	if (tmpdir == NULL || tmpdir[0] == '\0')
-		tmpdir = "/tmp";
 	if ((prefix = malloc(strlen(tmpdir) + sizeof "/megacache-export.")) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	sprintf(prefix, "%s/megacache-export.", tmpdir);

@@ -270,15 +270,21 @@ mc__commit_temp(mc_ctx *ctx, int fd, const char *tmp, const char *path)
 	return rc;
 }
 
+const char *
+mc__tmpdir(void)
+{
+	const char *dir = getenv("TMPDIR");
+
+	return dir != NULL && *dir != '\0' ? dir : "/tmp";
+}
+
 int
 mc__open_temp_anon(mc_ctx *ctx)
 {
-	const char *dir = getenv("TMPDIR");
+	const char *dir = mc__tmpdir();
 	char *tmp;
 	int fd;
 
-	if (dir == NULL || *dir == '\0')
-		dir = "/tmp";
 #ifdef O_TMPFILE
 	fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
 	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) {

@@ -36,6 +36,8 @@ MC_HIDDEN int mc__open_temp_here(mc_ctx *ctx, const char *path, char **tmp_out, 
  * entry flushed. fd is closed and tmp gone either way; on a failure before the rename
  * tmp is removed and path left as it was. path names it in messages. */
 MC_HIDDEN int mc__commit_temp(mc_ctx *ctx, int fd, const char *tmp, const char *path);
+/* The folder for temporary files: $TMPDIR, or /tmp when it is unset or empty. */
+MC_HIDDEN const char *mc__tmpdir(void);
 /* A private file with no name in $TMPDIR (or /tmp), gone when closed; -1 with the
  * error on ctx. */
 MC_HIDDEN int mc__open_temp_anon(mc_ctx *ctx);
