@@ -6,7 +6,8 @@
 # no daemon, nor runc or fuse-overlayfs, with chroot isolation as root). hiredis is the
 # Redis client of push, pull and audit; redis-server, redis-tools and python3-redis are
 # for their tests (a real server started by tests/tool/fleet.sh, values read back in
-# Python as torch reads them).
+# Python as torch reads them). libssl-dev: OpenSSL's libcrypto, whose SHA-256 uses the
+# CPU's SHA extensions (the FX-graph and AOTAutograd files' hashes).
 set -eu
 cd "$(dirname "$0")"
 if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
@@ -17,8 +18,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	libarchive-dev libsodium-dev libcjson-dev libzstd-dev check minisign valgrind strace python3 \
 	python3-pytest python3-pytest-forked python3-venv python3-jsonschema \
 	clang libclang-rt-14-dev buildah mmdebstrap \
-	libhiredis-dev redis-server redis-tools python3-redis >/dev/null
+	libhiredis-dev redis-server redis-tools python3-redis libssl-dev >/dev/null
 autoreconf -fi
-./configure --enable-werror --with-hiredis
+./configure --enable-werror --with-hiredis --with-openssl
 make -j"$(nproc)"
 sh examples/demo.sh

@@ -50,7 +50,7 @@ mc__wsource_digest(struct mc_wread *rd, const struct mc_wsource *src, uint64_t o
 		   uint64_t size, unsigned char *hash, unsigned char *sha, mc_wpiece_fn fn, void *ud)
 {
 	crypto_generichash_state gs;
-	crypto_hash_sha256_state ss;
+	struct mc_sha256 ss = {0};
 	uint64_t left = size;
 	size_t piece = size <= MC_WHOLE_MAX ? (size_t)size : MC_IO_CHUNK;
 	int rc = MC_OK;
@@ -62,8 +62,9 @@ mc__wsource_digest(struct mc_wread *rd, const struct mc_wsource *src, uint64_t o
 		rd->buf = p;
 		rd->cap = piece < 65536 ? 65536 : piece;
 	}
+	if (sha != NULL && mc__sha256_init(&ss) != MC_OK)
+		return mc__err(rd->ctx, MC_ERR_NOMEM, "out of memory");
 	crypto_generichash_init(&gs, NULL, 0, MC_HASH_BYTES);
-	crypto_hash_sha256_init(&ss);
 	while (rc == MC_OK && left > 0) {
 		size_t want = left < piece ? (size_t)left : piece;
 		if ((rc = mc__wsource_read(rd->ctx, src, rd->buf, want, offset + size - left)) != MC_OK)
@@ -71,14 +72,16 @@ mc__wsource_digest(struct mc_wread *rd, const struct mc_wsource *src, uint64_t o
 		if (hash != NULL)
 			crypto_generichash_update(&gs, rd->buf, want);
 		if (sha != NULL)
-			crypto_hash_sha256_update(&ss, rd->buf, want);
+			mc__sha256_update(&ss, rd->buf, want);
 		left -= want;
 		if (fn != NULL)
 			rc = fn(ud, rd->buf, want, left == 0);
 	}
 	if (hash != NULL)
 		crypto_generichash_final(&gs, hash, MC_HASH_BYTES);
-	if (sha != NULL)
-		crypto_hash_sha256_final(&ss, sha);
+	if (sha != NULL) {
+		mc__sha256_final(&ss, sha);
+		mc__sha256_drop(&ss);
+	}
 	return rc;
 }

@@ -16,6 +16,10 @@
 
 #include "megacache.h"
 
+#ifndef MC_WITH_OPENSSL
+#include <sodium.h> /* crypto_hash_sha256_state */
+#endif
+
 #define MC_HIDDEN __attribute__((visibility("hidden")))
 
 #define MC_HASH_BYTES 32     /* BLAKE2b-256 object hash */
@@ -108,8 +112,33 @@ MC_HIDDEN int mc__b64_decode(const char *in, size_t inlen, unsigned char *out, s
 /* The same for bulk data (cache contents): table lookups, fast, not constant time (never
  * for keys); the decoder takes the canonical padded form only. */
 MC_HIDDEN char *mc__b64_encode_data(const unsigned char *in, size_t n, size_t *outlen);
+/* The same into out, MC_B64_LEN(n) bytes (no NUL): that length. */
+#define MC_B64_LEN(n) (((n) + 2) / 3 * 4)
+MC_HIDDEN size_t mc__b64_encode_to(const unsigned char *in, size_t n, char *out);
 MC_HIDDEN int mc__b64_decode_data(const char *in, size_t inlen, unsigned char *out,
 				  size_t outmax, size_t *outlen);
+
+/* ---- SHA-256 (sha256.c) ---- */
+
+#define MC_SHA256_BYTES 32
+/* A running SHA-256. Zero it before the first init; init may be called again to start
+ * over (it keeps what it allocated), drop releases it. */
+struct mc_sha256 {
+#ifdef MC_WITH_OPENSSL
+	struct evp_md_ctx_st *md;
+#else
+	crypto_hash_sha256_state st;
+#endif
+};
+/* MC_OK, or MC_ERR_NOMEM (nothing to drop then). */
+MC_HIDDEN int mc__sha256_init(struct mc_sha256 *s);
+MC_HIDDEN void mc__sha256_update(struct mc_sha256 *s, const void *p, size_t n);
+MC_HIDDEN void mc__sha256_final(struct mc_sha256 *s, unsigned char out[MC_SHA256_BYTES]);
+MC_HIDDEN void mc__sha256_drop(struct mc_sha256 *s);
+/* One buffer's: MC_OK or MC_ERR_NOMEM. */
+MC_HIDDEN int mc__sha256(unsigned char out[MC_SHA256_BYTES], const void *p, size_t n);
+/* "libcrypto" or "libsodium". */
+MC_HIDDEN const char *mc__sha256_impl(void);
 
 /* ---- arenas (encode.c) ---- */
 

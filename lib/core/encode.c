@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -266,18 +267,32 @@ mc__b64_encode(const unsigned char *in, size_t n)
 static const char b64_alphabet[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-char *
-mc__b64_encode_data(const unsigned char *in, size_t n, size_t *outlen)
+/* Two base64 digits for each 12 bits: one lookup where there were two. */
+static char b64_pairs[4096][2];
+static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
+
+static void
+b64_pairs_init(void)
 {
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+	unsigned v;
+
+	for (v = 0; v < 4096; v++) {
+		b64_pairs[v][0] = b64_alphabet[v >> 6];
+		b64_pairs[v][1] = b64_alphabet[v & 63];
+	}
+}
+
+size_t
+mc__b64_encode_to(const unsigned char *in, size_t n, char *out)
+{
+	char *o = out;
 	size_t i;
 
-	if (out == NULL)
-		return NULL;
+	pthread_once(&b64_once, b64_pairs_init);
 	for (i = 0; i + 3 <= n; i += 3, o += 4) {
 		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-		o[0] = b64_alphabet[v >> 18], o[1] = b64_alphabet[(v >> 12) & 63];
-		o[2] = b64_alphabet[(v >> 6) & 63], o[3] = b64_alphabet[v & 63];
+		memcpy(o, b64_pairs[v >> 12], 2);
+		memcpy(o + 2, b64_pairs[v & 0xfff], 2);
 	}
 	if (i < n) {
 		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
@@ -286,9 +301,21 @@ mc__b64_encode_data(const unsigned char *in, size_t n, size_t *outlen)
 		o[3] = '=';
 		o += 4;
 	}
-	*o = '\0';
+	return (size_t)(o - out);
+}
+
+char *
+mc__b64_encode_data(const unsigned char *in, size_t n, size_t *outlen)
+{
+	char *out = malloc(MC_B64_LEN(n) + 1);
+	size_t len;
+
+	if (out == NULL)
+		return NULL;
+	len = mc__b64_encode_to(in, n, out);
+	out[len] = '\0';
 	if (outlen != NULL)
-		*outlen = (size_t)(o - out);
+		*outlen = len;
 	return out;
 }
 
@@ -305,11 +332,29 @@ b64_val(unsigned char c)
 	return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
+/* For decoding four digits at a time: each digit's bits already in their place in
+ * 24, or all ones (past bit 24) for a byte that is no digit. */
+static uint32_t b64_quads[4][256];
+static pthread_once_t b64_dec_once = PTHREAD_ONCE_INIT;
+
+static void
+b64_quads_init(void)
+{
+	unsigned c, k;
+
+	for (c = 0; c < 256; c++) {
+		int v = b64_val((unsigned char)c);
+		for (k = 0; k < 4; k++)
+			b64_quads[k][c] = v < 0 ? 0xffffffffu : (uint32_t)v << (18 - 6 * k);
+	}
+}
+
 int
 mc__b64_decode_data(const char *in, size_t inlen, unsigned char *out, size_t outmax,
 		    size_t *outlen)
 {
-	size_t i, pad = 0, n = 0;
+	const unsigned char *u = (const unsigned char *)in;
+	size_t i, pad = 0, n = 0, full;
 
 	if (inlen % 4 != 0)
 		return -1;
@@ -317,23 +362,25 @@ mc__b64_decode_data(const char *in, size_t inlen, unsigned char *out, size_t out
 		pad = inlen > 1 && in[inlen - 2] == '=' ? 2 : 1;
 	if (inlen / 4 * 3 - pad > outmax)
 		return -1;
-	for (i = 0; i < inlen; i += 4) {
-		int a = b64_val((unsigned char)in[i]), b = b64_val((unsigned char)in[i + 1]);
-		int c = b64_val((unsigned char)in[i + 2]), d = b64_val((unsigned char)in[i + 3]);
-		if (i + 4 == inlen && pad > 0) {
-			if (a < 0 || b < 0 || (pad == 1 && c < 0) || (pad == 1 && (c & 3) != 0) ||
-			    (pad == 2 && (b & 15) != 0)) /* the canonical form: no stray bits */
-				return -1;
-			out[n++] = (unsigned char)(a << 2 | b >> 4);
-			if (pad == 1)
-				out[n++] = (unsigned char)(b << 4 | c >> 2);
-			break;
-		}
-		if ((a | b | c | d) < 0)
+	pthread_once(&b64_dec_once, b64_quads_init);
+	full = pad > 0 ? inlen - 4 : inlen;
+	for (i = 0; i < full; i += 4, n += 3) {
+		uint32_t v = b64_quads[0][u[i]] | b64_quads[1][u[i + 1]] | b64_quads[2][u[i + 2]] |
+			     b64_quads[3][u[i + 3]];
+		if (v >> 24 != 0)
+			return -1;
+		out[n] = (unsigned char)(v >> 16);
+		out[n + 1] = (unsigned char)(v >> 8);
+		out[n + 2] = (unsigned char)v;
+	}
+	if (pad > 0) {
+		int a = b64_val(u[i]), b = b64_val(u[i + 1]), c = b64_val(u[i + 2]);
+		if (a < 0 || b < 0 || (pad == 1 && c < 0) || (pad == 1 && (c & 3) != 0) ||
+		    (pad == 2 && (b & 15) != 0)) /* the canonical form: no stray bits */
 			return -1;
 		out[n++] = (unsigned char)(a << 2 | b >> 4);
-		out[n++] = (unsigned char)(b << 4 | c >> 2);
-		out[n++] = (unsigned char)(c << 6 | d);
+		if (pad == 1)
+			out[n++] = (unsigned char)(b << 4 | c >> 2);
 	}
 	*outlen = n;
 	return 0;
