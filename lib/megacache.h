@@ -530,8 +530,12 @@ typedef void (*mc_remote_fn)(void *ud, int what, const char *type, const char *k
 /* Verifies b as mc_bundle_load() does (signatures, policy, every key by its handler;
  * mc_bundle_select_type() restricts it) and writes each selected artifact that has a
  * remote form into r, in that form, pipelined, once its object's bytes checked against
- * their hash (an object that fails stops the push: what was sent before it is sent,
- * each entry checked). ttl_seconds > 0: each entry expires then; 0: never. Two
+ * their hashes. Only the objects to send are read (all of a bundle read in order), on
+ * the context's worker threads; commands go out in the bundle's order of objects, so an
+ * object that fails stops the push with the entries of the objects before it written
+ * and none after, whatever the number of threads. fn is called for one entry at a time,
+ * in that order, from the calling thread or a worker. ttl_seconds > 0: each entry
+ * expires then; 0: never. Two
  * artifacts with one remote key (an FX graph key with two entries): the last in the
  * bundle's order is written, the other told as MC_REMOTE_SHADOWED. A second push of
  * the same bundle writes the same bytes: each told MC_REMOTE_UNCHANGED. Progress

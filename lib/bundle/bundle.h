@@ -60,6 +60,26 @@ MC_HIDDEN int mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, mc_obj_sink raw,
 typedef int (*mc_par_sink)(void *ud, unsigned worker, mc_ctx *ctx, size_t obj,
 			   const unsigned char *buf, size_t n);
 MC_HIDDEN int mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, void *ud);
+/* What done is told of an object: rc MC_OK once its stored and content hashes and its
+ * size checked (then its content when it was read in one piece, 4 MiB or less, valid
+ * during the call, else content NULL: the sink had its pieces; and its SHA-256 when an
+ * artifact lists one, else sha NULL), or the failure, its message on the worker's
+ * context, which done is to return. */
+struct mc_objout {
+	size_t obj;
+	int rc;
+	const unsigned char *content;
+	size_t size;
+	const unsigned char *sha;
+};
+typedef int (*mc_obj_done)(void *ud, unsigned worker, mc_ctx *ctx, const struct mc_objout *o);
+/* A pass on the context's workers over the objects whose want[] is set: in a file only
+ * those are read, at their places; a bundle read in order is read whole and checked,
+ * the others' contents not handed on. sink (may be NULL) gets the pieces of the
+ * objects over 4 MiB; done is called for each wanted object, checked or failed. Items
+ * are claimed in object order (see mc__parallel). */
+MC_HIDDEN int mc__bundle_stream_some(mc_bundle *b, const unsigned char *want, mc_par_sink sink,
+				     mc_obj_done done, void *ud);
 /* The manifest's bytes, read again and checked against the prehash (malloc'd). */
 MC_HIDDEN int mc__bundle_manifest(mc_bundle *b, unsigned char **out);
 /* (Re)starts the stream and reads the manifest and the signatures (reader.c): the
@@ -115,6 +135,12 @@ MC_HIDDEN void mc__parts_remove(struct mc_parts *p);
 MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *key,
 				   const char *path, uint64_t offset, uint64_t size,
 				   int executable, size_t *object_out);
+/* The same for a range of a file the caller wrote and leaves as it is until the save:
+ * sha, the SHA-256 it computed of the bytes it wrote there (used when the type wants
+ * one), is taken as it is, so that nothing is read now. */
+MC_HIDDEN int mc__writer_add_written(mc_writer *w, const char *type, const char *key,
+				     const char *path, uint64_t offset, uint64_t size,
+				     const unsigned char sha[32]);
 /* Records an artifact whose content is len bytes at data (copied), as
  * mc_writer_add_memory() does but counting no source, and executable as above;
  * *object_out (may be NULL) gets the index of its object. */

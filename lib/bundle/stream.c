@@ -29,13 +29,19 @@ struct sworker { /* what a worker keeps between objects */
 	size_t incap, outcap;
 	struct mc_mobject obj;  /* the current object's record */
 	char hex[MC_HASH_HEX]; /* and its content hash */
+	struct mc_sha256 sha;   /* kept from object to object */
+	struct mc_objout told;  /* the current object's, for done */
+	unsigned char shabuf[MC_SHA256_BYTES];
 };
 
 struct sstate {
 	mc_bundle *b;
 	mc_par_sink psink;
 	mc_obj_sink sink, raw;
+	mc_obj_done ondone;
 	void *ud;
+	const unsigned char *want; /* the objects to read (NULL: all) */
+	size_t *items, nitems;     /* those read: items[k] (NULL: k itself) */
 	uint64_t *offs; /* of each object's header, then of the end blocks */
 	/* Per object: set when an artifact gives its content's SHA-256, which a worker then
 	 * computes; sha keeps a keyed 64-bit digest of it, 8 bytes an object rather than
@@ -78,10 +84,18 @@ grow(struct sworker *w, unsigned char **buf, size_t *cap, size_t need)
 }
 
 static int
+wanted(const struct sstate *s, size_t i)
+{
+	return s->want == NULL || s->want[i];
+}
+
+static int
 deliver(struct sworker *w, size_t i, const unsigned char *buf, size_t n)
 {
 	struct sstate *s = w->s;
 
+	if (!wanted(s, i))
+		return MC_OK;
 	if (s->psink != NULL)
 		return s->psink(s->ud, w->id, w->ctx, i, buf, n);
 	return s->sink != NULL ? s->sink(s->ud, i, buf, n) : MC_OK;
@@ -186,9 +200,18 @@ whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 			return content_mismatch(w);
 	}
 	if (w->s->wants_sha != NULL && w->s->wants_sha[i]) {
-		unsigned char sha[32];
-		crypto_hash_sha256(sha, content, (size_t)o->size);
+		unsigned char sha[MC_SHA256_BYTES];
+		if (mc__sha256_init(&w->sha) != MC_OK)
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		mc__sha256_update(&w->sha, content, (size_t)o->size);
+		mc__sha256_final(&w->sha, sha);
 		w->s->sha[i] = sha_digest(w->s, sha);
+		memcpy(w->shabuf, sha, sizeof sha);
+		w->told.sha = w->shabuf;
+	}
+	if (w->s->ondone != NULL) { /* handed over in one piece once checked */
+		w->told.content = o->size > 0 ? content : (const unsigned char *)"";
+		return MC_OK;
 	}
 	return o->size > 0 ? deliver(w, i, content, (size_t)o->size) : MC_OK;
 }
@@ -199,8 +222,7 @@ struct streamed {
 	uint64_t produced;
 	crypto_generichash_state stored;  /* of the stored bytes */
 	crypto_generichash_state content; /* of a compressed object's output */
-	crypto_hash_sha256_state sha;     /* when wanted */
-	int want_sha;
+	int want_sha;                     /* the worker's sha runs */
 	int ended; /* the compressed data came to its end */
 };
 
@@ -216,7 +238,7 @@ streamed_out(void *p, const unsigned char *buf, size_t n)
 	if (o->encoding == MC_ENC_ZSTD)
 		crypto_generichash_update(&st->content, buf, n);
 	if (st->want_sha)
-		crypto_hash_sha256_update(&st->sha, buf, n);
+		mc__sha256_update(&st->w->sha, buf, n);
 	return deliver(st->w, st->obj, buf, n);
 }
 
@@ -273,9 +295,11 @@ streamed_check(struct streamed *st)
 			return content_mismatch(w);
 	}
 	if (st->want_sha) {
-		unsigned char sha[32];
-		crypto_hash_sha256_final(&st->sha, sha);
+		unsigned char sha[MC_SHA256_BYTES];
+		mc__sha256_final(&w->sha, sha);
 		w->s->sha[st->obj] = sha_digest(w->s, sha);
+		memcpy(w->shabuf, sha, sizeof sha);
+		w->told.sha = w->shabuf;
 	}
 	return MC_OK;
 }
@@ -295,8 +319,9 @@ streamed_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 		return rc;
 	crypto_generichash_init(&st.stored, NULL, 0, MC_HASH_BYTES);
 	crypto_generichash_init(&st.content, NULL, 0, MC_HASH_BYTES);
-	if ((st.want_sha = w->s->wants_sha != NULL && w->s->wants_sha[i]))
-		crypto_hash_sha256_init(&st.sha);
+	if ((st.want_sha = w->s->wants_sha != NULL && w->s->wants_sha[i]) &&
+	    mc__sha256_init(&w->sha) != MC_OK)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	if (o->encoding == MC_ENC_ZSTD) {
 		if (w->dec == NULL && (rc = mc__zdec_new(w->ctx, &w->dec)) != MC_OK)
 			return rc;
@@ -362,10 +387,11 @@ one_object(struct sworker *w, size_t i, uint64_t off)
 }
 
 static int
-work(void *ud, unsigned id, mc_ctx *wctx, size_t i)
+work(void *ud, unsigned id, mc_ctx *wctx, size_t k)
 {
 	struct sstate *s = ud;
 	struct sworker *w = &s->w[id];
+	size_t i = s->items != NULL ? s->items[k] : k;
 	uint64_t done, n;
 	int rc;
 
@@ -374,7 +400,15 @@ work(void *ud, unsigned id, mc_ctx *wctx, size_t i)
 		w->dec = NULL;
 		w->ctx = wctx;
 	}
-	if ((rc = one_object(w, i, s->offs[i])) != MC_OK)
+	memset(&w->told, 0, sizeof w->told);
+	w->told.obj = i;
+	rc = one_object(w, i, s->offs[i]);
+	if (s->ondone != NULL && wanted(s, i)) {
+		w->told.rc = rc;
+		w->told.size = rc == MC_OK ? (size_t)w->obj.size : 0;
+		rc = s->ondone(s->ud, id, wctx, &w->told);
+	}
+	if (rc != MC_OK)
 		return rc;
 	n = w->obj.stored_size;
 	done = atomic_fetch_add(&s->done, n) + n;
@@ -428,7 +462,8 @@ sha_walk(mc_bundle *b, struct sstate *s, int check)
 
 	mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
 	for (i = 0; i < b->m.nartifacts && rc == MC_OK; i++) {
-		if ((rc = mc__acur_get(&cur, i, &a)) != MC_OK || a->sha256 == NULL)
+		if ((rc = mc__acur_get(&cur, i, &a)) != MC_OK || a->sha256 == NULL ||
+		    !wanted(s, a->object))
 			continue;
 		if (!check && s->wants_sha == NULL &&
 		    ((s->wants_sha = calloc(b->m.nobjects, 1)) == NULL ||
@@ -464,7 +499,8 @@ object_offsets(struct sstate *s)
 			return rc;
 		s->offs[i] = off;
 		off += MC_TAR_BLOCK + padded(o->stored_size);
-		s->total += o->stored_size;
+		if (s->items == NULL || wanted(s, i))
+			s->total += o->stored_size;
 	}
 	s->offs[n] = off;
 	return MC_OK;
@@ -522,6 +558,7 @@ sstate_free(struct sstate *s, unsigned nworkers)
 			mc__zdec_free(s->w[k].dec);
 		free(s->w[k].in);
 		free(s->w[k].out);
+		mc__sha256_drop(&s->w[k].sha);
 	}
 	free(s->w);
 	free(s->offs);
@@ -529,11 +566,29 @@ sstate_free(struct sstate *s, unsigned nworkers)
 	free(s->sha);
 }
 
+/* The objects a pass reads when it is given some: a file's are read where they lie,
+ * the others not at all; a stream's are all read, in order, and only those given are
+ * handed on. */
 static int
-stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_obj_sink raw,
-       void *ud)
+select_items(struct sstate *s)
 {
-	struct sstate s;
+	mc_bundle *b = s->b;
+	size_t i, n = b->m.nobjects;
+
+	if (s->want == NULL || b->seq)
+		return MC_OK;
+	if ((s->items = malloc((n > 0 ? n : 1) * sizeof *s->items)) == NULL)
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < n; i++)
+		if (s->want[i])
+			s->items[s->nitems++] = i;
+	return MC_OK;
+}
+
+/* A pass over the bundle's objects, as set in s (its callbacks, want and ud). */
+static int
+stream(mc_bundle *b, unsigned nworkers, struct sstate *s)
+{
 	int rc;
 
 	if (!b->fresh && (rc = mc__bundle_open_stream(b)) != MC_OK)
@@ -541,36 +596,46 @@ stream(mc_bundle *b, unsigned nworkers, mc_par_sink psink, mc_obj_sink sink, mc_
 	b->fresh = 0;
 	if (nworkers == 0 || b->seq) /* a stream is read in order, by one worker */
 		nworkers = 1;
-	memset(&s, 0, sizeof s);
-	s.b = b;
-	s.psink = psink;
-	s.sink = sink;
-	s.raw = raw;
-	s.ud = ud;
-	if ((rc = sstate_init(&s, nworkers)) == MC_OK)
-		rc = mc__parallel(b->ctx, b->m.nobjects, nworkers, work, &s);
-	if (rc == MC_OK && s.wants_sha != NULL)
-		rc = sha_walk(b, &s, 1);
+	s->b = b;
+	if ((rc = select_items(s)) == MC_OK && (rc = sstate_init(s, nworkers)) == MC_OK)
+		rc = mc__parallel(b->ctx, s->items != NULL ? s->nitems : b->m.nobjects, nworkers,
+				  work, s);
+	if (rc == MC_OK && s->wants_sha != NULL)
+		rc = sha_walk(b, s, 1);
 	if (rc == MC_OK) {
-		struct sworker end = {.s = &s, .ctx = b->ctx};
-		rc = check_end(&end, s.offs[b->m.nobjects]);
+		struct sworker end = {.s = s, .ctx = b->ctx};
+		rc = check_end(&end, s->offs[b->m.nobjects]);
 	}
 	/* Only worker 0 reports on the way; a pass that got through ends at its total. */
 	if (rc == MC_OK)
-		mc__progress(b->ctx, "verify", s.total, s.total);
-	sstate_free(&s, nworkers);
+		mc__progress(b->ctx, "verify", s->total, s->total);
+	sstate_free(s, nworkers);
+	free(s->items);
 	return rc;
 }
 
 int
 mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, mc_obj_sink raw, void *ud)
 {
-	return stream(b, 1, NULL, sink, raw, ud);
+	struct sstate s = {.sink = sink, .raw = raw, .ud = ud};
+
+	return stream(b, 1, &s);
 }
 
 int
 mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, void *ud)
 {
-	return stream(b, mc__threads(b->ctx), sink, NULL, NULL, ud);
+	struct sstate s = {.psink = sink, .ud = ud};
+
+	return stream(b, mc__threads(b->ctx), &s);
+}
+
+int
+mc__bundle_stream_some(mc_bundle *b, const unsigned char *want, mc_par_sink sink,
+		       mc_obj_done done, void *ud)
+{
+	struct sstate s = {.psink = sink, .ondone = done, .want = want, .ud = ud};
+
+	return stream(b, mc__threads(b->ctx), &s);
 }
 

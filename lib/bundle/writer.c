@@ -360,8 +360,8 @@ mc__writer_add_bytes(mc_writer *w, const char *type, const char *key, const void
 			       "cap", type, key, len);
 	memset(&o, 0, sizeof o);
 	crypto_generichash(o.hash, sizeof o.hash, data, len, NULL, 0);
-	if (t->flags & MC_TYPE_WANTS_SHA256)
-		crypto_hash_sha256(sha, data, len);
+	if ((t->flags & MC_TYPE_WANTS_SHA256) && mc__sha256(sha, data, len) != MC_OK)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	if ((rc = find_object(w, o.hash, &idx, &found)) != MC_OK)
 		return rc;
 	if (!found) {
@@ -391,9 +391,10 @@ mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void
 	return MC_OK;
 }
 
-int
-mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char *path,
-		     uint64_t offset, uint64_t size, int executable, size_t *object_out)
+/* add_range with sha_given: the SHA-256 its caller computed of the bytes it wrote. */
+static int
+add_range(mc_writer *w, const char *type, const char *key, const char *path, uint64_t offset,
+	  uint64_t size, int executable, size_t *object_out, const unsigned char *sha_given)
 {
 	unsigned char sha[32];
 	const struct mc_type *t;
@@ -412,16 +413,19 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 	memset(&o, 0, sizeof o);
 	/* Contents are hashed and compressed at save, on the worker threads, reading each
 	 * once. A type that needs the SHA-256 for its destination gets it here (the save
-	 * computes it again, to notice a change); a blob's layout needs the hash now. */
+	 * computes it again, to notice a change) unless the caller gave it; a blob's layout
+	 * needs the hash now. */
+	if (want_sha && sha_given != NULL)
+		memcpy(sha, sha_given, sizeof sha);
 	if ((rc = mc__wsource_open(w->ctx, &src, w, NULL, path)) != MC_OK)
 		return rc;
-	if (want_sha || object_out != NULL) {
+	if ((want_sha && sha_given == NULL) || object_out != NULL) {
 		struct mc_wread rd;
 
 		memset(&rd, 0, sizeof rd);
 		rd.ctx = w->ctx;
 		rc = mc__wsource_digest(&rd, &src, offset, size, object_out != NULL ? o.hash : NULL,
-					want_sha ? sha : NULL, NULL, NULL);
+					want_sha && sha_given == NULL ? sha : NULL, NULL, NULL);
 		free(rd.buf);
 	}
 	mc__wsource_close(&src);
@@ -434,7 +438,7 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 		o.size = size;
 		if (object_out == NULL)
 			o.flags |= MC_WOBJ_PENDING;
-		if (want_sha) {
+		if (want_sha && sha_given == NULL) {
 			o.flags |= MC_WOBJ_CHECK_SHA;
 			memcpy(o.sha256, sha, sizeof sha);
 		}
@@ -444,6 +448,20 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 	if (object_out != NULL)
 		*object_out = idx;
 	return add_artifact(w, type, key, idx, size, want_sha ? sha : NULL, executable);
+}
+
+int
+mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char *path,
+		     uint64_t offset, uint64_t size, int executable, size_t *object_out)
+{
+	return add_range(w, type, key, path, offset, size, executable, object_out, NULL);
+}
+
+int
+mc__writer_add_written(mc_writer *w, const char *type, const char *key, const char *path,
+		       uint64_t offset, uint64_t size, const unsigned char sha[32])
+{
+	return add_range(w, type, key, path, offset, size, 0, NULL, sha);
 }
 
 int

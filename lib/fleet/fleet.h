@@ -24,6 +24,13 @@ struct mc_rreply {
 
 /* Queues a command (argc arguments of lens bytes); errors name the server. */
 MC_HIDDEN int mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens);
+/* A command in Redis's protocol, in a new buffer (*len bytes; NULL when out of memory).
+ * An argument whose argv is NULL is left for the caller to write; *at: where argument
+ * mark's bytes are (mark -1: none). */
+MC_HIDDEN unsigned char *mc__redis_format(int argc, const char **argv, const size_t *lens,
+					  int mark, unsigned char **at, size_t *len);
+/* Queues a command made by mc__redis_format(). */
+MC_HIDDEN int mc__redis_append_cmd(mc_redis *r, const unsigned char *cmd, size_t len);
 /* The number of commands queued whose replies are not read, and whether to read them. */
 MC_HIDDEN size_t mc__redis_pending(const mc_redis *r);
 MC_HIDDEN int mc__redis_full(const mc_redis *r);

@@ -164,7 +164,8 @@ pull_entry(void *ud, const char *rkey, const unsigned char *v, size_t vn)
 {
 	struct pull *p = ud;
 	char key[MC_RKEY_MAX], why[128];
-	unsigned char *c = NULL;
+	unsigned char *c = NULL, sha[MC_SHA256_BYTES] = {0};
+	const struct mc_type *t;
 	const char *type = NULL;
 	size_t cn = 0;
 	int rc;
@@ -173,13 +174,18 @@ pull_entry(void *ud, const char *rkey, const unsigned char *v, size_t vn)
 					      sizeof key, &c, &cn, why, sizeof why);
 	if (rc == 2)
 		return MC_OK; /* a key of no cache's (--match wider than them) */
+	if (rc == MC_OK && (t = mc__find_type(p->ctx, type)) != NULL &&
+	    (t->flags & MC_TYPE_WANTS_SHA256) && mc__sha256(sha, c, cn) != MC_OK)
+		rc = MC_ERR_NOMEM;
 	if (rc == MC_OK && cn > 0 && mc__write_all(p->fd, c, cn) != 0)
 		rc = mc__errno(p->ctx, MC_ERR_IO, "cannot write", p->path);
 	free(c);
 	if (rc < 0)
 		return rc == MC_ERR_NOMEM ? mc__err(p->ctx, rc, "out of memory") : rc;
 	if (rc == MC_OK) {
-		rc = mc__writer_add_range(p->w, type, key, p->path, p->off, cn, 0, NULL);
+		/* the SHA-256 of the bytes written, where the type wants one: the temp file
+		 * is pull's own and not read back until the save */
+		rc = mc__writer_add_written(p->w, type, key, p->path, p->off, cn, sha);
 		p->off += cn;
 		if (rc == MC_OK) {
 			if (p->fn != NULL)

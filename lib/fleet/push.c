@@ -1,8 +1,17 @@
 /* push.c - a verified bundle into torch's and Triton's Redis caches: each artifact with a
  * remote form written in it, once its object checked, pipelined; what the store had is
- * compared with what is written, so a second push says it changed nothing. */
+ * compared with what is written, so a second push says it changed nothing.
+ *
+ * Only the objects to send are read (all of a bundle read in order). The context's
+ * workers check them and make their commands side by side; the commands go out one
+ * object at a time in object order, each worker waiting for its turn, so that what is
+ * sent and told does not depend on the number of workers: after an object that fails,
+ * nothing more is sent. The store works on what is in flight while the workers make
+ * the next commands: once MC_PIPE_BYTES or MC_PIPE_COMMANDS are awaited, replies are
+ * read until half of that is. */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +27,25 @@ struct pent { /* an artifact to write */
 	const char *type; /* the manifest's */
 	size_t object, artifact;
 	int shadowed;
+	int has_sha;
+	unsigned char sha[MC_SHA256_BYTES]; /* the SHA-256 it lists */
 };
 
-struct pwait { /* a command whose reply is awaited */
+struct pcmd { /* a command made, then sent and awaiting its reply */
 	size_t ent;
-	size_t len;                         /* of the value written */
-	unsigned char hash[MC_HASH_BYTES]; /* of its content (the object's, checked) */
+	unsigned char *buf; /* the command's bytes */
+	size_t len;
+	unsigned char *val; /* a dry run's value, made to be compared (else NULL) */
+	size_t voff, vlen;  /* the value: in val, else at voff in buf */
+	uint64_t size;      /* the content's */
+	unsigned char hash[MC_HASH_BYTES]; /* the content's (its object's, checked) */
+};
+
+struct pworker {
+	unsigned char *acc; /* the pieces of an object over 4 MiB */
+	size_t acc_len, acc_cap, acc_obj;
+	struct pcmd *cmds;  /* an object's commands, made, to send */
+	size_t ncmds, cmdcap;
 };
 
 struct push {
@@ -37,11 +59,18 @@ struct push {
 	struct pent *e;
 	size_t n, cap;
 	size_t *by_obj, *obj_first; /* entries in object order; each object's first */
-	size_t cur;                 /* the object being received, or SIZE_MAX */
-	unsigned char *buf;
-	size_t len, bufcap;
-	struct pwait *wait; /* MC_PIPE_COMMANDS of them, a ring */
-	size_t whead;
+	unsigned char *want;        /* the objects that have entries to write */
+	size_t *wobj, nwobj;        /* those objects in order: an object's turn is its place */
+	struct pworker *w;
+	unsigned nworkers;
+	pthread_mutex_t lock;
+	pthread_cond_t turn;
+	int sync_made;
+	size_t next;   /* the turn whose commands go out next */
+	size_t failed; /* the lowest turn that failed, or SIZE_MAX */
+	struct pcmd *wait; /* MC_PIPE_COMMANDS of them, a ring */
+	size_t whead, nwait;
+	uint64_t inflight; /* bytes of the commands awaited */
 	uint64_t done, total;
 };
 
@@ -80,17 +109,27 @@ same_content(const struct push *p, const struct pent *e, const struct mc_rreply 
 	return same;
 }
 
-/* Reads the reply of the oldest command and tells what the store had. */
+/* Reads the reply of the oldest command awaited and tells what the store had: the
+ * very bytes written, or the same content in another envelope, is unchanged. */
 static int
 one_reply(struct push *p)
 {
-	struct pwait *w = &p->wait[p->whead];
+	struct pcmd *w = &p->wait[p->whead];
 	struct mc_rreply rep;
 	const struct pent *e = &p->e[w->ent];
-	int rc, what, dry = (p->flags & MC_PUSH_DRY_RUN) != 0;
+	int rc, what, dry = (p->flags & MC_PUSH_DRY_RUN) != 0, same = 0;
 
 	rc = mc__redis_reply(p->r, e->rkey, &rep);
 	p->whead = (p->whead + 1) % MC_PIPE_COMMANDS; /* this reply is read, whatever it was */
+	p->nwait--;
+	p->inflight -= w->len;
+	if (rc == MC_OK && !rep.nil && rep.str != NULL)
+		same = (rep.len == w->vlen &&
+			memcmp(rep.str, w->val != NULL ? w->val : w->buf + w->voff, w->vlen) == 0) ||
+		       same_content(p, e, &rep, w->hash);
+	free(w->buf);
+	free(w->val);
+	w->buf = w->val = NULL;
 	if (rc != MC_OK) {
 		mc__redis_reply_free(&rep);
 		return rc;
@@ -98,47 +137,63 @@ one_reply(struct push *p)
 	if (rep.nil || rep.str == NULL)
 		what = dry ? MC_REMOTE_WOULD_SEND : MC_REMOTE_SENT;
 	else
-		what = same_content(p, e, &rep, w->hash) ? MC_REMOTE_UNCHANGED
-		       : dry ? MC_REMOTE_WOULD_REPLACE : MC_REMOTE_REPLACED;
+		what = same ? MC_REMOTE_UNCHANGED : dry ? MC_REMOTE_WOULD_REPLACE : MC_REMOTE_REPLACED;
 	mc__redis_reply_free(&rep);
-	tell(p, what, e, w->len);
+	tell(p, what, e, w->size);
 	return MC_OK;
 }
 
+/* Reads replies until at most ncmds commands and nbytes bytes are awaited. */
 static int
-drain(struct push *p)
+drain_to(struct push *p, size_t ncmds, uint64_t nbytes)
 {
 	int rc = MC_OK;
 
-	while (rc == MC_OK && mc__redis_pending(p->r) > 0)
+	while (rc == MC_OK && p->nwait > 0 && (p->nwait > ncmds || p->inflight > nbytes))
 		rc = one_reply(p);
 	return rc;
 }
 
-/* Queues the command for entry i, its value made from content c: SET with GET (the
- * old value comes back to be compared), or in a dry run GET alone. */
+/* Drops the commands awaited or made and not sent (after a failure). */
+static void
+drop_waiting(struct push *p)
+{
+	for (; p->nwait > 0; p->nwait--) {
+		free(p->wait[p->whead].buf);
+		free(p->wait[p->whead].val);
+		p->wait[p->whead].buf = p->wait[p->whead].val = NULL;
+		p->whead = (p->whead + 1) % MC_PIPE_COMMANDS;
+	}
+}
+
+/* Makes in c the command for entry i, its value from content (n bytes): SET with GET
+ * (the old value comes back to be compared), or in a dry run GET alone (the value made
+ * beside it, to be compared). */
 static int
-queue(struct push *p, size_t i, const unsigned char *c, size_t n, const unsigned char *hash)
+make_command(struct push *p, mc_ctx *ctx, size_t i, const unsigned char *content, size_t n,
+	     struct pcmd *c)
 {
 	const struct pent *e = &p->e[i];
 	const char *argv[6];
-	size_t lens[6], argc = 0, slot;
-	unsigned char *v = NULL;
-	size_t vn = 0;
-	int rc;
+	size_t lens[6], argc = 0, vn = 0;
+	unsigned char *made = NULL, *at = NULL;
+	int rc, dry = (p->flags & MC_PUSH_DRY_RUN) != 0;
 
-	if ((rc = mc__remote_value(e->type, e->key, c, n, &v, &vn)) != MC_OK)
-		return rc == MC_ERR_NOMEM ? no_mem(p->ctx) : mc__err(p->ctx, rc, "%s: %s %s: no "
-			"remote form", p->b->path, e->type, e->key);
-	slot = (p->whead + mc__redis_pending(p->r)) % MC_PIPE_COMMANDS;
-	p->wait[slot].ent = i;
-	p->wait[slot].len = vn;
-	memcpy(p->wait[slot].hash, hash, MC_HASH_BYTES);
+	if ((rc = mc__remote_prepare(e->type, e->key, content, n, &made, &vn)) != MC_OK)
+		return rc == MC_ERR_NOMEM ? no_mem(ctx) : mc__err(ctx, rc, "%s: %s %s: no remote "
+			"form", p->b->path, e->type, e->key);
+	if (dry && made == NULL && (made = malloc(vn > 0 ? vn : 1)) != NULL)
+		mc__remote_fill(e->type, content, n, made);
+	if (dry) {
+		if ((c->val = made) == NULL)
+			return no_mem(ctx);
+		c->vlen = vn;
+	}
 #define ARG(s, l) (argv[argc] = (const char *)(s), lens[argc++] = (l))
-	ARG(p->flags & MC_PUSH_DRY_RUN ? "GET" : "SET", 3);
+	ARG(dry ? "GET" : "SET", 3);
 	ARG(e->rkey, strlen(e->rkey));
-	if (!(p->flags & MC_PUSH_DRY_RUN)) {
-		ARG(v, vn);
+	if (!dry) {
+		ARG(made, vn); /* NULL: written below, in place */
 		if (p->ttl[0] != '\0') {
 			ARG("EX", 2);
 			ARG(p->ttl, strlen(p->ttl));
@@ -146,62 +201,178 @@ queue(struct push *p, size_t i, const unsigned char *c, size_t n, const unsigned
 		ARG("GET", 3);
 	}
 #undef ARG
-	rc = mc__redis_append(p->r, (int)argc, argv, lens);
-	free(v);
-	if (rc == MC_OK && mc__redis_full(p->r))
-		rc = drain(p);
-	return rc;
+	c->ent = i;
+	c->size = n;
+	c->buf = mc__redis_format((int)argc, argv, lens, dry ? -1 : 2, &at, &c->len);
+	if (c->buf != NULL && !dry) {
+		if (made == NULL)
+			mc__remote_fill(e->type, content, n, at);
+		c->voff = (size_t)(at - c->buf);
+		c->vlen = vn;
+	}
+	if (!dry)
+		free(made);
+	return c->buf != NULL ? MC_OK : no_mem(ctx);
 }
 
-/* Object obj's content checked: a command for each artifact it is the content of. */
+/* The commands of an object checked, made by its worker: one for each entry it is the
+ * content of, each entry's SHA-256 (when it lists one) checked first. */
 static int
-send_object(struct push *p, size_t obj, const unsigned char *c, size_t n)
+make_commands(struct push *p, struct pworker *pw, mc_ctx *ctx, const struct mc_objout *o,
+	      const unsigned char *content)
 {
-	struct mc_mobject o;
+	struct mc_mobject ob;
 	size_t k;
 	int rc;
 
-	if ((rc = mc__mobjects(p->ctx, &p->b->m, obj, 1, &o)) != MC_OK)
+	if ((rc = mc__mobjects(ctx, &p->b->m, o->obj, 1, &ob)) != MC_OK)
 		return rc;
-	for (k = p->obj_first[obj]; k < p->obj_first[obj + 1]; k++) {
+	for (k = p->obj_first[o->obj]; k < p->obj_first[o->obj + 1]; k++) {
 		size_t i = p->by_obj[k];
-		if (!p->e[i].shadowed && (rc = queue(p, i, c, n, o.hash)) != MC_OK)
+		const struct pent *e = &p->e[i];
+		struct pcmd *c;
+		if (e->shadowed)
+			continue;
+		if (e->has_sha && (o->sha == NULL || memcmp(e->sha, o->sha, MC_SHA256_BYTES) != 0))
+			return mc__err(ctx, MC_ERR_INTEGRITY, "%s: %s artifact %.200s: content does "
+				       "not match its sha256", p->b->path, e->type, e->key);
+		if (pw->ncmds == pw->cmdcap) {
+			size_t cap = pw->cmdcap ? 2 * pw->cmdcap : 4;
+			if ((c = realloc(pw->cmds, cap * sizeof *c)) == NULL)
+				return no_mem(ctx);
+			pw->cmds = c;
+			pw->cmdcap = cap;
+		}
+		c = &pw->cmds[pw->ncmds];
+		memset(c, 0, sizeof *c);
+		memcpy(c->hash, ob.hash, MC_HASH_BYTES);
+		if ((rc = make_command(p, ctx, i, content, o->size, c)) != MC_OK)
 			return rc;
+		pw->ncmds++;
 	}
-	p->done += n;
-	mc__progress(p->ctx, "push", p->done, p->total);
 	return MC_OK;
 }
 
-/* The stream's sink: an object's bytes are held until the stream has gone past it, its
- * hash checked, then sent. */
+/* Sends a worker's commands, in turn (the lock held): each awaited in the ring, whose
+ * replies are read down to half once it is full. */
 static int
-sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
+send_commands(struct push *p, struct pworker *pw, unsigned id, uint64_t size)
+{
+	size_t k;
+	int rc = MC_OK;
+
+	for (k = 0; k < pw->ncmds && rc == MC_OK; k++) {
+		struct pcmd *c = &pw->cmds[k];
+		if ((rc = mc__redis_append_cmd(p->r, c->buf, c->len)) != MC_OK)
+			break;
+		p->wait[(p->whead + p->nwait) % MC_PIPE_COMMANDS] = *c;
+		c->buf = c->val = NULL; /* the ring's now */
+		p->nwait++;
+		p->inflight += c->len;
+		if (p->nwait >= MC_PIPE_COMMANDS || p->inflight >= MC_PIPE_BYTES)
+			rc = drain_to(p, MC_PIPE_COMMANDS / 2, MC_PIPE_BYTES / 2);
+	}
+	p->done += size;
+	if (id == 0)
+		mc__progress(p->ctx, "push", p->done, p->total);
+	return rc;
+}
+
+static void
+drop_commands(struct pworker *pw)
+{
+	size_t k;
+
+	for (k = 0; k < pw->ncmds; k++) {
+		free(pw->cmds[k].buf);
+		free(pw->cmds[k].val);
+	}
+	pw->ncmds = 0;
+}
+
+/* An object's turn: its place among the objects to send. */
+static size_t
+turn_of(const struct push *p, size_t obj)
+{
+	size_t lo = 0, hi = p->nwobj;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->wobj[mid] < obj)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Waits for turn t (the lock held): MC_OK, or 1 when a turn before it failed. */
+static int
+await_turn(struct push *p, size_t t)
+{
+	while (p->next != t && p->failed > t)
+		pthread_cond_wait(&p->turn, &p->lock);
+	return p->failed < t;
+}
+
+/* The pass's done: an object checked (or failed) on worker id; its commands are made
+ * there and sent in its turn. A failure of the connection is told on the worker's
+ * context as on the push's. */
+static int
+object_done(void *ud, unsigned id, mc_ctx *wctx, const struct mc_objout *o)
 {
 	struct push *p = ud;
-	int rc;
+	struct pworker *pw = &p->w[id];
+	const unsigned char *content = o->content != NULL ? o->content : pw->acc;
+	size_t t = turn_of(p, o->obj);
+	int rc = o->rc;
 
-	if (obj != p->cur && p->cur != SIZE_MAX) {
-		if ((rc = send_object(p, p->cur, p->buf, p->len)) != MC_OK)
-			return rc;
-		p->cur = SIZE_MAX;
-		p->len = 0;
+	if (rc == MC_OK && o->content == NULL && (pw->acc_obj != o->obj || pw->acc_len != o->size))
+		rc = mc__err(wctx, MC_ERR_INVALID, "push: object %zu came in pieces lost", o->obj);
+	if (rc == MC_OK)
+		rc = make_commands(p, pw, wctx, o, o->size > 0 ? content : (const unsigned char *)"");
+	pthread_mutex_lock(&p->lock);
+	if (rc == MC_OK && await_turn(p, t))
+		rc = mc__err(wctx, MC_ERR_INVALID, "push: stopped by an earlier failure");
+	else if (rc == MC_OK && (rc = send_commands(p, pw, id, o->size)) != MC_OK &&
+		 wctx != p->ctx)
+		snprintf(wctx->err, sizeof wctx->err, "%s", p->ctx->err);
+	if (rc != MC_OK && t < p->failed)
+		p->failed = t;
+	else if (rc == MC_OK)
+		p->next = t + 1;
+	pthread_cond_broadcast(&p->turn);
+	pthread_mutex_unlock(&p->lock);
+	drop_commands(pw);
+	pw->acc_len = 0;
+	pw->acc_obj = SIZE_MAX;
+	return rc;
+}
+
+/* The pass's sink: the pieces of an object over 4 MiB, held by their worker until the
+ * object checked. */
+static int
+object_piece(void *ud, unsigned id, mc_ctx *wctx, size_t obj, const unsigned char *buf,
+	     size_t n)
+{
+	struct pworker *pw = &((struct push *)ud)->w[id];
+
+	if (pw->acc_obj != obj) {
+		pw->acc_obj = obj;
+		pw->acc_len = 0;
 	}
-	if (p->obj_first[obj] == p->obj_first[obj + 1])
-		return MC_OK; /* no artifact to write has it */
-	p->cur = obj;
-	if (p->len + n > p->bufcap) {
-		size_t cap = p->bufcap ? p->bufcap : 65536;
+	if (pw->acc_len + n > pw->acc_cap) {
+		size_t cap = pw->acc_cap ? pw->acc_cap : 65536;
 		unsigned char *nb;
-		while (cap < p->len + n)
+		while (cap < pw->acc_len + n)
 			cap *= 2;
-		if ((nb = realloc(p->buf, cap)) == NULL)
-			return no_mem(p->ctx);
-		p->buf = nb;
-		p->bufcap = cap;
+		if ((nb = realloc(pw->acc, cap)) == NULL)
+			return no_mem(wctx);
+		pw->acc = nb;
+		pw->acc_cap = cap;
 	}
-	memcpy(p->buf + p->len, buf, n);
-	p->len += n;
+	memcpy(pw->acc + pw->acc_len, buf, n);
+	pw->acc_len += n;
 	return MC_OK;
 }
 
@@ -229,6 +400,8 @@ add_entry(struct push *p, const struct mc_martifact *a, size_t i, const char *rk
 	e = &p->e[p->n];
 	memset(e, 0, sizeof *e);
 	e->type = a->type, e->object = a->object, e->artifact = i;
+	if ((e->has_sha = a->sha256 != NULL))
+		memcpy(e->sha, a->sha256, MC_SHA256_BYTES);
 	if ((e->rkey = mc__strdup(rkey)) == NULL || (e->key = mc__strdup(a->key)) == NULL) {
 		free(e->rkey);
 		return no_mem(p->ctx);
@@ -274,7 +447,8 @@ collect(struct push *p)
 	return MC_OK;
 }
 
-/* by_obj and obj_first: the entries of each object; total: the bytes to send. */
+/* by_obj and obj_first: the entries of each object; want and wobj: the objects with
+ * some; total: their bytes. */
 static int
 index_objects(struct push *p)
 {
@@ -284,6 +458,8 @@ index_objects(struct push *p)
 
 	if ((p->by_obj = malloc((p->n + 1) * sizeof *p->by_obj)) == NULL ||
 	    (p->obj_first = calloc(nobj + 2, sizeof *p->obj_first)) == NULL ||
+	    (p->want = calloc(nobj + 1, 1)) == NULL ||
+	    (p->wobj = malloc((p->n + 1) * sizeof *p->wobj)) == NULL ||
 	    (fill = calloc(nobj + 1, sizeof *fill)) == NULL)
 		return no_mem(p->ctx);
 	for (i = 0; i < p->n; i++)
@@ -295,26 +471,36 @@ index_objects(struct push *p)
 		p->by_obj[p->obj_first[ob] + fill[ob]++] = i;
 	}
 	for (i = 0, rc = MC_OK; i < nobj && rc == MC_OK; i++)
-		if (p->obj_first[i] < p->obj_first[i + 1] &&
-		    (rc = mc__mobjects(p->ctx, &p->b->m, i, 1, &o)) == MC_OK)
-			p->total += o.size;
+		if (p->obj_first[i] < p->obj_first[i + 1]) {
+			p->want[i] = 1;
+			p->wobj[p->nwobj++] = i;
+			if ((rc = mc__mobjects(p->ctx, &p->b->m, i, 1, &o)) == MC_OK)
+				p->total += o.size;
+		}
 	free(fill);
 	return rc;
 }
 
-/* Objects of no bytes stream none: sent once the stream checked the rest. */
+/* The workers' records and the lock of their turns. */
 static int
-send_empty(struct push *p)
+workers_init(struct push *p)
 {
-	struct mc_mobject o;
-	size_t i;
-	int rc = MC_OK;
+	unsigned k;
 
-	for (i = 0; i < p->b->m.nobjects && rc == MC_OK; i++)
-		if (p->obj_first[i] < p->obj_first[i + 1] &&
-		    (rc = mc__mobjects(p->ctx, &p->b->m, i, 1, &o)) == MC_OK && o.size == 0)
-			rc = send_object(p, i, (const unsigned char *)"", 0);
-	return rc;
+	p->nworkers = mc__threads(p->ctx);
+	if ((p->w = calloc(p->nworkers, sizeof *p->w)) == NULL ||
+	    (p->wait = calloc(MC_PIPE_COMMANDS, sizeof *p->wait)) == NULL)
+		return no_mem(p->ctx);
+	for (k = 0; k < p->nworkers; k++)
+		p->w[k].acc_obj = SIZE_MAX;
+	if (pthread_mutex_init(&p->lock, NULL) != 0)
+		return mc__err(p->ctx, MC_ERR_NOMEM, "cannot create a lock");
+	if (pthread_cond_init(&p->turn, NULL) != 0) {
+		pthread_mutex_destroy(&p->lock);
+		return mc__err(p->ctx, MC_ERR_NOMEM, "cannot create a condition variable");
+	}
+	p->sync_made = 1;
+	return MC_OK;
 }
 
 static void
@@ -326,10 +512,23 @@ push_free(struct push *p)
 		free(p->e[i].rkey);
 		free(p->e[i].key);
 	}
+	for (i = 0; p->w != NULL && i < p->nworkers; i++) {
+		drop_commands(&p->w[i]);
+		free(p->w[i].cmds);
+		free(p->w[i].acc);
+	}
+	if (p->wait != NULL)
+		drop_waiting(p);
+	if (p->sync_made) {
+		pthread_cond_destroy(&p->turn);
+		pthread_mutex_destroy(&p->lock);
+	}
 	free(p->e);
 	free(p->by_obj);
 	free(p->obj_first);
-	free(p->buf);
+	free(p->want);
+	free(p->wobj);
+	free(p->w);
 	free(p->wait);
 }
 
@@ -338,29 +537,24 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 	       mc_remote_fn fn, void *ud)
 {
 	struct push p;
-	int rc, rc2 = MC_OK;
+	int rc;
 
 	if (b == NULL || r == NULL)
 		return MC_ERR_INVALID;
 	memset(&p, 0, sizeof p);
 	p.b = b, p.r = r, p.ctx = b->ctx, p.flags = flags, p.fn = fn, p.ud = ud;
-	p.cur = SIZE_MAX;
+	p.failed = SIZE_MAX;
 	if (ttl_seconds > 0)
 		snprintf(p.ttl, sizeof p.ttl, "%llu", (unsigned long long)ttl_seconds);
-	if ((p.wait = calloc(MC_PIPE_COMMANDS, sizeof *p.wait)) == NULL)
-		rc = no_mem(p.ctx);
-	else if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__bundle_plan(b)) == MC_OK &&
-		 (rc = collect(&p)) == MC_OK && (rc = index_objects(&p)) == MC_OK && p.n > 0)
-		rc = mc__bundle_stream(b, sink, NULL, &p);
-	if (rc == MC_OK && p.cur != SIZE_MAX)
-		rc = send_object(&p, p.cur, p.buf, p.len);
-	if (rc == MC_OK && p.n > 0)
-		rc = send_empty(&p);
-	/* What was queued was checked: its replies are read whatever came after (after a
+	if ((rc = workers_init(&p)) == MC_OK && (rc = mc__bundle_policy(b)) == MC_OK &&
+	    (rc = mc__bundle_plan(b)) == MC_OK && (rc = collect(&p)) == MC_OK &&
+	    (rc = index_objects(&p)) == MC_OK && p.n > 0)
+		rc = mc__bundle_stream_some(b, p.want, object_piece, object_done, &p);
+	/* What was sent was checked: its replies are read whatever came after (after a
 	 * failure, dropped: the failure's message stays). */
-	if (p.wait != NULL && rc == MC_OK)
-		rc = drain(&p);
-	else if (p.wait != NULL && rc2 == MC_OK)
+	if (rc == MC_OK)
+		rc = drain_to(&p, 0, 0);
+	else if (p.nwait > 0)
 		mc__redis_discard(r);
 	push_free(&p);
 	return rc;

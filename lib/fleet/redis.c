@@ -98,6 +98,52 @@ mc_redis_supported(void)
 #endif
 }
 
+/* "<c><n>\r\n" at o: its length. */
+static size_t
+resp_head(unsigned char *o, char c, size_t n)
+{
+	char num[24];
+	size_t k = sizeof num, len;
+
+	do
+		num[--k] = (char)('0' + n % 10);
+	while ((n /= 10) > 0);
+	o[0] = (unsigned char)c;
+	len = sizeof num - k;
+	memcpy(o + 1, num + k, len);
+	o[1 + len] = '\r', o[2 + len] = '\n';
+	return len + 3;
+}
+
+unsigned char *
+mc__redis_format(int argc, const char **argv, const size_t *lens, int mark,
+		 unsigned char **at, size_t *len)
+{
+	unsigned char *buf, *o;
+	size_t need = 24;
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		if (lens[i] > SIZE_MAX - need - 32)
+			return NULL;
+		need += lens[i] + 24 + 2;
+	}
+	if ((buf = malloc(need)) == NULL)
+		return NULL;
+	o = buf + resp_head(buf, '*', (size_t)argc);
+	for (i = 0; i < argc; i++) {
+		o += resp_head(o, '$', lens[i]);
+		if (i == mark)
+			*at = o;
+		if (argv[i] != NULL && lens[i] > 0)
+			memcpy(o, argv[i], lens[i]);
+		o += lens[i];
+		*o++ = '\r', *o++ = '\n';
+	}
+	*len = (size_t)(o - buf);
+	return buf;
+}
+
 #ifndef MC_WITH_HIREDIS
 
 static int
@@ -127,6 +173,12 @@ mc_redis_free(mc_redis *r)
 
 int
 mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens)
+{
+	return unsupported(r->ctx);
+}
+
+int
+mc__redis_append_cmd(mc_redis *r, const unsigned char *cmd, size_t len)
 {
 	return unsupported(r->ctx);
 }
@@ -503,6 +555,16 @@ mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens)
 	r->pending++;
 	for (i = 0; i < (size_t)argc; i++)
 		r->pending_bytes += lens[i];
+	return MC_OK;
+}
+
+int
+mc__redis_append_cmd(mc_redis *r, const unsigned char *cmd, size_t len)
+{
+	if (redisAppendFormattedCommand(r->c, (const char *)cmd, len) != REDIS_OK)
+		return conn_error(r, "sending");
+	r->pending++;
+	r->pending_bytes += len;
 	return MC_OK;
 }
 

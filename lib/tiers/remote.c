@@ -86,41 +86,60 @@ mc__remote_key(const char *type, const char *key, const char *triton_fmt, unsign
 	return n > 0 && (size_t)n < len ? MC_OK : 1;
 }
 
+static const char value_head[] = "{\"data\": \"", value_timed[] = "\", \"time_taken_ms\": 0}",
+		  value_end[] = "\"}";
+#define LIT(s) (sizeof(s) - 1)
+
+int
+mc__remote_prepare(const char *type, const char *key, const unsigned char *c, size_t n,
+		   unsigned char **made, size_t *vn)
+{
+	const struct torch_space *t = torch_by_type(type);
+	int rc;
+
+	*made = NULL;
+	if (t != NULL) {
+		*vn = LIT(value_head) + MC_B64_LEN(n) + (t->timed ? LIT(value_timed) : LIT(value_end));
+		return MC_OK;
+	}
+	/* Triton's: the bytes, a group file in its remote form */
+	if ((rc = mc__group_remote(key, c, n, made, vn)) != MC_OK || *made != NULL)
+		return rc;
+	*vn = n;
+	return MC_OK;
+}
+
+void
+mc__remote_fill(const char *type, const unsigned char *c, size_t n, unsigned char *out)
+{
+	const struct torch_space *t = torch_by_type(type);
+
+	if (t == NULL) {
+		if (n > 0)
+			memcpy(out, c, n);
+		return;
+	}
+	memcpy(out, value_head, LIT(value_head));
+	out += LIT(value_head);
+	out += mc__b64_encode_to(c, n, (char *)out);
+	if (t->timed)
+		memcpy(out, value_timed, LIT(value_timed));
+	else
+		memcpy(out, value_end, LIT(value_end));
+}
+
 int
 mc__remote_value(const char *type, const char *key, const unsigned char *c, size_t n,
 		 unsigned char **out, size_t *outn)
 {
-	const struct torch_space *t = torch_by_type(type);
-	char *b64;
-	size_t len;
 	int rc;
 
-	*out = NULL;
-	if (t == NULL) { /* Triton's: the bytes, a group file in its remote form */
-		if ((rc = mc__group_remote(key, c, n, out, outn)) != MC_OK || *out != NULL)
-			return rc;
-		if ((*out = malloc(n + 1)) == NULL)
-			return MC_ERR_NOMEM;
-		if (n > 0)
-			memcpy(*out, c, n);
-		*outn = n;
-		return MC_OK;
-	}
-	if ((b64 = mc__b64_encode_data(c, n, &len)) == NULL)
+	if ((rc = mc__remote_prepare(type, key, c, n, out, outn)) != MC_OK || *out != NULL)
+		return rc;
+	if ((*out = malloc(*outn > 0 ? *outn : 1)) == NULL)
 		return MC_ERR_NOMEM;
-	if ((*out = malloc(len + 64)) != NULL) {
-		static const char head[] = "{\"data\": \"", timed[] = "\", \"time_taken_ms\": 0}";
-		unsigned char *o = *out;
-		memcpy(o, head, sizeof head - 1), o += sizeof head - 1;
-		memcpy(o, b64, len), o += len;
-		if (t->timed)
-			memcpy(o, timed, sizeof timed - 1), o += sizeof timed - 1;
-		else
-			memcpy(o, "\"}", 2), o += 2;
-		*outn = (size_t)(o - *out);
-	}
-	free(b64);
-	return *out != NULL ? MC_OK : MC_ERR_NOMEM;
+	mc__remote_fill(type, c, n, *out);
+	return MC_OK;
 }
 
 static int

@@ -110,6 +110,13 @@ MC_HIDDEN int mc__remote_key(const char *type, const char *key, const char *trit
 /* Content c (n bytes) of an artifact as its remote value (malloc'd, *outn bytes). */
 MC_HIDDEN int mc__remote_value(const char *type, const char *key, const unsigned char *c,
 			       size_t n, unsigned char **out, size_t *outn);
+/* The same in two steps, for a caller that places the value: *vn, its size; *made NULL
+ * when mc__remote_fill() is to write it (content c in a frame), else the value made
+ * (malloc'd: a Triton group file's remote form). */
+MC_HIDDEN int mc__remote_prepare(const char *type, const char *key, const unsigned char *c,
+				 size_t n, unsigned char **made, size_t *vn);
+MC_HIDDEN void mc__remote_fill(const char *type, const unsigned char *c, size_t n,
+			       unsigned char *out);
 /* The artifact a remote key and value hold: *type (static), key in kbuf, content
  * (malloc'd, *cn bytes). 1 with why when rkey is in a key space but the value is not in
  * its form; 2 when rkey is in none of them. */

@@ -14,8 +14,9 @@
 # the throughput ratio raw time / megacache time.
 #   sh tests/bench/fleet.sh
 # Environment: RUNS (default 5), COPIES (130), WORK (/tmp/megacache-fleet), SHARED
-# (../shared), THREADS (megacache's --threads, default 0), PORT (default: a free one).
-# Needs: /usr/bin/python3 with redis, GNU time, redis-server, redis-cli. Run from a built tree.
+# (../shared), THREADS (megacache's --threads, default 0), PORT (default: a free one),
+# PY (/usr/bin/python3), TIME (GNU time: /usr/bin/time).
+# Needs: python3 with redis, GNU time, redis-server, redis-cli. Run from a built tree.
 set -eu
 top=$(pwd)
 RUNS=${RUNS:-5}
@@ -23,11 +24,12 @@ COPIES=${COPIES:-130}
 THREADS=${THREADS:-0}
 WORK=${WORK:-/tmp/megacache-fleet}
 SHARED=${SHARED:-$top/../shared}
-PY=/usr/bin/python3
+PY=${PY:-/usr/bin/python3}
+TIME=${TIME:-/usr/bin/time}
 M="$top/bin/.libs/megacache"
 [ -x "$M" ] || M="$top/bin/megacache"
 export LD_LIBRARY_PATH="$top/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for tool in $PY /usr/bin/time redis-server redis-cli; do
+for tool in $PY $TIME redis-server redis-cli; do
 	command -v "$tool" >/dev/null 2>&1 || { echo "fleet: $tool is needed" >&2; exit 2; }
 done
 $PY -c 'import redis' 2>/dev/null || { echo "fleet: python3's redis module is needed" >&2; exit 2; }
@@ -79,7 +81,7 @@ rc() { redis-cli -p "$PORT" "$@" >/dev/null; }
 t() {
 	name=$1
 	shift
-	/usr/bin/time -f "%e %M" -o "$WORK/.t" "$@" >"$WORK/.out" 2>"$WORK/.err" || {
+	$TIME -f "%e %M" -o "$WORK/.t" "$@" >"$WORK/.out" 2>"$WORK/.err" || {
 		echo "fleet: $name failed: $(tail -3 "$WORK/.err")" >&2
 		exit 1
 	}

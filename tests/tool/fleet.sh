@@ -453,6 +453,61 @@ r.set(sys.argv[2], v)
 PY
 run 0 "6 vouched for by a trusted bundle, 0 not" audit --redis "$URL" -p "$PUB" "$T/a.mcache"
 
+# 15. damaged objects. push reads only the objects it sends, each checked before it is
+# sent; one that fails stops the push: the entries of the objects before it in the bundle
+# are written, none after, whatever the number of workers. An object push does not send
+# (an autotune config) is not read: verify, which reads every byte, refuses that bundle.
+# damage BUNDLE OUT HASH: OUT is BUNDLE with a byte of object HASH's stored bytes flipped.
+damage() {
+	$PY - "$@" <<'PY'
+import shutil, sys, tarfile
+src, out, h = sys.argv[1:]
+shutil.copyfile(src, out)
+with tarfile.open(src) as t:
+    m = t.getmember("objects/" + h)
+with open(out, "r+b") as f:
+    f.seek(m.offset_data + m.size // 2)
+    b = f.read(1)
+    f.seek(-1, 1)
+    f.write(bytes([b[0] ^ 0x40]))
+PY
+}
+# object_keys BUNDLE: the FX graph keys of BUNDLE, one a line, in its objects' order.
+object_keys() {
+	"$MEGACACHE" list "$1" --json | $PY -c '
+import json, sys, tarfile
+j = json.load(sys.stdin)
+key = {a["hash"]: a["key"] for a in j["artifacts"] if a["type"] == "inductor"}
+with tarfile.open(sys.argv[1]) as t:
+    for m in t.getmembers():
+        if m.name.startswith("objects/") and m.name[8:] in key:
+            print(key[m.name[8:]])
+' "$1"
+}
+object_keys "$T/big.mcache" >"$T/order"
+[ "$(wc -l <"$T/order")" = 300 ] && ok || bad "the big bundle's objects: $(wc -l <"$T/order")"
+mid=$(sed -n 150p "$T/order")
+hash=$("$MEGACACHE" list "$T/big.mcache" --json | $PY -c '
+import json, sys
+print([a["hash"] for a in json.load(sys.stdin)["artifacts"] if a["key"] == sys.argv[1]][0])' "$mid")
+damage "$T/big.mcache" "$T/bad.mcache" "$hash"
+head -n 149 "$T/order" | sed 's/^/pt2:fx-graph-v1::/; s/$/:c1/' | sort >"$T/before"
+for threads in 1 2; do
+	rc flushall >/dev/null
+	run 1 "$T/bad.mcache: object $hash: stored bytes do not match their hash" \
+		push "$T/bad.mcache" -p "$PUB" --redis "$URL" --threads "$threads"
+	rc --scan --pattern 'pt2:*' | sort >"$T/written"
+	cmp -s "$T/written" "$T/before" && ok ||
+		bad "push --threads $threads of a bundle damaged at object 150: wrote $(wc -l <"$T/written") keys, not the 149 before it"
+done
+tune=$("$MEGACACHE" list "$T/a.mcache" --json | $PY -c '
+import json, sys
+print([a["hash"] for a in json.load(sys.stdin)["artifacts"] if a["type"] == "autotune"][0])')
+damage "$T/a.mcache" "$T/badtune.mcache" "$tune"
+rc flushall >/dev/null
+run 0 "6 written" push "$T/badtune.mcache" -p "$PUB" --redis "$URL"
+run 1 "object $tune: " verify "$T/badtune.mcache" -p "$PUB"
+
 # pull's temp file of contents is gone after every pull, failed or not
 [ -z "$(ls -A "$TMPDIR")" ] && ok || bad "left in the temp folder: $(ls -A "$TMPDIR")"
 
