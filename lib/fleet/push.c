@@ -316,8 +316,8 @@ await_turn(struct push *p, size_t t)
 }
 
 /* The pass's done: an object checked (or failed) on worker id; its commands are made
- * there and sent in its turn. A failure of the connection is told on the worker's
- * context as on the push's. */
+ * there and sent in its turn. A failure of the connection, told on the connection's
+ * context, is copied to the worker's. */
 static int
 object_done(void *ud, unsigned id, mc_ctx *wctx, const struct mc_objout *o)
 {
@@ -335,8 +335,8 @@ object_done(void *ud, unsigned id, mc_ctx *wctx, const struct mc_objout *o)
 	if (rc == MC_OK && await_turn(p, t))
 		rc = mc__err(wctx, MC_ERR_INVALID, "push: stopped by an earlier failure");
 	else if (rc == MC_OK && (rc = send_commands(p, pw, id, o->size)) != MC_OK &&
-		 wctx != p->ctx)
-		snprintf(wctx->err, sizeof wctx->err, "%s", p->ctx->err);
+		 wctx != mc__redis_ctx(p->r))
+		snprintf(wctx->err, sizeof wctx->err, "%s", mc__redis_ctx(p->r)->err);
 	if (rc != MC_OK && t < p->failed)
 		p->failed = t;
 	else if (rc == MC_OK)
@@ -552,9 +552,9 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 		rc = mc__bundle_stream_some(b, p.want, object_piece, object_done, &p);
 	/* What was sent was checked: its replies are read whatever came after (after a
 	 * failure, dropped: the failure's message stays). */
-	if (rc == MC_OK)
-		rc = drain_to(&p, 0, 0);
-	else if (p.nwait > 0)
+	if (rc == MC_OK && (rc = drain_to(&p, 0, 0)) != MC_OK && p.ctx != mc__redis_ctx(r))
+		snprintf(p.ctx->err, sizeof p.ctx->err, "%s", mc__redis_ctx(r)->err);
+	if (rc != MC_OK && p.nwait > 0)
 		mc__redis_discard(r);
 	push_free(&p);
 	return rc;
