@@ -550,12 +550,18 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 	    (rc = mc__bundle_plan(b)) == MC_OK && (rc = collect(&p)) == MC_OK &&
 	    (rc = index_objects(&p)) == MC_OK && p.n > 0)
 		rc = mc__bundle_stream_some(b, p.want, object_piece, object_done, &p);
-	/* What was sent was checked: its replies are read whatever came after (after a
-	 * failure, dropped: the failure's message stays). */
+	/* What was sent was checked: its replies are read and told whatever came after, so
+	 * that the counts are what the store got (the failure's message stays); when the
+	 * connection is what failed, they are dropped. */
 	if (rc == MC_OK && (rc = drain_to(&p, 0, 0)) != MC_OK && p.ctx != mc__redis_ctx(r))
 		snprintf(p.ctx->err, sizeof p.ctx->err, "%s", mc__redis_ctx(r)->err);
-	if (rc != MC_OK && p.nwait > 0)
-		mc__redis_discard(r);
+	if (rc != MC_OK && p.nwait > 0) {
+		char msg[MC_ERRBUF];
+		snprintf(msg, sizeof msg, "%s", p.ctx->err);
+		if (drain_to(&p, 0, 0) != MC_OK && p.nwait > 0)
+			mc__redis_discard(r);
+		snprintf(p.ctx->err, sizeof p.ctx->err, "%s", msg);
+	}
 	push_free(&p);
 	return rc;
 }
