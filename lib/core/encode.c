@@ -25,14 +25,23 @@ mc__hex(const unsigned char *in, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
+/* Each byte's value as a lower-case hex digit, or -1 (manifests hold many hashes). */
+#define H10(b) b, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7, b + 8, b + 9
+#define N16 -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1
+static const signed char hex_digit[256] = {
+	N16, N16, N16,
+	H10(0), -1, -1, -1, -1, -1, -1,                     /* 0x30: 0-9 */
+	N16,                                                /* 0x40 */
+	N16,                                                /* 0x50 */
+	-1, 10, 11, 12, 13, 14, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, /* 0x60: a-f */
+	N16, N16, N16, N16, N16, N16, N16, N16, N16};      /* 0x70-0xff */
+#undef H10
+#undef N16
+
 static int
 hexval(char c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
+	return hex_digit[(unsigned char)c];
 }
 
 int
@@ -147,9 +156,20 @@ mc__utf8_valid(const unsigned char *s, size_t n)
 	size_t i = 0, len;
 	uint32_t cp;
 
-	for (; i < n; i += len)
+	while (i < n) {
+		uint64_t w;
+		if (n - i >= 8 && (memcpy(&w, s + i, 8), (w & 0x8080808080808080ull) == 0)) {
+			i += 8; /* eight ASCII bytes */
+			continue;
+		}
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
 		if ((len = mc__utf8_decode(s + i, n - i, &cp)) == 0)
 			return 0;
+		i += len;
+	}
 	return 1;
 }
 

@@ -80,6 +80,15 @@ mc__mcheck_feed(struct mc_mcheck *c, const unsigned char *p, size_t n)
 	for (i = 0; i < n; i++) {
 		unsigned char b = p[i];
 
+		/* Inside a string, past any escape: up to the next quote, backslash or
+		 * control byte nothing changes. */
+		if (c->in_str && !c->skip && c->nesc0 == 0) {
+			while (i < n && p[i] >= 0x20 && p[i] != '"' && p[i] != '\\')
+				i++;
+			if (i == n)
+				break;
+			b = p[i];
+		}
 		/* cJSON skips any byte up to 0x20 between tokens, and a UTF-8 BOM before a
 		 * value, and takes a string's bytes as they are; RFC 8259 allows only space,
 		 * tab, LF and CR between tokens, and no byte below 0x20 in a string. */

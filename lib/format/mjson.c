@@ -98,6 +98,14 @@ jskip(struct mc_jdoc *d)
 		return 1;
 	}
 	for (; (c = jbyte(d, i)) >= 0; i++) {
+		if (in_str && c != '\\' && c != '"') {
+			/* a string's plain bytes, to the end of the window at most */
+			const unsigned char *q = d->s + (i - d->w0), *end = d->s + d->wn;
+			while (q < end && *q != '"' && *q != '\\')
+				q++;
+			i = d->w0 + (uint64_t)(q - d->s) - 1;
+			continue;
+		}
 		if (in_str) {
 			if (c == '\\') {
 				i++;

@@ -95,6 +95,28 @@ START_TEST(utf8_rules)
 	ck_assert(!mc__utf8_valid((const unsigned char *)"\xed\xa0\x80", 3));     /* surrogate */
 	ck_assert(!mc__utf8_valid((const unsigned char *)"\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
 	ck_assert(!mc__utf8_valid((const unsigned char *)"\xe2\x82", 2));         /* cut short */
+	/* Runs of ASCII are taken eight bytes at a time: a bad byte at every place after
+	 * and inside such runs is still found, and the length is kept to. */
+	{
+		unsigned char t[40];
+		size_t k;
+		memset(t, 'a', sizeof t);
+		ck_assert(mc__utf8_valid(t, sizeof t));
+		for (k = 0; k < sizeof t; k++) {
+			t[k] = 0xff;
+			ck_assert(!mc__utf8_valid(t, sizeof t));
+			ck_assert(mc__utf8_valid(t, k)); /* the bytes before it */
+			t[k] = 0xc3; /* a sequence cut at the end, or followed by ASCII */
+			ck_assert(!mc__utf8_valid(t, k + 1));
+			ck_assert(!mc__utf8_valid(t, sizeof t));
+			if (k + 1 < sizeof t) {
+				t[k + 1] = 0xa9;
+				ck_assert(mc__utf8_valid(t, sizeof t));
+				t[k + 1] = 'a';
+			}
+			t[k] = 'a';
+		}
+	}
 }
 END_TEST
 
