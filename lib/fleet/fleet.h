@@ -29,8 +29,9 @@ MC_HIDDEN int mc__redis_append(mc_redis *r, int argc, const char **argv, const s
  * mark's bytes are (mark -1: none). */
 MC_HIDDEN unsigned char *mc__redis_format(int argc, const char **argv, const size_t *lens,
 					  int mark, unsigned char **at, size_t *len);
-/* Queues a command made by mc__redis_format(). */
-MC_HIDDEN int mc__redis_append_cmd(mc_redis *r, const unsigned char *cmd, size_t len);
+/* Sends a command made by mc__redis_format() at once, from its buffer (not copied into
+ * a queue); its reply is read as a queued command's. */
+MC_HIDDEN int mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len);
 /* The number of commands queued whose replies are not read, and whether to read them. */
 MC_HIDDEN size_t mc__redis_pending(const mc_redis *r);
 MC_HIDDEN int mc__redis_full(const mc_redis *r);

@@ -263,7 +263,7 @@ send_commands(struct push *p, struct pworker *pw, unsigned id, uint64_t size)
 
 	for (k = 0; k < pw->ncmds && rc == MC_OK; k++) {
 		struct pcmd *c = &pw->cmds[k];
-		if ((rc = mc__redis_append_cmd(p->r, c->buf, c->len)) != MC_OK)
+		if ((rc = mc__redis_send_cmd(p->r, c->buf, c->len)) != MC_OK)
 			break;
 		p->wait[(p->whead + p->nwait) % MC_PIPE_COMMANDS] = *c;
 		c->buf = c->val = NULL; /* the ring's now */

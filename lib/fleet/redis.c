@@ -12,9 +12,11 @@
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef MC_WITH_HIREDIS
 #include <hiredis/hiredis.h>
+#include <hiredis/sds.h>
 #endif
 
 #include "fleet/fleet.h"
@@ -178,7 +180,7 @@ mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens)
 }
 
 int
-mc__redis_append_cmd(mc_redis *r, const unsigned char *cmd, size_t len)
+mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len)
 {
 	return unsupported(r->ctx);
 }
@@ -409,25 +411,47 @@ mc__redis_discard(mc_redis *r)
 	snprintf(r->ctx->err, sizeof r->ctx->err, "%s", saved);
 }
 
-/* Reads one reply, with SIGPIPE held back: a server that went away is an error, not the
- * end of the process. A SIGPIPE this raised is taken; one pending before is left. */
+/* SIGPIPE held back around a write to the server: a server that went away is an error,
+ * not the end of the process. A SIGPIPE raised meanwhile is taken; one pending before
+ * is left. */
+struct pipe_hold {
+	sigset_t set, old;
+	int had;
+};
+
+static void
+pipe_hold(struct pipe_hold *h)
+{
+	sigset_t pend;
+
+	sigemptyset(&h->set);
+	sigaddset(&h->set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &h->set, &h->old);
+	sigpending(&pend);
+	h->had = sigismember(&pend, SIGPIPE);
+}
+
+static void
+pipe_release(struct pipe_hold *h)
+{
+	struct timespec zero = {0, 0};
+
+	if (!h->had)
+		while (sigtimedwait(&h->set, NULL, &zero) == SIGPIPE)
+			;
+	pthread_sigmask(SIG_SETMASK, &h->old, NULL);
+}
+
+/* Reads one reply (sending what hiredis holds first). */
 static int
 get_reply(mc_redis *r, redisReply **rep)
 {
-	sigset_t pipe_set, old, pend;
-	struct timespec zero = {0, 0};
-	int rc, had;
+	struct pipe_hold h;
+	int rc;
 
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-	sigpending(&pend);
-	had = sigismember(&pend, SIGPIPE);
+	pipe_hold(&h);
 	rc = redisGetReply(r->c, (void **)rep);
-	if (!had)
-		while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
-			;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pipe_release(&h);
 	return rc;
 }
 
@@ -559,10 +583,41 @@ mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens)
 }
 
 int
-mc__redis_append_cmd(mc_redis *r, const unsigned char *cmd, size_t len)
+mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len)
 {
-	if (redisAppendFormattedCommand(r->c, (const char *)cmd, len) != REDIS_OK)
-		return conn_error(r, "sending");
+	struct pipe_hold h;
+	size_t left = len;
+	int err = 0;
+
+	/* What hiredis holds goes first (nothing, unless a command was queued through it):
+	 * then the command, straight from the caller's buffer. */
+	if (sdslen(r->c->obuf) > 0) {
+		if (redisAppendFormattedCommand(r->c, (const char *)cmd, len) != REDIS_OK)
+			return conn_error(r, "sending");
+		r->pending++;
+		r->pending_bytes += len;
+		return MC_OK;
+	}
+	pipe_hold(&h);
+	while (left > 0) {
+		ssize_t k = write(r->c->fd, cmd, left);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			err = k < 0 ? errno : EIO;
+			break;
+		}
+		cmd += k;
+		left -= (size_t)k;
+	}
+	pipe_release(&h);
+	if (err == EAGAIN || err == EWOULDBLOCK)
+		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: sending: timed out", r->where);
+	if (err == EPIPE || err == ECONNRESET)
+		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: sending: the server closed the connection",
+			       r->where);
+	if (err != 0)
+		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: sending: %s", r->where, strerror(err));
 	r->pending++;
 	r->pending_bytes += len;
 	return MC_OK;
