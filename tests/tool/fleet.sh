@@ -510,6 +510,19 @@ damage "$T/a.mcache" "$T/badtune.mcache" "$tune"
 rc flushall >/dev/null
 run 0 "6 written" push "$T/badtune.mcache" -p "$PUB" --redis "$URL"
 run 1 "object $tune: " verify "$T/badtune.mcache" -p "$PUB"
+# From a pipe every object is read in order, so there the damage is found; a sound
+# bundle from a pipe pushes as from its file. (Standard input redirected from a file is
+# read as that file.)
+rc flushall >/dev/null
+cat "$T/badtune.mcache" | "$MEGACACHE" push - -p "$PUB" --redis "$URL" >"$T/out" 2>"$T/err"
+r=$?
+[ "$r" = 1 ] && grep -qF "object $tune: stored bytes do not match their hash" "$T/err" && ok ||
+	bad "push of a damaged bundle from a pipe: exit $r: $(cat "$T/err")"
+rc flushall >/dev/null
+cat "$T/a.mcache" | "$MEGACACHE" push - -p "$PUB" --redis "$URL" >"$T/out" 2>"$T/err"
+r=$?
+[ "$r" = 0 ] && grep -qF "pushed standard input into $SHOWN: 6 written" "$T/out" && [ "$(dbsize)" = 6 ] &&
+	ok || bad "push from a pipe: exit $r: $(cat "$T/out" "$T/err")"
 
 # pull's temp file of contents is gone after every pull, failed or not
 [ -z "$(ls -A "$TMPDIR")" ] && ok || bad "left in the temp folder: $(ls -A "$TMPDIR")"
