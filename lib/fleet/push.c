@@ -3,12 +3,12 @@
  * compared with what is written, so a second push says it changed nothing.
  *
  * Only the objects to send are read (all of a bundle read in order). The context's
- * workers check them and make their commands side by side; the commands go out one
- * object at a time in object order, each worker waiting for its turn, so that what is
- * sent and told does not depend on the number of workers: after an object that fails,
- * nothing more is sent. The store works on what is in flight while the workers make
- * the next commands: once MC_PIPE_BYTES or MC_PIPE_COMMANDS are awaited, replies are
- * read until half of that is. */
+ * workers check them and make their commands side by side, and leave them in a slot
+ * for their turn (an object's place among those sent); one worker at a time sends the
+ * turns that are ready, in order, so that what is sent and told does not depend on the
+ * number of workers: after an object that fails, nothing more is sent. The store works
+ * on what is in flight while the workers make the next commands: once MC_PIPE_BYTES or
+ * MC_PIPE_COMMANDS are awaited, replies are read until half of that is. */
 #include "config.h"
 
 #include <pthread.h>
@@ -41,12 +41,22 @@ struct pcmd { /* a command made, then sent and awaiting its reply */
 	unsigned char hash[MC_HASH_BYTES]; /* the content's (its object's, checked) */
 };
 
+struct pcmds { /* an object's commands, made, to send */
+	struct pcmd *c;
+	size_t n, cap;
+	uint64_t bytes; /* theirs */
+	uint64_t size;  /* the object's content */
+	int set;        /* in a slot: waiting for its turn */
+};
+
 struct pworker {
 	unsigned char *acc; /* the pieces of an object over 4 MiB */
 	size_t acc_len, acc_cap, acc_obj;
-	struct pcmd *cmds;  /* an object's commands, made, to send */
-	size_t ncmds, cmdcap;
+	struct pcmds cmds;
 };
+
+/* How many turns past the next one may wait with their commands made. */
+#define PUSH_AHEAD 64
 
 struct push {
 	mc_bundle *b;
@@ -63,9 +73,12 @@ struct push {
 	size_t *wobj, nwobj;        /* those objects in order: an object's turn is its place */
 	struct pworker *w;
 	unsigned nworkers;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* of the slots, next, failed and sending */
 	pthread_cond_t turn;
 	int sync_made;
+	struct pcmds *ready; /* PUSH_AHEAD slots: turn t's in t % PUSH_AHEAD */
+	uint64_t ready_bytes;
+	int sending;   /* a worker is sending (the connection is its alone) */
 	size_t next;   /* the turn whose commands go out next */
 	size_t failed; /* the lowest turn that failed, or SIZE_MAX */
 	struct pcmd *wait; /* MC_PIPE_COMMANDS of them, a ring */
@@ -221,6 +234,7 @@ static int
 make_commands(struct push *p, struct pworker *pw, mc_ctx *ctx, const struct mc_objout *o,
 	      const unsigned char *content)
 {
+	struct pcmds *l = &pw->cmds;
 	struct mc_mobject ob;
 	size_t k;
 	int rc;
@@ -236,33 +250,35 @@ make_commands(struct push *p, struct pworker *pw, mc_ctx *ctx, const struct mc_o
 		if (e->has_sha && (o->sha == NULL || memcmp(e->sha, o->sha, MC_SHA256_BYTES) != 0))
 			return mc__err(ctx, MC_ERR_INTEGRITY, "%s: %s artifact %.200s: content does "
 				       "not match its sha256", p->b->path, e->type, e->key);
-		if (pw->ncmds == pw->cmdcap) {
-			size_t cap = pw->cmdcap ? 2 * pw->cmdcap : 4;
-			if ((c = realloc(pw->cmds, cap * sizeof *c)) == NULL)
+		if (l->n == l->cap) {
+			size_t cap = l->cap ? 2 * l->cap : 4;
+			if ((c = realloc(l->c, cap * sizeof *c)) == NULL)
 				return no_mem(ctx);
-			pw->cmds = c;
-			pw->cmdcap = cap;
+			l->c = c;
+			l->cap = cap;
 		}
-		c = &pw->cmds[pw->ncmds];
+		c = &l->c[l->n];
 		memset(c, 0, sizeof *c);
 		memcpy(c->hash, ob.hash, MC_HASH_BYTES);
 		if ((rc = make_command(p, ctx, i, content, o->size, c)) != MC_OK)
 			return rc;
-		pw->ncmds++;
+		l->n++;
+		l->bytes += c->len;
 	}
+	l->size = o->size;
 	return MC_OK;
 }
 
-/* Sends a worker's commands, in turn (the lock held): each awaited in the ring, whose
+/* Sends an object's commands (by the one sender): each awaited in the ring, whose
  * replies are read down to half once it is full. */
 static int
-send_commands(struct push *p, struct pworker *pw, unsigned id, uint64_t size)
+send_commands(struct push *p, struct pcmds *l, unsigned id)
 {
 	size_t k;
 	int rc = MC_OK;
 
-	for (k = 0; k < pw->ncmds && rc == MC_OK; k++) {
-		struct pcmd *c = &pw->cmds[k];
+	for (k = 0; k < l->n && rc == MC_OK; k++) {
+		struct pcmd *c = &l->c[k];
 		if ((rc = mc__redis_send_cmd(p->r, c->buf, c->len)) != MC_OK)
 			break;
 		p->wait[(p->whead + p->nwait) % MC_PIPE_COMMANDS] = *c;
@@ -272,22 +288,23 @@ send_commands(struct push *p, struct pworker *pw, unsigned id, uint64_t size)
 		if (p->nwait >= MC_PIPE_COMMANDS || p->inflight >= MC_PIPE_BYTES)
 			rc = drain_to(p, MC_PIPE_COMMANDS / 2, MC_PIPE_BYTES / 2);
 	}
-	p->done += size;
+	p->done += l->size;
 	if (id == 0)
 		mc__progress(p->ctx, "push", p->done, p->total);
 	return rc;
 }
 
 static void
-drop_commands(struct pworker *pw)
+drop_commands(struct pcmds *l)
 {
 	size_t k;
 
-	for (k = 0; k < pw->ncmds; k++) {
-		free(pw->cmds[k].buf);
-		free(pw->cmds[k].val);
+	for (k = 0; k < l->n; k++) {
+		free(l->c[k].buf);
+		free(l->c[k].val);
 	}
-	pw->ncmds = 0;
+	l->n = 0;
+	l->bytes = l->size = 0;
 }
 
 /* An object's turn: its place among the objects to send. */
@@ -306,18 +323,75 @@ turn_of(const struct push *p, size_t obj)
 	return lo;
 }
 
-/* Waits for turn t (the lock held): MC_OK, or 1 when a turn before it failed. */
+/* Leaves the commands of turn t in its slot (the lock held), once there is room: turn t
+ * is the next, or fewer than PUSH_AHEAD turns and MC_PIPE_BYTES wait before it. MC_OK,
+ * or 1 when a turn before it failed. */
 static int
-await_turn(struct push *p, size_t t)
+deposit(struct push *p, struct pcmds *l, size_t t)
 {
-	while (p->next != t && p->failed > t)
+	struct pcmds *slot = &p->ready[t % PUSH_AHEAD], swap;
+
+	while (p->failed > t && t != p->next &&
+	       (t - p->next >= PUSH_AHEAD || p->ready_bytes >= MC_PIPE_BYTES))
 		pthread_cond_wait(&p->turn, &p->lock);
-	return p->failed < t;
+	if (p->failed < t)
+		return 1;
+	swap = *slot; /* empty; its array is kept for the worker */
+	*slot = *l;
+	slot->set = 1;
+	*l = swap;
+	l->set = 0;
+	p->ready_bytes += slot->bytes;
+	return 0;
+}
+
+/* Sends the turns that are ready, in order, until one is not (or one failed); called
+ * by the worker that found the next turn ready and nobody sending. The connection is
+ * the sender's alone; the lock guards only the slots. */
+static int
+send_ready(struct push *p, unsigned id, mc_ctx *wctx)
+{
+	struct pcmds take;
+	size_t t;
+	int rc = MC_OK;
+
+	memset(&take, 0, sizeof take);
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		t = p->next;
+		if (rc != MC_OK || !p->ready[t % PUSH_AHEAD].set || p->failed <= t) {
+			if (rc != MC_OK && t < p->failed)
+				p->failed = t;
+			p->sending = 0;
+			pthread_cond_broadcast(&p->turn);
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+		take = p->ready[t % PUSH_AHEAD];
+		memset(&p->ready[t % PUSH_AHEAD], 0, sizeof take);
+		p->ready_bytes -= take.bytes;
+		pthread_mutex_unlock(&p->lock);
+		if ((rc = send_commands(p, &take, id)) != MC_OK) {
+			if (wctx != mc__redis_ctx(p->r))
+				snprintf(wctx->err, sizeof wctx->err, "%s", mc__redis_ctx(p->r)->err);
+		}
+		drop_commands(&take);
+		free(take.c);
+		memset(&take, 0, sizeof take);
+		if (rc == MC_OK) {
+			pthread_mutex_lock(&p->lock);
+			p->next = t + 1;
+			pthread_cond_broadcast(&p->turn);
+			pthread_mutex_unlock(&p->lock);
+		}
+	}
+	return rc;
 }
 
 /* The pass's done: an object checked (or failed) on worker id; its commands are made
- * there and sent in its turn. A failure of the connection, told on the connection's
- * context, is copied to the worker's. */
+ * there and left for their turn, and the worker that finds the next turn ready with
+ * nobody sending sends it and what follows. A failure of the connection, told on the
+ * connection's context, is copied to the worker's. */
 static int
 object_done(void *ud, unsigned id, mc_ctx *wctx, const struct mc_objout *o)
 {
@@ -325,27 +399,27 @@ object_done(void *ud, unsigned id, mc_ctx *wctx, const struct mc_objout *o)
 	struct pworker *pw = &p->w[id];
 	const unsigned char *content = o->content != NULL ? o->content : pw->acc;
 	size_t t = turn_of(p, o->obj);
-	int rc = o->rc;
+	int rc = o->rc, send = 0;
 
 	if (rc == MC_OK && o->content == NULL && (pw->acc_obj != o->obj || pw->acc_len != o->size))
 		rc = mc__err(wctx, MC_ERR_INVALID, "push: object %zu came in pieces lost", o->obj);
 	if (rc == MC_OK)
 		rc = make_commands(p, pw, wctx, o, o->size > 0 ? content : (const unsigned char *)"");
 	pthread_mutex_lock(&p->lock);
-	if (rc == MC_OK && await_turn(p, t))
+	if (rc == MC_OK && deposit(p, &pw->cmds, t))
 		rc = mc__err(wctx, MC_ERR_INVALID, "push: stopped by an earlier failure");
-	else if (rc == MC_OK && (rc = send_commands(p, pw, id, o->size)) != MC_OK &&
-		 wctx != mc__redis_ctx(p->r))
-		snprintf(wctx->err, sizeof wctx->err, "%s", mc__redis_ctx(p->r)->err);
 	if (rc != MC_OK && t < p->failed)
 		p->failed = t;
-	else if (rc == MC_OK)
-		p->next = t + 1;
+	if (rc == MC_OK && !p->sending && p->ready[p->next % PUSH_AHEAD].set &&
+	    p->next < p->failed)
+		send = p->sending = 1;
 	pthread_cond_broadcast(&p->turn);
 	pthread_mutex_unlock(&p->lock);
-	drop_commands(pw);
+	drop_commands(&pw->cmds);
 	pw->acc_len = 0;
 	pw->acc_obj = SIZE_MAX;
+	if (send)
+		rc = send_ready(p, id, wctx);
 	return rc;
 }
 
@@ -489,7 +563,8 @@ workers_init(struct push *p)
 
 	p->nworkers = mc__threads(p->ctx);
 	if ((p->w = calloc(p->nworkers, sizeof *p->w)) == NULL ||
-	    (p->wait = calloc(MC_PIPE_COMMANDS, sizeof *p->wait)) == NULL)
+	    (p->wait = calloc(MC_PIPE_COMMANDS, sizeof *p->wait)) == NULL ||
+	    (p->ready = calloc(PUSH_AHEAD, sizeof *p->ready)) == NULL)
 		return no_mem(p->ctx);
 	for (k = 0; k < p->nworkers; k++)
 		p->w[k].acc_obj = SIZE_MAX;
@@ -513,10 +588,15 @@ push_free(struct push *p)
 		free(p->e[i].key);
 	}
 	for (i = 0; p->w != NULL && i < p->nworkers; i++) {
-		drop_commands(&p->w[i]);
-		free(p->w[i].cmds);
+		drop_commands(&p->w[i].cmds);
+		free(p->w[i].cmds.c);
 		free(p->w[i].acc);
 	}
+	for (i = 0; p->ready != NULL && i < PUSH_AHEAD; i++) { /* turns after a failure */
+		drop_commands(&p->ready[i]);
+		free(p->ready[i].c);
+	}
+	free(p->ready);
 	if (p->wait != NULL)
 		drop_waiting(p);
 	if (p->sync_made) {
