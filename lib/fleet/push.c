@@ -125,7 +125,7 @@ same_content(const struct push *p, const struct pent *e, const struct mc_rreply 
 /* Reads the reply of the oldest command awaited and tells what the store had: the
  * very bytes written, or the same content in another envelope, is unchanged. */
 static int
-one_reply(struct push *p)
+one_reply(struct push *p, int *refused)
 {
 	struct pcmd *w = &p->wait[p->whead];
 	struct mc_rreply rep;
@@ -133,6 +133,7 @@ one_reply(struct push *p)
 	int rc, what, dry = (p->flags & MC_PUSH_DRY_RUN) != 0, same = 0;
 
 	rc = mc__redis_reply(p->r, e->rkey, &rep);
+	*refused = rc != MC_OK && rep.error != NULL;
 	p->whead = (p->whead + 1) % MC_PIPE_COMMANDS; /* this reply is read, whatever it was */
 	p->nwait--;
 	p->inflight -= w->len;
@@ -162,9 +163,29 @@ drain_to(struct push *p, size_t ncmds, uint64_t nbytes)
 {
 	int rc = MC_OK;
 
+	int refused;
+
 	while (rc == MC_OK && p->nwait > 0 && (p->nwait > ncmds || p->inflight > nbytes))
-		rc = one_reply(p);
+		rc = one_reply(p, &refused);
 	return rc;
+}
+
+/* After a failure: the replies of what was sent, read and told, so that the counts are
+ * what the store got, past any command the server refused; a failure of the connection
+ * drops the rest. The failure's message stays. */
+static void
+drain_rest(struct push *p)
+{
+	char msg[MC_ERRBUF];
+	int refused = 1;
+
+	snprintf(msg, sizeof msg, "%s", p->ctx->err);
+	while (p->nwait > 0 && refused)
+		if (one_reply(p, &refused) == MC_OK)
+			refused = 1; /* read: go on */
+	if (p->nwait > 0)
+		mc__redis_discard(p->r);
+	snprintf(p->ctx->err, sizeof p->ctx->err, "%s", msg);
 }
 
 /* Drops the commands awaited or made and not sent (after a failure). */
@@ -225,7 +246,12 @@ make_command(struct push *p, mc_ctx *ctx, size_t i, const unsigned char *content
 	}
 	if (!dry)
 		free(made);
-	return c->buf != NULL ? MC_OK : no_mem(ctx);
+	if (c->buf == NULL) {
+		free(c->val);
+		c->val = NULL;
+		return no_mem(ctx);
+	}
+	return MC_OK;
 }
 
 /* The commands of an object checked, made by its worker: one for each entry it is the
@@ -336,7 +362,7 @@ deposit(struct push *p, struct pcmds *l, size_t t)
 		pthread_cond_wait(&p->turn, &p->lock);
 	if (p->failed < t)
 		return 1;
-	swap = *slot; /* empty; its array is kept for the worker */
+	swap = *slot; /* empty (its array went with the turn before) */
 	*slot = *l;
 	slot->set = 1;
 	*l = swap;
@@ -561,7 +587,8 @@ workers_init(struct push *p)
 {
 	unsigned k;
 
-	p->nworkers = mc__threads(p->ctx);
+	/* as many as the pass may run (it asks mc__threads() again) */
+	p->nworkers = mc__threads(p->ctx) > MC_MAX_THREADS ? mc__threads(p->ctx) : MC_MAX_THREADS;
 	if ((p->w = calloc(p->nworkers, sizeof *p->w)) == NULL ||
 	    (p->wait = calloc(MC_PIPE_COMMANDS, sizeof *p->wait)) == NULL ||
 	    (p->ready = calloc(PUSH_AHEAD, sizeof *p->ready)) == NULL)
@@ -630,18 +657,11 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 	    (rc = mc__bundle_plan(b)) == MC_OK && (rc = collect(&p)) == MC_OK &&
 	    (rc = index_objects(&p)) == MC_OK && p.n > 0)
 		rc = mc__bundle_stream_some(b, p.want, object_piece, object_done, &p);
-	/* What was sent was checked: its replies are read and told whatever came after, so
-	 * that the counts are what the store got (the failure's message stays); when the
-	 * connection is what failed, they are dropped. */
+	/* What was sent was checked: its replies are read and told whatever came after. */
 	if (rc == MC_OK && (rc = drain_to(&p, 0, 0)) != MC_OK && p.ctx != mc__redis_ctx(r))
 		snprintf(p.ctx->err, sizeof p.ctx->err, "%s", mc__redis_ctx(r)->err);
-	if (rc != MC_OK && p.nwait > 0) {
-		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", p.ctx->err);
-		if (drain_to(&p, 0, 0) != MC_OK && p.nwait > 0)
-			mc__redis_discard(r);
-		snprintf(p.ctx->err, sizeof p.ctx->err, "%s", msg);
-	}
+	if (rc != MC_OK && p.nwait > 0)
+		drain_rest(&p);
 	push_free(&p);
 	return rc;
 }

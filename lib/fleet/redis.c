@@ -28,6 +28,8 @@ struct mc_redis {
 	char *where;   /* the URL without its password */
 	char *tformat; /* Triton's key format */
 	size_t pending, pending_bytes;
+	int broken;    /* a send failed, maybe part way through a command: none may follow
+			* (replies of what went before may still be read) */
 #ifdef MC_WITH_HIREDIS
 	redisContext *c;
 #endif
@@ -389,6 +391,15 @@ conn_error(mc_redis *r, const char *what)
 		       c->errstr[0] ? c->errstr : strerror(errno));
 }
 
+/* A send that failed part way leaves a command cut short on the connection: nothing
+ * more is sent on it. */
+static int
+broken(mc_redis *r)
+{
+	return mc__err(r->ctx, MC_ERR_REMOTE, "%s: sending: the connection failed earlier",
+		       r->where);
+}
+
 static int get_reply(mc_redis *r, redisReply **rep);
 
 void
@@ -461,6 +472,8 @@ call(mc_redis *r, const char *what, int argc, const char **argv, redisReply **ou
 {
 	redisReply *rep = NULL;
 
+	if (r->broken)
+		return broken(r);
 	if (redisAppendCommandArgv(r->c, argc, argv, NULL) != REDIS_OK)
 		return conn_error(r, what);
 	if (get_reply(r, &rep) != REDIS_OK)
@@ -574,6 +587,8 @@ mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens)
 {
 	size_t i;
 
+	if (r->broken)
+		return broken(r);
 	if (redisAppendCommandArgv(r->c, argc, argv, lens) != REDIS_OK)
 		return conn_error(r, "sending");
 	r->pending++;
@@ -591,13 +606,17 @@ mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len)
 
 	/* What hiredis holds goes first (nothing, unless a command was queued through it):
 	 * then the command, straight from the caller's buffer. */
-	if (sdslen(r->c->obuf) > 0) {
+	if (r->c->err != 0)
+		return conn_error(r, "sending");
+	if (sdslen(r->c->obuf) > 0 && !r->broken) {
 		if (redisAppendFormattedCommand(r->c, (const char *)cmd, len) != REDIS_OK)
 			return conn_error(r, "sending");
 		r->pending++;
 		r->pending_bytes += len;
 		return MC_OK;
 	}
+	if (r->broken)
+		return broken(r);
 	pipe_hold(&h);
 	while (left > 0) {
 		ssize_t k = write(r->c->fd, cmd, left);
@@ -611,6 +630,8 @@ mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len)
 		left -= (size_t)k;
 	}
 	pipe_release(&h);
+	if (err != 0)
+		r->broken = 1;
 	if (err == EAGAIN || err == EWOULDBLOCK)
 		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: sending: timed out", r->where);
 	if (err == EPIPE || err == ECONNRESET)

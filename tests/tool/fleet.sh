@@ -524,6 +524,23 @@ r=$?
 [ "$r" = 0 ] && grep -qF "pushed standard input into $SHOWN: 6 written" "$T/out" && [ "$(dbsize)" = 6 ] &&
 	ok || bad "push from a pipe: exit $r: $(cat "$T/out" "$T/err")"
 
+# 16. the bundle's FX graph keys hold lists (SET ... GET refuses them): the first
+# refusal is the error (exit 2), and the note counts every entry the store took (its
+# AOTAutograd entries), past the later refusals too.
+rc flushall >/dev/null
+for k in $("$MEGACACHE" list "$T/a.mcache" | awk '$1 == "inductor" { print "pt2:fx-graph-v1::" $4 ":c1" }'); do
+	rc rpush "$k" x >/dev/null
+done
+run 2 "WRONGTYPE" push "$T/a.mcache" -p "$PUB" --redis "$URL"
+strings=0
+for k in $(rc --scan --pattern 'pt2:*'); do
+	[ "$(rc type "$k")" = string ] && strings=$((strings + 1))
+done
+naot=$("$MEGACACHE" list "$T/a.mcache" | awk '$1 == "aot_autograd" { n++ } END { print n + 0 }')
+[ "$naot" -ge 1 ] && [ "$strings" = "$naot" ] &&
+	grep -qxF "megacache: note: $naot entries were written before that, each checked; a push again finishes the rest" "$T/err" &&
+	ok || bad "push onto lists: $strings strings stored of $naot; said: $(cat "$T/err")"
+
 # pull's temp file of contents is gone after every pull, failed or not
 [ -z "$(ls -A "$TMPDIR")" ] && ok || bad "left in the temp folder: $(ls -A "$TMPDIR")"
 
