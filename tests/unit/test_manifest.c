@@ -625,6 +625,8 @@ suite(void)
 	TCase *tc = tcase_create("json");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
+	/* large takes seconds under the sanitizers on a busy machine (Check's default: 4) */
+	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, render_then_parse);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, executable_member);
