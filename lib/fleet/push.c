@@ -100,6 +100,14 @@ no_mem(mc_ctx *ctx)
 	return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 }
 
+static void
+pcmd_free(struct pcmd *c)
+{
+	free(c->buf);
+	free(c->val);
+	c->buf = c->val = NULL;
+}
+
 /* Whether the value the store had holds the content written (its hash): what torch
  * reads of it, the envelope aside. */
 static int
@@ -141,9 +149,7 @@ one_reply(struct push *p, int *refused)
 		same = (rep.len == w->vlen &&
 			memcmp(rep.str, w->val != NULL ? w->val : w->buf + w->voff, w->vlen) == 0) ||
 		       same_content(p, e, &rep, w->hash);
-	free(w->buf);
-	free(w->val);
-	w->buf = w->val = NULL;
+	pcmd_free(w);
 	if (rc != MC_OK) {
 		mc__redis_reply_free(&rep);
 		return rc;
@@ -193,9 +199,7 @@ static void
 drop_waiting(struct push *p)
 {
 	for (; p->nwait > 0; p->nwait--) {
-		free(p->wait[p->whead].buf);
-		free(p->wait[p->whead].val);
-		p->wait[p->whead].buf = p->wait[p->whead].val = NULL;
+		pcmd_free(&p->wait[p->whead]);
 		p->whead = (p->whead + 1) % MC_PIPE_COMMANDS;
 	}
 }
@@ -213,14 +217,13 @@ make_command(struct push *p, mc_ctx *ctx, size_t i, const unsigned char *content
 	unsigned char *made = NULL, *at = NULL;
 	int rc, dry = (p->flags & MC_PUSH_DRY_RUN) != 0;
 
-	if ((rc = mc__remote_prepare(e->type, e->key, content, n, &made, &vn)) != MC_OK)
+	rc = dry ? mc__remote_value(e->type, e->key, content, n, &made, &vn)
+		 : mc__remote_prepare(e->type, e->key, content, n, &made, &vn);
+	if (rc != MC_OK)
 		return rc == MC_ERR_NOMEM ? no_mem(ctx) : mc__err(ctx, rc, "%s: %s %s: no remote "
 			"form", p->b->path, e->type, e->key);
-	if (dry && made == NULL && (made = malloc(vn > 0 ? vn : 1)) != NULL)
-		mc__remote_fill(e->type, content, n, made);
 	if (dry) {
-		if ((c->val = made) == NULL)
-			return no_mem(ctx);
+		c->val = made;
 		c->vlen = vn;
 	}
 #define ARG(s, l) (argv[argc] = (const char *)(s), lens[argc++] = (l))
@@ -247,8 +250,7 @@ make_command(struct push *p, mc_ctx *ctx, size_t i, const unsigned char *content
 	if (!dry)
 		free(made);
 	if (c->buf == NULL) {
-		free(c->val);
-		c->val = NULL;
+		pcmd_free(c);
 		return no_mem(ctx);
 	}
 	return MC_OK;
@@ -325,10 +327,8 @@ drop_commands(struct pcmds *l)
 {
 	size_t k;
 
-	for (k = 0; k < l->n; k++) {
-		free(l->c[k].buf);
-		free(l->c[k].val);
-	}
+	for (k = 0; k < l->n; k++)
+		pcmd_free(&l->c[k]);
 	l->n = 0;
 	l->bytes = l->size = 0;
 }
