@@ -125,6 +125,16 @@ sha_digest(const struct sstate *s, const unsigned char sha[32])
 	return v;
 }
 
+/* Object i's SHA-256, computed: its digest for the check after the pass, the whole of
+ * it for done. */
+static void
+keep_sha(struct sworker *w, size_t i, const unsigned char sha[MC_SHA256_BYTES])
+{
+	w->s->sha[i] = sha_digest(w->s, sha);
+	memcpy(w->shabuf, sha, MC_SHA256_BYTES);
+	w->told.sha = w->shabuf;
+}
+
 /* Stored bytes other than the ones the manifest lists. */
 static int
 stored_mismatch(struct sworker *w)
@@ -205,9 +215,7 @@ whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 		mc__sha256_update(&w->sha, content, (size_t)o->size);
 		mc__sha256_final(&w->sha, sha);
-		w->s->sha[i] = sha_digest(w->s, sha);
-		memcpy(w->shabuf, sha, sizeof sha);
-		w->told.sha = w->shabuf;
+		keep_sha(w, i, sha);
 	}
 	if (w->s->ondone != NULL) { /* handed over in one piece once checked */
 		w->told.content = o->size > 0 ? content : (const unsigned char *)"";
@@ -297,9 +305,7 @@ streamed_check(struct streamed *st)
 	if (st->want_sha) {
 		unsigned char sha[MC_SHA256_BYTES];
 		mc__sha256_final(&w->sha, sha);
-		w->s->sha[st->obj] = sha_digest(w->s, sha);
-		memcpy(w->shabuf, sha, sizeof sha);
-		w->told.sha = w->shabuf;
+		keep_sha(w, st->obj, sha);
 	}
 	return MC_OK;
 }

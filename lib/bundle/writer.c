@@ -401,7 +401,7 @@ add_range(mc_writer *w, const char *type, const char *key, const char *path, uin
 	struct mc_wsource src;
 	struct mc_wobj o;
 	uint32_t idx;
-	int rc, found = 0, want_sha;
+	int rc, found = 0, want_sha, read_sha;
 
 	if ((rc = check_artifact(w, type, key, &t)) != MC_OK)
 		return rc;
@@ -415,17 +415,18 @@ add_range(mc_writer *w, const char *type, const char *key, const char *path, uin
 	 * once. A type that needs the SHA-256 for its destination gets it here (the save
 	 * computes it again, to notice a change) unless the caller gave it; a blob's layout
 	 * needs the hash now. */
+	read_sha = want_sha && sha_given == NULL;
 	if (want_sha && sha_given != NULL)
 		memcpy(sha, sha_given, sizeof sha);
 	if ((rc = mc__wsource_open(w->ctx, &src, w, NULL, path)) != MC_OK)
 		return rc;
-	if ((want_sha && sha_given == NULL) || object_out != NULL) {
+	if (read_sha || object_out != NULL) {
 		struct mc_wread rd;
 
 		memset(&rd, 0, sizeof rd);
 		rd.ctx = w->ctx;
 		rc = mc__wsource_digest(&rd, &src, offset, size, object_out != NULL ? o.hash : NULL,
-					want_sha && sha_given == NULL ? sha : NULL, NULL, NULL);
+					read_sha ? sha : NULL, NULL, NULL);
 		free(rd.buf);
 	}
 	mc__wsource_close(&src);
@@ -438,7 +439,7 @@ add_range(mc_writer *w, const char *type, const char *key, const char *path, uin
 		o.size = size;
 		if (object_out == NULL)
 			o.flags |= MC_WOBJ_PENDING;
-		if (want_sha && sha_given == NULL) {
+		if (read_sha) {
 			o.flags |= MC_WOBJ_CHECK_SHA;
 			memcpy(o.sha256, sha, sizeof sha);
 		}
