@@ -548,8 +548,11 @@ MC_API MC_MUST_CHECK int mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flag
 /* Records into w every entry of r in torch's key space (and with MC_PULL_TRITON,
  * Triton's) that match (a Redis glob, NULL: all) selects: its type and key from the
  * Redis key, its content from the value, checked for its form; an entry that is not
- * in it is skipped and told as MC_REMOTE_ODD. Contents are held in a temp file, not in
- * memory. Progress phase "pull" (done: entries read). */
+ * in it is skipped and told as MC_REMOTE_ODD. The values are read in key order, on the
+ * context's threads (one value and its content in memory on each): each content is
+ * hashed and compressed at w's compression level as it arrives, into temp files that
+ * mc_writer_save() copies from. fn is called once per entry, one call at a time, in key
+ * order, possibly from a worker thread. Progress phase "pull" (done: entries read). */
 MC_API MC_MUST_CHECK int mc_redis_pull(mc_redis *r, mc_writer *w, const char *match,
 				       unsigned flags, mc_remote_fn fn, void *ud);
 

@@ -135,12 +135,6 @@ MC_HIDDEN void mc__parts_remove(struct mc_parts *p);
 MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *key,
 				   const char *path, uint64_t offset, uint64_t size,
 				   int executable, size_t *object_out);
-/* The same for a range of a file the caller wrote and leaves as it is until the save:
- * sha, the SHA-256 it computed of the bytes it wrote there (used when the type wants
- * one), is taken as it is, so that nothing is read now. */
-MC_HIDDEN int mc__writer_add_written(mc_writer *w, const char *type, const char *key,
-				     const char *path, uint64_t offset, uint64_t size,
-				     const unsigned char sha[32]);
 /* Records an artifact whose content is len bytes at data (copied), as
  * mc_writer_add_memory() does but counting no source, and executable as above;
  * *object_out (may be NULL) gets the index of its object. */
@@ -148,6 +142,36 @@ MC_HIDDEN int mc__writer_add_bytes(mc_writer *w, const char *type, const char *k
 				   const void *data, size_t len, int executable,
 				   size_t *object_out);
 MC_HIDDEN mc_ctx *mc__writer_ctx(mc_writer *w);
+/* Spools (wspool.c): objects in their stored form, one after another in an unlinked
+ * temp file (beside the file beside, or in $TMPDIR when it is NULL): at level > 0 each
+ * content compressed to one zstd frame, kept where it is smaller than the content and
+ * within the default expansion cap. One thread uses a spool at a time. */
+struct mc_wspool;
+struct mc_wobj;
+MC_HIDDEN int mc__wspool_new(mc_ctx *ctx, int level, const char *beside,
+			     struct mc_wspool **out);
+MC_HIDDEN void mc__wspool_free(struct mc_wspool *sp);
+MC_HIDDEN int mc__wspool_fd(const struct mc_wspool *sp);
+/* Object o's content (o->size and o->hash, known by its end) goes into the spool's
+ * compressor in pieces, the last one with last set; ctx takes the errors. Then end
+ * sets o's encoding, stored size and hash: MC_ENC_NONE where the frame is not kept
+ * (the spool forgets it). */
+MC_HIDDEN void mc__wspool_begin(struct mc_wspool *sp, mc_ctx *ctx, struct mc_wobj *o);
+MC_HIDDEN int mc__wspool_piece(struct mc_wspool *sp, const unsigned char *buf, size_t n,
+			       int last);
+MC_HIDDEN int mc__wspool_end(struct mc_wspool *sp, struct mc_wobj *o);
+/* A whole content of n bytes, hashed and put in the spool in its stored form, zstd or
+ * as it is: its record in o (flags MC_WOBJ_SPOOLED; spool left to the caller). */
+MC_HIDDEN int mc__wspool_put(struct mc_wspool *sp, mc_ctx *ctx, const unsigned char *c,
+			     size_t n, struct mc_wobj *o);
+/* Gives sp to w, which frees it: *idx is its number, for the records of the objects in
+ * it. */
+MC_HIDDEN int mc__writer_spool(mc_writer *w, struct mc_wspool *sp, uint16_t *idx);
+/* Records an artifact whose object is in one of w's spools (o from mc__wspool_put(),
+ * o->spool set): nothing is read again. sha: the SHA-256 of the content, used when the
+ * type wants one. An object of the same hash already recorded is used instead. */
+MC_HIDDEN int mc__writer_add_spooled(mc_writer *w, const char *type, const char *key,
+				     const struct mc_wobj *o, const unsigned char sha[32]);
 /* Runs cleanup(arg) when the writer is freed. */
 MC_HIDDEN int mc__writer_adopt(mc_writer *w, void (*cleanup)(void *), void *arg);
 MC_HIDDEN int mc__writer_keep_unknown(const mc_writer *w);
@@ -168,6 +192,7 @@ MC_HIDDEN void mc__writer_note_source(mc_writer *w, size_t n);
 
 #define MC_WOBJ_PENDING 1    /* content not read yet: hashed (and deduplicated) at save */
 #define MC_WOBJ_CHECK_SHA 2  /* the save checks that the content still has sha256 */
+#define MC_WOBJ_SPOOLED 4    /* stored already, in the writer's spool number spool */
 #define MC_WOBJ_IN_DATA UINT64_MAX /* path_off: the content is in the data store at offset */
 
 struct mc_wobj {
@@ -233,6 +258,8 @@ struct mc_writer {
 	int keep_unknown;
 	mc_conflict_fn conflict;
 	void *conflict_ud;
+	struct mc_wspool **spools; /* given by mc__writer_spool() */
+	size_t nspools;
 	struct mc_wcleanup {
 		void (*fn)(void *);
 		void *arg;

@@ -27,10 +27,7 @@
 
 struct spool {
 	struct mc_wread rd;   /* rd.ctx: the worker's context, once it has started */
-	int fd;
-	uint64_t len;
-	mc_zenc *z;
-	crypto_generichash_state gs;
+	struct mc_wspool *ws; /* with compression */
 	char *paths;          /* the paths of a batch of objects */
 };
 
@@ -44,46 +41,22 @@ struct pass {
 	uint64_t total;
 };
 
-static int
-spool_out(void *ud, const unsigned char *buf, size_t n)
-{
-	struct spool *sp = ud;
-
-	if (mc__write_all(sp->fd, buf, n) != 0)
-		return mc__errno(sp->rd.ctx, MC_ERR_IO, "cannot write the spool file", "temp");
-	crypto_generichash_update(&sp->gs, buf, n);
-	sp->len += n;
-	return MC_OK;
-}
-
 /* A piece of an object's content, on to the spool's compressor. */
 static int
 spool_piece(void *ud, const unsigned char *buf, size_t n, int last)
 {
-	struct spool *sp = ud;
-
-	return mc__zenc_run(sp->z, buf, n, last, spool_out, sp);
+	return mc__wspool_piece(((struct spool *)ud)->ws, buf, n, last);
 }
 
-/* A worker's first object: its spool file and compressor, when there is compression. */
+/* A worker's first object: its spool, when there is compression (beside the bundle,
+ * or in $TMPDIR when there is no folder to make it in). */
 static int
 spool_start(struct pass *p, struct spool *sp, mc_ctx *wctx)
 {
-	char *tmp = NULL;
-
 	sp->rd.ctx = wctx;
 	if (p->w->level == 0)
 		return MC_OK;
-	if (p->out_fd >= 0) { /* no folder to make them in: $TMPDIR's */
-		if ((sp->fd = mc__open_temp_anon(wctx)) < 0)
-			return MC_ERR_IO;
-	} else {
-		if ((sp->fd = mc__open_temp_beside(wctx, p->path, &tmp, 0600)) < 0)
-			return MC_ERR_IO;
-		unlink(tmp); /* the open descriptor keeps it; nothing is left behind */
-		free(tmp);
-	}
-	return mc__zenc_new(wctx, p->w->level, &sp->z);
+	return mc__wspool_new(wctx, p->w->level, p->out_fd >= 0 ? NULL : p->path, &sp->ws);
 }
 
 /* Reads object o from its source, name, for its hash, which it sets or checks, and
@@ -115,33 +88,6 @@ pass_read(mc_writer *w, struct spool *sp, struct mc_wobj *o, const char *name, i
 	return MC_OK;
 }
 
-/* How o is stored: as is, or (compress set) as the zstd frame the spool got for it. */
-static int
-pass_encoding(struct spool *sp, struct mc_wobj *o, int compress)
-{
-	uint64_t zsize;
-
-	o->encoding = MC_ENC_NONE;
-	o->stored_size = o->size;
-	memcpy(o->stored_hash, o->hash, MC_HASH_BYTES);
-	if (!compress)
-		return MC_OK;
-	zsize = sp->len - o->spool_off;
-	/* Stored as zstd only where any reader with the default caps takes it. */
-	if (zsize < o->size && o->size / MC_DEFAULT_MAX_EXPANSION <= zsize) {
-		o->encoding = MC_ENC_ZSTD;
-		o->stored_size = zsize;
-		crypto_generichash_final(&sp->gs, o->stored_hash, MC_HASH_BYTES);
-		return MC_OK;
-	}
-	/* Stored as is: the spool forgets it. */
-	if (ftruncate(sp->fd, (off_t)o->spool_off) != 0 ||
-	    lseek(sp->fd, (off_t)o->spool_off, SEEK_SET) < 0)
-		return mc__errno(sp->rd.ctx, MC_ERR_IO, "cannot rewind the spool file", "temp");
-	sp->len = o->spool_off;
-	return MC_OK;
-}
-
 /* Hashes (and, when compress is set, compresses into the worker's spool) object o,
  * whose source is name, updating its record. */
 static int
@@ -157,15 +103,19 @@ pass_one(struct pass *p, unsigned worker, mc_ctx *wctx, struct mc_wobj *o, const
 		return rc;
 	if (compress) {
 		o->spool = (uint16_t)worker;
-		o->spool_off = sp->len;
-		crypto_generichash_init(&sp->gs, NULL, 0, MC_HASH_BYTES);
+		mc__wspool_begin(sp->ws, wctx, o);
 	}
 	if ((rc = pass_read(w, sp, o, name, compress)) != MC_OK)
 		return rc;
 	if (only_hash)
 		return MC_OK;
-	if ((rc = pass_encoding(sp, o, compress)) != MC_OK)
+	if (compress && (rc = mc__wspool_end(sp->ws, o)) != MC_OK)
 		return rc;
+	if (!compress) { /* stored as is */
+		o->encoding = MC_ENC_NONE;
+		o->stored_size = o->size;
+		memcpy(o->stored_hash, o->hash, MC_HASH_BYTES);
+	}
 	done = atomic_fetch_add(&p->done, o->size) + o->size;
 	if (worker == 0)
 		mc__progress(w->ctx, "pack", done, p->total);
@@ -210,7 +160,8 @@ pass_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 	}
 	for (j = 0; j < n; j++) {
 		int only_hash = p->oi[first + j] == MC_WMARK_HASH;
-		if (p->oi[first + j] != MC_WMARK_USED && !only_hash)
+		if ((p->oi[first + j] != MC_WMARK_USED && !only_hash) ||
+		    (o[j].flags & MC_WOBJ_SPOOLED))
 			continue;
 		if (!(o[j].flags & MC_WOBJ_PENDING) && (only_hash || w->level == 0))
 			continue;
@@ -456,8 +407,6 @@ struct job {
 static int
 job_start(struct job *j, mc_writer *w, const char *path, int out_fd)
 {
-	unsigned k;
-
 	memset(j, 0, sizeof *j);
 	j->w = w;
 	j->path = path;
@@ -470,8 +419,6 @@ job_start(struct job *j, mc_writer *w, const char *path, int out_fd)
 	if ((j->sv.oi = calloc((size_t)w->nobjs + 1, sizeof *j->sv.oi)) == NULL ||
 	    (j->pass.sp = calloc(j->nworkers, sizeof *j->pass.sp)) == NULL)
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-	for (k = 0; k < j->nworkers; k++)
-		j->pass.sp[k].fd = -1;
 	return MC_OK;
 }
 
@@ -482,9 +429,7 @@ job_end(struct job *j)
 	unsigned k;
 
 	for (k = 0; j->pass.sp != NULL && k < j->nworkers; k++) {
-		mc__zenc_free(j->pass.sp[k].z);
-		if (j->pass.sp[k].fd >= 0)
-			close(j->pass.sp[k].fd);
+		mc__wspool_free(j->pass.sp[k].ws);
 		free(j->pass.sp[k].rd.buf);
 		free(j->pass.sp[k].paths);
 	}
@@ -671,9 +616,12 @@ emit_objects(struct job *j, mc_emit *e)
 		mc__object_member(mo.hash, name, sizeof name);
 		if ((rc = mc__emit_member(e, name, mo.stored_size)) != MC_OK)
 			break;
-		if (mo.encoding == MC_ENC_ZSTD)
-			rc = copy_spooled(w, e, j->pass.sp[j->view.o.spool].fd, j->view.o.spool_off,
-					  mo.stored_size);
+		if (j->view.o.flags & MC_WOBJ_SPOOLED)
+			rc = copy_spooled(w, e, mc__wspool_fd(w->spools[j->view.o.spool]),
+					  j->view.o.spool_off, mo.stored_size);
+		else if (mo.encoding == MC_ENC_ZSTD)
+			rc = copy_spooled(w, e, mc__wspool_fd(j->pass.sp[j->view.o.spool].ws),
+					  j->view.o.spool_off, mo.stored_size);
 		else
 			rc = read_object(w, &j->view.o, emit_out, e, w->level > 0 ? &spare : &j->done,
 					 j->total);

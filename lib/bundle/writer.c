@@ -83,6 +83,9 @@ mc_writer_free(mc_writer *w)
 	free(w->labels);
 	free(w->signers);
 	free_groups(w);
+	for (i = 0; i < w->nspools; i++)
+		mc__wspool_free(w->spools[i]);
+	free(w->spools);
 	for (i = 0; i < w->ncleanups; i++)
 		w->cleanups[i].fn(w->cleanups[i].arg);
 	free(w->cleanups);
@@ -391,17 +394,16 @@ mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void
 	return MC_OK;
 }
 
-/* add_range with sha_given: the SHA-256 its caller computed of the bytes it wrote. */
-static int
-add_range(mc_writer *w, const char *type, const char *key, const char *path, uint64_t offset,
-	  uint64_t size, int executable, size_t *object_out, const unsigned char *sha_given)
+int
+mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char *path,
+		     uint64_t offset, uint64_t size, int executable, size_t *object_out)
 {
 	unsigned char sha[32];
 	const struct mc_type *t;
 	struct mc_wsource src;
 	struct mc_wobj o;
 	uint32_t idx;
-	int rc, found = 0, want_sha, read_sha;
+	int rc, found = 0, want_sha;
 
 	if ((rc = check_artifact(w, type, key, &t)) != MC_OK)
 		return rc;
@@ -413,20 +415,16 @@ add_range(mc_writer *w, const char *type, const char *key, const char *path, uin
 	memset(&o, 0, sizeof o);
 	/* Contents are hashed and compressed at save, on the worker threads, reading each
 	 * once. A type that needs the SHA-256 for its destination gets it here (the save
-	 * computes it again, to notice a change) unless the caller gave it; a blob's layout
-	 * needs the hash now. */
-	read_sha = want_sha && sha_given == NULL;
-	if (want_sha && sha_given != NULL)
-		memcpy(sha, sha_given, sizeof sha);
+	 * computes it again, to notice a change); a blob's layout needs the hash now. */
 	if ((rc = mc__wsource_open(w->ctx, &src, w, NULL, path)) != MC_OK)
 		return rc;
-	if (read_sha || object_out != NULL) {
+	if (want_sha || object_out != NULL) {
 		struct mc_wread rd;
 
 		memset(&rd, 0, sizeof rd);
 		rd.ctx = w->ctx;
 		rc = mc__wsource_digest(&rd, &src, offset, size, object_out != NULL ? o.hash : NULL,
-					read_sha ? sha : NULL, NULL, NULL);
+					want_sha ? sha : NULL, NULL, NULL);
 		free(rd.buf);
 	}
 	mc__wsource_close(&src);
@@ -439,7 +437,7 @@ add_range(mc_writer *w, const char *type, const char *key, const char *path, uin
 		o.size = size;
 		if (object_out == NULL)
 			o.flags |= MC_WOBJ_PENDING;
-		if (read_sha) {
+		if (want_sha) {
 			o.flags |= MC_WOBJ_CHECK_SHA;
 			memcpy(o.sha256, sha, sizeof sha);
 		}
@@ -452,17 +450,46 @@ add_range(mc_writer *w, const char *type, const char *key, const char *path, uin
 }
 
 int
-mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char *path,
-		     uint64_t offset, uint64_t size, int executable, size_t *object_out)
+mc__writer_spool(mc_writer *w, struct mc_wspool *sp, uint16_t *idx)
 {
-	return add_range(w, type, key, path, offset, size, executable, object_out, NULL);
+	struct mc_wspool **v;
+
+	if (w->nspools >= UINT16_MAX) {
+		mc__wspool_free(sp);
+		return mc__err(w->ctx, MC_ERR_LIMIT, "more than %u spools", UINT16_MAX);
+	}
+	if ((v = realloc(w->spools, (w->nspools + 1) * sizeof *v)) == NULL) {
+		mc__wspool_free(sp);
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	w->spools = v;
+	*idx = (uint16_t)w->nspools;
+	v[w->nspools++] = sp;
+	return MC_OK;
 }
 
 int
-mc__writer_add_written(mc_writer *w, const char *type, const char *key, const char *path,
-		       uint64_t offset, uint64_t size, const unsigned char sha[32])
+mc__writer_add_spooled(mc_writer *w, const char *type, const char *key, const struct mc_wobj *o,
+		       const unsigned char sha[32])
 {
-	return add_range(w, type, key, path, offset, size, 0, NULL, sha);
+	const struct mc_type *t;
+	uint32_t idx;
+	int rc, found;
+
+	if ((rc = check_artifact(w, type, key, &t)) != MC_OK)
+		return rc;
+	if (o->size > w->ctx->max_artifact_bytes)
+		return mc__err(w->ctx, MC_ERR_LIMIT, "%s %s: %llu bytes is over the per-artifact "
+			       "cap of %llu", type, key, (unsigned long long)o->size,
+			       (unsigned long long)w->ctx->max_artifact_bytes);
+	if (!(o->flags & MC_WOBJ_SPOOLED) || o->spool >= w->nspools)
+		return mc__err(w->ctx, MC_ERR_INVALID, "%s %s: not in a spool of the writer's",
+			       type, key);
+	if ((rc = find_object(w, o->hash, &idx, &found)) != MC_OK ||
+	    (!found && (rc = new_object(w, o, &idx)) != MC_OK))
+		return rc;
+	return add_artifact(w, type, key, idx, o->size,
+			    (t->flags & MC_TYPE_WANTS_SHA256) ? sha : NULL, 0);
 }
 
 int

@@ -1,10 +1,16 @@
 /* pull.c - what torch's and Triton's Redis caches hold, into a writer: the entries of
- * their key spaces, read in pipelined batches, each taken back to the artifact it is
- * (type and key from the Redis key, content from the value, its form checked), the
- * contents held in a temp file. */
+ * their key spaces, in key order, each taken back to the artifact it is (type and key
+ * from the Redis key, content from the value, its form checked).
+ *
+ * The GETs are pipelined. The context's workers take turns to read the next reply;
+ * each then checks its value and puts the content, hashed and compressed, in its own
+ * spool, which the writer is given, so that the save reads nothing again. The results
+ * are recorded in key order, one worker at a time, so that what is recorded and told
+ * does not depend on the number of workers. */
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,106 +122,279 @@ mc__store_each(mc_redis *r, const char *match, unsigned spaces, const char *phas
 
 /* ---- pull ---- */
 
+struct pres { /* an entry's result, waiting for its turn to be recorded */
+	int set;
+	int what;           /* MC_REMOTE_PULLED, MC_REMOTE_ODD, or 0: no cache's key */
+	const char *type;
+	char *key;
+	size_t vn;          /* the value's length */
+	struct mc_wobj o;   /* PULLED: its object, in the worker's spool */
+	unsigned char sha[MC_SHA256_BYTES];
+};
+
 struct pull {
 	mc_writer *w;
+	mc_redis *r;
 	mc_ctx *ctx;
 	unsigned spaces;
 	const char *tformat;
 	mc_remote_fn fn;
 	void *ud;
-	int fd;
-	char *path;
-	uint64_t off;
+	char **keys;
+	size_t n;
+	unsigned nworkers;
+	struct mc_wspool **sp; /* per worker, the writer's */
+	uint16_t *spool;       /* their numbers in the writer */
+	struct pres *res;      /* nworkers slots: entry i's in i % nworkers */
+	pthread_mutex_t lock;  /* of all below */
+	pthread_cond_t cv;
+	size_t sent;           /* GETs sent */
+	size_t read_next;      /* the entry whose reply is read next */
+	size_t next;           /* the entry recorded next */
+	int recording;         /* a worker is recording */
+	size_t failed;         /* the lowest entry that failed, or SIZE_MAX */
+	int err_rc;            /* and its failure */
+	char err[MC_ERRBUF];
 };
 
+/* Entry i failed with rc, its message in ctx: kept when it is the lowest to fail (the
+ * lock held). */
 static void
-remove_file(void *arg)
+failed_at(struct pull *p, size_t i, int rc, const mc_ctx *ctx)
 {
-	unlink(arg);
-	free(arg);
+	if (i < p->failed) {
+		p->failed = i;
+		p->err_rc = rc;
+		snprintf(p->err, sizeof p->err, "%s", ctx->err);
+	}
+	pthread_cond_broadcast(&p->cv);
 }
 
-/* A temp file for the contents, removed when the writer is freed. */
+/* Reads entry i's reply, once it is i's turn (GETs sent ahead first), into rep; *got 0
+ * when the key holds no string (a list, a hash). 1 when an entry before failed. */
 static int
-open_contents(struct pull *p)
+read_turn(struct pull *p, size_t i, struct mc_rreply *rep, int *got)
 {
-	const char *dir = mc__tmpdir();
-	size_t n = strlen(dir) + 32;
-	int rc;
+	int rc = MC_OK;
 
-	if ((p->path = malloc(n)) == NULL)
-		return mc__err(p->ctx, MC_ERR_NOMEM, "out of memory");
-	snprintf(p->path, n, "%s/megacache-pull-XXXXXX", dir);
-	if ((p->fd = mkstemp(p->path)) < 0) {
-		rc = mc__errno(p->ctx, MC_ERR_IO, "cannot create a temp file", p->path);
-		free(p->path);
-		p->path = NULL;
-		return rc;
+	pthread_mutex_lock(&p->lock);
+	while (p->read_next != i && p->failed > i)
+		pthread_cond_wait(&p->cv, &p->lock);
+	rc = p->failed < i;
+	pthread_mutex_unlock(&p->lock);
+	if (rc)
+		return 1;
+	/* The connection is this worker's until read_next moves on. */
+	for (; rc == MC_OK && p->sent < p->n && p->sent < i + MC_PIPE_COMMANDS; p->sent++) {
+		const char *argv[2] = {"GET", p->keys[p->sent]};
+		size_t lens[2] = {3, strlen(p->keys[p->sent])};
+		rc = mc__redis_append(p->r, 2, argv, lens);
 	}
-	if ((rc = mc__writer_adopt(p->w, remove_file, p->path)) != MC_OK) {
-		remove_file(p->path);
-		p->path = NULL;
-	}
+	if (rc == MC_OK)
+		rc = mc__redis_reply(p->r, p->keys[i], rep);
+	*got = rc == MC_OK && !rep->nil && rep->str != NULL; /* nil: gone since the SCAN */
+	if (rc != MC_OK && rep->error != NULL && strncmp(rep->error, "WRONGTYPE", 9) == 0)
+		rc = MC_OK;
+	pthread_mutex_lock(&p->lock);
+	if (rc != MC_OK)
+		failed_at(p, i, rc, mc__redis_ctx(p->r));
+	p->read_next = i + 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->lock);
 	return rc;
 }
 
+/* Entry i's value v (NULL: no string there) taken back to its artifact, whose content
+ * goes into the worker's spool. */
 static int
-pull_entry(void *ud, const char *rkey, const unsigned char *v, size_t vn)
+take_back(struct pull *p, unsigned id, mc_ctx *wctx, size_t i, const unsigned char *v,
+	  size_t vn, struct pres *res)
 {
-	struct pull *p = ud;
 	char key[MC_RKEY_MAX], why[128];
-	unsigned char *c = NULL, sha[MC_SHA256_BYTES] = {0};
+	unsigned char *c = NULL;
 	const struct mc_type *t;
-	const char *type = NULL;
 	size_t cn = 0;
 	int rc;
 
-	rc = v == NULL ? 1 : mc__remote_parse(rkey, v, vn, p->tformat, p->spaces, &type, key,
-					      sizeof key, &c, &cn, why, sizeof why);
+	res->vn = vn;
+	rc = v == NULL ? 1 : mc__remote_parse(p->keys[i], v, vn, p->tformat, p->spaces,
+					      &res->type, key, sizeof key, &c, &cn, why, sizeof why);
 	if (rc == 2)
 		return MC_OK; /* a key of no cache's (--match wider than them) */
-	if (rc == MC_OK && (t = mc__find_type(p->ctx, type)) != NULL &&
-	    (t->flags & MC_TYPE_WANTS_SHA256) && mc__sha256(sha, c, cn) != MC_OK)
+	res->what = MC_REMOTE_ODD;
+	if (rc == MC_OK && (t = mc__find_type(p->ctx, res->type)) != NULL &&
+	    (t->flags & MC_TYPE_WANTS_SHA256) && mc__sha256(res->sha, c, cn) != MC_OK)
 		rc = MC_ERR_NOMEM;
-	if (rc == MC_OK && cn > 0 && mc__write_all(p->fd, c, cn) != 0)
-		rc = mc__errno(p->ctx, MC_ERR_IO, "cannot write", p->path);
-	free(c);
-	if (rc < 0)
-		return rc == MC_ERR_NOMEM ? mc__err(p->ctx, rc, "out of memory") : rc;
-	if (rc == MC_OK) {
-		/* the SHA-256 of the bytes written, where the type wants one: the temp file
-		 * is pull's own and not read back until the save */
-		rc = mc__writer_add_written(p->w, type, key, p->path, p->off, cn, sha);
-		p->off += cn;
-		if (rc == MC_OK) {
-			if (p->fn != NULL)
-				p->fn(p->ud, MC_REMOTE_PULLED, type, key, rkey, cn);
-			return MC_OK;
-		}
-		if (rc != MC_ERR_BAD_KEY && rc != MC_ERR_UNKNOWN_TYPE && rc != MC_ERR_LIMIT)
-			return rc;
+	if (rc == MC_OK && (res->key = mc__strdup(key)) == NULL)
+		rc = MC_ERR_NOMEM;
+	if (rc == MC_OK && (rc = mc__wspool_put(p->sp[id], wctx, c, cn, &res->o)) == MC_OK) {
+		res->o.spool = p->spool[id];
+		res->what = MC_REMOTE_PULLED;
 	}
-	if (p->fn != NULL)
-		p->fn(p->ud, MC_REMOTE_ODD, NULL, NULL, rkey, vn);
+	free(c);
+	if (rc == MC_ERR_NOMEM)
+		return mc__err(wctx, rc, "out of memory");
+	return rc < 0 ? rc : MC_OK;
+}
+
+/* Records an entry's result in the writer, and tells it. */
+static int
+record(struct pull *p, struct pres *res, size_t i)
+{
+	int rc;
+
+	if (res->what == MC_REMOTE_PULLED) {
+		rc = mc__writer_add_spooled(p->w, res->type, res->key, &res->o, res->sha);
+		if (rc != MC_OK && rc != MC_ERR_BAD_KEY && rc != MC_ERR_UNKNOWN_TYPE &&
+		    rc != MC_ERR_LIMIT)
+			return rc;
+		if (rc != MC_OK)
+			res->what = MC_REMOTE_ODD;
+	}
+	if (res->what != 0 && p->fn != NULL)
+		p->fn(p->ud, res->what, res->what == MC_REMOTE_ODD ? NULL : res->type,
+		      res->what == MC_REMOTE_ODD ? NULL : res->key, p->keys[i],
+		      res->what == MC_REMOTE_ODD ? res->vn : res->o.size);
+	mc__progress(p->ctx, "pull", i + 1, p->n);
 	return MC_OK;
+}
+
+/* Records the results that are ready, in order, until one is not (or one failed);
+ * called by the worker that found the next one ready and nobody recording. The writer
+ * is the recorder's alone. */
+static int
+record_ready(struct pull *p)
+{
+	struct pres take;
+	size_t t;
+	int rc = MC_OK;
+
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		t = p->next;
+		if (rc != MC_OK || !p->res[t % p->nworkers].set || p->failed <= t) {
+			if (rc != MC_OK)
+				failed_at(p, t, rc, p->w->ctx);
+			p->recording = 0;
+			pthread_cond_broadcast(&p->cv);
+			pthread_mutex_unlock(&p->lock);
+			return rc;
+		}
+		take = p->res[t % p->nworkers];
+		memset(&p->res[t % p->nworkers], 0, sizeof take);
+		pthread_mutex_unlock(&p->lock);
+		rc = record(p, &take, t);
+		free(take.key);
+		if (rc == MC_OK) {
+			pthread_mutex_lock(&p->lock);
+			p->next = t + 1;
+			pthread_cond_broadcast(&p->cv);
+			pthread_mutex_unlock(&p->lock);
+		}
+	}
+}
+
+/* Entry i, on worker id: its reply read in its turn, taken back, and its result left in
+ * its slot; the worker that finds the next result ready with nobody recording records
+ * it and what follows. */
+static int
+pull_item(void *ud, unsigned id, mc_ctx *wctx, size_t i)
+{
+	struct pull *p = ud;
+	struct mc_rreply rep;
+	struct pres res;
+	int rc, got = 0, rec = 0;
+
+	memset(&rep, 0, sizeof rep);
+	memset(&res, 0, sizeof res);
+	if ((rc = read_turn(p, i, &rep, &got)) == 1)
+		return MC_ERR_INVALID; /* stopped: the failure before is the one told */
+	if (rc == MC_OK)
+		rc = take_back(p, id, wctx, i, got ? rep.str : NULL, got ? rep.len : 0, &res);
+	mc__redis_reply_free(&rep);
+	pthread_mutex_lock(&p->lock);
+	if (rc != MC_OK)
+		failed_at(p, i, rc, wctx);
+	while (rc == MC_OK && p->failed > i && i - p->next >= p->nworkers)
+		pthread_cond_wait(&p->cv, &p->lock);
+	if (rc == MC_OK && p->failed > i) {
+		res.set = 1;
+		p->res[i % p->nworkers] = res;
+		res.key = NULL; /* the slot's now */
+		if (!p->recording && p->res[p->next % p->nworkers].set)
+			rec = p->recording = 1;
+	}
+	pthread_mutex_unlock(&p->lock);
+	free(res.key);
+	if (rc == MC_OK && rec)
+		rc = record_ready(p);
+	return rc;
+}
+
+/* A spool per worker, given to the writer. */
+static int
+make_spools(struct pull *p)
+{
+	unsigned k;
+	int rc = MC_OK;
+
+	if ((p->sp = calloc(p->nworkers, sizeof *p->sp)) == NULL ||
+	    (p->spool = calloc(p->nworkers, sizeof *p->spool)) == NULL ||
+	    (p->res = calloc(p->nworkers, sizeof *p->res)) == NULL)
+		return mc__err(p->ctx, MC_ERR_NOMEM, "out of memory");
+	for (k = 0; k < p->nworkers && rc == MC_OK; k++)
+		if ((rc = mc__wspool_new(p->ctx, p->w->level, NULL, &p->sp[k])) ==
+		    MC_OK)
+			rc = mc__writer_spool(p->w, p->sp[k], &p->spool[k]);
+	return rc;
 }
 
 int
 mc_redis_pull(mc_redis *r, mc_writer *w, const char *match, unsigned flags, mc_remote_fn fn,
 	      void *ud)
 {
+	char *pat[2] = {NULL, NULL};
+	size_t npat = 0, k;
 	struct pull p;
 	int rc;
 
 	if (r == NULL || w == NULL)
 		return MC_ERR_INVALID;
 	memset(&p, 0, sizeof p);
-	p.w = w, p.ctx = mc__redis_ctx(r), p.fn = fn, p.ud = ud, p.fd = -1;
+	p.w = w, p.r = r, p.ctx = mc__redis_ctx(r), p.fn = fn, p.ud = ud;
 	p.spaces = MC_SPACE_TORCH | (flags & MC_PULL_TRITON ? MC_SPACE_TRITON : 0);
 	p.tformat = mc__redis_triton_format(r);
-	if ((rc = open_contents(&p)) == MC_OK)
-		rc = mc__store_each(r, match, p.spaces, "pull", pull_entry, &p);
-	if (p.fd >= 0)
-		close(p.fd);
+	p.failed = SIZE_MAX;
+	if (match != NULL)
+		rc = (pat[npat++] = mc__strdup(match)) != NULL ? MC_OK : MC_ERR_NOMEM;
+	else
+		rc = mc__remote_patterns(p.tformat, p.spaces, pat, &npat);
+	if (rc == MC_ERR_NOMEM)
+		rc = mc__err(p.ctx, rc, "out of memory");
+	if (rc == MC_OK)
+		rc = all_keys(r, pat, npat, &p.keys, &p.n);
+	p.nworkers = mc__threads(p.ctx);
+	if (p.n > 0 && p.nworkers > p.n)
+		p.nworkers = (unsigned)p.n;
+	if (rc == MC_OK && p.n > 0 && (rc = make_spools(&p)) == MC_OK) {
+		pthread_mutex_init(&p.lock, NULL);
+		pthread_cond_init(&p.cv, NULL);
+		rc = mc__parallel(p.ctx, p.n, p.nworkers, pull_item, &p);
+		pthread_cond_destroy(&p.cv);
+		pthread_mutex_destroy(&p.lock);
+		if (p.failed < SIZE_MAX) {
+			rc = p.err_rc;
+			mc__redis_discard(r); /* what was asked is read, and dropped */
+			snprintf(p.ctx->err, sizeof p.ctx->err, "%s", p.err);
+		}
+	}
+	for (k = 0; p.res != NULL && k < p.nworkers; k++)
+		free(p.res[k].key);
+	free(p.res);
+	free(p.sp);
+	free(p.spool);
+	mc__redis_keys_free(p.keys, p.n);
+	free(pat[0]);
+	free(pat[1]);
 	return rc;
 }

@@ -9,8 +9,8 @@ PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
 BLOB="$DATA/mlp-cuda.megacache"
 PY=/usr/bin/python3
-# pull's temp file of contents, here rather than in the system's temp folder (other
-# tests, exitcodes.sh, watch that one)
+# pull's spool files, here rather than in the system's temp folder (other tests,
+# exitcodes.sh, watch that one)
 export TMPDIR="$T/tmp"
 mkdir -p "$TMPDIR"
 
@@ -63,6 +63,21 @@ URL="redis://127.0.0.1:$PORT"
 SHOWN="redis://127.0.0.1:$PORT/0"
 rc() { redis-cli -p "$PORT" "$@"; }
 dbsize() { rc dbsize; }
+
+# kill_mid JOB TEST: kills the server once TEST holds (4 s at most), then waits for JOB
+# (a megacache command in the background), whose exit status goes in r.
+writing() { [ "$(dbsize 2>/dev/null)" -gt 0 ] 2>/dev/null; }
+reading() { rc client list 2>/dev/null | grep -q "cmd=get"; }
+kill_mid() {
+	for _ in $(seq 400); do
+		$2 && break
+		sleep 0.01
+	done
+	kill -9 "$(cat "$T/r/pid")"
+	wait "$(cat "$T/r/pid")" 2>/dev/null
+	wait "$1"
+	r=$?
+}
 
 run 0 "" pack -q -o "$T/a.mcache" -s "$SEC" --from-torch "$BLOB"
 
@@ -357,15 +372,7 @@ run 0 "packed 300 artifacts" pack -o "$T/big.mcache" -s "$SEC" --from-dir "$T/bi
 rm -rf "$T/big"
 rc flushall >/dev/null
 "$MEGACACHE" push "$T/big.mcache" -p "$PUB" --redis "$URL" >"$T/bout" 2>"$T/berr" &
-push=$!
-for _ in $(seq 400); do
-	[ "$(dbsize 2>/dev/null)" -gt 0 ] 2>/dev/null && break
-	sleep 0.02
-done
-kill -9 "$(cat "$T/r/pid")"
-wait "$(cat "$T/r/pid")" 2>/dev/null
-wait "$push"
-r=$?
+kill_mid $! writing
 [ "$r" = 2 ] && ok || bad "push with its server killed exited $r, expected 2: $(cat "$T/berr")"
 # one error naming the server, and (when replies came back first) how much was written
 head -n 1 "$T/berr" | grep -qE "^megacache: redis://127.0.0.1:$PORT/0: " &&
@@ -376,6 +383,56 @@ head -n 1 "$T/berr" | grep -qE "^megacache: redis://127.0.0.1:$PORT/0: " &&
 start_redis r "$PORT"
 run 0 "pushed $T/big.mcache into $SHOWN: 300 written, 0 replaced, 0 unchanged" push "$T/big.mcache" -p "$PUB" --redis "$URL"
 [ "$(dbsize)" = 300 ] && ok || bad "after the second push the store holds $(dbsize) keys, not 300"
+
+# 9b. pull on 1, 2 and 4 threads: the same bundle, byte for byte, and the same lines, in
+# key order. The store: the 300 entries of 1 MiB of random bytes (stored as they are),
+# 40 small ones that compress, 3 values not in their key's form and 2 lists among them.
+$PY - "$PORT" <<'PY'
+import base64, hashlib, json, sys
+import redis
+r = redis.Redis(port=int(sys.argv[1]))
+b32 = lambda b: base64.b32encode(hashlib.sha256(b).digest()).decode().lower()[:51]
+for i in range(40):
+    data = b"small entry %d " % i * 200
+    r.set("pt2:fx-graph-v1::f%s:c1" % b32(data), json.dumps(
+        {"data": base64.b64encode(data).decode(), "time_taken_ms": i}))
+for i in range(3):
+    r.set("pt2:fx-graph-v1::f%s:c1" % b32(b"odd %d" % i), b"not json %d" % i)
+for i in range(2):
+    r.rpush("pt2:fx-graph-v1::f%s:c1" % b32(b"list %d" % i), b"x")
+PY
+for threads in 1 2 4; do
+	SOURCE_DATE_EPOCH=1700000000 "$MEGACACHE" pull --redis "$URL" -o "$T/pt$threads.mcache" \
+		-s "$SEC" -v --threads "$threads" >"$T/pt$threads.out" 2>"$T/pt$threads.err"
+	r=$?
+	[ "$r" = 0 ] && grep -qF "pulled 340 entries from $SHOWN" "$T/pt$threads.out" &&
+		grep -qF "5 entries skipped" "$T/pt$threads.out" && ok ||
+		bad "pull --threads $threads of 345 entries: exit $r: $(head -c 400 "$T/pt$threads.out" "$T/pt$threads.err")"
+done
+for threads in 2 4; do
+	cmp -s "$T/pt1.mcache" "$T/pt$threads.mcache" &&
+		cmp -s "$T/pt1.out" "$(sed "s/pt$threads[.]mcache/pt1.mcache/" "$T/pt$threads.out" >"$T/ptx.out"; echo "$T/ptx.out")" && ok ||
+		bad "pull --threads $threads made another bundle or said other lines than --threads 1"
+done
+[ "$(grep -c '^! odd' "$T/pt1.out")" = 5 ] && ok || bad "pull -v: the skipped entries: $(grep -c '^! odd' "$T/pt1.out")"
+run 0 "OK (340 artifacts" verify "$T/pt1.mcache" -p "$PUB"
+run 0 "nothing changed (340 entries there already)" push "$T/pt1.mcache" -p "$PUB" --redis "$URL"
+"$MEGACACHE" list "$T/pt1.mcache" --json | $PY -c '
+import json, sys
+a = json.load(sys.stdin)["artifacts"]
+print(sum(x["size"] == 1 << 20 for x in a), sum(x["size"] < 4096 for x in a))' >"$T/sizes"
+[ "$(cat "$T/sizes")" = "300 40" ] && ok || bad "pulled bundle: sizes $(cat "$T/sizes"), not 300 of 1 MiB and 40 small"
+rm -f "$T"/pt[124].mcache
+
+# 9c. the server killed mid-pull: one clear error naming it, no bundle, nothing left.
+"$MEGACACHE" pull --redis "$URL" -o "$T/killed.mcache" >"$T/kout" 2>"$T/kerr" &
+kill_mid $! reading
+[ "$r" = 2 ] && [ "$(wc -l <"$T/kerr")" = 1 ] && grep -qE "^megacache: redis://127.0.0.1:$PORT/0: " "$T/kerr" &&
+	ok || bad "pull with its server killed: exit $r, expected 2 and one line naming the server: $(cat "$T/kerr")"
+[ ! -e "$T/killed.mcache" ] && [ ! -s "$T/kout" ] && ok ||
+	bad "pull with its server killed wrote a bundle or reported: $(cat "$T/kout")"
+start_redis r "$PORT"
+run 0 "pushed $T/big.mcache into $SHOWN: 300 written" push "$T/big.mcache" -p "$PUB" --redis "$URL"
 
 # 12. what is said: a push with nothing in a remote form says so; pull names what it skips
 # only with -v; torch's own host and port variables are a default for --redis.
@@ -541,7 +598,7 @@ naot=$("$MEGACACHE" list "$T/a.mcache" | awk '$1 == "aot_autograd" { n++ } END {
 	grep -qxF "megacache: note: $naot entries were written before that, each checked; a push again finishes the rest" "$T/err" &&
 	ok || bad "push onto lists: $strings strings stored of $naot; said: $(cat "$T/err")"
 
-# pull's temp file of contents is gone after every pull, failed or not
+# pull's spool files are gone after every pull, failed or not
 [ -z "$(ls -A "$TMPDIR")" ] && ok || bad "left in the temp folder: $(ls -A "$TMPDIR")"
 
 finish

@@ -1,0 +1,143 @@
+/*
+ * wspool.c - spools: objects in their stored form, one after another in an unlinked
+ * temp file, waiting for the bundle to be written. The save's first pass fills one per
+ * worker; pull fills them as the store's entries arrive, and gives them to the writer.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "bundle/bundle.h"
+
+struct mc_wspool {
+	int fd;
+	int level;       /* 0: contents are kept as they are */
+	uint64_t len;
+	mc_zenc *z;
+	mc_ctx *ctx;     /* the errors of the object being put */
+	crypto_generichash_state gs; /* of the stored bytes of the object being put */
+};
+
+int
+mc__wspool_new(mc_ctx *ctx, int level, const char *beside, struct mc_wspool **out)
+{
+	struct mc_wspool *sp;
+	char *tmp = NULL;
+	int rc;
+
+	*out = NULL;
+	if ((sp = calloc(1, sizeof *sp)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	sp->level = level;
+	if (beside == NULL) { /* no folder to make it in: $TMPDIR's */
+		sp->fd = mc__open_temp_anon(ctx);
+	} else if ((sp->fd = mc__open_temp_beside(ctx, beside, &tmp, 0600)) >= 0) {
+		unlink(tmp); /* the open descriptor keeps it; nothing is left behind */
+		free(tmp);
+	}
+	if (sp->fd < 0) {
+		free(sp);
+		return MC_ERR_IO;
+	}
+	if (level > 0 && (rc = mc__zenc_new(ctx, level, &sp->z)) != MC_OK) {
+		mc__wspool_free(sp);
+		return rc;
+	}
+	*out = sp;
+	return MC_OK;
+}
+
+void
+mc__wspool_free(struct mc_wspool *sp)
+{
+	if (sp == NULL)
+		return;
+	mc__zenc_free(sp->z);
+	if (sp->fd >= 0)
+		close(sp->fd);
+	free(sp);
+}
+
+int
+mc__wspool_fd(const struct mc_wspool *sp)
+{
+	return sp->fd;
+}
+
+static int
+spool_out(void *ud, const unsigned char *buf, size_t n)
+{
+	struct mc_wspool *sp = ud;
+
+	if (mc__write_all(sp->fd, buf, n) != 0)
+		return mc__errno(sp->ctx, MC_ERR_IO, "cannot write the spool file", "temp");
+	crypto_generichash_update(&sp->gs, buf, n);
+	sp->len += n;
+	return MC_OK;
+}
+
+void
+mc__wspool_begin(struct mc_wspool *sp, mc_ctx *ctx, struct mc_wobj *o)
+{
+	sp->ctx = ctx;
+	o->spool_off = sp->len;
+	crypto_generichash_init(&sp->gs, NULL, 0, MC_HASH_BYTES);
+}
+
+int
+mc__wspool_piece(struct mc_wspool *sp, const unsigned char *buf, size_t n, int last)
+{
+	return mc__zenc_run(sp->z, buf, n, last, spool_out, sp);
+}
+
+int
+mc__wspool_end(struct mc_wspool *sp, struct mc_wobj *o)
+{
+	uint64_t zsize = sp->len - o->spool_off;
+
+	o->encoding = MC_ENC_NONE;
+	o->stored_size = o->size;
+	memcpy(o->stored_hash, o->hash, MC_HASH_BYTES);
+	if (sp->z == NULL)
+		return MC_OK;
+	/* Stored as zstd only where any reader with the default caps takes it. */
+	if (zsize < o->size && o->size / MC_DEFAULT_MAX_EXPANSION <= zsize) {
+		o->encoding = MC_ENC_ZSTD;
+		o->stored_size = zsize;
+		crypto_generichash_final(&sp->gs, o->stored_hash, MC_HASH_BYTES);
+		return MC_OK;
+	}
+	/* Stored as is: the spool forgets the frame. */
+	if (ftruncate(sp->fd, (off_t)o->spool_off) != 0 ||
+	    lseek(sp->fd, (off_t)o->spool_off, SEEK_SET) < 0)
+		return mc__errno(sp->ctx, MC_ERR_IO, "cannot rewind the spool file", "temp");
+	sp->len = o->spool_off;
+	return MC_OK;
+}
+
+int
+mc__wspool_put(struct mc_wspool *sp, mc_ctx *ctx, const unsigned char *c, size_t n,
+	       struct mc_wobj *o)
+{
+	int rc;
+
+	memset(o, 0, sizeof *o);
+	o->size = n;
+	o->path_off = MC_WOBJ_IN_DATA;
+	o->flags = MC_WOBJ_SPOOLED;
+	crypto_generichash(o->hash, MC_HASH_BYTES, c, n, NULL, 0);
+	mc__wspool_begin(sp, ctx, o);
+	if (sp->z != NULL && (rc = mc__wspool_piece(sp, c, n, 1)) != MC_OK)
+		return rc;
+	if ((rc = mc__wspool_end(sp, o)) != MC_OK || o->encoding == MC_ENC_ZSTD)
+		return rc;
+	o->spool_off = sp->len; /* kept as it is */
+	if (n > 0 && mc__write_all(sp->fd, c, n) != 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot write the spool file", "temp");
+	sp->len += n;
+	return MC_OK;
+}
