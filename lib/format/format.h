@@ -249,10 +249,16 @@ struct mc_jtable {
 MC_HIDDEN int mc__jdoc_top(mc_ctx *ctx, struct mc_jdoc *d, struct cJSON **root,
 			   struct mc_jtable *arts, struct mc_jtable *objs);
 typedef int (*mc_jelem_fn)(mc_ctx *ctx, const struct cJSON *e, size_t idx, void *ud);
+/* Reads an element at p (n bytes of the text from it on) when it is in the form the
+ * writer makes, which needs no tree: the number of bytes it took, its verdict in *rc;
+ * 0 when it is not in that form, for fn to judge. */
+typedef size_t (*mc_jfast_fn)(mc_ctx *ctx, const char *p, size_t n, size_t idx, void *ud,
+			      int *rc);
 /* Walks the array whose '[' is at d->i, calling fn (when not NULL) with each element
- * as its own tree; *count gets the number of elements. */
-MC_HIDDEN int mc__jdoc_array(mc_ctx *ctx, struct mc_jdoc *d, mc_jelem_fn fn, void *ud,
-			     size_t *count);
+ * as its own tree, unless fast (may be NULL) takes it; *count gets the number of
+ * elements. */
+MC_HIDDEN int mc__jdoc_array(mc_ctx *ctx, struct mc_jdoc *d, mc_jfast_fn fast, mc_jelem_fn fn,
+			     void *ud, size_t *count);
 
 /* ---- bundle member names ---- */
 

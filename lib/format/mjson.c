@@ -333,9 +333,13 @@ jlist(mc_ctx *ctx, struct mc_jdoc *d, char close, jone_fn one, void *ud, size_t 
 }
 
 struct jarray {
-	mc_jelem_fn fn; /* NULL: elements are only skipped */
+	mc_jfast_fn fast; /* may be NULL */
+	mc_jelem_fn fn;   /* NULL: elements are only skipped */
 	void *ud;
 };
+
+/* The most bytes an element read by a fast reader may take. */
+#define JFAST_MAX 4096u
 
 static int
 jarray_elem(mc_ctx *ctx, struct mc_jdoc *d, void *ud, size_t k)
@@ -346,6 +350,15 @@ jarray_elem(mc_ctx *ctx, struct mc_jdoc *d, void *ud, size_t k)
 
 	if (a->fn == NULL)
 		return jskip(d) ? MC_OK : BAD("manifest is not valid JSON");
+	if (a->fast != NULL) {
+		size_t want = d->n - d->i < JFAST_MAX ? (size_t)(d->n - d->i) : JFAST_MAX, used;
+		if (jload(d, d->i, want) == 0 &&
+		    (used = a->fast(ctx, (const char *)d->s + (d->i - d->w0), want, k, a->ud,
+				    &rc)) > 0) {
+			d->i += used;
+			return rc;
+		}
+	}
 	if ((rc = jvalue(ctx, d, &e)) != MC_OK)
 		return rc;
 	rc = a->fn(ctx, e, k, a->ud);
@@ -354,9 +367,10 @@ jarray_elem(mc_ctx *ctx, struct mc_jdoc *d, void *ud, size_t k)
 }
 
 int
-mc__jdoc_array(mc_ctx *ctx, struct mc_jdoc *d, mc_jelem_fn fn, void *ud, size_t *count)
+mc__jdoc_array(mc_ctx *ctx, struct mc_jdoc *d, mc_jfast_fn fast, mc_jelem_fn fn, void *ud,
+	       size_t *count)
 {
-	struct jarray a = {fn, ud};
+	struct jarray a = {fast, fn, ud};
 
 	return jlist(ctx, d, ']', jarray_elem, &a, count);
 }
@@ -375,7 +389,7 @@ jtable(mc_ctx *ctx, struct mc_jdoc *d, struct mc_jtable *t, cJSON **v)
 
 	*v = NULL;
 	t->at = d->i;
-	if ((rc = mc__jdoc_array(ctx, d, NULL, NULL, &t->n)) != MC_OK)
+	if ((rc = mc__jdoc_array(ctx, d, NULL, NULL, NULL, &t->n)) != MC_OK)
 		return rc;
 	if ((*v = cJSON_CreateArray()) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");

@@ -115,6 +115,62 @@ key_text_ok(const char *k)
 	return n > 0 && n <= MC_KEY_MAX;
 }
 
+/* ---- entries in the writer's own form ----
+ * An entry exactly as mrender.c writes it (members in the tables' order, no white
+ * space, strings without escapes, integers in plain digits) is read straight from the
+ * text; any other goes through cJSON and check_members, get_str and get_uint. Both end
+ * in the same checks, so they give the same verdict on an entry in the writer's form. */
+
+struct fcur {
+	const char *p, *end;
+};
+
+/* Passes the literal lit. */
+static int
+f_lit(struct fcur *c, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if ((size_t)(c->end - c->p) < n || memcmp(c->p, lit, n) != 0)
+		return 0;
+	c->p += n;
+	return 1;
+}
+
+/* A string's bytes up to its closing quote (passed), into buf: none may be a backslash
+ * (an escape: the tree reads it), and they must fit with the NUL. */
+static int
+f_str(struct fcur *c, char *buf, size_t cap)
+{
+	const char *q = memchr(c->p, '"', (size_t)(c->end - c->p));
+	size_t n;
+
+	if (q == NULL || (n = (size_t)(q - c->p)) >= cap || memchr(c->p, '\\', n) != NULL)
+		return 0;
+	memcpy(buf, c->p, n);
+	buf[n] = '\0';
+	c->p = q + 1;
+	return 1;
+}
+
+/* An integer in its one form: plain digits, no leading zero, at most 2^53-1. */
+static int
+f_uint(struct fcur *c, uint64_t *v)
+{
+	const char *s = c->p;
+	uint64_t x = 0;
+
+	while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && c->p - s < 16) {
+		x = x * 10 + (uint64_t)(*c->p - '0');
+		c->p++;
+	}
+	if (c->p == s || (*s == '0' && c->p - s > 1) || x > MC_JSON_INT_MAX ||
+	    (c->p < c->end && *c->p >= '0' && *c->p <= '9'))
+		return 0;
+	*v = x;
+	return 1;
+}
+
 /* The object with this content hash: *idx, or (size_t)-1 when there is none; *o gets
  * its record. */
 static int
@@ -183,38 +239,37 @@ obj_flush(mc_ctx *ctx, struct obj_walk *w)
 	return rc;
 }
 
+/* An object entry's members, as the text has them. */
+struct obj_in {
+	const char *hash, *encoding, *stored_hash;
+	uint64_t size, stored_size;
+};
+
+/* The checks on an object entry's members, and the entry kept. */
 static int
-object_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
+obj_finish(mc_ctx *ctx, struct obj_walk *w, size_t idx, const struct obj_in *in)
 {
-	static const char *const fields[] = {"!hash", "!size", "!encoding", "!stored_size",
-					     "!stored_hash", NULL};
-	struct obj_walk *w = ud;
 	struct mc_manifest *m = w->m;
 	struct mc_mobject rec, *o = &rec;
-	const char *hash = NULL, *enc = NULL, *shash = NULL;
 	char what[48];
 	int rc;
 
 	memset(&rec, 0, sizeof rec); /* padding too: records go to a file */
 	snprintf(what, sizeof what, "objects[%zu]", idx);
-	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
-	    (rc = get_str(ctx, c, "hash", what, &hash)) != MC_OK ||
-	    (rc = get_str(ctx, c, "encoding", what, &enc)) != MC_OK ||
-	    (rc = get_str(ctx, c, "stored_hash", what, &shash)) != MC_OK ||
-	    (rc = get_uint(ctx, c, "size", what, &o->size)) != MC_OK ||
-	    (rc = get_uint(ctx, c, "stored_size", what, &o->stored_size)) != MC_OK ||
-	    (rc = hash_field(ctx, hash, what, o->hash)) != MC_OK ||
-	    (rc = hash_field(ctx, shash, what, o->stored_hash)) != MC_OK)
+	o->size = in->size;
+	o->stored_size = in->stored_size;
+	if ((rc = hash_field(ctx, in->hash, what, o->hash)) != MC_OK ||
+	    (rc = hash_field(ctx, in->stored_hash, what, o->stored_hash)) != MC_OK)
 		return rc;
-	if (strcmp(enc, "zstd") == 0) {
+	if (strcmp(in->encoding, "zstd") == 0) {
 		o->encoding = MC_ENC_ZSTD;
-	} else if (strcmp(enc, "none") == 0) {
+	} else if (strcmp(in->encoding, "none") == 0) {
 		o->encoding = MC_ENC_NONE;
 		if (o->stored_size != o->size || memcmp(o->stored_hash, o->hash, 32) != 0)
 			return BAD("manifest: %s is stored as is but its stored size or hash differs",
 				   what);
 	} else {
-		return BAD("manifest: %s has unknown encoding '%.20s'", what, enc);
+		return BAD("manifest: %s has unknown encoding '%.20s'", what, in->encoding);
 	}
 	if (o->size > ctx->max_artifact_bytes || o->stored_size > ctx->max_artifact_bytes)
 		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is over the per-artifact cap of %llu "
@@ -240,6 +295,45 @@ object_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	}
 	m->nobjects++;
 	return MC_OK;
+}
+
+static int
+object_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
+{
+	static const char *const fields[] = {"!hash", "!size", "!encoding", "!stored_size",
+					     "!stored_hash", NULL};
+	struct obj_in in;
+	char what[48];
+	int rc;
+
+	snprintf(what, sizeof what, "objects[%zu]", idx);
+	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
+	    (rc = get_str(ctx, c, "hash", what, &in.hash)) != MC_OK ||
+	    (rc = get_str(ctx, c, "encoding", what, &in.encoding)) != MC_OK ||
+	    (rc = get_str(ctx, c, "stored_hash", what, &in.stored_hash)) != MC_OK ||
+	    (rc = get_uint(ctx, c, "size", what, &in.size)) != MC_OK ||
+	    (rc = get_uint(ctx, c, "stored_size", what, &in.stored_size)) != MC_OK)
+		return rc;
+	return obj_finish(ctx, ud, idx, &in);
+}
+
+/* An object entry in the writer's form (mc_jfast_fn). */
+static size_t
+object_fast(mc_ctx *ctx, const char *p, size_t n, size_t idx, void *ud, int *rc)
+{
+	char hash[66], enc[8], shash[66];
+	struct fcur c = {p, p + n};
+	struct obj_in in = {hash, enc, shash, 0, 0};
+
+	if (!f_lit(&c, "{\"hash\":\"") || !f_str(&c, hash, sizeof hash) ||
+	    !f_lit(&c, ",\"size\":") || !f_uint(&c, &in.size) ||
+	    !f_lit(&c, ",\"encoding\":\"") || !f_str(&c, enc, sizeof enc) ||
+	    !f_lit(&c, ",\"stored_size\":") || !f_uint(&c, &in.stored_size) ||
+	    !f_lit(&c, ",\"stored_hash\":\"") || !f_str(&c, shash, sizeof shash) ||
+	    !f_lit(&c, "}"))
+		return 0;
+	*rc = obj_finish(ctx, ud, idx, &in);
+	return (size_t)(c.p - p);
 }
 
 struct art_walk {
@@ -377,19 +471,21 @@ parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
 	return MC_OK;
 }
 
-/* An artifact's optional sha256 field: into the arena, or for a spilled table into sh,
- * which art_keep copies. */
+/* An artifact's optional sha256 field, from the tree c or else the text (sha, NULL when
+ * absent): into the arena, or for a spilled table into sh, which art_keep copies. */
 static int
-art_sha256(mc_ctx *ctx, const cJSON *c, const char *what, struct mc_manifest *m,
-	   unsigned char sh[32], const unsigned char **out)
+art_sha256(mc_ctx *ctx, const cJSON *c, const char *sha, const char *what,
+	   struct mc_manifest *m, unsigned char sh[32], const unsigned char **out)
 {
-	const char *sha = NULL;
 	int rc;
 
-	if (cJSON_GetObjectItemCaseSensitive(c, "sha256") == NULL)
+	if (c != NULL && cJSON_GetObjectItemCaseSensitive(c, "sha256") == NULL)
 		return MC_OK;
-	if ((rc = get_str(ctx, c, "sha256", what, &sha)) != MC_OK ||
-	    (rc = hash_field(ctx, sha, what, sh)) != MC_OK)
+	if (c != NULL && (rc = get_str(ctx, c, "sha256", what, &sha)) != MC_OK)
+		return rc;
+	if (sha == NULL)
+		return MC_OK;
+	if ((rc = hash_field(ctx, sha, what, sh)) != MC_OK)
 		return rc;
 	if (m->spilled)
 		*out = sh;
@@ -459,44 +555,91 @@ art_order(mc_ctx *ctx, const struct art_walk *w, size_t idx, const char *type,
 	return MC_OK;
 }
 
+/* An artifact entry's members, as the text has them; sha NULL when absent. */
+struct art_in {
+	const char *type, *key, *hash, *sha;
+	uint64_t size;
+	int executable;
+};
+
+/* The checks on an artifact entry's members, and the entry kept; c: its tree, from
+ * which the optional members are read (NULL: in has them). */
+static int
+art_finish(mc_ctx *ctx, struct art_walk *w, size_t idx, const struct art_in *in,
+	   const cJSON *c)
+{
+	struct mc_manifest *m = w->m;
+	struct mc_martifact a;
+	unsigned char h[MC_HASH_BYTES], sh[32];
+	char what[48];
+	int rc;
+
+	memset(&a, 0, sizeof a);
+	a.size = in->size;
+	a.executable = in->executable;
+	snprintf(what, sizeof what, "artifacts[%zu]", idx);
+	if (!type_name_ok(in->type))
+		return BAD("manifest: %s.type '%.40s' is not 1-32 of [a-z0-9_]", what, in->type);
+	if (!key_text_ok(in->key))
+		return BAD("manifest: %s.key is empty or longer than %d bytes", what, MC_KEY_MAX);
+	if ((rc = hash_field(ctx, in->hash, what, h)) != MC_OK ||
+	    (rc = art_sha256(ctx, c, in->sha, what, m, sh, &a.sha256)) != MC_OK ||
+	    (c != NULL && (rc = art_executable(ctx, c, what, &a.executable)) != MC_OK) ||
+	    (rc = art_caps(ctx, w, a.size, what)) != MC_OK ||
+	    (rc = art_order(ctx, w, idx, in->type, in->key, what)) != MC_OK ||
+	    (rc = ref_object(ctx, m, h, a.size, what, w->used, &a.object)) != MC_OK ||
+	    (rc = art_keep(ctx, w, &a, in->type, in->key)) != MC_OK)
+		return rc;
+	if (m->spilled)
+		memcpy(w->prev, in->key, strlen(in->key) + 1);
+	m->nartifacts++;
+	return MC_OK;
+}
+
 /* One entry of the artifact table, sorted strictly by (type, key). */
 static int
 artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 {
 	static const char *const fields[] = {"!type", "!key", "!size", "!hash", "sha256",
 					     "executable", NULL};
-	struct art_walk *w = ud;
-	struct mc_manifest *m = w->m;
-	struct mc_martifact a;
-	const char *type = NULL, *key = NULL, *hash = NULL;
-	unsigned char h[MC_HASH_BYTES], sh[32];
+	struct art_in in = {NULL, NULL, NULL, NULL, 0, 0};
 	char what[48];
 	int rc;
 
-	memset(&a, 0, sizeof a);
 	snprintf(what, sizeof what, "artifacts[%zu]", idx);
 	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
-	    (rc = get_str(ctx, c, "type", what, &type)) != MC_OK ||
-	    (rc = get_str(ctx, c, "key", what, &key)) != MC_OK ||
-	    (rc = get_str(ctx, c, "hash", what, &hash)) != MC_OK ||
-	    (rc = get_uint(ctx, c, "size", what, &a.size)) != MC_OK)
+	    (rc = get_str(ctx, c, "type", what, &in.type)) != MC_OK ||
+	    (rc = get_str(ctx, c, "key", what, &in.key)) != MC_OK ||
+	    (rc = get_str(ctx, c, "hash", what, &in.hash)) != MC_OK ||
+	    (rc = get_uint(ctx, c, "size", what, &in.size)) != MC_OK)
 		return rc;
-	if (!type_name_ok(type))
-		return BAD("manifest: %s.type '%.40s' is not 1-32 of [a-z0-9_]", what, type);
-	if (!key_text_ok(key))
-		return BAD("manifest: %s.key is empty or longer than %d bytes", what, MC_KEY_MAX);
-	if ((rc = hash_field(ctx, hash, what, h)) != MC_OK ||
-	    (rc = art_sha256(ctx, c, what, m, sh, &a.sha256)) != MC_OK ||
-	    (rc = art_executable(ctx, c, what, &a.executable)) != MC_OK ||
-	    (rc = art_caps(ctx, w, a.size, what)) != MC_OK ||
-	    (rc = art_order(ctx, w, idx, type, key, what)) != MC_OK ||
-	    (rc = ref_object(ctx, m, h, a.size, what, w->used, &a.object)) != MC_OK ||
-	    (rc = art_keep(ctx, w, &a, type, key)) != MC_OK)
-		return rc;
-	if (m->spilled)
-		memcpy(w->prev, key, strlen(key) + 1);
-	m->nartifacts++;
-	return MC_OK;
+	return art_finish(ctx, ud, idx, &in, c);
+}
+
+/* An artifact entry in the writer's form (mc_jfast_fn). */
+static size_t
+artifact_fast(mc_ctx *ctx, const char *p, size_t n, size_t idx, void *ud, int *rc)
+{
+	char type[MC_TYPE_MAX + 2], key[MC_KEY_MAX + 2], hash[66], sha[66];
+	struct fcur c = {p, p + n};
+	struct art_in in = {type, key, hash, NULL, 0, 0};
+
+	if (!f_lit(&c, "{\"type\":\"") || !f_str(&c, type, sizeof type) ||
+	    !f_lit(&c, ",\"key\":\"") || !f_str(&c, key, sizeof key) ||
+	    !f_lit(&c, ",\"size\":") || !f_uint(&c, &in.size) ||
+	    !f_lit(&c, ",\"hash\":\"") || !f_str(&c, hash, sizeof hash))
+		return 0;
+	if (f_lit(&c, ",\"sha256\":\"")) {
+		if (!f_str(&c, sha, sizeof sha))
+			return 0;
+		in.sha = sha;
+	}
+	if (f_lit(&c, ",\"executable\":true"))
+		in.executable = 1;
+	if (!f_lit(&c, "}"))
+		return 0;
+	*rc = art_finish(ctx, ud, idx, &in, NULL);
+	return (size_t)(c.p - p);
 }
 
 /* One entry of a torch blob group: a key, and the object it names. */
@@ -701,11 +844,11 @@ walk_doc(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
 	    (rc = walk_alloc(ctx, d, &w, &ow, arts.n, objs.n)) != MC_OK)
 		goto out;
 	d->i = objs.at;
-	if (objs.n > 0 && ((rc = mc__jdoc_array(ctx, d, object_entry, &ow, &objs.n)) != MC_OK ||
+	if (objs.n > 0 && ((rc = mc__jdoc_array(ctx, d, object_fast, object_entry, &ow, &objs.n)) != MC_OK ||
 			   (m->spilled && (rc = obj_flush(ctx, &ow)) != MC_OK)))
 		goto out;
 	d->i = arts.at;
-	if (arts.n > 0 && ((rc = mc__jdoc_array(ctx, d, artifact_entry, &w, &arts.n)) != MC_OK ||
+	if (arts.n > 0 && ((rc = mc__jdoc_array(ctx, d, artifact_fast, artifact_entry, &w, &arts.n)) != MC_OK ||
 			   (m->spilled && (rc = art_flush(ctx, &w)) != MC_OK)))
 		goto out;
 	if ((tb = cJSON_GetObjectItemCaseSensitive(root, "torch_blob")) != NULL &&

@@ -41,6 +41,19 @@ parse_from_file(const char *json, size_t len, size_t piece, struct mc_manifest *
 	return rc;
 }
 
+static void
+same_artifact(const struct mc_martifact *x, const struct mc_martifact *y)
+{
+	ck_assert_str_eq(x->type, y->type);
+	ck_assert_str_eq(x->key, y->key);
+	ck_assert_uint_eq(x->size, y->size);
+	ck_assert_uint_eq(x->object, y->object);
+	ck_assert_int_eq(x->sha256 != NULL, y->sha256 != NULL);
+	if (x->sha256 != NULL)
+		ck_assert_int_eq(memcmp(x->sha256, y->sha256, 32), 0);
+	ck_assert_int_eq(x->executable, y->executable);
+}
+
 /* Parses from memory, and from a file in pieces of several sizes: every way must give
  * the same outcome and message. */
 static int
@@ -84,14 +97,7 @@ parse_len(const char *json, size_t len, struct mc_manifest *m)
 			const struct mc_martifact *x, *y;
 			ck_assert_int_eq(mc__acur_get(&cf, k, &x), MC_OK);
 			ck_assert_int_eq(mc__acur_get(&cm, k, &y), MC_OK);
-			ck_assert_str_eq(x->type, y->type);
-			ck_assert_str_eq(x->key, y->key);
-			ck_assert_uint_eq(x->size, y->size);
-			ck_assert_uint_eq(x->object, y->object);
-			ck_assert_int_eq(x->sha256 != NULL, y->sha256 != NULL);
-			if (x->sha256 != NULL)
-				ck_assert_int_eq(memcmp(x->sha256, y->sha256, 32), 0);
-			ck_assert_int_eq(x->executable, y->executable);
+			same_artifact(x, y);
 			ck_assert_ptr_eq(x->handler, y->handler);
 		}
 		mc__acur_free(&cf);
@@ -540,6 +546,105 @@ START_TEST(order_and_space)
 }
 END_TEST
 
+/* Entries in the writer's own form are read without a tree (mparse.c); the same entries
+ * with a space before their '}' go through cJSON. Both ways must give the same verdict,
+ * the same message and the same tables, on entries the checks accept and refuse. In
+ * the templates, '~' marks where the space goes. */
+#define H64B "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
+#define WOBJ(size) "{\"hash\":\"" H64 "\",\"size\":" #size ",\"encoding\":\"none\",\"stored_size\":" #size ",\"stored_hash\":\"" H64 "\"~}"
+#define WART(type, key, size, more) "{\"type\":\"" type "\",\"key\":\"" key "\",\"size\":" #size ",\"hash\":\"" H64 "\"" more "~}"
+#define WDOC(arts, objs) HEAD "\"labels\":{},\"artifacts\":[" arts "],\"objects\":[" objs "]}"
+
+static void
+same_tables(const struct mc_manifest *x, const struct mc_manifest *y, size_t i)
+{
+	size_t k;
+
+	ck_assert_msg(x->nartifacts == y->nartifacts && x->nobjects == y->nobjects, "case %zu", i);
+	for (k = 0; k < x->nartifacts; k++)
+		same_artifact(&x->artifacts[k], &y->artifacts[k]);
+	for (k = 0; k < x->nobjects; k++)
+		ck_assert_int_eq(memcmp(&x->objects[k], &y->objects[k], sizeof x->objects[k]), 0);
+}
+
+START_TEST(writer_form)
+{
+	static const struct {
+		const char *json;
+		int ok;
+	} cases[] = {
+		{WDOC(WART("pgo", "a", 1, ""), WOBJ(1)), 1},
+		{WDOC(WART("inductor", "fabc", 1, ",\"sha256\":\"" H64B "\""), WOBJ(1)), 1},
+		{WDOC(WART("pgo", "a", 1, ",\"executable\":true"), WOBJ(1)), 1},
+		{WDOC(WART("pgo", "a", 1, ",\"sha256\":\"" H64B "\",\"executable\":true"), WOBJ(1)), 1},
+		{WDOC(WART("pgo", "k\xc3\xa9y/\xe2\x82\xac", 1, ""), WOBJ(1)), 1},
+		{WDOC(WART("pgo", "a\\u00e9\\n", 1, ""), WOBJ(1)), 1},
+		{WDOC(WART("pgo", "a", 0, ""), WOBJ(0)), 1},
+		{WDOC(WART("pgo", "a", 1, "") "," WART("pgo", "b", 1, "") "," WART("z_9", "a", 1, ""), WOBJ(1)), 1},
+		{WDOC(WART("pgo", "a", 8589934591, ""), "{\"hash\":\"" H64 "\",\"size\":8589934591,\"encoding\":\"zstd\",\"stored_size\":8589934590,\"stored_hash\":\"" H64B "\"~}"), 1},
+		{WDOC(WART("pgo", "a", 9007199254740991, ""), "{\"hash\":\"" H64 "\",\"size\":9007199254740991,\"encoding\":\"zstd\",\"stored_size\":9007199254740990,\"stored_hash\":\"" H64B "\"~}"), 0},
+		{WDOC(WART("Pgo", "a", 1, ""), WOBJ(1)), 0},
+		{WDOC(WART("abcdefghijabcdefghijabcdefghijabc", "a", 1, ""), WOBJ(1)), 0},
+		{WDOC(WART("", "a", 1, ""), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "", 1, ""), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 1, ",\"sha256\":\"ABC\""), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 1, ",\"sha256\":\"" H64 "0\""), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 1, ",\"executable\":false"), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 1, ",\"executable\":1"), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 1, ",\"sha256\":\"" H64B "\",\"sha256\":\"" H64B "\""), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 1, ",\"other\":1"), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 01, ""), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 1.0, ""), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", -1, ""), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 1e0, ""), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 9007199254740992, ""), WOBJ(9007199254740992)), 0},
+		{WDOC(WART("pgo", "a", 90071992547409910, ""), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 2, ""), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "b", 1, "") "," WART("pgo", "a", 1, ""), WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 1, "") "," WART("pgo", "a", 1, ""), WOBJ(1)), 0},
+		{WDOC("{\"type\":\"pgo\",\"key\":\"a\",\"size\":1,\"hash\":\"" H64B "\"~}", WOBJ(1)), 0},
+		{WDOC("{\"type\":\"pgo\",\"key\":\"a\",\"size\":1,\"hash\":\"" H64 "0\"~}", WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 1, ""), "{\"hash\":\"" H64 "\",\"size\":1,\"encoding\":\"lz4\",\"stored_size\":1,\"stored_hash\":\"" H64 "\"~}"), 0},
+		{WDOC(WART("pgo", "a", 1, ""), "{\"hash\":\"" H64 "\",\"size\":1,\"encoding\":\"zstd-long-name\",\"stored_size\":1,\"stored_hash\":\"" H64 "\"~}"), 0},
+		{WDOC(WART("pgo", "a", 1, ""), "{\"hash\":\"" H64 "\",\"size\":1,\"encoding\":\"none\",\"stored_size\":2,\"stored_hash\":\"" H64 "\"~}"), 0},
+		{WDOC(WART("pgo", "a", 1, ""), "{\"hash\":\"" H64 "\",\"size\":1,\"encoding\":\"none\",\"stored_size\":1,\"stored_hash\":\"" H64B "\"~}"), 0},
+		{WDOC(WART("pgo", "a", 1, ""), "{\"hash\":\"" H64 "\",\"size\":1,\"encoding\":\"zstd\",\"stored_size\":1,\"stored_hash\":\"xyz\"~}"), 0},
+		{WDOC(WART("pgo", "a", 10000, ""), "{\"hash\":\"" H64 "\",\"size\":10000,\"encoding\":\"zstd\",\"stored_size\":1,\"stored_hash\":\"" H64B "\"~}"), 0},
+		{WDOC(WART("pgo", "a", 1, ""), WOBJ(1) "," WOBJ(1)), 0},
+		{WDOC(WART("pgo", "a", 1, ""), "{\"hash\":\"" H64 "\",\"size\":1,\"encoding\":\"none\",\"stored_size\":1,\"stored_hash\":\"" H64 "\",\"x\":1~}"), 0},
+	};
+	char fast[2048], slow[2048], msg[MC_ERRBUF];
+	size_t i, k, f, g;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct mc_manifest a, b;
+		int ra, rb;
+		for (k = f = g = 0; cases[i].json[k] != '\0'; k++) {
+			ck_assert(g + 2 < sizeof slow);
+			if (cases[i].json[k] == '~') {
+				slow[g++] = ' ';
+				continue;
+			}
+			fast[f++] = slow[g++] = cases[i].json[k];
+		}
+		fast[f] = slow[g] = '\0';
+		ra = parse(fast, &a);
+		snprintf(msg, sizeof msg, "%s", ra == MC_OK ? "" : mc_ctx_error(ctx));
+		rb = parse(slow, &b);
+		ck_assert_msg(ra == rb, "case %zu: rc %d in the writer's form, %d with a space", i, ra, rb);
+		ck_assert_msg((ra == MC_OK) == cases[i].ok, "case %zu: rc %d: %s", i, ra, msg);
+		if (ra != MC_OK) {
+			ck_assert_msg(strcmp(msg, mc_ctx_error(ctx)) == 0, "case %zu: '%s', with a space '%s'",
+				      i, msg, mc_ctx_error(ctx));
+			continue;
+		}
+		same_tables(&a, &b, i);
+		mc__manifest_free(&a);
+		mc__manifest_free(&b);
+	}
+}
+END_TEST
+
 /* A manifest several times the reader's window: read from a file in windows, it
  * gives what it gives from memory. */
 START_TEST(large)
@@ -634,6 +739,7 @@ suite(void)
 	tcase_add_test(tc, number_forms);
 	tcase_add_test(tc, raw_controls);
 	tcase_add_test(tc, order_and_space);
+	tcase_add_test(tc, writer_form);
 	tcase_add_test(tc, large);
 	tcase_add_test(tc, caps);
 	suite_add_tcase(s, tc);
