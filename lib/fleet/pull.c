@@ -85,14 +85,16 @@ read_batch(mc_redis *r, char **keys, size_t from, size_t to, mc_entry_fn fn, voi
 	return rc;
 }
 
-int
-mc__store_each(mc_redis *r, const char *match, unsigned spaces, const char *phase,
-	       mc_entry_fn fn, void *ud)
+/* The keys match selects (a Redis glob; NULL: the key spaces asked for), as all_keys. */
+static int
+store_keys(mc_redis *r, const char *match, unsigned spaces, char ***keys, size_t *n)
 {
-	char *pat[2] = {NULL, NULL}, **keys = NULL;
-	size_t npat = 0, n = 0, i, first = 0;
+	char *pat[2] = {NULL, NULL};
+	size_t npat = 0;
 	int rc;
 
+	*keys = NULL;
+	*n = 0;
 	if (match != NULL)
 		rc = (pat[npat++] = mc__strdup(match)) != NULL ? MC_OK : MC_ERR_NOMEM;
 	else
@@ -100,7 +102,20 @@ mc__store_each(mc_redis *r, const char *match, unsigned spaces, const char *phas
 	if (rc == MC_ERR_NOMEM)
 		rc = mc__err(mc__redis_ctx(r), rc, "out of memory");
 	if (rc == MC_OK)
-		rc = all_keys(r, pat, npat, &keys, &n);
+		rc = all_keys(r, pat, npat, keys, n);
+	free(pat[0]);
+	free(pat[1]);
+	return rc;
+}
+
+int
+mc__store_each(mc_redis *r, const char *match, unsigned spaces, const char *phase,
+	       mc_entry_fn fn, void *ud)
+{
+	char **keys = NULL;
+	size_t n = 0, i, first = 0;
+	int rc = store_keys(r, match, spaces, &keys, &n);
+
 	for (i = 0; i < n && rc == MC_OK; i++) {
 		const char *argv[2] = {"GET", keys[i]};
 		size_t lens[2] = {3, strlen(keys[i])};
@@ -115,8 +130,6 @@ mc__store_each(mc_redis *r, const char *match, unsigned spaces, const char *phas
 	if (rc != MC_OK) /* what was asked is read, and dropped */
 		mc__redis_discard(r);
 	mc__redis_keys_free(keys, n);
-	free(pat[0]);
-	free(pat[1]);
 	return rc;
 }
 
@@ -349,13 +362,36 @@ make_spools(struct pull *p)
 	return rc;
 }
 
+/* Every entry, on the workers; after a failure, the replies asked for are dropped and
+ * the lowest entry's failure told. */
+static int
+pull_all(struct pull *p)
+{
+	int rc;
+
+	if (pthread_mutex_init(&p->lock, NULL) != 0)
+		return mc__err(p->ctx, MC_ERR_NOMEM, "cannot create a lock");
+	if (pthread_cond_init(&p->cv, NULL) != 0) {
+		pthread_mutex_destroy(&p->lock);
+		return mc__err(p->ctx, MC_ERR_NOMEM, "cannot create a condition variable");
+	}
+	rc = mc__parallel(p->ctx, p->n, p->nworkers, pull_item, p);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->lock);
+	if (p->failed < SIZE_MAX) {
+		rc = p->err_rc;
+		mc__redis_discard(p->r);
+		snprintf(p->ctx->err, sizeof p->ctx->err, "%s", p->err);
+	}
+	return rc;
+}
+
 int
 mc_redis_pull(mc_redis *r, mc_writer *w, const char *match, unsigned flags, mc_remote_fn fn,
 	      void *ud)
 {
-	char *pat[2] = {NULL, NULL};
-	size_t npat = 0, k;
 	struct pull p;
+	size_t k;
 	int rc;
 
 	if (r == NULL || w == NULL)
@@ -365,36 +401,17 @@ mc_redis_pull(mc_redis *r, mc_writer *w, const char *match, unsigned flags, mc_r
 	p.spaces = MC_SPACE_TORCH | (flags & MC_PULL_TRITON ? MC_SPACE_TRITON : 0);
 	p.tformat = mc__redis_triton_format(r);
 	p.failed = SIZE_MAX;
-	if (match != NULL)
-		rc = (pat[npat++] = mc__strdup(match)) != NULL ? MC_OK : MC_ERR_NOMEM;
-	else
-		rc = mc__remote_patterns(p.tformat, p.spaces, pat, &npat);
-	if (rc == MC_ERR_NOMEM)
-		rc = mc__err(p.ctx, rc, "out of memory");
-	if (rc == MC_OK)
-		rc = all_keys(r, pat, npat, &p.keys, &p.n);
+	rc = store_keys(r, match, p.spaces, &p.keys, &p.n);
 	p.nworkers = mc__threads(p.ctx);
 	if (p.n > 0 && p.nworkers > p.n)
 		p.nworkers = (unsigned)p.n;
-	if (rc == MC_OK && p.n > 0 && (rc = make_spools(&p)) == MC_OK) {
-		pthread_mutex_init(&p.lock, NULL);
-		pthread_cond_init(&p.cv, NULL);
-		rc = mc__parallel(p.ctx, p.n, p.nworkers, pull_item, &p);
-		pthread_cond_destroy(&p.cv);
-		pthread_mutex_destroy(&p.lock);
-		if (p.failed < SIZE_MAX) {
-			rc = p.err_rc;
-			mc__redis_discard(r); /* what was asked is read, and dropped */
-			snprintf(p.ctx->err, sizeof p.ctx->err, "%s", p.err);
-		}
-	}
+	if (rc == MC_OK && p.n > 0 && (rc = make_spools(&p)) == MC_OK)
+		rc = pull_all(&p);
 	for (k = 0; p.res != NULL && k < p.nworkers; k++)
 		free(p.res[k].key);
 	free(p.res);
 	free(p.sp);
 	free(p.spool);
 	mc__redis_keys_free(p.keys, p.n);
-	free(pat[0]);
-	free(pat[1]);
 	return rc;
 }
