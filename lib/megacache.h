@@ -550,7 +550,8 @@ MC_API MC_MUST_CHECK int mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flag
  * Redis key, its content from the value, checked for its form; an entry that is not
  * in it is skipped and told as MC_REMOTE_ODD. The values are read in key order, on the
  * context's threads (one value and its content in memory on each): each content is
- * hashed and compressed at w's compression level as it arrives, into temp files that
+ * hashed and compressed as it arrives, at the compression level w has then (a later
+ * mc_writer_set_compression() leaves it as it was), into temp files that
  * mc_writer_save() copies from. fn is called once per entry, one call at a time, in key
  * order, possibly from a worker thread. Progress phase "pull" (done: entries read). */
 MC_API MC_MUST_CHECK int mc_redis_pull(mc_redis *r, mc_writer *w, const char *match,

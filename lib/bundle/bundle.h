@@ -151,12 +151,14 @@ struct mc_wobj;
 MC_HIDDEN int mc__wspool_new(mc_ctx *ctx, int level, const char *beside,
 			     struct mc_wspool **out);
 MC_HIDDEN void mc__wspool_free(struct mc_wspool *sp);
+/* Frees the spool's compressor once nothing more is put in it (its file stays). */
+MC_HIDDEN void mc__wspool_done(struct mc_wspool *sp);
 MC_HIDDEN int mc__wspool_fd(const struct mc_wspool *sp);
 /* Object o's content (o->size and o->hash, known by its end) goes into the spool's
  * compressor in pieces, the last one with last set; ctx takes the errors. Then end
  * sets o's encoding, stored size and hash: MC_ENC_NONE where the frame is not kept
  * (the spool forgets it). */
-MC_HIDDEN void mc__wspool_begin(struct mc_wspool *sp, mc_ctx *ctx, struct mc_wobj *o);
+MC_HIDDEN int mc__wspool_begin(struct mc_wspool *sp, mc_ctx *ctx, struct mc_wobj *o);
 MC_HIDDEN int mc__wspool_piece(struct mc_wspool *sp, const unsigned char *buf, size_t n,
 			       int last);
 MC_HIDDEN int mc__wspool_end(struct mc_wspool *sp, struct mc_wobj *o);
@@ -205,7 +207,8 @@ struct mc_wobj {
 	uint8_t flags;
 	/* Set at save: */
 	uint8_t encoding;
-	uint16_t spool;       /* the worker whose spool file holds the stored bytes */
+	uint16_t spool;       /* the worker whose spool file holds the stored bytes; with
+			       * MC_WOBJ_SPOOLED, the number of the writer's spool */
 	uint64_t spool_off, stored_size;
 	unsigned char stored_hash[MC_HASH_BYTES];
 };

@@ -103,7 +103,8 @@ pass_one(struct pass *p, unsigned worker, mc_ctx *wctx, struct mc_wobj *o, const
 		return rc;
 	if (compress) {
 		o->spool = (uint16_t)worker;
-		mc__wspool_begin(sp->ws, wctx, o);
+		if ((rc = mc__wspool_begin(sp->ws, wctx, o)) != MC_OK)
+			return rc;
 	}
 	if ((rc = pass_read(w, sp, o, name, compress)) != MC_OK)
 		return rc;
@@ -160,9 +161,13 @@ pass_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 	}
 	for (j = 0; j < n; j++) {
 		int only_hash = p->oi[first + j] == MC_WMARK_HASH;
-		if ((p->oi[first + j] != MC_WMARK_USED && !only_hash) ||
-		    (o[j].flags & MC_WOBJ_SPOOLED))
+		if (p->oi[first + j] != MC_WMARK_USED && !only_hash)
 			continue;
+		if (o[j].flags & MC_WOBJ_SPOOLED) { /* stored already (pull) */
+			if (!only_hash)
+				atomic_fetch_add(&p->done, o[j].size);
+			continue;
+		}
 		if (!(o[j].flags & MC_WOBJ_PENDING) && (only_hash || w->level == 0))
 			continue;
 		if (hi > 0 && o[j].path_off != MC_WOBJ_IN_DATA) {
@@ -236,7 +241,7 @@ view_object(void *ud, size_t i, struct mc_mobject *out)
 {
 	struct saveview *v = ud;
 	const struct mc_wobj *o = &v->o;
-	int stored = v->w->level > 0; /* else every object is stored as is */
+	int stored;
 
 	memset(out, 0, sizeof *out);
 	if (v->rc != MC_OK)
@@ -248,6 +253,9 @@ view_object(void *ud, size_t i, struct mc_mobject *out)
 		v->cached = (uint32_t)i;
 		v->have_o = 1;
 	}
+	/* At level 0 every object is stored as is, but one stored already (pull) is as it
+	 * was stored. */
+	stored = v->w->level > 0 || (o->flags & MC_WOBJ_SPOOLED);
 	memcpy(out->hash, o->hash, MC_HASH_BYTES);
 	out->size = o->size;
 	out->encoding = stored ? o->encoding : MC_ENC_NONE;

@@ -27,7 +27,6 @@ mc__wspool_new(mc_ctx *ctx, int level, const char *beside, struct mc_wspool **ou
 {
 	struct mc_wspool *sp;
 	char *tmp = NULL;
-	int rc;
 
 	*out = NULL;
 	if ((sp = calloc(1, sizeof *sp)) == NULL)
@@ -43,12 +42,15 @@ mc__wspool_new(mc_ctx *ctx, int level, const char *beside, struct mc_wspool **ou
 		free(sp);
 		return MC_ERR_IO;
 	}
-	if (level > 0 && (rc = mc__zenc_new(ctx, level, &sp->z)) != MC_OK) {
-		mc__wspool_free(sp);
-		return rc;
-	}
 	*out = sp;
 	return MC_OK;
+}
+
+void
+mc__wspool_done(struct mc_wspool *sp)
+{
+	mc__zenc_free(sp->z);
+	sp->z = NULL;
 }
 
 void
@@ -80,12 +82,18 @@ spool_out(void *ud, const unsigned char *buf, size_t n)
 	return MC_OK;
 }
 
-void
+int
 mc__wspool_begin(struct mc_wspool *sp, mc_ctx *ctx, struct mc_wobj *o)
 {
+	int rc;
+
 	sp->ctx = ctx;
 	o->spool_off = sp->len;
 	crypto_generichash_init(&sp->gs, NULL, 0, MC_HASH_BYTES);
+	/* The compressor is made by the thread that uses it, and tells that one's context. */
+	if (sp->level > 0 && sp->z == NULL && (rc = mc__zenc_new(ctx, sp->level, &sp->z)) != MC_OK)
+		return rc;
+	return MC_OK;
 }
 
 int
@@ -102,7 +110,7 @@ mc__wspool_end(struct mc_wspool *sp, struct mc_wobj *o)
 	o->encoding = MC_ENC_NONE;
 	o->stored_size = o->size;
 	memcpy(o->stored_hash, o->hash, MC_HASH_BYTES);
-	if (sp->z == NULL)
+	if (sp->level == 0)
 		return MC_OK;
 	/* Stored as zstd only where any reader with the default caps takes it. */
 	if (zsize < o->size && o->size / MC_DEFAULT_MAX_EXPANSION <= zsize) {
@@ -130,8 +138,8 @@ mc__wspool_put(struct mc_wspool *sp, mc_ctx *ctx, const unsigned char *c, size_t
 	o->path_off = MC_WOBJ_IN_DATA;
 	o->flags = MC_WOBJ_SPOOLED;
 	crypto_generichash(o->hash, MC_HASH_BYTES, c, n, NULL, 0);
-	mc__wspool_begin(sp, ctx, o);
-	if (sp->z != NULL && (rc = mc__wspool_piece(sp, c, n, 1)) != MC_OK)
+	if ((rc = mc__wspool_begin(sp, ctx, o)) != MC_OK ||
+	    (sp->level > 0 && (rc = mc__wspool_piece(sp, c, n, 1)) != MC_OK))
 		return rc;
 	if ((rc = mc__wspool_end(sp, o)) != MC_OK || o->encoding == MC_ENC_ZSTD)
 		return rc;

@@ -49,6 +49,9 @@ MC_HIDDEN int mc__redis_scan(mc_redis *r, unsigned long long *cursor, const char
 			     char ***keys, size_t *n);
 MC_HIDDEN void mc__redis_keys_free(char **keys, size_t n);
 MC_HIDDEN mc_ctx *mc__redis_ctx(const mc_redis *r);
+/* Makes ctx take the connection's messages (a worker's, while it has the connection);
+ * gives back the context it had. */
+MC_HIDDEN mc_ctx *mc__redis_use_ctx(mc_redis *r, mc_ctx *ctx);
 MC_HIDDEN const char *mc__redis_triton_format(const mc_redis *r);
 
 /* Calls fn with each entry of r whose key matches match (v NULL: the key holds no

@@ -9,12 +9,10 @@
  * does not depend on the number of workers. */
 #include "config.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "fleet/fleet.h"
 
@@ -183,21 +181,30 @@ failed_at(struct pull *p, size_t i, int rc, const mc_ctx *ctx)
 	pthread_cond_broadcast(&p->cv);
 }
 
-/* Reads entry i's reply, once it is i's turn (GETs sent ahead first), into rep; *got 0
- * when the key holds no string (a list, a hash). 1 when an entry before failed. */
+/* What read_turn found for an entry. */
+#define READ_STOPPED 1 /* nothing: an entry before failed */
+#define GOT_STRING 1
+#define GOT_NIL 0      /* the key is gone since the SCAN */
+#define GOT_OTHER (-1) /* the key holds no string (a list, a hash) */
+
+/* Reads entry i's reply, once it is i's turn (GETs sent ahead first), into rep, *got
+ * saying what it is; the connection tells wctx meanwhile. READ_STOPPED when an entry
+ * before failed. */
 static int
-read_turn(struct pull *p, size_t i, struct mc_rreply *rep, int *got)
+read_turn(struct pull *p, mc_ctx *wctx, size_t i, struct mc_rreply *rep, int *got)
 {
-	int rc = MC_OK;
+	mc_ctx *own;
+	int rc = MC_OK, stopped;
 
 	pthread_mutex_lock(&p->lock);
 	while (p->read_next != i && p->failed > i)
 		pthread_cond_wait(&p->cv, &p->lock);
-	rc = p->failed < i;
+	stopped = p->failed < i;
 	pthread_mutex_unlock(&p->lock);
-	if (rc)
-		return 1;
+	if (stopped)
+		return READ_STOPPED;
 	/* The connection is this worker's until read_next moves on. */
+	own = mc__redis_use_ctx(p->r, wctx);
 	for (; rc == MC_OK && p->sent < p->n && p->sent < i + MC_PIPE_COMMANDS; p->sent++) {
 		const char *argv[2] = {"GET", p->keys[p->sent]};
 		size_t lens[2] = {3, strlen(p->keys[p->sent])};
@@ -205,12 +212,13 @@ read_turn(struct pull *p, size_t i, struct mc_rreply *rep, int *got)
 	}
 	if (rc == MC_OK)
 		rc = mc__redis_reply(p->r, p->keys[i], rep);
-	*got = rc == MC_OK && !rep->nil && rep->str != NULL; /* nil: gone since the SCAN */
+	*got = rc != MC_OK ? GOT_OTHER : rep->nil || rep->str == NULL ? GOT_NIL : GOT_STRING;
 	if (rc != MC_OK && rep->error != NULL && strncmp(rep->error, "WRONGTYPE", 9) == 0)
 		rc = MC_OK;
+	mc__redis_use_ctx(p->r, own);
 	pthread_mutex_lock(&p->lock);
 	if (rc != MC_OK)
-		failed_at(p, i, rc, mc__redis_ctx(p->r));
+		failed_at(p, i, rc, wctx);
 	p->read_next = i + 1;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->lock);
@@ -250,9 +258,10 @@ take_back(struct pull *p, unsigned id, mc_ctx *wctx, size_t i, const unsigned ch
 	return rc < 0 ? rc : MC_OK;
 }
 
-/* Records an entry's result in the writer, and tells it. */
+/* Records an entry's result in the writer, and tells it; progress is told on the
+ * calling thread (worker 0) only. */
 static int
-record(struct pull *p, struct pres *res, size_t i)
+record(struct pull *p, unsigned id, struct pres *res, size_t i)
 {
 	int rc;
 
@@ -268,7 +277,8 @@ record(struct pull *p, struct pres *res, size_t i)
 		p->fn(p->ud, res->what, res->what == MC_REMOTE_ODD ? NULL : res->type,
 		      res->what == MC_REMOTE_ODD ? NULL : res->key, p->keys[i],
 		      res->what == MC_REMOTE_ODD ? res->vn : res->o.size);
-	mc__progress(p->ctx, "pull", i + 1, p->n);
+	if (id == 0)
+		mc__progress(p->ctx, "pull", i + 1, p->n);
 	return MC_OK;
 }
 
@@ -276,7 +286,7 @@ record(struct pull *p, struct pres *res, size_t i)
  * called by the worker that found the next one ready and nobody recording. The writer
  * is the recorder's alone. */
 static int
-record_ready(struct pull *p)
+record_ready(struct pull *p, unsigned id)
 {
 	struct pres take;
 	size_t t;
@@ -296,7 +306,7 @@ record_ready(struct pull *p)
 		take = p->res[t % p->nworkers];
 		memset(&p->res[t % p->nworkers], 0, sizeof take);
 		pthread_mutex_unlock(&p->lock);
-		rc = record(p, &take, t);
+		rc = record(p, id, &take, t);
 		free(take.key);
 		if (rc == MC_OK) {
 			pthread_mutex_lock(&p->lock);
@@ -320,10 +330,11 @@ pull_item(void *ud, unsigned id, mc_ctx *wctx, size_t i)
 
 	memset(&rep, 0, sizeof rep);
 	memset(&res, 0, sizeof res);
-	if ((rc = read_turn(p, i, &rep, &got)) == 1)
-		return MC_ERR_INVALID; /* stopped: the failure before is the one told */
-	if (rc == MC_OK)
-		rc = take_back(p, id, wctx, i, got ? rep.str : NULL, got ? rep.len : 0, &res);
+	if ((rc = read_turn(p, wctx, i, &rep, &got)) == READ_STOPPED)
+		return MC_ERR_INVALID; /* the failure before is the one told */
+	if (rc == MC_OK && got != GOT_NIL)
+		rc = take_back(p, id, wctx, i, got == GOT_STRING ? rep.str : NULL,
+			       got == GOT_STRING ? rep.len : 0, &res);
 	mc__redis_reply_free(&rep);
 	pthread_mutex_lock(&p->lock);
 	if (rc != MC_OK)
@@ -340,7 +351,7 @@ pull_item(void *ud, unsigned id, mc_ctx *wctx, size_t i)
 	pthread_mutex_unlock(&p->lock);
 	free(res.key);
 	if (rc == MC_OK && rec)
-		rc = record_ready(p);
+		rc = record_ready(p, id);
 	return rc;
 }
 
@@ -367,6 +378,7 @@ make_spools(struct pull *p)
 static int
 pull_all(struct pull *p)
 {
+	unsigned k;
 	int rc;
 
 	if (pthread_mutex_init(&p->lock, NULL) != 0)
@@ -378,11 +390,15 @@ pull_all(struct pull *p)
 	rc = mc__parallel(p->ctx, p->n, p->nworkers, pull_item, p);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->lock);
+	for (k = 0; k < p->nworkers; k++)
+		mc__wspool_done(p->sp[k]);
 	if (p->failed < SIZE_MAX) {
 		rc = p->err_rc;
 		mc__redis_discard(p->r);
 		snprintf(p->ctx->err, sizeof p->ctx->err, "%s", p->err);
 	}
+	if (rc == MC_OK)
+		mc__progress(p->ctx, "pull", p->n, p->n);
 	return rc;
 }
 

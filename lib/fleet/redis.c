@@ -41,6 +41,15 @@ mc__redis_ctx(const mc_redis *r)
 	return r->ctx;
 }
 
+mc_ctx *
+mc__redis_use_ctx(mc_redis *r, mc_ctx *ctx)
+{
+	mc_ctx *old = r->ctx;
+
+	r->ctx = ctx;
+	return old;
+}
+
 const char *
 mc_redis_where(const mc_redis *r)
 {

@@ -249,9 +249,9 @@ struct mc_jtable {
 MC_HIDDEN int mc__jdoc_top(mc_ctx *ctx, struct mc_jdoc *d, struct cJSON **root,
 			   struct mc_jtable *arts, struct mc_jtable *objs);
 typedef int (*mc_jelem_fn)(mc_ctx *ctx, const struct cJSON *e, size_t idx, void *ud);
-/* Reads an element at p (n bytes of the text from it on) when it is in the form the
- * writer makes, which needs no tree: the number of bytes it took, its verdict in *rc;
- * 0 when it is not in that form, for fn to judge. */
+/* Reads an element at p (the next n bytes of the text, at most 4 KiB) when it is in
+ * the form the writer makes, which needs no tree: the number of bytes it took, its
+ * verdict in *rc; 0 when it is not in that form, for fn to judge. */
 typedef size_t (*mc_jfast_fn)(mc_ctx *ctx, const char *p, size_t n, size_t idx, void *ud,
 			      int *rc);
 /* Walks the array whose '[' is at d->i, calling fn (when not NULL) with each element

@@ -472,7 +472,9 @@ parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
 }
 
 /* An artifact's optional sha256 field, from the tree c or else the text (sha, NULL when
- * absent): into the arena, or for a spilled table into sh, which art_keep copies. */
+ * absent; read here, not by the caller, so that a tree's entry is checked in the same
+ * order as before): into the arena, or for a spilled table into sh, which art_keep
+ * copies. */
 static int
 art_sha256(mc_ctx *ctx, const cJSON *c, const char *sha, const char *what,
 	   struct mc_manifest *m, unsigned char sh[32], const unsigned char **out)
@@ -844,12 +846,14 @@ walk_doc(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
 	    (rc = walk_alloc(ctx, d, &w, &ow, arts.n, objs.n)) != MC_OK)
 		goto out;
 	d->i = objs.at;
-	if (objs.n > 0 && ((rc = mc__jdoc_array(ctx, d, object_fast, object_entry, &ow, &objs.n)) != MC_OK ||
-			   (m->spilled && (rc = obj_flush(ctx, &ow)) != MC_OK)))
+	if (objs.n > 0 &&
+	    ((rc = mc__jdoc_array(ctx, d, object_fast, object_entry, &ow, &objs.n)) != MC_OK ||
+	     (m->spilled && (rc = obj_flush(ctx, &ow)) != MC_OK)))
 		goto out;
 	d->i = arts.at;
-	if (arts.n > 0 && ((rc = mc__jdoc_array(ctx, d, artifact_fast, artifact_entry, &w, &arts.n)) != MC_OK ||
-			   (m->spilled && (rc = art_flush(ctx, &w)) != MC_OK)))
+	if (arts.n > 0 &&
+	    ((rc = mc__jdoc_array(ctx, d, artifact_fast, artifact_entry, &w, &arts.n)) != MC_OK ||
+	     (m->spilled && (rc = art_flush(ctx, &w)) != MC_OK)))
 		goto out;
 	if ((tb = cJSON_GetObjectItemCaseSensitive(root, "torch_blob")) != NULL &&
 	    (rc = parse_torch_blob(ctx, tb, m, w.used)) != MC_OK)

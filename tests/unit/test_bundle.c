@@ -648,6 +648,97 @@ START_TEST(many_artifacts_sorted)
 }
 END_TEST
 
+/* Objects put in a spool (as pull does) keep the stored form they were put in, whatever
+ * level the writer has at the save: at the same level the bundle is byte for byte the
+ * one made from the same contents in memory; at another it verifies and loads the same
+ * bytes. */
+static void
+spooled_bundle(const char *path, int spool_level, int save_level, int spooled)
+{
+	static const char *const keys[] = {"a:0:", "b:0:", "c:0:"};
+	unsigned char rnd[4096], txt[65536];
+	const unsigned char *c[3] = {txt, rnd, (const unsigned char *)""};
+	size_t n[3] = {sizeof txt, sizeof rnd, 0}, i;
+	struct mc_wspool *sp = NULL;
+	uint16_t idx = 0;
+	mc_writer *w;
+
+	for (i = 0; i < sizeof txt; i++)
+		txt[i] = (unsigned char)("compressible text "[i % 18]);
+	for (i = 0; i < sizeof rnd; i++)
+		rnd[i] = (unsigned char)(i * 2654435761u >> 13);
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	ck_assert_int_eq(mc_writer_set_created(w, 1700000000), MC_OK);
+	ck_assert_int_eq(mc_writer_set_compression(w, spool_level), MC_OK);
+	if (spooled) {
+		ck_assert_int_eq(mc__wspool_new(ctx, spool_level, NULL, &sp), MC_OK);
+		ck_assert_int_eq(mc__writer_spool(w, sp, &idx), MC_OK);
+	}
+	for (i = 0; i < 3; i++) {
+		struct mc_wobj o;
+		if (!spooled) {
+			ck_assert_int_eq(mc_writer_add_memory(w, "pgo", keys[i], c[i], n[i]), MC_OK);
+			continue;
+		}
+		ck_assert_int_eq(mc__wspool_put(sp, ctx, c[i], n[i], &o), MC_OK);
+		o.spool = idx;
+		ck_assert_int_eq(mc__writer_add_spooled(w, "pgo", keys[i], &o, NULL), MC_OK);
+	}
+	if (spooled)
+		mc__wspool_done(sp);
+	ck_assert_int_eq(mc_writer_add_memory(w, "pgo", "d:0:", txt, 1000), MC_OK);
+	ck_assert_int_eq(mc_writer_set_compression(w, save_level), MC_OK);
+	ck_assert_int_eq(mc_writer_add_signer(w, sk), MC_OK);
+	ck_assert_int_eq(mc_writer_save(w, path), MC_OK);
+	mc_writer_free(w);
+}
+
+START_TEST(spooled_objects)
+{
+	static const int levels[][2] = {{3, 3}, {0, 0}, {3, 0}, {0, 3}, {19, 1}};
+	char path[4096], ref[4096], root[4096], f[4096];
+	size_t i, n, nr;
+	unsigned char *x, *y;
+
+	snprintf(ref, sizeof ref, "%s/ref.mcache", dir);
+	for (i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+		snprintf(path, sizeof path, "%s/spooled%zu.mcache", dir, i);
+		spooled_bundle(path, levels[i][0], levels[i][1], 1);
+		if (levels[i][0] == levels[i][1]) {
+			spooled_bundle(ref, levels[i][0], levels[i][1], 0);
+			x = slurp(path, &n);
+			y = slurp(ref, &nr);
+			ck_assert_msg(n == nr && memcmp(x, y, n) == 0, "level %d: not the bundle made "
+				      "from memory", levels[i][0]);
+			free(x);
+			free(y);
+		}
+		snprintf(root, sizeof root, "%s/root%zu", dir, i);
+		ck_assert_int_eq(load_into(path, root, 0), MC_OK);
+		snprintf(f, sizeof f, "%s/dynamo/code_state_a_0_.pkl", root);
+		x = slurp(f, &n);
+		ck_assert_uint_eq(n, 65536);
+		ck_assert_int_eq(memcmp(x, "compressible text compressible", 30), 0);
+		free(x);
+		snprintf(f, sizeof f, "%s/dynamo/code_state_b_0_.pkl", root);
+		x = slurp(f, &n);
+		ck_assert_uint_eq(n, 4096);
+		ck_assert_uint_eq(x[4095], (unsigned char)(4095u * 2654435761u >> 13));
+		free(x);
+		snprintf(f, sizeof f, "%s/dynamo/code_state_c_0_.pkl", root);
+		x = slurp(f, &n);
+		ck_assert_uint_eq(n, 0);
+		free(x);
+	}
+	/* Compressed when spooled at level 3: smaller than the 64 KiB it holds, though
+	 * saved at level 0. */
+	snprintf(path, sizeof path, "%s/spooled2.mcache", dir);
+	x = slurp(path, &n);
+	ck_assert_uint_lt(n, 40000);
+	free(x);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -658,6 +749,7 @@ suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, save_open_load);
 	tcase_add_test(tc, deterministic);
+	tcase_add_test(tc, spooled_objects);
 	tcase_add_test(tc, save_needs_writer_and_path);
 	tcase_add_test(tc, flip_every_byte_zstd);
 	tcase_add_test(tc, flip_every_byte_plain);
