@@ -2,11 +2,11 @@
  * their key spaces, in key order, each taken back to the artifact it is (type and key
  * from the Redis key, content from the value, its form checked).
  *
- * The GETs are pipelined. The context's workers take turns to read the next reply;
- * each then checks its value and puts the content, hashed and compressed, in its own
- * spool, which the writer is given, so that the save reads nothing again. The results
- * are recorded in key order, one worker at a time, so that what is recorded and told
- * does not depend on the number of workers. */
+ * The context's workers take batches of consecutive keys, each reading their values on a
+ * connection of its own, pipelined. A worker checks each value and puts the content,
+ * hashed and compressed, in its own spool, which the writer is given, so that the save
+ * reads nothing again. The results are recorded in key order, one batch at a time, so
+ * that what is recorded and told does not depend on the number of workers. */
 #include "config.h"
 
 #include <pthread.h>
@@ -133,14 +133,25 @@ mc__store_each(mc_redis *r, const char *match, unsigned spaces, const char *phas
 
 /* ---- pull ---- */
 
+/* The entries go to the workers in batches of consecutive keys (at most PULL_BATCH),
+ * each worker reading on a connection of its own with at most PULL_WINDOW GETs awaited,
+ * so that what the server holds for the connections stays small. */
+#define PULL_BATCH 64
+#define PULL_WINDOW 8
+
 struct pres { /* an entry's result, waiting for its turn to be recorded */
-	int set;
 	int what;           /* MC_REMOTE_PULLED, MC_REMOTE_ODD, or 0: no cache's key */
 	const char *type;
 	char *key;
 	size_t vn;          /* the value's length */
 	struct mc_wobj o;   /* PULLED: its object, in the worker's spool */
 	unsigned char sha[MC_SHA256_BYTES];
+};
+
+struct pslot { /* a batch's results, waiting for their turn */
+	int set;
+	size_t n;
+	struct pres *res; /* bsz of them */
 };
 
 struct pull {
@@ -153,15 +164,16 @@ struct pull {
 	void *ud;
 	char **keys;
 	size_t n;
-	unsigned nworkers;
+	size_t bsz, nbatch;    /* batch b: keys[b * bsz ...], bsz of them (the last fewer) */
+	unsigned nworkers, nslots;
+	mc_redis **conn;       /* per worker: conn[0] is r, the others made for the pull */
 	struct mc_wspool **sp; /* per worker, the writer's */
 	uint16_t *spool;       /* their numbers in the writer */
-	struct pres *res;      /* nworkers slots: entry i's in i % nworkers */
+	struct pres **mine;    /* per worker, the results of the batch it reads */
+	struct pslot *slot;    /* nslots: batch b's in b % nslots */
 	pthread_mutex_t lock;  /* of all below */
 	pthread_cond_t cv;
-	size_t sent;           /* GETs sent */
-	size_t read_next;      /* the entry whose reply is read next */
-	size_t next;           /* the entry recorded next */
+	size_t next;           /* the batch recorded next */
 	int recording;         /* a worker is recording */
 	size_t failed;         /* the lowest entry that failed, or SIZE_MAX */
 	int err_rc;            /* and its failure */
@@ -181,48 +193,14 @@ failed_at(struct pull *p, size_t i, int rc, const mc_ctx *ctx)
 	pthread_cond_broadcast(&p->cv);
 }
 
-/* What read_turn found for an entry. */
-#define READ_STOPPED 1 /* nothing: an entry before failed */
-#define GOT_STRING 1
-#define GOT_NIL 0      /* the key is gone since the SCAN */
-#define GOT_OTHER (-1) /* the key holds no string (a list, a hash) */
-
-/* Reads entry i's reply, once it is i's turn (GETs sent ahead first), into rep, *got
- * saying what it is; the connection tells wctx meanwhile. READ_STOPPED when an entry
- * before failed. */
-static int
-read_turn(struct pull *p, mc_ctx *wctx, size_t i, struct mc_rreply *rep, int *got)
+static void
+res_clear(struct pres *res, size_t n)
 {
-	mc_ctx *own;
-	int rc = MC_OK, stopped;
+	size_t j;
 
-	pthread_mutex_lock(&p->lock);
-	while (p->read_next != i && p->failed > i)
-		pthread_cond_wait(&p->cv, &p->lock);
-	stopped = p->failed < i;
-	pthread_mutex_unlock(&p->lock);
-	if (stopped)
-		return READ_STOPPED;
-	/* The connection is this worker's until read_next moves on. */
-	own = mc__redis_use_ctx(p->r, wctx);
-	for (; rc == MC_OK && p->sent < p->n && p->sent < i + MC_PIPE_COMMANDS; p->sent++) {
-		const char *argv[2] = {"GET", p->keys[p->sent]};
-		size_t lens[2] = {3, strlen(p->keys[p->sent])};
-		rc = mc__redis_append(p->r, 2, argv, lens);
-	}
-	if (rc == MC_OK)
-		rc = mc__redis_reply(p->r, p->keys[i], rep);
-	*got = rc != MC_OK ? GOT_OTHER : rep->nil || rep->str == NULL ? GOT_NIL : GOT_STRING;
-	if (rc != MC_OK && rep->error != NULL && strncmp(rep->error, "WRONGTYPE", 9) == 0)
-		rc = MC_OK;
-	mc__redis_use_ctx(p->r, own);
-	pthread_mutex_lock(&p->lock);
-	if (rc != MC_OK)
-		failed_at(p, i, rc, wctx);
-	p->read_next = i + 1;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->lock);
-	return rc;
+	for (j = 0; j < n; j++)
+		free(res[j].key);
+	memset(res, 0, n * sizeof *res);
 }
 
 /* Entry i's value v (NULL: no string there) taken back to its artifact, whose content
@@ -258,6 +236,41 @@ take_back(struct pull *p, unsigned id, mc_ctx *wctx, size_t i, const unsigned ch
 	return rc < 0 ? rc : MC_OK;
 }
 
+/* The values of keys[first .. first + cnt) read on worker id's connection, the GETs sent
+ * PULL_WINDOW ahead, each taken back into res[]; *at: the entry that failed. A key gone
+ * since the SCAN is passed over; one holding no string (a list, a hash) is odd. */
+static int
+read_values(struct pull *p, unsigned id, mc_ctx *wctx, size_t first, size_t cnt,
+	    struct pres *res, size_t *at)
+{
+	mc_redis *c = p->conn[id];
+	mc_ctx *own = mc__redis_use_ctx(c, wctx);
+	struct mc_rreply rep;
+	size_t sent = 0, j;
+	int rc = MC_OK;
+
+	for (j = 0; j < cnt && rc == MC_OK; j++) {
+		*at = first + j;
+		memset(&rep, 0, sizeof rep);
+		for (; rc == MC_OK && sent < cnt && sent < j + PULL_WINDOW; sent++) {
+			const char *argv[2] = {"GET", p->keys[first + sent]};
+			size_t lens[2] = {3, strlen(p->keys[first + sent])};
+			rc = mc__redis_append(c, 2, argv, lens);
+		}
+		if (rc == MC_OK)
+			rc = mc__redis_reply(c, p->keys[first + j], &rep);
+		if (rc != MC_OK && rep.error != NULL && strncmp(rep.error, "WRONGTYPE", 9) == 0)
+			rc = take_back(p, id, wctx, first + j, NULL, 0, &res[j]);
+		else if (rc == MC_OK && !rep.nil && rep.str != NULL)
+			rc = take_back(p, id, wctx, first + j, rep.str, rep.len, &res[j]);
+		mc__redis_reply_free(&rep);
+	}
+	if (rc != MC_OK) /* what was asked is read, and dropped */
+		mc__redis_discard(c);
+	mc__redis_use_ctx(c, own);
+	return rc;
+}
+
 /* Records an entry's result in the writer, and tells it; progress is told on the
  * calling thread (worker 0) only. */
 static int
@@ -282,34 +295,36 @@ record(struct pull *p, unsigned id, struct pres *res, size_t i)
 	return MC_OK;
 }
 
-/* Records the results that are ready, in order, until one is not (or one failed);
+/* Records the batches that are ready, in order, until one is not (or one failed);
  * called by the worker that found the next one ready and nobody recording. The writer
- * is the recorder's alone. */
+ * is the recorder's alone, and so is the next batch's slot until it moves on. */
 static int
 record_ready(struct pull *p, unsigned id)
 {
-	struct pres take;
-	size_t t;
+	struct pslot *s;
+	size_t t, j = 0;
 	int rc = MC_OK;
 
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
 		t = p->next;
-		if (rc != MC_OK || !p->res[t % p->nworkers].set || p->failed <= t) {
+		s = &p->slot[t % p->nslots];
+		if (rc != MC_OK || t >= p->nbatch || !s->set || p->failed < t * p->bsz) {
 			if (rc != MC_OK)
-				failed_at(p, t, rc, p->w->ctx);
+				failed_at(p, t * p->bsz + j, rc, p->w->ctx);
 			p->recording = 0;
 			pthread_cond_broadcast(&p->cv);
 			pthread_mutex_unlock(&p->lock);
 			return rc;
 		}
-		take = p->res[t % p->nworkers];
-		memset(&p->res[t % p->nworkers], 0, sizeof take);
 		pthread_mutex_unlock(&p->lock);
-		rc = record(p, id, &take, t);
-		free(take.key);
+		for (j = 0; j < s->n && rc == MC_OK; j++)
+			rc = record(p, id, &s->res[j], t * p->bsz + j);
+		j -= rc != MC_OK; /* the one that failed */
+		res_clear(s->res, s->n);
 		if (rc == MC_OK) {
 			pthread_mutex_lock(&p->lock);
+			s->set = 0;
 			p->next = t + 1;
 			pthread_cond_broadcast(&p->cv);
 			pthread_mutex_unlock(&p->lock);
@@ -317,64 +332,84 @@ record_ready(struct pull *p, unsigned id)
 	}
 }
 
-/* Entry i, on worker id: its reply read in its turn, taken back, and its result left in
- * its slot; the worker that finds the next result ready with nobody recording records
- * it and what follows. */
+/* Batch b, on worker id: its values read and taken back, and its results left in its
+ * slot; the worker that finds the next batch ready with nobody recording records it
+ * and what follows. */
 static int
-pull_item(void *ud, unsigned id, mc_ctx *wctx, size_t i)
+pull_batch(void *ud, unsigned id, mc_ctx *wctx, size_t b)
 {
 	struct pull *p = ud;
-	struct mc_rreply rep;
-	struct pres res;
-	int rc, got = 0, rec = 0;
+	size_t first = b * p->bsz, cnt = p->n - first < p->bsz ? p->n - first : p->bsz, at = first;
+	struct pres *res = p->mine[id];
+	struct pslot *s = &p->slot[b % p->nslots];
+	int rc = MC_OK, rec = 0, stopped;
 
-	memset(&rep, 0, sizeof rep);
-	memset(&res, 0, sizeof res);
-	if ((rc = read_turn(p, wctx, i, &rep, &got)) == READ_STOPPED)
+	pthread_mutex_lock(&p->lock);
+	stopped = p->failed < first;
+	pthread_mutex_unlock(&p->lock);
+	if (stopped)
 		return MC_ERR_INVALID; /* the failure before is the one told */
-	if (rc == MC_OK && got != GOT_NIL)
-		rc = take_back(p, id, wctx, i, got == GOT_STRING ? rep.str : NULL,
-			       got == GOT_STRING ? rep.len : 0, &res);
-	mc__redis_reply_free(&rep);
+	rc = read_values(p, id, wctx, first, cnt, res, &at);
 	pthread_mutex_lock(&p->lock);
 	if (rc != MC_OK)
-		failed_at(p, i, rc, wctx);
-	while (rc == MC_OK && p->failed > i && i - p->next >= p->nworkers)
+		failed_at(p, at, rc, wctx);
+	while (rc == MC_OK && p->failed > first && b - p->next >= p->nslots)
 		pthread_cond_wait(&p->cv, &p->lock);
-	if (rc == MC_OK && p->failed > i) {
-		res.set = 1;
-		p->res[i % p->nworkers] = res;
-		res.key = NULL; /* the slot's now */
-		if (!p->recording && p->res[p->next % p->nworkers].set)
+	if (rc == MC_OK && p->failed > first) {
+		p->mine[id] = s->res; /* cleared when it was recorded */
+		s->res = res;
+		s->n = cnt;
+		s->set = 1;
+		res = NULL;
+		if (!p->recording && p->slot[p->next % p->nslots].set)
 			rec = p->recording = 1;
 	}
 	pthread_mutex_unlock(&p->lock);
-	free(res.key);
+	if (res != NULL)
+		res_clear(res, cnt);
 	if (rc == MC_OK && rec)
 		rc = record_ready(p, id);
 	return rc;
 }
 
-/* A spool per worker, given to the writer. */
+/* Per worker: a connection (conn[0] is r), a spool given to the writer, a batch's
+ * results; and the slots. A server that takes fewer connections leaves fewer workers. */
 static int
-make_spools(struct pull *p)
+pull_setup(struct pull *p)
 {
+	char saved[MC_ERRBUF];
 	unsigned k;
 	int rc = MC_OK;
 
-	if ((p->sp = calloc(p->nworkers, sizeof *p->sp)) == NULL ||
+	p->nslots = 2 * p->nworkers;
+	if ((p->conn = calloc(p->nworkers, sizeof *p->conn)) == NULL ||
+	    (p->sp = calloc(p->nworkers, sizeof *p->sp)) == NULL ||
 	    (p->spool = calloc(p->nworkers, sizeof *p->spool)) == NULL ||
-	    (p->res = calloc(p->nworkers, sizeof *p->res)) == NULL)
+	    (p->mine = calloc(p->nworkers, sizeof *p->mine)) == NULL ||
+	    (p->slot = calloc(p->nslots, sizeof *p->slot)) == NULL)
 		return mc__err(p->ctx, MC_ERR_NOMEM, "out of memory");
-	for (k = 0; k < p->nworkers && rc == MC_OK; k++)
-		if ((rc = mc__wspool_new(p->ctx, p->w->level, NULL, &p->sp[k])) ==
-		    MC_OK)
+	p->conn[0] = p->r;
+	snprintf(saved, sizeof saved, "%s", p->ctx->err);
+	for (k = 1; k < p->nworkers; k++)
+		if (mc__redis_again(p->r, p->ctx, &p->conn[k]) != MC_OK)
+			break;
+	if (k < p->nworkers) {
+		snprintf(p->ctx->err, sizeof p->ctx->err, "%s", saved);
+		p->nworkers = k;
+	}
+	for (k = 0; k < p->nslots; k++)
+		if ((p->slot[k].res = calloc(p->bsz, sizeof *p->slot[k].res)) == NULL)
+			return mc__err(p->ctx, MC_ERR_NOMEM, "out of memory");
+	for (k = 0; k < p->nworkers && rc == MC_OK; k++) {
+		if ((p->mine[k] = calloc(p->bsz, sizeof *p->mine[k])) == NULL)
+			return mc__err(p->ctx, MC_ERR_NOMEM, "out of memory");
+		if ((rc = mc__wspool_new(p->ctx, p->w->level, NULL, &p->sp[k])) == MC_OK)
 			rc = mc__writer_spool(p->w, p->sp[k], &p->spool[k]);
+	}
 	return rc;
 }
 
-/* Every entry, on the workers; after a failure, the replies asked for are dropped and
- * the lowest entry's failure told. */
+/* Every batch, on the workers; after a failure, the lowest entry's failure is told. */
 static int
 pull_all(struct pull *p)
 {
@@ -387,14 +422,13 @@ pull_all(struct pull *p)
 		pthread_mutex_destroy(&p->lock);
 		return mc__err(p->ctx, MC_ERR_NOMEM, "cannot create a condition variable");
 	}
-	rc = mc__parallel(p->ctx, p->n, p->nworkers, pull_item, p);
+	rc = mc__parallel(p->ctx, p->nbatch, p->nworkers, pull_batch, p);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->lock);
 	for (k = 0; k < p->nworkers; k++)
 		mc__wspool_done(p->sp[k]);
 	if (p->failed < SIZE_MAX) {
 		rc = p->err_rc;
-		mc__redis_discard(p->r);
 		snprintf(p->ctx->err, sizeof p->ctx->err, "%s", p->err);
 	}
 	if (rc == MC_OK)
@@ -402,12 +436,33 @@ pull_all(struct pull *p)
 	return rc;
 }
 
+static void
+pull_free(struct pull *p)
+{
+	unsigned k;
+
+	for (k = 0; p->slot != NULL && k < p->nslots; k++)
+		if (p->slot[k].res != NULL) {
+			res_clear(p->slot[k].res, p->bsz);
+			free(p->slot[k].res);
+		}
+	for (k = 0; p->mine != NULL && k < p->nworkers; k++)
+		free(p->mine[k]); /* cleared */
+	for (k = 1; p->conn != NULL && k < p->nworkers; k++)
+		mc_redis_free(p->conn[k]);
+	free(p->slot);
+	free(p->mine);
+	free(p->conn);
+	free(p->sp);
+	free(p->spool);
+	mc__redis_keys_free(p->keys, p->n);
+}
+
 int
 mc_redis_pull(mc_redis *r, mc_writer *w, const char *match, unsigned flags, mc_remote_fn fn,
 	      void *ud)
 {
 	struct pull p;
-	size_t k;
 	int rc;
 
 	if (r == NULL || w == NULL)
@@ -418,16 +473,15 @@ mc_redis_pull(mc_redis *r, mc_writer *w, const char *match, unsigned flags, mc_r
 	p.tformat = mc__redis_triton_format(r);
 	p.failed = SIZE_MAX;
 	rc = store_keys(r, match, p.spaces, &p.keys, &p.n);
+	/* Batches small enough that each worker has several. */
 	p.nworkers = mc__threads(p.ctx);
-	if (p.n > 0 && p.nworkers > p.n)
-		p.nworkers = (unsigned)p.n;
-	if (rc == MC_OK && p.n > 0 && (rc = make_spools(&p)) == MC_OK)
+	p.bsz = p.n / ((size_t)p.nworkers * 8);
+	p.bsz = p.bsz < 1 ? 1 : p.bsz > PULL_BATCH ? PULL_BATCH : p.bsz;
+	p.nbatch = (p.n + p.bsz - 1) / p.bsz;
+	if (p.nbatch > 0 && p.nworkers > p.nbatch)
+		p.nworkers = (unsigned)p.nbatch;
+	if (rc == MC_OK && p.n > 0 && (rc = pull_setup(&p)) == MC_OK)
 		rc = pull_all(&p);
-	for (k = 0; p.res != NULL && k < p.nworkers; k++)
-		free(p.res[k].key);
-	free(p.res);
-	free(p.sp);
-	free(p.spool);
-	mc__redis_keys_free(p.keys, p.n);
+	pull_free(&p);
 	return rc;
 }

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #ifdef MC_WITH_HIREDIS
 #include <hiredis/hiredis.h>
 #include <hiredis/sds.h>
@@ -23,10 +25,18 @@
 
 #define DEFAULT_TRITON_FORMAT "triton:{key}:{filename}"
 
+/* A URL taken apart, the password the one used. */
+struct rurl {
+	char *user, *password, *host, *path; /* malloc'd or NULL */
+	int port;
+	long db;
+};
+
 struct mc_redis {
 	mc_ctx *ctx;
 	char *where;   /* the URL without its password */
 	char *tformat; /* Triton's key format */
+	struct rurl u; /* where, and who: for another connection (mc__redis_again) */
 	size_t pending, pending_bytes;
 	int broken;    /* a send failed, maybe part way through a command: none may follow
 			* (replies of what went before may still be read) */
@@ -185,6 +195,13 @@ mc_redis_free(mc_redis *r)
 }
 
 int
+mc__redis_again(const mc_redis *r, mc_ctx *ctx, mc_redis **out)
+{
+	*out = NULL;
+	return unsupported(ctx);
+}
+
+int
 mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens)
 {
 	return unsupported(r->ctx);
@@ -220,13 +237,6 @@ mc__redis_scan(mc_redis *r, unsigned long long *cursor, const char *pattern, cha
 }
 
 #else /* MC_WITH_HIREDIS */
-
-/* A URL taken apart. */
-struct rurl {
-	char *user, *password, *host, *path; /* malloc'd or NULL */
-	int port;
-	long db;
-};
 
 /* s[0..n) with %XX decoded (malloc'd), or NULL. */
 static char *
@@ -360,11 +370,27 @@ static void
 url_free(struct rurl *u)
 {
 	if (u->password != NULL)
-		memset(u->password, 0, strlen(u->password));
+		sodium_memzero(u->password, strlen(u->password));
 	free(u->user);
 	free(u->password);
 	free(u->host);
 	free(u->path);
+	memset(u, 0, sizeof *u);
+}
+
+/* A copy of u: MC_OK, or MC_ERR_NOMEM (to then be freed). */
+static int
+url_copy(struct rurl *to, const struct rurl *u)
+{
+	*to = *u;
+	to->user = u->user != NULL ? mc__strdup(u->user) : NULL;
+	to->password = u->password != NULL ? mc__strdup(u->password) : NULL;
+	to->host = u->host != NULL ? mc__strdup(u->host) : NULL;
+	to->path = u->path != NULL ? mc__strdup(u->path) : NULL;
+	if ((u->user != NULL && to->user == NULL) || (u->password != NULL && to->password == NULL) ||
+	    (u->host != NULL && to->host == NULL) || (u->path != NULL && to->path == NULL))
+		return MC_ERR_NOMEM;
+	return MC_OK;
 }
 
 /* The URL as messages show it: no password. */
@@ -547,36 +573,66 @@ connect_to(mc_redis *r, const struct rurl *u)
 	return MC_OK;
 }
 
-int
-mc_redis_open(mc_ctx *ctx, const char *url, const char *password, mc_redis **out)
+/* r connected and greeted into *out, else freed. */
+static int
+dial(mc_redis *r, mc_redis **out)
 {
-	struct rurl u;
-	mc_redis *r;
 	int rc;
 
-	if (out == NULL || url == NULL)
-		return mc__err(ctx, MC_ERR_INVALID, "mc_redis_open: no URL");
-	*out = NULL;
-	if ((rc = parse_url(ctx, url, &u)) != MC_OK) {
-		url_free(&u);
-		return rc;
-	}
-	if ((r = calloc(1, sizeof *r)) == NULL || (r->where = url_shown(&u)) == NULL ||
-	    (r->tformat = mc__strdup(DEFAULT_TRITON_FORMAT)) == NULL) {
-		url_free(&u);
-		mc_redis_free(r);
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	r->ctx = ctx;
-	if ((rc = connect_to(r, &u)) == MC_OK)
-		rc = greet(r, &u, password != NULL ? password : u.password);
-	url_free(&u);
+	if ((rc = connect_to(r, &r->u)) == MC_OK)
+		rc = greet(r, &r->u, r->u.password);
 	if (rc != MC_OK) {
 		mc_redis_free(r);
 		return rc;
 	}
 	*out = r;
 	return MC_OK;
+}
+
+int
+mc_redis_open(mc_ctx *ctx, const char *url, const char *password, mc_redis **out)
+{
+	mc_redis *r;
+	int rc;
+
+	if (out == NULL || url == NULL)
+		return mc__err(ctx, MC_ERR_INVALID, "mc_redis_open: no URL");
+	*out = NULL;
+	if ((r = calloc(1, sizeof *r)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	r->ctx = ctx;
+	if ((rc = parse_url(ctx, url, &r->u)) != MC_OK) {
+		mc_redis_free(r);
+		return rc;
+	}
+	if (password != NULL) { /* it, not the URL's */
+		if (r->u.password != NULL)
+			sodium_memzero(r->u.password, strlen(r->u.password));
+		free(r->u.password);
+		r->u.password = mc__strdup(password);
+	}
+	if ((password != NULL && r->u.password == NULL) || (r->where = url_shown(&r->u)) == NULL ||
+	    (r->tformat = mc__strdup(DEFAULT_TRITON_FORMAT)) == NULL) {
+		mc_redis_free(r);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	return dial(r, out);
+}
+
+int
+mc__redis_again(const mc_redis *r, mc_ctx *ctx, mc_redis **out)
+{
+	mc_redis *a;
+
+	*out = NULL;
+	if ((a = calloc(1, sizeof *a)) == NULL || url_copy(&a->u, &r->u) != MC_OK ||
+	    (a->where = mc__strdup(r->where)) == NULL ||
+	    (a->tformat = mc__strdup(r->tformat)) == NULL) {
+		mc_redis_free(a);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	a->ctx = ctx;
+	return dial(a, out);
 }
 
 void
@@ -586,6 +642,7 @@ mc_redis_free(mc_redis *r)
 		return;
 	if (r->c != NULL)
 		redisFree(r->c);
+	url_free(&r->u);
 	free(r->where);
 	free(r->tformat);
 	free(r);

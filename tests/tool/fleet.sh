@@ -182,6 +182,17 @@ TORCHINDUCTOR_REDIS_URL="$URL/2" run 0 "into $SHOWN: nothing changed" push "$T/a
 # a Unix socket, and a database by number
 run 0 "pushed $T/a.mcache into unix://$T/r/sock?db=3: 6 written" push "$T/a.mcache" -p "$PUB" --redis "unix://$T/r/sock?db=3"
 [ "$(rc -n 3 dbsize)" = 6 ] && ok || bad "unix://...?db=3: db 3 holds $(rc -n 3 dbsize)"
+# pull reads on a connection per worker, each in the URL's database (the keys go to the
+# workers one by one here, and database 0 is emptied: a connection in another database
+# finds none of them)
+stat() { "$@" info stats | tr -d '\r' | awk -F: -v k="$STAT" '$1 == k { print $2 }'; }
+rc flushdb >/dev/null
+c0=$(STAT=total_connections_received stat rc)
+run 0 "pulled 6 entries from unix://$T/r/sock?db=3" pull --redis "unix://$T/r/sock?db=3" -o "$T/db3.mcache" --threads 4
+c1=$(STAT=total_connections_received stat rc)
+[ $((c1 - c0)) = 5 ] && ok || bad "pull --threads 4 made $((c1 - c0 - 1)) connections, not 4"
+[ "$("$MEGACACHE" list "$T/db3.mcache" | grep -c '^inductor \|^aot_autograd ')" = 6 ] && ok ||
+	bad "pull of db 3: $("$MEGACACHE" list "$T/db3.mcache")"
 run 2 "SELECT refused" push "$T/a.mcache" -p "$PUB" --redis "$URL/100000"
 
 # 4. pgo: its own cache id, and no time_taken_ms.
@@ -241,6 +252,15 @@ nopw
 MEGACACHE_REDIS_PASSWORD=wr0ng run 0 "nothing changed" push "$T/a.mcache" -p "$PUB" --redis "$PURL" --redis-password-file "$T/right.pw"
 run 0 "pulled 6 entries from redis://127.0.0.1:$PPORT/0" pull --redis "redis://:s3cret@127.0.0.1:$PPORT" -o "$T/pw.mcache"
 nopw
+# each of pull's connections gives the password, from the URL or the file
+prc() { redis-cli -p "$PPORT" --no-auth-warning -a s3cret "$@"; }
+a0=$(STAT=acl_access_denied_auth stat prc) c0=$(STAT=total_connections_received stat prc)
+run 0 "pulled 6 entries" pull --redis "redis://:s3cret@127.0.0.1:$PPORT" -o "$T/pw4.mcache" --threads 4
+run 0 "pulled 6 entries" pull --redis "$PURL" --redis-password-file "$T/right.pw" -o "$T/pw4.mcache" --threads 3
+nopw
+a1=$(STAT=acl_access_denied_auth stat prc) c1=$(STAT=total_connections_received stat prc)
+[ "$a1" = "$a0" ] && [ $((c1 - c0)) = 9 ] && ok ||
+	bad "pull with a password: $((a1 - a0)) refused, $((c1 - c0 - 2)) connections, not 7"
 run 0 "label redis=redis://127.0.0.1:$PPORT/0" list "$T/pw.mcache"
 nopw
 # a URL refused for its form is not echoed with its password
