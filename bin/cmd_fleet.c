@@ -216,8 +216,9 @@ push_report(const struct tool *t, const struct push_opts *o, const char *path,
 		say(stdout, "pushed nothing from %s: none of its artifacts has a form in %s", path,
 		    mc_redis_where(r));
 	else if (n[MC_REMOTE_SENT] + n[MC_REMOTE_REPLACED] == 0)
-		say(stdout, "pushed %s into %s: nothing changed (%zu entries there already)", path,
-		    mc_redis_where(r), n[MC_REMOTE_UNCHANGED]);
+		say(stdout, "pushed %s into %s: nothing changed (%zu entr%s there already)", path,
+		    mc_redis_where(r), n[MC_REMOTE_UNCHANGED],
+		    n[MC_REMOTE_UNCHANGED] == 1 ? "y" : "ies");
 	else
 		say(stdout, "pushed %s into %s: %zu written, %zu replaced, %zu unchanged", path,
 		    mc_redis_where(r), n[MC_REMOTE_SENT], n[MC_REMOTE_REPLACED],
@@ -331,8 +332,9 @@ pull_report(const struct tool *t, const struct pull_opts *o, const mc_redis *r,
 	}
 	if (t->quiet)
 		return;
-	say(stdout, "pulled %zu entries from %s into %s, %zu signature%s", ta->n[MC_REMOTE_PULLED],
-	    mc_redis_where(r), o->out, nsecs, nsecs == 1 ? "" : "s");
+	say(stdout, "pulled %zu entr%s from %s into %s, %zu signature%s", ta->n[MC_REMOTE_PULLED],
+	    ta->n[MC_REMOTE_PULLED] == 1 ? "y" : "ies", mc_redis_where(r), o->out, nsecs,
+	    nsecs == 1 ? "" : "s");
 	if (ta->n[MC_REMOTE_ODD] > 0)
 		say(stdout, "  %zu entr%s skipped: not in the form of their key (-v names them)",
 		    ta->n[MC_REMOTE_ODD], ta->n[MC_REMOTE_ODD] == 1 ? "y" : "ies");

@@ -160,6 +160,16 @@ d=$?
 run 0 "label redis=$SHOWN" list "$T/p.mcache"
 run 0 "" verify "$T/p.mcache" -p "$PUB"
 run 0 "nothing changed (6 entries there already)" push "$T/p.mcache" -p "$PUB" --redis "$URL"
+# --match: only the keys of a glob (a glob of one key: one entry)
+run 0 "pulled 2 entries from $SHOWN" pull --redis "$URL" -o "$T/m.mcache" --match 'pt2:autograd-experimental::*'
+[ "$("$MEGACACHE" list "$T/m.mcache" | grep -c '^aot_autograd ')" = 2 ] &&
+	[ "$("$MEGACACHE" list "$T/m.mcache" | grep -c '^inductor ')" = 0 ] && ok ||
+	bad "pull --match autograd: $("$MEGACACHE" list "$T/m.mcache")"
+one=$(rc --scan --pattern 'pt2:fx-graph-v1::*' | sort | head -1)
+run 0 "pulled 1 entry from $SHOWN into $T/m1.mcache, 1 signature" pull --redis "$URL" -o "$T/m1.mcache" --match "$one" -s "$SEC"
+k=$("$MEGACACHE" list "$T/m1.mcache" | awk '$1 == "inductor" { print $4 }')
+[ "pt2:fx-graph-v1::$k:c1" = "$one" ] && ok || bad "pull --match $one gave '$k'"
+run 0 "pushed $T/m1.mcache into $SHOWN: nothing changed (1 entry there already)" push "$T/m1.mcache" -p "$PUB" --redis "$URL"
 
 # 11b. pull --json.
 "$MEGACACHE" pull --redis "$URL" -o "$T/p2.mcache" --json >"$T/out" 2>"$T/err"
