@@ -494,7 +494,9 @@ MC_API int mc_redis_supported(void);
 /* Connects to url: redis://[[user]:password@]host[:port][/db] (port 6379, db 0) or
  * unix:///path/to/socket[?db=N]. password, when not NULL, is used instead of the URL's
  * (an AUTH with user when the URL names one). The server must answer PING. Errors
- * (MC_ERR_REMOTE, MC_ERR_INVALID for a bad URL) name the server, never the password. */
+ * (MC_ERR_REMOTE, MC_ERR_INVALID for a bad URL) name the server, never the password.
+ * r keeps the password (for mc_redis_pull()'s other connections) until
+ * mc_redis_free(), which wipes it. */
 MC_API MC_MUST_CHECK int mc_redis_open(mc_ctx *ctx, const char *url, const char *password,
 				       mc_redis **out);
 MC_API void mc_redis_free(mc_redis *r);
@@ -548,12 +550,17 @@ MC_API MC_MUST_CHECK int mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flag
 /* Records into w every entry of r in torch's key space (and with MC_PULL_TRITON,
  * Triton's) that match (a Redis glob, NULL: all) selects: its type and key from the
  * Redis key, its content from the value, checked for its form; an entry that is not
- * in it is skipped and told as MC_REMOTE_ODD. The values are read in key order, on the
- * context's threads (one value and its content in memory on each): each content is
- * hashed and compressed as it arrives, at the compression level w has then (a later
+ * in it is skipped and told as MC_REMOTE_ODD. The values are read on the context's
+ * threads, each taking batches of consecutive keys and reading them on a connection of
+ * its own to the same server (its address as r found it, r's credentials and
+ * database: r keeps its password for them; a server that takes fewer connections
+ * leaves fewer threads); one value and its content are in memory on each thread, at
+ * most 8 values wait in the server for each connection. Each content is hashed and
+ * compressed as it arrives, at the compression level w has then (a later
  * mc_writer_set_compression() leaves it as it was), into temp files that
  * mc_writer_save() copies from. fn is called once per entry, one call at a time, in key
- * order, possibly from a worker thread. Progress phase "pull" (done: entries read). */
+ * order, possibly from a worker thread; after a failure, for every entry before the
+ * one that failed. Progress phase "pull" (done: entries read). */
 MC_API MC_MUST_CHECK int mc_redis_pull(mc_redis *r, mc_writer *w, const char *match,
 				       unsigned flags, mc_remote_fn fn, void *ud);
 

@@ -22,8 +22,8 @@ struct mc_rreply {
 #define MC_PIPE_BYTES (8u << 20)
 #define MC_PIPE_COMMANDS 512u
 
-/* Another connection to r's server, as r was made (credentials, database, Triton's key
- * format), telling ctx; errors name the server. */
+/* Another connection to r's server (at the address r is connected to), as r was made
+ * (credentials, database, Triton's key format), telling ctx; errors name the server. */
 MC_HIDDEN int mc__redis_again(const mc_redis *r, mc_ctx *ctx, mc_redis **out);
 /* Queues a command (argc arguments of lens bytes); errors name the server. */
 MC_HIDDEN int mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens);

@@ -166,6 +166,7 @@ struct pull {
 	size_t n;
 	size_t bsz, nbatch;    /* batch b: keys[b * bsz ...], bsz of them (the last fewer) */
 	unsigned nworkers, nslots;
+	unsigned nmade;        /* the workers' records made (nworkers may then be fewer) */
 	mc_redis **conn;       /* per worker: conn[0] is r, the others made for the pull */
 	struct mc_wspool **sp; /* per worker, the writer's */
 	uint16_t *spool;       /* their numbers in the writer */
@@ -333,8 +334,8 @@ record_ready(struct pull *p, unsigned id)
 }
 
 /* Batch b, on worker id: its values read and taken back, and its results left in its
- * slot; the worker that finds the next batch ready with nobody recording records it
- * and what follows. */
+ * slot (after a failure, those of the entries before it); the worker that finds the
+ * next batch ready with nobody recording records it and what follows. */
 static int
 pull_batch(void *ud, unsigned id, mc_ctx *wctx, size_t b)
 {
@@ -342,20 +343,21 @@ pull_batch(void *ud, unsigned id, mc_ctx *wctx, size_t b)
 	size_t first = b * p->bsz, cnt = p->n - first < p->bsz ? p->n - first : p->bsz, at = first;
 	struct pres *res = p->mine[id];
 	struct pslot *s = &p->slot[b % p->nslots];
-	int rc = MC_OK, rec = 0, stopped;
+	int rc = MC_OK, rc2 = MC_OK, rec = 0, stopped;
 
 	pthread_mutex_lock(&p->lock);
 	stopped = p->failed < first;
 	pthread_mutex_unlock(&p->lock);
 	if (stopped)
 		return MC_ERR_INVALID; /* the failure before is the one told */
-	rc = read_values(p, id, wctx, first, cnt, res, &at);
+	if ((rc = read_values(p, id, wctx, first, cnt, res, &at)) != MC_OK)
+		cnt = at - first; /* the entries before the one that failed are recorded */
 	pthread_mutex_lock(&p->lock);
 	if (rc != MC_OK)
 		failed_at(p, at, rc, wctx);
-	while (rc == MC_OK && p->failed > first && b - p->next >= p->nslots)
+	while (cnt > 0 && p->failed > first && b - p->next >= p->nslots)
 		pthread_cond_wait(&p->cv, &p->lock);
-	if (rc == MC_OK && p->failed > first) {
+	if (cnt > 0 && p->failed > first) {
 		p->mine[id] = s->res; /* cleared when it was recorded */
 		s->res = res;
 		s->n = cnt;
@@ -366,10 +368,10 @@ pull_batch(void *ud, unsigned id, mc_ctx *wctx, size_t b)
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (res != NULL)
-		res_clear(res, cnt);
-	if (rc == MC_OK && rec)
-		rc = record_ready(p, id);
-	return rc;
+		res_clear(res, p->bsz);
+	if (rec)
+		rc2 = record_ready(p, id);
+	return rc != MC_OK ? rc : rc2;
 }
 
 /* Per worker: a connection (conn[0] is r), a spool given to the writer, a batch's
@@ -382,21 +384,13 @@ pull_setup(struct pull *p)
 	int rc = MC_OK;
 
 	p->nslots = 2 * p->nworkers;
+	p->nmade = p->nworkers;
 	if ((p->conn = calloc(p->nworkers, sizeof *p->conn)) == NULL ||
 	    (p->sp = calloc(p->nworkers, sizeof *p->sp)) == NULL ||
 	    (p->spool = calloc(p->nworkers, sizeof *p->spool)) == NULL ||
 	    (p->mine = calloc(p->nworkers, sizeof *p->mine)) == NULL ||
 	    (p->slot = calloc(p->nslots, sizeof *p->slot)) == NULL)
 		return mc__err(p->ctx, MC_ERR_NOMEM, "out of memory");
-	p->conn[0] = p->r;
-	snprintf(saved, sizeof saved, "%s", p->ctx->err);
-	for (k = 1; k < p->nworkers; k++)
-		if (mc__redis_again(p->r, p->ctx, &p->conn[k]) != MC_OK)
-			break;
-	if (k < p->nworkers) {
-		snprintf(p->ctx->err, sizeof p->ctx->err, "%s", saved);
-		p->nworkers = k;
-	}
 	for (k = 0; k < p->nslots; k++)
 		if ((p->slot[k].res = calloc(p->bsz, sizeof *p->slot[k].res)) == NULL)
 			return mc__err(p->ctx, MC_ERR_NOMEM, "out of memory");
@@ -405,6 +399,16 @@ pull_setup(struct pull *p)
 			return mc__err(p->ctx, MC_ERR_NOMEM, "out of memory");
 		if ((rc = mc__wspool_new(p->ctx, p->w->level, NULL, &p->sp[k])) == MC_OK)
 			rc = mc__writer_spool(p->w, p->sp[k], &p->spool[k]);
+	}
+	/* The spools first: connections that run out of descriptors leave fewer workers. */
+	p->conn[0] = p->r;
+	snprintf(saved, sizeof saved, "%s", p->ctx->err);
+	for (k = 1; k < p->nworkers && rc == MC_OK; k++)
+		if (mc__redis_again(p->r, p->ctx, &p->conn[k]) != MC_OK)
+			break;
+	if (rc == MC_OK && k < p->nworkers) {
+		snprintf(p->ctx->err, sizeof p->ctx->err, "%s", saved);
+		p->nworkers = k;
 	}
 	return rc;
 }
@@ -446,9 +450,9 @@ pull_free(struct pull *p)
 			res_clear(p->slot[k].res, p->bsz);
 			free(p->slot[k].res);
 		}
-	for (k = 0; p->mine != NULL && k < p->nworkers; k++)
+	for (k = 0; p->mine != NULL && k < p->nmade; k++)
 		free(p->mine[k]); /* cleared */
-	for (k = 1; p->conn != NULL && k < p->nworkers; k++)
+	for (k = 1; p->conn != NULL && k < p->nmade; k++)
 		mc_redis_free(p->conn[k]);
 	free(p->slot);
 	free(p->mine);

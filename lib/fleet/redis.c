@@ -5,11 +5,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -619,10 +621,27 @@ mc_redis_open(mc_ctx *ctx, const char *url, const char *password, mc_redis **out
 	return dial(r, out);
 }
 
+/* The numeric address of r's server (TCP), or NULL: another connection goes to the
+ * same server whatever its name resolves to by then (a name of several servers). */
+static char *
+peer_host(const mc_redis *r)
+{
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof sa;
+	char host[1025];
+
+	if (r->u.path != NULL || getpeername(r->c->fd, (struct sockaddr *)&sa, &len) != 0 ||
+	    getnameinfo((struct sockaddr *)&sa, len, host, sizeof host, NULL, 0,
+			NI_NUMERICHOST) != 0)
+		return NULL;
+	return mc__strdup(host);
+}
+
 int
 mc__redis_again(const mc_redis *r, mc_ctx *ctx, mc_redis **out)
 {
 	mc_redis *a;
+	char *peer;
 
 	*out = NULL;
 	if ((a = calloc(1, sizeof *a)) == NULL || url_copy(&a->u, &r->u) != MC_OK ||
@@ -632,6 +651,10 @@ mc__redis_again(const mc_redis *r, mc_ctx *ctx, mc_redis **out)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
 	a->ctx = ctx;
+	if ((peer = peer_host(r)) != NULL) {
+		free(a->u.host);
+		a->u.host = peer;
+	}
 	return dial(a, out);
 }
 

@@ -195,12 +195,19 @@ run 0 "pushed $T/a.mcache into unix://$T/r/sock?db=3: 6 written" push "$T/a.mcac
 # pull reads on a connection per worker, each in the URL's database (the keys go to the
 # workers one by one here, and database 0 is emptied: a connection in another database
 # finds none of them)
-stat() { "$@" info stats | tr -d '\r' | awk -F: -v k="$STAT" '$1 == k { print $2 }'; }
+# redis_stat FILE NAME [FIELD]: the server's INFO counter NAME (its FIELD, as calls=N).
+redis_stat() {
+	tr -d '\r' <"$1" | awk -F: -v k="$2" -v f="${3:-}" '$1 == k {
+		if (f == "") { print $2; exit }
+		n = split($2, kv, ","); for (i = 1; i <= n; i++) { split(kv[i], p, "="); if (p[1] == f) print p[2] } }'
+}
 rc flushdb >/dev/null
-c0=$(STAT=total_connections_received stat rc)
+rc info everything >"$T/info0"
 run 0 "pulled 6 entries from unix://$T/r/sock?db=3" pull --redis "unix://$T/r/sock?db=3" -o "$T/db3.mcache" --threads 4
-c1=$(STAT=total_connections_received stat rc)
-[ $((c1 - c0)) = 5 ] && ok || bad "pull --threads 4 made $((c1 - c0 - 1)) connections, not 4"
+rc info everything >"$T/info1"
+c=$(($(redis_stat "$T/info1" total_connections_received) - $(redis_stat "$T/info0" total_connections_received)))
+s=$(($(redis_stat "$T/info1" cmdstat_select calls) - $(redis_stat "$T/info0" cmdstat_select calls)))
+[ "$c" = 5 ] && [ "$s" = 4 ] && ok || bad "pull --threads 4: $((c - 1)) connections and $s SELECTs, not 4 and 4"
 [ "$("$MEGACACHE" list "$T/db3.mcache" | grep -c '^inductor \|^aot_autograd ')" = 6 ] && ok ||
 	bad "pull of db 3: $("$MEGACACHE" list "$T/db3.mcache")"
 run 2 "SELECT refused" push "$T/a.mcache" -p "$PUB" --redis "$URL/100000"
@@ -264,15 +271,28 @@ run 0 "pulled 6 entries from redis://127.0.0.1:$PPORT/0" pull --redis "redis://:
 nopw
 # each of pull's connections gives the password, from the URL or the file
 prc() { redis-cli -p "$PPORT" --no-auth-warning -a s3cret "$@"; }
-a0=$(STAT=acl_access_denied_auth stat prc) c0=$(STAT=total_connections_received stat prc)
+prc info everything >"$T/info0"
 run 0 "pulled 6 entries" pull --redis "redis://:s3cret@127.0.0.1:$PPORT" -o "$T/pw4.mcache" --threads 4
 run 0 "pulled 6 entries" pull --redis "$PURL" --redis-password-file "$T/right.pw" -o "$T/pw4.mcache" --threads 3
 nopw
-a1=$(STAT=acl_access_denied_auth stat prc) c1=$(STAT=total_connections_received stat prc)
-[ "$a1" = "$a0" ] && [ $((c1 - c0)) = 9 ] && ok ||
-	bad "pull with a password: $((a1 - a0)) refused, $((c1 - c0 - 2)) connections, not 7"
+prc info everything >"$T/info1"
+c=$(($(redis_stat "$T/info1" total_connections_received) - $(redis_stat "$T/info0" total_connections_received)))
+a=$(($(redis_stat "$T/info1" cmdstat_auth calls) - $(redis_stat "$T/info0" cmdstat_auth calls)))
+[ "$(grep '^errorstat_' "$T/info1")" = "$(grep '^errorstat_' "$T/info0")" ] && [ "$c" = 8 ] && [ "$a" = 8 ] &&
+	ok || bad "pull with a password: $((c - 1)) connections, $((a - 1)) AUTHs, not 7 and 7; errors: $(grep '^errorstat_' "$T/info1")"
 run 0 "label redis=redis://127.0.0.1:$PPORT/0" list "$T/pw.mcache"
 nopw
+# a server that takes fewer connections than pull has threads: the workers it took
+MPORT=$(free_port)
+start_redis few "$MPORT" --maxclients 2
+run 0 "6 written" push "$T/a.mcache" -p "$PUB" --redis "redis://127.0.0.1:$MPORT"
+for threads in 1 4; do
+	SOURCE_DATE_EPOCH=1700000000 run 0 "pulled 6 entries" pull --redis "redis://127.0.0.1:$MPORT" \
+		-o "$T/few$threads.mcache" --threads "$threads"
+done
+cmp -s "$T/few1.mcache" "$T/few4.mcache" && ok || bad "pull --threads 4 from a server of 2 connections made another bundle"
+grep -q "max number of clients" "$T/few/log" 2>/dev/null || redis-cli -p "$MPORT" info stats | grep -q '^rejected_connections:[1-9]' &&
+	ok || bad "the server of 2 connections rejected none"
 # a URL refused for its form is not echoed with its password
 run 2 "bad port" push "$T/a.mcache" -p "$PUB" --redis "redis://:s3cret@127.0.0.1:notaport"
 nopw
@@ -452,6 +472,20 @@ import json, sys
 a = json.load(sys.stdin)["artifacts"]
 print(sum(x["size"] == 1 << 20 for x in a), sum(x["size"] < 4096 for x in a))' >"$T/sizes"
 [ "$(cat "$T/sizes")" = "300 40" ] && ok || bad "pulled bundle: sizes $(cat "$T/sizes"), not 300 of 1 MiB and 40 small"
+# A failure part way (a user whose ACL refuses GET of the keys after 'f...m'): the
+# entries before it are told, the same ones on 1 and 4 threads, then the server's error.
+rc acl setuser part on '>pw' '~pt2:fx-graph-v1::f[2-7a-m]*' '+get' '+scan' '+ping' >/dev/null
+before=$(rc --scan --pattern 'pt2:*' | sort | awk '/^pt2:fx-graph-v1::f[n-z]/ { exit } { n++ } END { print n + 0 }')
+for threads in 1 4; do
+	"$MEGACACHE" pull --redis "redis://part:pw@127.0.0.1:$PORT/0" -o "$T/part.mcache" -v \
+		--threads "$threads" >"$T/part$threads.out" 2>"$T/part$threads.err"
+	r=$?
+	[ "$r" = 2 ] && grep -qF "refused: NOPERM" "$T/part$threads.err" && [ ! -e "$T/part.mcache" ] &&
+		[ "$(grep -c '^[+!] ' "$T/part$threads.out")" = "$before" ] && ok ||
+		bad "pull --threads $threads refused part way: exit $r, $(grep -c '^[+!] ' "$T/part$threads.out") entries told, not $before: $(cat "$T/part$threads.err")"
+done
+[ "$before" -gt 100 ] && [ "$before" -lt 300 ] && cmp -s "$T/part1.out" "$T/part4.out" && ok ||
+	bad "pull refused part way: other lines on 4 threads than on 1 ($before before the refusal)"
 rm -f "$T"/pt[124].mcache
 
 # 9c. the server killed mid-pull: one clear error naming it, no bundle, nothing left.
