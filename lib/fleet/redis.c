@@ -300,6 +300,18 @@ parse_db(const char *s, long *db)
 	return s[0] >= '0' && s[0] <= '9' && *end == '\0' && errno == 0 && *db <= 1000000 ? 0 : -1;
 }
 
+/* Whether s[0..n) holds %00, which no AUTH can carry. */
+static int
+nul_escape(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 2 < n; i++)
+		if (s[i] == '%' && s[i + 1] == '0' && s[i + 2] == '0')
+			return 1;
+	return 0;
+}
+
 /* redis://[[user]:password@]host[:port][/db] */
 static int
 parse_tcp(mc_ctx *ctx, const char *url, struct rurl *u)
@@ -310,6 +322,8 @@ parse_tcp(mc_ctx *ctx, const char *url, struct rurl *u)
 	at = memchr(s, '@', (size_t)(end - s));
 	if (at != NULL) {
 		const char *colon = memchr(s, ':', (size_t)(at - s));
+		if (nul_escape(s, (size_t)(at - s)))
+			return bad_url(ctx, url, "a NUL byte (%00) in the user or password");
 		if (colon == NULL) { /* a user alone: the password from elsewhere */
 			u->user = pct_decode(s, (size_t)(at - s));
 		} else {

@@ -296,6 +296,9 @@ grep -q "max number of clients" "$T/few/log" 2>/dev/null || redis-cli -p "$MPORT
 # a URL refused for its form is not echoed with its password
 run 2 "bad port" push "$T/a.mcache" -p "$PUB" --redis "redis://:s3cret@127.0.0.1:notaport"
 nopw
+run 2 "Redis URL 'redis://***@127.0.0.1:$PPORT': a NUL byte (%00) in the user or password" \
+	pull --redis "redis://:s3cret%00x@127.0.0.1:$PPORT" -o "$T/none.mcache"
+nopw
 run 2 "bad database number" pull --redis "redis://:s3cret@127.0.0.1:$PPORT/x" -o "$T/none.mcache" --json
 nopw
 
