@@ -350,8 +350,10 @@ pull_batch(void *ud, unsigned id, mc_ctx *wctx, size_t b)
 	pthread_mutex_unlock(&p->lock);
 	if (stopped)
 		return MC_ERR_INVALID; /* the failure before is the one told */
-	if ((rc = read_values(p, id, wctx, first, cnt, res, &at)) != MC_OK)
+	if ((rc = read_values(p, id, wctx, first, cnt, res, &at)) != MC_OK) {
 		cnt = at - first; /* the entries before the one that failed are recorded */
+		res_clear(res + cnt, p->bsz - cnt); /* and its own half-made result dropped */
+	}
 	pthread_mutex_lock(&p->lock);
 	if (rc != MC_OK)
 		failed_at(p, at, rc, wctx);
