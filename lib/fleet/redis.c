@@ -382,13 +382,21 @@ parse_url(mc_ctx *ctx, const char *url, struct rurl *u)
 	return bad_url(ctx, url, "unknown scheme");
 }
 
+/* A password wiped and freed. */
+static void
+secret_free(char *s)
+{
+	if (s != NULL) {
+		sodium_memzero(s, strlen(s));
+		free(s);
+	}
+}
+
 static void
 url_free(struct rurl *u)
 {
-	if (u->password != NULL)
-		sodium_memzero(u->password, strlen(u->password));
+	secret_free(u->password);
 	free(u->user);
-	free(u->password);
 	free(u->host);
 	free(u->path);
 	memset(u, 0, sizeof *u);
@@ -622,9 +630,7 @@ mc_redis_open(mc_ctx *ctx, const char *url, const char *password, mc_redis **out
 		return rc;
 	}
 	if (password != NULL) { /* it, not the URL's */
-		if (r->u.password != NULL)
-			sodium_memzero(r->u.password, strlen(r->u.password));
-		free(r->u.password);
+		secret_free(r->u.password);
 		r->u.password = mc__strdup(password);
 	}
 	if ((password != NULL && r->u.password == NULL) || (r->where = url_shown(&r->u)) == NULL ||
