@@ -26,6 +26,9 @@ mc__text_check(const char *text, size_t n, int tab_ok, uint32_t *cp)
 	size_t i, len;
 
 	for (i = 0; i < n; i += len) {
+		len = 1;
+		if (s[i] >= 0x20 && s[i] < 0x7f) /* printable ASCII, most of any text */
+			continue;
 		if ((len = mc__utf8_decode(s + i, n - i, cp)) == 0)
 			return -1;
 		if (mc__is_unsafe_cp(*cp) && !(tab_ok && *cp == '\t'))

@@ -19,19 +19,61 @@
 
 #include "tiers/tiers.h"
 
+/* The character classes of keys. Keys are checked for every artifact of every bundle
+ * read, so each class is a test of ranges, not a search of a set. */
 static int
-all_in(const char *s, size_t n, const char *set)
+c_lower(int c)
+{
+	return c >= 'a' && c <= 'z';
+}
+
+static int
+c_digit(int c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int
+c_b32(int c) /* [a-z2-7] */
+{
+	return c_lower(c) || (c >= '2' && c <= '7');
+}
+
+static int
+c_hex(int c) /* [0-9a-f] */
+{
+	return c_digit(c) || (c >= 'a' && c <= 'f');
+}
+
+static int
+c_lower_alnum(int c) /* [a-z0-9] */
+{
+	return c_lower(c) || c_digit(c);
+}
+
+static int
+c_kernel_hash(int c) /* [A-Za-z0-9_-] */
+{
+	return c_lower_alnum(c) || (c >= 'A' && c <= 'Z') || c == '_' || c == '-';
+}
+
+static int
+c_file_name(int c) /* [A-Za-z0-9_.+-] */
+{
+	return c_kernel_hash(c) || c == '.' || c == '+';
+}
+
+/* Whether each of the n bytes of s is of the class (NUL is of none). */
+static inline int
+all_in(const char *s, size_t n, int (*is)(int))
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (s[i] == '\0' || strchr(set, s[i]) == NULL)
+		if (!is((unsigned char)s[i]))
 			return 0;
 	return 1;
 }
-
-#define B32 "abcdefghijklmnopqrstuvwxyz234567"
-#define HEX "0123456789abcdef"
 
 static int
 why(char *buf, size_t len, const char *text)
@@ -44,7 +86,7 @@ why(char *buf, size_t len, const char *text)
 static int
 check_graph_key(const char *key, char prefix, char *w, size_t wl)
 {
-	if (strlen(key) != 52 || key[0] != prefix || !all_in(key + 1, 51, B32)) {
+	if (strlen(key) != 52 || key[0] != prefix || !all_in(key + 1, 51, c_b32)) {
 		char msg[64];
 		snprintf(msg, sizeof msg, "expected '%c' and 51 characters of [a-z2-7]", prefix);
 		return why(w, wl, msg);
@@ -90,8 +132,8 @@ aot_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size
 static int
 autotune_check(void *ud, const char *key, char *w, size_t wl)
 {
-	if (strlen(key) != 2 + 1 + 64 + 12 || !all_in(key, 2, "abcdefghijklmnopqrstuvwxyz0123456789") ||
-	    key[2] != '/' || !all_in(key + 3, 64, HEX) || strcmp(key + 67, ".best_config") != 0)
+	if (strlen(key) != 2 + 1 + 64 + 12 || !all_in(key, 2, c_lower_alnum) ||
+	    key[2] != '/' || !all_in(key + 3, 64, c_hex) || strcmp(key + 67, ".best_config") != 0)
 		return why(w, wl, "expected <2 of [a-z0-9]>/<64 hex>.best_config");
 	return MC_OK;
 }
@@ -135,7 +177,7 @@ pgo_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size
 static int
 hex64_check(void *ud, const char *key, char *w, size_t wl)
 {
-	if (strlen(key) != 64 || !all_in(key, 64, HEX))
+	if (strlen(key) != 64 || !all_in(key, 64, c_hex))
 		return why(w, wl, "expected 64 lower-case hex digits");
 	return MC_OK;
 }
@@ -153,7 +195,7 @@ static int
 file_name_ok(const char *s, size_t n)
 {
 	return n > 0 && n <= 255 && s[0] != '.' &&
-	       all_in(s, n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-");
+	       all_in(s, n, c_file_name);
 }
 
 /* Generated kernel code: "<2 chars>/<file>" (c<hash>.py, .cpp, .so, .h, .main.*). */
@@ -162,7 +204,7 @@ code_check(void *ud, const char *key, char *w, size_t wl)
 {
 	size_t n = strlen(key);
 
-	if (n < 4 || !all_in(key, 2, "abcdefghijklmnopqrstuvwxyz0123456789") || key[2] != '/' ||
+	if (n < 4 || !all_in(key, 2, c_lower_alnum) || key[2] != '/' ||
 	    !file_name_ok(key + 3, n - 3))
 		return why(w, wl, "expected <2 of [a-z0-9]>/<file name>");
 	return MC_OK;
@@ -192,7 +234,7 @@ kernel_file_ok(const char *s)
 	size_t hl = a != NULL ? (size_t)(a - s) : 0;
 
 	return hl > 0 && hl <= 128 &&
-	       all_in(s, hl, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") &&
+	       all_in(s, hl, c_kernel_hash) &&
 	       file_name_ok(a + 1, strlen(a + 1));
 }
 
@@ -205,7 +247,7 @@ triton_check(void *ud, const char *key, char *w, size_t wl)
 	const char *a = strchr(key, '/');
 	size_t dl = a != NULL ? (size_t)(a - key) : 0;
 
-	if (dl == 0 || dl > 3 || !all_in(key, dl, "0123456789") || !kernel_file_ok(a + 1))
+	if (dl == 0 || dl > 3 || !all_in(key, dl, c_digit) || !kernel_file_ok(a + 1))
 		return why(w, wl, "expected <device index>/<kernel hash>/<file name>");
 	return MC_OK;
 }
