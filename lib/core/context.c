@@ -27,6 +27,7 @@ mc__ctx_init(mc_ctx *ctx)
 	ctx->max_artifact_bytes = MC_DEFAULT_MAX_ARTIFACT_BYTES;
 	ctx->max_total_bytes = MC_DEFAULT_MAX_TOTAL_BYTES;
 	ctx->max_expansion = MC_DEFAULT_MAX_EXPANSION;
+	ctx->objects_in_memory = MC_OBJECTS_IN_MEMORY;
 	ctx->owner_uid = -1;
 	ctx->owner_gid = -1;
 }

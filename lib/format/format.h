@@ -133,13 +133,13 @@ struct mc_manifest {
 	int has_torch_blob;
 	struct mc_mgroup *groups;
 	size_t ngroups;
-	struct mc_mobject *objects; /* sorted by hash, unique; NULL when spilled */
+	struct mc_mobject *objects; /* sorted by hash, unique; NULL when ospilled */
 	size_t nobjects;
-	/* A manifest read from a file keeps its tables in temp files instead: the objects'
-	 * records in objfd, read with mc__mobjects(), and the first 8 bytes of each hash in
-	 * memory; the artifacts' records in artfd and their keys in keyfd, read through a
-	 * cursor, and their types (each named once) in memory. */
-	int spilled;
+	/* A manifest read from a file keeps its tables in temp files instead: the artifacts'
+	 * records in artfd and their keys in keyfd, read through a cursor, and their types
+	 * (each named once) in memory. So does a large object table (ospilled): its records
+	 * in objfd, read with mc__mobjects(), and the first 8 bytes of each hash in memory. */
+	int spilled, ospilled;
 	int objfd, artfd, keyfd;
 	uint64_t *oprefix;
 	char **types;

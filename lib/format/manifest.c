@@ -80,8 +80,9 @@ mc__manifest_free(struct mc_manifest *m)
 	}
 	free(m->groups);
 	free(m->objects);
-	if (m->spilled) {
+	if (m->ospilled)
 		close(m->objfd);
+	if (m->spilled) {
 		close(m->artfd);
 		close(m->keyfd);
 	}
@@ -94,7 +95,7 @@ int
 mc__mobjects(mc_ctx *ctx, const struct mc_manifest *m, size_t first, size_t n,
 	     struct mc_mobject *out)
 {
-	if (!m->spilled) {
+	if (!m->ospilled) {
 		memcpy(out, m->objects + first, n * sizeof *out);
 		return MC_OK;
 	}

@@ -181,7 +181,7 @@ find_object(mc_ctx *ctx, const struct mc_manifest *m, const unsigned char hash[3
 	int rc;
 
 	*idx = (size_t)-1;
-	if (m->spilled) {
+	if (m->ospilled) {
 		/* The first entry whose hash prefix is not below this one's; equal prefixes
 		 * are told apart by their records. */
 		uint64_t want = mc__be64(hash);
@@ -285,7 +285,7 @@ obj_finish(mc_ctx *ctx, struct obj_walk *w, size_t idx, const struct obj_in *in)
 	if (idx > 0 && memcmp(w->prev, o->hash, 32) >= 0)
 		return BAD("manifest: objects not sorted by hash, or repeated, at %s", what);
 	memcpy(w->prev, o->hash, 32);
-	if (!m->spilled) {
+	if (!m->ospilled) {
 		m->objects[idx] = rec;
 	} else {
 		m->oprefix[idx] = mc__be64(o->hash);
@@ -772,7 +772,8 @@ check_table(mc_ctx *ctx, const cJSON *root, const char *name, const struct mc_jt
 }
 
 /* Room for the tables of n artifacts and k objects: arrays, or for a text read from a
- * file (d->fd set), temp files and the buffers in front of them. */
+ * file (d->fd set), temp files and the buffers in front of them (for the objects only
+ * when their table is over ctx->objects_in_memory). */
 static int
 walk_alloc(mc_ctx *ctx, const struct mc_jdoc *d, struct art_walk *w, struct obj_walk *ow,
 	   size_t n, size_t k)
@@ -783,19 +784,24 @@ walk_alloc(mc_ctx *ctx, const struct mc_jdoc *d, struct art_walk *w, struct obj_
 	if (d->fd >= 0) {
 		m->objfd = m->artfd = m->keyfd = -1;
 		m->spilled = 1;
-		if ((m->objfd = mc__open_temp_anon(ctx)) < 0 ||
+		m->ospilled = k > ctx->objects_in_memory / sizeof *m->objects;
+		if ((m->ospilled && (m->objfd = mc__open_temp_anon(ctx)) < 0) ||
 		    (m->artfd = mc__open_temp_anon(ctx)) < 0 ||
 		    (m->keyfd = mc__open_temp_anon(ctx)) < 0)
 			return MC_ERR_IO;
 	}
-	if (m->spilled)
+	if (m->ospilled)
 		ok = (m->oprefix = calloc(k + 1, sizeof *m->oprefix)) != NULL &&
-		     (ow->buf = calloc(OBJ_BUF, sizeof *ow->buf)) != NULL &&
-		     (w->rec = calloc(ART_BUF, sizeof *w->rec)) != NULL &&
+		     (ow->buf = calloc(OBJ_BUF, sizeof *ow->buf)) != NULL;
+	else
+		ok = k == 0 || (m->objects = calloc(k, sizeof *m->objects)) != NULL;
+	if (!ok)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	if (m->spilled)
+		ok = (w->rec = calloc(ART_BUF, sizeof *w->rec)) != NULL &&
 		     (w->keys = malloc(KEY_BUF)) != NULL;
 	else
-		ok = (k == 0 || (m->objects = calloc(k, sizeof *m->objects)) != NULL) &&
-		     (n == 0 || (m->artifacts = calloc(n, sizeof *m->artifacts)) != NULL);
+		ok = n == 0 || (m->artifacts = calloc(n, sizeof *m->artifacts)) != NULL;
 	if (!ok || (w->used = calloc(k + 1, 1)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	return MC_OK;
@@ -848,7 +854,7 @@ walk_doc(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
 	d->i = objs.at;
 	if (objs.n > 0 &&
 	    ((rc = mc__jdoc_array(ctx, d, object_fast, object_entry, &ow, &objs.n)) != MC_OK ||
-	     (m->spilled && (rc = obj_flush(ctx, &ow)) != MC_OK)))
+	     (m->ospilled && (rc = obj_flush(ctx, &ow)) != MC_OK)))
 		goto out;
 	d->i = arts.at;
 	if (arts.n > 0 &&

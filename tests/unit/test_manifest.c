@@ -67,7 +67,11 @@ parse_len(const char *json, size_t len, struct mc_manifest *m)
 	snprintf(want, sizeof want, "%s", rc == MC_OK ? "" : mc_ctx_error(ctx));
 	for (i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
 		struct mc_manifest f;
-		int frc = parse_from_file(json, len, pieces[i], &f);
+		int frc;
+		/* every other way with the object table in a temp file too */
+		ctx->objects_in_memory = i % 2 == 1 ? 0 : MC_OBJECTS_IN_MEMORY;
+		frc = parse_from_file(json, len, pieces[i], &f);
+		ctx->objects_in_memory = MC_OBJECTS_IN_MEMORY;
 		ck_assert_msg(frc == rc, "pieces of %zu: rc %d, from memory %d", pieces[i], frc, rc);
 		if (rc != MC_OK) {
 			ck_assert_str_eq(mc_ctx_error(ctx), want);
@@ -78,7 +82,9 @@ parse_len(const char *json, size_t len, struct mc_manifest *m)
 		/* Read from a file, the tables are kept in temp files; their records are the
 		 * ones parsed from memory. */
 		ck_assert_int_eq(f.spilled, 1);
+		ck_assert_int_eq(f.ospilled, i % 2 == 1 && f.nobjects > 0);
 		ck_assert_int_eq(m->spilled, 0);
+		ck_assert_int_eq(m->ospilled, 0);
 		for (size_t k = 0; k < f.nobjects; k++) {
 			struct mc_mobject o;
 			ck_assert_int_eq(mc__mobjects(ctx, &f, k, 1, &o), MC_OK);
