@@ -32,8 +32,9 @@ sh -c 'ulimit -v 100000; dd if=/dev/zero bs=600M count=1 of=/dev/null' 2>/dev/nu
 rm -rf "$T/warm" "$T/big.blob" "$T/src" "$T/mib"
 
 # A manifest over 1 MiB (4,000 artifacts) is read through nameless temp files in
-# $TMPDIR, its object table kept there too; every reading command gives what it gives
-# for a small one, and nothing is left behind.
+# $TMPDIR (its object table, under 4 MiB, stays in memory; test_bundle reads one from a
+# file); every reading command gives what it gives for a small one, and nothing is left
+# behind.
 mkdir -p "$T/many/dynamo" "$T/tmp"
 i=0
 while [ "$i" -lt 4000 ]; do

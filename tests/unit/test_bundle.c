@@ -587,9 +587,10 @@ many_content(unsigned u, int changed, char *buf, size_t len)
 
 START_TEST(many_artifacts_sorted)
 {
-	char path[4096], key[32], content[64], hex[65], prev[32] = "";
-	unsigned char hash[32];
-	size_t conflicts = 0, i;
+	char path[4096], root[4096], f[4096 + 64], key[32], content[64], hex[65], prev[32] = "";
+	unsigned char hash[32], *got;
+	size_t conflicts = 0, i, n;
+	int rc;
 	mc_writer *w;
 	mc_bundle *b;
 	const char *type, *k, *h;
@@ -620,6 +621,9 @@ START_TEST(many_artifacts_sorted)
 	ck_assert_uint_eq(conflicts, MANY / 1000);
 
 	ck_assert_int_eq(mc_bundle_open(ctx, path, &b), MC_OK);
+	/* a manifest read through a temp file, its object table (3.5 MB) in memory */
+	ck_assert_int_eq(b->m.spilled, 1);
+	ck_assert_int_eq(b->m.ospilled, 0);
 	ck_assert_int_eq(mc_bundle_trust(b, pk), MC_OK);
 	ck_assert_int_eq(mc_bundle_verify(b), MC_OK);
 	ck_assert_uint_eq(mc_bundle_artifact_count(b), MANY + 2);
@@ -645,6 +649,28 @@ START_TEST(many_artifacts_sorted)
 	}
 	ck_assert_str_eq(prev, "zz-first");
 	mc_bundle_free(b);
+
+	/* Again with the object table in a temp file too, as past MC_OBJECTS_IN_MEMORY: the
+	 * bundle verifies, and a load writes each content. */
+	ctx->objects_in_memory = 0;
+	ck_assert_int_eq(mc_bundle_open(ctx, path, &b), MC_OK);
+	ck_assert_int_eq(b->m.ospilled, 1);
+	ck_assert_int_eq(mc_bundle_trust(b, pk), MC_OK);
+	rc = mc_bundle_verify(b);
+	mc_bundle_free(b);
+	snprintf(root, sizeof root, "%s/many-root", dir);
+	if (rc == MC_OK)
+		rc = load_into(path, root, 0);
+	ctx->objects_in_memory = MC_OBJECTS_IN_MEMORY;
+	ck_assert_msg(rc == MC_OK, "%s", mc_ctx_error(ctx));
+	for (i = 0; i < MANY; i += 999) {
+		snprintf(f, sizeof f, "%s/dynamo/code_state_k%zu.pkl", root, i);
+		many_content((unsigned)i, i % 1000 == 0, content, sizeof content);
+		got = slurp(f, &n);
+		ck_assert_msg(got != NULL && n == strlen(content) && memcmp(got, content, n) == 0,
+			      "%s", f);
+		free(got);
+	}
 }
 END_TEST
 
