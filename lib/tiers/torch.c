@@ -177,7 +177,7 @@ pgo_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size
 static int
 hex64_check(void *ud, const char *key, char *w, size_t wl)
 {
-	if (strlen(key) != 64 || !all_in(key, 64, c_hex))
+	if (!mc__is_lower_hex(key, 64))
 		return why(w, wl, "expected 64 lower-case hex digits");
 	return MC_OK;
 }
