@@ -556,16 +556,16 @@ call(mc_redis *r, const char *what, int argc, const char **argv, redisReply **ou
 }
 
 static int
-greet(mc_redis *r, const struct rurl *u, const char *password)
+greet(mc_redis *r, const struct rurl *u)
 {
 	char db[24];
 	const char *argv[3];
 	int rc;
 
-	if (password != NULL) {
+	if (u->password != NULL) {
 		argv[0] = "AUTH";
-		argv[1] = u->user != NULL ? u->user : password;
-		argv[2] = password;
+		argv[1] = u->user != NULL ? u->user : u->password;
+		argv[2] = u->password;
 		if ((rc = call(r, "authentication", u->user != NULL ? 3 : 2, argv, NULL)) != MC_OK)
 			return rc;
 	}
@@ -604,7 +604,7 @@ dial(mc_redis *r, mc_redis **out)
 	int rc;
 
 	if ((rc = connect_to(r, &r->u)) == MC_OK)
-		rc = greet(r, &r->u, r->u.password);
+		rc = greet(r, &r->u);
 	if (rc != MC_OK) {
 		mc_redis_free(r);
 		return rc;
