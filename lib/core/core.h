@@ -98,16 +98,30 @@ MC_HIDDEN void mc__ctx_init(mc_ctx *ctx);
 /* ---- encodings (encode.c) ---- */
 
 MC_HIDDEN void mc__hex(const unsigned char *in, size_t n, char *out);
+/* out gets the n bytes that in spells: exactly 2n lower-case hex digits, else -1. */
 MC_HIDDEN int mc__unhex(const char *in, unsigned char *out, size_t n);
 MC_HIDDEN int mc__is_lower_hex(const char *s, size_t n);
 /* torch's H(): lower-case RFC 4648 base32 of in, first 51 characters. out: 52 bytes. */
 MC_HIDDEN void mc__torch_b32_51(const unsigned char sha256[32], char out[52]);
 MC_HIDDEN uint32_t mc__crc32(uint32_t crc, const void *buf, size_t n);
 MC_HIDDEN int mc__utf8_valid(const unsigned char *s, size_t n);
+/* How many bytes from s a JSON string's scan passes: none is a quote or a backslash, or
+ * below 0x20 when ctl is set. */
+MC_HIDDEN size_t mc__json_plain(const unsigned char *s, size_t n, int ctl);
 /* One UTF-8 sequence at s (n bytes left): its length, or 0 when it is not a valid,
  * shortest-form encoding of a scalar value. */
 MC_HIDDEN size_t mc__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
-MC_HIDDEN uint64_t mc__be64(const unsigned char *p);
+/* Inline: the object table's lookups compare hashes by their first eight bytes. */
+static inline uint64_t
+mc__be64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
 MC_HIDDEN void mc__put_be64(unsigned char *p, uint64_t v);
 MC_HIDDEN uint64_t mc__le64(const unsigned char *p);
 MC_HIDDEN void mc__put_le64(unsigned char *p, uint64_t v);

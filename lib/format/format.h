@@ -138,10 +138,10 @@ struct mc_manifest {
 	/* A manifest read from a file keeps its tables in temp files instead: the artifacts'
 	 * records in artfd and their keys in keyfd, read through a cursor, and their types
 	 * (each named once) in memory. So does a large object table (ospilled): its records
-	 * in objfd, read with mc__mobjects(), and the first 8 bytes of each hash in memory. */
+	 * in objfd, read with mc__mobjects(). */
 	int spilled, ospilled;
 	int objfd, artfd, keyfd;
-	uint64_t *oprefix;
+	uint64_t *oprefix; /* of a parsed manifest: each object's hash, its first 8 bytes */
 	char **types;
 	size_t ntypes;
 	/* A writer renders its manifest from its own records: when src is set, artifact i
@@ -159,9 +159,9 @@ struct mc_msource {
  * type has none. */
 typedef const struct mc_type *(*mc_type_lookup)(const mc_ctx *ctx, const char *type);
 
-/* Reads artifacts of a manifest, spilled or not, 64 records at a time; gives each its
+/* Reads artifacts of a manifest, spilled or not, 512 records at a time; gives each its
  * type's handler through lookup. */
-#define MC_ACUR_BATCH 64
+#define MC_ACUR_BATCH 512
 struct mc_acur {
 	mc_ctx *ctx;
 	const struct mc_manifest *m;

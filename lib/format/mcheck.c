@@ -83,8 +83,7 @@ mc__mcheck_feed(struct mc_mcheck *c, const unsigned char *p, size_t n)
 		/* Inside a string, past any escape: up to the next quote, backslash or
 		 * control byte nothing changes. */
 		if (c->in_str && !c->skip && c->nesc0 == 0) {
-			while (i < n && p[i] >= 0x20 && p[i] != '"' && p[i] != '\\')
-				i++;
+			i += mc__json_plain(p + i, n - i, 1);
 			if (i == n)
 				break;
 			b = p[i];

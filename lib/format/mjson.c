@@ -100,10 +100,8 @@ jskip(struct mc_jdoc *d)
 	for (; (c = jbyte(d, i)) >= 0; i++) {
 		if (in_str && c != '\\' && c != '"') {
 			/* a string's plain bytes, to the end of the window at most */
-			const unsigned char *q = d->s + (i - d->w0), *end = d->s + d->wn;
-			while (q < end && *q != '"' && *q != '\\')
-				q++;
-			i = d->w0 + (uint64_t)(q - d->s) - 1;
+			size_t at = (size_t)(i - d->w0);
+			i += mc__json_plain(d->s + at, d->wn - at, 0) - 1;
 			continue;
 		}
 		if (in_str) {

@@ -89,7 +89,7 @@ get_str(mc_ctx *ctx, const cJSON *o, const char *name, const char *what, const c
 static int
 hash_field(mc_ctx *ctx, const char *s, const char *what, unsigned char out[32])
 {
-	if (strlen(s) != 64 || !mc__is_lower_hex(s, 64) || mc__unhex(s, out, 32) != 0)
+	if (mc__unhex(s, out, 32) != 0) /* 64 digits, each lower-case hex, or refused */
 		return BAD("manifest: %s is not 64 lower-case hex digits", what);
 	return MC_OK;
 }
@@ -171,6 +171,26 @@ f_uint(struct fcur *c, uint64_t *v)
 	return 1;
 }
 
+/* "name[idx]" into what (at least 48 bytes): how messages name a table's entry, made
+ * for every entry, so without printf. */
+static void
+entry_name(char *what, const char *name, size_t idx)
+{
+	char digits[24];
+	size_t n = strlen(name), k = sizeof digits;
+
+	do {
+		digits[--k] = (char)('0' + idx % 10);
+		idx /= 10;
+	} while (idx > 0);
+	memcpy(what, name, n);
+	what[n++] = '[';
+	memcpy(what + n, digits + k, sizeof digits - k);
+	n += sizeof digits - k;
+	what[n++] = ']';
+	what[n] = '\0';
+}
+
 /* The object with this content hash: *idx, or (size_t)-1 when there is none; *o gets
  * its record. */
 static int
@@ -178,42 +198,27 @@ find_object(mc_ctx *ctx, const struct mc_manifest *m, const unsigned char hash[3
 	    struct mc_mobject *o)
 {
 	size_t lo = 0, hi = m->nobjects;
+	uint64_t want = mc__be64(hash);
 	int rc;
 
 	*idx = (size_t)-1;
-	if (m->ospilled) {
-		/* The first entry whose hash prefix is not below this one's; equal prefixes
-		 * are told apart by their records. */
-		uint64_t want = mc__be64(hash);
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (m->oprefix[mid] < want)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (; lo < m->nobjects && m->oprefix[lo] == want; lo++) {
-			if ((rc = mc__mobjects(ctx, m, lo, 1, o)) != MC_OK)
-				return rc;
-			if (memcmp(o->hash, hash, 32) == 0) {
-				*idx = lo;
-				return MC_OK;
-			}
-		}
-		return MC_OK;
-	}
+	/* The first entry whose hash prefix is not below this one's (the prefixes lie
+	 * close together, the records may be in a temp file); equal prefixes are told
+	 * apart by their records. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = memcmp(m->objects[mid].hash, hash, 32);
-		if (c == 0) {
-			*idx = mid;
-			*o = m->objects[mid];
-			return MC_OK;
-		}
-		if (c < 0)
+		if (m->oprefix[mid] < want)
 			lo = mid + 1;
 		else
 			hi = mid;
+	}
+	for (; lo < m->nobjects && m->oprefix[lo] == want; lo++) {
+		if ((rc = mc__mobjects(ctx, m, lo, 1, o)) != MC_OK)
+			return rc;
+		if (memcmp(o->hash, hash, 32) == 0) {
+			*idx = lo;
+			return MC_OK;
+		}
 	}
 	return MC_OK;
 }
@@ -255,7 +260,7 @@ obj_finish(mc_ctx *ctx, struct obj_walk *w, size_t idx, const struct obj_in *in)
 	int rc;
 
 	memset(&rec, 0, sizeof rec); /* padding too: records go to a file */
-	snprintf(what, sizeof what, "objects[%zu]", idx);
+	entry_name(what, "objects", idx);
 	o->size = in->size;
 	o->stored_size = in->stored_size;
 	if ((rc = hash_field(ctx, in->hash, what, o->hash)) != MC_OK ||
@@ -285,10 +290,10 @@ obj_finish(mc_ctx *ctx, struct obj_walk *w, size_t idx, const struct obj_in *in)
 	if (idx > 0 && memcmp(w->prev, o->hash, 32) >= 0)
 		return BAD("manifest: objects not sorted by hash, or repeated, at %s", what);
 	memcpy(w->prev, o->hash, 32);
+	m->oprefix[idx] = mc__be64(o->hash);
 	if (!m->ospilled) {
 		m->objects[idx] = rec;
 	} else {
-		m->oprefix[idx] = mc__be64(o->hash);
 		w->buf[w->nbuf++] = rec;
 		if (w->nbuf == OBJ_BUF && (rc = obj_flush(ctx, w)) != MC_OK)
 			return rc;
@@ -306,7 +311,7 @@ object_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	char what[48];
 	int rc;
 
-	snprintf(what, sizeof what, "objects[%zu]", idx);
+	entry_name(what, "objects", idx);
 	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
 	    (rc = get_str(ctx, c, "hash", what, &in.hash)) != MC_OK ||
 	    (rc = get_str(ctx, c, "encoding", what, &in.encoding)) != MC_OK ||
@@ -579,7 +584,7 @@ art_finish(mc_ctx *ctx, struct art_walk *w, size_t idx, const struct art_in *in,
 	memset(&a, 0, sizeof a);
 	a.size = in->size;
 	a.executable = in->executable;
-	snprintf(what, sizeof what, "artifacts[%zu]", idx);
+	entry_name(what, "artifacts", idx);
 	if (!type_name_ok(in->type))
 		return BAD("manifest: %s.type '%.40s' is not 1-32 of [a-z0-9_]", what, in->type);
 	if (!key_text_ok(in->key))
@@ -608,7 +613,7 @@ artifact_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	char what[48];
 	int rc;
 
-	snprintf(what, sizeof what, "artifacts[%zu]", idx);
+	entry_name(what, "artifacts", idx);
 	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
 	    (rc = get_str(ctx, c, "type", what, &in.type)) != MC_OK ||
 	    (rc = get_str(ctx, c, "key", what, &in.key)) != MC_OK ||
@@ -790,10 +795,10 @@ walk_alloc(mc_ctx *ctx, const struct mc_jdoc *d, struct art_walk *w, struct obj_
 		    (m->keyfd = mc__open_temp_anon(ctx)) < 0)
 			return MC_ERR_IO;
 	}
-	if (m->ospilled)
-		ok = (m->oprefix = calloc(k + 1, sizeof *m->oprefix)) != NULL &&
-		     (ow->buf = calloc(OBJ_BUF, sizeof *ow->buf)) != NULL;
-	else
+	ok = (m->oprefix = calloc(k + 1, sizeof *m->oprefix)) != NULL;
+	if (ok && m->ospilled)
+		ok = (ow->buf = calloc(OBJ_BUF, sizeof *ow->buf)) != NULL;
+	else if (ok)
 		ok = k == 0 || (m->objects = calloc(k, sizeof *m->objects)) != NULL;
 	if (!ok)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
