@@ -210,19 +210,31 @@ code_check(void *ud, const char *key, char *w, size_t wl)
 	return MC_OK;
 }
 
+/* buf gets a then b: a destination made for every artifact of a plan, so without
+ * printf. MC_ERR_INVALID when it is empty or does not fit. */
+static int
+join_dest(char *buf, size_t len, const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+
+	if (na + nb == 0 || na + nb >= len)
+		return MC_ERR_INVALID;
+	memcpy(buf, a, na);
+	memcpy(buf + na, b, nb + 1);
+	return MC_OK;
+}
+
 static int
 same_path_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s", key);
-	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
+	return join_dest(buf, len, "", key);
 }
 
 /* The max-autotune GEMM timing cache. */
 static int
 gemm_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "cache/%s", key);
-	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
+	return join_dest(buf, len, "cache/", key);
 }
 
 /* "<kernel hash>/<file name>": a Triton kernel folder's file, the key of triton_home
@@ -257,12 +269,11 @@ triton_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, s
 {
 	mc_ctx *ctx = ud;
 	const char *root;
-	int n, rc;
+	int rc;
 
 	if ((rc = mc_ctx_tier_root(ctx, "triton", &root)) != MC_OK)
 		return rc; /* told on the context: a root the environment names wrongly */
-	n = snprintf(buf, len, "%s", ctx->triton_flat ? strchr(key, '/') + 1 : key);
-	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
+	return join_dest(buf, len, "", ctx->triton_flat ? strchr(key, '/') + 1 : key);
 }
 
 /* Triton's own cache (user kernels, launcher helpers): "<kernel hash>/<file>". */
