@@ -39,6 +39,7 @@ struct mc_bundle {
 	int planned;
 	unsigned planned_gen; /* the context's roots_gen the plan was made for */
 	unsigned char *sel; /* per artifact, from the plan: 1 when it is to be installed */
+	size_t ndropped;    /* artifacts the plan left out: another has their content and path */
 	struct mc_acur cur; /* what mc_bundle_artifact() reads with */
 	struct mc_acur fcur; /* what mc_bundle_find_artifact() and _executable() read with
 			      * (set up on first use), so mc_bundle_artifact()'s key stays */
@@ -102,6 +103,10 @@ MC_HIDDEN int mc__bundle_padding(mc_ctx *ctx, const char *path, const unsigned c
 MC_HIDDEN int mc__bundle_policy(mc_bundle *b);
 /* Finds each selected artifact's handler and checks destinations for conflicts. */
 MC_HIDDEN int mc__bundle_plan(mc_bundle *b);
+/* The same with its messages on ctx: b's context, or a copy of it for a plan made on
+ * another thread while b is read (every tier's root resolved before the copy, so that
+ * the plan only reads what the copy shares; only built-in types). */
+MC_HIDDEN int mc__bundle_plan_in(mc_bundle *b, mc_ctx *ctx);
 /* Artifact a's destination relative to its tier root (a planned, selected artifact);
  * errors name the bundle. */
 MC_HIDDEN int mc__artifact_dest(mc_bundle *b, const struct mc_martifact *a, char *buf,

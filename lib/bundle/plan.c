@@ -16,17 +16,24 @@
 
 /* An artifact's destination, relative to its tier's root: computed again from the
  * signed type, key and SHA-256 wherever it is needed, never stored. */
-int
-mc__artifact_dest(mc_bundle *b, const struct mc_martifact *a, char *buf, size_t len)
+static int
+artifact_dest(mc_ctx *ctx, const mc_bundle *b, const struct mc_martifact *a, char *buf,
+	      size_t len)
 {
-	int rc = mc__dest_for(b->ctx, a->handler, a->key, a->sha256, buf, len);
+	int rc = mc__dest_for(ctx, a->handler, a->key, a->sha256, buf, len);
 
 	if (rc != MC_OK) {
 		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", b->ctx->err);
-		rc = mc__err(b->ctx, rc, "%s: %s", b->path, msg);
+		snprintf(msg, sizeof msg, "%s", ctx->err);
+		rc = mc__err(ctx, rc, "%s: %s", b->path, msg);
 	}
 	return rc;
+}
+
+int
+mc__artifact_dest(mc_bundle *b, const struct mc_martifact *a, char *buf, size_t len)
+{
+	return artifact_dest(b->ctx, b, a, buf, len);
 }
 
 /* The plan's conflict check works on keyed 64-bit hashes of paths, so that no path is
@@ -67,6 +74,7 @@ struct ptier {
 
 struct plan {
 	mc_bundle *b;
+	mc_ctx *ctx; /* b's, or a copy of it (mc__bundle_plan_in) */
 	struct mc_acur cx, cy; /* for the two sides of a comparison */
 	struct pref *refs;
 	size_t n, cap;
@@ -85,7 +93,7 @@ plan_add(struct plan *P, size_t ns, const char *path, size_t len, size_t art, in
 		size_t cap = P->cap ? 2 * P->cap : 1024;
 		struct pref *r = realloc(P->refs, cap * sizeof *r);
 		if (r == NULL)
-			return mc__err(P->b->ctx, MC_ERR_NOMEM, "out of memory");
+			return mc__err(P->ctx, MC_ERR_NOMEM, "out of memory");
 		P->refs = r;
 		P->cap = cap;
 	}
@@ -210,7 +218,7 @@ plan_tier(const struct plan *P, const char *name)
 static int
 plan_tiers(struct plan *P)
 {
-	mc_ctx *ctx = P->b->ctx;
+	mc_ctx *ctx = P->ctx;
 	size_t i, j;
 
 	for (i = 0; i < ctx->ntypes; i++) {
@@ -257,18 +265,24 @@ plan_path(struct plan *P, const struct mc_martifact *a, char *buf, size_t len, s
 	  size_t *dest_at)
 {
 	char dest[MC_PATH_MAX];
-	size_t t = plan_tier(P, a->handler->tier);
+	size_t t = plan_tier(P, a->handler->tier), np, nd;
+	const char *prefix = P->tiers[t].prefix;
 	int rc;
 
-	if ((rc = mc__artifact_dest(P->b, a, dest, sizeof dest)) != MC_OK)
+	if ((rc = artifact_dest(P->ctx, P->b, a, dest, sizeof dest)) != MC_OK)
 		return rc;
 	*ns = P->tiers[t].base;
+	np = strlen(prefix);
+	np += np > 0; /* and a slash */
 	if (dest_at != NULL)
-		*dest_at = strlen(P->tiers[t].prefix) + (P->tiers[t].prefix[0] != '\0');
-	if ((size_t)snprintf(buf, len, "%s%s%s", P->tiers[t].prefix, P->tiers[t].prefix[0] ? "/" : "",
-			     dest) >= len)
-		return mc__err(P->b->ctx, MC_ERR_UNSAFE_DEST, "%s: %s artifact %.200s: destination "
+		*dest_at = np;
+	if (np + (nd = strlen(dest)) >= len)
+		return mc__err(P->ctx, MC_ERR_UNSAFE_DEST, "%s: %s artifact %.200s: destination "
 			       "too long", P->b->path, a->type, a->key);
+	memcpy(buf, prefix, np);
+	if (np > 0)
+		buf[np - 1] = '/';
+	memcpy(buf + np, dest, nd + 1);
 	return MC_OK;
 }
 
@@ -306,9 +320,9 @@ plan_pair(struct plan *P, const struct pref *x, const struct pref *y, int *drop)
 	root = P->tiers[nx].canon != NULL ? P->tiers[nx].canon : "";
 	sep = root[0] != '\0' && strcmp(root, "/") != 0 ? "/" : "";
 	if (x->kind == REF_FILE || y->kind == REF_UNIT)
-		return mc__err(b->ctx, MC_ERR_CONFLICT, "%s: artifacts %s %.200s and %s %.200s both "
+		return mc__err(P->ctx, MC_ERR_CONFLICT, "%s: artifacts %s %.200s and %s %.200s both "
 			       "need %s%s%s", b->path, ax->type, ax->key, ay->type, ay->key, root, sep, px);
-	return mc__err(b->ctx, MC_ERR_CONFLICT, "%s: artifact %s %.200s lies in %s%s%s, a folder "
+	return mc__err(P->ctx, MC_ERR_CONFLICT, "%s: artifact %s %.200s lies in %s%s%s, a folder "
 		       "that %s %.200s installs as a whole", b->path, ay->type, ay->key, root, sep, px,
 		       ax->type, ax->key);
 }
@@ -325,12 +339,14 @@ static int
 plan_enter(struct plan *P, size_t i, const struct mc_martifact *a, struct pprev *prev)
 {
 	char path[2 * MC_PATH_MAX];
-	size_t ns, l, d, at, unit = 0;
+	size_t ns, l, d, at, unit = 0, same = 0;
 	int rc;
 
 	if ((rc = plan_path(P, a, path, sizeof path, &ns, &at)) != MC_OK)
 		return rc;
 	l = strlen(path);
+	while (ns == prev->ns && same < l && prev->path[same] == path[same])
+		same++; /* the bytes both paths begin with */
 	if (a->handler->flags & MC_TYPE_FOLDER_UNIT) {
 		/* As the loader has it: the destination's folder, when it has one. */
 		const char *own = strrchr(path + at, '/');
@@ -340,9 +356,7 @@ plan_enter(struct plan *P, size_t i, const struct mc_martifact *a, struct pprev 
 	if ((rc = plan_add(P, ns, path, l, i, REF_FILE)) != MC_OK)
 		return rc;
 	for (d = 0; d < l && rc == MC_OK; d++)
-		if (path[d] == '/' && d > 0 &&
-		    !(ns == prev->ns && strncmp(prev->path, path, d + 1) == 0 &&
-		      (d == unit) == (d == prev->unit)))
+		if (path[d] == '/' && d > 0 && !(d < same && (d == unit) == (d == prev->unit)))
 			rc = plan_add(P, ns, path, d, i, d == unit ? REF_UNIT : REF_DIR);
 	memcpy(prev->path, path, l + 1);
 	prev->ns = ns;
@@ -352,13 +366,13 @@ plan_enter(struct plan *P, size_t i, const struct mc_martifact *a, struct pprev 
 
 /* Checks one artifact as every reader must, selected for installing or not. */
 static int
-plan_check(mc_bundle *b, const struct mc_martifact *a)
+plan_check(mc_ctx *ctx, const mc_bundle *b, const struct mc_martifact *a)
 {
 	if (a->handler == NULL)
-		return mc__err(b->ctx, MC_ERR_UNKNOWN_TYPE, "%s: artifact type '%s' has no handler "
+		return mc__err(ctx, MC_ERR_UNKNOWN_TYPE, "%s: artifact type '%s' has no handler "
 			       "(key %.200s)", b->path, a->type, a->key);
 	if ((a->sha256 != NULL) != ((a->handler->flags & MC_TYPE_WANTS_SHA256) != 0))
-		return mc__err(b->ctx, MC_ERR_MANIFEST, "%s: %s artifact %.200s %s a sha256 field",
+		return mc__err(ctx, MC_ERR_MANIFEST, "%s: %s artifact %.200s %s a sha256 field",
 			       b->path, a->type, a->key, a->sha256 != NULL ? "has" : "lacks");
 	return MC_OK;
 }
@@ -367,21 +381,63 @@ plan_check(mc_bundle *b, const struct mc_martifact *a)
  * here, but export writes them into a blob from which torch makes file names: each
  * passes its type's handler as an artifact's key does. */
 static int
-plan_blob_keys(mc_bundle *b)
+plan_blob_keys(mc_ctx *ctx, const mc_bundle *b)
 {
 	size_t i, j;
 	int rc = MC_OK;
 
 	for (i = 0; rc == MC_OK && i < b->m.ngroups; i++) {
-		const struct mc_type *t = mc__find_type(b->ctx, b->m.groups[i].type);
+		const struct mc_type *t = mc__find_type(ctx, b->m.groups[i].type);
 		if (t == NULL)
-			return mc__err(b->ctx, MC_ERR_UNKNOWN_TYPE, "%s: torch_blob group type '%s' has "
-				       "no handler", b->path, b->m.groups[i].type);
+			return mc__err(ctx, MC_ERR_UNKNOWN_TYPE, "%s: torch_blob group type '%s' "
+				       "has no handler", b->path, b->m.groups[i].type);
 		for (j = 0; rc == MC_OK && j < b->m.groups[i].nentries; j++)
-			if ((rc = mc__key_check(b->ctx, t, b->m.groups[i].entries[j].key)) != MC_OK)
-				rc = mc__err(b->ctx, rc, "%s: torch_blob: %s", b->path, b->ctx->err);
+			if ((rc = mc__key_check(ctx, t, b->m.groups[i].entries[j].key)) != MC_OK)
+				rc = mc__err(ctx, rc, "%s: torch_blob: %s", b->path, ctx->err);
 	}
 	return rc;
+}
+
+/* Sorts the entries as pref_cmp orders them: by their hash's top bits into buckets
+ * (the hashes are keyed, so they spread evenly), then each bucket on its own. */
+static int
+plan_sort(struct plan *P)
+{
+	size_t n = P->n, nb, b, i, lo, *end;
+	unsigned bits = 8;
+	struct pref *out;
+
+	while (bits < 16 && ((size_t)1 << bits) < n)
+		bits++;
+	nb = (size_t)1 << bits;
+	if ((end = calloc(nb + 1, sizeof *end)) == NULL ||
+	    (out = malloc((n + 1) * sizeof *out)) == NULL) {
+		free(end);
+		return mc__err(P->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	for (i = 0; i < n; i++)
+		end[(P->refs[i].h >> (64 - bits)) + 1]++;
+	for (b = 0; b < nb; b++)
+		end[b + 1] += end[b];
+	for (i = 0; i < n; i++) /* end[b] moves from bucket b's start to its end */
+		out[end[P->refs[i].h >> (64 - bits)]++] = P->refs[i];
+	for (b = 0, lo = 0; b < nb; lo = end[b++]) {
+		size_t k, j;
+		if (end[b] - lo > 8) {
+			qsort(out + lo, end[b] - lo, sizeof *out, pref_cmp);
+			continue;
+		}
+		for (k = lo + 1; k < end[b]; k++) {
+			struct pref x = out[k];
+			for (j = k; j > lo && pref_cmp(&out[j - 1], &x) > 0; j--)
+				out[j] = out[j - 1];
+			out[j] = x;
+		}
+	}
+	free(end);
+	free(P->refs);
+	P->refs = out;
+	return MC_OK;
 }
 
 /* Two artifacts on one path, a path inside another's file or inside a folder installed
@@ -393,8 +449,8 @@ plan_conflicts(struct plan *P)
 	size_t i, j, k, x;
 	int rc = MC_OK, drop;
 
-	if (P->n > 1)
-		qsort(P->refs, P->n, sizeof *P->refs, pref_cmp);
+	if (P->n > 1 && (rc = plan_sort(P)) != MC_OK)
+		return rc;
 	for (i = 0; rc == MC_OK && i < P->n; i = j) {
 		for (j = i + 1; j < P->n && P->refs[j].h == P->refs[i].h; j++)
 			;
@@ -417,30 +473,32 @@ plan_conflicts(struct plan *P)
 }
 
 int
-mc__bundle_plan(mc_bundle *b)
+mc__bundle_plan_in(mc_bundle *b, mc_ctx *ctx)
 {
 	struct plan P;
 	struct pprev *prev;
 	size_t i;
 	int rc;
 
-	if (b->planned && b->planned_gen == b->ctx->roots_gen)
+	if (b->planned && b->planned_gen == ctx->roots_gen)
 		return MC_OK;
 	if (b->m.nartifacts > UINT32_MAX)
-		return mc__err(b->ctx, MC_ERR_LIMIT, "%s: more than %lu artifacts", b->path,
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: more than %lu artifacts", b->path,
 			       (unsigned long)UINT32_MAX);
 	free(b->sel);
 	memset(&P, 0, sizeof P);
 	P.b = b;
+	P.ctx = ctx;
+	b->ndropped = 0;
 	if ((b->sel = calloc(b->m.nartifacts + 1, 1)) == NULL ||
 	    (P.dropped = calloc(b->m.nartifacts + 1, 1)) == NULL ||
 	    (prev = calloc(1, sizeof *prev)) == NULL) {
 		free(P.dropped);
-		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
 	prev->ns = (size_t)-1;
-	mc__acur_init(&P.cx, b->ctx, &b->m, mc__find_type);
-	mc__acur_init(&P.cy, b->ctx, &b->m, mc__find_type);
+	mc__acur_init(&P.cx, ctx, &b->m, mc__find_type);
+	mc__acur_init(&P.cy, ctx, &b->m, mc__find_type);
 	crypto_shorthash_keygen(P.key);
 	/* Every artifact is checked, whatever types are selected: a bundle one reader
 	 * refuses, every reader refuses. */
@@ -448,17 +506,19 @@ mc__bundle_plan(mc_bundle *b)
 	for (i = 0; i < b->m.nartifacts && rc == MC_OK; i++) {
 		const struct mc_martifact *a;
 
-		if ((rc = mc__acur_get(&P.cx, i, &a)) == MC_OK && (rc = plan_check(b, a)) == MC_OK)
+		if ((rc = mc__acur_get(&P.cx, i, &a)) == MC_OK &&
+		    (rc = plan_check(ctx, b, a)) == MC_OK)
 			rc = plan_enter(&P, i, a, prev);
 	}
 	if (rc == MC_OK)
-		rc = plan_blob_keys(b);
+		rc = plan_blob_keys(ctx, b);
 	if (rc == MC_OK)
 		rc = plan_conflicts(&P);
 	for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
 		const struct mc_martifact *a;
 		if ((rc = mc__acur_get(&P.cx, i, &a)) == MC_OK)
 			b->sel[i] = !P.dropped[i] && mc__type_selected(b, a->type);
+		b->ndropped += P.dropped[i];
 	}
 	for (i = 0; i < P.ntiers; i++)
 		free(P.tiers[i].canon);
@@ -470,8 +530,14 @@ mc__bundle_plan(mc_bundle *b)
 	mc__acur_free(&P.cy);
 	if (rc == MC_OK) {
 		b->planned = 1;
-		b->planned_gen = b->ctx->roots_gen;
+		b->planned_gen = ctx->roots_gen;
 	}
 	return rc;
 }
 
+
+int
+mc__bundle_plan(mc_bundle *b)
+{
+	return mc__bundle_plan_in(b, b->ctx);
+}

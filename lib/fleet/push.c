@@ -8,7 +8,13 @@
  * turns that are ready, in order, so that what is sent and told does not depend on the
  * number of workers: after an object that fails, nothing more is sent. The store works
  * on what is in flight while the workers make the next commands: once MC_PIPE_BYTES or
- * MC_PIPE_COMMANDS are awaited, replies are read until half of that is. */
+ * MC_PIPE_COMMANDS are awaited, replies are read until half of that is.
+ *
+ * The plan (every artifact's key and destination checked) may run on a thread of its
+ * own while the first commands are made (early_start): nothing is sent and nothing
+ * told until it passed, and should it have left an artifact out, the push starts over
+ * the ordinary way, so that what is sent and told is what a push after the plan sends
+ * and tells. */
 #include "config.h"
 
 #include <pthread.h>
@@ -55,6 +61,16 @@ struct pworker {
 	struct pcmds cmds;
 };
 
+/* The plan made beside the first commands: on a copy of the context, so that its
+ * messages stay its own. */
+struct early {
+	pthread_t thread;
+	mc_bundle *b;
+	mc_ctx ctx;
+	int rc;
+	int joined;
+};
+
 /* How many turns past the next one may wait with their commands made. */
 #define PUSH_AHEAD 64
 
@@ -85,7 +101,12 @@ struct push {
 	size_t whead, nwait;
 	uint64_t inflight; /* bytes of the commands awaited */
 	uint64_t done, total;
+	struct early *early; /* NULL: the plan was made first */
+	int gate;            /* with early: 0 until the first send, then 1 (passed) or -1 */
+	size_t *held, nheld, heldcap; /* artifacts of no remote form, told at the gate */
 };
+
+static int pass_gate(struct push *p, mc_ctx *ctx);
 
 static void
 tell(struct push *p, int what, const struct pent *e, uint64_t size)
@@ -382,6 +403,8 @@ send_ready(struct push *p, unsigned id, mc_ctx *wctx)
 	int rc = MC_OK;
 
 	memset(&take, 0, sizeof take);
+	if (p->early != NULL && p->gate == 0)
+		rc = pass_gate(p, wctx);
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
 		t = p->next;
@@ -510,8 +533,25 @@ add_entry(struct push *p, const struct mc_martifact *a, size_t i, const char *rk
 	return MC_OK;
 }
 
+/* An artifact of no remote form, told at the gate (early). */
+static int
+hold(struct push *p, size_t i)
+{
+	if (p->nheld == p->heldcap) {
+		size_t cap = p->heldcap ? 2 * p->heldcap : 256, *h;
+		if ((h = realloc(p->held, cap * sizeof *h)) == NULL)
+			return no_mem(p->ctx);
+		p->held = h;
+		p->heldcap = cap;
+	}
+	p->held[p->nheld++] = i;
+	return MC_OK;
+}
+
 /* The selected artifacts with a remote form, sorted by remote key; of several with one
- * key all but the last in the bundle's order are shadowed. The others are told. */
+ * key all but the last in the bundle's order are shadowed. The others are told, or
+ * with the plan not made yet (early), held to be told at the gate: every artifact of a
+ * selected type counts as selected until then. */
 static int
 collect(struct push *p)
 {
@@ -525,11 +565,14 @@ collect(struct push *p)
 	mc__acur_init(&cur, p->ctx, &b->m, NULL);
 	for (i = 0; i < b->m.nartifacts && rc == MC_OK; i++) {
 		const struct mc_martifact *a;
-		if ((rc = mc__acur_get(&cur, i, &a)) != MC_OK || !b->sel[i])
+		if ((rc = mc__acur_get(&cur, i, &a)) != MC_OK ||
+		    !(p->early != NULL ? mc__type_selected(b, a->type) : b->sel[i]))
 			continue;
 		if (mc__remote_key(a->type, a->key, mc__redis_triton_format(p->r), spaces, rkey,
 				   sizeof rkey) != MC_OK) {
-			if (p->fn != NULL)
+			if (p->early != NULL)
+				rc = hold(p, i);
+			else if (p->fn != NULL)
 				p->fn(p->ud, MC_REMOTE_NO_FORM, a->type, a->key, NULL, a->size);
 			continue;
 		}
@@ -542,9 +585,128 @@ collect(struct push *p)
 	for (i = 0; i + 1 < p->n; i++)
 		if (strcmp(p->e[i].rkey, p->e[i + 1].rkey) == 0) {
 			p->e[i].shadowed = 1;
-			tell(p, MC_REMOTE_SHADOWED, &p->e[i], 0);
+			if (p->early == NULL)
+				tell(p, MC_REMOTE_SHADOWED, &p->e[i], 0);
 		}
 	return MC_OK;
+}
+
+/* What collect held, told as it would have told it. */
+static int
+tell_held(struct push *p, mc_ctx *ctx)
+{
+	struct mc_acur cur;
+	size_t k;
+	int rc = MC_OK;
+
+	if (p->fn == NULL)
+		return MC_OK;
+	mc__acur_init(&cur, ctx, &p->b->m, NULL);
+	for (k = 0; k < p->nheld && rc == MC_OK; k++) {
+		const struct mc_martifact *a;
+		if ((rc = mc__acur_get(&cur, p->held[k], &a)) == MC_OK)
+			p->fn(p->ud, MC_REMOTE_NO_FORM, a->type, a->key, NULL, a->size);
+	}
+	mc__acur_free(&cur);
+	for (k = 0; k < p->n && rc == MC_OK; k++)
+		if (p->e[k].shadowed)
+			tell(p, MC_REMOTE_SHADOWED, &p->e[k], 0);
+	return rc;
+}
+
+static void *
+early_plan(void *arg)
+{
+	struct early *e = arg;
+
+	e->rc = mc__bundle_plan_in(e->b, &e->ctx);
+	return NULL;
+}
+
+/* Starts the plan on a thread of its own, where that changes nothing but the time:
+ * a bundle read from a file and not read yet, more than one thread, the built-in types
+ * only (whose handlers only read the context once every tier's root is resolved, here
+ * and now, as the plan would). 0: the plan is to be made first. */
+static int
+early_start(struct push *p)
+{
+	mc_ctx *ctx = p->ctx;
+	char saved[MC_ERRBUF];
+	const char *root;
+	size_t i, named, nbuiltin;
+	struct early *e;
+	int ok = 1;
+
+	(void)mc__builtin_types(&nbuiltin);
+	if (p->b->planned || !p->b->fresh || p->b->seq || mc__threads(ctx) < 2 ||
+	    ctx->ntypes != nbuiltin)
+		return 0;
+	snprintf(saved, sizeof saved, "%s", ctx->err);
+	for (i = 0; i < ctx->ntypes && ok; i++)
+		ok = mc__tier_root(ctx, ctx->types[i].tier, &root, &named) == MC_OK;
+	snprintf(ctx->err, sizeof ctx->err, "%s", saved);
+	if (!ok || (e = calloc(1, sizeof *e)) == NULL)
+		return 0;
+	e->b = p->b;
+	e->ctx = *ctx;
+	if (pthread_create(&e->thread, NULL, early_plan, e) != 0) {
+		free(e);
+		return 0;
+	}
+	p->early = e;
+	return 1;
+}
+
+/* The gate, before anything is sent or told (by the one sender, or by the caller when
+ * there is nothing to send): the plan is waited for; it must have passed and left
+ * nothing out, else the gate closes (-1) and this pass stops. */
+static int
+pass_gate(struct push *p, mc_ctx *ctx)
+{
+	struct early *e = p->early;
+
+	pthread_join(e->thread, NULL);
+	e->joined = 1;
+	if (e->rc != MC_OK || p->b->ndropped > 0) {
+		p->gate = -1;
+		return mc__err(ctx, MC_ERR_INVALID, "push: to be planned again");
+	}
+	p->gate = 1;
+	return tell_held(p, ctx);
+}
+
+/* After a pass with the plan beside it: the plan waited for, if no one did; its
+ * failure is the push's (nothing was sent). *again: it left an artifact out, so the
+ * push starts over in order. Where nothing passed the gate (nothing to send, or a
+ * failure first), what collect held is told now. */
+static int
+early_end(struct push *p, int rc, int *again)
+{
+	struct early *e = p->early;
+	char msg[MC_ERRBUF];
+	int trc;
+
+	*again = 0;
+	if (!e->joined) {
+		pthread_join(e->thread, NULL);
+		e->joined = 1;
+	}
+	if (e->rc != MC_OK) {
+		snprintf(p->ctx->err, sizeof p->ctx->err, "%s", e->ctx.err);
+		return e->rc;
+	}
+	if (p->b->ndropped > 0) {
+		*again = 1;
+		return MC_OK;
+	}
+	if (p->gate == 0) {
+		snprintf(msg, sizeof msg, "%s", p->ctx->err);
+		p->gate = 1;
+		if ((trc = tell_held(p, p->ctx)) != MC_OK && rc == MC_OK)
+			return trc;
+		snprintf(p->ctx->err, sizeof p->ctx->err, "%s", msg);
+	}
+	return rc;
 }
 
 /* by_obj and obj_first: the entries of each object; want and wobj: the objects with
@@ -637,6 +799,10 @@ push_free(struct push *p)
 	free(p->wobj);
 	free(p->w);
 	free(p->wait);
+	free(p->held);
+	if (p->early != NULL && !p->early->joined)
+		pthread_join(p->early->thread, NULL);
+	free(p->early);
 }
 
 int
@@ -644,19 +810,25 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 	       mc_remote_fn fn, void *ud)
 {
 	struct push p;
-	int rc;
+	int rc, again = 0;
 
 	if (b == NULL || r == NULL)
 		return MC_ERR_INVALID;
-	memset(&p, 0, sizeof p);
-	p.b = b, p.r = r, p.ctx = b->ctx, p.flags = flags, p.fn = fn, p.ud = ud;
-	p.failed = SIZE_MAX;
-	if (ttl_seconds > 0)
-		snprintf(p.ttl, sizeof p.ttl, "%llu", (unsigned long long)ttl_seconds);
-	if ((rc = workers_init(&p)) == MC_OK && (rc = mc__bundle_policy(b)) == MC_OK &&
-	    (rc = mc__bundle_plan(b)) == MC_OK && (rc = collect(&p)) == MC_OK &&
-	    (rc = index_objects(&p)) == MC_OK && p.n > 0)
-		rc = mc__bundle_stream_some(b, p.want, object_piece, object_done, &p);
+	do {
+		memset(&p, 0, sizeof p);
+		p.b = b, p.r = r, p.ctx = b->ctx, p.flags = flags, p.fn = fn, p.ud = ud;
+		p.failed = SIZE_MAX;
+		if (ttl_seconds > 0)
+			snprintf(p.ttl, sizeof p.ttl, "%llu", (unsigned long long)ttl_seconds);
+		if ((rc = workers_init(&p)) == MC_OK && (rc = mc__bundle_policy(b)) == MC_OK &&
+		    (again || !early_start(&p)))
+			rc = mc__bundle_plan(b);
+		if (rc == MC_OK && (rc = collect(&p)) == MC_OK &&
+		    (rc = index_objects(&p)) == MC_OK && p.n > 0)
+			rc = mc__bundle_stream_some(b, p.want, object_piece, object_done, &p);
+		if (p.early != NULL && (rc = early_end(&p, rc, &again)) == MC_OK && again)
+			push_free(&p);
+	} while (p.early != NULL && again);
 	/* What was sent was checked: its replies are read and told whatever came after. */
 	if (rc == MC_OK && (rc = drain_to(&p, 0, 0)) != MC_OK && p.ctx != mc__redis_ctx(r))
 		snprintf(p.ctx->err, sizeof p.ctx->err, "%s", mc__redis_ctx(r)->err);

@@ -554,6 +554,58 @@ v = redis.Redis(port=int(sys.argv[1])).get("pt2:fx-graph-v1::%s:c1" % sys.argv[2
 assert base64.b64decode(json.loads(v)["data"]) == last, v[:80]
 PY
 
+# 13b. push checks keys and destinations (the plan) beside making its first commands
+# when it has several threads; nothing is sent or told before the plan passed, and what
+# it sends and tells is what one thread, which plans first, sends and tells. One kernel
+# on two devices, the same bytes, in a Triton root without device level: the plan
+# installs it once, and push writes it once, without calling it a second entry.
+$PY - "$T/twin" <<'PY'
+import base64, hashlib, os, sys
+b32 = lambda b: base64.b32encode(hashlib.sha256(b).digest()).decode().lower()[:51]
+key = "f" + b32(b"twin kernels")
+d = os.path.join(sys.argv[1], "fxgraph", key[1:3], key)
+os.makedirs(d)
+data = b"one FX graph entry " * 40
+open(os.path.join(d, b32(data)), "wb").write(data)
+open(os.path.join(sys.argv[1], "path"), "w").write(os.path.join(key[1:3], key, b32(data)))
+for dev in ("0", "1"):
+    k = os.path.join(sys.argv[1], "triton", dev, "B" * 52)
+    os.makedirs(k)
+    open(os.path.join(k, "kern.cubin"), "wb").write(b"one cubin, two devices")
+PY
+run 0 "" pack -q -o "$T/twin.mcache" -s "$SEC" --from-dir "$T/twin"
+for threads in 1 4; do
+	rc flushall >/dev/null
+	TRITON_CACHE_DIR="$T/flat" "$MEGACACHE" push "$T/twin.mcache" -p "$PUB" --redis "$URL" \
+		--triton --threads "$threads" --json >"$T/twin$threads.json" 2>"$T/twin$threads.err"
+	r=$?
+	[ "$r" = 0 ] && [ "$(dbsize)" = 2 ] && ok || bad "push --threads $threads of twin kernels:" \
+		"exit $r, DBSIZE $(dbsize): $(cat "$T/twin$threads.err")"
+done
+$PY - "$T/twin1.json" "$T/twin4.json" <<'PY' && ok ||
+	bad "push of twin kernels: other entries on 4 threads than on 1"
+import json, sys
+one, four = (json.load(open(f)) for f in sys.argv[1:])
+assert one == four, (one, four)
+assert (one["sent"], one["shadowed"]) == (2, 0), one
+assert [e["action"] for e in one["entries"]] == ["sent", "sent"], one["entries"]
+PY
+# A plan that fails sends nothing, on any number of threads: here Triton's root is the
+# FX graph entry's file, so a kernel would have to be written inside it.
+for threads in 1 4; do
+	rc flushall >/dev/null
+	TORCHINDUCTOR_CACHE_DIR="$T/ind" TRITON_CACHE_DIR="$T/ind/fxgraph/$(cat "$T/twin/path")" \
+		"$MEGACACHE" push "$T/twin.mcache" -p "$PUB" --redis "$URL" --triton \
+		--threads "$threads" >"$T/clash$threads.out" 2>"$T/clash$threads.err"
+	r=$?
+	[ "$r" = 1 ] && [ ! -s "$T/clash$threads.out" ] && [ "$(dbsize)" = 0 ] &&
+		grep -qF "both need $T/ind/fxgraph/$(cat "$T/twin/path")" "$T/clash$threads.err" &&
+		ok || bad "push --threads $threads with a plan that fails: exit $r," \
+		"DBSIZE $(dbsize): $(cat "$T/clash$threads.err")"
+done
+cmp -s "$T/clash1.err" "$T/clash4.err" && ok ||
+	bad "a plan that fails: other words on 4 threads than on 1"
+
 # 14. review findings. A password with '/' in a URL refused for its form is not shown.
 run 2 "Redis URL 'redis://***@h:6379/0'" push "$T/a.mcache" -p "$PUB" --redis 'redis://:pa/ss@h:6379/0'
 grep -qF "pa/ss" "$T/err" && bad "a refused URL showed its password: $(cat "$T/err")" || ok
