@@ -39,7 +39,8 @@ struct mc_bundle {
 	int planned;
 	unsigned planned_gen; /* the context's roots_gen the plan was made for */
 	unsigned char *sel; /* per artifact, from the plan: 1 when it is to be installed */
-	size_t ndropped;    /* artifacts the plan left out: another has their content and path */
+	size_t ndropped;    /* selected artifacts the plan left out: another has their content
+			     * and path */
 	struct mc_acur cur; /* what mc_bundle_artifact() reads with */
 	struct mc_acur fcur; /* what mc_bundle_find_artifact() and _executable() read with
 			      * (set up on first use), so mc_bundle_artifact()'s key stays */

@@ -516,9 +516,10 @@ mc__bundle_plan_in(mc_bundle *b, mc_ctx *ctx)
 		rc = plan_conflicts(&P);
 	for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
 		const struct mc_martifact *a;
-		if ((rc = mc__acur_get(&P.cx, i, &a)) == MC_OK)
-			b->sel[i] = !P.dropped[i] && mc__type_selected(b, a->type);
-		b->ndropped += P.dropped[i];
+		if ((rc = mc__acur_get(&P.cx, i, &a)) == MC_OK && mc__type_selected(b, a->type)) {
+			b->sel[i] = !P.dropped[i];
+			b->ndropped += P.dropped[i];
+		}
 	}
 	for (i = 0; i < P.ntiers; i++)
 		free(P.tiers[i].canon);

@@ -810,24 +810,29 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 	       mc_remote_fn fn, void *ud)
 {
 	struct push p;
+	char before[MC_ERRBUF];
 	int rc, again = 0;
 
 	if (b == NULL || r == NULL)
 		return MC_ERR_INVALID;
+	snprintf(before, sizeof before, "%s", b->ctx->err);
 	do {
 		memset(&p, 0, sizeof p);
 		p.b = b, p.r = r, p.ctx = b->ctx, p.flags = flags, p.fn = fn, p.ud = ud;
 		p.failed = SIZE_MAX;
 		if (ttl_seconds > 0)
 			snprintf(p.ttl, sizeof p.ttl, "%llu", (unsigned long long)ttl_seconds);
-		if ((rc = workers_init(&p)) == MC_OK && (rc = mc__bundle_policy(b)) == MC_OK &&
-		    (again || !early_start(&p)))
-			rc = mc__bundle_plan(b);
+		if ((rc = workers_init(&p)) == MC_OK && !again)
+			rc = mc__bundle_policy(b);
+		if (rc == MC_OK && (again || !early_start(&p)))
+			rc = mc__bundle_plan(b); /* made already when starting over */
 		if (rc == MC_OK && (rc = collect(&p)) == MC_OK &&
 		    (rc = index_objects(&p)) == MC_OK && p.n > 0)
 			rc = mc__bundle_stream_some(b, p.want, object_piece, object_done, &p);
-		if (p.early != NULL && (rc = early_end(&p, rc, &again)) == MC_OK && again)
+		if (p.early != NULL && (rc = early_end(&p, rc, &again)) == MC_OK && again) {
 			push_free(&p);
+			snprintf(b->ctx->err, sizeof b->ctx->err, "%s", before); /* the gate's */
+		}
 	} while (p.early != NULL && again);
 	/* What was sent was checked: its replies are read and told whatever came after. */
 	if (rc == MC_OK && (rc = drain_to(&p, 0, 0)) != MC_OK && p.ctx != mc__redis_ctx(r))
