@@ -126,6 +126,8 @@ MC_HIDDEN void mc__put_be64(unsigned char *p, uint64_t v);
 MC_HIDDEN uint64_t mc__le64(const unsigned char *p);
 MC_HIDDEN void mc__put_le64(unsigned char *p, uint64_t v);
 MC_HIDDEN char *mc__strdup(const char *s);
+/* v in decimal at out (at most 20 bytes, no NUL): how many bytes. */
+MC_HIDDEN size_t mc__utoa(char *out, uint64_t v);
 /* base64 (standard alphabet, padded); decode is strict: canonical input only. */
 MC_HIDDEN char *mc__b64_encode(const unsigned char *in, size_t n);
 MC_HIDDEN int mc__b64_decode(const char *in, size_t inlen, unsigned char *out, size_t outmax,

@@ -203,6 +203,19 @@ mc__json_plain(const unsigned char *s, size_t n, int ctl)
 	return i;
 }
 
+size_t
+mc__utoa(char *out, uint64_t v)
+{
+	char num[20];
+	size_t k = sizeof num;
+
+	do
+		num[--k] = (char)('0' + v % 10);
+	while ((v /= 10) > 0);
+	memcpy(out, num + k, sizeof num - k);
+	return sizeof num - k;
+}
+
 struct mc_ablock {
 	struct mc_ablock *next;
 	size_t used, cap;

@@ -127,15 +127,9 @@ mc_redis_supported(void)
 static size_t
 resp_head(unsigned char *o, char c, size_t n)
 {
-	char num[24];
-	size_t k = sizeof num, len;
+	size_t len = mc__utoa((char *)o + 1, n);
 
-	do
-		num[--k] = (char)('0' + n % 10);
-	while ((n /= 10) > 0);
 	o[0] = (unsigned char)c;
-	len = sizeof num - k;
-	memcpy(o + 1, num + k, len);
 	o[1 + len] = '\r', o[2 + len] = '\n';
 	return len + 3;
 }

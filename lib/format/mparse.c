@@ -176,17 +176,11 @@ f_uint(struct fcur *c, uint64_t *v)
 static void
 entry_name(char *what, const char *name, size_t idx)
 {
-	char digits[24];
-	size_t n = strlen(name), k = sizeof digits;
+	size_t n = strlen(name);
 
-	do {
-		digits[--k] = (char)('0' + idx % 10);
-		idx /= 10;
-	} while (idx > 0);
 	memcpy(what, name, n);
 	what[n++] = '[';
-	memcpy(what + n, digits + k, sizeof digits - k);
-	n += sizeof digits - k;
+	n += mc__utoa(what + n, idx);
 	what[n++] = ']';
 	what[n] = '\0';
 }
