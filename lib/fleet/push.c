@@ -614,6 +614,15 @@ tell_held(struct push *p, mc_ctx *ctx)
 	return rc;
 }
 
+/* Waits for the plan's thread, once. */
+static void
+early_wait(struct early *e)
+{
+	if (!e->joined)
+		pthread_join(e->thread, NULL);
+	e->joined = 1;
+}
+
 static void *
 early_plan(void *arg)
 {
@@ -665,8 +674,7 @@ pass_gate(struct push *p, mc_ctx *ctx)
 {
 	struct early *e = p->early;
 
-	pthread_join(e->thread, NULL);
-	e->joined = 1;
+	early_wait(e);
 	if (e->rc != MC_OK || p->b->ndropped > 0) {
 		p->gate = -1;
 		return mc__err(ctx, MC_ERR_INVALID, "push: to be planned again");
@@ -687,10 +695,7 @@ early_end(struct push *p, int rc, int *again)
 	int trc;
 
 	*again = 0;
-	if (!e->joined) {
-		pthread_join(e->thread, NULL);
-		e->joined = 1;
-	}
+	early_wait(e);
 	if (e->rc != MC_OK) {
 		snprintf(p->ctx->err, sizeof p->ctx->err, "%s", e->ctx.err);
 		return e->rc;
@@ -800,8 +805,8 @@ push_free(struct push *p)
 	free(p->w);
 	free(p->wait);
 	free(p->held);
-	if (p->early != NULL && !p->early->joined)
-		pthread_join(p->early->thread, NULL);
+	if (p->early != NULL)
+		early_wait(p->early);
 	free(p->early);
 }
 
