@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -117,10 +118,75 @@ read_member(mc_bundle *b, const char *name, uint64_t size, unsigned char **out)
 }
 
 /* Manifests up to this size are parsed from memory; larger ones are copied, as they
- * are read and hashed, to a private temp file and parsed from there in windows, so
- * that memory does not grow with the manifest. */
+ * are read and checked, to a private temp file and parsed from there in windows, so
+ * that memory does not grow with the manifest (and hashed from there beside the parse,
+ * or with one thread as they are read). */
 #define MANIFEST_IN_MEMORY (1u << 20)
 #define MANIFEST_PIECE (64u * 1024)
+
+/* The prehash of a manifest read through a temp file, made from the file on a thread
+ * of its own while the manifest is parsed from it: the same bytes, read back. */
+struct mhash {
+	int fd;
+	uint64_t size;
+	unsigned char *prehash;
+	int err; /* errno of a failed read, or EIO for a short one; 0 when done */
+	pthread_t thread;
+};
+
+static void *
+mhash_run(void *arg)
+{
+	struct mhash *h = arg;
+	crypto_generichash_state hs;
+	unsigned char *buf = malloc(MANIFEST_PIECE);
+	uint64_t at = 0;
+
+	if (buf == NULL) {
+		h->err = ENOMEM;
+		return NULL;
+	}
+	crypto_generichash_init(&hs, NULL, 0, MC_SIG_PREHASH); /* as mc__sig_prehash */
+	while (at < h->size) {
+		size_t k = h->size - at < MANIFEST_PIECE ? (size_t)(h->size - at) : MANIFEST_PIECE;
+		ssize_t r = pread(h->fd, buf, k, (off_t)at);
+		if (r <= 0) {
+			h->err = r < 0 ? errno : EIO;
+			break;
+		}
+		crypto_generichash_update(&hs, buf, (size_t)r);
+		at += (uint64_t)r;
+	}
+	crypto_generichash_final(&hs, h->prehash, MC_SIG_PREHASH);
+	free(buf);
+	return NULL;
+}
+
+/* Parses the manifest copied to fd and meanwhile, on a thread of its own where one
+ * starts, makes its prehash from the copy; the prehash is the manifest's when this
+ * succeeds. */
+static int
+parse_hashing(mc_bundle *b, int fd, uint64_t size, const struct mc_mcheck *chk,
+	      unsigned char prehash[MC_SIG_PREHASH])
+{
+	struct mhash h;
+	int rc, thread;
+
+	memset(&h, 0, sizeof h);
+	h.fd = fd;
+	h.size = size;
+	h.prehash = prehash;
+	thread = pthread_create(&h.thread, NULL, mhash_run, &h) == 0;
+	rc = mc__manifest_parse_fd(b->ctx, fd, size, chk, &b->m);
+	if (thread)
+		pthread_join(h.thread, NULL);
+	else
+		mhash_run(&h);
+	if (rc == MC_OK && h.err != 0)
+		rc = mc__err(b->ctx, MC_ERR_IO, "cannot read the manifest's temporary copy: %s",
+			     strerror(h.err));
+	return rc;
+}
 
 /* Reads the manifest member of size bytes, giving the prehash its signatures sign;
  * the first time (first set) also checks and parses it into b->m. */
@@ -132,6 +198,8 @@ read_manifest(mc_bundle *b, uint64_t size, int first, unsigned char prehash[MC_S
 	unsigned char *buf;
 	uint64_t left = size;
 	int fd = -1, rc = MC_OK;
+	/* with more than one thread a copy is hashed beside the parse, not as it is read */
+	int beside = first && mc__threads(b->ctx) > 1;
 
 	if (first && size <= MANIFEST_IN_MEMORY) {
 		if ((rc = read_member(b, MC_MEMBER_MANIFEST, size, &buf)) != MC_OK)
@@ -156,7 +224,8 @@ read_manifest(mc_bundle *b, uint64_t size, int first, unsigned char prehash[MC_S
 		size_t k = left < MANIFEST_PIECE ? (size_t)left : MANIFEST_PIECE;
 		if ((rc = mc__zin_read(b->z, buf, k)) != MC_OK)
 			break;
-		crypto_generichash_update(&hs, buf, k);
+		if (!beside)
+			crypto_generichash_update(&hs, buf, k);
 		if (first) {
 			mc__mcheck_feed(&chk, buf, k);
 			if (mc__write_all(fd, buf, k) != 0)
@@ -168,13 +237,18 @@ read_manifest(mc_bundle *b, uint64_t size, int first, unsigned char prehash[MC_S
 	free(buf);
 	if (rc == MC_OK)
 		rc = read_padding(b, size, MC_MEMBER_MANIFEST);
-	crypto_generichash_final(&hs, prehash, MC_SIG_PREHASH);
 	if (rc != MC_OK || !first) {
+		crypto_generichash_final(&hs, prehash, MC_SIG_PREHASH);
 		if (fd >= 0)
 			close(fd);
 		return rc;
 	}
-	rc = mc__manifest_parse_fd(b->ctx, fd, size, &chk, &b->m);
+	if (beside) {
+		rc = parse_hashing(b, fd, size, &chk, prehash);
+	} else {
+		crypto_generichash_final(&hs, prehash, MC_SIG_PREHASH);
+		rc = mc__manifest_parse_fd(b->ctx, fd, size, &chk, &b->m);
+	}
 	close(fd);
 parsed: /* the parser's messages do not name the file */
 	if (rc != MC_OK) {

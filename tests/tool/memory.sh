@@ -52,6 +52,19 @@ export TMPDIR="$T/tmp"
 run 0 "" pack -q -o "$T/many.mcache" -s "$T/k.key" --from-dir "$T/many"
 check "pack left nothing in TMPDIR" test -z "$(ls -A "$T/tmp")"
 run 0 "OK (4000 artifacts" verify "$T/many.mcache" -p "$T/k.pub"
+# The signatures are checked against the bytes read, on one thread or beside the parse:
+# a manifest whose time of creation changed by one digit is refused alike.
+run 0 "OK (4000 artifacts" verify "$T/many.mcache" -p "$T/k.pub" --threads 1
+/usr/bin/python3 - "$T/many.mcache" "$T/flip.mcache" <<'EOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+at = b.index(b'"created":') + 10
+b[at] = ord("2") if b[at] != ord("2") else ord("3")
+open(sys.argv[2], "wb").write(b)
+EOF
+for n in 1 2; do
+	run 1 "signature" verify "$T/flip.mcache" -p "$T/k.pub" --threads $n
+done
 run 0 "" load -q "$T/many.mcache" -p "$T/k.pub" --cache-dir "$T/many-out"
 check "4,000 artifacts installed byte for byte" diff -r "$T/many" "$T/many-out"
 run 0 "f3999_0_" list "$T/many.mcache"
