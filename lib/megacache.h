@@ -330,7 +330,8 @@ MC_API uint64_t mc_writer_total_bytes(const mc_writer *w);
 /* Opens a bundle and reads its manifest and signatures (not its objects). The
  * manifest is parsed and checked; nothing is trusted until mc_bundle_verify() or
  * mc_bundle_load() succeeded. A manifest of more than 1 MiB is copied as it is read
- * to a nameless temp file in $TMPDIR (or /tmp) and parsed from there in windows. */
+ * to a nameless temp file in $TMPDIR (or /tmp) and parsed from there in windows; unless
+ * the context has one thread, a second thread meanwhile hashes it for the signatures. */
 MC_API MC_MUST_CHECK int mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle **out);
 /* The same for a bundle read from fd (a pipe, a socket, a file), which stays the
  * caller's: the bundle reads a duplicate of it. path may also name a FIFO or a pipe
