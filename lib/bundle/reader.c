@@ -17,6 +17,7 @@
 #include <sodium.h>
 
 #include "bundle/bundle.h"
+#include "io/io.h"
 
 #define SIG_MEMBER_MAX 16384
 #define SIG_COUNT_MAX 64
@@ -119,18 +120,19 @@ read_member(mc_bundle *b, const char *name, uint64_t size, unsigned char **out)
 
 /* Manifests up to this size are parsed from memory; larger ones are copied, as they
  * are read and checked, to a private temp file and parsed from there in windows, so
- * that memory does not grow with the manifest (and hashed from there beside the parse,
- * or with one thread as they are read). */
+ * that memory does not grow with the manifest. With more than one thread the first
+ * read hashes the copy beside the parse; with one, and on later passes, the pieces are
+ * hashed as they are read. */
 #define MANIFEST_IN_MEMORY (1u << 20)
 #define MANIFEST_PIECE (64u * 1024)
 
-/* The prehash of a manifest read through a temp file, made from the file on a thread
- * of its own while the manifest is parsed from it: the same bytes, read back. */
+/* The prehash of a manifest read through a temp file, made from the copy (on a thread
+ * of its own while the manifest is parsed from it, where one starts). */
 struct mhash {
 	int fd;
 	uint64_t size;
 	unsigned char *prehash;
-	int err; /* errno of a failed read, or EIO for a short one; 0 when done */
+	int err; /* 0 when done; else errno of the failed read (EIO: cut short), or ENOMEM */
 	pthread_t thread;
 };
 
@@ -149,13 +151,12 @@ mhash_run(void *arg)
 	crypto_generichash_init(&hs, NULL, 0, MC_SIG_PREHASH); /* as mc__sig_prehash */
 	while (at < h->size) {
 		size_t k = h->size - at < MANIFEST_PIECE ? (size_t)(h->size - at) : MANIFEST_PIECE;
-		ssize_t r = pread(h->fd, buf, k, (off_t)at);
-		if (r <= 0) {
-			h->err = r < 0 ? errno : EIO;
+		if (mc__pread_full(h->fd, buf, k, at) != 0) {
+			h->err = errno != 0 ? errno : EIO;
 			break;
 		}
-		crypto_generichash_update(&hs, buf, (size_t)r);
-		at += (uint64_t)r;
+		crypto_generichash_update(&hs, buf, k);
+		at += k;
 	}
 	crypto_generichash_final(&hs, h->prehash, MC_SIG_PREHASH);
 	free(buf);
@@ -182,7 +183,9 @@ parse_hashing(mc_bundle *b, int fd, uint64_t size, const struct mc_mcheck *chk,
 		pthread_join(h.thread, NULL);
 	else
 		mhash_run(&h);
-	if (rc == MC_OK && h.err != 0)
+	if (rc == MC_OK && h.err == ENOMEM)
+		rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	else if (rc == MC_OK && h.err != 0)
 		rc = mc__err(b->ctx, MC_ERR_IO, "cannot read the manifest's temporary copy: %s",
 			     strerror(h.err));
 	return rc;
@@ -198,7 +201,7 @@ read_manifest(mc_bundle *b, uint64_t size, int first, unsigned char prehash[MC_S
 	unsigned char *buf;
 	uint64_t left = size;
 	int fd = -1, rc = MC_OK;
-	/* with more than one thread a copy is hashed beside the parse, not as it is read */
+	/* the first read with more than one thread hashes the copy beside the parse */
 	int beside = first && mc__threads(b->ctx) > 1;
 
 	if (first && size <= MANIFEST_IN_MEMORY) {
