@@ -148,7 +148,7 @@ mhash_run(void *arg)
 		h->err = ENOMEM;
 		return NULL;
 	}
-	crypto_generichash_init(&hs, NULL, 0, MC_SIG_PREHASH); /* as mc__sig_prehash */
+	mc__sig_prehash_init(&hs);
 	while (at < h->size) {
 		size_t k = h->size - at < MANIFEST_PIECE ? (size_t)(h->size - at) : MANIFEST_PIECE;
 		if (mc__pread_full(h->fd, buf, k, at) != 0) {
@@ -222,7 +222,7 @@ read_manifest(mc_bundle *b, uint64_t size, int first, unsigned char prehash[MC_S
 			       "temporary file: %s", b->path, (unsigned long long)size, msg);
 	}
 	mc__mcheck_init(&chk);
-	crypto_generichash_init(&hs, NULL, 0, MC_SIG_PREHASH); /* as mc__sig_prehash */
+	mc__sig_prehash_init(&hs);
 	while (rc == MC_OK && left > 0) {
 		size_t k = left < MANIFEST_PIECE ? (size_t)left : MANIFEST_PIECE;
 		if ((rc = mc__zin_read(b->z, buf, k)) != MC_OK)

@@ -302,7 +302,7 @@ write_manifest(mc_ctx *ctx, const struct mc_manifest *m, mc_emit *e,
 	memset(&mt, 0, sizeof mt);
 	mt.ctx = ctx;
 	mt.e = e;
-	crypto_generichash_init(&mt.st, NULL, 0, MC_SIG_PREHASH);
+	mc__sig_prehash_init(&mt.st);
 	if ((rc = mc__manifest_write(ctx, m, mtext_sink, &mt)) != MC_OK)
 		return rc;
 	crypto_generichash_final(&mt.st, prehash, MC_SIG_PREHASH);

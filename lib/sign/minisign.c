@@ -604,6 +604,12 @@ mc__sig_prehash(const unsigned char *msg, size_t n, unsigned char out[MC_SIG_PRE
 	crypto_generichash(out, MC_SIG_PREHASH, msg, n, NULL, 0);
 }
 
+void
+mc__sig_prehash_init(crypto_generichash_state *st)
+{
+	crypto_generichash_init(st, NULL, 0, MC_SIG_PREHASH);
+}
+
 int
 mc__sig_verify(const struct mc_sig *sig, const mc_pubkey *pk, const unsigned char *msg, size_t n)
 {

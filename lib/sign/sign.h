@@ -5,6 +5,8 @@
 #ifndef MC_SIGN_H
 #define MC_SIGN_H
 
+#include <sodium.h>
+
 #include "core/core.h"
 #include "io/io.h"
 
@@ -53,6 +55,9 @@ MC_HIDDEN int mc__sig_verify(const struct mc_sig *sig, const mc_pubkey *pk,
 			     const unsigned char *msg, size_t n);
 MC_HIDDEN void mc__sig_prehash(const unsigned char *msg, size_t n,
 			       unsigned char out[MC_SIG_PREHASH]);
+/* The same made in pieces: this, crypto_generichash_update() for each piece, then
+ * crypto_generichash_final(st, out, MC_SIG_PREHASH). */
+MC_HIDDEN void mc__sig_prehash_init(crypto_generichash_state *st);
 /* The same as mc__sig_verify, given the message's prehash. */
 MC_HIDDEN int mc__sig_verify_prehashed(const struct mc_sig *sig, const mc_pubkey *pk,
 				       const unsigned char prehash[MC_SIG_PREHASH]);
