@@ -17,7 +17,6 @@
 #include <sodium.h>
 
 #include "bundle/bundle.h"
-#include "io/io.h"
 
 #define SIG_MEMBER_MAX 16384
 #define SIG_COUNT_MAX 64
