@@ -18,7 +18,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	libarchive-dev libsodium-dev libcjson-dev libzstd-dev check minisign valgrind strace python3 \
 	python3-pytest python3-pytest-forked python3-venv python3-jsonschema \
 	clang libclang-rt-14-dev buildah mmdebstrap \
-	libhiredis-dev redis-server redis-tools python3-redis libssl-dev >/dev/null
+	libhiredis-dev redis-server redis-tools python3-redis libssl-dev zstd >/dev/null
 autoreconf -fi
 ./configure --enable-werror --with-hiredis --with-openssl
 make -j"$(nproc)"

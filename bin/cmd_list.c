@@ -103,7 +103,7 @@ list_json(mc_bundle *b, const char *path)
 
 	cJSON_AddStringToObject(j, "bundle", path);
 	cJSON_AddBoolToObject(j, "signatures_checked", 0);
-	cJSON_AddNumberToObject(j, "format_version", MC_FORMAT_VERSION);
+	cJSON_AddNumberToObject(j, "format_version", mc_bundle_format_version(b));
 	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
 	cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
 	if (mc_bundle_expires(b) != 0)
@@ -135,7 +135,7 @@ list_text(mc_bundle *b, const char *path)
 	char hb[32], created[32], exp[48] = "";
 	int rc;
 
-	say(stdout, "bundle %s (format %d, not verified)", path, MC_FORMAT_VERSION);
+	say(stdout, "bundle %s (format %d, not verified)", path, mc_bundle_format_version(b));
 	if (mc_bundle_expires(b) != 0) {
 		iso_time(mc_bundle_expires(b), hb, sizeof hb);
 		snprintf(exp, sizeof exp, ", expires %s", hb);
@@ -181,7 +181,9 @@ cmd_list(struct tool *t, int argc, char **argv)
 		return rc;
 	if ((rc = open_bundle(t, argv[optind], &b)) != MC_OK)
 		return fail(t->ctx, rc);
-	if (o.explain)
+	if ((rc = mc_bundle_read_tables(b)) != MC_OK)
+		rc = fail(t->ctx, rc);
+	else if (o.explain)
 		rc = explain(t, b, shown_path(argv[optind]));
 	else if ((rc = t->json ? list_json(b, argv[optind]) : list_text(b, shown_path(argv[optind]))) != MC_OK) {
 		/* The artifact table of a large bundle is read from a temp file as it is listed. */

@@ -35,7 +35,8 @@ const char tool_usage[] =
 	"  pack -o BUNDLE [-s SECFILE]... [--from-torch BLOB]... [--from-dir DIR]...\n"
 	"       [--from-triton-dir DIR]... [--keep-unknown] [--label K=V]...\n"
 	"       [--label-from-env VAR]... [--labels-json FILE]\n"
-	"       [--bundle-version N] [--expires TIME] [--level N] [--no-compress] [--json] [-v]\n"
+	"       [--bundle-version N] [--expires TIME] [--level N] [--no-compress]\n"
+	"       [--format-version N] [--json] [-v]\n"
 	"        record artifacts from torch blobs, cache dirs and Triton caches into a bundle\n"
 	"        (without -s: unsigned, with a warning; --json: \"signed\")\n"
 	"  sign BUNDLE -s SECFILE [-o OUT] [--json]\n"
@@ -156,7 +157,8 @@ static const char save_help[] =
 	"  --dry-run              say what would be recorded; write nothing\n"
 	"  --json                 the report as JSON\n"
 	"  --label K=V, --label-from-env VAR, --labels-json FILE, --bundle-version N,\n"
-	"  --expires TIME, --level N, --no-compress, --keep-unknown: as pack\n"
+	"  --expires TIME, --level N, --no-compress, --format-version N, --keep-unknown:\n"
+	"                         as pack\n"
 	"  -v, --verbose          list each file skipped\n"
 	"example: megacache save -o cache.mcache -s ci.key --label torch=2.11\n";
 
@@ -243,6 +245,8 @@ static const char pack_help[] =
 	"  --bundle-version N        the bundle's version (load and verify can ask a minimum)\n"
 	"  --expires TIME            when the bundle stops verifying\n"
 	"  --level N, --no-compress  zstd level (default 3), or none\n"
+	"  --format-version N        bundle format 2 (the default) or 1, for readers\n"
+	"                            older than format 2\n"
 	"  --json                    the report as JSON\n"
 	"  -v, --verbose             list each file skipped\n"
 	"example: megacache pack -o cache.mcache -s ci.key --from-torch artifacts.bin\n";

@@ -65,6 +65,11 @@ number_opt(struct record_opts *o, int c, const char *arg)
 		if (parse_u64(arg, &o->level) != 0 || o->level < 1 || o->level > 19)
 			usage_error("--level takes 1 to 19, not '%s'", arg);
 		return 1;
+	case OPT_FORMAT_VERSION:
+		if (parse_u64(arg, &o->fversion) != 0 || o->fversion < 1 ||
+		    o->fversion > MC_FORMAT_VERSION)
+			usage_error("--format-version takes 1 or 2, not '%s'", arg);
+		return 1;
 	default:
 		return 0;
 	}
@@ -152,7 +157,8 @@ record_setup(struct tool *t, mc_writer *w, struct record_opts *o)
 	int rc = set_created(w);
 
 	mc_writer_set_conflict_fn(w, on_twice, t);
-
+	if (rc == MC_OK && o->fversion != 0)
+		rc = mc_writer_set_format_version(w, (int)o->fversion);
 	if (rc == MC_OK)
 		rc = mc_writer_set_bundle_version(w, o->bver);
 	if (rc == MC_OK)

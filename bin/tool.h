@@ -32,7 +32,7 @@ enum {
 	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT, OPT_LABEL_FROM_ENV,
 	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_SYNC, OPT_ALLOW_COLD, OPT_OWNER,
 	OPT_UNSIGNED, OPT_PROGRESS, OPT_JSON_FILE, OPT_REDIS, OPT_REDIS_PASSWORD_FILE, OPT_TRITON,
-	OPT_TRITON_KEY_FORMAT, OPT_TTL, OPT_MATCH,
+	OPT_TRITON_KEY_FORMAT, OPT_TTL, OPT_MATCH, OPT_FORMAT_VERSION,
 	OPT_CAP /* + 0..4 */
 };
 
@@ -189,6 +189,7 @@ struct record_opts {
 	char owned[MAX_LABELS];   /* labels[i] made for --label-from-env, to free */
 	size_t nlabels;
 	uint64_t bver, expires, level; /* level: 3 unless given */
+	uint64_t fversion;             /* the bundle format version; 0: the default */
 	int keep_unknown;
 };
 
@@ -201,6 +202,7 @@ struct record_opts {
 	{"expires", required_argument, NULL, OPT_EXPIRES},                       \
 	{"level", required_argument, NULL, OPT_LEVEL},                           \
 	{"no-compress", no_argument, NULL, OPT_NO_COMPRESS},                     \
+	{"format-version", required_argument, NULL, OPT_FORMAT_VERSION},         \
 	{"keep-unknown", no_argument, NULL, OPT_KEEP_UNKNOWN}
 
 int record_opt(struct record_opts *o, int c, char *arg);

@@ -10,7 +10,7 @@ _megacache_common="-q --quiet -v --verbose -h --help --progress --password-file 
 	--max-manifest-bytes --max-artifacts --max-artifact-bytes --max-total-bytes --max-expansion"
 _megacache_trust="-p --threshold --min-version --require --now --insecure-no-verify"
 _megacache_record="-s --label --label-from-env --labels-json --bundle-version --expires --level
-	--no-compress --keep-unknown"
+	--no-compress --format-version --keep-unknown"
 
 # The options of command $1, one word each.
 _megacache_options()

@@ -40,7 +40,7 @@ extern "C" {
 
 #define MC_VERSION_STRING "0.1.0"
 /* The bundle format version this library writes and reads (format/SPEC.md). */
-#define MC_FORMAT_VERSION 1
+#define MC_FORMAT_VERSION 2
 
 /* Status codes. Append only: values never change meaning. */
 enum {
@@ -311,6 +311,10 @@ MC_API MC_MUST_CHECK int mc_writer_set_expires(mc_writer *w, int64_t unix_time);
 MC_API MC_MUST_CHECK int mc_writer_set_created(mc_writer *w, int64_t unix_time);
 /* zstd level 1..19, or 0 for an uncompressed tar. Default 3. */
 MC_API MC_MUST_CHECK int mc_writer_set_compression(mc_writer *w, int level);
+/* The bundle format version written: MC_FORMAT_VERSION (the default) or 1, for readers
+ * that read only version 1 (format/SPEC.md). Before anything is added: MC_ERR_INVALID
+ * after. */
+MC_API MC_MUST_CHECK int mc_writer_set_format_version(mc_writer *w, int version);
 /* Signs the manifest with sk at save. May be called for several keys. sk is borrowed
  * and must outlive the save. */
 MC_API MC_MUST_CHECK int mc_writer_add_signer(mc_writer *w, const mc_seckey *sk);
@@ -368,6 +372,15 @@ MC_API MC_MUST_CHECK int mc_bundle_verify(mc_bundle *b);
 
 /* Manifest contents. Strings are owned by b. */
 MC_API int64_t mc_bundle_created(const mc_bundle *b);
+/* The bundle's format version (1 or 2). */
+MC_API int mc_bundle_format_version(const mc_bundle *b);
+/* Reads the bundle's tables (artifacts, objects) now if they are not read yet: in format
+ * version 2 a bundle read from a pipe reads them at the first call that needs them,
+ * after the signatures were checked (mc_bundle_check_signatures(), a load), so that an
+ * untrusted stream is refused having been read only up to its signatures. Then
+ * mc_bundle_artifact_count(), which cannot report an error, gives 0 if they are
+ * unreadable: call this first to tell. MC_OK or the error (kept). */
+MC_API MC_MUST_CHECK int mc_bundle_read_tables(mc_bundle *b);
 MC_API uint64_t mc_bundle_version(const mc_bundle *b);
 MC_API int64_t mc_bundle_expires(const mc_bundle *b);
 MC_API size_t mc_bundle_label_count(const mc_bundle *b);
@@ -377,7 +390,8 @@ MC_API size_t mc_bundle_signature_count(const mc_bundle *b);
 /* Key id of signature i (16 hex digits). */
 MC_API const char *mc_bundle_signature_key_id(const mc_bundle *b, size_t i);
 MC_API size_t mc_bundle_artifact_count(const mc_bundle *b);
-/* hash is the BLAKE2b-256 of the content in lower-case hex. hash and key are held in b
+/* hash is the content's hash in lower-case hex: its SHA-256 in bundle format 2, its
+ * BLAKE2b-256 in format 1 (mc_bundle_format_version()). hash and key are held in b
  * until the next call of mc_bundle_artifact() on b (a large bundle's table is read
  * from a temp file, not held); type is held until mc_bundle_free(). */
 MC_API MC_MUST_CHECK int mc_bundle_artifact(const mc_bundle *b, size_t i, const char **type,

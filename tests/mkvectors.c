@@ -25,6 +25,9 @@ static const char *srcdir, *outdir;
 static mc_ctx *ctx;
 static mc_seckey *k_test, *k_test2, *k_other;
 static FILE *tsv;
+/* The format version the library's writer makes here: 1 for the vectors of version 1,
+ * which must stay byte for byte what they are; 2 for those of section 12. */
+static int fmt_version = 1;
 
 #define EPOCH 1700000000
 
@@ -33,6 +36,15 @@ die(const char *what)
 {
 	fprintf(stderr, "mkvectors: %s: %s\n", what, ctx ? mc_ctx_error(ctx) : "");
 	exit(1);
+}
+
+/* A writer of the format version in fmt_version. */
+static int
+new_writer(mc_writer **w)
+{
+	int rc = mc_writer_new(ctx, w);
+
+	return rc == MC_OK ? mc_writer_set_format_version(*w, fmt_version) : rc;
 }
 
 static unsigned char *
@@ -362,7 +374,7 @@ valid(const char *name, int level, const mc_seckey *s1, const mc_seckey *s2)
 	mc_writer *w;
 
 	snprintf(path, sizeof path, "%s/%s", outdir, name);
-	if (mc_writer_new(ctx, &w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK ||
+	if (new_writer(&w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK ||
 	    mc_writer_set_compression(w, level) != MC_OK ||
 	    mc_writer_set_label(w, "torch", "2.11.0+cu130") != MC_OK ||
 	    mc_writer_set_bundle_version(w, 7) != MC_OK ||
@@ -389,7 +401,7 @@ signed_triples(const char *name, const struct triple *t, size_t n)
 	size_t i;
 
 	snprintf(path, sizeof path, "%s/%s", outdir, name);
-	if (mc_writer_new(ctx, &w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK)
+	if (new_writer(&w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK)
 		die(name);
 	for (i = 0; i < n; i++)
 		if (mc_writer_add_memory(w, t[i].type, t[i].key, t[i].data, strlen(t[i].data)) != MC_OK)
@@ -502,7 +514,7 @@ executable_bit(void)
 	mode_file(dir, "k.json", "{\"name\": \"k\"}", 0644, js, sizeof js);
 	mode_file(dir, "copy.so", "\177ELF launcher of k", 0644, cp, sizeof cp);
 	snprintf(path, sizeof path, "%s/%s", outdir, name);
-	if (mc_writer_new(ctx, &w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK ||
+	if (new_writer(&w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK ||
 	    mc_writer_add_file(w, "triton", "0/kern/k.so", so) != MC_OK ||
 	    mc_writer_add_file(w, "triton", "0/kern/k.json", js) != MC_OK ||
 	    mc_writer_add_file(w, "extra", "bin/copy.so", cp) != MC_OK ||
@@ -569,6 +581,203 @@ flipped(const char *name, const unsigned char *src, size_t n, size_t pos, const 
 	spit(name, c, n);
 	free(c);
 	expect(name, "load", 1, msg);
+}
+
+/* ---- format version 2 (SPEC.md section 12) ---- */
+
+static void
+sha_hex(const void *d, size_t n, char out[65])
+{
+	unsigned char h[32];
+
+	crypto_hash_sha256(h, d, n);
+	mc__hex(h, 32, out);
+}
+
+/* A version 2 bundle signed by the test key: its manifest names index, stored as it is
+ * (a different member name when iname is given), then the blocks blk[0..n-1] stored as
+ * they are, and any extra member. */
+static void
+v2_bundle(const char *name, const char *index, const char *iname, const char *const *blk,
+	  size_t n, const char *extra, const char *cmd, int code, const char *text)
+{
+	char man[1024], h[65], bn[32];
+	struct buf b;
+	size_t i;
+
+	sha_hex(index, strlen(index), h);
+	snprintf(man, sizeof man, "{\"format\":\"megacache\",\"format_version\":2,\"created\":%d,"
+		 "\"bundle_version\":0,\"labels\":{},\"index\":{\"encoding\":\"none\",\"size\":%zu,"
+		 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}}", EPOCH, strlen(index),
+		 strlen(index), h);
+	start_signed(&b, man);
+	put_member(&b, iname != NULL ? iname : "index.json", index, strlen(index));
+	for (i = 0; i < n; i++) {
+		snprintf(bn, sizeof bn, "blocks/%zu", i);
+		put_member(&b, bn, blk[i], strlen(blk[i]));
+	}
+	if (extra != NULL)
+		put_member(&b, extra, "x", 1);
+	finish(&b, name, cmd, code, text);
+}
+
+/* Two artifacts (the vu and ig configs) whose objects are objs, in one block: the index
+ * text, with what follows the objects' table (the block table on) given as tail. */
+static char *
+v2_index(const char *arts, const char *objs, const char *tail)
+{
+	static char t[8192];
+
+	snprintf(t, sizeof t, "{\"artifacts\":[%s],\"objects\":[%s],%s}", arts, objs, tail);
+	return t;
+}
+
+#define V2_ART "{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,\"hash\":\"%s\"}"
+
+/* Hand-made indexes: what a careless or hostile signer can sign. */
+static void
+version2_indexes(void)
+{
+	char hv[65], hi[65], hx[65], av[512], ai[512], ov[128], oi[128], ox[128], blk[8192];
+	char tail[256], both[1024];
+	const char *one[1];
+
+	sha_hex(c_vu, n_vu, hv);
+	sha_hex(c_ig, n_ig, hi);
+	sha_hex("other", 5, hx);
+	snprintf(av, sizeof av, V2_ART, key_vu, n_vu, hv);
+	snprintf(ai, sizeof ai, V2_ART, key_ig, n_ig, hi);
+	snprintf(ov, sizeof ov, "{\"hash\":\"%s\",\"size\":%zu}", hv, n_vu);
+	snprintf(oi, sizeof oi, "{\"hash\":\"%s\",\"size\":%zu}", hi, n_ig);
+	snprintf(ox, sizeof ox, "{\"hash\":\"%s\",\"size\":%zu}", hx, n_ig);
+	snprintf(blk, sizeof blk, "%.*s%.*s", (int)n_ig, (const char *)c_ig, (int)n_vu,
+		 (const char *)c_vu);
+	one[0] = blk;
+	snprintf(both, sizeof both, "%s,%s", ai, av);
+	snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
+		 "\"stored_size\":%zu}]", n_ig + n_vu);
+	{
+		char objs[256];
+		snprintf(objs, sizeof objs, "%s,%s", oi, ov);
+		v2_bundle("v2-index-plain.mcache", v2_index(both, objs, tail), NULL, one, 1, NULL,
+			  "load", 0, "");
+	}
+	/* The same content twice (equal files the writer learnt of only by reading them). */
+	{
+		char twice[256], b2[8192];
+		snprintf(twice, sizeof twice, "%s,%s", ov, ov);
+		snprintf(b2, sizeof b2, "%.*s%.*s", (int)n_vu, (const char *)c_vu, (int)n_vu,
+			 (const char *)c_vu);
+		snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
+			 "\"stored_size\":%zu}]", 2 * n_vu);
+		one[0] = b2;
+		v2_bundle("v2-object-twice.mcache", v2_index(av, twice, tail), NULL, one, 1, NULL,
+			  "load", 0, "");
+		one[0] = blk;
+	}
+	snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
+		 "\"stored_size\":%zu}]", n_ig + n_vu);
+	{
+		char objs[256];
+		snprintf(objs, sizeof objs, "%s,%s", oi, ov);
+		v2_bundle("v2-object-unused.mcache", v2_index(av, objs, tail), NULL, one, 1, NULL,
+			  "load", 1, "is listed but no artifact uses it");
+		v2_bundle("v2-index-name.mcache", v2_index(both, objs, tail), "index.json.zst", one,
+			  1, NULL, "load", 1, "where index.json was expected");
+		v2_bundle("v2-block-missing.mcache", v2_index(both, objs, tail), NULL, one, 0, NULL,
+			  "load", 1, "where blocks/0 was expected");
+		v2_bundle("v2-member-after.mcache", v2_index(both, objs, tail), NULL, one, 1,
+			  "blocks/1", "load", 1, "is not listed in the manifest");
+		snprintf(objs, sizeof objs, "%s,%s", ox, ov);
+		{
+			char ax[512], arts[1024];
+			snprintf(ax, sizeof ax, V2_ART, key_ig, n_ig, hx);
+			snprintf(arts, sizeof arts, "%s,%s", ax, av);
+			v2_bundle("v2-object-hash-false.mcache", v2_index(arts, objs, tail), NULL,
+				  one, 1, NULL, "load", 1, "content does not match its hash");
+		}
+		snprintf(objs, sizeof objs, "%s,%s", oi, ov);
+		snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":1,"
+			 "\"stored_size\":%zu}]", n_ig);
+		v2_bundle("v2-block-count.mcache", v2_index(both, objs, tail), NULL, one, 1, NULL,
+			  "load", 1, "the blocks hold 1 objects, the object table lists 2");
+		snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
+			 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]", n_ig + n_vu, hv);
+		v2_bundle("v2-block-none-hash.mcache", v2_index(both, objs, tail), NULL, one, 1,
+			  NULL, "load", 1, "is stored as is but has a stored_hash");
+		snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
+			 "\"stored_size\":%zu}]", n_ig + n_vu);
+		{
+			char as[1024];
+			snprintf(as, sizeof as, "%s,{\"type\":\"autotune\",\"key\":\"%s\","
+				 "\"size\":%zu,\"hash\":\"%s\",\"sha256\":\"%s\"}", ai, key_vu,
+				 n_vu, hv, hv);
+			v2_bundle("v2-artifact-sha256.mcache", v2_index(as, objs, tail), NULL,
+				  one, 1, NULL, "load", 1, "unknown field 'sha256'");
+		}
+	}
+}
+
+/* Bytes of a version 2 bundle the library made, changed at offset at into name. */
+static void
+v2_changed(const char *from, const char *name, size_t at, int cut, const char *text)
+{
+	unsigned char *p;
+	size_t n;
+
+	p = read_in(outdir, from, &n);
+	if (at >= n)
+		die(name);
+	if (cut)
+		n = at;
+	else
+		p[at] ^= 0x01;
+	spit(name, p, n);
+	expect(name, "load", 1, text);
+	free(p);
+}
+
+/* Where the member named name starts its data in the file. */
+static size_t
+v2_member_at(const char *file, const char *name)
+{
+	unsigned char *p;
+	size_t n, i;
+
+	p = read_in(outdir, file, &n);
+	for (i = 0; i + 512 <= n; i += 512)
+		if (strcmp((const char *)p + i, name) == 0 &&
+		    memcmp(p + i + 257, "ustar", 5) == 0) {
+			free(p);
+			return i + 512;
+		}
+	die(name);
+	return 0;
+}
+
+static void
+version2(void)
+{
+	size_t at;
+
+	fmt_version = 2;
+	valid("v2-valid-signed.mcache", 3, k_test, NULL);
+	expect("v2-valid-signed.mcache", "load", 0, "");
+	valid("v2-valid-plain.mcache", 0, k_test, NULL);
+	expect("v2-valid-plain.mcache", "load", 0, "");
+	valid("v2-valid-two-signers.mcache", 3, k_test, k_test2);
+	expect("v2-valid-two-signers.mcache", "load-threshold2", 0, "");
+	at = v2_member_at("v2-valid-signed.mcache", "blocks/0");
+	v2_changed("v2-valid-signed.mcache", "v2-flip-block.mcache", at + 20, 0,
+		   "blocks/0: stored bytes do not match their hash");
+	v2_changed("v2-valid-signed.mcache", "v2-trunc-block.mcache", at + 20, 1, "truncated");
+	at = v2_member_at("v2-valid-signed.mcache", "index.json.zst");
+	v2_changed("v2-valid-signed.mcache", "v2-flip-index.mcache", at + 20, 0,
+		   "index.json.zst: stored bytes do not match their hash");
+	at = v2_member_at("v2-valid-plain.mcache", "blocks/0");
+	v2_changed("v2-valid-plain.mcache", "v2-flip-plain-block.mcache", at + 20, 0,
+		   "content does not match its hash");
+	version2_indexes();
 }
 
 int
@@ -883,10 +1092,10 @@ main(int argc, char **argv)
 			expect(forms[i].name, "load", 1, forms[i].msg);
 		}
 	}
-	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":2,\"created\":%d,"
+	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":3,\"created\":%d,"
 		 "\"bundle_version\":0,\"labels\":{},\"artifacts\":[],\"objects\":[]}", EPOCH);
 	signed_with_manifest("manifest-future-version.mcache", m, 0);
-	expect("manifest-future-version.mcache", "load", 1, "format version 2 is not supported");
+	expect("manifest-future-version.mcache", "load", 1, "format version 3 is not supported");
 
 	/* Policy: expiry and rollback. */
 	snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, n_vu, h, ",\"expires\":1700000001"));
@@ -1078,7 +1287,7 @@ main(int argc, char **argv)
 		char key[64], p2[4096];
 		int i;
 		snprintf(p2, sizeof p2, "%s/many-artifacts.mcache", outdir);
-		if (mc_writer_new(ctx, &w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK)
+		if (new_writer(&w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK)
 			die("many");
 		for (i = 0; i < 1001; i++) {
 			snprintf(key, sizeof key, "job:%d:", i);
@@ -1168,6 +1377,7 @@ main(int argc, char **argv)
 #undef HOSTILE
 #undef HOSTILE_SHOWN
 	}
+	version2();
 	free(plain);
 	free(zst);
 	fclose(tsv);

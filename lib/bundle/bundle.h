@@ -26,6 +26,13 @@ struct mc_bundle {
 	unsigned char peek[MC_TAR_BLOCK]; /* the last header read by the head's reader */
 	uint64_t peek_at;      /* and where it lies */
 	uint64_t declared;     /* its size, by the manifest, once a pass has started; or 0 */
+	char next[101];        /* the header after the signatures: its name and size, or */
+	uint64_t next_size;
+	int next_end;          /* the end of the archive */
+	uint64_t blocks_at;    /* format version 2: where the first block's header lies */
+	/* Format version 2 read from a pipe: the index is read at the first call that needs
+	 * the tables (after the signatures were checked, where they are), not at open. */
+	int index_pending, index_loading, index_rc;
 	int fresh;             /* stream positioned just after the signatures */
 	int have_manifest;
 	unsigned char mprehash[MC_SIG_PREHASH]; /* of the manifest's bytes, which are not kept */
@@ -82,6 +89,9 @@ typedef int (*mc_obj_done)(void *ud, unsigned worker, mc_ctx *ctx, const struct 
  * are claimed in object order (see mc__parallel). */
 MC_HIDDEN int mc__bundle_stream_some(mc_bundle *b, const unsigned char *want, mc_par_sink sink,
 				     mc_obj_done done, void *ud);
+/* Format version 2 read from a pipe: reads the index now, if it is still pending;
+ * MC_OK, or the error that reading it gave (kept). */
+MC_HIDDEN int mc__bundle_index(mc_bundle *b);
 /* The manifest's bytes, read again and checked against the prehash (malloc'd). */
 MC_HIDDEN int mc__bundle_manifest(mc_bundle *b, unsigned char **out);
 /* (Re)starts the stream and reads the manifest and the signatures (reader.c): the
@@ -154,7 +164,7 @@ MC_HIDDEN mc_ctx *mc__writer_ctx(mc_writer *w);
  * within the default expansion cap. One thread uses a spool at a time. */
 struct mc_wspool;
 struct mc_wobj;
-MC_HIDDEN int mc__wspool_new(mc_ctx *ctx, int level, const char *beside,
+MC_HIDDEN int mc__wspool_new(mc_ctx *ctx, int level, int halg, const char *beside,
 			     struct mc_wspool **out);
 MC_HIDDEN void mc__wspool_free(struct mc_wspool *sp);
 /* Frees the spool's compressor once nothing more is put in it (its file stays). */
@@ -256,6 +266,7 @@ struct mc_writer {
 	uint64_t bundle_version;
 	int64_t expires, created;
 	int level;
+	int version, halg;      /* the format version written, and its content hash */
 	const mc_seckey **signers;
 	size_t nsigners;
 	/* A bundle made from exactly one torch blob and nothing else keeps its layout. */
@@ -295,11 +306,16 @@ struct mc_wread {
 	mc_ctx *ctx;
 	unsigned char *buf;
 	size_t cap;
+	int halg; /* the content hash: MC_HALG_* */
+	size_t max_piece; /* read in pieces of at most this (0: a content of up to 4 MiB
+			   * whole) */
 };
 
 /* Where an object's content is read from: a range of a file, or of the data store. */
 struct mc_wsource {
 	int fd;                    /* or -1: the store */
+	int borrowed;              /* fd is a spool's, not closed */
+	uint64_t base;             /* where offset 0 is in fd */
 	const struct mc_store *st;
 	const char *name;          /* for messages */
 };
@@ -335,6 +351,41 @@ struct mc_wsave {
 				* one its (type, key) keeps */
 	uint64_t pass_total;   /* the size of the objects marked */
 };
+
+/* Format version 2's blocks at save (wblock.c). */
+struct mc_wblock {
+	uint32_t first, n;     /* its objects, in the block order */
+	uint64_t size;         /* of their contents */
+	int encoding;
+	uint16_t spool;        /* zstd: the worker whose spool holds the frame, where */
+	uint64_t spool_off, stored_size;
+	unsigned char stored_hash[MC_HASH_BYTES];
+};
+
+struct mc_wbworker;
+
+struct mc_wblocks {
+	mc_writer *w;
+	const char *beside;    /* spool files are made beside it (NULL: in $TMPDIR) */
+	uint32_t *order;       /* the stored objects, in the blocks' order */
+	uint32_t n;
+	struct mc_wblock *b;
+	uint32_t nb;
+	struct mc_wbworker *wk; /* per worker */
+	unsigned nworkers;
+	_Atomic uint64_t done;
+	uint64_t total;
+};
+
+/* The objects the save stores (marked MC_WMARK_USED in sv->oi) ordered by (extension
+ * of the source's file name, order recorded) and cut into blocks. */
+MC_HIDDEN int mc__wblocks_plan(struct mc_wblocks *bl, struct mc_wsave *sv, const char *beside);
+/* Reads each block's objects once on the worker threads: hashed (a pending one's hash
+ * set, any other's checked) and compressed together. */
+MC_HIDDEN int mc__wblocks_pass(struct mc_wblocks *bl);
+/* The spool file that holds block b's frame. */
+MC_HIDDEN int mc__wblocks_fd(const struct mc_wblocks *bl, const struct mc_wblock *b);
+MC_HIDDEN void mc__wblocks_free(struct mc_wblocks *bl);
 
 /* Sorts the artifacts by (type, key) into sv->uniq, one per (type, key): the last
  * recorded wins. Marks the objects the save reads. */

@@ -7,6 +7,20 @@
 
 #include "bundle/bundle.h"
 
+/* Whether two artifacts' contents are the same, from their manifests: by content hash
+ * when the bundles hash alike; across format versions 1 and 2 by the SHA-256 a version 1
+ * artifact gives (its type needs it), else they count as changed. */
+static int
+same_content(const mc_bundle *a, const struct mc_martifact *x, const struct mc_mobject *ox,
+	     const mc_bundle *b, const struct mc_martifact *y, const struct mc_mobject *oy)
+{
+	if (a->m.halg == b->m.halg)
+		return memcmp(ox->hash, oy->hash, MC_HASH_BYTES) == 0;
+	if (a->m.halg == MC_HALG_BLAKE2B)
+		return x->sha256 != NULL && memcmp(x->sha256, oy->hash, MC_HASH_BYTES) == 0;
+	return y->sha256 != NULL && memcmp(y->sha256, ox->hash, MC_HASH_BYTES) == 0;
+}
+
 int
 mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
 {
@@ -16,6 +30,10 @@ mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
 
 	if (a == NULL || b == NULL || fn == NULL)
 		return MC_ERR_INVALID;
+	/* (never const themselves: mc_bundle_open made them) */
+	if ((rc = mc__bundle_index((mc_bundle *)a)) != MC_OK ||
+	    (rc = mc__bundle_index((mc_bundle *)b)) != MC_OK)
+		return rc;
 	mc__acur_init(&ca, a->ctx, &a->m, mc__find_type);
 	mc__acur_init(&cb, b->ctx, &b->m, mc__find_type);
 	/* Both artifact tables are sorted by (type, key): one merge walk. */
@@ -43,8 +61,7 @@ mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
 			if ((rc = mc__mobjects(a->ctx, &a->m, x->object, 1, &ox)) != MC_OK ||
 			    (rc = mc__mobjects(b->ctx, &b->m, y->object, 1, &oy)) != MC_OK)
 				break;
-			if (memcmp(ox.hash, oy.hash, MC_HASH_BYTES) != 0 ||
-			    x->executable != y->executable)
+			if (!same_content(a, x, &ox, b, y, &oy) || x->executable != y->executable)
 				fn(ud, MC_DIFF_CHANGED, x->type, x->key, x->size, y->size);
 			i++;
 			j++;

@@ -90,10 +90,11 @@ base_find(struct kbase *kb, const char *type, const char *key, const struct mc_m
 	return MC_OK;
 }
 
-/* The hash of object i's content: read from its source now when it is pending (and
- * recorded, so that neither this nor the save reads it twice for it). */
+/* The hash of object i's content, by halg: the writer's is read from its source now
+ * when it is pending (and recorded, so that neither this nor the save reads it twice
+ * for it); another (a base bundle of the other format version's) is read each time. */
 static int
-object_hash(struct keepnew *kn, uint32_t i, unsigned char hash[MC_HASH_BYTES])
+object_hash(struct keepnew *kn, uint32_t i, int halg, unsigned char hash[MC_HASH_BYTES])
 {
 	mc_writer *w = kn->w;
 	char name[MC_PATH_MAX];
@@ -103,16 +104,19 @@ object_hash(struct keepnew *kn, uint32_t i, unsigned char hash[MC_HASH_BYTES])
 
 	if ((rc = mc__wobj_get(w, w->ctx, i, &o)) != MC_OK)
 		return rc;
-	if (!(o.flags & MC_WOBJ_PENDING)) {
+	if (!(o.flags & MC_WOBJ_PENDING) && halg == w->halg) {
 		memcpy(hash, o.hash, MC_HASH_BYTES);
 		return MC_OK;
 	}
 	if ((rc = mc__wobj_path(w, w->ctx, &o, name)) != MC_OK ||
 	    (rc = mc__wsource_open(w->ctx, &src, w, &o, name)) != MC_OK)
 		return rc;
+	kn->rd.halg = halg;
 	rc = mc__wsource_digest(&kn->rd, &src, o.offset, o.size, hash, NULL, NULL, NULL);
 	mc__wsource_close(&src);
-	return rc != MC_OK ? rc : mc__wobj_hashed(w, i, hash);
+	if (rc != MC_OK || halg != w->halg || !(o.flags & MC_WOBJ_PENDING))
+		return rc;
+	return mc__wobj_hashed(w, i, hash);
 }
 
 /* Artifact a, the one its (type, key) keeps: *known when a base has its type, key,
@@ -123,15 +127,16 @@ judge(struct keepnew *kn, const struct mc_wart *a, const char *key, int *known)
 {
 	mc_writer *w = kn->w;
 	const char *type = w->types[a->type];
-	unsigned char h[MC_HASH_BYTES];
+	unsigned char h[2][MC_HASH_BYTES]; /* BLAKE2b-256, SHA-256 */
 	uint64_t size_a = 0;
-	int rc, have_h = 0, found = 0;
+	int rc, have_h[2] = {0, 0}, found = 0;
 	size_t i;
 
 	*known = 0;
 	for (i = 0; i < kn->nbases; i++) {
 		const struct mc_martifact *x;
 		struct mc_mobject mo;
+		int halg, k;
 
 		if ((rc = base_find(&kn->bases[i], type, key, &x)) != MC_OK)
 			return rc;
@@ -141,12 +146,15 @@ judge(struct keepnew *kn, const struct mc_wart *a, const char *key, int *known)
 		size_a = x->size;
 		if (x->size != a->size)
 			continue;
+		halg = kn->bases[i].b->m.halg;
+		k = halg == MC_HALG_SHA256;
 		if ((rc = mc__mobjects(w->ctx, &kn->bases[i].b->m, x->object, 1, &mo)) != MC_OK ||
-		    (!have_h && (rc = object_hash(kn, a->obj, h)) != MC_OK))
+		    (!have_h[k] && (rc = object_hash(kn, a->obj, halg, h[k])) != MC_OK))
 			return rc;
-		have_h = 1;
+		have_h[k] = 1;
 		/* A file that became executable (or stopped) is new: its mode is installed. */
-		if (memcmp(h, mo.hash, MC_HASH_BYTES) == 0 && x->executable == (int)a->executable) {
+		if (memcmp(h[k], mo.hash, MC_HASH_BYTES) == 0 &&
+		    x->executable == (int)a->executable) {
 			*known = 1;
 			return MC_OK;
 		}

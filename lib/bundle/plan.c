@@ -371,7 +371,9 @@ plan_check(mc_ctx *ctx, const mc_bundle *b, const struct mc_martifact *a)
 	if (a->handler == NULL)
 		return mc__err(ctx, MC_ERR_UNKNOWN_TYPE, "%s: artifact type '%s' has no handler "
 			       "(key %.200s)", b->path, a->type, a->key);
-	if ((a->sha256 != NULL) != ((a->handler->flags & MC_TYPE_WANTS_SHA256) != 0))
+	/* (In format version 2 every artifact gives its content hash, the SHA-256.) */
+	if (b->m.version != 2 &&
+	    (a->sha256 != NULL) != ((a->handler->flags & MC_TYPE_WANTS_SHA256) != 0))
 		return mc__err(ctx, MC_ERR_MANIFEST, "%s: %s artifact %.200s %s a sha256 field",
 			       b->path, a->type, a->key, a->sha256 != NULL ? "has" : "lacks");
 	return MC_OK;
@@ -482,6 +484,8 @@ mc__bundle_plan_in(mc_bundle *b, mc_ctx *ctx)
 
 	if (b->planned && b->planned_gen == ctx->roots_gen)
 		return MC_OK;
+	if ((rc = mc__bundle_index(b)) != MC_OK)
+		return rc;
 	if (b->m.nartifacts > UINT32_MAX)
 		return mc__err(ctx, MC_ERR_LIMIT, "%s: more than %lu artifacts", b->path,
 			       (unsigned long)UINT32_MAX);

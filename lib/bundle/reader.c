@@ -356,9 +356,15 @@ sig_members(mc_bundle *b, int first)
 	for (;; nsig++) {
 		if ((rc = next_header(b, name, &size)) < 0)
 			return rc;
-		/* The first header after the signatures is read again, with the objects. */
-		if (rc == 1 || strncmp(name, MC_MEMBER_SIG_PREFIX, strlen(MC_MEMBER_SIG_PREFIX)) != 0)
+		/* The first header after the signatures is read again, with the objects (it is
+		 * the index's in format version 2). */
+		if (rc == 1 ||
+		    strncmp(name, MC_MEMBER_SIG_PREFIX, strlen(MC_MEMBER_SIG_PREFIX)) != 0) {
+			memcpy(b->next, name, sizeof b->next);
+			b->next_size = size;
+			b->next_end = rc == 1;
 			break;
+		}
 		if (!sig_name_ok(name, id))
 			return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: bad signature member name '%.100s'",
 				       b->path, name);
@@ -376,6 +382,201 @@ sig_members(mc_bundle *b, int first)
 	return !first && nsig != b->nsigs ? changed(b) : MC_OK;
 }
 
+/* Format version 2: the index's text as it is decompressed, checked and copied (to
+ * memory, or for a large one to a private temp file). */
+struct itext {
+	mc_bundle *b;
+	struct mc_mcheck chk;
+	uint64_t got, size;
+	int fd;
+	unsigned char *buf;
+};
+
+static int
+itext_out(void *ud, const unsigned char *p, size_t n)
+{
+	struct itext *t = ud;
+	mc_bundle *b = t->b;
+
+	if (n > t->size - t->got)
+		return mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: the index expands past its declared "
+			       "%llu bytes", b->path, (unsigned long long)t->size);
+	mc__mcheck_feed(&t->chk, p, n);
+	if (t->fd >= 0 && mc__write_all(t->fd, p, n) != 0)
+		return mc__errno(b->ctx, MC_ERR_IO, "cannot write the index's temporary copy",
+				 b->path);
+	if (t->fd < 0)
+		memcpy(t->buf + t->got, p, n);
+	t->got += n;
+	return MC_OK;
+}
+
+/* Where the index's text goes: memory for a small one, else a temp file. */
+static int
+itext_start(struct itext *t, mc_bundle *b)
+{
+	const struct mc_mindex *x = &b->m.index;
+	int rc;
+
+	memset(t, 0, sizeof *t);
+	t->b = b;
+	t->size = x->size;
+	t->fd = -1;
+	mc__mcheck_init(&t->chk);
+	if (x->size <= MANIFEST_IN_MEMORY) {
+		if ((t->buf = malloc((size_t)x->size + 1)) == NULL)
+			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	} else if ((t->fd = mc__open_temp_anon(b->ctx)) < 0) {
+		char msg[MC_ERRBUF];
+		snprintf(msg, sizeof msg, "%s", b->ctx->err);
+		return mc__err(b->ctx, MC_ERR_IO, "%s: an index of %llu bytes is read through a "
+			       "temporary file: %s", b->path, (unsigned long long)x->size, msg);
+	}
+	if (x->encoding == MC_ENC_ZSTD) {
+		if (b->dec == NULL && (rc = mc__zdec_new(b->ctx, &b->dec)) != MC_OK)
+			return rc;
+		mc__zdec_reset(b->dec);
+	}
+	return MC_OK;
+}
+
+/* Reads the index's stored bytes, hashing them, and the first time also its text. */
+static int
+index_read(mc_bundle *b, struct itext *t, unsigned char hash[MC_HASH_BYTES], int *ended,
+	   int *unread)
+{
+	const struct mc_mindex *x = &b->m.index;
+	struct mc_chash h;
+	unsigned char *in;
+	uint64_t left;
+	int rc = MC_OK, zstd = x->encoding == MC_ENC_ZSTD;
+
+	memset(&h, 0, sizeof h);
+	if ((in = malloc(MANIFEST_PIECE)) == NULL || mc__chash_init(&h, MC_HALG_SHA256) != MC_OK) {
+		free(in);
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	/* After a failure to decode, the rest is still hashed: stored bytes other than the
+	 * signer's are told as such. */
+	for (left = x->stored_size; left > 0;) {
+		size_t k = left < MANIFEST_PIECE ? (size_t)left : MANIFEST_PIECE;
+		int io;
+		if ((io = mc__zin_read(b->z, in, k)) != MC_OK) {
+			*unread = 1;
+			rc = io;
+			break;
+		}
+		mc__chash_update(&h, in, k);
+		if (t != NULL && rc == MC_OK)
+			rc = zstd ? mc__zdec_run(b->dec, in, k, itext_out, t, ended)
+				  : itext_out(t, in, k);
+		left -= k;
+	}
+	if (rc == MC_OK && t != NULL && zstd && !*ended)
+		rc = mc__zdec_run(b->dec, NULL, 0, itext_out, t, ended);
+	if (rc != MC_OK && !*unread && strncmp(b->ctx->err, b->path, strlen(b->path)) != 0) {
+		char msg[MC_ERRBUF];
+		snprintf(msg, sizeof msg, "%s", b->ctx->err);
+		rc = mc__err(b->ctx, rc, "%s: the index: %s", b->path, msg);
+	}
+	free(in);
+	mc__chash_final(&h, hash);
+	mc__chash_drop(&h);
+	return rc;
+}
+
+/* The index's text, read whole and authenticated: its size, then the parse. */
+static int
+index_parse(mc_bundle *b, struct itext *t, int ended)
+{
+	const struct mc_mindex *x = &b->m.index;
+	char msg[MC_ERRBUF];
+	int rc;
+
+	if (x->encoding == MC_ENC_ZSTD && !ended)
+		return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: the index's compressed data ends "
+			       "early", b->path);
+	if (t->got != x->size)
+		return mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: the index is %llu bytes, the "
+			       "manifest says %llu", b->path, (unsigned long long)t->got,
+			       (unsigned long long)x->size);
+	if (t->fd < 0)
+		rc = mc__index_parse(b->ctx, t->buf, (size_t)x->size, &b->m);
+	else
+		rc = mc__index_parse_fd(b->ctx, t->fd, x->size, &t->chk, &b->m);
+	if (rc == MC_OK)
+		return MC_OK;
+	snprintf(msg, sizeof msg, "%s", b->ctx->err);
+	return mc__err(b->ctx, rc, "%s: %s", b->path, msg);
+}
+
+/* Format version 2: the index member, after the signatures. Its stored bytes must have
+ * the hash the manifest gives; the first time its text is checked and parsed into
+ * b->m, only once they did. */
+static int
+index_member(mc_bundle *b, int first)
+{
+	const struct mc_mindex *x = &b->m.index;
+	const char *want = x->encoding == MC_ENC_ZSTD ? MC_MEMBER_INDEX_ZST : MC_MEMBER_INDEX;
+	unsigned char hash[MC_HASH_BYTES];
+	struct itext t;
+	int rc, ended = 0, unread = 0;
+
+	if (b->m.version != 2)
+		return MC_OK;
+	if (first && b->seq && !b->index_loading) { /* read when first needed */
+		b->index_pending = 1;
+		return MC_OK;
+	}
+	if (b->next_end || strcmp(b->next, want) != 0)
+		return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: member '%.100s' where %s was "
+			       "expected", b->path, b->next_end ? "(end of archive)" : b->next, want);
+	if (b->next_size != x->stored_size)
+		return mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: the index is stored in %llu bytes, "
+			       "the manifest says %llu", b->path,
+			       (unsigned long long)b->next_size, (unsigned long long)x->stored_size);
+	memset(&t, 0, sizeof t);
+	t.fd = -1;
+	if (first && (rc = itext_start(&t, b)) != MC_OK)
+		goto out;
+	rc = index_read(b, first ? &t : NULL, hash, &ended, &unread);
+	if (unread)
+		goto out;
+	if (sodium_memcmp(hash, x->stored_hash, sizeof hash) != 0) {
+		rc = first ? mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: %s: stored bytes do not match "
+				     "their hash", b->path, want) : changed(b);
+		goto out;
+	}
+	if (rc != MC_OK || (rc = read_padding(b, x->stored_size, want)) != MC_OK)
+		goto out;
+	b->blocks_at = mc__zin_tell(b->z);
+	if (first)
+		rc = index_parse(b, &t, ended);
+out:
+	free(t.buf);
+	if (t.fd >= 0)
+		close(t.fd);
+	return rc;
+}
+
+int
+mc__bundle_index(mc_bundle *b)
+{
+	if (b->index_pending) {
+		b->index_pending = 0;
+		b->index_loading = 1;
+		b->index_rc = index_member(b, 1);
+		b->index_loading = 0;
+	}
+	return b->index_rc;
+}
+
+int
+mc_bundle_read_tables(mc_bundle *b)
+{
+	return b == NULL ? MC_ERR_INVALID : mc__bundle_index(b);
+}
+
 int
 mc__bundle_open_stream(mc_bundle *b)
 {
@@ -389,7 +590,8 @@ mc__bundle_open_stream(mc_bundle *b)
 	if (!b->seq && lseek(b->fd, 0, SEEK_SET) != 0)
 		return mc__errno(b->ctx, MC_ERR_IO, "cannot seek", b->path);
 	if ((rc = mc__zin_new(b->ctx, b->fd, b->path, &b->z)) != MC_OK ||
-	    (rc = manifest_member(b, first)) != MC_OK || (rc = sig_members(b, first)) != MC_OK)
+	    (rc = manifest_member(b, first)) != MC_OK || (rc = sig_members(b, first)) != MC_OK ||
+	    (rc = index_member(b, first)) != MC_OK)
 		return rc;
 	b->fresh = 1;
 	return MC_OK;
@@ -615,7 +817,7 @@ mc__bundle_policy(mc_bundle *b)
 	}
 	rc = mc__policy_check(b->ctx, &b->policy, &f);
 	free(labels);
-	return rc;
+	return rc == MC_OK ? mc__bundle_index(b) : rc;
 }
 
 int
@@ -639,6 +841,12 @@ mc_bundle_verify(mc_bundle *b)
 }
 
 /* ---- accessors ---- */
+
+int
+mc_bundle_format_version(const mc_bundle *b)
+{
+	return b == NULL ? 0 : b->m.version;
+}
 
 int64_t
 mc_bundle_created(const mc_bundle *b)
@@ -689,7 +897,10 @@ mc_bundle_signature_key_id(const mc_bundle *b, size_t i)
 size_t
 mc_bundle_artifact_count(const mc_bundle *b)
 {
-	return b == NULL ? 0 : b->m.nartifacts;
+	/* b is never const itself: mc_bundle_open made it. */
+	if (b == NULL || mc__bundle_index((mc_bundle *)b) != MC_OK)
+		return 0;
+	return b->m.nartifacts;
 }
 
 int
@@ -701,9 +912,13 @@ mc_bundle_artifact(const mc_bundle *b, size_t i, const char **type, const char *
 	char *hex;
 	int rc;
 
-	if (b == NULL || i >= b->m.nartifacts)
+	if (b == NULL)
 		return MC_ERR_INVALID;
 	/* b is never const itself: mc_bundle_open made it. */
+	if ((rc = mc__bundle_index((mc_bundle *)b)) != MC_OK)
+		return rc;
+	if (i >= b->m.nartifacts)
+		return MC_ERR_INVALID;
 	if ((rc = mc__acur_get(&((mc_bundle *)b)->cur, i, &a)) != MC_OK)
 		return rc;
 	hex = ((mc_bundle *)b)->hex;
@@ -740,7 +955,11 @@ mc_bundle_artifact_executable(const mc_bundle *b, size_t i)
 	const struct mc_martifact *a;
 	int rc;
 
-	if (b == NULL || i >= b->m.nartifacts)
+	if (b == NULL)
+		return MC_ERR_INVALID;
+	if ((rc = mc__bundle_index((mc_bundle *)b)) != MC_OK)
+		return rc;
+	if (i >= b->m.nartifacts)
 		return MC_ERR_INVALID;
 	if ((rc = query_artifact(b, i, &a)) != MC_OK)
 		return rc;
@@ -756,6 +975,8 @@ mc_bundle_find_artifact(const mc_bundle *b, const char *type, const char *key, s
 
 	if (b == NULL || type == NULL || key == NULL || index == NULL)
 		return MC_ERR_INVALID;
+	if ((rc = mc__bundle_index((mc_bundle *)b)) != MC_OK)
+		return rc;
 	/* The table is sorted by (type, key). Callers mostly ask in its order (a load
 	 * reports so): the one after the last found is tried first. */
 	hi = b->m.nartifacts;

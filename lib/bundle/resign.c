@@ -1,7 +1,8 @@
 /*
  * resign.c - a copy of a bundle with one more signature: the manifest and every
- * object's stored bytes copied as they are, the new signature among the others in
- * key-id order (replacing one by the same key).
+ * object's (in format version 2 the index's and every block's) stored bytes copied as
+ * they are, the new signature among the others in key-id order (replacing one by the
+ * same key).
  */
 #include "config.h"
 
@@ -17,22 +18,40 @@ struct resign {
 	int started;
 };
 
+/* Member k after the index or the signatures: object k's, or in format version 2 block
+ * k's. */
+static int
+unit_member(const mc_bundle *b, size_t k, char *name, size_t n, uint64_t *size)
+{
+	struct mc_mobject o;
+	int rc;
+
+	if (b->m.version == 2) {
+		snprintf(name, n, "%s%zu", MC_MEMBER_BLOCK_PREFIX, k);
+		*size = b->m.blocks[k].stored_size;
+		return MC_OK;
+	}
+	if ((rc = mc__mobjects(b->ctx, &b->m, k, 1, &o)) != MC_OK)
+		return rc;
+	mc__object_member(o.hash, name, n);
+	*size = o.stored_size;
+	return MC_OK;
+}
+
 static int
 resign_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
 {
 	struct resign *r = ud;
 	char name[128];
+	uint64_t size;
 	int rc;
 
 	/* Stored bytes are copied as they are, in the same order; each member starts at
 	 * its first byte. */
 	while (!r->started || r->cur != obj) {
 		size_t next = r->started ? r->cur + 1 : 0;
-		struct mc_mobject o;
-		if ((rc = mc__mobjects(r->b->ctx, &r->b->m, next, 1, &o)) != MC_OK)
-			return rc;
-		mc__object_member(o.hash, name, sizeof name);
-		if ((rc = mc__emit_member(r->e, name, o.stored_size)) != MC_OK)
+		if ((rc = unit_member(r->b, next, name, sizeof name, &size)) != MC_OK ||
+		    (rc = mc__emit_member(r->e, name, size)) != MC_OK)
 			return rc;
 		r->cur = next;
 		r->started = 1;
@@ -68,22 +87,61 @@ merge_sigs(const mc_bundle *b, char *mine, size_t minelen, const char *id, char 
 	return n;
 }
 
+/* Format version 2: the index member copied as it is stored, its bytes checked again
+ * against the hash the manifest gives. */
+static int
+copy_index(struct resign *r)
+{
+	mc_bundle *b = r->b;
+	const struct mc_mindex *x = &b->m.index;
+	uint64_t off = b->blocks_at - (x->stored_size + MC_TAR_BLOCK - 1) / MC_TAR_BLOCK *
+					      MC_TAR_BLOCK, left;
+	unsigned char *buf, hash[MC_HASH_BYTES];
+	struct mc_chash h = {0};
+	int rc;
+
+	if ((buf = malloc(MC_IO_CHUNK)) == NULL || mc__chash_init(&h, MC_HALG_SHA256) != MC_OK) {
+		free(buf);
+		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	rc = mc__emit_member(r->e, x->encoding == MC_ENC_ZSTD ? MC_MEMBER_INDEX_ZST
+			     : MC_MEMBER_INDEX, x->stored_size);
+	for (left = x->stored_size; left > 0 && rc == MC_OK;) {
+		size_t n = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
+		if ((rc = mc__bundle_pread(b->ctx, b, buf, n, off)) != MC_OK)
+			break;
+		mc__chash_update(&h, buf, n);
+		rc = mc__emit_data(r->e, buf, n);
+		left -= n;
+		off += n;
+	}
+	mc__chash_final(&h, hash);
+	mc__chash_drop(&h);
+	free(buf);
+	if (rc == MC_OK && memcmp(hash, x->stored_hash, sizeof hash) != 0)
+		rc = mc__err(b->ctx, MC_ERR_MALFORMED, "%s: changed while being read", b->path);
+	return rc;
+}
+
 /* Writes the copy: the manifest's bytes, the n signatures, then every object. */
 static int
 write_copy(mc_bundle *b, const char *out_path, const unsigned char *mbytes, char *const *texts,
 	   const size_t *lens, const char (*ids)[17], size_t n)
 {
 	struct resign r;
+	size_t units;
 	int rc;
 
 	memset(&r, 0, sizeof r);
 	r.b = b;
 	if ((rc = mc__emit_open(b->ctx, out_path, &r.e)) != MC_OK)
 		return rc;
-	if ((rc = mc__emit_head(r.e, (const char *)mbytes, b->mlen, texts, lens, ids, n)) == MC_OK)
+	units = b->m.version == 2 ? b->m.nblocks : b->m.nobjects;
+	rc = mc__emit_head(r.e, (const char *)mbytes, b->mlen, texts, lens, ids, n);
+	if (rc == MC_OK && (b->m.version == 1 || (rc = copy_index(&r)) == MC_OK))
 		rc = mc__bundle_stream(b, NULL, resign_sink, &r);
-	/* Objects with no bytes never reached the sink. */
-	while (rc == MC_OK && (r.started ? r.cur + 1 : 0) < b->m.nobjects)
+	/* Members with no bytes never reached the sink. */
+	while (rc == MC_OK && (r.started ? r.cur + 1 : 0) < units)
 		rc = resign_sink(&r, r.started ? r.cur + 1 : 0, NULL, 0);
 	if (rc == MC_OK)
 		return mc__emit_finish(r.e);

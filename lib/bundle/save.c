@@ -54,9 +54,11 @@ static int
 spool_start(struct pass *p, struct spool *sp, mc_ctx *wctx)
 {
 	sp->rd.ctx = wctx;
+	sp->rd.halg = p->w->halg;
 	if (p->w->level == 0)
 		return MC_OK;
-	return mc__wspool_new(wctx, p->w->level, p->out_fd >= 0 ? NULL : p->path, &sp->ws);
+	return mc__wspool_new(wctx, p->w->level, p->w->halg, p->out_fd >= 0 ? NULL : p->path,
+			      &sp->ws);
 }
 
 /* Reads object o from its source, name, for its hash, which it sets or checks, and
@@ -137,8 +139,9 @@ pass_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 	int rc, any = 0;
 
 	n = w->nobjs - first < PASS_BATCH ? w->nobjs - first : PASS_BATCH;
-	for (j = 0; j < n; j++)
-		any |= p->oi[first + j] == MC_WMARK_USED || p->oi[first + j] == MC_WMARK_HASH;
+	for (j = 0; j < n; j++) /* in version 2 the blocks' pass reads the stored ones */
+		any |= (p->oi[first + j] == MC_WMARK_USED && w->version == 1) ||
+		       p->oi[first + j] == MC_WMARK_HASH;
 	if (!any)
 		return MC_OK;
 	if ((rc = mc__store_io(wctx, &w->objs, (uint64_t)first * sizeof *o, o, n * sizeof *o,
@@ -161,7 +164,7 @@ pass_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 	}
 	for (j = 0; j < n; j++) {
 		int only_hash = p->oi[first + j] == MC_WMARK_HASH;
-		if (p->oi[first + j] != MC_WMARK_USED && !only_hash)
+		if ((p->oi[first + j] != MC_WMARK_USED || w->version == 2) && !only_hash)
 			continue;
 		if (o[j].flags & MC_WOBJ_SPOOLED) { /* stored already (pull) */
 			if (!only_hash)
@@ -320,7 +323,7 @@ read_object(mc_writer *w, const struct mc_wobj *o, mc_out_fn fn, void *ud, uint6
 	    uint64_t total)
 {
 	unsigned char hash[MC_HASH_BYTES];
-	crypto_generichash_state gs;
+	struct mc_chash gs = {0};
 	char name[MC_PATH_MAX];
 	struct mc_wsource src;
 	unsigned char *buf;
@@ -330,17 +333,17 @@ read_object(mc_writer *w, const struct mc_wobj *o, mc_out_fn fn, void *ud, uint6
 	if ((rc = mc__wobj_path(w, w->ctx, o, name)) != MC_OK ||
 	    (rc = mc__wsource_open(w->ctx, &src, w, o, name)) != MC_OK)
 		return rc;
-	if ((buf = malloc(MC_IO_CHUNK)) == NULL) {
+	if ((buf = malloc(MC_IO_CHUNK)) == NULL || mc__chash_init(&gs, w->halg) != MC_OK) {
+		free(buf);
 		mc__wsource_close(&src);
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	}
-	crypto_generichash_init(&gs, NULL, 0, sizeof hash);
 	while (rc == MC_OK && left > 0) {
 		size_t want = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
 		if ((rc = mc__wsource_read(w->ctx, &src, buf, want, o->offset + o->size - left)) !=
 		    MC_OK)
 			break;
-		crypto_generichash_update(&gs, buf, want);
+		mc__chash_update(&gs, buf, want);
 		rc = fn(ud, buf, want);
 		left -= want;
 		*done += want;
@@ -348,7 +351,8 @@ read_object(mc_writer *w, const struct mc_wobj *o, mc_out_fn fn, void *ud, uint6
 	}
 	free(buf);
 	mc__wsource_close(&src);
-	crypto_generichash_final(&gs, hash, sizeof hash);
+	mc__chash_final(&gs, hash);
+	mc__chash_drop(&gs);
 	if (rc == MC_OK && memcmp(hash, o->hash, MC_HASH_BYTES) != 0)
 		rc = mc__err(w->ctx, MC_ERR_IO, "%s: content changed while packing", name);
 	return rc;
@@ -410,6 +414,10 @@ struct job {
 	unsigned char prehash[MC_SIG_PREHASH];
 	uint64_t mlen;
 	struct sigs sigs;
+	/* format version 2: the blocks, and the index (its frame in isp) */
+	struct mc_wblocks bl;
+	struct mc_wspool *isp;
+	struct mc_wobj io;
 };
 
 static int
@@ -447,7 +455,11 @@ job_end(struct job *j)
 			free(j->m.groups[i].entries);
 	free(j->m.groups);
 	free(j->view.r.buf);
-	free(j->order);
+	free(j->m.blocks);
+	if (j->order != j->bl.order)
+		free(j->order);
+	mc__wblocks_free(&j->bl);
+	mc__wspool_free(j->isp);
 	free(j->sv.oi);
 	mc__store_free(&j->sv.uniq);
 	mc__store_free(&j->sv.dups);
@@ -456,6 +468,142 @@ job_end(struct job *j)
 	free(j->sigs.txt);
 	free(j->sigs.len);
 	free(j->sigs.id);
+}
+
+/* ---- format version 2: the index and the blocks ---- */
+
+/* The index's text as it is rendered: hashed and counted, and written to e, or into
+ * the index's frame when spool is set. */
+struct itext {
+	struct job *j;
+	struct mc_chash h;
+	uint64_t len;
+	mc_emit *e;
+	int spool;
+};
+
+static int
+itext_sink(void *ud, const char *p, size_t n)
+{
+	struct itext *t = ud;
+	mc_ctx *ctx = t->j->w->ctx;
+
+	mc__chash_update(&t->h, p, n);
+	t->len += n;
+	if (t->len > ctx->max_manifest)
+		return mc__err(ctx, MC_ERR_LIMIT, "index of more than %llu bytes is over the "
+			       "manifest cap", (unsigned long long)ctx->max_manifest);
+	if (t->e != NULL)
+		return mc__emit_data(t->e, p, n);
+	return t->spool ? mc__wspool_piece(t->j->isp, (const unsigned char *)p, n, 0) : MC_OK;
+}
+
+static int
+write_index(struct job *j, mc_emit *e, int spool, unsigned char hash[MC_HASH_BYTES],
+	    uint64_t *len)
+{
+	struct itext t;
+	int rc;
+
+	memset(&t, 0, sizeof t);
+	t.j = j;
+	t.e = e;
+	t.spool = spool;
+	if (mc__chash_init(&t.h, j->w->halg) != MC_OK)
+		return mc__err(j->w->ctx, MC_ERR_NOMEM, "out of memory");
+	rc = mc__index_write(j->w->ctx, &j->m, itext_sink, &t);
+	if (rc == MC_OK && j->view.rc != MC_OK)
+		rc = j->view.rc;
+	mc__chash_final(&t.h, hash);
+	mc__chash_drop(&t.h);
+	*len = t.len;
+	return rc;
+}
+
+/* The index, compressed into a spool file of its own at a level above 0: what the
+ * manifest says of it. */
+static int
+make_index(struct job *j)
+{
+	mc_writer *w = j->w;
+	struct mc_mindex *x = &j->m.index;
+	int rc, spool = w->level > 0;
+
+	memset(&j->io, 0, sizeof j->io);
+	if (spool && ((rc = mc__wspool_new(w->ctx, w->level, w->halg, j->out_fd >= 0 ? NULL
+					   : j->path, &j->isp)) != MC_OK ||
+		      (rc = mc__wspool_begin(j->isp, w->ctx, &j->io)) != MC_OK))
+		return rc;
+	if ((rc = write_index(j, NULL, spool, j->io.hash, &j->io.size)) != MC_OK)
+		return rc;
+	if (spool && ((rc = mc__wspool_piece(j->isp, NULL, 0, 1)) != MC_OK ||
+		      (rc = mc__wspool_end(j->isp, &j->io)) != MC_OK))
+		return rc;
+	if (spool)
+		mc__wspool_done(j->isp);
+	if (!spool) {
+		j->io.encoding = MC_ENC_NONE;
+		j->io.stored_size = j->io.size;
+		memcpy(j->io.stored_hash, j->io.hash, MC_HASH_BYTES);
+	}
+	x->encoding = j->io.encoding;
+	x->size = j->io.size;
+	x->stored_size = j->io.stored_size;
+	memcpy(x->stored_hash, j->io.stored_hash, MC_HASH_BYTES);
+	return MC_OK;
+}
+
+/* The index member: its frame from the spool, or its text rendered again. */
+static int
+emit_index(struct job *j, mc_emit *e)
+{
+	const struct mc_mindex *x = &j->m.index;
+	unsigned char hash[MC_HASH_BYTES];
+	uint64_t len = 0;
+	int rc;
+
+	if ((rc = mc__emit_member(e, x->encoding == MC_ENC_ZSTD ? MC_MEMBER_INDEX_ZST
+				  : MC_MEMBER_INDEX, x->stored_size)) != MC_OK)
+		return rc;
+	if (x->encoding == MC_ENC_ZSTD)
+		return copy_spooled(j->w, e, mc__wspool_fd(j->isp), j->io.spool_off,
+				    x->stored_size);
+	if ((rc = write_index(j, e, 0, hash, &len)) != MC_OK)
+		return rc;
+	if (len != x->size || memcmp(hash, x->stored_hash, sizeof hash) != 0)
+		return mc__err(j->w->ctx, MC_ERR_INVALID, "%s: the index rendered differently "
+			       "twice", j->path);
+	return MC_OK;
+}
+
+/* Each block in order: its frame from a spool, or its objects' contents read again. */
+static int
+emit_blocks(struct job *j, mc_emit *e)
+{
+	mc_writer *w = j->w;
+	uint64_t spare = 0;
+	uint32_t k, i;
+	int rc = MC_OK;
+
+	for (k = 0; k < j->bl.nb && rc == MC_OK; k++) {
+		const struct mc_wblock *b = &j->bl.b[k];
+		char name[32];
+
+		snprintf(name, sizeof name, "%s%u", MC_MEMBER_BLOCK_PREFIX, (unsigned)k);
+		if ((rc = mc__emit_member(e, name, b->stored_size)) != MC_OK)
+			break;
+		if (b->encoding == MC_ENC_ZSTD) {
+			rc = copy_spooled(w, e, mc__wblocks_fd(&j->bl, b), b->spool_off,
+					  b->stored_size);
+			continue;
+		}
+		for (i = 0; i < b->n && rc == MC_OK; i++) {
+			struct mc_wobj o;
+			if ((rc = mc__wobj_get(w, w->ctx, j->bl.order[b->first + i], &o)) == MC_OK)
+				rc = read_object(w, &o, emit_out, e, &spare, j->total);
+		}
+	}
+	return rc;
 }
 
 /* A bundle that keeps its blob's layout stores every object the groups name. */
@@ -493,12 +641,44 @@ first_pass(struct job *j)
 	j->pass.out_fd = j->out_fd;
 	j->pass.oi = j->sv.oi;
 	j->pass.total = j->sv.pass_total;
+	if (w->version == 2 &&
+	    ((rc = mc__wblocks_plan(&j->bl, &j->sv, j->out_fd >= 0 ? NULL : j->path)) != MC_OK ||
+	     (rc = mc__wblocks_pass(&j->bl)) != MC_OK))
+		return rc;
 	if ((rc = mc__parallel(w->ctx, ((size_t)w->nobjs + PASS_BATCH - 1) / PASS_BATCH,
 			       j->nworkers, pass_item, &j->pass)) != MC_OK ||
 	    (rc = mc__wsort_conflicts(&j->sv)) != MC_OK)
 		return rc;
 	mc__store_free(&j->sv.dups);
 	j->done = atomic_load(&j->pass.done);
+	return MC_OK;
+}
+
+/* Format version 2's object table: the stored objects in the blocks' order. */
+static int
+block_objects(struct job *j)
+{
+	struct mc_manifest *m = &j->m;
+	uint32_t k;
+
+	j->order = j->bl.order;
+	j->nobjects = j->bl.n;
+	j->total = j->bl.total;
+	for (k = 0; k < j->bl.n; k++)
+		j->sv.oi[j->bl.order[k]] = k;
+	if ((m->blocks = calloc((size_t)j->bl.nb + 1, sizeof *m->blocks)) == NULL)
+		return mc__err(j->w->ctx, MC_ERR_NOMEM, "out of memory");
+	for (k = 0; k < j->bl.nb; k++) {
+		const struct mc_wblock *b = &j->bl.b[k];
+		struct mc_mblock *mb = &m->blocks[k];
+		mb->encoding = b->encoding;
+		mb->size = b->size;
+		mb->stored_size = b->stored_size;
+		memcpy(mb->stored_hash, b->stored_hash, MC_HASH_BYTES);
+		mb->first = b->first;
+		mb->n = b->n;
+	}
+	m->nblocks = j->bl.nb;
 	return MC_OK;
 }
 
@@ -543,6 +723,8 @@ manifest_model(struct job *j)
 	if ((rc = mc__sreader_init(w->ctx, &j->view.r, &j->sv.uniq, 0,
 				   mc__store_size(&j->sv.uniq), MC_WSORT_READ)) != MC_OK)
 		return rc;
+	m->version = w->version;
+	m->halg = w->halg;
 	m->nartifacts = j->sv.nuniq;
 	m->nobjects = j->nobjects;
 	j->src.ud = &j->view;
@@ -658,8 +840,13 @@ emit_bundle(struct job *j)
 		goto out;
 	}
 	if ((rc = mc__emit_sigs(e, j->sigs.txt, j->sigs.len, (const char (*)[17])j->sigs.id,
-				j->sigs.n)) != MC_OK ||
-	    (rc = emit_objects(j, e)) != MC_OK)
+				j->sigs.n)) != MC_OK)
+		goto out;
+	if (j->w->version == 1)
+		rc = emit_objects(j, e);
+	else if ((rc = emit_index(j, e)) == MC_OK)
+		rc = emit_blocks(j, e);
+	if (rc != MC_OK)
 		goto out;
 	rc = mc__emit_finish(e);
 	e = NULL;
@@ -682,8 +869,11 @@ save(mc_writer *w, const char *path, int out_fd)
 	    (rc = mc__wsort_artifacts(&j.sv)) == MC_OK &&
 	    (rc = mark_layout(&j)) == MC_OK &&
 	    (rc = first_pass(&j)) == MC_OK &&
-	    (rc = mc__wsort_objects(&j.sv, &j.order, &j.nobjects, &j.total)) == MC_OK &&
+	    (rc = w->version == 2 ? block_objects(&j)
+				  : mc__wsort_objects(&j.sv, &j.order, &j.nobjects, &j.total)) ==
+		    MC_OK &&
 	    (rc = manifest_model(&j)) == MC_OK &&
+	    (w->version == 1 || (rc = make_index(&j)) == MC_OK) &&
 	    (rc = render(&j, NULL, j.prehash, &j.mlen)) == MC_OK &&
 	    (rc = sign_manifest(&j)) == MC_OK)
 		rc = emit_bundle(&j);

@@ -392,6 +392,267 @@ one_object(struct sworker *w, size_t i, uint64_t off)
 	return streamed_object(w, i, off + MC_TAR_BLOCK, name);
 }
 
+/* ---- format version 2: blocks (SPEC.md section 12) ----
+ * A block's stored bytes are hashed and decompressed in chunks; what comes out is cut
+ * into its objects, each hashed (SHA-256) as it passes. An object of up to 1 MiB is held
+ * until its hash checked and then handed on whole; a larger one is handed on in pieces
+ * and its hash checked at its end. A zstd block's stored hash is checked at its end,
+ * before the pass can succeed. */
+
+/* Objects of a block up to this size are held until their hash checked and handed on
+ * whole; larger ones in pieces (a worker holds this much, beside its 4 MiB window). */
+#define BLOCK_WHOLE_MAX (1u << 20)
+
+struct bsplit {
+	struct sworker *w;
+	const struct mc_mblock *bk;
+	size_t i, end;         /* the current object; one past the block's last */
+	uint64_t got;          /* of the current object's content */
+	int whole;             /* the current object is held in w->out */
+	struct mc_chash stored;
+	int ended;             /* the frame came to its end */
+	int told;              /* done was told of a failure (its own) */
+};
+
+static int bobj_end(struct bsplit *sp);
+
+/* The content of object i, which checked: handed on, whole when it was held. */
+static int
+bobj_deliver(struct bsplit *sp)
+{
+	struct sworker *w = sp->w;
+	struct sstate *s = w->s;
+	size_t i = sp->i;
+	int rc = MC_OK;
+
+	if (s->b->m.dup[i] || !wanted(s, i))
+		return MC_OK;
+	if (sp->whole && s->ondone == NULL && w->obj.size > 0)
+		rc = deliver(w, i, w->out, (size_t)w->obj.size);
+	if (rc != MC_OK || s->ondone == NULL)
+		return rc;
+	memset(&w->told, 0, sizeof w->told);
+	w->told.obj = i;
+	w->told.size = (size_t)w->obj.size;
+	w->told.sha = w->shabuf;
+	w->told.content = !sp->whole ? NULL : w->obj.size > 0 ? w->out
+					   : (const unsigned char *)"";
+	if ((rc = s->ondone(s->ud, w->id, w->ctx, &w->told)) != MC_OK)
+		sp->told = 1;
+	return rc;
+}
+
+/* A block that failed at object sp->i: done is told of it at the first object from
+ * there on that it waits for (as a failed object of version 1 is told), so that it
+ * hands on nothing after it. Returns what done returns. */
+static int
+bobj_failed(struct bsplit *sp, int rc)
+{
+	struct sworker *w = sp->w;
+	struct sstate *s = w->s;
+	size_t i;
+
+	if (s->ondone == NULL || sp->told)
+		return rc;
+	for (i = sp->i; i < sp->end; i++)
+		if (wanted(s, i) && !s->b->m.dup[i]) {
+			memset(&w->told, 0, sizeof w->told);
+			w->told.obj = i;
+			w->told.rc = rc;
+			return s->ondone(s->ud, w->id, w->ctx, &w->told);
+		}
+	return rc;
+}
+
+/* Starts the objects from sp->i on: each one of size 0 is done at once. */
+static int
+bobj_next(struct bsplit *sp)
+{
+	struct sworker *w = sp->w;
+	int rc;
+
+	for (; sp->i < sp->end; sp->i++) {
+		if ((rc = mc__mobjects(w->ctx, &w->s->b->m, sp->i, 1, &w->obj)) != MC_OK)
+			return rc;
+		mc__hex(w->obj.hash, MC_HASH_BYTES, w->hex);
+		sp->got = 0;
+		sp->whole = w->obj.size <= BLOCK_WHOLE_MAX;
+		if (sp->whole &&
+		    (rc = grow(w, &w->out, &w->outcap, (size_t)w->obj.size + 1)) != MC_OK)
+			return rc;
+		if (mc__sha256_init(&w->sha) != MC_OK)
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		if (w->obj.size > 0)
+			return MC_OK;
+		if ((rc = bobj_end(sp)) != MC_OK)
+			return rc;
+	}
+	return MC_OK;
+}
+
+/* The current object's content came whole: its hash, then on to the sink. */
+static int
+bobj_end(struct bsplit *sp)
+{
+	struct sworker *w = sp->w;
+
+	mc__sha256_final(&w->sha, w->shabuf);
+	if (sodium_memcmp(w->shabuf, w->obj.hash, MC_HASH_BYTES) != 0)
+		return content_mismatch(w);
+	return bobj_deliver(sp);
+}
+
+/* Content bytes of the block (decompressed, or as stored), cut into its objects. */
+static int
+bsplit_out(void *p, const unsigned char *buf, size_t n)
+{
+	struct bsplit *sp = p;
+	struct sworker *w = sp->w;
+	int rc;
+
+	while (n > 0) {
+		size_t take;
+		if (sp->i >= sp->end)
+			return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: block %zu expands past its "
+				       "objects' %llu bytes", w->s->b->path,
+				       (size_t)(sp->bk - w->s->b->m.blocks),
+				       (unsigned long long)sp->bk->size);
+		take = w->obj.size - sp->got < n ? (size_t)(w->obj.size - sp->got) : n;
+		mc__sha256_update(&w->sha, buf, take);
+		if (sp->whole)
+			memcpy(w->out + sp->got, buf, take);
+		else if (!w->s->b->m.dup[sp->i] && (rc = deliver(w, sp->i, buf, take)) != MC_OK)
+			return rc;
+		sp->got += take;
+		buf += take;
+		n -= take;
+		if (sp->got == w->obj.size) {
+			if ((rc = bobj_end(sp)) != MC_OK)
+				return rc;
+			sp->i++;
+			if ((rc = bobj_next(sp)) != MC_OK)
+				return rc;
+		}
+	}
+	return MC_OK;
+}
+
+/* Block k's member name. */
+static void
+block_name(size_t k, char *name, size_t n)
+{
+	snprintf(name, n, "%s%zu", MC_MEMBER_BLOCK_PREFIX, k);
+}
+
+/* Block k's stored bytes from *off on, in chunks: hashed, and decoded and cut into
+ * objects until a failure (rc on entry, or the first); after one the rest is still
+ * hashed, so that a change of the stored bytes is told as such. Returns that failure;
+ * *unread set when the bytes could not be read (or the bundle ends), which it tells. */
+static int
+block_feed(struct sworker *w, struct bsplit *sp, size_t k, uint64_t *off, int rc, int *unread)
+{
+	int zstd = sp->bk->encoding == MC_ENC_ZSTD, io;
+	uint64_t left;
+
+	*unread = 0;
+	for (left = sp->bk->stored_size; left > 0;) {
+		size_t n = left < MC_IO_CHUNK ? (size_t)left : MC_IO_CHUNK;
+		if ((io = pread_full(w, w->in, n, *off)) != MC_OK) {
+			*unread = 1;
+			return io;
+		}
+		if (rc == MC_OK && w->s->raw != NULL)
+			rc = w->s->raw(w->s->ud, k, w->in, n);
+		if (zstd)
+			mc__chash_update(&sp->stored, w->in, n);
+		if (rc == MC_OK)
+			rc = zstd ? mc__zdec_run(w->dec, w->in, n, bsplit_out, sp, &sp->ended)
+				  : bsplit_out(sp, w->in, n);
+		left -= n;
+		*off += n;
+	}
+	if (rc == MC_OK && zstd && !sp->ended)
+		rc = mc__zdec_run(w->dec, NULL, 0, bsplit_out, sp, &sp->ended);
+	return rc;
+}
+
+/* Block k's header at off, then its stored bytes in chunks. */
+static int
+block_pass(struct sworker *w, size_t k, uint64_t off, struct bsplit *spp)
+{
+	const mc_bundle *b = w->s->b;
+	const struct mc_mblock *bk = &b->m.blocks[k];
+	struct bsplit *sp = spp;
+	char name[101], want[32];
+	unsigned char pad[MC_TAR_BLOCK], hash[MC_HASH_BYTES];
+	uint64_t size;
+	int zstd = bk->encoding == MC_ENC_ZSTD, rc, unread;
+
+	sp->w = w;
+	sp->bk = bk;
+	block_name(k, want, sizeof want);
+	snprintf(w->hex, sizeof w->hex, "%s", want);
+	if ((rc = header_at(w, off, name, &size)) < 0)
+		return rc;
+	if (rc == 1 || strcmp(name, want) != 0)
+		return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: member '%.100s' where %s was "
+			       "expected", b->path, rc == 1 ? "(end of archive)" : name, want);
+	if (size != bk->stored_size)
+		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: %s is stored in %llu bytes, the "
+			       "manifest says %llu", b->path, want, (unsigned long long)size,
+			       (unsigned long long)bk->stored_size);
+	if ((rc = grow(w, &w->in, &w->incap, MC_IO_CHUNK)) != MC_OK)
+		return rc;
+	if (zstd) {
+		if (w->dec == NULL && (rc = mc__zdec_new(w->ctx, &w->dec)) != MC_OK)
+			return rc;
+		mc__zdec_reset(w->dec);
+	}
+	memset(&sp->stored, 0, sizeof sp->stored);
+	if (mc__chash_init(&sp->stored, MC_HALG_SHA256) != MC_OK)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	rc = bobj_next(sp);
+	off += MC_TAR_BLOCK;
+	rc = block_feed(w, sp, k, &off, rc, &unread);
+	if (unread) {
+		mc__chash_drop(&sp->stored);
+		return rc;
+	}
+	mc__chash_final(&sp->stored, hash);
+	mc__chash_drop(&sp->stored);
+	/* Stored bytes other than the signer's explain any failure to decode them. */
+	if (zstd && sodium_memcmp(hash, bk->stored_hash, sizeof hash) != 0)
+		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: %s: stored bytes do not match their "
+			       "hash", b->path, want);
+	if (rc != MC_OK)
+		return object_error(w, rc);
+	if (zstd && !sp->ended)
+		return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: %s: compressed data ends early",
+			       b->path, want);
+	if (sp->i < sp->end)
+		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: %s holds fewer bytes than its "
+			       "objects' %llu", b->path, want, (unsigned long long)bk->size);
+	size = padded(bk->stored_size) - bk->stored_size;
+	if (size > 0 && (rc = pread_full(w, pad, (size_t)size, off)) != MC_OK)
+		return rc;
+	return mc__bundle_padding(w->ctx, b->path, pad, (size_t)size, want);
+}
+
+/* Block k, whose failure done is told of. */
+static int
+one_block(struct sworker *w, size_t k, uint64_t off)
+{
+	struct bsplit sp;
+	int rc;
+
+	memset(&sp, 0, sizeof sp);
+	sp.i = w->s->b->m.blocks[k].first;
+	sp.end = sp.i + w->s->b->m.blocks[k].n;
+	if ((rc = block_pass(w, k, off, &sp)) != MC_OK)
+		rc = bobj_failed(&sp, rc);
+	return rc;
+}
+
 static int
 work(void *ud, unsigned id, mc_ctx *wctx, size_t k)
 {
@@ -405,6 +666,15 @@ work(void *ud, unsigned id, mc_ctx *wctx, size_t k)
 		mc__zdec_free(w->dec);
 		w->dec = NULL;
 		w->ctx = wctx;
+	}
+	if (s->b->m.version == 2) {
+		if ((rc = one_block(w, i, s->offs[i])) != MC_OK)
+			return rc;
+		n = s->b->m.blocks[i].stored_size;
+		done = atomic_fetch_add(&s->done, n) + n;
+		if (id == 0)
+			mc__progress(s->b->ctx, "verify", done, s->total);
+		return MC_OK;
 	}
 	memset(&w->told, 0, sizeof w->told);
 	w->told.obj = i;
@@ -512,13 +782,51 @@ object_offsets(struct sstate *s)
 	return MC_OK;
 }
 
+/* What a pass works on: objects in format version 1, blocks in 2. */
+static size_t
+nunits(const mc_bundle *b)
+{
+	return b->m.version == 2 ? b->m.nblocks : b->m.nobjects;
+}
+
+/* Version 2: whether block k holds an object the pass hands on. */
+static int
+block_wanted(const struct sstate *s, size_t k)
+{
+	const struct mc_mblock *bk = &s->b->m.blocks[k];
+	size_t i;
+
+	for (i = bk->first; i < bk->first + bk->n; i++)
+		if (wanted(s, i))
+			return 1;
+	return 0;
+}
+
+/* Version 2: where each block's header lies, after the index; the sum of the stored
+ * sizes read, for progress. */
+static void
+block_offsets(struct sstate *s)
+{
+	const mc_bundle *b = s->b;
+	uint64_t off = b->blocks_at;
+	size_t k;
+
+	for (k = 0; k < b->m.nblocks; k++) {
+		s->offs[k] = off;
+		off += MC_TAR_BLOCK + padded(b->m.blocks[k].stored_size);
+		if (s->items == NULL || block_wanted(s, k))
+			s->total += b->m.blocks[k].stored_size;
+	}
+	s->offs[k] = off;
+}
+
 /* The size the bundle declares, for the message of a bundle cut short. */
 static void
 declare_size(const struct sstate *s)
 {
 	mc_bundle *b = s->b;
 
-	b->declared = s->offs[b->m.nobjects] + 2 * MC_TAR_BLOCK;
+	b->declared = s->offs[nunits(b)] + 2 * MC_TAR_BLOCK;
 	if (b->seq)
 		mc__zin_declare(b->z, b->declared, 1);
 }
@@ -532,10 +840,12 @@ sstate_init(struct sstate *s, unsigned nworkers)
 	unsigned k;
 	int rc;
 
-	if ((s->offs = malloc((b->m.nobjects + 1) * sizeof *s->offs)) == NULL ||
+	if ((s->offs = malloc((nunits(b) + 1) * sizeof *s->offs)) == NULL ||
 	    (s->w = calloc(nworkers, sizeof *s->w)) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	if ((rc = object_offsets(s)) != MC_OK || (rc = sha_walk(b, s, 0)) != MC_OK)
+	if (b->m.version == 2)
+		block_offsets(s);
+	else if ((rc = object_offsets(s)) != MC_OK || (rc = sha_walk(b, s, 0)) != MC_OK)
 		return rc;
 	declare_size(s);
 	crypto_shorthash_keygen(s->sha_key);
@@ -579,14 +889,14 @@ static int
 select_items(struct sstate *s)
 {
 	mc_bundle *b = s->b;
-	size_t i, n = b->m.nobjects;
+	size_t i, n = nunits(b);
 
 	if (s->want == NULL || b->seq)
 		return MC_OK;
 	if ((s->items = malloc((n > 0 ? n : 1) * sizeof *s->items)) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < n; i++)
-		if (s->want[i])
+		if (b->m.version == 2 ? block_wanted(s, i) : s->want[i])
 			s->items[s->nitems++] = i;
 	return MC_OK;
 }
@@ -597,20 +907,21 @@ stream(mc_bundle *b, unsigned nworkers, struct sstate *s)
 {
 	int rc;
 
-	if (!b->fresh && (rc = mc__bundle_open_stream(b)) != MC_OK)
+	if ((!b->fresh && (rc = mc__bundle_open_stream(b)) != MC_OK) ||
+	    (rc = mc__bundle_index(b)) != MC_OK)
 		return rc;
 	b->fresh = 0;
 	if (nworkers == 0 || b->seq) /* a stream is read in order, by one worker */
 		nworkers = 1;
 	s->b = b;
 	if ((rc = select_items(s)) == MC_OK && (rc = sstate_init(s, nworkers)) == MC_OK)
-		rc = mc__parallel(b->ctx, s->items != NULL ? s->nitems : b->m.nobjects, nworkers,
+		rc = mc__parallel(b->ctx, s->items != NULL ? s->nitems : nunits(b), nworkers,
 				  work, s);
 	if (rc == MC_OK && s->wants_sha != NULL)
 		rc = sha_walk(b, s, 1);
 	if (rc == MC_OK) {
 		struct sworker end = {.s = s, .ctx = b->ctx};
-		rc = check_end(&end, s->offs[b->m.nobjects]);
+		rc = check_end(&end, s->offs[nunits(b)]);
 	}
 	/* Only worker 0 reports on the way; a pass that got through ends at its total. */
 	if (rc == MC_OK)

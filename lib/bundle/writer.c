@@ -36,6 +36,8 @@ mc_writer_new(mc_ctx *ctx, mc_writer **out)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	w->ctx = ctx;
 	w->level = 3;
+	w->version = MC_FORMAT_VERSION;
+	w->halg = MC_HALG_SHA256;
 	w->only_blob = 1;
 	mc__store_init(&w->objs, "object table");
 	mc__store_init(&w->arts, "artifact table");
@@ -362,8 +364,11 @@ mc__writer_add_bytes(mc_writer *w, const char *type, const char *key, const void
 		return mc__err(w->ctx, MC_ERR_LIMIT, "%s %.200s: %zu bytes is over the per-artifact "
 			       "cap", type, key, len);
 	memset(&o, 0, sizeof o);
-	crypto_generichash(o.hash, sizeof o.hash, data, len, NULL, 0);
-	if ((t->flags & MC_TYPE_WANTS_SHA256) && mc__sha256(sha, data, len) != MC_OK)
+	if (mc__chash(w->halg, o.hash, data, len) != MC_OK)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	if ((t->flags & MC_TYPE_WANTS_SHA256) && w->halg == MC_HALG_SHA256)
+		memcpy(sha, o.hash, sizeof sha);
+	else if ((t->flags & MC_TYPE_WANTS_SHA256) && mc__sha256(sha, data, len) != MC_OK)
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	if ((rc = find_object(w, o.hash, &idx, &found)) != MC_OK)
 		return rc;
@@ -402,6 +407,7 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 	const struct mc_type *t;
 	struct mc_wsource src;
 	struct mc_wobj o;
+	size_t dummy;
 	uint32_t idx;
 	int rc, found = 0, want_sha;
 
@@ -412,6 +418,9 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 			       "%llu", path, (unsigned long long)size,
 			       (unsigned long long)w->ctx->max_artifact_bytes);
 	want_sha = (t->flags & MC_TYPE_WANTS_SHA256) != 0;
+	/* In version 2 that SHA-256 is the content hash, known now. */
+	if (want_sha && w->halg == MC_HALG_SHA256 && object_out == NULL)
+		object_out = &dummy;
 	memset(&o, 0, sizeof o);
 	/* Contents are hashed and compressed at save, on the worker threads, reading each
 	 * once. A type that needs the SHA-256 for its destination gets it here (the save
@@ -423,6 +432,7 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 
 		memset(&rd, 0, sizeof rd);
 		rd.ctx = w->ctx;
+		rd.halg = w->halg;
 		rc = mc__wsource_digest(&rd, &src, offset, size, object_out != NULL ? o.hash : NULL,
 					want_sha ? sha : NULL, NULL, NULL);
 		free(rd.buf);
@@ -485,6 +495,10 @@ mc__writer_add_spooled(mc_writer *w, const char *type, const char *key, const st
 	if (!(o->flags & MC_WOBJ_SPOOLED) || o->spool >= w->nspools)
 		return mc__err(w->ctx, MC_ERR_INVALID, "%s %s: not in a spool of the writer's",
 			       type, key);
+	/* Version 2 compresses contents together in blocks: it reads them as they are. */
+	if (w->version == 2 && o->encoding != MC_ENC_NONE)
+		return mc__err(w->ctx, MC_ERR_INVALID, "%s %s: spooled compressed, which format "
+			       "version 2 does not take", type, key);
 	if ((rc = find_object(w, o->hash, &idx, &found)) != MC_OK ||
 	    (!found && (rc = new_object(w, o, &idx)) != MC_OK))
 		return rc;
@@ -617,6 +631,17 @@ mc_writer_set_created(mc_writer *w, int64_t t)
 	if (w == NULL || t < 0 || t > (int64_t)MC_JSON_INT_MAX)
 		return MC_ERR_INVALID;
 	w->created = t;
+	return MC_OK;
+}
+
+int
+mc_writer_set_format_version(mc_writer *w, int version)
+{
+	if (w == NULL || (version != 1 && version != MC_FORMAT_VERSION) || w->nobjs > 0 ||
+	    w->narts > 0)
+		return MC_ERR_INVALID;
+	w->version = version;
+	w->halg = version == 1 ? MC_HALG_BLAKE2B : MC_HALG_SHA256;
 	return MC_OK;
 }
 

@@ -6,9 +6,8 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
-
-#include <sodium.h>
 
 #include "bundle/bundle.h"
 
@@ -19,6 +18,15 @@ mc__wsource_open(mc_ctx *ctx, struct mc_wsource *src, const mc_writer *w, const 
 	src->name = path;
 	src->st = &w->data;
 	src->fd = -1;
+	src->borrowed = 0;
+	src->base = 0;
+	if (o != NULL && (o->flags & MC_WOBJ_SPOOLED)) { /* kept as it is (format version 2) */
+		src->fd = mc__wspool_fd(w->spools[o->spool]);
+		src->borrowed = 1;
+		src->base = o->spool_off;
+		src->name = "spool file";
+		return MC_OK;
+	}
 	if (o != NULL && o->path_off == MC_WOBJ_IN_DATA)
 		return MC_OK;
 	/* O_NONBLOCK: a FIFO swapped in after the scan cannot hang pack. */
@@ -30,7 +38,7 @@ mc__wsource_open(mc_ctx *ctx, struct mc_wsource *src, const mc_writer *w, const 
 void
 mc__wsource_close(struct mc_wsource *src)
 {
-	if (src->fd >= 0)
+	if (src->fd >= 0 && !src->borrowed)
 		close(src->fd);
 	src->fd = -1;
 }
@@ -40,7 +48,7 @@ mc__wsource_read(mc_ctx *ctx, const struct mc_wsource *src, void *buf, size_t n,
 {
 	if (src->fd < 0)
 		return mc__store_io(ctx, src->st, off, buf, n, 0);
-	if (mc__pread_full(src->fd, buf, n, off) != 0)
+	if (mc__pread_full(src->fd, buf, n, src->base + off) != 0)
 		return mc__errno(ctx, MC_ERR_IO, "cannot read (did it shrink?)", src->name);
 	return MC_OK;
 }
@@ -49,12 +57,16 @@ int
 mc__wsource_digest(struct mc_wread *rd, const struct mc_wsource *src, uint64_t offset,
 		   uint64_t size, unsigned char *hash, unsigned char *sha, mc_wpiece_fn fn, void *ud)
 {
-	crypto_generichash_state gs;
+	struct mc_chash gs;
 	struct mc_sha256 ss = {0};
+	unsigned char *sha_out = sha; /* where the content hash is the SHA-256, one hash */
+	int copy = 0;
 	uint64_t left = size;
 	size_t piece = size <= MC_WHOLE_MAX ? (size_t)size : MC_IO_CHUNK;
 	int rc = MC_OK;
 
+	if (rd->max_piece != 0 && piece > rd->max_piece)
+		piece = rd->max_piece;
 	if (piece > rd->cap) {
 		unsigned char *p = realloc(rd->buf, piece < 65536 ? 65536 : piece);
 		if (p == NULL)
@@ -62,15 +74,24 @@ mc__wsource_digest(struct mc_wread *rd, const struct mc_wsource *src, uint64_t o
 		rd->buf = p;
 		rd->cap = piece < 65536 ? 65536 : piece;
 	}
-	if (sha != NULL && mc__sha256_init(&ss) != MC_OK)
+	memset(&gs, 0, sizeof gs);
+	if (rd->halg == MC_HALG_SHA256 && sha != NULL) {
+		copy = hash != NULL;
+		if (hash == NULL)
+			hash = sha;
+		sha = NULL;
+	}
+	if ((sha != NULL && mc__sha256_init(&ss) != MC_OK) ||
+	    (hash != NULL && mc__chash_init(&gs, rd->halg) != MC_OK)) {
+		mc__sha256_drop(&ss);
 		return mc__err(rd->ctx, MC_ERR_NOMEM, "out of memory");
-	crypto_generichash_init(&gs, NULL, 0, MC_HASH_BYTES);
+	}
 	while (rc == MC_OK && left > 0) {
 		size_t want = left < piece ? (size_t)left : piece;
 		if ((rc = mc__wsource_read(rd->ctx, src, rd->buf, want, offset + size - left)) != MC_OK)
 			break;
 		if (hash != NULL)
-			crypto_generichash_update(&gs, rd->buf, want);
+			mc__chash_update(&gs, rd->buf, want);
 		if (sha != NULL)
 			mc__sha256_update(&ss, rd->buf, want);
 		left -= want;
@@ -78,10 +99,13 @@ mc__wsource_digest(struct mc_wread *rd, const struct mc_wsource *src, uint64_t o
 			rc = fn(ud, rd->buf, want, left == 0);
 	}
 	if (hash != NULL)
-		crypto_generichash_final(&gs, hash, MC_HASH_BYTES);
+		mc__chash_final(&gs, hash);
+	mc__chash_drop(&gs);
 	if (sha != NULL) {
 		mc__sha256_final(&ss, sha);
 		mc__sha256_drop(&ss);
 	}
+	if (copy)
+		memcpy(sha_out, hash, MC_SHA256_BYTES);
 	return rc;
 }

@@ -9,8 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sodium.h>
-
 #include "bundle/bundle.h"
 
 struct mc_wspool {
@@ -19,11 +17,12 @@ struct mc_wspool {
 	uint64_t len;
 	mc_zenc *z;
 	mc_ctx *ctx;     /* the errors of the object being put */
-	crypto_generichash_state gs; /* of the stored bytes of the object being put */
+	int halg;
+	struct mc_chash gs; /* of the stored bytes of the object being put */
 };
 
 int
-mc__wspool_new(mc_ctx *ctx, int level, const char *beside, struct mc_wspool **out)
+mc__wspool_new(mc_ctx *ctx, int level, int halg, const char *beside, struct mc_wspool **out)
 {
 	struct mc_wspool *sp;
 	char *tmp = NULL;
@@ -32,6 +31,7 @@ mc__wspool_new(mc_ctx *ctx, int level, const char *beside, struct mc_wspool **ou
 	if ((sp = calloc(1, sizeof *sp)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	sp->level = level;
+	sp->halg = halg;
 	if (beside == NULL) { /* no folder to make it in: $TMPDIR's */
 		sp->fd = mc__open_temp_anon(ctx);
 	} else if ((sp->fd = mc__open_temp_beside(ctx, beside, &tmp, 0600)) >= 0) {
@@ -59,6 +59,7 @@ mc__wspool_free(struct mc_wspool *sp)
 	if (sp == NULL)
 		return;
 	mc__zenc_free(sp->z);
+	mc__chash_drop(&sp->gs);
 	if (sp->fd >= 0)
 		close(sp->fd);
 	free(sp);
@@ -77,7 +78,7 @@ spool_out(void *ud, const unsigned char *buf, size_t n)
 
 	if (mc__write_all(sp->fd, buf, n) != 0)
 		return mc__errno(sp->ctx, MC_ERR_IO, "cannot write the spool file", "temp");
-	crypto_generichash_update(&sp->gs, buf, n);
+	mc__chash_update(&sp->gs, buf, n);
 	sp->len += n;
 	return MC_OK;
 }
@@ -89,9 +90,14 @@ mc__wspool_begin(struct mc_wspool *sp, mc_ctx *ctx, struct mc_wobj *o)
 
 	sp->ctx = ctx;
 	o->spool_off = sp->len;
-	crypto_generichash_init(&sp->gs, NULL, 0, MC_HASH_BYTES);
+	if (mc__chash_init(&sp->gs, sp->halg) != MC_OK)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	/* The compressor is made by the thread that uses it, and tells that one's context. */
-	if (sp->level > 0 && sp->z == NULL && (rc = mc__zenc_new(ctx, sp->level, &sp->z)) != MC_OK)
+	/* Format version 2 (its hash SHA-256) compresses whole blocks with a smaller window
+	 * than version 1's objects, so that a reader holds less. */
+	if (sp->level > 0 && sp->z == NULL &&
+	    (rc = mc__zenc_new_window(ctx, sp->level, sp->halg == MC_HALG_SHA256
+				      ? MC_BLOCK_WINDOW_LOG : MC_ZSTD_WINDOW_LOG, &sp->z)) != MC_OK)
 		return rc;
 	return MC_OK;
 }
@@ -116,7 +122,7 @@ mc__wspool_end(struct mc_wspool *sp, struct mc_wobj *o)
 	if (zsize < o->size && o->size / MC_DEFAULT_MAX_EXPANSION <= zsize) {
 		o->encoding = MC_ENC_ZSTD;
 		o->stored_size = zsize;
-		crypto_generichash_final(&sp->gs, o->stored_hash, MC_HASH_BYTES);
+		mc__chash_final(&sp->gs, o->stored_hash);
 		return MC_OK;
 	}
 	/* Stored as is: the spool forgets the frame. */
@@ -137,7 +143,8 @@ mc__wspool_put(struct mc_wspool *sp, mc_ctx *ctx, const unsigned char *c, size_t
 	o->size = n;
 	o->path_off = MC_WOBJ_IN_DATA;
 	o->flags = MC_WOBJ_SPOOLED;
-	crypto_generichash(o->hash, MC_HASH_BYTES, c, n, NULL, 0);
+	if (mc__chash(sp->halg, o->hash, c, n) != MC_OK)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	if ((rc = mc__wspool_begin(sp, ctx, o)) != MC_OK ||
 	    (sp->level > 0 && (rc = mc__wspool_piece(sp, c, n, 1)) != MC_OK))
 		return rc;

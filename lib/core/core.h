@@ -16,9 +16,7 @@
 
 #include "megacache.h"
 
-#ifndef MC_WITH_OPENSSL
-#include <sodium.h> /* crypto_hash_sha256_state */
-#endif
+#include <sodium.h> /* crypto_generichash_state, crypto_hash_sha256_state */
 
 #define MC_HIDDEN __attribute__((visibility("hidden")))
 
@@ -162,6 +160,25 @@ MC_HIDDEN void mc__sha256_drop(struct mc_sha256 *s);
 MC_HIDDEN int mc__sha256(unsigned char out[MC_SHA256_BYTES], const void *p, size_t n);
 /* "libcrypto" or "libsodium". */
 MC_HIDDEN const char *mc__sha256_impl(void);
+
+/* ---- content hashes (sha256.c) ---- */
+
+/* The hash that names contents and authenticates stored bytes: BLAKE2b-256 in format
+ * version 1, SHA-256 in version 2 (SPEC.md). Both are MC_HASH_BYTES long. */
+#define MC_HALG_BLAKE2B 1
+#define MC_HALG_SHA256 2
+struct mc_chash {
+	int alg;
+	crypto_generichash_state b2;
+	struct mc_sha256 sha;
+};
+/* Zero it before the first init, as struct mc_sha256. MC_OK or MC_ERR_NOMEM. */
+MC_HIDDEN int mc__chash_init(struct mc_chash *h, int alg);
+MC_HIDDEN void mc__chash_update(struct mc_chash *h, const void *p, size_t n);
+MC_HIDDEN void mc__chash_final(struct mc_chash *h, unsigned char out[MC_HASH_BYTES]);
+MC_HIDDEN void mc__chash_drop(struct mc_chash *h);
+/* One buffer's: MC_OK or MC_ERR_NOMEM. */
+MC_HIDDEN int mc__chash(int alg, unsigned char out[MC_HASH_BYTES], const void *p, size_t n);
 
 /* ---- arenas (encode.c) ---- */
 

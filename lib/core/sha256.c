@@ -2,6 +2,7 @@
  * sha256.c - SHA-256 of contents (torch names some cache files after it): through
  * OpenSSL's libcrypto when the library is built with it, which uses the CPU's SHA
  * extensions where there are some; else libsodium's portable code. Same digests.
+ * And the content hash of a format version, one or the other of BLAKE2b-256 and SHA-256.
  */
 #include "config.h"
 
@@ -121,3 +122,46 @@ mc__sha256_impl(void)
 }
 
 #endif /* MC_WITH_OPENSSL */
+
+int
+mc__chash_init(struct mc_chash *h, int alg)
+{
+	h->alg = alg;
+	if (alg == MC_HALG_SHA256)
+		return mc__sha256_init(&h->sha);
+	crypto_generichash_init(&h->b2, NULL, 0, MC_HASH_BYTES);
+	return MC_OK;
+}
+
+void
+mc__chash_update(struct mc_chash *h, const void *p, size_t n)
+{
+	if (h->alg == MC_HALG_SHA256)
+		mc__sha256_update(&h->sha, p, n);
+	else
+		crypto_generichash_update(&h->b2, p, n);
+}
+
+void
+mc__chash_final(struct mc_chash *h, unsigned char out[MC_HASH_BYTES])
+{
+	if (h->alg == MC_HALG_SHA256)
+		mc__sha256_final(&h->sha, out);
+	else
+		crypto_generichash_final(&h->b2, out, MC_HASH_BYTES);
+}
+
+void
+mc__chash_drop(struct mc_chash *h)
+{
+	mc__sha256_drop(&h->sha);
+}
+
+int
+mc__chash(int alg, unsigned char out[MC_HASH_BYTES], const void *p, size_t n)
+{
+	if (alg == MC_HALG_SHA256)
+		return mc__sha256(out, p, n);
+	crypto_generichash(out, MC_HASH_BYTES, p, n, NULL, 0);
+	return MC_OK;
+}

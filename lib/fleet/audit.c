@@ -13,6 +13,7 @@
 struct vouch { /* a remote key a bundle has, and the hash of its content */
 	char *rkey;
 	unsigned char hash[MC_HASH_BYTES];
+	int halg; /* which hash: its bundle's format version's */
 };
 
 struct audit {
@@ -33,7 +34,7 @@ vouch_cmp(const void *a, const void *b)
 }
 
 static int
-add_vouch(struct audit *au, const char *rkey, const unsigned char *hash)
+add_vouch(struct audit *au, const char *rkey, const unsigned char *hash, int halg)
 {
 	if (au->n == au->cap) {
 		size_t cap = au->cap ? 2 * au->cap : 256;
@@ -45,6 +46,7 @@ add_vouch(struct audit *au, const char *rkey, const unsigned char *hash)
 	}
 	if ((au->v[au->n].rkey = mc__strdup(rkey)) == NULL)
 		return mc__err(au->ctx, MC_ERR_NOMEM, "out of memory");
+	au->v[au->n].halg = halg;
 	memcpy(au->v[au->n++].hash, hash, MC_HASH_BYTES);
 	return MC_OK;
 }
@@ -68,7 +70,7 @@ add_bundle(struct audit *au, mc_bundle *b)
 		    mc__remote_key(a->type, a->key, au->tformat, au->spaces, rkey, sizeof rkey) != MC_OK)
 			continue;
 		if ((rc = mc__mobjects(b->ctx, &b->m, a->object, 1, &o)) == MC_OK)
-			rc = add_vouch(au, rkey, o.hash);
+			rc = add_vouch(au, rkey, o.hash, b->m.halg);
 	}
 	mc__acur_free(&cur);
 	if (rc != MC_OK && b->ctx != au->ctx)
@@ -81,7 +83,8 @@ audit_entry(void *ud, const char *rkey, const unsigned char *v, size_t vn)
 {
 	struct audit *au = ud;
 	char key[MC_RKEY_MAX], why[128];
-	unsigned char *c = NULL, hash[MC_HASH_BYTES];
+	unsigned char *c = NULL, hash[2][MC_HASH_BYTES]; /* BLAKE2b-256, SHA-256 */
+	int have[2] = {0, 0};
 	const char *type = NULL;
 	struct vouch probe, *hit;
 	size_t cn = 0;
@@ -98,19 +101,27 @@ audit_entry(void *ud, const char *rkey, const unsigned char *v, size_t vn)
 	if (rc == 1) {
 		what = MC_REMOTE_ODD;
 	} else {
-		crypto_generichash(hash, sizeof hash, c, cn, NULL, 0);
 		probe.rkey = (char *)rkey;
 		if ((hit = bsearch(&probe, au->v, au->n, sizeof *au->v, vouch_cmp)) != NULL) {
 			/* bsearch lands on any of a run of one key: look at all of it */
 			while (hit > au->v && strcmp(hit[-1].rkey, rkey) == 0)
 				hit--;
 			what = MC_REMOTE_DIFFERS;
-			for (; hit < au->v + au->n && strcmp(hit->rkey, rkey) == 0; hit++)
-				if (memcmp(hit->hash, hash, sizeof hash) == 0)
+			for (; hit < au->v + au->n && strcmp(hit->rkey, rkey) == 0; hit++) {
+				int k = hit->halg == MC_HALG_SHA256; /* each hash made once */
+				if (!have[k] && mc__chash(hit->halg, hash[k], c, cn) != MC_OK) {
+					rc = mc__err(au->ctx, MC_ERR_NOMEM, "out of memory");
+					break;
+				}
+				have[k] = 1;
+				if (memcmp(hit->hash, hash[k], MC_HASH_BYTES) == 0)
 					what = MC_REMOTE_VOUCHED;
+			}
 		}
 	}
 	free(c);
+	if (rc < 0)
+		return rc;
 	if (what != MC_REMOTE_VOUCHED)
 		au->unvouched++;
 	if (au->fn != NULL)

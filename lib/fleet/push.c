@@ -144,8 +144,8 @@ same_content(const struct push *p, const struct pent *e, const struct mc_rreply 
 
 	if (mc__remote_parse(e->rkey, rep->str, rep->len, mc__redis_triton_format(p->r), spaces,
 			     &type, key, sizeof key, &c, &cn, why, sizeof why) == MC_OK) {
-		crypto_generichash(h, sizeof h, c, cn, NULL, 0);
-		same = memcmp(h, hash, sizeof h) == 0;
+		same = mc__chash(p->b->m.halg, h, c, cn) == MC_OK &&
+		       memcmp(h, hash, sizeof h) == 0;
 	}
 	free(c);
 	return same;

@@ -33,12 +33,15 @@ MC_HIDDEN int mc__truncated(mc_ctx *ctx, const char *path, uint64_t got, uint64_
 /* Object encodings. */
 #define MC_ENC_NONE 0
 #define MC_ENC_ZSTD 1
-#define MC_ZSTD_WINDOW_LOG 23
+#define MC_ZSTD_WINDOW_LOG 23  /* the largest window a reader takes; version 1's writer's */
+#define MC_BLOCK_WINDOW_LOG 22 /* format version 2's writer's: a reader holds 4 MiB a worker */
 
 /* Streaming compressor of one object at a time (fixed parameters: deterministic). */
 typedef struct mc_zenc mc_zenc;
 typedef int (*mc_out_fn)(void *ud, const unsigned char *buf, size_t n);
 MC_HIDDEN int mc__zenc_new(mc_ctx *ctx, int level, mc_zenc **out);
+/* The same with a window of 2^wlog bytes (mc__zenc_new(): MC_ZSTD_WINDOW_LOG). */
+MC_HIDDEN int mc__zenc_new_window(mc_ctx *ctx, int level, int wlog, mc_zenc **out);
 /* Feeds n bytes (end: the object's last bytes) and passes output to fn. */
 MC_HIDDEN int mc__zenc_run(mc_zenc *z, const void *buf, size_t n, int end, mc_out_fn fn, void *ud);
 MC_HIDDEN void mc__zenc_free(mc_zenc *z);
@@ -121,7 +124,29 @@ struct mc_mobject {
 	unsigned char stored_hash[MC_HASH_BYTES];
 };
 
+/* Format version 2 (SPEC.md section 12): the index member, which holds the tables, as
+ * the manifest describes it, and the blocks, each one member holding the contents of
+ * objects first .. first + n - 1 one after the other. */
+struct mc_mindex {
+	int encoding;         /* MC_ENC_* */
+	uint64_t size;        /* of the index's JSON text */
+	uint64_t stored_size; /* of the member */
+	unsigned char stored_hash[MC_HASH_BYTES];
+};
+
+struct mc_mblock {
+	int encoding;
+	uint64_t size;        /* its objects' sizes summed */
+	uint64_t stored_size;
+	unsigned char stored_hash[MC_HASH_BYTES];
+	size_t first, n;
+};
+
+#define MC_BLOCK_MAX (16u << 20) /* a writer's bound on a block's content */
+
 struct mc_manifest {
+	int version;             /* format version: 1 or 2 */
+	int halg;                /* its hash: MC_HALG_BLAKE2B (1) or MC_HALG_SHA256 (2) */
 	struct mc_arena strings; /* of the artifacts' types and keys */
 	int64_t created;
 	uint64_t bundle_version;
@@ -133,8 +158,17 @@ struct mc_manifest {
 	int has_torch_blob;
 	struct mc_mgroup *groups;
 	size_t ngroups;
-	struct mc_mobject *objects; /* sorted by hash, unique; NULL when ospilled */
+	struct mc_mobject *objects; /* version 1: sorted by hash, unique; version 2: in the
+				     * blocks' order; NULL when ospilled */
 	size_t nobjects;
+	struct mc_mindex index;     /* version 2 */
+	struct mc_mblock *blocks;
+	size_t nblocks;
+	/* version 2: the objects by hash prefix (oprefix[k] is object oorder[k]'s; both
+	 * only while the tables are parsed), and per object whether it repeats an earlier
+	 * one's content (never delivered, only checked) */
+	uint32_t *oorder;
+	unsigned char *dup;
 	/* A manifest read from a file keeps its tables in temp files instead: the artifacts'
 	 * records in artfd and their keys in keyfd, read through a cursor, and their types
 	 * (each named once) in memory. So does a large object table (ospilled): its records
@@ -213,6 +247,12 @@ MC_HIDDEN int mc__mcheck_end(mc_ctx *ctx, const struct mc_mcheck *c);
  * through c and written to fd, read back in windows: the text is never held whole. */
 MC_HIDDEN int mc__manifest_parse_fd(mc_ctx *ctx, int fd, uint64_t len,
 				    const struct mc_mcheck *c, struct mc_manifest *m);
+/* Format version 2: the index's text (m->index describes it) parsed into m, a manifest
+ * parsed before, which is freed on failure. */
+MC_HIDDEN int mc__index_parse(mc_ctx *ctx, const unsigned char *buf, size_t len,
+			      struct mc_manifest *m);
+MC_HIDDEN int mc__index_parse_fd(mc_ctx *ctx, int fd, uint64_t len, const struct mc_mcheck *c,
+				 struct mc_manifest *m);
 /* Serialises m (artifacts sorted, objects derived) to JSON bytes (malloc'd). */
 MC_HIDDEN int mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out,
 				  size_t *outlen);
@@ -221,6 +261,9 @@ MC_HIDDEN int mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char
 typedef int (*mc_text_sink)(void *ud, const char *p, size_t n);
 MC_HIDDEN int mc__manifest_write(mc_ctx *ctx, const struct mc_manifest *m, mc_text_sink sink,
 				 void *ud);
+/* Format version 2: the index's text (m->version 2), handed to sink in pieces. */
+MC_HIDDEN int mc__index_write(mc_ctx *ctx, const struct mc_manifest *m, mc_text_sink sink,
+			      void *ud);
 MC_HIDDEN int mc__label_key_ok(const char *k);
 /* 1 when v may be a label's value (SPEC.md section 3.1); else 0, with why it may not
  * ("contains control character U+001B") written to why (which may be NULL, with 0). */
@@ -244,10 +287,12 @@ struct mc_jtable {
 	size_t at, n;
 };
 /* The top level: every member goes into *root, each as its own tree, except an
- * "artifacts" or "objects" array, which is only walked over: *root gets an empty array
- * in its place, and *arts or *objs where it is. No byte may follow the value. */
+ * "artifacts", "objects" or "blocks" array, which is only walked over: *root gets an
+ * empty array in its place, and *arts, *objs or *blks where it is. No byte may follow
+ * the value. */
 MC_HIDDEN int mc__jdoc_top(mc_ctx *ctx, struct mc_jdoc *d, struct cJSON **root,
-			   struct mc_jtable *arts, struct mc_jtable *objs);
+			   struct mc_jtable *arts, struct mc_jtable *objs,
+			   struct mc_jtable *blks);
 typedef int (*mc_jelem_fn)(mc_ctx *ctx, const struct cJSON *e, size_t idx, void *ud);
 /* Reads an element at p (the next n bytes of the text, at most 4 KiB) when it is in
  * the form the writer makes, which needs no tree: the number of bytes it took, its
@@ -266,6 +311,10 @@ MC_HIDDEN int mc__jdoc_array(mc_ctx *ctx, struct mc_jdoc *d, mc_jfast_fn fast, m
 #define MC_MEMBER_SIG_PREFIX "signatures/"
 #define MC_MEMBER_SIG_SUFFIX ".minisig"
 #define MC_MEMBER_OBJ_PREFIX "objects/"
+/* Format version 2: the index, as it is or compressed, and the blocks, "blocks/<n>". */
+#define MC_MEMBER_INDEX "index.json"
+#define MC_MEMBER_INDEX_ZST "index.json.zst"
+#define MC_MEMBER_BLOCK_PREFIX "blocks/"
 /* "objects/" and the content hash in hex. */
 MC_HIDDEN void mc__object_member(const unsigned char hash[MC_HASH_BYTES], char *name, size_t n);
 

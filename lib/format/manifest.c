@@ -87,6 +87,9 @@ mc__manifest_free(struct mc_manifest *m)
 		close(m->keyfd);
 	}
 	free(m->oprefix);
+	free(m->oorder);
+	free(m->dup);
+	free(m->blocks);
 	free(m->types);
 	memset(m, 0, sizeof *m);
 }

@@ -376,7 +376,7 @@ mc__jdoc_array(mc_ctx *ctx, struct mc_jdoc *d, mc_jfast_fn fast, mc_jelem_fn fn,
 /* The top-level object being walked. */
 struct jtop {
 	cJSON *root;
-	struct mc_jtable *arts, *objs;
+	struct mc_jtable *arts, *objs, *blks;
 };
 
 /* A table is only walked over: *v is an empty array, and t says where the table is. */
@@ -423,6 +423,8 @@ jmember(mc_ctx *ctx, struct mc_jdoc *d, void *ud, size_t k)
 		at = t->arts;
 	else if (strcmp(name->valuestring, "objects") == 0)
 		at = t->objs;
+	else if (strcmp(name->valuestring, "blocks") == 0)
+		at = t->blks;
 	if (at != NULL && jat(d, '['))
 		rc = jtable(ctx, d, at, &v);
 	else
@@ -438,9 +440,9 @@ out:
 
 int
 mc__jdoc_top(mc_ctx *ctx, struct mc_jdoc *d, cJSON **rootp, struct mc_jtable *arts,
-	     struct mc_jtable *objs)
+	     struct mc_jtable *objs, struct mc_jtable *blks)
 {
-	struct jtop t = {NULL, arts, objs};
+	struct jtop t = {NULL, arts, objs, blks};
 	size_t n;
 	int rc;
 

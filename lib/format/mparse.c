@@ -186,7 +186,7 @@ entry_name(char *what, const char *name, size_t idx)
 }
 
 /* The object with this content hash: *idx, or (size_t)-1 when there is none; *o gets
- * its record. */
+ * its record. In format version 2, where a content may be stored twice, the first. */
 static int
 find_object(mc_ctx *ctx, const struct mc_manifest *m, const unsigned char hash[32], size_t *idx,
 	    struct mc_mobject *o)
@@ -207,10 +207,11 @@ find_object(mc_ctx *ctx, const struct mc_manifest *m, const unsigned char hash[3
 			hi = mid;
 	}
 	for (; lo < m->nobjects && m->oprefix[lo] == want; lo++) {
-		if ((rc = mc__mobjects(ctx, m, lo, 1, o)) != MC_OK)
+		size_t at = m->oorder != NULL ? m->oorder[lo] : lo;
+		if ((rc = mc__mobjects(ctx, m, at, 1, o)) != MC_OK)
 			return rc;
 		if (memcmp(o->hash, hash, 32) == 0) {
-			*idx = lo;
+			*idx = at;
 			return MC_OK;
 		}
 	}
@@ -244,11 +245,29 @@ struct obj_in {
 	uint64_t size, stored_size;
 };
 
+/* Object idx's record kept: in the table, or for a spilled one in its temp file. */
+static int
+obj_keep(mc_ctx *ctx, struct obj_walk *w, size_t idx, const struct mc_mobject *rec)
+{
+	struct mc_manifest *m = w->m;
+	int rc;
+
+	m->oprefix[idx] = mc__be64(rec->hash);
+	if (!m->ospilled) {
+		m->objects[idx] = *rec;
+	} else {
+		w->buf[w->nbuf++] = *rec;
+		if (w->nbuf == OBJ_BUF && (rc = obj_flush(ctx, w)) != MC_OK)
+			return rc;
+	}
+	m->nobjects++;
+	return MC_OK;
+}
+
 /* The checks on an object entry's members, and the entry kept. */
 static int
 obj_finish(mc_ctx *ctx, struct obj_walk *w, size_t idx, const struct obj_in *in)
 {
-	struct mc_manifest *m = w->m;
 	struct mc_mobject rec, *o = &rec;
 	char what[48];
 	int rc;
@@ -284,16 +303,26 @@ obj_finish(mc_ctx *ctx, struct obj_walk *w, size_t idx, const struct obj_in *in)
 	if (idx > 0 && memcmp(w->prev, o->hash, 32) >= 0)
 		return BAD("manifest: objects not sorted by hash, or repeated, at %s", what);
 	memcpy(w->prev, o->hash, 32);
-	m->oprefix[idx] = mc__be64(o->hash);
-	if (!m->ospilled) {
-		m->objects[idx] = rec;
-	} else {
-		w->buf[w->nbuf++] = rec;
-		if (w->nbuf == OBJ_BUF && (rc = obj_flush(ctx, w)) != MC_OK)
-			return rc;
-	}
-	m->nobjects++;
-	return MC_OK;
+	return obj_keep(ctx, w, idx, &rec);
+}
+
+/* A format version 2 object entry: its content's hash and size, in the blocks' order. */
+static int
+obj2_finish(mc_ctx *ctx, struct obj_walk *w, size_t idx, const char *hash, uint64_t size)
+{
+	struct mc_mobject rec;
+	char what[48];
+	int rc;
+
+	memset(&rec, 0, sizeof rec);
+	entry_name(what, "objects", idx);
+	rec.size = size;
+	if ((rc = hash_field(ctx, hash, what, rec.hash)) != MC_OK)
+		return rc;
+	if (size > ctx->max_artifact_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is over the per-artifact cap of %llu "
+			       "bytes", what, (unsigned long long)ctx->max_artifact_bytes);
+	return obj_keep(ctx, w, idx, &rec);
 }
 
 static int
@@ -301,11 +330,20 @@ object_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 {
 	static const char *const fields[] = {"!hash", "!size", "!encoding", "!stored_size",
 					     "!stored_hash", NULL};
+	static const char *const fields2[] = {"!hash", "!size", NULL};
+	struct obj_walk *w = ud;
 	struct obj_in in;
 	char what[48];
 	int rc;
 
 	entry_name(what, "objects", idx);
+	if (w->m->version == 2) {
+		if ((rc = check_members(ctx, c, what, fields2)) != MC_OK ||
+		    (rc = get_str(ctx, c, "hash", what, &in.hash)) != MC_OK ||
+		    (rc = get_uint(ctx, c, "size", what, &in.size)) != MC_OK)
+			return rc;
+		return obj2_finish(ctx, w, idx, in.hash, in.size);
+	}
 	if ((rc = check_members(ctx, c, what, fields)) != MC_OK ||
 	    (rc = get_str(ctx, c, "hash", what, &in.hash)) != MC_OK ||
 	    (rc = get_str(ctx, c, "encoding", what, &in.encoding)) != MC_OK ||
@@ -323,10 +361,18 @@ object_fast(mc_ctx *ctx, const char *p, size_t n, size_t idx, void *ud, int *rc)
 	char hash[66], enc[8], shash[66];
 	struct fcur c = {p, p + n};
 	struct obj_in in = {hash, enc, shash, 0, 0};
+	struct obj_walk *w = ud;
 
 	if (!f_lit(&c, "{\"hash\":\"") || !f_str(&c, hash, sizeof hash) ||
-	    !f_lit(&c, ",\"size\":") || !f_uint(&c, &in.size) ||
-	    !f_lit(&c, ",\"encoding\":\"") || !f_str(&c, enc, sizeof enc) ||
+	    !f_lit(&c, ",\"size\":") || !f_uint(&c, &in.size))
+		return 0;
+	if (w->m->version == 2) {
+		if (!f_lit(&c, "}"))
+			return 0;
+		*rc = obj2_finish(ctx, w, idx, hash, in.size);
+		return (size_t)(c.p - p);
+	}
+	if (!f_lit(&c, ",\"encoding\":\"") || !f_str(&c, enc, sizeof enc) ||
 	    !f_lit(&c, ",\"stored_size\":") || !f_uint(&c, &in.stored_size) ||
 	    !f_lit(&c, ",\"stored_hash\":\"") || !f_str(&c, shash, sizeof shash) ||
 	    !f_lit(&c, "}"))
@@ -495,6 +541,19 @@ art_sha256(mc_ctx *ctx, const cJSON *c, const char *sha, const char *what,
 	return MC_OK;
 }
 
+/* Format version 2: the content hash is the SHA-256 a handler may need, given as the
+ * artifact's sha256 (for a spilled table h itself, which art_keep copies). */
+static int
+art_hash_sha(mc_ctx *ctx, struct mc_manifest *m, const unsigned char h[32],
+	     const unsigned char **out)
+{
+	if (m->spilled)
+		*out = h;
+	else if ((*out = mc__arena_dup(&m->strings, h, 32)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	return MC_OK;
+}
+
 /* An artifact's optional executable member: true when present, never false (a writer
  * leaves it out instead), so that one manifest has one form. */
 static int
@@ -583,8 +642,14 @@ art_finish(mc_ctx *ctx, struct art_walk *w, size_t idx, const struct art_in *in,
 		return BAD("manifest: %s.type '%.40s' is not 1-32 of [a-z0-9_]", what, in->type);
 	if (!key_text_ok(in->key))
 		return BAD("manifest: %s.key is empty or longer than %d bytes", what, MC_KEY_MAX);
+	if (m->version == 2 && (in->sha != NULL ||
+				(c != NULL && cJSON_GetObjectItemCaseSensitive(c, "sha256") != NULL)))
+		return BAD("manifest: %s has unknown field 'sha256' (in format version 2 the "
+			   "content hash is the SHA-256)", what);
 	if ((rc = hash_field(ctx, in->hash, what, h)) != MC_OK ||
-	    (rc = art_sha256(ctx, c, in->sha, what, m, sh, &a.sha256)) != MC_OK ||
+	    (m->version == 2 && (rc = art_hash_sha(ctx, m, h, &a.sha256)) != MC_OK) ||
+	    (m->version != 2 &&
+	     (rc = art_sha256(ctx, c, in->sha, what, m, sh, &a.sha256)) != MC_OK) ||
 	    (c != NULL && (rc = art_executable(ctx, c, what, &a.executable)) != MC_OK) ||
 	    (rc = art_caps(ctx, w, a.size, what)) != MC_OK ||
 	    (rc = art_order(ctx, w, idx, in->type, in->key, what)) != MC_OK ||
@@ -729,23 +794,37 @@ parse_torch_blob(mc_ctx *ctx, const cJSON *tb, struct mc_manifest *m, char *used
 	return MC_OK;
 }
 
-/* The top-level fields before the tables: format, version, times and labels. */
+/* The format and its version, which decide the rest. */
 static int
-parse_head(mc_ctx *ctx, const cJSON *root, struct mc_manifest *m)
+parse_version(mc_ctx *ctx, const cJSON *root, struct mc_manifest *m)
 {
 	const char *fmt = NULL;
 	uint64_t v;
 	int rc;
 
+	if (!cJSON_IsObject(root))
+		return BAD("manifest: manifest is not an object");
 	if ((rc = get_str(ctx, root, "format", "manifest", &fmt)) != MC_OK)
 		return rc;
 	if (strcmp(fmt, "megacache") != 0)
 		return BAD("manifest: format is '%.40s', not 'megacache'", fmt);
 	if ((rc = get_uint(ctx, root, "format_version", "manifest", &v)) != MC_OK)
 		return rc;
-	if (v != MC_FORMAT_VERSION)
-		return BAD("manifest: format version %llu is not supported (this megacache reads %d)",
-			   (unsigned long long)v, MC_FORMAT_VERSION);
+	if (v != 1 && v != MC_FORMAT_VERSION)
+		return BAD("manifest: format version %llu is not supported (this megacache reads 1 "
+			   "to %d)", (unsigned long long)v, MC_FORMAT_VERSION);
+	m->version = (int)v;
+	m->halg = v == 1 ? MC_HALG_BLAKE2B : MC_HALG_SHA256;
+	return MC_OK;
+}
+
+/* The top-level fields before the tables: times and labels. */
+static int
+parse_head(mc_ctx *ctx, const cJSON *root, struct mc_manifest *m)
+{
+	uint64_t v;
+	int rc;
+
 	if ((rc = get_uint(ctx, root, "created", "manifest", &v)) != MC_OK)
 		return rc;
 	m->created = (int64_t)v;
@@ -756,6 +835,63 @@ parse_head(mc_ctx *ctx, const cJSON *root, struct mc_manifest *m)
 	if (cJSON_GetObjectItemCaseSensitive(root, "expires") != NULL && v == 0)
 		return BAD("manifest: expires is 0 (omit it for no expiry)");
 	return parse_labels(ctx, cJSON_GetObjectItemCaseSensitive(root, "labels"), m);
+}
+
+/* A member's encoding: "zstd" or "none". */
+static int
+get_encoding(mc_ctx *ctx, const cJSON *o, const char *what, int *enc)
+{
+	const char *e = NULL;
+	int rc;
+
+	if ((rc = get_str(ctx, o, "encoding", what, &e)) != MC_OK)
+		return rc;
+	if (strcmp(e, "zstd") == 0)
+		*enc = MC_ENC_ZSTD;
+	else if (strcmp(e, "none") == 0)
+		*enc = MC_ENC_NONE;
+	else
+		return BAD("manifest: %s has unknown encoding '%.20s'", what, e);
+	return MC_OK;
+}
+
+/* The caps on what a zstd member of size stored_size may expand to. */
+static int
+expansion_caps(mc_ctx *ctx, const char *what, int enc, uint64_t size, uint64_t stored_size)
+{
+	if (enc == MC_ENC_NONE && stored_size != size)
+		return BAD("manifest: %s is stored as is but its stored size differs", what);
+	if (enc == MC_ENC_ZSTD && ctx->max_expansion != 0 && size / ctx->max_expansion > stored_size)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s expands %llu bytes to %llu, more "
+			       "than the expansion cap of %llu", what,
+			       (unsigned long long)stored_size, (unsigned long long)size,
+			       (unsigned long long)ctx->max_expansion);
+	return MC_OK;
+}
+
+/* Format version 2: the index member, as the manifest describes it (SPEC.md 12.2). */
+static int
+parse_index_desc(mc_ctx *ctx, const cJSON *root, struct mc_manifest *m)
+{
+	static const char *const f[] = {"!encoding", "!size", "!stored_size", "!stored_hash",
+					NULL};
+	const cJSON *ix = cJSON_GetObjectItemCaseSensitive(root, "index");
+	struct mc_mindex *x = &m->index;
+	const char *h = NULL;
+	int rc;
+
+	if ((rc = check_members(ctx, ix, "index", f)) != MC_OK ||
+	    (rc = get_encoding(ctx, ix, "index", &x->encoding)) != MC_OK ||
+	    (rc = get_uint(ctx, ix, "size", "index", &x->size)) != MC_OK ||
+	    (rc = get_uint(ctx, ix, "stored_size", "index", &x->stored_size)) != MC_OK ||
+	    (rc = get_str(ctx, ix, "stored_hash", "index", &h)) != MC_OK ||
+	    (rc = hash_field(ctx, h, "index.stored_hash", x->stored_hash)) != MC_OK)
+		return rc;
+	if (x->size > ctx->max_manifest || x->stored_size > ctx->max_manifest)
+		return mc__err(ctx, MC_ERR_LIMIT, "index of %llu bytes is over the manifest cap of "
+			       "%llu", (unsigned long long)x->size,
+			       (unsigned long long)ctx->max_manifest);
+	return expansion_caps(ctx, "index", x->encoding, x->size, x->stored_size);
 }
 
 /* The artifacts or objects member: an array, of at most the cap's number of entries. */
@@ -806,58 +942,197 @@ walk_alloc(mc_ctx *ctx, const struct mc_jdoc *d, struct art_walk *w, struct obj_
 	return MC_OK;
 }
 
-/* Every object is named by an artifact or a torch blob entry. */
+/* The object table of format version 2, in the blocks' order: sorted by hash prefix
+ * (ties by position) into oprefix and oorder, for find_object. */
+struct pk {
+	uint64_t p;
+	uint32_t i;
+};
+
+static int
+pk_cmp(const void *x, const void *y)
+{
+	const struct pk *a = x, *b = y;
+
+	if (a->p != b->p)
+		return a->p < b->p ? -1 : 1;
+	return a->i < b->i ? -1 : a->i > b->i;
+}
+
+static int
+order_objects(mc_ctx *ctx, struct mc_manifest *m)
+{
+	struct pk *v;
+	size_t k, n = m->nobjects;
+
+	if ((v = malloc((n + 1) * sizeof *v)) == NULL ||
+	    (m->oorder = malloc((n + 1) * sizeof *m->oorder)) == NULL ||
+	    (m->dup = calloc(n + 1, 1)) == NULL) {
+		free(v);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	for (k = 0; k < n; k++) {
+		v[k].p = m->oprefix[k];
+		v[k].i = (uint32_t)k;
+	}
+	qsort(v, n, sizeof *v, pk_cmp);
+	for (k = 0; k < n; k++) {
+		m->oprefix[k] = v[k].p;
+		m->oorder[k] = v[k].i;
+	}
+	free(v);
+	return MC_OK;
+}
+
+/* One entry of the block table (version 2): the next n objects, one member. */
+struct blk_walk {
+	struct mc_manifest *m;
+	size_t next; /* the first object of the next block */
+};
+
+/* The sum of the sizes of objects first .. first + n - 1. */
+static int
+objects_size(mc_ctx *ctx, const struct mc_manifest *m, size_t first, size_t n, uint64_t *sum)
+{
+	struct mc_mobject o[64];
+	size_t i, k;
+	int rc;
+
+	*sum = 0;
+	for (i = 0; i < n; i += k) {
+		size_t j;
+		k = n - i < 64 ? n - i : 64;
+		if ((rc = mc__mobjects(ctx, m, first + i, k, o)) != MC_OK)
+			return rc;
+		for (j = 0; j < k; j++)
+			*sum += o[j].size;
+	}
+	return MC_OK;
+}
+
+static int
+block_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
+{
+	static const char *const f[] = {"!encoding", "!objects", "!stored_size", "stored_hash",
+					NULL};
+	struct blk_walk *w = ud;
+	struct mc_manifest *m = w->m;
+	struct mc_mblock *b = &m->blocks[idx];
+	const char *h = NULL;
+	uint64_t n;
+	char what[48];
+	int rc;
+
+	entry_name(what, "blocks", idx);
+	if ((rc = check_members(ctx, c, what, f)) != MC_OK ||
+	    (rc = get_encoding(ctx, c, what, &b->encoding)) != MC_OK ||
+	    (rc = get_uint(ctx, c, "objects", what, &n)) != MC_OK ||
+	    (rc = get_uint(ctx, c, "stored_size", what, &b->stored_size)) != MC_OK)
+		return rc;
+	/* A block stored as it is has no stored hash: its objects' hashes cover it. */
+	if (b->encoding == MC_ENC_NONE &&
+	    cJSON_GetObjectItemCaseSensitive(c, "stored_hash") != NULL)
+		return BAD("manifest: %s is stored as is but has a stored_hash", what);
+	if (b->encoding == MC_ENC_ZSTD &&
+	    ((rc = get_str(ctx, c, "stored_hash", what, &h)) != MC_OK ||
+	     (rc = hash_field(ctx, h, what, b->stored_hash)) != MC_OK))
+		return rc;
+	if (n == 0 || n > m->nobjects - w->next)
+		return BAD("manifest: %s holds %llu objects, %zu are left", what,
+			   (unsigned long long)n, m->nobjects - w->next);
+	b->first = w->next;
+	b->n = (size_t)n;
+	w->next += b->n;
+	if ((rc = objects_size(ctx, m, b->first, b->n, &b->size)) != MC_OK)
+		return rc;
+	if (b->stored_size > ctx->max_artifact_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is over the per-artifact cap of %llu "
+			       "bytes", what, (unsigned long long)ctx->max_artifact_bytes);
+	m->nblocks++;
+	return expansion_caps(ctx, what, b->encoding, b->size, b->stored_size);
+}
+
+/* Every object is named by an artifact or a torch blob entry; in version 2 one that
+ * repeats the content of an earlier one is marked, and used as that one is. */
 static int
 check_used(mc_ctx *ctx, const struct mc_manifest *m, const char *used)
 {
 	char hex[MC_HASH_HEX];
 	struct mc_mobject o;
-	size_t i;
+	size_t i, first;
 	int rc;
 
 	for (i = 0; i < m->nobjects; i++)
 		if (!used[i]) {
 			if ((rc = mc__mobjects(ctx, m, i, 1, &o)) != MC_OK)
 				return rc;
+			if (m->dup != NULL) {
+				struct mc_mobject f;
+				if ((rc = find_object(ctx, m, o.hash, &first, &f)) != MC_OK)
+					return rc;
+				if (first < i && used[first]) {
+					m->dup[i] = 1;
+					continue;
+				}
+			}
 			mc__hex(o.hash, MC_HASH_BYTES, hex);
 			return BAD("manifest: object %s is listed but no artifact uses it", hex);
 		}
 	return MC_OK;
 }
 
-/* The walk over a text that passed the whole-text checks. */
+/* Version 2: the block table, after the objects, which its entries cover in order. */
 static int
-walk_doc(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
+walk_blocks(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m, struct mc_jtable *blks,
+	    struct blk_walk *bw)
 {
-	static const char *const top[] = {"!format", "!format_version", "!created",
-					  "!bundle_version", "expires", "!labels", "!artifacts",
-					  "!objects", "torch_blob", NULL};
+	int rc;
+
+	if ((rc = order_objects(ctx, m)) != MC_OK)
+		return rc;
+	if (blks->n > 0 && (m->blocks = calloc(blks->n, sizeof *m->blocks)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	d->i = blks->at;
+	if (blks->n > 0 &&
+	    (rc = mc__jdoc_array(ctx, d, NULL, block_entry, bw, &blks->n)) != MC_OK)
+		return rc;
+	if (bw->next != m->nobjects)
+		return BAD("manifest: the blocks hold %zu objects, the object table lists %zu",
+			   bw->next, m->nobjects);
+	return MC_OK;
+}
+
+/* The tables: objects (and in version 2 blocks) first, then artifacts, then the torch
+ * blob's layout. */
+static int
+walk_tables(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m, const cJSON *root,
+	    struct mc_jtable *arts, struct mc_jtable *objs, struct mc_jtable *blks)
+{
 	struct art_walk w;
 	struct obj_walk ow;
-	cJSON *root = NULL;
+	struct blk_walk bw = {m, 0};
 	const cJSON *tb;
-	struct mc_jtable arts = {0, 0}, objs = {0, 0};
 	int rc;
 
 	memset(&ow, 0, sizeof ow);
 	ow.m = m;
 	memset(&w, 0, sizeof w);
 	w.m = m;
-	if ((rc = mc__jdoc_top(ctx, d, &root, &arts, &objs)) != MC_OK ||
-	    (rc = check_members(ctx, root, "manifest", top)) != MC_OK ||
-	    (rc = parse_head(ctx, root, m)) != MC_OK ||
-	    (rc = check_table(ctx, root, "artifacts", &arts)) != MC_OK ||
-	    (rc = check_table(ctx, root, "objects", &objs)) != MC_OK ||
-	    (rc = walk_alloc(ctx, d, &w, &ow, arts.n, objs.n)) != MC_OK)
+	if ((rc = check_table(ctx, root, "artifacts", arts)) != MC_OK ||
+	    (rc = check_table(ctx, root, "objects", objs)) != MC_OK ||
+	    (m->version == 2 && (rc = check_table(ctx, root, "blocks", blks)) != MC_OK) ||
+	    (rc = walk_alloc(ctx, d, &w, &ow, arts->n, objs->n)) != MC_OK)
 		goto out;
-	d->i = objs.at;
-	if (objs.n > 0 &&
-	    ((rc = mc__jdoc_array(ctx, d, object_fast, object_entry, &ow, &objs.n)) != MC_OK ||
+	d->i = objs->at;
+	if (objs->n > 0 &&
+	    ((rc = mc__jdoc_array(ctx, d, object_fast, object_entry, &ow, &objs->n)) != MC_OK ||
 	     (m->ospilled && (rc = obj_flush(ctx, &ow)) != MC_OK)))
 		goto out;
-	d->i = arts.at;
-	if (arts.n > 0 &&
-	    ((rc = mc__jdoc_array(ctx, d, artifact_fast, artifact_entry, &w, &arts.n)) != MC_OK ||
+	if (m->version == 2 && (rc = walk_blocks(ctx, d, m, blks, &bw)) != MC_OK)
+		goto out;
+	d->i = arts->at;
+	if (arts->n > 0 &&
+	    ((rc = mc__jdoc_array(ctx, d, artifact_fast, artifact_entry, &w, &arts->n)) != MC_OK ||
 	     (m->spilled && (rc = art_flush(ctx, &w)) != MC_OK)))
 		goto out;
 	if ((tb = cJSON_GetObjectItemCaseSensitive(root, "torch_blob")) != NULL &&
@@ -865,33 +1140,89 @@ walk_doc(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
 		goto out;
 	rc = check_used(ctx, m, w.used);
 out:
+	/* The lookup by hash serves the parse alone: its 8 to 12 bytes an object go. */
+	free(m->oprefix);
+	free(m->oorder);
+	m->oprefix = NULL;
+	m->oorder = NULL;
 	free(ow.buf);
 	free(w.rec);
 	free(w.keys);
 	free(w.used);
+	return rc;
+}
+
+/* The walk over a manifest's text that passed the whole-text checks. */
+static int
+walk_doc(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
+{
+	static const char *const top[] = {"!format", "!format_version", "!created",
+					  "!bundle_version", "expires", "!labels", "!artifacts",
+					  "!objects", "torch_blob", NULL};
+	static const char *const top2[] = {"!format", "!format_version", "!created",
+					   "!bundle_version", "expires", "!labels", "!index",
+					   NULL};
+	cJSON *root = NULL;
+	struct mc_jtable arts = {0, 0}, objs = {0, 0}, blks = {0, 0};
+	int rc;
+
+	if ((rc = mc__jdoc_top(ctx, d, &root, &arts, &objs, &blks)) != MC_OK ||
+	    (rc = parse_version(ctx, root, m)) != MC_OK ||
+	    (rc = check_members(ctx, root, "manifest", m->version == 1 ? top : top2)) != MC_OK ||
+	    (rc = parse_head(ctx, root, m)) != MC_OK)
+		goto out;
+	if (m->version == 1)
+		rc = walk_tables(ctx, d, m, root, &arts, &objs, &blks);
+	else
+		rc = parse_index_desc(ctx, root, m);
+out:
 	cJSON_Delete(root);
 	return rc;
 }
 
-/* The cap and the whole-text checks (c has seen all of the text), then the walk; m is
- * left empty on failure. */
+/* The walk over a version 2 index's text (its manifest already parsed into m). */
 static int
-parse_doc(mc_ctx *ctx, struct mc_jdoc *d, const struct mc_mcheck *c, struct mc_manifest *m)
+walk_index(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
+{
+	static const char *const top[] = {"!artifacts", "!objects", "!blocks", "torch_blob",
+					  NULL};
+	cJSON *root = NULL;
+	struct mc_jtable arts = {0, 0}, objs = {0, 0}, blks = {0, 0};
+	int rc;
+
+	if ((rc = mc__jdoc_top(ctx, d, &root, &arts, &objs, &blks)) == MC_OK &&
+	    (rc = check_members(ctx, root, "index", top)) == MC_OK)
+		rc = walk_tables(ctx, d, m, root, &arts, &objs, &blks);
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* The cap and the whole-text checks (c has seen all of the text), then the walk of a
+ * manifest (index not set: m is reset first) or of a version 2 index into m; m is left
+ * empty on failure. */
+static int
+parse_doc(mc_ctx *ctx, struct mc_jdoc *d, const struct mc_mcheck *c, struct mc_manifest *m,
+	  int index)
 {
 	int rc;
 
-	memset(m, 0, sizeof *m);
-	if (d->n > ctx->max_manifest)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest of %llu bytes is over the cap of %llu",
-			       (unsigned long long)d->n, (unsigned long long)ctx->max_manifest);
+	if (!index)
+		memset(m, 0, sizeof *m);
+	if (d->n > ctx->max_manifest) {
+		rc = mc__err(ctx, MC_ERR_LIMIT, "%s of %llu bytes is over the cap of %llu",
+			     index ? "index" : "manifest", (unsigned long long)d->n,
+			     (unsigned long long)ctx->max_manifest);
+		goto out;
+	}
 	if ((rc = mc__mcheck_end(ctx, c)) != MC_OK)
-		return rc;
-	rc = walk_doc(ctx, d, m);
+		goto out;
+	rc = index ? walk_index(ctx, d, m) : walk_doc(ctx, d, m);
 	if (d->ioerr == ENOMEM)
 		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	else if (d->ioerr != 0)
 		rc = mc__err(ctx, MC_ERR_IO, "cannot read the manifest's temporary copy: %s",
 			     strerror(d->ioerr));
+out:
 	if (rc != MC_OK)
 		mc__manifest_free(m);
 	return rc;
@@ -910,12 +1241,28 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 	d.fd = -1;
 	mc__mcheck_init(&c);
 	mc__mcheck_feed(&c, buf, len);
-	return parse_doc(ctx, &d, &c, m);
+	return parse_doc(ctx, &d, &c, m, 0);
 }
 
 int
-mc__manifest_parse_fd(mc_ctx *ctx, int fd, uint64_t len, const struct mc_mcheck *c,
-		      struct mc_manifest *m)
+mc__index_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_manifest *m)
+{
+	struct mc_jdoc d;
+	struct mc_mcheck c;
+
+	memset(&d, 0, sizeof d);
+	d.s = buf;
+	d.wn = len;
+	d.n = len;
+	d.fd = -1;
+	mc__mcheck_init(&c);
+	mc__mcheck_feed(&c, buf, len);
+	return parse_doc(ctx, &d, &c, m, 1);
+}
+
+static int
+parse_fd(mc_ctx *ctx, int fd, uint64_t len, const struct mc_mcheck *c, struct mc_manifest *m,
+	 int index)
 {
 	struct mc_jdoc d;
 	int rc;
@@ -923,7 +1270,21 @@ mc__manifest_parse_fd(mc_ctx *ctx, int fd, uint64_t len, const struct mc_mcheck 
 	memset(&d, 0, sizeof d);
 	d.n = len;
 	d.fd = fd;
-	rc = parse_doc(ctx, &d, c, m);
+	rc = parse_doc(ctx, &d, c, m, index);
 	free(d.buf);
 	return rc;
+}
+
+int
+mc__manifest_parse_fd(mc_ctx *ctx, int fd, uint64_t len, const struct mc_mcheck *c,
+		      struct mc_manifest *m)
+{
+	return parse_fd(ctx, fd, len, c, m, 0);
+}
+
+int
+mc__index_parse_fd(mc_ctx *ctx, int fd, uint64_t len, const struct mc_mcheck *c,
+		   struct mc_manifest *m)
+{
+	return parse_fd(ctx, fd, len, c, m, 1);
 }

@@ -141,7 +141,8 @@ render_head(const struct mc_manifest *m, struct sbuf *b)
 	int ok = root != NULL;
 
 	ok = ok && cJSON_AddStringToObject(root, "format", "megacache") != NULL;
-	ok = ok && add_int(root, "format_version", MC_FORMAT_VERSION) != NULL;
+	/* A model made by hand (version 0) is version 1's. */
+	ok = ok && add_int(root, "format_version", m->version == 2 ? 2 : 1) != NULL;
 	ok = ok && add_int(root, "created", (uint64_t)m->created) != NULL;
 	ok = ok && add_int(root, "bundle_version", m->bundle_version) != NULL;
 	if (ok && m->expires != 0)
@@ -149,6 +150,15 @@ render_head(const struct mc_manifest *m, struct sbuf *b)
 	ok = ok && (labels = cJSON_AddObjectToObject(root, "labels")) != NULL;
 	for (i = 0; ok && i < m->nlabels; i++)
 		ok = cJSON_AddStringToObject(labels, m->labels[i].key, m->labels[i].value) != NULL;
+	if (ok && m->version == 2) {
+		const struct mc_mindex *x = &m->index;
+		cJSON *ix = cJSON_AddObjectToObject(root, "index");
+		ok = ix != NULL && cJSON_AddStringToObject(ix, "encoding", x->encoding == MC_ENC_ZSTD
+							   ? "zstd" : "none") != NULL;
+		ok = ok && add_int(ix, "size", x->size) != NULL;
+		ok = ok && add_int(ix, "stored_size", x->stored_size) != NULL;
+		ok = ok && add_hash(ix, "stored_hash", x->stored_hash) != NULL;
+	}
 	sb_json(b, root, ok, 1);
 }
 
@@ -166,7 +176,7 @@ render_artifact(const struct mc_manifest *m, size_t i, cJSON *o)
 	ok = ok && cJSON_AddStringToObject(o, "key", a.key) != NULL;
 	ok = ok && add_int(o, "size", a.size) != NULL;
 	ok = ok && add_hash(o, "hash", ob.hash) != NULL;
-	if (ok && a.sha256 != NULL)
+	if (ok && a.sha256 != NULL && m->version != 2)
 		ok = add_hash(o, "sha256", a.sha256) != NULL;
 	if (ok && a.executable) /* never false: absent means not executable */
 		ok = cJSON_AddTrueToObject(o, "executable") != NULL;
@@ -183,10 +193,30 @@ render_object(const struct mc_manifest *m, size_t i, cJSON *o)
 	obj_at(m, i, &ob);
 	ok = add_hash(o, "hash", ob.hash) != NULL;
 	ok = ok && add_int(o, "size", ob.size) != NULL;
+	if (m->version == 2)
+		return ok;
 	ok = ok && cJSON_AddStringToObject(o, "encoding",
 					   ob.encoding == MC_ENC_ZSTD ? "zstd" : "none") != NULL;
 	ok = ok && add_int(o, "stored_size", ob.stored_size) != NULL;
 	ok = ok && add_hash(o, "stored_hash", ob.stored_hash) != NULL;
+	return ok;
+}
+
+/* Block i's members (format version 2): a block stored as it is has no stored hash,
+ * its bytes being its objects' contents, each checked by its hash. 0 when out of
+ * memory. */
+static int
+render_block(const struct mc_manifest *m, size_t i, cJSON *o)
+{
+	const struct mc_mblock *bk = &m->blocks[i];
+	int ok;
+
+	ok = cJSON_AddStringToObject(o, "encoding", bk->encoding == MC_ENC_ZSTD ? "zstd"
+				     : "none") != NULL;
+	ok = ok && add_int(o, "objects", bk->n) != NULL;
+	ok = ok && add_int(o, "stored_size", bk->stored_size) != NULL;
+	if (bk->encoding == MC_ENC_ZSTD)
+		ok = ok && add_hash(o, "stored_hash", bk->stored_hash) != NULL;
 	return ok;
 }
 
@@ -246,20 +276,40 @@ render_torch_blob(const struct mc_manifest *m, struct sbuf *b)
 	sb_json(b, tb, ok, 0);
 }
 
-/* The whole text, into b or through its sink. */
-static int
-render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b)
+/* The tables: artifacts, objects, in version 2 blocks, and the torch blob's layout. */
+static void
+render_tables(const struct mc_manifest *m, struct sbuf *b)
 {
-	if (m->spilled) /* a reader's manifest: only the writer's are rendered */
-		return mc__err(ctx, MC_ERR_INVALID, "a manifest read from a file is not rendered");
-	render_head(m, b);
-	sb_str(b, ",\"artifacts\":[");
+	sb_str(b, "\"artifacts\":[");
 	render_table(m, b, m->nartifacts, render_artifact);
 	sb_str(b, "],\"objects\":[");
 	render_table(m, b, m->nobjects, render_object);
+	if (m->version == 2) {
+		sb_str(b, "],\"blocks\":[");
+		render_table(m, b, m->nblocks, render_block);
+	}
 	sb_str(b, "]");
 	if (!b->bad && m->has_torch_blob)
 		render_torch_blob(m, b);
+}
+
+/* The whole text, into b or through its sink: the manifest (in version 2 its head
+ * alone), or with index set a version 2 index. */
+static int
+render(mc_ctx *ctx, const struct mc_manifest *m, struct sbuf *b, int index)
+{
+	if (m->spilled) /* a reader's manifest: only the writer's are rendered */
+		return mc__err(ctx, MC_ERR_INVALID, "a manifest read from a file is not rendered");
+	if (index) {
+		sb_str(b, "{");
+		render_tables(m, b);
+	} else {
+		render_head(m, b);
+		if (m->version != 2) {
+			sb_str(b, ",");
+			render_tables(m, b);
+		}
+	}
 	sb_str(b, "}");
 	if (b->sink != NULL)
 		sb_flush(b);
@@ -275,7 +325,7 @@ mc__manifest_render(mc_ctx *ctx, const struct mc_manifest *m, char **out, size_t
 	int rc;
 
 	*out = NULL;
-	if ((rc = render(ctx, m, &sb)) != MC_OK) {
+	if ((rc = render(ctx, m, &sb, 0)) != MC_OK) {
 		free(sb.p);
 		return rc;
 	}
@@ -288,7 +338,17 @@ int
 mc__manifest_write(mc_ctx *ctx, const struct mc_manifest *m, mc_text_sink sink, void *ud)
 {
 	struct sbuf sb = {NULL, 0, 0, 0, sink, ud};
-	int rc = render(ctx, m, &sb);
+	int rc = render(ctx, m, &sb, 0);
+
+	free(sb.p);
+	return rc;
+}
+
+int
+mc__index_write(mc_ctx *ctx, const struct mc_manifest *m, mc_text_sink sink, void *ud)
+{
+	struct sbuf sb = {NULL, 0, 0, 0, sink, ud};
+	int rc = render(ctx, m, &sb, 1);
 
 	free(sb.p);
 	return rc;

@@ -187,6 +187,12 @@ struct mc_zenc {
 int
 mc__zenc_new(mc_ctx *ctx, int level, mc_zenc **out)
 {
+	return mc__zenc_new_window(ctx, level, MC_ZSTD_WINDOW_LOG, out);
+}
+
+int
+mc__zenc_new_window(mc_ctx *ctx, int level, int wlog, mc_zenc **out)
+{
 	mc_zenc *z = calloc(1, sizeof *z);
 
 	*out = NULL;
@@ -197,7 +203,7 @@ mc__zenc_new(mc_ctx *ctx, int level, mc_zenc **out)
 	z->cctx = ZSTD_createCCtx();
 	if (z->cctx == NULL || (z->out = malloc(z->cap)) == NULL ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_windowLog, MC_ZSTD_WINDOW_LOG)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_windowLog, wlog)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 0)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_contentSizeFlag, 0)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_dictIDFlag, 0))) {

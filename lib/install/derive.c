@@ -151,8 +151,9 @@ mc__derived_same(struct loader *L, size_t tier, const struct mc_martifact *a, in
 	if ((rc = mc__derive_for(L, L->ctx, tier, a, dir, c, cn, &out, &dn)) == MC_OK) {
 		d = out != NULL ? out : c;
 		dn = out != NULL ? dn : cn;
-		crypto_generichash(h, sizeof h, c, cn, NULL, 0);
-		if (dn == n && memcmp(d, disk, n) == 0 &&
+		if (mc__chash(L->b->m.halg, h, c, cn) != MC_OK)
+			rc = mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+		else if (dn == n && memcmp(d, disk, n) == 0 &&
 		    (rc = mc__mobjects(L->ctx, &L->b->m, a->object, 1, &o)) == MC_OK)
 			*same = memcmp(h, o.hash, sizeof h) == 0;
 	}

@@ -59,14 +59,17 @@ check_existing(struct loader *L, size_t tier, const struct mc_martifact *a, cons
 	}
 	if ((uint64_t)st.st_size == a->size &&
 	    (fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) >= 0) {
-		crypto_generichash_state gs;
+		struct mc_chash gs = {0};
 		unsigned char buf[65536], h[MC_HASH_BYTES];
-		ssize_t r;
+		ssize_t r = -1;
 
-		crypto_generichash_init(&gs, NULL, 0, sizeof h);
-		while ((r = read(fd, buf, sizeof buf)) > 0)
-			crypto_generichash_update(&gs, buf, (size_t)r);
-		crypto_generichash_final(&gs, h, sizeof h);
+		/* the bundle's content hash (MC_HALG_*) */
+		if (mc__chash_init(&gs, L->b->m.halg) == MC_OK) {
+			while ((r = read(fd, buf, sizeof buf)) > 0)
+				mc__chash_update(&gs, buf, (size_t)r);
+			mc__chash_final(&gs, h);
+		}
+		mc__chash_drop(&gs);
 		close(fd);
 		if (r == 0 && (rc = mc__mobjects(L->ctx, &L->b->m, a->object, 1, &o)) != MC_OK) {
 			close(dfd);

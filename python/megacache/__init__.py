@@ -61,8 +61,9 @@ ROOT_TIERS = ("inductor", "triton", "triton_home")
 
 @dataclasses.dataclass(frozen=True)
 class Artifact:
-    """An artifact of a bundle's manifest; hash is its BLAKE2b-256 in hex; executable:
-    load makes it executable (its file had the owner's execute bit when recorded)."""
+    """An artifact of a bundle's manifest; hash is its content hash in hex (SHA-256 in
+    bundle format 2, BLAKE2b-256 in format 1); executable: load makes it executable (its
+    file had the owner's execute bit when recorded)."""
     type: str
     key: str
     size: int

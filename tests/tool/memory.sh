@@ -31,13 +31,13 @@ sh -c 'ulimit -v 100000; dd if=/dev/zero bs=600M count=1 of=/dev/null' 2>/dev/nu
 	&& bad "ulimit -v did not limit memory" || ok
 rm -rf "$T/warm" "$T/big.blob" "$T/src" "$T/mib"
 
-# A manifest over 1 MiB (4,000 artifacts) is read through nameless temp files in
+# An index over 1 MiB (6,000 artifacts) is read through nameless temp files in
 # $TMPDIR (its object table, under 4 MiB, stays in memory; test_bundle reads one from a
 # file); every reading command gives what it gives for a small one, and nothing is left
 # behind.
 mkdir -p "$T/many/dynamo" "$T/tmp"
 i=0
-while [ "$i" -lt 4000 ]; do
+while [ "$i" -lt 6000 ]; do
 	printf 'content of state %d\n' "$i" > "$T/many/dynamo/code_state_f${i}_0_.pkl"
 	i=$((i + 1))
 done
@@ -51,11 +51,11 @@ TMPDIR="$T/no-such-folder" run 0 "" pack -q -o "$T/small.mcache" -s "$T/k.key" \
 export TMPDIR="$T/tmp"
 run 0 "" pack -q -o "$T/many.mcache" -s "$T/k.key" --from-dir "$T/many"
 check "pack left nothing in TMPDIR" test -z "$(ls -A "$T/tmp")"
-run 0 "OK (4000 artifacts" verify "$T/many.mcache" -p "$T/k.pub"
+run 0 "OK (6000 artifacts" verify "$T/many.mcache" -p "$T/k.pub"
 # The signatures are checked against the bytes read, on one thread or beside the parse:
 # a manifest whose time of creation changed by one digit is refused alike.
 for n in 1 2; do
-	run 0 "OK (4000 artifacts" verify "$T/many.mcache" -p "$T/k.pub" --threads $n
+	run 0 "OK (6000 artifacts" verify "$T/many.mcache" -p "$T/k.pub" --threads $n
 done
 /usr/bin/python3 - "$T/many.mcache" "$T/flip.mcache" <<'EOF'
 import sys
@@ -68,8 +68,8 @@ for n in 1 2; do
 	run 1 "signature" verify "$T/flip.mcache" -p "$T/k.pub" --threads $n
 done
 run 0 "" load -q "$T/many.mcache" -p "$T/k.pub" --cache-dir "$T/many-out"
-check "4,000 artifacts installed byte for byte" diff -r "$T/many" "$T/many-out"
-run 0 "f3999_0_" list "$T/many.mcache"
+check "6,000 artifacts installed byte for byte" diff -r "$T/many" "$T/many-out"
+run 0 "f5999_0_" list "$T/many.mcache"
 run 0 "" keygen -q -W -p "$T/k2.pub" -s "$T/k2.key"
 run 0 "" sign "$T/many.mcache" -s "$T/k2.key" -o "$T/many2.mcache"
 run 0 "2 trusted signatures" verify "$T/many2.mcache" -p "$T/k.pub" -p "$T/k2.pub" --threshold 2
@@ -83,7 +83,7 @@ run 0 "" pack -q -o "$T/mix.mcache" -s "$T/k.key" --from-dir "$T/cache_mlp_cold"
 run 0 "" load -q "$T/mix.mcache" -p "$T/k.pub" --cache-dir "$T/mix-out"
 src_sum "$T/cache_mlp_cold" > "$T/mix.want"
 tree_sum "$T/mix-out" > "$T/mix.got"
-check "a real cache dir and 4,000 artifacts installed byte for byte" cmp -s "$T/mix.want" "$T/mix.got"
+check "a real cache dir and 6,000 artifacts installed byte for byte" cmp -s "$T/mix.want" "$T/mix.got"
 n=$(find "$T/cache_mlp_cold" -type f | wc -l)
 run 0 "0 files installed, 0 replaced, $n already there (0 B written)" load "$T/mix.mcache" -p "$T/k.pub" \
 	--cache-dir "$T/mix-out"

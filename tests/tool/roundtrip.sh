@@ -131,7 +131,7 @@ run 2 "KEY=VALUE" pack -o "$T/l2.mcache" --from-torch "$DATA/mlp-cuda.megacache"
 run 0 "" pack -q -o "$T/l3.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda.megacache" --label 'odd=\u0000'
 run 0 "OK" verify "$T/l3.mcache" -p "$PUB"
 run 0 "label odd=\u0000" list "$T/l3.mcache"
-# A content that compresses past the 4,096x expansion cap is stored as is, so that the
+# A block that compresses past the 4,096x expansion cap is stored as is, so that the
 # bundle loads with the default caps; one within the cap is stored as zstd.
 mkdir -p "$T/expand/ab"
 head -c 2000000 /dev/zero > "$T/expand/ab/zeros.bin"
@@ -141,12 +141,22 @@ run 0 "" verify "$T/expand.mcache" -p "$PUB"
 run 0 "2 files installed" load "$T/expand.mcache" -p "$PUB" --cache-dir "$T/expand-out"
 check "expand: the zeros load byte for byte" cmp -s "$T/expand/ab/zeros.bin" "$T/expand-out/ab/zeros.bin"
 check "expand: the text loads byte for byte" cmp -s "$T/expand/ab/count.txt" "$T/expand-out/ab/count.txt"
-# list --json shows no encodings: they are read from the manifest member itself.
-tar -xOf "$T/expand.mcache" manifest.json > "$T/expand.json"
-zh=$(b2sum -l 256 "$T/expand/ab/zeros.bin" | cut -c1-64)
-ch=$(b2sum -l 256 "$T/expand/ab/count.txt" | cut -c1-64)
-check "expand: the zeros are stored as is" \
-	grep -q "{\"hash\":\"$zh\",\"size\":2000000,\"encoding\":\"none\"" "$T/expand.json"
-check "expand: the text is stored as zstd" \
-	grep -q "{\"hash\":\"$ch\",\"size\":[0-9]*,\"encoding\":\"zstd\"" "$T/expand.json"
+# list --json shows no encodings: they are read from the index member itself. The zeros
+# and the text share one block, which compresses within the cap; the zeros alone do not.
+tar -xOf "$T/expand.mcache" index.json.zst | zstd -dcq > "$T/expand.json"
+zh=$(sha256sum "$T/expand/ab/zeros.bin" | cut -c1-64)
+ch=$(sha256sum "$T/expand/ab/count.txt" | cut -c1-64)
+check "expand: the zeros and the text are objects of the index" \
+	grep -q "\"objects\":\[{\"hash\":\"$zh\",\"size\":2000000},{\"hash\":\"$ch\"," "$T/expand.json"
+check "expand: the zeros and the text are stored as one zstd block" \
+	grep -q '"blocks":\[{"encoding":"zstd","objects":2,' "$T/expand.json"
+mkdir -p "$T/zeros/ab"
+cp "$T/expand/ab/zeros.bin" "$T/zeros/ab/"
+run 0 "" pack -q -o "$T/zeros.mcache" -s "$SEC" --from-dir "$T/zeros"
+tar -xOf "$T/zeros.mcache" index.json.zst | zstd -dcq > "$T/zeros.json"
+check "expand: the zeros alone are stored as is" \
+	grep -q '"blocks":\[{"encoding":"none","objects":1,"stored_size":2000000}\]' "$T/zeros.json"
+run 0 "1 file installed" load "$T/zeros.mcache" -p "$PUB" --cache-dir "$T/zeros-out"
+check "expand: the zeros alone load byte for byte" \
+	cmp -s "$T/expand/ab/zeros.bin" "$T/zeros-out/ab/zeros.bin"
 finish
