@@ -106,7 +106,7 @@ run 0 "" load "$T/ctx/bundle.mcache" -p "$KEYS/test.pub" \
 
 # The build context: the source tree as git has it (with files not yet committed), the key
 # and the bundle. The tampered context links the same files but the bundle, which has one
-# byte of an object's data flipped.
+# byte of a block's data flipped.
 (cd "$MC_SRCDIR" && { git ls-files && git ls-files --others --exclude-standard; } | sort -u |
 	while IFS= read -r f; do [ -e "$f" ] && printf '%s\n' "$f"; done | tar -cf - -T -) |
 	tar -xf - -C "$T/ctx/src"
@@ -118,7 +118,7 @@ import sys, tarfile
 src, dst = sys.argv[1:]
 data = bytearray(open(src, "rb").read())
 with tarfile.open(src, "r:") as t:
-    m = next(m for m in t.getmembers() if m.name.startswith("objects/"))
+    m = next(m for m in t.getmembers() if m.name.startswith("blocks/"))
 data[m.offset_data + m.size // 2] ^= 0x01
 open(dst, "wb").write(data)
 EOF
