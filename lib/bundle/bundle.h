@@ -65,7 +65,7 @@ typedef int (*mc_obj_sink)(void *ud, size_t obj, const unsigned char *buf, size_
 MC_HIDDEN int mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, mc_obj_sink raw, void *ud);
 /* The same on the context's worker threads: sink (may be NULL) is called from any of
  * them, with the worker's number and a context for its error message, and gets each
- * object's content in one piece unless it is over 4 MiB. */
+ * object's content in one piece unless it is over 4 MiB (in format version 2: 1 MiB). */
 typedef int (*mc_par_sink)(void *ud, unsigned worker, mc_ctx *ctx, size_t obj,
 			   const unsigned char *buf, size_t n);
 MC_HIDDEN int mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, void *ud);

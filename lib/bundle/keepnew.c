@@ -32,7 +32,15 @@ static int
 kn_start(struct keepnew *kn, mc_writer *w, mc_bundle *const *bases, size_t n)
 {
 	size_t i, narts = (size_t)w->narts + 1;
+	int rc;
 
+	/* A base read from a pipe reads its tables now (format version 2). */
+	for (i = 0; i < n; i++)
+		if ((rc = mc__bundle_index(bases[i])) != MC_OK) {
+			if (bases[i]->ctx != w->ctx)
+				mc__err(w->ctx, rc, "%s", mc_ctx_error(bases[i]->ctx));
+			return rc;
+		}
 	kn->w = w;
 	kn->nbases = n;
 	kn->sv.w = w;

@@ -400,7 +400,9 @@ one_object(struct sworker *w, size_t i, uint64_t off)
  * before the pass can succeed. */
 
 /* Objects of a block up to this size are held until their hash checked and handed on
- * whole; larger ones in pieces (a worker holds this much, beside its 4 MiB window). */
+ * whole; larger ones in pieces (a worker holds this much, beside its 4 MiB window). The
+ * loader's derived files (MC_DERIVE_MAX, 1 MiB) need theirs whole, and get it either
+ * way: it collects the pieces of those. */
 #define BLOCK_WHOLE_MAX (1u << 20)
 
 struct bsplit {

@@ -1055,7 +1055,7 @@ block_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 /* Every object is named by an artifact or a torch blob entry; in version 2 one that
  * repeats the content of an earlier one is marked, and used as that one is. */
 static int
-check_used(mc_ctx *ctx, const struct mc_manifest *m, const char *used)
+check_used(mc_ctx *ctx, const struct mc_manifest *m, const char *used, uint64_t *total)
 {
 	char hex[MC_HASH_HEX];
 	struct mc_mobject o;
@@ -1071,7 +1071,13 @@ check_used(mc_ctx *ctx, const struct mc_manifest *m, const char *used)
 				if ((rc = find_object(ctx, m, o.hash, &first, &f)) != MC_OK)
 					return rc;
 				if (first < i && used[first]) {
+					/* decompressed and hashed too: counted in the total */
 					m->dup[i] = 1;
+					*total += o.size;
+					if (*total > ctx->max_total_bytes)
+						return mc__err(ctx, MC_ERR_LIMIT, "manifest: contents "
+							       "total more than the cap of %llu bytes",
+							       (unsigned long long)ctx->max_total_bytes);
 					continue;
 				}
 			}
@@ -1138,7 +1144,7 @@ walk_tables(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m, const cJSON *
 	if ((tb = cJSON_GetObjectItemCaseSensitive(root, "torch_blob")) != NULL &&
 	    (rc = parse_torch_blob(ctx, tb, m, w.used)) != MC_OK)
 		goto out;
-	rc = check_used(ctx, m, w.used);
+	rc = check_used(ctx, m, w.used, &w.total);
 out:
 	/* The lookup by hash serves the parse alone: its 8 to 12 bytes an object go. */
 	free(m->oprefix);
@@ -1198,16 +1204,19 @@ walk_index(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
 }
 
 /* The cap and the whole-text checks (c has seen all of the text), then the walk of a
- * manifest (index not set: m is reset first) or of a version 2 index into m; m is left
- * empty on failure. */
+ * manifest (index not set: m is reset first) or of a version 2 index into m; on failure
+ * m is left empty, or for an index as it was before (its head: a reader may hold its
+ * labels). */
 static int
 parse_doc(mc_ctx *ctx, struct mc_jdoc *d, const struct mc_mcheck *c, struct mc_manifest *m,
 	  int index)
 {
+	struct mc_manifest head;
 	int rc;
 
 	if (!index)
 		memset(m, 0, sizeof *m);
+	head = *m; /* for an index: the head alone, no table yet */
 	if (d->n > ctx->max_manifest) {
 		rc = mc__err(ctx, MC_ERR_LIMIT, "%s of %llu bytes is over the cap of %llu",
 			     index ? "index" : "manifest", (unsigned long long)d->n,
@@ -1223,8 +1232,14 @@ parse_doc(mc_ctx *ctx, struct mc_jdoc *d, const struct mc_mcheck *c, struct mc_m
 		rc = mc__err(ctx, MC_ERR_IO, "cannot read the manifest's temporary copy: %s",
 			     strerror(d->ioerr));
 out:
-	if (rc != MC_OK)
+	if (rc != MC_OK && index) { /* the tables go, the head stays */
+		m->labels = NULL;
+		m->nlabels = 0;
 		mc__manifest_free(m);
+		*m = head;
+	} else if (rc != MC_OK) {
+		mc__manifest_free(m);
+	}
 	return rc;
 }
 

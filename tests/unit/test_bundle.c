@@ -771,6 +771,37 @@ START_TEST(spooled_objects)
 }
 END_TEST
 
+/* A format 2 bundle from a pipe reads its index when first needed; one that fails
+ * (here an object no artifact names, under a valid hash) leaves the manifest's head as
+ * it was: its time, version and format are still there, and the failure stays. */
+START_TEST(pipe_index_fails_head_stays)
+{
+	char *path = src_path("format/vectors/v2-object-unused.mcache");
+	unsigned char *data;
+	size_t n;
+	int fds[2];
+	mc_bundle *b;
+
+	data = slurp(path, &n);
+	ck_assert_uint_lt(n, 65536); /* fits a pipe's buffer */
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_eq(write(fds[1], data, n), (ssize_t)n);
+	close(fds[1]);
+	free(data);
+	ck_assert_int_eq(mc_bundle_open_fd(ctx, fds[0], "pipe", &b), MC_OK);
+	close(fds[0]);
+	ck_assert_int_eq(mc_bundle_format_version(b), 2);
+	ck_assert_int_eq(mc_bundle_read_tables(b), MC_ERR_MANIFEST);
+	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "no artifact uses it"));
+	ck_assert_uint_eq(mc_bundle_artifact_count(b), 0);
+	ck_assert_int_eq(mc_bundle_read_tables(b), MC_ERR_MANIFEST);
+	ck_assert_int_eq(mc_bundle_format_version(b), 2);
+	ck_assert_int_eq(mc_bundle_created(b), 1700000000);
+	mc_bundle_free(b);
+	free(path);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -795,6 +826,7 @@ suite(void)
 	tcase_add_test(tc, read_only_destination);
 	tcase_add_test(tc, owner);
 	tcase_add_test(tc, many_artifacts_sorted);
+	tcase_add_test(tc, pipe_index_fails_head_stays);
 	suite_add_tcase(s, tc);
 	return s;
 }
