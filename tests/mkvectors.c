@@ -634,88 +634,65 @@ v2_index(const char *arts, const char *objs, const char *tail)
 
 #define V2_ART "{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,\"hash\":\"%s\"}"
 
-/* Hand-made indexes: what a careless or hostile signer can sign. */
+/* Hand-made indexes: what a careless or hostile signer can sign. Most hold the ig and vu
+ * configs (artifacts both, objects objs) in one block stored as it is (tail). */
 static void
 version2_indexes(void)
 {
-	char hv[65], hi[65], hx[65], av[512], ai[512], ov[128], oi[128], ox[128], blk[8192];
-	char tail[256], both[1024];
-	const char *one[1];
+	char hv[65], hi[65], hx[65], av[512], ai[512], ax[512], ov[128], oi[128], ox[128];
+	char blk[8192], twice_blk[8192], tail[256], t2[256], both[1024], arts[1024];
+	char objs[256], objs2[256];
+	const char *one[1] = {blk}, *one_twice[1] = {twice_blk};
 
 	sha_hex(c_vu, n_vu, hv);
 	sha_hex(c_ig, n_ig, hi);
 	sha_hex("other", 5, hx);
 	snprintf(av, sizeof av, V2_ART, key_vu, n_vu, hv);
 	snprintf(ai, sizeof ai, V2_ART, key_ig, n_ig, hi);
+	snprintf(ax, sizeof ax, V2_ART, key_ig, n_ig, hx);
 	snprintf(ov, sizeof ov, "{\"hash\":\"%s\",\"size\":%zu}", hv, n_vu);
 	snprintf(oi, sizeof oi, "{\"hash\":\"%s\",\"size\":%zu}", hi, n_ig);
 	snprintf(ox, sizeof ox, "{\"hash\":\"%s\",\"size\":%zu}", hx, n_ig);
 	snprintf(blk, sizeof blk, "%.*s%.*s", (int)n_ig, (const char *)c_ig, (int)n_vu,
 		 (const char *)c_vu);
-	one[0] = blk;
 	snprintf(both, sizeof both, "%s,%s", ai, av);
+	snprintf(objs, sizeof objs, "%s,%s", oi, ov);
 	snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
 		 "\"stored_size\":%zu}]", n_ig + n_vu);
-	{
-		char objs[256];
-		snprintf(objs, sizeof objs, "%s,%s", oi, ov);
-		v2_bundle("v2-index-plain.mcache", v2_index(both, objs, tail), NULL, one, 1, NULL,
-			  "load", 0, "");
-	}
+	v2_bundle("v2-index-plain.mcache", v2_index(both, objs, tail), NULL, one, 1, NULL,
+		  "load", 0, "");
 	/* The same content twice (equal files the writer learnt of only by reading them). */
-	{
-		char twice[256], b2[8192];
-		snprintf(twice, sizeof twice, "%s,%s", ov, ov);
-		snprintf(b2, sizeof b2, "%.*s%.*s", (int)n_vu, (const char *)c_vu, (int)n_vu,
-			 (const char *)c_vu);
-		snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
-			 "\"stored_size\":%zu}]", 2 * n_vu);
-		one[0] = b2;
-		v2_bundle("v2-object-twice.mcache", v2_index(av, twice, tail), NULL, one, 1, NULL,
-			  "load", 0, "");
-		one[0] = blk;
-	}
-	snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
-		 "\"stored_size\":%zu}]", n_ig + n_vu);
-	{
-		char objs[256];
-		snprintf(objs, sizeof objs, "%s,%s", oi, ov);
-		v2_bundle("v2-object-unused.mcache", v2_index(av, objs, tail), NULL, one, 1, NULL,
-			  "load", 1, "is listed but no artifact uses it");
-		v2_bundle("v2-index-name.mcache", v2_index(both, objs, tail), "index.json.zst", one,
-			  1, NULL, "load", 1, "where index.json was expected");
-		v2_bundle("v2-block-missing.mcache", v2_index(both, objs, tail), NULL, one, 0, NULL,
-			  "load", 1, "where blocks/0 was expected");
-		v2_bundle("v2-member-after.mcache", v2_index(both, objs, tail), NULL, one, 1,
-			  "blocks/1", "load", 1, "is not listed in the manifest");
-		snprintf(objs, sizeof objs, "%s,%s", ox, ov);
-		{
-			char ax[512], arts[1024];
-			snprintf(ax, sizeof ax, V2_ART, key_ig, n_ig, hx);
-			snprintf(arts, sizeof arts, "%s,%s", ax, av);
-			v2_bundle("v2-object-hash-false.mcache", v2_index(arts, objs, tail), NULL,
-				  one, 1, NULL, "load", 1, "content does not match its hash");
-		}
-		snprintf(objs, sizeof objs, "%s,%s", oi, ov);
-		snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":1,"
-			 "\"stored_size\":%zu}]", n_ig);
-		v2_bundle("v2-block-count.mcache", v2_index(both, objs, tail), NULL, one, 1, NULL,
-			  "load", 1, "the blocks hold 1 objects, the object table lists 2");
-		snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
-			 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]", n_ig + n_vu, hv);
-		v2_bundle("v2-block-none-hash.mcache", v2_index(both, objs, tail), NULL, one, 1,
-			  NULL, "load", 1, "is stored as is but has a stored_hash");
-		snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
-			 "\"stored_size\":%zu}]", n_ig + n_vu);
-		{
-			char as[1024];
-			snprintf(as, sizeof as, "%s,{\"type\":\"autotune\",\"key\":\"%s\","
-				 "\"size\":%zu,\"hash\":\"%s\",\"sha256\":\"%s\"}", ai, key_vu,
-				 n_vu, hv, hv);
-			v2_bundle("v2-artifact-sha256.mcache", v2_index(as, objs, tail), NULL,
-				  one, 1, NULL, "load", 1, "unknown field 'sha256'");
-		}
-	}
+	snprintf(objs2, sizeof objs2, "%s,%s", ov, ov);
+	snprintf(twice_blk, sizeof twice_blk, "%.*s%.*s", (int)n_vu, (const char *)c_vu,
+		 (int)n_vu, (const char *)c_vu);
+	snprintf(t2, sizeof t2, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
+		 "\"stored_size\":%zu}]", 2 * n_vu);
+	v2_bundle("v2-object-twice.mcache", v2_index(av, objs2, t2), NULL, one_twice, 1, NULL,
+		  "load", 0, "");
+	v2_bundle("v2-object-unused.mcache", v2_index(av, objs, tail), NULL, one, 1, NULL,
+		  "load", 1, "is listed but no artifact uses it");
+	v2_bundle("v2-index-name.mcache", v2_index(both, objs, tail), "index.json.zst", one, 1,
+		  NULL, "load", 1, "where index.json was expected");
+	v2_bundle("v2-block-missing.mcache", v2_index(both, objs, tail), NULL, one, 0, NULL,
+		  "load", 1, "where blocks/0 was expected");
+	v2_bundle("v2-member-after.mcache", v2_index(both, objs, tail), NULL, one, 1, "blocks/1",
+		  "load", 1, "is not listed in the manifest");
+	snprintf(objs2, sizeof objs2, "%s,%s", ox, ov);
+	snprintf(arts, sizeof arts, "%s,%s", ax, av);
+	v2_bundle("v2-object-hash-false.mcache", v2_index(arts, objs2, tail), NULL, one, 1, NULL,
+		  "load", 1, "content does not match its hash");
+	snprintf(t2, sizeof t2, "\"blocks\":[{\"encoding\":\"none\",\"objects\":1,"
+		 "\"stored_size\":%zu}]", n_ig);
+	v2_bundle("v2-block-count.mcache", v2_index(both, objs, t2), NULL, one, 1, NULL, "load",
+		  1, "the blocks hold 1 objects, the object table lists 2");
+	snprintf(t2, sizeof t2, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
+		 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]", n_ig + n_vu, hv);
+	v2_bundle("v2-block-none-hash.mcache", v2_index(both, objs, t2), NULL, one, 1, NULL,
+		  "load", 1, "is stored as is but has a stored_hash");
+	snprintf(arts, sizeof arts, "%s,{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,"
+		 "\"hash\":\"%s\",\"sha256\":\"%s\"}", ai, key_vu, n_vu, hv, hv);
+	v2_bundle("v2-artifact-sha256.mcache", v2_index(arts, objs, tail), NULL, one, 1, NULL,
+		  "load", 1, "unknown field 'sha256'");
 }
 
 /* Bytes of a version 2 bundle the library made, changed at offset at into name. */

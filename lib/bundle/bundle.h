@@ -164,7 +164,9 @@ MC_HIDDEN mc_ctx *mc__writer_ctx(mc_writer *w);
  * within the default expansion cap. One thread uses a spool at a time. */
 struct mc_wspool;
 struct mc_wobj;
-MC_HIDDEN int mc__wspool_new(mc_ctx *ctx, int level, int halg, const char *beside,
+/* version: the bundle format the spool is for, which decides the hash of the stored
+ * bytes and the compressor's window. */
+MC_HIDDEN int mc__wspool_new(mc_ctx *ctx, int level, int version, const char *beside,
 			     struct mc_wspool **out);
 MC_HIDDEN void mc__wspool_free(struct mc_wspool *sp);
 /* Frees the spool's compressor once nothing more is put in it (its file stays). */

@@ -57,7 +57,7 @@ spool_start(struct pass *p, struct spool *sp, mc_ctx *wctx)
 	sp->rd.halg = p->w->halg;
 	if (p->w->level == 0)
 		return MC_OK;
-	return mc__wspool_new(wctx, p->w->level, p->w->halg, p->out_fd >= 0 ? NULL : p->path,
+	return mc__wspool_new(wctx, p->w->level, p->w->version, p->out_fd >= 0 ? NULL : p->path,
 			      &sp->ws);
 }
 
@@ -530,7 +530,7 @@ make_index(struct job *j)
 	int rc, spool = w->level > 0;
 
 	memset(&j->io, 0, sizeof j->io);
-	if (spool && ((rc = mc__wspool_new(w->ctx, w->level, w->halg, j->out_fd >= 0 ? NULL
+	if (spool && ((rc = mc__wspool_new(w->ctx, w->level, w->version, j->out_fd >= 0 ? NULL
 					   : j->path, &j->isp)) != MC_OK ||
 		      (rc = mc__wspool_begin(j->isp, w->ctx, &j->io)) != MC_OK))
 		return rc;

@@ -655,6 +655,24 @@ one_block(struct sworker *w, size_t k, uint64_t off)
 	return rc;
 }
 
+/* Object i (format version 1), done told of it. */
+static int
+object_told(struct sworker *w, size_t i)
+{
+	struct sstate *s = w->s;
+	int rc;
+
+	memset(&w->told, 0, sizeof w->told);
+	w->told.obj = i;
+	rc = one_object(w, i, s->offs[i]);
+	if (s->ondone != NULL && wanted(s, i)) {
+		w->told.rc = rc;
+		w->told.size = rc == MC_OK ? (size_t)w->obj.size : 0;
+		rc = s->ondone(s->ud, w->id, w->ctx, &w->told);
+	}
+	return rc;
+}
+
 static int
 work(void *ud, unsigned id, mc_ctx *wctx, size_t k)
 {
@@ -669,26 +687,11 @@ work(void *ud, unsigned id, mc_ctx *wctx, size_t k)
 		w->dec = NULL;
 		w->ctx = wctx;
 	}
-	if (s->b->m.version == 2) {
-		if ((rc = one_block(w, i, s->offs[i])) != MC_OK)
-			return rc;
-		n = s->b->m.blocks[i].stored_size;
-		done = atomic_fetch_add(&s->done, n) + n;
-		if (id == 0)
-			mc__progress(s->b->ctx, "verify", done, s->total);
-		return MC_OK;
-	}
-	memset(&w->told, 0, sizeof w->told);
-	w->told.obj = i;
-	rc = one_object(w, i, s->offs[i]);
-	if (s->ondone != NULL && wanted(s, i)) {
-		w->told.rc = rc;
-		w->told.size = rc == MC_OK ? (size_t)w->obj.size : 0;
-		rc = s->ondone(s->ud, id, wctx, &w->told);
-	}
+	/* a block tells done of its objects itself */
+	rc = s->b->m.version == 2 ? one_block(w, i, s->offs[i]) : object_told(w, i);
 	if (rc != MC_OK)
 		return rc;
-	n = w->obj.stored_size;
+	n = s->b->m.version == 2 ? s->b->m.blocks[i].stored_size : w->obj.stored_size;
 	done = atomic_fetch_add(&s->done, n) + n;
 	if (id == 0)
 		mc__progress(s->b->ctx, "verify", done, s->total);

@@ -163,13 +163,9 @@ block_object(struct mc_wblocks *bl, struct mc_wbworker *wk, uint32_t j, int last
 	struct mc_wobj o;
 	int rc;
 
-	if ((rc = mc__wobj_get(w, ctx, idx, &o)) != MC_OK)
-		return rc;
-	if (o.path_off == MC_WOBJ_IN_DATA || (o.flags & MC_WOBJ_SPOOLED))
-		snprintf(name, sizeof name, "content given in memory");
-	else if ((rc = mc__wobj_path(w, ctx, &o, name)) != MC_OK)
-		return rc;
-	if ((rc = mc__wsource_open(ctx, &src, w, &o, name)) != MC_OK)
+	if ((rc = mc__wobj_get(w, ctx, idx, &o)) != MC_OK ||
+	    (rc = mc__wobj_path(w, ctx, &o, name)) != MC_OK ||
+	    (rc = mc__wsource_open(ctx, &src, w, &o, name)) != MC_OK)
 		return rc;
 	rc = mc__wsource_digest(&wk->rd, &src, o.offset, o.size, hash, NULL,
 				wk->sp != NULL ? block_piece : NULL, &f);
@@ -204,7 +200,7 @@ block_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 		wk->rd.halg = w->halg;
 		wk->rd.max_piece = MC_IO_CHUNK; /* a block is compressed as a stream anyway */
 		if (w->level > 0 && wk->sp == NULL &&
-		    (rc = mc__wspool_new(wctx, w->level, w->halg, bl->beside, &wk->sp)) != MC_OK)
+		    (rc = mc__wspool_new(wctx, w->level, w->version, bl->beside, &wk->sp)) != MC_OK)
 			return rc;
 	}
 	memset(&bo, 0, sizeof bo);

@@ -437,22 +437,6 @@ mc__wsort_conflicts(struct mc_wsave *sv)
 
 /* ---- the object table ---- */
 
-/* An object to sort by hash: the first 8 bytes, big-endian, decide nearly always. */
-struct hashpref {
-	uint64_t pref;
-	uint32_t idx;
-};
-
-static int
-hashpref_cmp(const void *x, const void *y)
-{
-	const struct hashpref *a = x, *b = y;
-
-	if (a->pref != b->pref)
-		return a->pref < b->pref ? -1 : 1;
-	return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
 struct fullhash {
 	unsigned char hash[MC_HASH_BYTES];
 	uint32_t idx;
@@ -482,7 +466,7 @@ struct otable {
 /* The used objects' hash prefixes, in the order recorded, into hp; *total gets the
  * sum of their sizes. */
 static int
-used_objects(struct mc_wsave *sv, struct hashpref *hp, uint64_t *total)
+used_objects(struct mc_wsave *sv, struct mc_hashpref *hp, uint64_t *total)
 {
 	mc_writer *w = sv->w;
 	struct mc_sreader rd;
@@ -507,7 +491,7 @@ used_objects(struct mc_wsave *sv, struct hashpref *hp, uint64_t *total)
 /* hp[0..n) share their prefix: ordered by the whole hash; equal hashes are one object,
  * the first recorded, and the others' sizes come off *total. */
 static int
-order_ties(struct mc_wsave *sv, const struct hashpref *hp, size_t n, struct otable *ot,
+order_ties(struct mc_wsave *sv, const struct mc_hashpref *hp, size_t n, struct otable *ot,
 	   uint64_t *total)
 {
 	mc_writer *w = sv->w;
@@ -554,7 +538,7 @@ int
 mc__wsort_objects(struct mc_wsave *sv, uint32_t **order_out, uint32_t *n_out, uint64_t *total)
 {
 	mc_writer *w = sv->w;
-	struct hashpref *hp = NULL;
+	struct mc_hashpref *hp = NULL;
 	struct otable ot;
 	size_t nused = 0, i, e;
 	int rc = MC_OK;
@@ -571,7 +555,7 @@ mc__wsort_objects(struct mc_wsave *sv, uint32_t **order_out, uint32_t *n_out, ui
 	if ((rc = used_objects(sv, hp, total)) != MC_OK)
 		goto out;
 	if (nused > 1)
-		qsort(hp, nused, sizeof *hp, hashpref_cmp);
+		qsort(hp, nused, sizeof *hp, mc__hashpref_cmp);
 	for (i = 0; rc == MC_OK && i < nused; i = e) {
 		for (e = i + 1; e < nused && hp[e].pref == hp[i].pref; e++)
 			;

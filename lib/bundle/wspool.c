@@ -17,12 +17,12 @@ struct mc_wspool {
 	uint64_t len;
 	mc_zenc *z;
 	mc_ctx *ctx;     /* the errors of the object being put */
-	int halg;
+	int halg, wlog;     /* the format version's hash and zstd window */
 	struct mc_chash gs; /* of the stored bytes of the object being put */
 };
 
 int
-mc__wspool_new(mc_ctx *ctx, int level, int halg, const char *beside, struct mc_wspool **out)
+mc__wspool_new(mc_ctx *ctx, int level, int version, const char *beside, struct mc_wspool **out)
 {
 	struct mc_wspool *sp;
 	char *tmp = NULL;
@@ -31,7 +31,10 @@ mc__wspool_new(mc_ctx *ctx, int level, int halg, const char *beside, struct mc_w
 	if ((sp = calloc(1, sizeof *sp)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	sp->level = level;
-	sp->halg = halg;
+	/* Format version 2 compresses whole blocks with a smaller window than version 1's
+	 * objects, so that a reader holds less. */
+	sp->halg = version == 1 ? MC_HALG_BLAKE2B : MC_HALG_SHA256;
+	sp->wlog = version == 1 ? MC_ZSTD_WINDOW_LOG : MC_BLOCK_WINDOW_LOG;
 	if (beside == NULL) { /* no folder to make it in: $TMPDIR's */
 		sp->fd = mc__open_temp_anon(ctx);
 	} else if ((sp->fd = mc__open_temp_beside(ctx, beside, &tmp, 0600)) >= 0) {
@@ -93,11 +96,8 @@ mc__wspool_begin(struct mc_wspool *sp, mc_ctx *ctx, struct mc_wobj *o)
 	if (mc__chash_init(&sp->gs, sp->halg) != MC_OK)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	/* The compressor is made by the thread that uses it, and tells that one's context. */
-	/* Format version 2 (its hash SHA-256) compresses whole blocks with a smaller window
-	 * than version 1's objects, so that a reader holds less. */
 	if (sp->level > 0 && sp->z == NULL &&
-	    (rc = mc__zenc_new_window(ctx, sp->level, sp->halg == MC_HALG_SHA256
-				      ? MC_BLOCK_WINDOW_LOG : MC_ZSTD_WINDOW_LOG, &sp->z)) != MC_OK)
+	    (rc = mc__zenc_new_window(ctx, sp->level, sp->wlog, &sp->z)) != MC_OK)
 		return rc;
 	return MC_OK;
 }

@@ -121,6 +121,14 @@ mc__be64(const unsigned char *p)
 	return v;
 }
 MC_HIDDEN void mc__put_be64(unsigned char *p, uint64_t v);
+/* An object to sort by hash: its hash's first 8 bytes, big-endian (mc__be64), which decide
+ * nearly always, and its place, which decides ties; mc__hashpref_cmp() orders them so
+ * for qsort. */
+struct mc_hashpref {
+	uint64_t pref;
+	uint32_t idx;
+};
+MC_HIDDEN int mc__hashpref_cmp(const void *x, const void *y);
 MC_HIDDEN uint64_t mc__le64(const unsigned char *p);
 MC_HIDDEN void mc__put_le64(unsigned char *p, uint64_t v);
 MC_HIDDEN char *mc__strdup(const char *s);

@@ -261,6 +261,16 @@ mc__arena_free(struct mc_arena *a)
 	}
 }
 
+int
+mc__hashpref_cmp(const void *x, const void *y)
+{
+	const struct mc_hashpref *a = x, *b = y;
+
+	if (a->pref != b->pref)
+		return a->pref < b->pref ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
 void
 mc__put_be64(unsigned char *p, uint64_t v)
 {

@@ -401,7 +401,7 @@ pull_setup(struct pull *p)
 			return mc__err(p->ctx, MC_ERR_NOMEM, "out of memory");
 		/* format 2 compresses at save: its spools keep contents as they are */
 		if ((rc = mc__wspool_new(p->ctx, p->w->version == 1 ? p->w->level : 0,
-					  p->w->halg, NULL, &p->sp[k])) == MC_OK)
+					  p->w->version, NULL, &p->sp[k])) == MC_OK)
 			rc = mc__writer_spool(p->w, p->sp[k], &p->spool[k]);
 	}
 	/* The spools first: connections that run out of descriptors leave fewer workers. */

@@ -516,6 +516,19 @@ parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
 	return MC_OK;
 }
 
+/* An artifact's SHA-256 kept: into the arena, or for a spilled table h itself, which
+ * art_keep copies. In format version 2 it is the content hash, given to every artifact. */
+static int
+art_hash_sha(mc_ctx *ctx, struct mc_manifest *m, const unsigned char h[32],
+	     const unsigned char **out)
+{
+	if (m->spilled)
+		*out = h;
+	else if ((*out = mc__arena_dup(&m->strings, h, 32)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	return MC_OK;
+}
+
 /* An artifact's optional sha256 field, from the tree c or else the text (sha, NULL when
  * absent; read here, not by the caller, so that a tree's entry is checked in the same
  * order as before): into the arena, or for a spilled table into sh, which art_keep
@@ -534,25 +547,9 @@ art_sha256(mc_ctx *ctx, const cJSON *c, const char *sha, const char *what,
 		return MC_OK;
 	if ((rc = hash_field(ctx, sha, what, sh)) != MC_OK)
 		return rc;
-	if (m->spilled)
-		*out = sh;
-	else if ((*out = mc__arena_dup(&m->strings, sh, 32)) == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	return MC_OK;
+	return art_hash_sha(ctx, m, sh, out);
 }
 
-/* Format version 2: the content hash is the SHA-256 a handler may need, given as the
- * artifact's sha256 (for a spilled table h itself, which art_keep copies). */
-static int
-art_hash_sha(mc_ctx *ctx, struct mc_manifest *m, const unsigned char h[32],
-	     const unsigned char **out)
-{
-	if (m->spilled)
-		*out = h;
-	else if ((*out = mc__arena_dup(&m->strings, h, 32)) == NULL)
-		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-	return MC_OK;
-}
 
 /* An artifact's optional executable member: true when present, never false (a writer
  * leaves it out instead), so that one manifest has one form. */
@@ -944,25 +941,10 @@ walk_alloc(mc_ctx *ctx, const struct mc_jdoc *d, struct art_walk *w, struct obj_
 
 /* The object table of format version 2, in the blocks' order: sorted by hash prefix
  * (ties by position) into oprefix and oorder, for find_object. */
-struct pk {
-	uint64_t p;
-	uint32_t i;
-};
-
-static int
-pk_cmp(const void *x, const void *y)
-{
-	const struct pk *a = x, *b = y;
-
-	if (a->p != b->p)
-		return a->p < b->p ? -1 : 1;
-	return a->i < b->i ? -1 : a->i > b->i;
-}
-
 static int
 order_objects(mc_ctx *ctx, struct mc_manifest *m)
 {
-	struct pk *v;
+	struct mc_hashpref *v;
 	size_t k, n = m->nobjects;
 
 	if ((v = malloc((n + 1) * sizeof *v)) == NULL ||
@@ -972,13 +954,13 @@ order_objects(mc_ctx *ctx, struct mc_manifest *m)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
 	for (k = 0; k < n; k++) {
-		v[k].p = m->oprefix[k];
-		v[k].i = (uint32_t)k;
+		v[k].pref = m->oprefix[k];
+		v[k].idx = (uint32_t)k;
 	}
-	qsort(v, n, sizeof *v, pk_cmp);
+	qsort(v, n, sizeof *v, mc__hashpref_cmp);
 	for (k = 0; k < n; k++) {
-		m->oprefix[k] = v[k].p;
-		m->oorder[k] = v[k].i;
+		m->oprefix[k] = v[k].pref;
+		m->oorder[k] = v[k].idx;
 	}
 	free(v);
 	return MC_OK;
@@ -1243,8 +1225,9 @@ out:
 	return rc;
 }
 
-int
-mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_manifest *m)
+/* A text held in memory: a manifest, or with index set a version 2 index. */
+static int
+parse_mem(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_manifest *m, int index)
 {
 	struct mc_jdoc d;
 	struct mc_mcheck c;
@@ -1256,23 +1239,19 @@ mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_
 	d.fd = -1;
 	mc__mcheck_init(&c);
 	mc__mcheck_feed(&c, buf, len);
-	return parse_doc(ctx, &d, &c, m, 0);
+	return parse_doc(ctx, &d, &c, m, index);
+}
+
+int
+mc__manifest_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_manifest *m)
+{
+	return parse_mem(ctx, buf, len, m, 0);
 }
 
 int
 mc__index_parse(mc_ctx *ctx, const unsigned char *buf, size_t len, struct mc_manifest *m)
 {
-	struct mc_jdoc d;
-	struct mc_mcheck c;
-
-	memset(&d, 0, sizeof d);
-	d.s = buf;
-	d.wn = len;
-	d.n = len;
-	d.fd = -1;
-	mc__mcheck_init(&c);
-	mc__mcheck_feed(&c, buf, len);
-	return parse_doc(ctx, &d, &c, m, 1);
+	return parse_mem(ctx, buf, len, m, 1);
 }
 
 static int

@@ -698,7 +698,7 @@ spooled_bundle(const char *path, int spool_level, int save_level, int spooled)
 	if (spooled) {
 		/* Format version 2 compresses blocks at save: a spool keeps contents as
 		 * they are, whatever the level then. */
-		ck_assert_int_eq(mc__wspool_new(ctx, 0, MC_HALG_SHA256, NULL, &sp), MC_OK);
+		ck_assert_int_eq(mc__wspool_new(ctx, 0, 2, NULL, &sp), MC_OK);
 		ck_assert_int_eq(mc__writer_spool(w, sp, &idx), MC_OK);
 	}
 	for (i = 0; i < 3; i++) {
