@@ -274,7 +274,11 @@ typedef void (*mc_scan_fn)(void *ud, int what, const char *relpath, const char *
  * code of the <2 chars>/ folders), gemm_timing (cache/) and triton (triton/<device>/).
  * Locks and temp files are skipped; other files are skipped too, or recorded as type
  * "extra" (their relative path as key) after mc_writer_set_keep_unknown(w, 1).
- * fn (may be NULL) is told about each file. */
+ * fn (may be NULL) is told about each file. An fxgraph/ or aotautograd/ file must be
+ * named after its content's hash (torch names them so); in bundle format 2 its content
+ * is read only once, at mc_writer_save(), which checks the name then: a file that fails
+ * it is taken back (or kept as "extra"), and fn, which must stay valid until the save,
+ * is told a second time (of the last cache dir scanned). */
 MC_API MC_MUST_CHECK int mc_writer_add_cache_dir(mc_writer *w, const char *dir, mc_scan_fn fn,
 						 void *ud);
 /* Scans a Triton cache with no device level ($TRITON_CACHE_DIR): <kernel hash>/<files>,

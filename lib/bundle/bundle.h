@@ -145,12 +145,16 @@ MC_HIDDEN void mc__parts_remove(struct mc_parts *p);
 
 /* ---- writer internals shared with the sources in interop/ and merge.c ---- */
 
-/* Records an artifact whose content is size bytes at offset of the file path;
- * executable: it is installed executable (the file it comes from had the owner's
- * execute bit, SPEC.md section 3.2). *object_out (may be NULL) gets its object's index. */
+/* Records an artifact whose content is size bytes at offset of the file path. how:
+ * MC_WADD_EXEC, it is installed executable (the file it comes from had the owner's
+ * execute bit, SPEC.md section 3.2); MC_WADD_NAMED, the file's name must be torch's
+ * base32 of its content's SHA-256 (a graph file of a scanned cache dir), checked as
+ * soon as the content is read. *object_out (may be NULL) gets its object's index. */
+#define MC_WADD_EXEC 1u
+#define MC_WADD_NAMED 2u
 MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *key,
 				   const char *path, uint64_t offset, uint64_t size,
-				   int executable, size_t *object_out);
+				   unsigned how, size_t *object_out);
 /* Records an artifact whose content is len bytes at data (copied), as
  * mc_writer_add_memory() does but counting no source, and executable as above;
  * *object_out (may be NULL) gets the index of its object. */
@@ -195,7 +199,10 @@ MC_HIDDEN int mc__writer_add_spooled(mc_writer *w, const char *type, const char 
 /* Runs cleanup(arg) when the writer is freed. */
 MC_HIDDEN int mc__writer_adopt(mc_writer *w, void (*cleanup)(void *), void *arg);
 MC_HIDDEN int mc__writer_keep_unknown(const mc_writer *w);
-/* The SHA-256 recorded for the last artifact, or NULL; and taking it back. */
+/* The scan's mc_scan_fn, told at save of a graph file found misnamed (MC_WADD_NAMED). */
+MC_HIDDEN void mc__writer_set_scan(mc_writer *w, mc_scan_fn fn, void *ud);
+/* The SHA-256 recorded for the last artifact, or NULL when it is not known yet; and
+ * taking the artifact back. */
 MC_HIDDEN const unsigned char *mc__writer_last_sha256(const mc_writer *w);
 MC_HIDDEN void mc__writer_drop_last(mc_writer *w);
 /* A torch blob's groups, by type (replacing any before), an entry of group g, and
@@ -213,6 +220,8 @@ MC_HIDDEN void mc__writer_note_source(mc_writer *w, size_t n);
 #define MC_WOBJ_PENDING 1    /* content not read yet: hashed (and deduplicated) at save */
 #define MC_WOBJ_CHECK_SHA 2  /* the save checks that the content still has sha256 */
 #define MC_WOBJ_SPOOLED 4    /* stored already, in the writer's spool number spool */
+#define MC_WOBJ_NAMED 8      /* the source's name must be torch's base32 of the SHA-256 */
+#define MC_WOBJ_MISNAMED 16  /* ... and the save found it is not */
 #define MC_WOBJ_IN_DATA UINT64_MAX /* path_off: the content is in the data store at offset */
 
 struct mc_wobj {
@@ -278,6 +287,8 @@ struct mc_writer {
 	size_t ngroups;
 	uint64_t total;
 	int keep_unknown;
+	mc_scan_fn scan_fn;     /* of the last cache dir scanned: hears of misnamed files */
+	void *scan_ud;
 	mc_conflict_fn conflict;
 	void *conflict_ud;
 	struct mc_wspool **spools; /* given by mc__writer_spool() */
@@ -301,6 +312,10 @@ MC_HIDDEN int mc__wobj_hashed(mc_writer *w, uint32_t i, const unsigned char hash
  * recorded) is set; the others keep their order. Their objects stay recorded: the save
  * stores only those of the artifacts it keeps. On failure nothing changed. */
 MC_HIDDEN int mc__writer_drop(mc_writer *w, const unsigned char *gone);
+/* After a save found graph files whose names are not their contents' hashes (objects
+ * marked MC_WOBJ_MISNAMED): each is told to the scan's fn and taken back, or with
+ * keep_unknown recorded again as type "extra" at its path in the cache dir. */
+MC_HIDDEN int mc__writer_misnamed(mc_writer *w);
 
 /* An object's content is read through buf (grown as needed); ctx takes the error
  * message (a worker's at save). */
@@ -377,13 +392,15 @@ struct mc_wblocks {
 	unsigned nworkers;
 	_Atomic uint64_t done;
 	uint64_t total;
+	_Atomic uint32_t misnamed; /* objects found MC_WOBJ_MISNAMED */
 };
 
 /* The objects the save stores (marked MC_WMARK_USED in sv->oi) ordered by (extension
  * of the source's file name, order recorded) and cut into blocks. */
 MC_HIDDEN int mc__wblocks_plan(struct mc_wblocks *bl, struct mc_wsave *sv, const char *beside);
 /* Reads each block's objects once on the worker threads: hashed (a pending one's hash
- * set, any other's checked) and compressed together. */
+ * set, any other's checked; one MC_WOBJ_NAMED whose name is not its hash is marked
+ * MC_WOBJ_MISNAMED and counted in bl->misnamed) and compressed together. */
 MC_HIDDEN int mc__wblocks_pass(struct mc_wblocks *bl);
 /* The spool file that holds block b's frame. */
 MC_HIDDEN int mc__wblocks_fd(const struct mc_wblocks *bl, const struct mc_wblock *b);

@@ -61,8 +61,8 @@ mc_writer_add_bundle(mc_writer *w, mc_bundle *b, const char *spool_dir)
 			return ctx == b->ctx ? rc : mc__err(ctx, rc, "%s", b->ctx->err);
 		}
 		mc__parts_path(p, a->object, path, sizeof path);
-		if ((rc = mc__writer_add_range(w, a->type, a->key, path, 0, a->size, a->executable,
-					       NULL)) != MC_OK) {
+		if ((rc = mc__writer_add_range(w, a->type, a->key, path, 0, a->size,
+					       a->executable ? MC_WADD_EXEC : 0, NULL)) != MC_OK) {
 			mc__acur_free(&cur);
 			return rc;
 		}

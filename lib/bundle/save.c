@@ -418,6 +418,7 @@ struct job {
 	struct mc_wblocks bl;
 	struct mc_wspool *isp;
 	struct mc_wobj io;
+	int again;             /* the blocks' pass found misnamed graph files */
 };
 
 static int
@@ -628,6 +629,36 @@ mark_layout(struct job *j)
 	return MC_OK;
 }
 
+/* Graph files the blocks' pass found misnamed are taken back, or kept as "extra"
+ * (mc__writer_misnamed), and the artifacts sorted again. Where the objects stored stay
+ * the same (kept as "extra"), the blocks are good as they are; otherwise (one taken
+ * back) j->again tells the save to start over. */
+static int
+misnamed(struct job *j)
+{
+	mc_writer *w = j->w;
+	uint32_t *was = j->sv.oi, i;
+	int rc;
+
+	if (atomic_load(&j->bl.misnamed) == 0)
+		return MC_OK;
+	if ((rc = mc__writer_misnamed(w)) != MC_OK)
+		return rc;
+	mc__store_free(&j->sv.uniq);
+	mc__store_free(&j->sv.dups);
+	j->sv.nuniq = 0;
+	j->sv.pass_total = 0;
+	if ((j->sv.oi = calloc((size_t)w->nobjs + 1, sizeof *j->sv.oi)) == NULL) {
+		j->sv.oi = was;
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	if ((rc = mc__wsort_artifacts(&j->sv)) == MC_OK && (rc = mark_layout(j)) == MC_OK)
+		for (i = 0; i < w->nobjs; i++)
+			j->again |= (j->sv.oi[i] == MC_WMARK_USED) != (was[i] == MC_WMARK_USED);
+	free(was);
+	return rc;
+}
+
 /* The first pass: every used object read once, hashed and compressed; then the
  * conflicts, which need every listed object's hash. */
 static int
@@ -636,15 +667,17 @@ first_pass(struct job *j)
 	mc_writer *w = j->w;
 	int rc;
 
+	if (w->version == 2 &&
+	    ((rc = mc__wblocks_plan(&j->bl, &j->sv, j->out_fd >= 0 ? NULL : j->path)) != MC_OK ||
+	     (rc = mc__wblocks_pass(&j->bl)) != MC_OK || (rc = misnamed(j)) != MC_OK))
+		return rc;
+	if (j->again)
+		return MC_OK;
 	j->pass.w = w;
 	j->pass.path = j->path;
 	j->pass.out_fd = j->out_fd;
 	j->pass.oi = j->sv.oi;
 	j->pass.total = j->sv.pass_total;
-	if (w->version == 2 &&
-	    ((rc = mc__wblocks_plan(&j->bl, &j->sv, j->out_fd >= 0 ? NULL : j->path)) != MC_OK ||
-	     (rc = mc__wblocks_pass(&j->bl)) != MC_OK))
-		return rc;
 	if ((rc = mc__parallel(w->ctx, ((size_t)w->nobjs + PASS_BATCH - 1) / PASS_BATCH,
 			       j->nworkers, pass_item, &j->pass)) != MC_OK ||
 	    (rc = mc__wsort_conflicts(&j->sv)) != MC_OK)
@@ -855,8 +888,10 @@ out:
 	return rc;
 }
 
+/* Writes the bundle; *again is set instead when the first pass found graph files whose
+ * names are not their contents' hashes. */
 static int
-save(mc_writer *w, const char *path, int out_fd)
+save_once(mc_writer *w, const char *path, int out_fd, int *again)
 {
 	struct job j;
 	int rc;
@@ -868,7 +903,7 @@ save(mc_writer *w, const char *path, int out_fd)
 	if ((rc = job_start(&j, w, path, out_fd)) == MC_OK &&
 	    (rc = mc__wsort_artifacts(&j.sv)) == MC_OK &&
 	    (rc = mark_layout(&j)) == MC_OK &&
-	    (rc = first_pass(&j)) == MC_OK &&
+	    (rc = first_pass(&j)) == MC_OK && !(*again = j.again) &&
 	    (rc = w->version == 2 ? block_objects(&j)
 				  : mc__wsort_objects(&j.sv, &j.order, &j.nobjects, &j.total)) ==
 		    MC_OK &&
@@ -879,6 +914,22 @@ save(mc_writer *w, const char *path, int out_fd)
 		rc = emit_bundle(&j);
 	job_end(&j);
 	return rc;
+}
+
+/* Misnamed graph files are found as the blocks' pass reads them (a content is read
+ * once). One taken back leaves its block with a content no artifact uses: the save is
+ * made again without it, and then finds none. */
+static int
+save(mc_writer *w, const char *path, int out_fd)
+{
+	int rc, again = 0;
+
+	if ((rc = save_once(w, path, out_fd, &again)) != MC_OK || !again)
+		return rc;
+	if ((rc = save_once(w, path, out_fd, &again)) != MC_OK)
+		return rc;
+	return again ? mc__err(w->ctx, MC_ERR_IO, "%s: graph files changed while packing", path)
+		     : MC_OK;
 }
 
 int

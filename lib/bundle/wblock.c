@@ -149,6 +149,18 @@ block_piece(void *ud, const unsigned char *buf, size_t n, int last)
 	return mc__wspool_piece(f->sp, buf, n, last && f->last_object);
 }
 
+/* Whether the last component of path is torch's base32 of SHA-256 hash, as the name
+ * of a graph file is. */
+static int
+named_by(const char *path, const unsigned char hash[MC_HASH_BYTES])
+{
+	const char *base = strrchr(path, '/');
+	char h[52];
+
+	mc__torch_b32_51(hash, h);
+	return strcmp(base != NULL ? base + 1 : path, h) == 0;
+}
+
 /* Object j of block b: read, hashed, and compressed into the frame when sp is set. */
 static int
 block_object(struct mc_wblocks *bl, struct mc_wbworker *wk, uint32_t j, int last)
@@ -172,14 +184,17 @@ block_object(struct mc_wblocks *bl, struct mc_wbworker *wk, uint32_t j, int last
 	mc__wsource_close(&src);
 	if (rc != MC_OK)
 		return rc;
-	if (o.flags & MC_WOBJ_PENDING) {
-		memcpy(o.hash, hash, sizeof hash);
-		o.flags &= (uint8_t)~MC_WOBJ_PENDING;
-		return mc__store_io(ctx, &w->objs, (uint64_t)idx * sizeof o, &o, sizeof o, 1);
-	}
-	if (memcmp(hash, o.hash, sizeof hash) != 0)
+	if (!(o.flags & MC_WOBJ_PENDING) && memcmp(hash, o.hash, sizeof hash) != 0)
 		return mc__err(ctx, MC_ERR_IO, "%s: content changed while packing", name);
-	return MC_OK;
+	if (!(o.flags & (MC_WOBJ_PENDING | MC_WOBJ_NAMED)))
+		return MC_OK;
+	memcpy(o.hash, hash, sizeof hash);
+	o.flags &= (uint8_t)~MC_WOBJ_PENDING;
+	if ((o.flags & MC_WOBJ_NAMED) && !named_by(name, hash)) {
+		o.flags |= MC_WOBJ_MISNAMED;
+		atomic_fetch_add(&bl->misnamed, 1);
+	}
+	return mc__store_io(ctx, &w->objs, (uint64_t)idx * sizeof o, &o, sizeof o, 1);
 }
 
 /* Block k, on a worker. */

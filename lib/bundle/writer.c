@@ -401,13 +401,12 @@ mc_writer_add_memory(mc_writer *w, const char *type, const char *key, const void
 
 int
 mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char *path,
-		     uint64_t offset, uint64_t size, int executable, size_t *object_out)
+		     uint64_t offset, uint64_t size, unsigned how, size_t *object_out)
 {
 	unsigned char sha[32];
 	const struct mc_type *t;
 	struct mc_wsource src;
 	struct mc_wobj o;
-	size_t dummy;
 	uint32_t idx;
 	int rc, found = 0, want_sha;
 
@@ -417,14 +416,12 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 		return mc__err(w->ctx, MC_ERR_LIMIT, "%s: %llu bytes is over the per-artifact cap of "
 			       "%llu", path, (unsigned long long)size,
 			       (unsigned long long)w->ctx->max_artifact_bytes);
-	want_sha = (t->flags & MC_TYPE_WANTS_SHA256) != 0;
-	/* In version 2 that SHA-256 is the content hash, known now. */
-	if (want_sha && w->halg == MC_HALG_SHA256 && object_out == NULL)
-		object_out = &dummy;
-	memset(&o, 0, sizeof o);
 	/* Contents are hashed and compressed at save, on the worker threads, reading each
-	 * once. A type that needs the SHA-256 for its destination gets it here (the save
-	 * computes it again, to notice a change); a blob's layout needs the hash now. */
+	 * once. In version 1 a type that needs the SHA-256 for its destination gets it here
+	 * (the save computes it again, to notice a change); in version 2 it is the content
+	 * hash, which the save computes. A blob's layout needs the hash now. */
+	want_sha = (t->flags & MC_TYPE_WANTS_SHA256) && w->halg != MC_HALG_SHA256;
+	memset(&o, 0, sizeof o);
 	if ((rc = mc__wsource_open(w->ctx, &src, w, NULL, path)) != MC_OK)
 		return rc;
 	if (want_sha || object_out != NULL) {
@@ -451,12 +448,20 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 			o.flags |= MC_WOBJ_CHECK_SHA;
 			memcpy(o.sha256, sha, sizeof sha);
 		}
+		if ((how & MC_WADD_NAMED) && w->halg == MC_HALG_SHA256)
+			o.flags |= MC_WOBJ_NAMED;
 		if ((rc = source_path(w, &o, path)) != MC_OK || (rc = new_object(w, &o, &idx)) != MC_OK)
 			return rc;
 	}
 	if (object_out != NULL)
 		*object_out = idx;
-	return add_artifact(w, type, key, idx, size, want_sha ? sha : NULL, executable);
+	/* Version 2: the SHA-256 is the content hash, known here when it was read. */
+	if ((t->flags & MC_TYPE_WANTS_SHA256) && !want_sha && object_out != NULL)
+		memcpy(sha, o.hash, sizeof sha);
+	return add_artifact(w, type, key, idx, size,
+			    (t->flags & MC_TYPE_WANTS_SHA256) && (want_sha || object_out != NULL)
+				    ? sha : NULL,
+			    (how & MC_WADD_EXEC) != 0);
 }
 
 int
@@ -520,7 +525,7 @@ mc_writer_add_file(mc_writer *w, const char *type, const char *key, const char *
 		return mc__err(w->ctx, MC_ERR_IO, "%s: not a regular file", path);
 	/* Only the owner's execute bit is recorded: never setuid, setgid or write bits. */
 	if ((rc = mc__writer_add_range(w, type, key, path, 0, (uint64_t)st.st_size,
-				       (st.st_mode & S_IXUSR) != 0, NULL)) != MC_OK)
+				       (st.st_mode & S_IXUSR) ? MC_WADD_EXEC : 0, NULL)) != MC_OK)
 		return rc;
 	w->only_blob = 0;
 	w->nsources++;
@@ -684,21 +689,34 @@ mc__writer_drop_last(mc_writer *w)
 	w->has_last = 0;
 }
 
-int
-mc__writer_drop(mc_writer *w, const unsigned char *gone)
+/* Rewrites the artifact table: keep(w, i, &a, arg, &drop) sees each artifact in the
+ * order recorded (and may change it); those it drops are taken back. With rekey the
+ * keys are copied again in the order recorded, as the sort reads them: a key keep
+ * gives (appended to w->keys) takes its artifact's place. */
+static int
+rewrite_arts(mc_writer *w, int (*keep)(mc_writer *, uint32_t, struct mc_wart *, void *, int *),
+	     void *arg, int rekey)
 {
-	struct mc_store arts;
+	struct mc_store arts, keys;
 	struct mc_sreader r;
 	struct mc_wart a;
+	char key[MC_KEY_MAX];
 	uint32_t i, n = 0;
 	uint64_t total = 0;
-	int rc;
+	int rc, drop;
 
 	mc__store_init(&arts, "artifact table");
+	mc__store_init(&keys, "artifact keys");
 	rc = mc__sreader_init(w->ctx, &r, &w->arts, 0, mc__store_size(&w->arts), MC_WSORT_READ);
 	for (i = 0; rc == MC_OK && i < w->narts; i++) {
-		if ((rc = mc__sreader_get(w->ctx, &r, &a, sizeof a)) != MC_OK || gone[i])
+		drop = 0;
+		if ((rc = mc__sreader_get(w->ctx, &r, &a, sizeof a)) != MC_OK ||
+		    (rc = keep(w, i, &a, arg, &drop)) != MC_OK || drop)
 			continue;
+		if (rekey &&
+		    ((rc = mc__store_io(w->ctx, &w->keys, a.key_off, key, a.key_len, 0)) != MC_OK ||
+		     (rc = mc__store_append(w->ctx, &keys, key, a.key_len, &a.key_off)) != MC_OK))
+			break;
 		a.seq = n++; /* the sort's "last recorded wins" needs seq to grow with the place */
 		total += a.size;
 		rc = mc__store_append(w->ctx, &arts, &a, sizeof a, NULL);
@@ -706,6 +724,7 @@ mc__writer_drop(mc_writer *w, const unsigned char *gone)
 	free(r.buf);
 	if (rc != MC_OK) {
 		mc__store_free(&arts);
+		mc__store_free(&keys);
 		return rc;
 	}
 	/* The blob's groups name objects that may be gone now: no layout to keep. */
@@ -714,9 +733,107 @@ mc__writer_drop(mc_writer *w, const unsigned char *gone)
 	w->has_last = 0;
 	mc__store_free(&w->arts);
 	w->arts = arts;
+	if (rekey) {
+		mc__store_free(&w->keys);
+		w->keys = keys;
+	}
 	w->narts = n;
 	w->total = total;
 	return MC_OK;
+}
+
+static int
+drop_gone(mc_writer *w, uint32_t i, struct mc_wart *a, void *gone, int *drop)
+{
+	*drop = ((const unsigned char *)gone)[i] != 0;
+	return MC_OK;
+}
+
+int
+mc__writer_drop(mc_writer *w, const unsigned char *gone)
+{
+	return rewrite_arts(w, drop_gone, (void *)gone, 0);
+}
+
+void
+mc__writer_set_scan(mc_writer *w, mc_scan_fn fn, void *ud)
+{
+	w->scan_fn = fn;
+	w->scan_ud = ud;
+}
+
+/* The path, relative to its cache dir, of the source of a's object o, a misnamed
+ * graph file: as many of its last components as the type's destination has. */
+static int
+misnamed_rel(mc_writer *w, const struct mc_wart *a, const struct mc_wobj *o, char *path,
+	     const char **rel)
+{
+	char dest[MC_PATH_MAX], key[MC_KEY_MAX + 1];
+	const char *d;
+	size_t n = 1;
+	int rc;
+
+	if ((rc = mc__store_io(w->ctx, &w->keys, a->key_off, key, a->key_len, 0)) != MC_OK ||
+	    (rc = mc__wobj_path(w, w->ctx, o, path)) != MC_OK)
+		return rc;
+	key[a->key_len] = '\0';
+	if ((rc = mc__dest_for(w->ctx, mc__find_type(w->ctx, w->types[a->type]), key, o->hash,
+			       dest, sizeof dest)) != MC_OK)
+		return rc;
+	for (d = dest; *d != '\0'; d++)
+		n += *d == '/';
+	for (*rel = path + strlen(path); *rel > path; (*rel)--)
+		if ((*rel)[-1] == '/' && --n == 0)
+			break;
+	return MC_OK;
+}
+
+/* Artifact a, whose object o is a misnamed graph file: told to the scan, and then
+ * either gone or (keep_unknown) made type "extra" at its path, its object no longer
+ * checked by name. */
+static int
+misnamed_one(mc_writer *w, struct mc_wart *a, struct mc_wobj *o, int *gone)
+{
+	char path[MC_PATH_MAX];
+	const struct mc_type *t;
+	const char *rel;
+	int rc;
+
+	if ((rc = misnamed_rel(w, a, o, path, &rel)) != MC_OK)
+		return rc;
+	*gone = !w->keep_unknown || check_artifact(w, "extra", rel, &t) != MC_OK;
+	if (w->scan_fn != NULL)
+		w->scan_fn(w->scan_ud, *gone ? MC_SCAN_SKIPPED : MC_SCAN_RECORDED, rel,
+			   *gone ? "file name is not the hash of its content" : "extra");
+	if (*gone)
+		return MC_OK;
+	a->key_len = (uint32_t)strlen(rel);
+	a->has_sha256 = 0;
+	o->flags &= (uint8_t)~(MC_WOBJ_NAMED | MC_WOBJ_MISNAMED);
+	if ((rc = type_index(w, "extra", &a->type)) != MC_OK ||
+	    (rc = mc__store_append(w->ctx, &w->keys, rel, a->key_len, &a->key_off)) != MC_OK)
+		return rc;
+	return mc__store_io(w->ctx, &w->objs, (uint64_t)a->obj * sizeof *o, o, sizeof *o, 1);
+}
+
+static int
+drop_misnamed(mc_writer *w, uint32_t i, struct mc_wart *a, void *arg, int *drop)
+{
+	const struct mc_type *t = mc__find_type(w->ctx, w->types[a->type]);
+	struct mc_wobj o;
+	int rc;
+
+	if (t == NULL || !(t->flags & MC_TYPE_WANTS_SHA256))
+		return MC_OK;
+	if ((rc = mc__wobj_get(w, w->ctx, a->obj, &o)) != MC_OK || !(o.flags & MC_WOBJ_MISNAMED))
+		return rc;
+	return misnamed_one(w, a, &o, drop);
+}
+
+int
+mc__writer_misnamed(mc_writer *w)
+{
+	return rewrite_arts(w, drop_misnamed, NULL, 1);
 }
 
 const unsigned char *

@@ -52,20 +52,23 @@ static int unknown(struct scan *s, const char *path, const char *reason);
 static int unknown_visit(struct scan *s, const char *path, const char *name, const void *reason);
 
 /* Records a file of size bytes: one whose type records it in another form (a Triton
- * group file, tiers.h) in that form, given from memory; any other from its path.
+ * group file, tiers.h) in that form, given from memory; any other from its path, a
+ * graph file named after its content's hash checked for that as it is read.
  * executable: the file has the owner's execute bit, which the artifact keeps. */
 static int
 record_file(struct scan *s, const char *path, const char *type, const char *key, uint64_t size,
 	    int executable)
 {
 	const struct mc_type *t = mc__find_type(s->ctx, type);
+	unsigned how = (executable ? MC_WADD_EXEC : 0) |
+		       (t != NULL && (t->flags & MC_TYPE_WANTS_SHA256) ? MC_WADD_NAMED : 0);
 	unsigned char *rec = NULL;
 	char *buf;
 	size_t n, recn = 0;
 	int rc;
 
 	if (size > MC_DERIVE_MAX || !mc__derives(t, key))
-		return mc__writer_add_range(s->w, type, key, path, 0, size, executable, NULL);
+		return mc__writer_add_range(s->w, type, key, path, 0, size, how, NULL);
 	if ((rc = mc__read_small_file(s->ctx, path, MC_DERIVE_MAX, &buf, &n)) != MC_OK)
 		return rc;
 	rc = t->record(key, (const unsigned char *)buf, n, &rec, &recn);
@@ -73,7 +76,7 @@ record_file(struct scan *s, const char *path, const char *type, const char *key,
 	if (rc != MC_OK)
 		return mc__err(s->ctx, rc, "%s: %s", path, mc_strerror(rc));
 	if (rec == NULL)
-		return mc__writer_add_range(s->w, type, key, path, 0, size, executable, NULL);
+		return mc__writer_add_range(s->w, type, key, path, 0, size, how, NULL);
 	rc = mc__writer_add_bytes(s->w, type, key, rec, recn, executable, NULL);
 	free(rec);
 	return rc;
@@ -104,7 +107,8 @@ add_file(struct scan *s, const char *path, const char *type, const char *key)
 	if (rc != MC_OK)
 		return rc;
 	/* fxgraph and aotautograd entries are named after their content's hash; a file whose
-	 * name is not would be installed under another name, so it is not recorded. */
+	 * name is not would be installed under another name, so it is not recorded. Where
+	 * the hash is not known yet (format version 2), the save checks as it reads. */
 	if (mc__writer_last_sha256(s->w) != NULL) {
 		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 		char h[52];
@@ -429,6 +433,8 @@ scan_dir(mc_writer *w, const char *dir, int what, mc_scan_fn fn, void *ud)
 		s.rootlen--;
 	if (!is_dir(dir))
 		return mc__err(s.ctx, MC_ERR_IO, "%s: not a folder", dir);
+	if (what == SCAN_CACHE_DIR)
+		mc__writer_set_scan(w, fn, ud);
 	before = mc_writer_artifact_count(w);
 	if (what == SCAN_CACHE_DIR)
 		rc = for_each_child(&s, dir, top_entry, NULL);

@@ -556,7 +556,8 @@ def list_bundle(bundle: PathArg) -> BundleInfo:
 
 
 def _record(s: _Session, w, keep_unknown: bool, on_skip) -> tuple:
-    """Records the folders torch and Triton use: (folders, skipped file count)."""
+    """Records the folders torch and Triton use: (folders, [skipped file count]). The
+    count is a list: the save adds graph files it finds misnamed as it reads them."""
     s.lib.mc_writer_set_keep_unknown(w, 1 if keep_unknown else 0)
     skipped = [0]
 
@@ -577,7 +578,7 @@ def _record(s: _Session, w, keep_unknown: bool, on_skip) -> tuple:
                  else s.lib.mc_writer_add_triton_cache)
             s.call(f, w, os.fsencode(path), cb, None)
         folders.append(Folder(tier, path, exists, s.lib.mc_writer_artifact_count(w) - before))
-    return folders, skipped[0]
+    return folders, skipped
 
 
 def _nothing(folders: Sequence[Folder]) -> UsageError:
@@ -611,7 +612,7 @@ def save(path: PathArg, secret_key: Optional[Keys], *, cache_dir: Optional[PathA
             raise _nothing(folders)
         if not dry_run:
             s.call(s.lib.mc_writer_save, w, _path(path, "bundle path"))
-        return s.report(w, path, dry_run, nsig, folders, skipped)
+        return s.report(w, path, dry_run, nsig, folders, skipped[0])
 
 
 def pack_torch_artifacts(blob: Union[bytes, bytearray, memoryview], out: PathArg,
@@ -789,7 +790,7 @@ def _save_new(s: _Session, wr, nsig: int, bases, save_to) -> Optional[SaveReport
     if s.lib.mc_writer_artifact_count(wr) == 0:
         return None
     s.call(s.lib.mc_writer_save, wr, _path(save_to, "save_to"))
-    return s.report(wr, save_to, False, nsig, folders, skipped, changes)
+    return s.report(wr, save_to, False, nsig, folders, skipped[0], changes)
 
 
 # Last, so that the code above never calls it by mistake for the builtin.

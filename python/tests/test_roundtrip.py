@@ -42,6 +42,23 @@ def test_save_dry_run_writes_nothing(tmp_path, cuda_cache, keys, with_env):
     assert not (tmp_path / "x.mcache").exists()
 
 
+def test_save_tells_of_a_misnamed_graph_file(tmp_path, cuda_cache, keys, with_env):
+    # torch names a graph file after its content's hash; the save reads each file
+    # once, and tells of one that is not, which is left out.
+    with_env(cuda_cache)
+    graph = sorted(p for p in pathlib.Path(cuda_cache, "fxgraph").rglob("*") if p.is_file())[-1]
+    bad = graph.with_name("a" * 51)
+    graph.rename(bad)
+    told = []
+    r = megacache.save(tmp_path / "x.mcache", keys.sec, on_skip=lambda *a: told.append(a))
+    rel = str(bad.relative_to(cuda_cache))
+    assert told == [(rel, "file name is not the hash of its content")]
+    assert r.skipped_files == 1
+    j = tool_json("list", str(tmp_path / "x.mcache"))
+    assert r.artifacts == len(j["artifacts"])
+    assert rel.split("/")[2] not in [a["key"] for a in j["artifacts"]]
+
+
 def test_save_of_nothing_names_both_folders(tmp_path, keys, with_env):
     with_env(str(tmp_path / "none"))
     try:

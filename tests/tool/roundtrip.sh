@@ -87,6 +87,15 @@ run 0 "" pack -v -o "$T/renamed.mcache" --from-dir "$T/renamed"
 grep -q "file name is not the hash of its content" "$T/err" && ok || bad "misnamed graph file not reported"
 run 0 "" list "$T/renamed.mcache"
 [ "$(grep -c '^inductor' "$T/out")" = 3 ] && ok || bad "misnamed graph file was packed"
+# Format 2 finds it as the bundle is written, reading each file once: the count of
+# skipped files includes it. Format 1 finds it at the scan.
+run 0 "" pack --json -o "$T/renamed-j.mcache" --from-dir "$T/renamed"
+grep -q '"skipped_files":[[:space:]]*1,*$' "$T/out" && ok || bad "misnamed file not counted: $(cat "$T/out")"
+grep -q '"artifact_count":[[:space:]]*153,*$' "$T/out" && ok || bad "misnamed file counted as packed: $(cat "$T/out")"
+run 0 "" pack -v --format-version 1 -o "$T/renamed-v1.mcache" --from-dir "$T/renamed"
+grep -q "file name is not the hash of its content" "$T/err" && ok || bad "format 1: misnamed graph file not reported"
+run 0 "" list "$T/renamed-v1.mcache"
+[ "$(grep -c '^inductor' "$T/out")" = 3 ] && ok || bad "format 1: misnamed graph file was packed"
 # ... unless every file is to be kept: then it is kept as it is, at its path.
 run 0 "" pack -q -o "$T/renamed-all.mcache" --from-dir "$T/renamed" --keep-unknown
 run 0 "" load -q "$T/renamed-all.mcache" --insecure-no-verify --cache-dir "$T/renamed-out"

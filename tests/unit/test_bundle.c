@@ -802,6 +802,96 @@ START_TEST(pipe_index_fails_head_stays)
 }
 END_TEST
 
+/* What a scan told: "S <relpath>: <reason>" or "R <relpath>: <type>", one per line. */
+struct scanlog {
+	char text[4096];
+	size_t recorded;
+};
+
+static void
+on_scan(void *ud, int what, const char *rel, const char *text)
+{
+	struct scanlog *l = ud;
+	size_t n = strlen(l->text);
+
+	if (what == MC_SCAN_RECORDED)
+		l->recorded++;
+	if (what == MC_SCAN_SKIPPED || strcmp(text, "extra") == 0)
+		snprintf(l->text + n, sizeof l->text - n, "%c %s: %s\n",
+			 what == MC_SCAN_SKIPPED ? 'S' : 'R', rel, text);
+}
+
+#define GOOD_NAME "yqjt344dty2m77qyy2qysdewmbklexigrgvb4ylguoheakrrutq" /* "graph one" */
+#define BAD_NAME "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define GRAPH2 "faaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define BAD_REL "fxgraph/aa/" GRAPH2 "/" BAD_NAME
+
+/* A cache dir of two graph files, one named after its content's SHA-256 and one not, scanned by a writer of format version, kept unknown files or not. */
+static mc_writer *
+misnamed_writer(int version, int keep, struct scanlog *l)
+{
+	char p[4096];
+	mc_writer *w;
+	static const char *const folders[] = {"mn", "mn/fxgraph", "mn/fxgraph/ot",
+					      "mn/fxgraph/ot/" GRAPH, "mn/fxgraph/aa",
+					      "mn/fxgraph/aa/" GRAPH2};
+	size_t i;
+
+	for (i = 0; i < sizeof folders / sizeof *folders; i++) {
+		snprintf(p, sizeof p, "%s/%s", dir, folders[i]);
+		ck_assert(mkdir(p, 0755) == 0 || errno == EEXIST);
+	}
+	snprintf(p, sizeof p, "%s/mn/fxgraph/ot/" GRAPH "/" GOOD_NAME, dir);
+	spit(p, "graph one", 9);
+	snprintf(p, sizeof p, "%s/mn/" BAD_REL, dir);
+	spit(p, "graph two", 9);
+	memset(l, 0, sizeof *l);
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	ck_assert_int_eq(mc_writer_set_format_version(w, version), MC_OK);
+	ck_assert_int_eq(mc_writer_set_keep_unknown(w, keep), MC_OK);
+	snprintf(p, sizeof p, "%s/mn", dir);
+	ck_assert_int_eq(mc_writer_add_cache_dir(w, p, on_scan, l), MC_OK);
+	return w;
+}
+
+/* A graph file whose name is not its content's hash is left out (or kept as "extra" at
+ * its path). Format version 2 reads each file once, at save, and tells the scan's fn
+ * then; version 1 reads it at the scan and tells at once. */
+START_TEST(misnamed_graph_file)
+{
+	const char *type, *key, *hash;
+	struct scanlog l;
+	mc_writer *w;
+	mc_bundle *b;
+	uint64_t size;
+	char path[4096];
+	int keep, version;
+
+	for (version = 1; version <= 2; version++)
+		for (keep = 0; keep <= 1; keep++) {
+			w = misnamed_writer(version, keep, &l);
+			ck_assert_uint_eq(mc_writer_artifact_count(w), version == 2 || keep ? 2 : 1);
+			if (version == 2)
+				ck_assert_str_eq(l.text, "");
+			snprintf(path, sizeof path, "%s/mn.mcache", dir);
+			ck_assert_int_eq(mc_writer_save(w, path), MC_OK);
+			ck_assert_str_eq(l.text, keep ? "R " BAD_REL ": extra\n"
+						      : "S " BAD_REL ": file name is not the hash "
+							"of its content\n");
+			ck_assert_uint_eq(mc_writer_artifact_count(w), keep ? 2 : 1);
+			mc_writer_free(w);
+			ck_assert_int_eq(mc_bundle_open(ctx, path, &b), MC_OK);
+			ck_assert_int_eq(mc_bundle_set_insecure(b, 1), MC_OK);
+			ck_assert_int_eq(mc_bundle_verify(b), MC_OK);
+			ck_assert_uint_eq(mc_bundle_artifact_count(b), keep ? 2 : 1);
+			ck_assert_int_eq(mc_bundle_artifact(b, 0, &type, &key, &size, &hash), MC_OK);
+			ck_assert_str_eq(type, keep ? "extra" : "inductor");
+			ck_assert_str_eq(key, keep ? BAD_REL : GRAPH);
+			mc_bundle_free(b);
+		}
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -827,6 +917,7 @@ suite(void)
 	tcase_add_test(tc, owner);
 	tcase_add_test(tc, many_artifacts_sorted);
 	tcase_add_test(tc, pipe_index_fails_head_stays);
+	tcase_add_test(tc, misnamed_graph_file);
 	suite_add_tcase(s, tc);
 	return s;
 }
