@@ -222,6 +222,7 @@ MC_HIDDEN void mc__writer_note_source(mc_writer *w, size_t n);
 #define MC_WOBJ_SPOOLED 4    /* stored already, in the writer's spool number spool */
 #define MC_WOBJ_NAMED 8      /* the source's name must be torch's base32 of the SHA-256 */
 #define MC_WOBJ_MISNAMED 16  /* ... and the save found it is not */
+#define MC_WOBJ_PART 32      /* an entry of a torch blob, whose order the blocks keep */
 #define MC_WOBJ_IN_DATA UINT64_MAX /* path_off: the content is in the data store at offset */
 
 struct mc_wobj {
@@ -396,7 +397,7 @@ struct mc_wblocks {
 };
 
 /* The objects the save stores (marked MC_WMARK_USED in sv->oi) ordered by (extension
- * of the source's file name, order recorded) and cut into blocks. */
+ * of the source's file name, size, order recorded) and cut into blocks. */
 MC_HIDDEN int mc__wblocks_plan(struct mc_wblocks *bl, struct mc_wsave *sv, const char *beside);
 /* Reads each block's objects once on the worker threads: hashed (a pending one's hash
  * set, any other's checked; one MC_WOBJ_NAMED whose name is not its hash is marked

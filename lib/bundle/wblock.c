@@ -1,6 +1,6 @@
 /*
  * wblock.c - the blocks of format version 2 at save (SPEC.md section 12): the stored
- * objects ordered by (extension, order recorded), so that contents alike lie close
+ * objects ordered by (extension, size, order recorded), so that contents alike lie close
  * together, and cut into blocks of up to MC_BLOCK_MAX bytes of content; each block is
  * read on one worker thread, its objects hashed and compressed together into one zstd
  * frame in the worker's spool file.
@@ -21,11 +21,15 @@ struct mc_wbworker {
 };
 
 /* An object's place in the order: the extension of its source's file name (its first 8
- * bytes), then the order recorded, which for a scanned folder is the order of names. */
+ * bytes), its size, then the order recorded, which for a scanned folder is the order of
+ * names. Files of one kind and near one size (the shared libraries of C++ kernels built
+ * alike, say) are most often alike: side by side, the window finds what they share. A
+ * torch blob's entries keep the blob's order (size 0 here), which groups them by type. */
 struct okey {
 	char ext[8];
 	uint32_t idx;
 	uint64_t size;
+	uint64_t by;          /* the size the order takes: 0 for a blob's entry */
 };
 
 static int
@@ -34,7 +38,11 @@ okey_cmp(const void *x, const void *y)
 	const struct okey *a = x, *b = y;
 	int c = memcmp(a->ext, b->ext, sizeof a->ext);
 
-	return c != 0 ? c : (a->idx > b->idx) - (a->idx < b->idx);
+	if (c != 0)
+		return c;
+	if (a->by != b->by)
+		return a->by < b->by ? -1 : 1;
+	return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
 /* The extension of the last component of path: what follows its last dot, none for a
@@ -78,6 +86,7 @@ object_keys(struct mc_wsave *sv, struct okey *k, uint32_t *n)
 		}
 		k[*n].idx = i;
 		k[*n].size = o.size;
+		k[*n].by = (o.flags & MC_WOBJ_PART) ? 0 : o.size;
 		(*n)++;
 	}
 	return MC_OK;

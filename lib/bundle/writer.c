@@ -375,6 +375,8 @@ mc__writer_add_bytes(mc_writer *w, const char *type, const char *key, const void
 	if (!found) {
 		o.size = len;
 		o.path_off = MC_WOBJ_IN_DATA;
+		if (object_out != NULL) /* a blob's entry: its groups name it */
+			o.flags |= MC_WOBJ_PART;
 		if ((rc = mc__store_append(w->ctx, &w->data, data, len, &o.offset)) != MC_OK ||
 		    (rc = new_object(w, &o, &idx)) != MC_OK)
 			return rc;
@@ -442,8 +444,7 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 	if (!found) {
 		o.offset = offset;
 		o.size = size;
-		if (object_out == NULL)
-			o.flags |= MC_WOBJ_PENDING;
+		o.flags |= object_out == NULL ? MC_WOBJ_PENDING : MC_WOBJ_PART;
 		if (want_sha) {
 			o.flags |= MC_WOBJ_CHECK_SHA;
 			memcpy(o.sha256, sha, sizeof sha);
