@@ -637,25 +637,27 @@ static int
 misnamed(struct job *j)
 {
 	mc_writer *w = j->w;
-	uint32_t *was = j->sv.oi, i;
+	unsigned char *used; /* the objects stored, a bit each */
+	uint32_t i;
 	int rc;
 
 	if (atomic_load(&j->bl.misnamed) == 0)
 		return MC_OK;
-	if ((rc = mc__writer_misnamed(w)) != MC_OK)
-		return rc;
+	if ((used = calloc((size_t)w->nobjs / 8 + 1, 1)) == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < w->nobjs; i++) {
+		used[i / 8] |= (unsigned char)((j->sv.oi[i] == MC_WMARK_USED) << (i % 8));
+		j->sv.oi[i] = 0;
+	}
 	mc__store_free(&j->sv.uniq);
 	mc__store_free(&j->sv.dups);
 	j->sv.nuniq = 0;
 	j->sv.pass_total = 0;
-	if ((j->sv.oi = calloc((size_t)w->nobjs + 1, sizeof *j->sv.oi)) == NULL) {
-		j->sv.oi = was;
-		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	if ((rc = mc__wsort_artifacts(&j->sv)) == MC_OK && (rc = mark_layout(j)) == MC_OK)
+	if ((rc = mc__writer_misnamed(w)) == MC_OK && (rc = mc__wsort_artifacts(&j->sv)) == MC_OK &&
+	    (rc = mark_layout(j)) == MC_OK)
 		for (i = 0; i < w->nobjs; i++)
-			j->again |= (j->sv.oi[i] == MC_WMARK_USED) != (was[i] == MC_WMARK_USED);
-	free(was);
+			j->again |= (j->sv.oi[i] == MC_WMARK_USED) != ((used[i / 8] >> (i % 8)) & 1);
+	free(used);
 	return rc;
 }
 

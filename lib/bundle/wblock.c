@@ -28,9 +28,17 @@ struct mc_wbworker {
 struct okey {
 	char ext[8];
 	uint32_t idx;
+	uint32_t part;        /* a blob's entry: its size does not count (24 bytes in all:
+			       * a large save sorts hundreds of thousands) */
 	uint64_t size;
-	uint64_t by;          /* the size the order takes: 0 for a blob's entry */
 };
+
+/* The size the order takes. */
+static uint64_t
+okey_by(const struct okey *k)
+{
+	return k->part ? 0 : k->size;
+}
 
 static int
 okey_cmp(const void *x, const void *y)
@@ -40,8 +48,8 @@ okey_cmp(const void *x, const void *y)
 
 	if (c != 0)
 		return c;
-	if (a->by != b->by)
-		return a->by < b->by ? -1 : 1;
+	if (okey_by(a) != okey_by(b))
+		return okey_by(a) < okey_by(b) ? -1 : 1;
 	return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
@@ -86,7 +94,7 @@ object_keys(struct mc_wsave *sv, struct okey *k, uint32_t *n)
 		}
 		k[*n].idx = i;
 		k[*n].size = o.size;
-		k[*n].by = (o.flags & MC_WOBJ_PART) ? 0 : o.size;
+		k[*n].part = (o.flags & MC_WOBJ_PART) != 0;
 		(*n)++;
 	}
 	return MC_OK;

@@ -122,6 +122,12 @@ add_file(struct scan *s, const char *path, const char *type, const char *key)
 	return MC_OK;
 }
 
+static int
+name_cmp(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
 /* Sorted listing of a folder (without . and ..), so scans are deterministic. */
 static int
 list_dir(struct scan *s, const char *path, char ***names, size_t *n)
@@ -149,15 +155,9 @@ list_dir(struct scan *s, const char *path, char ***names, size_t *n)
 		k++;
 	}
 	closedir(d);
-	if (k > 1) {
-		size_t i, j;
-		for (i = 1; i < k; i++) /* insertion sort: folders are small */
-			for (j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
-				char *t = v[j];
-				v[j] = v[j - 1];
-				v[j - 1] = t;
-			}
-	}
+	/* Triton's kernel folder of a large cache holds tens of thousands of entries. */
+	if (k > 1)
+		qsort(v, k, sizeof *v, name_cmp);
 	*names = v;
 	*n = k;
 	return MC_OK;
