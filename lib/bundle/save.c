@@ -656,7 +656,8 @@ misnamed(struct job *j)
 	if ((rc = mc__writer_misnamed(w)) == MC_OK && (rc = mc__wsort_artifacts(&j->sv)) == MC_OK &&
 	    (rc = mark_layout(j)) == MC_OK)
 		for (i = 0; i < w->nobjs; i++)
-			j->again |= (j->sv.oi[i] == MC_WMARK_USED) != ((used[i / 8] >> (i % 8)) & 1);
+			j->again |= (j->sv.oi[i] == MC_WMARK_USED) !=
+				    ((used[i / 8] >> (i % 8)) & 1);
 	free(used);
 	return rc;
 }

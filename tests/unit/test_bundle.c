@@ -826,7 +826,8 @@ on_scan(void *ud, int what, const char *rel, const char *text)
 #define GRAPH2 "faaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define BAD_REL "fxgraph/aa/" GRAPH2 "/" BAD_NAME
 
-/* A cache dir of two graph files, one named after its content's SHA-256 and one not, scanned by a writer of format version, kept unknown files or not. */
+/* A cache dir of two graph files, one named after its content's SHA-256 and one not,
+ * scanned by a writer of format version, kept unknown files or not. */
 static mc_writer *
 misnamed_writer(int version, int keep, struct scanlog *l)
 {
@@ -870,7 +871,8 @@ START_TEST(misnamed_graph_file)
 	for (version = 1; version <= 2; version++)
 		for (keep = 0; keep <= 1; keep++) {
 			w = misnamed_writer(version, keep, &l);
-			ck_assert_uint_eq(mc_writer_artifact_count(w), version == 2 || keep ? 2 : 1);
+			ck_assert_uint_eq(mc_writer_artifact_count(w),
+					  version == 2 || keep ? 2 : 1);
 			if (version == 2)
 				ck_assert_str_eq(l.text, "");
 			snprintf(path, sizeof path, "%s/mn.mcache", dir);
@@ -884,7 +886,8 @@ START_TEST(misnamed_graph_file)
 			ck_assert_int_eq(mc_bundle_set_insecure(b, 1), MC_OK);
 			ck_assert_int_eq(mc_bundle_verify(b), MC_OK);
 			ck_assert_uint_eq(mc_bundle_artifact_count(b), keep ? 2 : 1);
-			ck_assert_int_eq(mc_bundle_artifact(b, 0, &type, &key, &size, &hash), MC_OK);
+			ck_assert_int_eq(mc_bundle_artifact(b, 0, &type, &key, &size, &hash),
+					 MC_OK);
 			ck_assert_str_eq(type, keep ? "extra" : "inductor");
 			ck_assert_str_eq(key, keep ? BAD_REL : GRAPH);
 			mc_bundle_free(b);
