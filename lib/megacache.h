@@ -278,7 +278,8 @@ typedef void (*mc_scan_fn)(void *ud, int what, const char *relpath, const char *
  * named after its content's hash (torch names them so); in bundle format 2 its content
  * is read only once, at mc_writer_save(), which checks the name then: a file that fails
  * it is taken back (or kept as "extra"), and fn, which must stay valid until the save,
- * is told a second time (of the last cache dir scanned). */
+ * is told a second time (of the last cache dir scanned). A save left with no artifact
+ * that way fails (MC_ERR_INVALID) and writes nothing. */
 MC_API MC_MUST_CHECK int mc_writer_add_cache_dir(mc_writer *w, const char *dir, mc_scan_fn fn,
 						 void *ud);
 /* Scans a Triton cache with no device level ($TRITON_CACHE_DIR): <kernel hash>/<files>,

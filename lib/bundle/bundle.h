@@ -314,9 +314,10 @@ MC_HIDDEN int mc__wobj_hashed(mc_writer *w, uint32_t i, const unsigned char hash
  * stores only those of the artifacts it keeps. On failure nothing changed. */
 MC_HIDDEN int mc__writer_drop(mc_writer *w, const unsigned char *gone);
 /* After a save found graph files whose names are not their contents' hashes (objects
- * marked MC_WOBJ_MISNAMED): each is told to the scan's fn and taken back, or with
- * keep_unknown recorded again as type "extra" at its path in the cache dir. */
-MC_HIDDEN int mc__writer_misnamed(mc_writer *w);
+ * marked MC_WOBJ_MISNAMED): each is taken back, or with keep_unknown recorded again as
+ * type "extra" at its path in the cache dir, and then told to the scan's fn; *n gets
+ * how many. On failure nothing is told and the artifacts are as they were. */
+MC_HIDDEN int mc__writer_misnamed(mc_writer *w, size_t *n);
 
 /* An object's content is read through buf (grown as needed); ctx takes the error
  * message (a worker's at save). */

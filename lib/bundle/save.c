@@ -632,17 +632,21 @@ mark_layout(struct job *j)
 /* Graph files the blocks' pass found misnamed are taken back, or kept as "extra"
  * (mc__writer_misnamed), and the artifacts sorted again. Where the objects stored stay
  * the same (kept as "extra"), the blocks are good as they are; otherwise (one taken
- * back) j->again tells the save to start over. */
+ * back, or another file of its key kept in its place) j->again tells the save to start
+ * over. */
 static int
 misnamed(struct job *j)
 {
 	mc_writer *w = j->w;
 	unsigned char *used; /* the objects stored, a bit each */
 	uint32_t i;
+	size_t n;
 	int rc;
 
 	if (atomic_load(&j->bl.misnamed) == 0)
 		return MC_OK;
+	if ((rc = mc__writer_misnamed(w, &n)) != MC_OK || n == 0)
+		return rc;
 	if ((used = calloc((size_t)w->nobjs / 8 + 1, 1)) == NULL)
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < w->nobjs; i++) {
@@ -653,8 +657,7 @@ misnamed(struct job *j)
 	mc__store_free(&j->sv.dups);
 	j->sv.nuniq = 0;
 	j->sv.pass_total = 0;
-	if ((rc = mc__writer_misnamed(w)) == MC_OK && (rc = mc__wsort_artifacts(&j->sv)) == MC_OK &&
-	    (rc = mark_layout(j)) == MC_OK)
+	if ((rc = mc__wsort_artifacts(&j->sv)) == MC_OK && (rc = mark_layout(j)) == MC_OK)
 		for (i = 0; i < w->nobjs; i++)
 			j->again |= (j->sv.oi[i] == MC_WMARK_USED) !=
 				    ((used[i / 8] >> (i % 8)) & 1);
@@ -920,19 +923,27 @@ save_once(mc_writer *w, const char *path, int out_fd, int *again)
 }
 
 /* Misnamed graph files are found as the blocks' pass reads them (a content is read
- * once). One taken back leaves its block with a content no artifact uses: the save is
- * made again without it, and then finds none. */
+ * once). One taken back leaves its block with a content no artifact uses, and another
+ * file of its key (recorded before it, so far left out) may take its place: the save
+ * is made again. Each time again resolves at least one graph file, so it ends. */
 static int
 save(mc_writer *w, const char *path, int out_fd)
 {
-	int rc, again = 0;
+	uint64_t runs;
+	int rc, again = 1;
 
-	if ((rc = save_once(w, path, out_fd, &again)) != MC_OK || !again)
-		return rc;
-	if ((rc = save_once(w, path, out_fd, &again)) != MC_OK)
-		return rc;
-	return again ? mc__err(w->ctx, MC_ERR_IO, "%s: graph files changed while packing", path)
-		     : MC_OK;
+	for (runs = 0; again; runs++) {
+		if (runs > (uint64_t)w->narts + 1)
+			return mc__err(w->ctx, MC_ERR_IO, "%s: graph files changed while packing",
+				       path);
+		if (runs > 0 && w->narts == 0) /* as a scan that found nothing */
+			return mc__err(w->ctx, MC_ERR_INVALID, "%s: nothing written: every file "
+				       "recorded was a graph file whose name is not the hash of "
+				       "its content", path);
+		if ((rc = save_once(w, path, out_fd, &again)) != MC_OK)
+			return rc;
+	}
+	return MC_OK;
 }
 
 int

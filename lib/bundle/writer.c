@@ -235,7 +235,8 @@ mc__wobj_hashed(mc_writer *w, uint32_t i, const unsigned char hash[MC_HASH_BYTES
 	o.flags &= (uint8_t)~MC_WOBJ_PENDING;
 	if ((rc = mc__store_io(w->ctx, &w->objs, (uint64_t)i * sizeof o, &o, sizeof o, 1)) != MC_OK)
 		return rc;
-	return table_add(w, i, hash);
+	/* A graph file whose name the save has yet to check is shared with no later one. */
+	return (o.flags & MC_WOBJ_NAMED) ? MC_OK : table_add(w, i, hash);
 }
 
 /* Stores path as o's source: once for a run of objects from one file (a torch blob). */
@@ -789,36 +790,59 @@ misnamed_rel(mc_writer *w, const struct mc_wart *a, const struct mc_wobj *o, cha
 	return MC_OK;
 }
 
-/* Artifact a, whose object o is a misnamed graph file: told to the scan, and then
- * either gone or (keep_unknown) made type "extra" at its path, its object no longer
- * checked by name. */
+/* What mc__writer_misnamed did, told (and the objects of those kept as "extra" no
+ * longer checked by name) only once the new table is in place. */
+struct mnote {
+	uint32_t obj, gone;
+	uint64_t rel_off;
+	uint32_t rel_len;
+};
+
+struct mlog {
+	struct mnote *v;
+	size_t n, cap;
+	struct mc_store rels;
+};
+
+/* Artifact a, whose object o is a misnamed graph file: either gone or (keep_unknown)
+ * made type "extra" at its path; noted in log. */
 static int
-misnamed_one(mc_writer *w, struct mc_wart *a, struct mc_wobj *o, int *gone)
+misnamed_one(mc_writer *w, struct mc_wart *a, const struct mc_wobj *o, struct mlog *log,
+	     int *gone)
 {
 	char path[MC_PATH_MAX];
 	const struct mc_type *t;
+	struct mnote *nv, *m;
 	const char *rel;
 	int rc;
 
 	if ((rc = misnamed_rel(w, a, o, path, &rel)) != MC_OK)
 		return rc;
+	if (log->n == log->cap) {
+		log->cap = log->cap ? log->cap * 2 : 16;
+		if ((nv = realloc(log->v, log->cap * sizeof *nv)) == NULL)
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		log->v = nv;
+	}
+	m = &log->v[log->n];
+	m->obj = a->obj;
+	m->rel_len = (uint32_t)strlen(rel);
+	if ((rc = mc__store_append(w->ctx, &log->rels, rel, m->rel_len, &m->rel_off)) != MC_OK)
+		return rc;
+	log->n++;
 	*gone = !w->keep_unknown || check_artifact(w, "extra", rel, &t) != MC_OK;
-	if (w->scan_fn != NULL)
-		w->scan_fn(w->scan_ud, *gone ? MC_SCAN_SKIPPED : MC_SCAN_RECORDED, rel,
-			   *gone ? "file name is not the hash of its content" : "extra");
+	m->gone = (uint32_t)*gone;
 	if (*gone)
 		return MC_OK;
-	a->key_len = (uint32_t)strlen(rel);
+	a->key_len = m->rel_len;
 	a->has_sha256 = 0;
-	o->flags &= (uint8_t)~(MC_WOBJ_NAMED | MC_WOBJ_MISNAMED);
-	if ((rc = type_index(w, "extra", &a->type)) != MC_OK ||
-	    (rc = mc__store_append(w->ctx, &w->keys, rel, a->key_len, &a->key_off)) != MC_OK)
+	if ((rc = type_index(w, "extra", &a->type)) != MC_OK)
 		return rc;
-	return mc__store_io(w->ctx, &w->objs, (uint64_t)a->obj * sizeof *o, o, sizeof *o, 1);
+	return mc__store_append(w->ctx, &w->keys, rel, a->key_len, &a->key_off);
 }
 
 static int
-drop_misnamed(mc_writer *w, uint32_t i, struct mc_wart *a, void *arg, int *drop)
+drop_misnamed(mc_writer *w, uint32_t i, struct mc_wart *a, void *log, int *drop)
 {
 	const struct mc_type *t = mc__find_type(w->ctx, w->types[a->type]);
 	struct mc_wobj o;
@@ -828,13 +852,54 @@ drop_misnamed(mc_writer *w, uint32_t i, struct mc_wart *a, void *arg, int *drop)
 		return MC_OK;
 	if ((rc = mc__wobj_get(w, w->ctx, a->obj, &o)) != MC_OK || !(o.flags & MC_WOBJ_MISNAMED))
 		return rc;
-	return misnamed_one(w, a, &o, drop);
+	return misnamed_one(w, a, &o, log, drop);
+}
+
+/* Tells the scan of each file noted, and marks the objects of those kept as "extra"
+ * checked. */
+static int
+misnamed_told(mc_writer *w, const struct mlog *log)
+{
+	char rel[MC_PATH_MAX];
+	struct mc_wobj o;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < log->n; i++) {
+		const struct mnote *m = &log->v[i];
+		if ((rc = mc__store_io(w->ctx, &log->rels, m->rel_off, rel, m->rel_len, 0)) !=
+		    MC_OK)
+			return rc;
+		rel[m->rel_len] = '\0';
+		if (!m->gone) {
+			if ((rc = mc__wobj_get(w, w->ctx, m->obj, &o)) != MC_OK)
+				return rc;
+			o.flags &= (uint8_t)~(MC_WOBJ_NAMED | MC_WOBJ_MISNAMED);
+			if ((rc = mc__store_io(w->ctx, &w->objs, (uint64_t)m->obj * sizeof o, &o,
+					       sizeof o, 1)) != MC_OK)
+				return rc;
+		}
+		if (w->scan_fn != NULL)
+			w->scan_fn(w->scan_ud, m->gone ? MC_SCAN_SKIPPED : MC_SCAN_RECORDED, rel,
+				   m->gone ? "file name is not the hash of its content" : "extra");
+	}
+	return MC_OK;
 }
 
 int
-mc__writer_misnamed(mc_writer *w)
+mc__writer_misnamed(mc_writer *w, size_t *n)
 {
-	return rewrite_arts(w, drop_misnamed, NULL, 1);
+	struct mlog log;
+	int rc;
+
+	memset(&log, 0, sizeof log);
+	mc__store_init(&log.rels, "misnamed files");
+	if ((rc = rewrite_arts(w, drop_misnamed, &log, 1)) == MC_OK)
+		rc = misnamed_told(w, &log);
+	*n = log.n;
+	free(log.v);
+	mc__store_free(&log.rels);
+	return rc;
 }
 
 const unsigned char *

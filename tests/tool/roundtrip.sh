@@ -92,6 +92,12 @@ run 0 "" list "$T/renamed.mcache"
 run 0 "" pack --json -o "$T/renamed-j.mcache" --from-dir "$T/renamed"
 grep -q '"skipped_files":[[:space:]]*1,*$' "$T/out" && ok || bad "misnamed file not counted: $(cat "$T/out")"
 grep -q '"artifact_count":[[:space:]]*153,*$' "$T/out" && ok || bad "misnamed file counted as packed: $(cat "$T/out")"
+# A folder of nothing but such a file is a pack that found nothing to write.
+mkdir -p "$T/only/$(dirname "${g#$T/renamed/}")"
+cp "$(dirname "$g")/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" "$T/only/$(dirname "${g#$T/renamed/}")/"
+run 2 "nothing written: every file recorded was a graph file whose name is not the hash" \
+	pack -o "$T/only.mcache" --from-dir "$T/only"
+[ ! -e "$T/only.mcache" ] && ok || bad "a pack of nothing but a misnamed graph file left a bundle"
 run 0 "" pack -v --format-version 1 -o "$T/renamed-v1.mcache" --from-dir "$T/renamed"
 grep -q "file name is not the hash of its content" "$T/err" && ok || bad "format 1: misnamed graph file not reported"
 run 0 "" list "$T/renamed-v1.mcache"

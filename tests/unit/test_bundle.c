@@ -895,6 +895,63 @@ START_TEST(misnamed_graph_file)
 }
 END_TEST
 
+#define Y51 "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+#define Z51 "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
+
+/* Three files of one key folder, a good one first in name order, then two misnamed:
+ * the key keeps its last recorded file, so each misnamed one, once left out, lets the
+ * one before it in; the save goes on until the good one is kept, told of each. */
+START_TEST(misnamed_files_of_one_key)
+{
+	static const char *const folders[] = {"k1", "k1/fxgraph", "k1/fxgraph/ot",
+					      "k1/fxgraph/ot/" GRAPH};
+	const char *type, *key, *hash;
+	struct scanlog l;
+	char p[4096];
+	mc_writer *w;
+	mc_bundle *b;
+	uint64_t size;
+	size_t i;
+	int keep;
+
+	for (i = 0; i < sizeof folders / sizeof *folders; i++) {
+		snprintf(p, sizeof p, "%s/%s", dir, folders[i]);
+		ck_assert(mkdir(p, 0755) == 0 || errno == EEXIST);
+	}
+	snprintf(p, sizeof p, "%s/k1/fxgraph/ot/" GRAPH "/" GOOD_NAME, dir);
+	spit(p, "graph one", 9);
+	snprintf(p, sizeof p, "%s/k1/fxgraph/ot/" GRAPH "/" Y51, dir);
+	spit(p, "graph two", 9);
+	snprintf(p, sizeof p, "%s/k1/fxgraph/ot/" GRAPH "/" Z51, dir);
+	spit(p, "graph three", 11);
+	for (keep = 0; keep <= 1; keep++) {
+		memset(&l, 0, sizeof l);
+		ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+		ck_assert_int_eq(mc_writer_set_keep_unknown(w, keep), MC_OK);
+		snprintf(p, sizeof p, "%s/k1", dir);
+		ck_assert_int_eq(mc_writer_add_cache_dir(w, p, on_scan, &l), MC_OK);
+		snprintf(p, sizeof p, "%s/k1.mcache", dir);
+		ck_assert_int_eq(mc_writer_save(w, p), MC_OK);
+		ck_assert_str_eq(l.text, keep ? "R fxgraph/ot/" GRAPH "/" Z51 ": extra\n"
+						"R fxgraph/ot/" GRAPH "/" Y51 ": extra\n"
+					      : "S fxgraph/ot/" GRAPH "/" Z51 ": file name is not "
+						"the hash of its content\n"
+						"S fxgraph/ot/" GRAPH "/" Y51 ": file name is not "
+						"the hash of its content\n");
+		mc_writer_free(w);
+		ck_assert_int_eq(mc_bundle_open(ctx, p, &b), MC_OK);
+		ck_assert_int_eq(mc_bundle_set_insecure(b, 1), MC_OK);
+		ck_assert_int_eq(mc_bundle_verify(b), MC_OK);
+		ck_assert_uint_eq(mc_bundle_artifact_count(b), keep ? 3 : 1);
+		ck_assert_int_eq(mc_bundle_find_artifact(b, "inductor", GRAPH, &i), MC_OK);
+		ck_assert_int_eq(mc_bundle_artifact(b, i, &type, &key, &size, &hash), MC_OK);
+		ck_assert_str_eq(hash, /* SHA-256 of "graph one" */
+				 "c4133df3839e34cffe18c6a1890c966054b25d0689aa1e6166a38e402a31a4e0");
+		mc_bundle_free(b);
+	}
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -921,6 +978,7 @@ suite(void)
 	tcase_add_test(tc, many_artifacts_sorted);
 	tcase_add_test(tc, pipe_index_fails_head_stays);
 	tcase_add_test(tc, misnamed_graph_file);
+	tcase_add_test(tc, misnamed_files_of_one_key);
 	suite_add_tcase(s, tc);
 	return s;
 }
