@@ -821,6 +821,21 @@ on_scan(void *ud, int what, const char *rel, const char *text)
 			 what == MC_SCAN_SKIPPED ? 'S' : 'R', rel, text);
 }
 
+/* <dir>/<rel> holding text, the folders above it made. */
+static void
+put_in(const char *rel, const char *text)
+{
+	char p[4096], *c;
+
+	snprintf(p, sizeof p, "%s/%s", dir, rel);
+	for (c = p + strlen(dir) + 1; (c = strchr(c, '/')) != NULL; c++) {
+		*c = '\0';
+		ck_assert(mkdir(p, 0755) == 0 || errno == EEXIST);
+		*c = '/';
+	}
+	spit(p, text, strlen(text));
+}
+
 #define GOOD_NAME "yqjt344dty2m77qyy2qysdewmbklexigrgvb4ylguoheakrrutq" /* "graph one" */
 #define BAD_NAME "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define GRAPH2 "faaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -833,19 +848,9 @@ misnamed_writer(int version, int keep, struct scanlog *l)
 {
 	char p[4096];
 	mc_writer *w;
-	static const char *const folders[] = {"mn", "mn/fxgraph", "mn/fxgraph/ot",
-					      "mn/fxgraph/ot/" GRAPH, "mn/fxgraph/aa",
-					      "mn/fxgraph/aa/" GRAPH2};
-	size_t i;
 
-	for (i = 0; i < sizeof folders / sizeof *folders; i++) {
-		snprintf(p, sizeof p, "%s/%s", dir, folders[i]);
-		ck_assert(mkdir(p, 0755) == 0 || errno == EEXIST);
-	}
-	snprintf(p, sizeof p, "%s/mn/fxgraph/ot/" GRAPH "/" GOOD_NAME, dir);
-	spit(p, "graph one", 9);
-	snprintf(p, sizeof p, "%s/mn/" BAD_REL, dir);
-	spit(p, "graph two", 9);
+	put_in("mn/fxgraph/ot/" GRAPH "/" GOOD_NAME, "graph one");
+	put_in("mn/" BAD_REL, "graph two");
 	memset(l, 0, sizeof *l);
 	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
 	ck_assert_int_eq(mc_writer_set_format_version(w, version), MC_OK);
@@ -903,8 +908,6 @@ END_TEST
  * one before it in; the save goes on until the good one is kept, told of each. */
 START_TEST(misnamed_files_of_one_key)
 {
-	static const char *const folders[] = {"k1", "k1/fxgraph", "k1/fxgraph/ot",
-					      "k1/fxgraph/ot/" GRAPH};
 	const char *type, *key, *hash;
 	struct scanlog l;
 	char p[4096];
@@ -914,16 +917,9 @@ START_TEST(misnamed_files_of_one_key)
 	size_t i;
 	int keep;
 
-	for (i = 0; i < sizeof folders / sizeof *folders; i++) {
-		snprintf(p, sizeof p, "%s/%s", dir, folders[i]);
-		ck_assert(mkdir(p, 0755) == 0 || errno == EEXIST);
-	}
-	snprintf(p, sizeof p, "%s/k1/fxgraph/ot/" GRAPH "/" GOOD_NAME, dir);
-	spit(p, "graph one", 9);
-	snprintf(p, sizeof p, "%s/k1/fxgraph/ot/" GRAPH "/" Y51, dir);
-	spit(p, "graph two", 9);
-	snprintf(p, sizeof p, "%s/k1/fxgraph/ot/" GRAPH "/" Z51, dir);
-	spit(p, "graph three", 11);
+	put_in("k1/fxgraph/ot/" GRAPH "/" GOOD_NAME, "graph one");
+	put_in("k1/fxgraph/ot/" GRAPH "/" Y51, "graph two");
+	put_in("k1/fxgraph/ot/" GRAPH "/" Z51, "graph three");
 	for (keep = 0; keep <= 1; keep++) {
 		memset(&l, 0, sizeof l);
 		ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
