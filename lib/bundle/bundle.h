@@ -316,7 +316,8 @@ MC_HIDDEN int mc__writer_drop(mc_writer *w, const unsigned char *gone);
 /* After a save found graph files whose names are not their contents' hashes (objects
  * marked MC_WOBJ_MISNAMED): each is taken back, or with keep_unknown recorded again as
  * type "extra" at its path in the cache dir, and then told to the scan's fn; *n gets
- * how many. On failure nothing is told and the artifacts are as they were. */
+ * how many. When the new table cannot be made nothing is told and the artifacts are as
+ * they were; a later failure (reading back the paths noted) fails the save. */
 MC_HIDDEN int mc__writer_misnamed(mc_writer *w, size_t *n);
 
 /* An object's content is read through buf (grown as needed); ctx takes the error

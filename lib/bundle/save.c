@@ -929,17 +929,17 @@ save_once(mc_writer *w, const char *path, int out_fd, int *again)
 static int
 save(mc_writer *w, const char *path, int out_fd)
 {
-	uint64_t runs;
+	uint64_t runs, most = (uint64_t)w->narts + 1;
 	int rc, again = 1;
 
 	for (runs = 0; again; runs++) {
-		if (runs > (uint64_t)w->narts + 1)
-			return mc__err(w->ctx, MC_ERR_IO, "%s: graph files changed while packing",
-				       path);
 		if (runs > 0 && w->narts == 0) /* as a scan that found nothing */
 			return mc__err(w->ctx, MC_ERR_INVALID, "%s: nothing written: every file "
 				       "recorded was a graph file whose name is not the hash of "
 				       "its content", path);
+		if (runs > most)
+			return mc__err(w->ctx, MC_ERR_IO, "%s: graph files changed while packing",
+				       path);
 		if ((rc = save_once(w, path, out_fd, &again)) != MC_OK)
 			return rc;
 	}

@@ -819,10 +819,11 @@ misnamed_one(mc_writer *w, struct mc_wart *a, const struct mc_wobj *o, struct ml
 	if ((rc = misnamed_rel(w, a, o, path, &rel)) != MC_OK)
 		return rc;
 	if (log->n == log->cap) {
-		log->cap = log->cap ? log->cap * 2 : 16;
-		if ((nv = realloc(log->v, log->cap * sizeof *nv)) == NULL)
+		size_t cap = log->cap ? log->cap * 2 : 16;
+		if ((nv = realloc(log->v, cap * sizeof *nv)) == NULL)
 			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 		log->v = nv;
+		log->cap = cap;
 	}
 	m = &log->v[log->n];
 	m->obj = a->obj;

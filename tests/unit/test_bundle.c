@@ -900,12 +900,16 @@ START_TEST(misnamed_graph_file)
 }
 END_TEST
 
+#define R51 "yrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr"
 #define Y51 "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
 #define Z51 "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
+#define MN_WHY ": file name is not the hash of its content\n"
+#define K1 "fxgraph/ot/" GRAPH "/"
 
-/* Three files of one key folder, a good one first in name order, then two misnamed:
+/* Four files of one key folder, a good one first in name order, then three misnamed:
  * the key keeps its last recorded file, so each misnamed one, once left out, lets the
- * one before it in; the save goes on until the good one is kept, told of each. */
+ * one before it in; the save goes on until the good one is kept, told of each. A key
+ * folder of nothing but misnamed files leaves nothing to write. */
 START_TEST(misnamed_files_of_one_key)
 {
 	const char *type, *key, *hash;
@@ -917,9 +921,12 @@ START_TEST(misnamed_files_of_one_key)
 	size_t i;
 	int keep;
 
-	put_in("k1/fxgraph/ot/" GRAPH "/" GOOD_NAME, "graph one");
-	put_in("k1/fxgraph/ot/" GRAPH "/" Y51, "graph two");
-	put_in("k1/fxgraph/ot/" GRAPH "/" Z51, "graph three");
+	put_in("k1/" K1 GOOD_NAME, "graph one");
+	put_in("k1/" K1 R51, "graph two");
+	put_in("k1/" K1 Y51, "graph three");
+	put_in("k1/" K1 Z51, "graph four");
+	put_in("k2/" K1 Y51, "graph three");
+	put_in("k2/" K1 Z51, "graph four");
 	for (keep = 0; keep <= 1; keep++) {
 		memset(&l, 0, sizeof l);
 		ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
@@ -928,23 +935,29 @@ START_TEST(misnamed_files_of_one_key)
 		ck_assert_int_eq(mc_writer_add_cache_dir(w, p, on_scan, &l), MC_OK);
 		snprintf(p, sizeof p, "%s/k1.mcache", dir);
 		ck_assert_int_eq(mc_writer_save(w, p), MC_OK);
-		ck_assert_str_eq(l.text, keep ? "R fxgraph/ot/" GRAPH "/" Z51 ": extra\n"
-						"R fxgraph/ot/" GRAPH "/" Y51 ": extra\n"
-					      : "S fxgraph/ot/" GRAPH "/" Z51 ": file name is not "
-						"the hash of its content\n"
-						"S fxgraph/ot/" GRAPH "/" Y51 ": file name is not "
-						"the hash of its content\n");
+		ck_assert_str_eq(l.text, keep ? "R " K1 Z51 ": extra\nR " K1 Y51 ": extra\n"
+						"R " K1 R51 ": extra\n"
+					      : "S " K1 Z51 MN_WHY "S " K1 Y51 MN_WHY
+						"S " K1 R51 MN_WHY);
 		mc_writer_free(w);
 		ck_assert_int_eq(mc_bundle_open(ctx, p, &b), MC_OK);
 		ck_assert_int_eq(mc_bundle_set_insecure(b, 1), MC_OK);
 		ck_assert_int_eq(mc_bundle_verify(b), MC_OK);
-		ck_assert_uint_eq(mc_bundle_artifact_count(b), keep ? 3 : 1);
+		ck_assert_uint_eq(mc_bundle_artifact_count(b), keep ? 4 : 1);
 		ck_assert_int_eq(mc_bundle_find_artifact(b, "inductor", GRAPH, &i), MC_OK);
 		ck_assert_int_eq(mc_bundle_artifact(b, i, &type, &key, &size, &hash), MC_OK);
 		ck_assert_str_eq(hash, /* SHA-256 of "graph one" */
 				 "c4133df3839e34cffe18c6a1890c966054b25d0689aa1e6166a38e402a31a4e0");
 		mc_bundle_free(b);
 	}
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	snprintf(p, sizeof p, "%s/k2", dir);
+	ck_assert_int_eq(mc_writer_add_cache_dir(w, p, NULL, NULL), MC_OK);
+	snprintf(p, sizeof p, "%s/k2.mcache", dir);
+	ck_assert_int_eq(mc_writer_save(w, p), MC_ERR_INVALID);
+	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "nothing written"));
+	ck_assert_int_eq(access(p, F_OK), -1);
+	mc_writer_free(w);
 }
 END_TEST
 
