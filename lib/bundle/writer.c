@@ -407,6 +407,7 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 		     uint64_t offset, uint64_t size, unsigned how, size_t *object_out)
 {
 	unsigned char sha[32];
+	const unsigned char *known;
 	const struct mc_type *t;
 	struct mc_wsource src;
 	struct mc_wobj o;
@@ -457,13 +458,11 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 	}
 	if (object_out != NULL)
 		*object_out = idx;
-	/* Version 2: the SHA-256 is the content hash, known here when it was read. */
-	if ((t->flags & MC_TYPE_WANTS_SHA256) && !want_sha && object_out != NULL)
-		memcpy(sha, o.hash, sizeof sha);
-	return add_artifact(w, type, key, idx, size,
-			    (t->flags & MC_TYPE_WANTS_SHA256) && (want_sha || object_out != NULL)
-				    ? sha : NULL,
-			    (how & MC_WADD_EXEC) != 0);
+	/* The SHA-256 a type wants: read above in version 1; in version 2 the content hash,
+	 * known here only where the content was read. */
+	known = want_sha ? sha
+		: (t->flags & MC_TYPE_WANTS_SHA256) && object_out != NULL ? o.hash : NULL;
+	return add_artifact(w, type, key, idx, size, known, (how & MC_WADD_EXEC) != 0);
 }
 
 int
