@@ -732,18 +732,31 @@ v2_member_at(const char *file, const char *name)
 	return 0;
 }
 
+/* The valid vectors of the format version being made, their names after pre: signed,
+ * stored as is (level 0), and signed by two keys. */
+static void
+valid_trio(const char *pre)
+{
+	char signed_[64], plain[64], two[64];
+
+	snprintf(signed_, sizeof signed_, "%svalid-signed.mcache", pre);
+	snprintf(plain, sizeof plain, "%svalid-plain.mcache", pre);
+	snprintf(two, sizeof two, "%svalid-two-signers.mcache", pre);
+	valid(signed_, 3, k_test, NULL);
+	expect(signed_, "load", 0, "");
+	valid(plain, 0, k_test, NULL);
+	expect(plain, "load", 0, "");
+	valid(two, 3, k_test, k_test2);
+	expect(two, "load-threshold2", 0, "");
+}
+
 static void
 version2(void)
 {
 	size_t at;
 
 	fmt_version = 2;
-	valid("v2-valid-signed.mcache", 3, k_test, NULL);
-	expect("v2-valid-signed.mcache", "load", 0, "");
-	valid("v2-valid-plain.mcache", 0, k_test, NULL);
-	expect("v2-valid-plain.mcache", "load", 0, "");
-	valid("v2-valid-two-signers.mcache", 3, k_test, k_test2);
-	expect("v2-valid-two-signers.mcache", "load-threshold2", 0, "");
+	valid_trio("v2-");
 	at = v2_member_at("v2-valid-signed.mcache", "blocks/0");
 	v2_changed("v2-valid-signed.mcache", "v2-flip-block.mcache", at + 20, 0,
 		   "blocks/0: stored bytes do not match their hash");
@@ -785,12 +798,7 @@ main(int argc, char **argv)
 	fprintf(tsv, "# file\tcommand\texit\terror text (substring of stderr)\n");
 
 	/* Valid. */
-	valid("valid-signed.mcache", 3, k_test, NULL);
-	expect("valid-signed.mcache", "load", 0, "");
-	valid("valid-plain.mcache", 0, k_test, NULL);
-	expect("valid-plain.mcache", "load", 0, "");
-	valid("valid-two-signers.mcache", 3, k_test, k_test2);
-	expect("valid-two-signers.mcache", "load-threshold2", 0, "");
+	valid_trio("");
 	valid("valid-unsigned.mcache", 3, NULL, NULL);
 	expect("valid-unsigned.mcache", "load-insecure", 0, "");
 	expect("valid-unsigned.mcache", "load", 1, "not signed");
