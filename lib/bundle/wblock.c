@@ -166,18 +166,6 @@ block_piece(void *ud, const unsigned char *buf, size_t n, int last)
 	return mc__wspool_piece(f->sp, buf, n, last && f->last_object);
 }
 
-/* Whether the last component of path is torch's base32 of SHA-256 hash, as the name
- * of a graph file is. */
-static int
-named_by(const char *path, const unsigned char hash[MC_HASH_BYTES])
-{
-	const char *base = strrchr(path, '/');
-	char h[52];
-
-	mc__torch_b32_51(hash, h);
-	return strcmp(base != NULL ? base + 1 : path, h) == 0;
-}
-
 /* Object j of block b: read, hashed, and compressed into the frame when sp is set. */
 static int
 block_object(struct mc_wblocks *bl, struct mc_wbworker *wk, uint32_t j, int last)
@@ -207,7 +195,7 @@ block_object(struct mc_wblocks *bl, struct mc_wbworker *wk, uint32_t j, int last
 		return MC_OK;
 	memcpy(o.hash, hash, sizeof hash);
 	o.flags &= (uint8_t)~MC_WOBJ_PENDING;
-	if ((o.flags & MC_WOBJ_NAMED) && !named_by(name, hash)) {
+	if ((o.flags & MC_WOBJ_NAMED) && !mc__torch_named_by(name, hash)) {
 		o.flags |= MC_WOBJ_MISNAMED;
 		atomic_fetch_add(&bl->misnamed, 1);
 	}

@@ -101,6 +101,9 @@ MC_HIDDEN int mc__unhex(const char *in, unsigned char *out, size_t n);
 MC_HIDDEN int mc__is_lower_hex(const char *s, size_t n);
 /* torch's H(): lower-case RFC 4648 base32 of in, first 51 characters. out: 52 bytes. */
 MC_HIDDEN void mc__torch_b32_51(const unsigned char sha256[32], char out[52]);
+/* Whether the last component of path is mc__torch_b32_51 of sha256, as torch names an
+ * FX graph or AOTAutograd entry. */
+MC_HIDDEN int mc__torch_named_by(const char *path, const unsigned char sha256[32]);
 MC_HIDDEN uint32_t mc__crc32(uint32_t crc, const void *buf, size_t n);
 MC_HIDDEN int mc__utf8_valid(const unsigned char *s, size_t n);
 /* How many bytes from s a JSON string's scan passes: none is a quote or a backslash, or

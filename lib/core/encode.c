@@ -94,6 +94,16 @@ mc__torch_b32_51(const unsigned char sha[32], char out[52])
 	out[51] = '\0';
 }
 
+int
+mc__torch_named_by(const char *path, const unsigned char sha256[32])
+{
+	const char *base = strrchr(path, '/');
+	char h[52];
+
+	mc__torch_b32_51(sha256, h);
+	return strcmp(base != NULL ? base + 1 : path, h) == 0;
+}
+
 uint32_t
 mc__crc32(uint32_t crc, const void *buf, size_t n)
 {

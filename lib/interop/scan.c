@@ -109,14 +109,10 @@ add_file(struct scan *s, const char *path, const char *type, const char *key)
 	/* fxgraph and aotautograd entries are named after their content's hash; a file whose
 	 * name is not would be installed under another name, so it is not recorded. Where
 	 * the hash is not known yet (format version 2), the save checks as it reads. */
-	if (mc__writer_last_sha256(s->w) != NULL) {
-		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-		char h[52];
-		mc__torch_b32_51(mc__writer_last_sha256(s->w), h);
-		if (strcmp(h, base) != 0) {
-			mc__writer_drop_last(s->w);
-			return unknown(s, path, "file name is not the hash of its content");
-		}
+	if (mc__writer_last_sha256(s->w) != NULL &&
+	    !mc__torch_named_by(path, mc__writer_last_sha256(s->w))) {
+		mc__writer_drop_last(s->w);
+		return unknown(s, path, "file name is not the hash of its content");
 	}
 	report(s, MC_SCAN_RECORDED, path, type);
 	return MC_OK;
