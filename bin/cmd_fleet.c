@@ -229,8 +229,9 @@ push_report(const struct tool *t, const struct push_opts *o, const char *path,
 		    n[MC_REMOTE_NO_FORM] == 1 ? "" : "s", o->redis.triton ? "" : "; Triton's: --triton");
 	if (n[MC_REMOTE_SHADOWED] > 0)
 		say(stdout, "  %zu artifact%s not pushed: another of the bundle has the same remote "
-		    "key (the last is pushed)", n[MC_REMOTE_SHADOWED],
-		    n[MC_REMOTE_SHADOWED] == 1 ? "" : "s");
+		    "key (the last is pushed; torch's remote cache keeps one entry per FX graph "
+		    "or AOTAutograd key, where its local cache keeps one per set of guards)",
+		    n[MC_REMOTE_SHADOWED], n[MC_REMOTE_SHADOWED] == 1 ? "" : "s");
 }
 
 int

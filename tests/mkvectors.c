@@ -750,6 +750,71 @@ valid_trio(const char *pre)
 	expect(two, "load-threshold2", 0, "");
 }
 
+/* The entries of one FX graph key and of one AOTAutograd key (SPEC.md section 4): two
+ * each, given by torch's key alone as a blob gives them, each kept with its entry. */
+#define FX_KEY "fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i"
+#define AOT_KEY "a6evpaswaarnhf33j2qsuxec7uuoia36amih7yie4paqkd47g7sl"
+
+static void
+graph_entries(const char *pre)
+{
+	char path[4096], name[64];
+	mc_writer *w;
+
+	snprintf(name, sizeof name, "%svalid-entries.mcache", pre);
+	snprintf(path, sizeof path, "%s/%s", outdir, name);
+	if (new_writer(&w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK ||
+	    mc_writer_add_memory(w, "inductor", FX_KEY, c_vu, n_vu) != MC_OK ||
+	    mc_writer_add_memory(w, "inductor", FX_KEY, c_ig, n_ig) != MC_OK ||
+	    mc_writer_add_memory(w, "aot_autograd", AOT_KEY, c_ig, n_ig) != MC_OK ||
+	    mc_writer_add_memory(w, "aot_autograd", AOT_KEY, c_pgo, n_pgo) != MC_OK ||
+	    mc_writer_add_signer(w, k_test) != MC_OK || mc_writer_save(w, path) != MC_OK)
+		die(name);
+	mc_writer_free(w);
+	expect(name, "load", 0, "");
+	expect(name, "export", 0, "");
+}
+
+/* In m, a format version 1 manifest of one inductor artifact keyed key, whose content is
+ * the vu config and whose sha256 is the SHA-256 of sha_of (sha_n bytes). */
+static void
+inductor_manifest(char *m, size_t mlen, const char *key, const unsigned char *sha_of,
+		  size_t sha_n)
+{
+	unsigned char sha[32];
+	char shahex[65], h[65];
+
+	hexhash(c_vu, n_vu, h);
+	crypto_hash_sha256(sha, sha_of, sha_n);
+	mc__hex(sha, 32, shahex);
+	snprintf(m, mlen,
+		 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
+		 "\"labels\":{},\"artifacts\":[{\"type\":\"inductor\",\"key\":\"%s\",\"size\":%zu,"
+		 "\"hash\":\"%s\",\"sha256\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%zu,"
+		 "\"encoding\":\"none\",\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
+		 EPOCH, key, n_vu, h, shahex, h, n_vu, n_vu, h);
+}
+
+/* An inductor artifact keyed by torch's key alone, as bundles were before entries were
+ * kept; and one keyed with an entry that is not its content's hash. */
+static void
+graph_key_forms(void)
+{
+	unsigned char sha[32];
+	char key[128], entry[52], m[16384];
+
+	inductor_manifest(m, sizeof m, FX_KEY, c_vu, n_vu);
+	signed_with_manifest("valid-graph-key-alone.mcache", m, 1);
+	expect("valid-graph-key-alone.mcache", "load", 0, "");
+	crypto_hash_sha256(sha, c_ig, n_ig);
+	mc__torch_b32_51(sha, entry);
+	snprintf(key, sizeof key, FX_KEY "/%s", entry);
+	inductor_manifest(m, sizeof m, key, c_vu, n_vu);
+	signed_with_manifest("manifest-entry-false.mcache", m, 1);
+	expect("manifest-entry-false.mcache", "load", 1,
+	       "its entry is not named after its content's hash");
+}
+
 static void
 version2(void)
 {
@@ -757,6 +822,7 @@ version2(void)
 
 	fmt_version = 2;
 	valid_trio("v2-");
+	graph_entries("v2-");
 	at = v2_member_at("v2-valid-signed.mcache", "blocks/0");
 	v2_changed("v2-valid-signed.mcache", "v2-flip-block.mcache", at + 20, 0,
 		   "blocks/0: stored bytes do not match their hash");
@@ -802,6 +868,8 @@ main(int argc, char **argv)
 	valid("valid-unsigned.mcache", 3, NULL, NULL);
 	expect("valid-unsigned.mcache", "load-insecure", 0, "");
 	expect("valid-unsigned.mcache", "load", 1, "not signed");
+	graph_entries("");
+	graph_key_forms();
 
 	/* 1. Flipped bytes in each region. */
 	plain = read_out("valid-plain.mcache", &nplain);
@@ -1238,20 +1306,9 @@ main(int argc, char **argv)
 	}
 	{
 		/* An inductor artifact whose sha256 (which names its file) is another
-		 * content's. */
-		unsigned char sha[32];
-		char shahex[65];
-
+		 * content's. (h stays the vu config's hash, which what follows uses.) */
 		hexhash(c_vu, n_vu, h);
-		crypto_hash_sha256(sha, c_ig, n_ig);
-		mc__hex(sha, 32, shahex);
-		snprintf(m, sizeof m,
-			 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
-			 "\"labels\":{},\"artifacts\":[{\"type\":\"inductor\",\"key\":"
-			 "\"fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i\",\"size\":%zu,"
-			 "\"hash\":\"%s\",\"sha256\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%zu,"
-			 "\"encoding\":\"none\",\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
-			 EPOCH, n_vu, h, shahex, h, n_vu, n_vu, h);
+		inductor_manifest(m, sizeof m, FX_KEY, c_ig, n_ig);
 		signed_with_manifest("manifest-sha256-false.mcache", m, 1);
 		expect("manifest-sha256-false.mcache", "load", 1, "content does not match its sha256");
 	}

@@ -1,5 +1,7 @@
 /*
  * diff.c - compares the artifacts of two bundles by (type, key), from their manifests.
+ * An entry of torch's guarded caches keyed by torch's key alone (bundles made before
+ * entries were kept) compares as the key with its entry.
  */
 #include "config.h"
 
@@ -39,22 +41,27 @@ mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
 	/* Both artifact tables are sorted by (type, key): one merge walk. */
 	while (rc == MC_OK && (i < a->m.nartifacts || j < b->m.nartifacts)) {
 		const struct mc_martifact *x = NULL, *y = NULL;
+		char kx[MC_KEY_MAX + 1], ky[MC_KEY_MAX + 1];
 		int c;
 
 		if ((i < a->m.nartifacts && (rc = mc__acur_get(&ca, i, &x)) != MC_OK) ||
 		    (j < b->m.nartifacts && (rc = mc__acur_get(&cb, j, &y)) != MC_OK))
 			break;
+		if (x != NULL)
+			mc__entry_key(x->handler, x->key, x->sha256, kx, sizeof kx);
+		if (y != NULL)
+			mc__entry_key(y->handler, y->key, y->sha256, ky, sizeof ky);
 		if (x == NULL)
 			c = 1;
 		else if (y == NULL)
 			c = -1;
 		else if ((c = strcmp(x->type, y->type)) == 0)
-			c = strcmp(x->key, y->key);
+			c = strcmp(kx, ky);
 		if (c < 0) {
-			fn(ud, MC_DIFF_REMOVED, x->type, x->key, x->size, 0);
+			fn(ud, MC_DIFF_REMOVED, x->type, kx, x->size, 0);
 			i++;
 		} else if (c > 0) {
-			fn(ud, MC_DIFF_ADDED, y->type, y->key, 0, y->size);
+			fn(ud, MC_DIFF_ADDED, y->type, ky, 0, y->size);
 			j++;
 		} else {
 			struct mc_mobject ox, oy;
@@ -62,7 +69,7 @@ mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
 			    (rc = mc__mobjects(b->ctx, &b->m, y->object, 1, &oy)) != MC_OK)
 				break;
 			if (!same_content(a, x, &ox, b, y, &oy) || x->executable != y->executable)
-				fn(ud, MC_DIFF_CHANGED, x->type, x->key, x->size, y->size);
+				fn(ud, MC_DIFF_CHANGED, x->type, kx, x->size, y->size);
 			i++;
 			j++;
 		}

@@ -54,7 +54,7 @@ kn_start(struct keepnew *kn, mc_writer *w, mc_bundle *const *bases, size_t n)
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < n; i++) {
 		kn->bases[i].b = bases[i];
-		mc__acur_init(&kn->bases[i].cur, w->ctx, &bases[i]->m, NULL);
+		mc__acur_init(&kn->bases[i].cur, w->ctx, &bases[i]->m, mc__find_type);
 	}
 	return MC_OK;
 }
@@ -76,19 +76,23 @@ kn_end(struct keepnew *kn)
 }
 
 /* Passes base kb's artifacts before (type, key); *x gets its artifact with that type
- * and key (valid until the cursor's next read), or NULL. */
+ * and key (valid until the cursor's next read), or NULL. A base's entry keyed by torch's
+ * key alone (made before entries were kept) is compared as the key with its entry. */
 static int
 base_find(struct kbase *kb, const char *type, const char *key, const struct mc_martifact **x)
 {
 	*x = NULL;
 	while (kb->next < kb->b->m.nartifacts) {
 		const struct mc_martifact *y;
+		char ky[MC_KEY_MAX + 1];
 		int c, rc;
 
 		if ((rc = mc__acur_get(&kb->cur, kb->next, &y)) != MC_OK)
 			return rc;
-		if ((c = strcmp(y->type, type)) == 0)
-			c = strcmp(y->key, key);
+		if ((c = strcmp(y->type, type)) == 0) {
+			mc__entry_key(y->handler, y->key, y->sha256, ky, sizeof ky);
+			c = strcmp(ky, key);
+		}
 		if (c == 0)
 			*x = y;
 		if (c >= 0)

@@ -55,13 +55,16 @@ mc_writer_add_bundle(mc_writer *w, mc_bundle *b, const char *spool_dir)
 	mc__acur_init(&cur, b->ctx, &b->m, mc__find_type);
 	for (i = 0; i < b->m.nartifacts; i++) {
 		const struct mc_martifact *a;
+		char key[MC_KEY_MAX + 1];
 
 		if ((rc = mc__acur_get(&cur, i, &a)) != MC_OK) {
 			mc__acur_free(&cur);
 			return ctx == b->ctx ? rc : mc__err(ctx, rc, "%s", b->ctx->err);
 		}
 		mc__parts_path(p, a->object, path, sizeof path);
-		if ((rc = mc__writer_add_range(w, a->type, a->key, path, 0, a->size,
+		/* an entry an older bundle keys by torch's key alone gets its entry */
+		mc__entry_key(a->handler, a->key, a->sha256, key, sizeof key);
+		if ((rc = mc__writer_add_range(w, a->type, key, path, 0, a->size,
 					       a->executable ? MC_WADD_EXEC : 0, NULL)) != MC_OK) {
 			mc__acur_free(&cur);
 			return rc;

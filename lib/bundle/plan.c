@@ -376,6 +376,9 @@ plan_check(mc_ctx *ctx, const mc_bundle *b, const struct mc_martifact *a)
 	    (a->sha256 != NULL) != ((a->handler->flags & MC_TYPE_WANTS_SHA256) != 0))
 		return mc__err(ctx, MC_ERR_MANIFEST, "%s: %s artifact %.200s %s a sha256 field",
 			       b->path, a->type, a->key, a->sha256 != NULL ? "has" : "lacks");
+	if (!mc__key_entry_ok(a->handler, a->key, a->sha256))
+		return mc__err(ctx, MC_ERR_MANIFEST, "%s: %s artifact %.200s: its entry is not "
+			       "named after its content's hash", b->path, a->type, a->key);
 	return MC_OK;
 }
 
@@ -393,9 +396,15 @@ plan_blob_keys(mc_ctx *ctx, const mc_bundle *b)
 		if (t == NULL)
 			return mc__err(ctx, MC_ERR_UNKNOWN_TYPE, "%s: torch_blob group type '%s' "
 				       "has no handler", b->path, b->m.groups[i].type);
-		for (j = 0; rc == MC_OK && j < b->m.groups[i].nentries; j++)
-			if ((rc = mc__key_check(ctx, t, b->m.groups[i].entries[j].key)) != MC_OK)
+		for (j = 0; rc == MC_OK && j < b->m.groups[i].nentries; j++) {
+			const char *k = b->m.groups[i].entries[j].key;
+			if ((rc = mc__key_check(ctx, t, k)) != MC_OK)
 				rc = mc__err(ctx, rc, "%s: torch_blob: %s", b->path, ctx->err);
+			else if (mc__torch_key_len(t, k) != strlen(k))
+				rc = mc__err(ctx, MC_ERR_BAD_KEY, "%s: torch_blob: %s key '%.200s' "
+					     "names an entry (torch's keys do not)", b->path,
+					     t->name, k);
+		}
 	}
 	return rc;
 }

@@ -306,12 +306,17 @@ static int
 add_artifact(mc_writer *w, const char *type, const char *key, uint32_t obj, uint64_t size,
 	     const unsigned char *sha, int executable)
 {
+	char ekey[MC_KEY_MAX + 1];
 	struct mc_wart a;
 	int rc;
 
 	if (w->narts >= UINT32_MAX - 1)
 		return mc__err(w->ctx, MC_ERR_LIMIT, "more than %lu artifacts",
 			       (unsigned long)UINT32_MAX - 2);
+	/* One entry of torch's guarded caches given by torch's key alone (a blob's, a
+	 * caller's) is keyed with its entry where its hash is known, as a scan keys it. */
+	if (sha != NULL && mc__entry_key(mc__find_type(w->ctx, type), key, sha, ekey, sizeof ekey))
+		key = ekey;
 	memset(&a, 0, sizeof a);
 	if ((rc = type_index(w, type, &a.type)) != MC_OK)
 		return rc;

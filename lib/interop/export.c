@@ -149,7 +149,8 @@ layout_recorded(mc_bundle *b, struct xgroup **gout, size_t *ngout)
 }
 
 /* The artifacts the format holds (keys copied into keys) in torch's order: by type
- * rank, then key. */
+ * rank, then key; each key then cut to torch's own (the entries of one key follow each
+ * other, in their keys' order). */
 static int
 ranked_artifacts(mc_bundle *b, int format, struct mc_arena *keys, struct mc_martifact *arts,
 		 size_t *n)
@@ -171,6 +172,8 @@ ranked_artifacts(mc_bundle *b, int format, struct mc_arena *keys, struct mc_mart
 	mc__acur_free(&cur);
 	if (rc == MC_OK && *n > 1)
 		qsort(arts, *n, sizeof *arts, art_rank_cmp);
+	for (i = 0; rc == MC_OK && i < *n; i++)
+		((char *)arts[i].key)[mc__torch_key_len(arts[i].handler, arts[i].key)] = '\0';
 	return rc;
 }
 

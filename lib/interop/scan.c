@@ -241,7 +241,8 @@ skip_tree(struct scan *s, const char *path, const char *reason)
 	return for_each_child(s, path, skip_visit, reason);
 }
 
-/* A key folder of fxgraph/ or aotautograd/: each file in it is one entry of the key. */
+/* A key folder of fxgraph/ or aotautograd/: each file in it is one entry of the key (one
+ * per set of guards), an artifact of its own keyed "<key>/<entry>". */
 struct keyed {
 	const char *type;
 	const char *key;
@@ -251,8 +252,11 @@ static int
 keyed_file(struct scan *s, const char *path, const char *name, const void *arg)
 {
 	const struct keyed *k = arg;
+	char key[MC_KEY_MAX + 1];
 
-	return add_file(s, path, k->type, k->key);
+	if ((size_t)snprintf(key, sizeof key, "%s/%s", k->key, name) >= sizeof key)
+		return unknown(s, path, "name too long");
+	return add_file(s, path, k->type, key);
 }
 
 static int

@@ -283,12 +283,16 @@ keys_ok(mc_ctx *ctx, const struct mc_tb *tb)
 	size_t i;
 
 	memcpy(saved, ctx->err, sizeof saved);
-	for (i = 0; i < tb->nitems; i++)
-		if (mc__dest_for(ctx, mc__find_type(ctx, tb->items[i].type), tb->items[i].key, zero, dest,
-				 sizeof dest) != MC_OK) {
+	for (i = 0; i < tb->nitems; i++) {
+		const struct mc_type *t = mc__find_type(ctx, tb->items[i].type);
+		if (mc__dest_for(ctx, t, tb->items[i].key, zero, dest, sizeof dest) != MC_OK) {
 			memcpy(ctx->err, saved, sizeof saved);
 			return 0;
 		}
+		/* torch's keys name no entry: a blob's key that does is not torch's */
+		if (mc__torch_key_len(t, tb->items[i].key) != strlen(tb->items[i].key))
+			return 0;
+	}
 	return 1;
 }
 

@@ -15,7 +15,8 @@
  * "time_taken_ms" beside "data" (the file's bytes, base64). */
 static const struct torch_space {
 	const char *type, *cache_id;
-	int timed;
+	int timed; /* also: a guarded cache, whose keys may name an entry ("<key>/<entry>"),
+		    * which torch's remote cache has no place for: one value per key */
 } torch_spaces[] = {
 	{"inductor", "fx-graph-v1", 1},
 	{"aot_autograd", "autograd-experimental", 1},
@@ -76,7 +77,8 @@ mc__remote_key(const char *type, const char *key, const char *triton_fmt, unsign
 	int n;
 
 	if (t != NULL && (spaces & MC_SPACE_TORCH))
-		n = snprintf(buf, len, TORCH_PREFIX "%s::%s" TORCH_SUFFIX, t->cache_id, key);
+		n = snprintf(buf, len, TORCH_PREFIX "%s::%.*s" TORCH_SUFFIX, t->cache_id,
+			     (int)(t->timed ? strcspn(key, "/") : strlen(key)), key);
 	else if ((spaces & MC_SPACE_TRITON) && triton_split(type, key, &hash, &hl, &file) == 0) {
 		k = strstr(triton_fmt, "{key}"), f = strstr(triton_fmt, "{filename}");
 		n = snprintf(buf, len, "%.*s%.*s%.*s%s%s", (int)(k - triton_fmt), triton_fmt,

@@ -79,6 +79,20 @@ MC_HIDDEN int mc__tier_root(mc_ctx *ctx, const char *tier, const char **path, si
 MC_HIDDEN int mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key,
 			   const unsigned char *sha256, char *buf, size_t buflen);
 
+/* ---- the entries of torch's guarded caches (torch.c) ----
+ * An inductor or aot_autograd key is torch's key, "/", and the entry's file name (the
+ * content's torch hash); bundles made before entries were kept have torch's key alone. */
+
+/* How much of key is torch's own key: all of it but for an entry. */
+MC_HIDDEN size_t mc__torch_key_len(const struct mc_type *t, const char *key);
+/* Whether the entry a key names (if any) is the torch hash of sha256 (when given). */
+MC_HIDDEN int mc__key_entry_ok(const struct mc_type *t, const char *key,
+			       const unsigned char *sha256);
+/* The key with its entry, in buf: a key of the older form gets the entry sha256 names
+ * (returns 1); any other key is copied as it is (0). So artifacts compare across forms. */
+MC_HIDDEN int mc__entry_key(const struct mc_type *t, const char *key,
+			    const unsigned char *sha256, char *buf, size_t len);
+
 /* ---- the built-in types (torch.c) ---- */
 
 MC_HIDDEN const struct mc_typedesc *mc__builtin_types(size_t *n);

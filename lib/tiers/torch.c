@@ -82,13 +82,25 @@ why(char *buf, size_t len, const char *text)
 	return MC_ERR_BAD_KEY;
 }
 
-/* torch's FX-graph and AOTAutograd keys: a prefix letter and 51 base32 characters. */
+/* torch's FX-graph and AOTAutograd keys: a prefix letter and 51 base32 characters, then
+ * the entry: "/" and its file name, 51 base32 characters (torch keeps one entry per set
+ * of guards under one key, each named after its content's hash). A key without the
+ * entry is the form bundles made before took, one entry per key; it stays readable. */
+#define GRAPH_KEY_LEN 52
+#define GRAPH_ENTRY_LEN 51
+
 static int
 check_graph_key(const char *key, char prefix, char *w, size_t wl)
 {
-	if (strlen(key) != 52 || key[0] != prefix || !all_in(key + 1, 51, c_b32)) {
-		char msg[64];
-		snprintf(msg, sizeof msg, "expected '%c' and 51 characters of [a-z2-7]", prefix);
+	size_t n = strlen(key);
+
+	if (n < GRAPH_KEY_LEN || key[0] != prefix || !all_in(key + 1, GRAPH_KEY_LEN - 1, c_b32) ||
+	    (n != GRAPH_KEY_LEN &&
+	     (n != GRAPH_KEY_LEN + 1 + GRAPH_ENTRY_LEN || key[GRAPH_KEY_LEN] != '/' ||
+	      !all_in(key + GRAPH_KEY_LEN + 1, GRAPH_ENTRY_LEN, c_b32)))) {
+		char msg[112];
+		snprintf(msg, sizeof msg, "expected '%c' and 51 characters of [a-z2-7], then '/' "
+			 "and the entry's 51 characters of [a-z2-7]", prefix);
 		return why(w, wl, msg);
 	}
 	return MC_OK;
@@ -106,6 +118,8 @@ aot_check(void *ud, const char *key, char *w, size_t wl)
 	return check_graph_key(key, 'a', w, wl);
 }
 
+/* The entry's file name is always its content's hash, whichever form the key has: the
+ * reader checks that a key's entry names its content (mc__key_entry_ok). */
 static int
 inductor_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
 {
@@ -113,7 +127,7 @@ inductor_dest(void *ud, const char *key, const unsigned char *sha256, char *buf,
 	int n;
 
 	mc__torch_b32_51(sha256, h);
-	n = snprintf(buf, len, "fxgraph/%.2s/%s/%s", key + 1, key, h);
+	n = snprintf(buf, len, "fxgraph/%.2s/%.52s/%s", key + 1, key, h);
 	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
 }
 
@@ -124,8 +138,50 @@ aot_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size
 	int n;
 
 	mc__torch_b32_51(sha256, h);
-	n = snprintf(buf, len, "aotautograd/%s/%s", key, h);
+	n = snprintf(buf, len, "aotautograd/%.52s/%s", key, h);
 	return n > 0 && (size_t)n < len ? MC_OK : MC_ERR_INVALID;
+}
+
+/* Whether t is one of torch's guarded caches, whose keys carry an entry. */
+static int
+is_graph_type(const struct mc_type *t)
+{
+	return t != NULL && (t->key_check == inductor_check || t->key_check == aot_check);
+}
+
+size_t
+mc__torch_key_len(const struct mc_type *t, const char *key)
+{
+	size_t n = strlen(key);
+
+	return is_graph_type(t) && n > GRAPH_KEY_LEN && key[GRAPH_KEY_LEN] == '/'
+		? GRAPH_KEY_LEN : n;
+}
+
+int
+mc__key_entry_ok(const struct mc_type *t, const char *key, const unsigned char *sha256)
+{
+	char h[52];
+
+	if (mc__torch_key_len(t, key) == strlen(key) || sha256 == NULL)
+		return 1;
+	mc__torch_b32_51(sha256, h);
+	return strcmp(key + GRAPH_KEY_LEN + 1, h) == 0;
+}
+
+int
+mc__entry_key(const struct mc_type *t, const char *key, const unsigned char *sha256,
+	      char *buf, size_t len)
+{
+	if (is_graph_type(t) && sha256 != NULL && strlen(key) == GRAPH_KEY_LEN &&
+	    len > GRAPH_KEY_LEN + 1 + GRAPH_ENTRY_LEN) {
+		memcpy(buf, key, GRAPH_KEY_LEN);
+		buf[GRAPH_KEY_LEN] = '/';
+		mc__torch_b32_51(sha256, buf + GRAPH_KEY_LEN + 1);
+		return 1;
+	}
+	snprintf(buf, len, "%s", key);
+	return 0;
 }
 
 /* "<2 chars>/<64 hex>.best_config": the folder of the generated kernel, then the hash. */
