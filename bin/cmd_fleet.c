@@ -99,6 +99,7 @@ struct tally {
 	int verbose, quiet;
 	int findings; /* audit: entries not vouched for are listed without -v */
 	size_t n[MC_REMOTE_UNVOUCHED + 1];
+	size_t aot;   /* push: AOTAutograd entries written or there already */
 	uint64_t bytes;
 	cJSON *entries; /* with --json: the entries told (push: those written or compared) */
 };
@@ -117,6 +118,8 @@ on_entry(void *ud, int what, const char *type, const char *key, const char *rkey
 	ta->n[what]++;
 	if (what == MC_REMOTE_SENT || what == MC_REMOTE_REPLACED || what == MC_REMOTE_PULLED)
 		ta->bytes += size;
+	if (what <= MC_REMOTE_WOULD_REPLACE && type != NULL && strcmp(type, "aot_autograd") == 0)
+		ta->aot++;
 	if (ta->entries != NULL && what != MC_REMOTE_VOUCHED) {
 		cJSON *e = cJSON_CreateObject();
 		cJSON_AddStringToObject(e, "action", action_names[what]);
@@ -184,16 +187,50 @@ push_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec push_spec = {"", push_long, push_opt};
 
+/* torch 2.11 keys an AOTAutograd entry by its functorch config, which holds
+ * TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE as read (None unset, True "1", False "0"): workers
+ * with the remote caches on ("1") find only entries a run with "1" made. The warning, in
+ * buf, when the entries pushed were made otherwise or the bundle does not say; "" else. */
+static void
+aot_remote_warning(const mc_bundle *b, const char *path, size_t naot, char *buf, size_t len)
+{
+	const char *k, *v, *made = NULL;
+	size_t i;
+
+	buf[0] = '\0';
+	if (naot == 0)
+		return;
+	for (i = 0; i < mc_bundle_label_count(b); i++)
+		if (mc_bundle_label(b, i, &k, &v) == MC_OK && strcmp(k, AOT_REMOTE_LABEL) == 0)
+			made = v;
+	if (made != NULL && strcmp(made, "1") == 0)
+		return;
+	snprintf(buf, len, "%s: its %zu AOTAutograd entr%s %s; torch keys AOTAutograd entries by "
+		 "that setting, so workers with " AOT_REMOTE_LABEL "=1 (torch's remote caches on) "
+		 "look them up under other keys and miss (their FX graphs hit). Make the bundle in "
+		 "a run with " AOT_REMOTE_LABEL "=1 (no Redis needed there), as the workers have it%s",
+		 path, naot, naot == 1 ? "y was" : "ies were",
+		 made == NULL ? "made under a " AOT_REMOTE_LABEL " the bundle does not record "
+			       "(save and run record it as a label)"
+			      : strcmp(made, "0") == 0 ? "made with " AOT_REMOTE_LABEL "=0"
+						       : "made with " AOT_REMOTE_LABEL " unset",
+		 made == NULL ? "; if it was made so, pack it with --label " AOT_REMOTE_LABEL "=1"
+			      : "");
+}
+
 static void
 push_report(const struct tool *t, const struct push_opts *o, const char *path,
-	    const mc_redis *r, struct tally *ta)
+	    const mc_redis *r, struct tally *ta, const char *warning)
 {
 	static const int counts[] = {MC_REMOTE_SENT, MC_REMOTE_REPLACED, MC_REMOTE_UNCHANGED,
 				     MC_REMOTE_WOULD_SEND, MC_REMOTE_WOULD_REPLACE,
 				     MC_REMOTE_NO_FORM, MC_REMOTE_SHADOWED};
 	size_t *n = ta->n;
 
+	if (warning[0] != '\0' && !t->quiet)
+		say(stderr, "%s: warning: %s", PROG, warning);
 	if (t->json) {
+		cJSON *w = cJSON_CreateArray();
 		cJSON *j = json_object();
 		cJSON_AddStringToObject(j, "bundle", path);
 		cJSON_AddStringToObject(j, "redis", mc_redis_where(r));
@@ -203,6 +240,9 @@ push_report(const struct tool *t, const struct push_opts *o, const char *path,
 		cJSON_AddNumberToObject(j, "bytes", (double)ta->bytes);
 		cJSON_AddItemToObject(j, "entries", ta->entries);
 		ta->entries = NULL;
+		if (warning[0] != '\0')
+			cJSON_AddItemToArray(w, cJSON_CreateString(warning));
+		cJSON_AddItemToObject(j, "warnings", w);
 		print_json(j);
 		return;
 	}
@@ -265,8 +305,11 @@ cmd_push(struct tool *t, int argc, char **argv)
 	    (rc = redis_connect(t, &o.redis, &r)) == 0) {
 		unsigned flags = (o.dry ? MC_PUSH_DRY_RUN : 0) | (o.redis.triton ? MC_PUSH_TRITON : 0);
 		size_t done;
+		char warning[1024];
 		if ((rc = mc_bundle_push(b, r, flags, o.ttl, on_entry, &ta)) == MC_OK) {
-			push_report(t, &o, shown_path(argv[optind]), r, &ta);
+			aot_remote_warning(b, shown_path(argv[optind]), ta.aot, warning,
+					   sizeof warning);
+			push_report(t, &o, shown_path(argv[optind]), r, &ta, warning);
 		} else {
 			rc = fail(t->ctx, rc);
 			if ((done = ta.n[MC_REMOTE_SENT] + ta.n[MC_REMOTE_REPLACED]) > 0)

@@ -88,6 +88,7 @@ cmd_save(struct tool *t, int argc, char **argv)
 	int rc, out_fd = -1;
 
 	tool_parse(t, argc, argv, &save_spec, &o);
+	o.rec.env_facts = 1;
 	if (o.out == NULL)
 		usage_error("save needs -o BUNDLE%s", "");
 	if (optind != argc)

@@ -168,6 +168,13 @@ record_setup(struct tool *t, mc_writer *w, struct record_opts *o)
 		rc = mc_writer_set_compression(w, (int)o->level);
 	if (rc == MC_OK)
 		rc = mc_writer_set_keep_unknown(w, o->keep_unknown);
+	if (rc == MC_OK && o->env_facts) {
+		/* as torch reads it: "1" and "0" set it, anything else leaves it unset */
+		const char *v = getenv(AOT_REMOTE_LABEL);
+		rc = mc_writer_set_label(w, AOT_REMOTE_LABEL,
+					 v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "0") == 0)
+					 ? v : "unset");
+	}
 	if (rc == MC_OK && o->labels_json != NULL)
 		rc = labels_from_json(w, o->labels_json, t->quiet);
 	if (rc == MC_OK)

@@ -191,7 +191,14 @@ struct record_opts {
 	uint64_t bver, expires, level; /* level: 3 unless given */
 	uint64_t fversion;             /* the bundle format version; 0: the default */
 	int keep_unknown;
+	int env_facts; /* save, run: the label AOT_REMOTE_LABEL from this environment */
 };
+
+/* torch 2.11 keys AOTAutograd entries by TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE as it reads
+ * it (its functorch config's enable_remote_autograd_cache: None, True or False), so save
+ * and run record it as this label ("1", "0" or "unset"), and push warns when the entries
+ * it writes were not made with the remote caches' setting, "1". */
+#define AOT_REMOTE_LABEL "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE"
 
 /* The long options record_opt() takes (with -s SECFILE). */
 #define RECORD_LONG_OPTIONS                                                      \

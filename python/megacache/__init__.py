@@ -235,6 +235,24 @@ def _created() -> int:
     return int(sde)
 
 
+#: The label save() and warm() record: torch 2.11 keys AOTAutograd entries by this setting
+#: (its functorch config's enable_remote_autograd_cache), so `megacache push` can tell
+#: whether workers with torch's remote caches on will find them.
+AOT_REMOTE_LABEL = "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE"
+
+
+def _aot_remote() -> str:
+    """TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE as torch keys entries by it: "1", "0" or "unset".
+    From torch's own config where this process imported torch (code may have set it), else
+    from the environment, as torch reads it."""
+    cfg = sys.modules.get("torch._functorch.config")
+    v = getattr(cfg, "enable_remote_autograd_cache", None) if cfg is not None else None
+    if cfg is not None:
+        return "unset" if v is None else "1" if v else "0"
+    e = os.environ.get(AOT_REMOTE_LABEL)
+    return e if e in ("1", "0") else "unset"
+
+
 def _labels(labels: Union[Mapping[str, str], Iterable[str], None]) -> List[tuple]:
     """Labels as (key, value) pairs from a mapping or "KEY=VALUE" strings."""
     if labels is None:
@@ -392,11 +410,14 @@ class _Session:
         return h
 
     def writer_setup(self, w, secret_keys: Optional[Keys], password: Password, labels,
-                     bundle_version: int, expires: int, level: int) -> int:
+                     bundle_version: int, expires: int, level: int,
+                     env_facts: bool = False) -> int:
         self.lib.mc_writer_set_created(w, _created())
         self.lib.mc_writer_set_bundle_version(w, _int(bundle_version, "bundle_version", 0, U64))
         self.lib.mc_writer_set_expires(w, _int(expires, "expires", 0, (1 << 63) - 1))
         self.lib.mc_writer_set_compression(w, _int(level, "level", 0, 19))
+        if env_facts:  # a caller's label of the same name, set after, wins
+            self.lib.mc_writer_set_label(w, AOT_REMOTE_LABEL.encode(), _aot_remote().encode())
         for k, v in _labels(labels):
             self.lib.mc_writer_set_label(w, _text(k, "label key"), _text(v, "label value"))
         keys = _key_list(secret_keys)
@@ -606,7 +627,7 @@ def save(path: PathArg, secret_key: Optional[Keys], *, cache_dir: Optional[PathA
     with _Session(cache_dir, triton_dir, progress) as s:
         w = s.writer()
         nsig = 0 if dry_run else s.writer_setup(w, secret_key, password, labels, bundle_version,
-                                                expires, level)
+                                                expires, level, env_facts=True)
         folders, skipped = _record(s, w, keep_unknown, on_skip)
         if s.lib.mc_writer_artifact_count(w) == 0:
             raise _nothing(folders)
@@ -727,7 +748,7 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
         if save_to is not None:
             _path(save_to, "save_to")
             wr = s.writer()
-            nsig = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
+            nsig = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3, env_facts=True)
         bases = []
         for p in paths:
             try:

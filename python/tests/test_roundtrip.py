@@ -61,7 +61,7 @@ def test_save_tells_of_a_misnamed_graph_file(tmp_path, cuda_cache, keys, with_en
     assert "/".join(rel.split("/")[2:]) not in [a["key"] for a in j["artifacts"]]
 
 
-def test_every_entry_of_a_key_comes_back(tmp_path, cuda_cache, keys, with_env):
+def test_every_entry_of_a_key_comes_back(tmp_path, cuda_cache, keys, with_env, monkeypatch):
     # torch keeps one entry per set of guards under one FX graph or AOTAutograd key and
     # tries each: a second entry under one key of each (another key's real entry, named
     # after its content's hash as torch names each) comes back, every file byte for byte.
@@ -71,8 +71,11 @@ def test_every_entry_of_a_key_comes_back(tmp_path, cuda_cache, keys, with_env):
         shutil.copy(entry, dirs[0] / entry.name)
         assert len(list(dirs[0].iterdir())) == 2
     with_env(cuda_cache)
+    monkeypatch.delenv("TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE", raising=False)
     b = tmp_path / "b.mcache"
     r = megacache.save(b, keys.sec)
+    info = megacache.list_bundle(b)
+    assert info.labels[megacache.AOT_REMOTE_LABEL] == "unset"
     graph_keys = [a["key"] for a in tool_json("list", str(b))["artifacts"]
                   if a["type"] in ("inductor", "aot_autograd")]
     assert len(graph_keys) == 4 + 1 + 2 + 1 and all(len(k) == 104 for k in graph_keys)
@@ -80,3 +83,125 @@ def test_every_entry_of_a_key_comes_back(tmp_path, cuda_cache, keys, with_env):
     megacache.load(b, keys.pub, cache_dir=out)
     assert tree(out) == tree(cuda_cache)
     assert r.artifacts == len(tree(cuda_cache))
+
+
+def test_save_records_the_autograd_remote_setting(tmp_path, cuda_cache, keys, with_env,
+                                                  monkeypatch):
+    # torch keys AOTAutograd entries by it; `megacache push` reads it back
+    with_env(cuda_cache)
+    monkeypatch.setenv("TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE", "1")
+    megacache.save(tmp_path / "on.mcache", keys.sec)
+    assert megacache.list_bundle(tmp_path / "on.mcache").labels[megacache.AOT_REMOTE_LABEL] == "1"
+    megacache.save(tmp_path / "given.mcache", keys.sec,
+                   labels={megacache.AOT_REMOTE_LABEL: "0"})
+    assert megacache.list_bundle(tmp_path / "given.mcache").labels[
+        megacache.AOT_REMOTE_LABEL] == "0"
+
+
+def test_save_of_nothing_names_both_folders(tmp_path, keys, with_env):
+    with_env(str(tmp_path / "none"))
+    try:
+        megacache.save(tmp_path / "x.mcache", keys.sec)
+    except megacache.UsageError as e:
+        assert e.code is None
+        assert "nothing to save" in e.message and str(tmp_path / "none") in e.message
+        assert "triton-home" in e.message
+    else:
+        raise AssertionError("no error")
+    assert not (tmp_path / "x.mcache").exists()
+
+
+def test_load_installs_the_tool_s_tree(tmp_path, bundle, cuda_cache, keys):
+    b = bundle
+    cli_dir, py_dir = tmp_path / "cli", tmp_path / "py"
+    j = tool_json("load", str(b), "-p", keys.pub, "--cache-dir", str(cli_dir),
+                  "--triton-dir", str(tmp_path / "cli-triton"))
+    r = megacache.load(b, keys.pub, cache_dir=py_dir, triton_dir=tmp_path / "py-triton")
+    assert tree(py_dir) == tree(cli_dir) and len(tree(py_dir)) > 0
+    source = tree(cuda_cache)
+    assert all(source[p] == h for p, h in tree(py_dir).items())
+    assert (r.installed, r.unchanged, r.would_install, r.bytes) == (
+        j["installed"], j["unchanged"], j["would_install"], j["bytes"])
+    assert r.roots["inductor"] == str(py_dir)
+    assert sorted((a.type, a.key, a.dest) for a in r.artifacts) == sorted(
+        (a["type"], a["key"], a["dest"].replace(str(cli_dir), str(py_dir)))
+        for a in j["artifacts"])
+    for a in r.artifacts:
+        assert a.action == "installed" and os.path.isfile(a.dest)
+    again = megacache.load(b, [keys.other_pub, keys.pub], cache_dir=py_dir,
+                           triton_dir=tmp_path / "py-triton")
+    assert again.installed == 0 and again.unchanged == r.installed
+
+
+def test_load_dry_run_and_types(tmp_path, bundle, cuda_cache, keys):
+    b = bundle
+    d = tmp_path / "d"
+    r = megacache.load(b, keys.pub, cache_dir=d, dry_run=True)
+    assert r.would_install > 0 and r.installed == 0 and not d.exists()
+    assert all(a.action == "would-install" for a in r.artifacts)
+    r = megacache.load(b, keys.pub, cache_dir=d, types="autotune")
+    assert r.installed > 0 and {a.type for a in r.artifacts} == {"autotune"}
+    assert all(p.endswith(".best_config") for p in tree(d))
+
+
+def test_list_and_verify_match_the_tool(tmp_path, bundle, cuda_cache, keys):
+    b = bundle
+    j = tool_json("list", str(b))
+    info = megacache.list(b)
+    assert not info.verified and info.bundle == str(b)
+    assert [a.__dict__ for a in info.artifacts] == j["artifacts"]
+    assert info.signatures == j["signers"] and info.labels == j["labels"]
+    assert info.created == j["created"] == 1700000000
+    v = megacache.verify(os.fsencode(b), pathlib.Path(keys.pub))
+    assert v.verified and v.artifacts == info.artifacts
+    v = megacache.verify(b, keys.pub, signatures_only=True)
+    assert v.verified
+
+
+def test_keys_as_text(tmp_path, cuda_cache, keys, with_env):
+    b = tmp_path / "t.mcache"
+    with_env(cuda_cache)
+    pub_text = pathlib.Path(keys.pub).read_text()
+    megacache.save(b, pathlib.Path(keys.sec).read_bytes())
+    megacache.save(tmp_path / "p.mcache", keys.sec)
+    assert b.read_bytes() == (tmp_path / "p.mcache").read_bytes()
+    base64_line = pub_text.splitlines()[1]
+    for k in (pub_text, pub_text.encode(), base64_line, pathlib.Path(keys.pub)):
+        assert megacache.verify(b, k).verified
+
+
+def test_progress_reaches_the_callback(tmp_path, bundle, cuda_cache, keys):
+    b = bundle
+    seen = []
+    megacache.load(b, keys.pub, cache_dir=tmp_path / "p",
+                   progress=lambda phase, done, total: seen.append((phase, done, total)))
+    assert seen and all(0 <= d <= t for _, d, t in seen)
+    last = [s for s in seen if s[0] == seen[-1][0]][-1]
+    assert last[1] == last[2] > 0
+
+
+def test_load_tells_replaced_from_installed_and_unchanged(tmp_path, bundle, keys):
+    d = tmp_path / "d"
+    full = megacache.load(bundle, keys.pub, cache_dir=d, triton_dir=tmp_path / "t")
+    files = sorted(full.artifacts, key=lambda a: a.dest)
+    stale, same = files[0], files[1]
+    for a in files[2:]:
+        os.remove(a.dest)
+    with open(stale.dest, "wb") as f:
+        f.write(b"stale")
+    dry = megacache.load(bundle, keys.pub, cache_dir=d, triton_dir=tmp_path / "t", dry_run=True)
+    acts = {a.dest: a.action for a in dry.artifacts}
+    assert acts[stale.dest] == "would-replace" and acts[same.dest] == "unchanged"
+    assert (dry.would_install, dry.would_replace, dry.unchanged) == (len(files) - 2, 1, 1)
+    assert pathlib.Path(stale.dest).read_bytes() == b"stale"
+    j = tool_json("load", str(bundle), "-p", keys.pub, "--cache-dir", str(d),
+                  "--triton-dir", str(tmp_path / "t"), "--dry-run")
+    assert (j["would_install"], j["would_replace"], j["unchanged"]) == (len(files) - 2, 1, 1)
+    r = megacache.load(bundle, keys.pub, cache_dir=d, triton_dir=tmp_path / "t")
+    acts = {a.dest: a.action for a in r.artifacts}
+    assert acts[stale.dest] == "replaced" and acts[same.dest] == "unchanged"
+    assert (r.installed, r.replaced, r.unchanged) == (len(files) - 2, 1, 1)
+    assert r.bytes == sum(a.size for a in files) - same.size
+    assert pathlib.Path(stale.dest).stat().st_size == stale.size
+    listed = {(a["type"], a["key"]): a["executable"] for a in tool_json("list", str(bundle))["artifacts"]}
+    assert {(a.type, a.key): a.executable for a in r.artifacts} == listed

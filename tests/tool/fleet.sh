@@ -742,6 +742,52 @@ naot=$("$MEGACACHE" list "$T/a.mcache" | awk '$1 == "aot_autograd" { n++ } END {
 	grep -qxF "megacache: note: $naot entries were written before that, each checked; a push again finishes the rest" "$T/err" &&
 	ok || bad "push onto lists: $strings strings stored of $naot; said: $(cat "$T/err")"
 
+# 17. torch 2.11 keys an AOTAutograd entry by TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE as the
+# run that made it had it, so a worker with the remote caches on ("1") finds only entries
+# made with "1". save records the setting as a label; push warns when the AOTAutograd
+# entries it writes were made otherwise, or when the bundle does not say.
+W17="$T/aotlabel"
+mkdir -p "$W17/home"
+tar -xzf "$DATA/mlp-cuda-cachedir.tar.gz" -C "$W17"
+AW="its 1 AOTAutograd entry was made with TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE unset; torch keys AOTAutograd entries by that setting, so workers with TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1"
+# the mlp cache dir holds two AOTAutograd keys: two entries
+AW2=$(printf '%s' "$AW" | sed 's/its 1 AOTAutograd entry was/its 2 AOTAutograd entries were/')
+HOME="$W17/home" TORCHINDUCTOR_CACHE_DIR="$W17/cache_mlp_cold" run 0 "" save -q -o "$W17/off.mcache" -s "$SEC"
+run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=unset" list "$W17/off.mcache"
+rc flushall >/dev/null
+run 0 "pushed $W17/off.mcache" push "$W17/off.mcache" -p "$PUB" --redis "$URL"
+grep -qF "megacache: warning: $W17/off.mcache: $AW2" "$T/err" && grep -qF "Make the bundle in a run with TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" "$T/err" &&
+	ok || bad "push of AOTAutograd entries made with the remote caches unset: no warning: $(cat "$T/err")"
+run 0 "" push "$W17/off.mcache" -p "$PUB" --redis "$URL" --json
+$PY - "$T/out" <<'PY' && ok || bad "push --json lacks the warning: $(cat "$T/out")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert len(j["warnings"]) == 1 and "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE unset" in j["warnings"][0], j
+PY
+run 0 "" push "$W17/off.mcache" -p "$PUB" --redis "$URL" --types inductor
+grep -q "warning" "$T/err" && bad "push of FX graphs alone warned: $(cat "$T/err")" || ok
+TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=0 HOME="$W17/home" TORCHINDUCTOR_CACHE_DIR="$W17/cache_mlp_cold" \
+	run 0 "" save -q -o "$W17/zero.mcache" -s "$SEC"
+run 0 "" push "$W17/zero.mcache" -p "$PUB" --redis "$URL"
+grep -qF "were made with TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=0;" "$T/err" && ok || bad "push of entries made with 0: $(cat "$T/err")"
+# made as the workers are: no warning, and the JSON's warnings empty
+TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1 HOME="$W17/home" TORCHINDUCTOR_CACHE_DIR="$W17/cache_mlp_cold" \
+	run 0 "" save -q -o "$W17/on.mcache" -s "$SEC"
+run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" list "$W17/on.mcache"
+run 0 "" push "$W17/on.mcache" -p "$PUB" --redis "$URL" --json
+[ ! -s "$T/err" ] && grep -q '"warnings":[[:space:]]*\[\]' "$T/out" && ok || bad "push of entries made with 1 warned: $(cat "$T/err" "$T/out")"
+# a label given wins over what save sees
+HOME="$W17/home" TORCHINDUCTOR_CACHE_DIR="$W17/cache_mlp_cold" \
+	run 0 "" save -q -o "$W17/given.mcache" -s "$SEC" --label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1
+run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" list "$W17/given.mcache"
+# pack does not know how its sources were made: said so, with the label that tells
+run 0 "" push "$T/a.mcache" -p "$PUB" --redis "$URL"
+grep -qF "its 2 AOTAutograd entries were made under a TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE the bundle does not record" "$T/err" &&
+	grep -qF "pack it with --label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" "$T/err" && ok ||
+	bad "push of a bundle that does not say: $(cat "$T/err")"
+run 0 "" push "$T/a.mcache" -p "$PUB" --redis "$URL" -q
+[ ! -s "$T/err" ] && ok || bad "push -q printed: $(cat "$T/err")"
+
 # pull's spool files are gone after every pull, failed or not
 [ -z "$(ls -A "$TMPDIR")" ] && ok || bad "left in the temp folder: $(ls -A "$TMPDIR")"
 
