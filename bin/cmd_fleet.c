@@ -194,26 +194,26 @@ static const struct tool_optspec push_spec = {"", push_long, push_opt};
 static void
 aot_remote_warning(const mc_bundle *b, const char *path, size_t naot, char *buf, size_t len)
 {
-	const char *k, *v, *made = NULL;
-	size_t i;
+	const char *made = bundle_label(b, AOT_REMOTE_LABEL);
+	char how[160];
 
 	buf[0] = '\0';
-	if (naot == 0)
+	if (naot == 0 || (made != NULL && strcmp(made, "1") == 0))
 		return;
-	for (i = 0; i < mc_bundle_label_count(b); i++)
-		if (mc_bundle_label(b, i, &k, &v) == MC_OK && strcmp(k, AOT_REMOTE_LABEL) == 0)
-			made = v;
-	if (made != NULL && strcmp(made, "1") == 0)
-		return;
+	if (made == NULL)
+		snprintf(how, sizeof how, "made under a " AOT_REMOTE_LABEL " the bundle does not "
+			 "record (save and run record it as a label)");
+	else if (strcmp(made, "unset") == 0)
+		snprintf(how, sizeof how, "made with " AOT_REMOTE_LABEL " unset");
+	else if (strcmp(made, "mixed") == 0)
+		snprintf(how, sizeof how, "merged from bundles whose " AOT_REMOTE_LABEL " differed");
+	else
+		snprintf(how, sizeof how, "made with " AOT_REMOTE_LABEL "=%.20s", made);
 	snprintf(buf, len, "%s: its %zu AOTAutograd entr%s %s; torch keys AOTAutograd entries by "
 		 "that setting, so workers with " AOT_REMOTE_LABEL "=1 (torch's remote caches on) "
 		 "look them up under other keys and miss (their FX graphs hit). Make the bundle in "
 		 "a run with " AOT_REMOTE_LABEL "=1 (no Redis needed there), as the workers have it%s",
-		 path, naot, naot == 1 ? "y was" : "ies were",
-		 made == NULL ? "made under a " AOT_REMOTE_LABEL " the bundle does not record "
-			       "(save and run record it as a label)"
-			      : strcmp(made, "0") == 0 ? "made with " AOT_REMOTE_LABEL "=0"
-						       : "made with " AOT_REMOTE_LABEL " unset",
+		 path, naot, naot == 1 ? "y was" : "ies were", how,
 		 made == NULL ? "; if it was made so, pack it with --label " AOT_REMOTE_LABEL "=1"
 			      : "");
 }
@@ -440,6 +440,9 @@ cmd_pull(struct tool *t, int argc, char **argv)
 	memset(&ta, 0, sizeof ta);
 	o.rec.level = 3;
 	tool_parse(t, argc, argv, &pull_spec, &o);
+	/* What is in torch's remote cache is what workers with it on look up: torch puts an
+	 * AOTAutograd entry there only from a run with TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1. */
+	o.rec.aot_remote = "1";
 	if (o.out == NULL || optind != argc)
 		usage_error("pull needs -o BUNDLE and no other argument%s", "");
 	redis_check(&o.redis, "pull");

@@ -20,6 +20,7 @@ struct merge_opts {
 	int bver_given, unsigned_ok;
 	size_t nsigned;           /* inputs that carry a signature */
 	const char *first_signed; /* the first of them */
+	char aot_remote[16];      /* the inputs' AOT_REMOTE_LABEL: "" none, "mixed" */
 };
 
 /* What on_conflict counts and reports. */
@@ -111,8 +112,19 @@ add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, si
 	for (i = 0; rc == MC_OK && i < n; i++) {
 		mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
 		mc_bundle *b = NULL;
+		const char *v;
 
 		rc = open_trusted(t, inputs[i], &b, keys);
+		/* The setting torch keys AOTAutograd entries by (push reads it back): one that
+		 * differs between the inputs, or that one of them does not record, is "mixed". */
+		if (rc == MC_OK) {
+			v = bundle_label(b, AOT_REMOTE_LABEL);
+			if (i == 0 && v != NULL && strlen(v) < sizeof o->aot_remote)
+				strcpy(o->aot_remote, v);
+			else if (v == NULL ? o->aot_remote[0] != '\0'
+					   : strcmp(v, o->aot_remote) != 0)
+				strcpy(o->aot_remote, "mixed");
+		}
 		if (rc == MC_OK && mc_bundle_signature_count(b) > 0 && o->nsigned++ == 0)
 			o->first_signed = inputs[i];
 		if (rc == MC_OK && !o->bver_given && mc_bundle_version(b) > o->bver)
@@ -123,6 +135,8 @@ add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, si
 		free_keys(keys, t->trust.npubs);
 	}
 	free(dir);
+	if (rc == MC_OK && o->aot_remote[0] != '\0')
+		rc = mc_writer_set_label(w, AOT_REMOTE_LABEL, o->aot_remote);
 	return rc;
 }
 

@@ -412,7 +412,7 @@ cmd_run(struct tool *t, int argc, char **argv)
 
 	json_target(t, &o, argc, argv);
 	tool_parse(t, argc, argv, &run_spec, &o);
-	o.rec.env_facts = 1;
+	o.rec.aot_remote = aot_remote_env();
 	run_check(t, &o, argc);
 	check_out_folder(o.save_to);
 	if ((rc = tool_start(t)) != 0)

@@ -88,7 +88,7 @@ cmd_save(struct tool *t, int argc, char **argv)
 	int rc, out_fd = -1;
 
 	tool_parse(t, argc, argv, &save_spec, &o);
-	o.rec.env_facts = 1;
+	o.rec.aot_remote = aot_remote_env();
 	if (o.out == NULL)
 		usage_error("save needs -o BUNDLE%s", "");
 	if (optind != argc)

@@ -152,6 +152,27 @@ on_twice(void *ud, const char *type, const char *key)
 		    "bundle keeps the one recorded last", PROG, type, key);
 }
 
+const char *
+aot_remote_env(void)
+{
+	/* as torch reads it: "1" and "0" set it, anything else leaves it unset */
+	const char *v = getenv(AOT_REMOTE_LABEL);
+
+	return v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "0") == 0) ? v : "unset";
+}
+
+const char *
+bundle_label(const mc_bundle *b, const char *key)
+{
+	const char *k, *v;
+	size_t i;
+
+	for (i = 0; i < mc_bundle_label_count(b); i++)
+		if (mc_bundle_label(b, i, &k, &v) == MC_OK && strcmp(k, key) == 0)
+			return v;
+	return NULL;
+}
+
 int
 record_setup(struct tool *t, mc_writer *w, struct record_opts *o)
 {
@@ -168,13 +189,8 @@ record_setup(struct tool *t, mc_writer *w, struct record_opts *o)
 		rc = mc_writer_set_compression(w, (int)o->level);
 	if (rc == MC_OK)
 		rc = mc_writer_set_keep_unknown(w, o->keep_unknown);
-	if (rc == MC_OK && o->env_facts) {
-		/* as torch reads it: "1" and "0" set it, anything else leaves it unset */
-		const char *v = getenv(AOT_REMOTE_LABEL);
-		rc = mc_writer_set_label(w, AOT_REMOTE_LABEL,
-					 v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "0") == 0)
-					 ? v : "unset");
-	}
+	if (rc == MC_OK && o->aot_remote != NULL)
+		rc = mc_writer_set_label(w, AOT_REMOTE_LABEL, o->aot_remote);
 	if (rc == MC_OK && o->labels_json != NULL)
 		rc = labels_from_json(w, o->labels_json, t->quiet);
 	if (rc == MC_OK)

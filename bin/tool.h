@@ -191,7 +191,7 @@ struct record_opts {
 	uint64_t bver, expires, level; /* level: 3 unless given */
 	uint64_t fversion;             /* the bundle format version; 0: the default */
 	int keep_unknown;
-	int env_facts; /* save, run: the label AOT_REMOTE_LABEL from this environment */
+	const char *aot_remote; /* the label AOT_REMOTE_LABEL's value, or NULL: none */
 };
 
 /* torch 2.11 keys AOTAutograd entries by TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE as it reads
@@ -199,6 +199,10 @@ struct record_opts {
  * and run record it as this label ("1", "0" or "unset"), and push warns when the entries
  * it writes were not made with the remote caches' setting, "1". */
 #define AOT_REMOTE_LABEL "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE"
+/* Its value as torch reads it from this environment: "1", "0" or "unset". */
+const char *aot_remote_env(void);
+/* The value of label key of b, or NULL. */
+const char *bundle_label(const mc_bundle *b, const char *key);
 
 /* The long options record_opt() takes (with -s SECFILE). */
 #define RECORD_LONG_OPTIONS                                                      \

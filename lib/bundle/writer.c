@@ -314,7 +314,7 @@ add_artifact(mc_writer *w, const char *type, const char *key, uint32_t obj, uint
 		return mc__err(w->ctx, MC_ERR_LIMIT, "more than %lu artifacts",
 			       (unsigned long)UINT32_MAX - 2);
 	/* One entry of torch's guarded caches given by torch's key alone (a blob's, a
-	 * caller's) is keyed with its entry where its hash is known, as a scan keys it. */
+	 * caller's) is keyed with its entry, as a scan keys it. */
 	if (sha != NULL && mc__entry_key(mc__find_type(w->ctx, type), key, sha, ekey, sizeof ekey))
 		key = ekey;
 	memset(&a, 0, sizeof a);
@@ -337,6 +337,18 @@ add_artifact(mc_writer *w, const char *type, const char *key, uint32_t obj, uint
 	w->has_last = 1;
 	w->narts++;
 	w->total += size;
+	return MC_OK;
+}
+
+/* A key of t that names an entry of torch's guarded caches must name this content,
+ * whose SHA-256 is sha (readers refuse it otherwise); a scan, which keys a file by its
+ * name, tells of a misnamed one itself. */
+static int
+entry_check(mc_writer *w, const struct mc_type *t, const char *key, const unsigned char *sha)
+{
+	if (sha != NULL && !mc__key_entry_ok(t, key, sha))
+		return mc__err(w->ctx, MC_ERR_BAD_KEY, "%s key '%.200s': its entry is not the hash "
+			       "of its content", t->name, key);
 	return MC_OK;
 }
 
@@ -376,7 +388,8 @@ mc__writer_add_bytes(mc_writer *w, const char *type, const char *key, const void
 		memcpy(sha, o.hash, sizeof sha);
 	else if ((t->flags & MC_TYPE_WANTS_SHA256) && mc__sha256(sha, data, len) != MC_OK)
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-	if ((rc = find_object(w, o.hash, &idx, &found)) != MC_OK)
+	if ((rc = entry_check(w, t, key, (t->flags & MC_TYPE_WANTS_SHA256) ? sha : NULL)) != MC_OK ||
+	    (rc = find_object(w, o.hash, &idx, &found)) != MC_OK)
 		return rc;
 	if (!found) {
 		o.size = len;
@@ -417,7 +430,7 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 	struct mc_wsource src;
 	struct mc_wobj o;
 	uint32_t idx;
-	int rc, found = 0, want_sha;
+	int rc, found = 0, want_sha, hashed;
 
 	if ((rc = check_artifact(w, type, key, &t)) != MC_OK)
 		return rc;
@@ -425,6 +438,11 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 		return mc__err(w->ctx, MC_ERR_LIMIT, "%s: %llu bytes is over the per-artifact cap of "
 			       "%llu", path, (unsigned long long)size,
 			       (unsigned long long)w->ctx->max_artifact_bytes);
+	/* The content hash is needed now by a blob's layout, and by an entry of torch's
+	 * guarded caches that no scan named (its key gets or checks its entry); the save
+	 * checks it again as it reads. */
+	hashed = object_out != NULL || ((t->flags & MC_TYPE_WANTS_SHA256) &&
+					 w->halg == MC_HALG_SHA256 && !(how & MC_WADD_NAMED));
 	/* Contents are hashed and compressed at save, on the worker threads, reading each
 	 * once. In version 1 a type that needs the SHA-256 for its destination gets it here
 	 * (the save computes it again, to notice a change); in version 2 it is the content
@@ -433,25 +451,29 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 	memset(&o, 0, sizeof o);
 	if ((rc = mc__wsource_open(w->ctx, &src, w, NULL, path)) != MC_OK)
 		return rc;
-	if (want_sha || object_out != NULL) {
+	if (want_sha || hashed) {
 		struct mc_wread rd;
 
 		memset(&rd, 0, sizeof rd);
 		rd.ctx = w->ctx;
 		rd.halg = w->halg;
-		rc = mc__wsource_digest(&rd, &src, offset, size, object_out != NULL ? o.hash : NULL,
+		rc = mc__wsource_digest(&rd, &src, offset, size, hashed ? o.hash : NULL,
 					want_sha ? sha : NULL, NULL, NULL);
 		free(rd.buf);
 	}
 	mc__wsource_close(&src);
 	if (rc != MC_OK)
 		return rc;
-	if (object_out != NULL && (rc = find_object(w, o.hash, &idx, &found)) != MC_OK)
+	/* The SHA-256 a type wants: read above in version 1; in version 2 the content hash,
+	 * known here only where the content was read. */
+	known = want_sha ? sha : (t->flags & MC_TYPE_WANTS_SHA256) && hashed ? o.hash : NULL;
+	if ((!(how & MC_WADD_NAMED) && (rc = entry_check(w, t, key, known)) != MC_OK) ||
+	    (hashed && (rc = find_object(w, o.hash, &idx, &found)) != MC_OK))
 		return rc;
 	if (!found) {
 		o.offset = offset;
 		o.size = size;
-		o.flags |= object_out == NULL ? MC_WOBJ_PENDING : MC_WOBJ_PART;
+		o.flags |= object_out != NULL ? MC_WOBJ_PART : hashed ? 0 : MC_WOBJ_PENDING;
 		if (want_sha) {
 			o.flags |= MC_WOBJ_CHECK_SHA;
 			memcpy(o.sha256, sha, sizeof sha);
@@ -463,10 +485,6 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 	}
 	if (object_out != NULL)
 		*object_out = idx;
-	/* The SHA-256 a type wants: read above in version 1; in version 2 the content hash,
-	 * known here only where the content was read. */
-	known = want_sha ? sha
-		: (t->flags & MC_TYPE_WANTS_SHA256) && object_out != NULL ? o.hash : NULL;
 	return add_artifact(w, type, key, idx, size, known, (how & MC_WADD_EXEC) != 0);
 }
 
@@ -510,7 +528,8 @@ mc__writer_add_spooled(mc_writer *w, const char *type, const char *key, const st
 	if (w->version == 2 && o->encoding != MC_ENC_NONE)
 		return mc__err(w->ctx, MC_ERR_INVALID, "%s %s: spooled compressed, which format "
 			       "version 2 does not take", type, key);
-	if ((rc = find_object(w, o->hash, &idx, &found)) != MC_OK ||
+	if ((rc = entry_check(w, t, key, (t->flags & MC_TYPE_WANTS_SHA256) ? sha : NULL)) != MC_OK ||
+	    (rc = find_object(w, o->hash, &idx, &found)) != MC_OK ||
 	    (!found && (rc = new_object(w, o, &idx)) != MC_OK))
 		return rc;
 	return add_artifact(w, type, key, idx, o->size,

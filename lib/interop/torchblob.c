@@ -464,7 +464,15 @@ record_blob(mc_writer *w, const char *name, const char *path, const unsigned cha
 		return rc;
 	for (i = 0; rc == MC_OK && i < tb->nitems; i++) {
 		const struct mc_tb_item *it = &tb->items[i];
+		const struct mc_type *t = mc__find_type(ctx, it->type);
 
+		/* torch's keys name no entry: the artifact gets its entry from the content */
+		if (mc__torch_key_len(t, it->key) != strlen(it->key)) {
+			rc = mc__err(ctx, MC_ERR_BAD_KEY, "%s: artifact %zu: %s key '%.200s' names "
+				     "an entry, which torch's keys do not", name, i + 1, it->type,
+				     it->key);
+			break;
+		}
 		/* A blob holds no file modes: its artifacts are never executable. */
 		if (data != NULL)
 			rc = mc__writer_add_bytes(w, it->type, it->key, data + it->offset,

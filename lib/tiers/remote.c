@@ -277,8 +277,12 @@ mc__remote_parse(const char *rkey, const unsigned char *v, size_t vn, const char
 
 	*content = NULL;
 	*cn = 0;
-	if ((spaces & MC_SPACE_TORCH) && torch_rkey(rkey, type, kbuf, klen) == MC_OK)
+	if ((spaces & MC_SPACE_TORCH) && torch_rkey(rkey, type, kbuf, klen) == MC_OK) {
+		/* torch's keys name no entry: a reader gives the entry from the content */
+		if (torch_by_type(*type)->timed && strchr(kbuf, '/') != NULL)
+			return odd(why, whylen, "the key names an entry, which torch's keys do not");
 		return torch_content(v, vn, content, cn, why, whylen);
+	}
 	if (!(spaces & MC_SPACE_TRITON) || triton_rkey(rkey, triton_fmt, kbuf, klen) != MC_OK)
 		return 2;
 	*type = "triton_home";

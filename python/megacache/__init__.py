@@ -744,11 +744,13 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
     with _Session(cache_dir, triton_dir, progress) as s:
         # Read now: a bad key file is the caller's mistake, never a cold start.
         pubs = s.trusted(trusted_keys) if paths else []
-        wr, nsig = None, 0
+        wr, nsig, aot_label = None, 0, False
         if save_to is not None:
             _path(save_to, "save_to")
             wr = s.writer()
-            nsig = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3, env_facts=True)
+            nsig = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
+            # taken at the save, after the block: its code may set torch's config
+            aot_label = not any(k == AOT_REMOTE_LABEL for k, _ in _labels(labels))
         bases = []
         for p in paths:
             try:
@@ -769,10 +771,10 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
         try:
             yield w
         except BaseException as body:
-            _warm_save(s, w, wr, nsig, bases, save_to, body)
+            _warm_save(s, w, wr, nsig, bases, save_to, body, aot_label)
             raise
         else:
-            _warm_save(s, w, wr, nsig, bases, save_to, None)
+            _warm_save(s, w, wr, nsig, bases, save_to, None, aot_label)
         finally:
             for var, old in saved_env.items():
                 if old is None:
@@ -782,10 +784,12 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
 
 
 def _warm_save(s: _Session, w: Warm, wr, nsig: int, bases, save_to,
-               body: Optional[BaseException]) -> None:
+               body: Optional[BaseException], aot_label: bool) -> None:
     if wr is None:
         return
     try:
+        if aot_label:
+            s.lib.mc_writer_set_label(wr, AOT_REMOTE_LABEL.encode(), _aot_remote().encode())
         w.saved = _save_new(s, wr, nsig, bases, save_to)
     except Exception as e:  # noqa: B902 - the block's exception goes on instead
         if body is None:

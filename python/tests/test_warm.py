@@ -38,6 +38,23 @@ def test_loads_before_and_saves_nothing_when_nothing_is_new(tmp_path, setup, key
     assert not out.exists()
 
 
+def test_the_autograd_remote_setting_is_taken_after_the_block(tmp_path, setup, keys,
+                                                              monkeypatch):
+    # torch keys AOTAutograd entries by its functorch config's enable_remote_autograd_cache,
+    # which the block's own code may set: the label says what it was when the block ended.
+    import sys
+    import types
+    cfg = types.ModuleType("torch._functorch.config")
+    cfg.enable_remote_autograd_cache = None
+    monkeypatch.setitem(sys.modules, "torch._functorch.config", cfg)
+    monkeypatch.delenv("TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE", raising=False)
+    out = tmp_path / "next.mcache"
+    with megacache.warm(setup.bundle, keys.pub, save_to=out, secret_key=keys.sec):
+        cfg.enable_remote_autograd_cache = True
+        shutil.copytree(setup.aside, setup.cache / "fxgraph" / setup.shard)
+    assert megacache.list_bundle(out).labels[megacache.AOT_REMOTE_LABEL] == "1"
+
+
 def test_saves_only_what_the_block_added(tmp_path, setup, keys):
     out = tmp_path / "next.mcache"
     with megacache.warm(setup.bundle, keys.pub, save_to=out, secret_key=keys.sec) as w:

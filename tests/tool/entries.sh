@@ -155,6 +155,20 @@ run 0 "" run -b "$VEC/valid-graph-key-alone.mcache" -p "$PUB" --cache-dir "$T/r-
 	--save-to "$T/r-new.mcache" -s "$SEC" -- true
 grep -q "nothing new" "$T/out" "$T/err" && ok || bad "run saved an entry its base has: $(cat "$T/out" "$T/err")"
 
+# torch's blob keys name no entry: a blob whose key does is refused, nothing written.
+$PY - "$T/blob-entry.bin" "$FXK" <<'PY'
+import base64, struct, sys, zlib
+out, fx = sys.argv[1:]
+s = lambda t: struct.pack(">Q", len(base64.b64encode(t.encode()))) + base64.b64encode(t.encode())
+c = b"a graph"
+body = struct.pack(">Q", 1) + s("inductor") + struct.pack(">Q", 1) + s(fx + "/" + "a" * 51) + \
+    struct.pack(">Q", len(c)) + c
+open(out, "wb").write(struct.pack(">I", zlib.crc32(body)) + body)
+PY
+run 1 "names an entry, which torch's keys do not" pack -o "$T/blob-entry.mcache" -s "$SEC" \
+	--from-torch "$T/blob-entry.bin"
+[ ! -e "$T/blob-entry.mcache" ] && ok || bad "a refused blob left a bundle"
+
 # A key whose entry is not its content's hash is refused, nothing installed.
 run 1 "its entry is not named after its content's hash" load "$VEC/manifest-entry-false.mcache" \
 	-p "$PUB" --cache-dir "$T/l-false"

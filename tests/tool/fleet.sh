@@ -787,6 +787,24 @@ grep -qF "its 2 AOTAutograd entries were made under a TORCHINDUCTOR_AUTOGRAD_REM
 	bad "push of a bundle that does not say: $(cat "$T/err")"
 run 0 "" push "$T/a.mcache" -p "$PUB" --redis "$URL" -q
 [ ! -s "$T/err" ] && ok || bad "push -q printed: $(cat "$T/err")"
+# merge: inputs that disagree (or one that does not say) give "mixed", which push tells
+run 0 "" merge -o "$W17/m-same.mcache" -p "$PUB" -s "$SEC" "$W17/on.mcache" "$W17/given.mcache"
+run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" list "$W17/m-same.mcache"
+run 0 "" merge -o "$W17/m-mixed.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache" "$W17/on.mcache"
+run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=mixed" list "$W17/m-mixed.mcache"
+run 0 "" push "$W17/m-mixed.mcache" -p "$PUB" --redis "$URL"
+grep -qF "were merged from bundles whose TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE differed" "$T/err" &&
+	ok || bad "push of a merge of differing settings: $(cat "$T/err")"
+# pull: what torch's remote cache holds is what remote-on workers look up ("1"); a key
+# that names an entry is not torch's, and is skipped as odd
+rc set "pt2:fx-graph-v1::fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i/$(printf 'a%.0s' $(seq 51)):c1" \
+	'{"data": "aGVsbG8=", "time_taken_ms": 0}' >/dev/null
+run 0 "" pull --redis "$URL" -o "$W17/pulled.mcache" -s "$SEC" --json
+grep -q '"odd":[[:space:]]*1' "$T/out" && ok || bad "pull of a key with an entry: $(cat "$T/out")"
+run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" list "$W17/pulled.mcache"
+run 0 "" load "$W17/pulled.mcache" -p "$PUB" --cache-dir "$W17/pulled"
+run 0 "" push "$W17/pulled.mcache" -p "$PUB" --redis "$URL"
+[ ! -s "$T/err" ] && ok || bad "push of a pulled bundle warned: $(cat "$T/err")"
 
 # pull's spool files are gone after every pull, failed or not
 [ -z "$(ls -A "$TMPDIR")" ] && ok || bad "left in the temp folder: $(ls -A "$TMPDIR")"

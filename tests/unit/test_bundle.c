@@ -962,6 +962,40 @@ START_TEST(misnamed_files_of_one_key)
 }
 END_TEST
 
+/* An FX graph entry given by file to the writer with torch's key alone gets its entry
+ * from its content, in both format versions (as a scan keys it); a key whose entry is
+ * not its content's hash is refused, nothing recorded. */
+START_TEST(graph_entry_from_file)
+{
+	const char *type, *key, *hash;
+	char f[4096], p[4096];
+	mc_writer *w;
+	mc_bundle *b;
+	uint64_t size;
+	int version;
+
+	snprintf(f, sizeof f, "%s/graph", dir);
+	spit(f, "graph one", 9);
+	for (version = 1; version <= 2; version++) {
+		ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+		ck_assert_int_eq(mc_writer_set_format_version(w, version), MC_OK);
+		ck_assert_int_eq(mc_writer_add_file(w, "inductor", GRAPH "/" BAD_NAME, f),
+				 MC_ERR_BAD_KEY);
+		ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "its entry is not the hash of its "
+					     "content"));
+		ck_assert_uint_eq(mc_writer_artifact_count(w), 0);
+		ck_assert_int_eq(mc_writer_add_file(w, "inductor", GRAPH, f), MC_OK);
+		snprintf(p, sizeof p, "%s/ge%d.mcache", dir, version);
+		ck_assert_int_eq(mc_writer_save(w, p), MC_OK);
+		mc_writer_free(w);
+		ck_assert_int_eq(mc_bundle_open(ctx, p, &b), MC_OK);
+		ck_assert_int_eq(mc_bundle_artifact(b, 0, &type, &key, &size, &hash), MC_OK);
+		ck_assert_str_eq(key, GRAPH "/" GOOD_NAME);
+		mc_bundle_free(b);
+	}
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -971,6 +1005,7 @@ suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, save_open_load);
+	tcase_add_test(tc, graph_entry_from_file);
 	tcase_add_test(tc, deterministic);
 	tcase_add_test(tc, spooled_objects);
 	tcase_add_test(tc, save_needs_writer_and_path);
