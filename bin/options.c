@@ -148,15 +148,30 @@ iso_time(int64_t t, char *buf, size_t len)
 }
 
 /* getopt_long with its complaints printed by say(): getopt's own print the argument
- * raw, and an argument can hold whatever a file name holds. */
+ * raw, and an argument can hold whatever a file name holds. A long option must be
+ * given by its whole name: getopt_long would take any unambiguous start of one
+ * (--insecure for --insecure-no-verify), a trap in scripts. */
 static int
 next_opt(int argc, char **argv, const char *shortopts, const struct option *lo)
 {
-	int c;
+	int c, idx = -1;
 
 	opterr = 0;
-	if ((c = getopt_long(argc, argv, shortopts, lo, NULL)) != '?')
+	if ((c = getopt_long(argc, argv, shortopts, lo, &idx)) != '?') {
+		if (c != -1 && idx >= 0) {
+			/* the option's word: the last one read, or the one before its argument */
+			const char *word = argv[optind - 1];
+			size_t n;
+			if (lo[idx].has_arg != no_argument && optarg == argv[optind - 1] && optind >= 2)
+				word = argv[optind - 2];
+			n = strcspn(word + 2, "=");
+			if (strncmp(word, "--", 2) != 0 || strlen(lo[idx].name) != n ||
+			    strncmp(word + 2, lo[idx].name, n) != 0)
+				usage_error("unknown option '%.*s' (options are never abbreviated: "
+					    "did you mean --%s?)", (int)(n + 2), word, lo[idx].name);
+		}
 		return c;
+	}
 	if (optopt == 0)
 		say(stderr, "%s: unknown or ambiguous option '%s'", argv[0], argv[optind - 1]);
 	else if (optopt < 256 && strchr(shortopts, optopt) == NULL)

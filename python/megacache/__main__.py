@@ -5,6 +5,7 @@ failed verification, 2 any other error; run passes on the command's. --json prin
 package's reports (to_dict()), not the tool's JSON."""
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -64,15 +65,18 @@ def _signing(p):
 
 def _parser():
     top = argparse.ArgumentParser(
-        prog="python -m megacache",
+        prog="python -m megacache", allow_abbrev=False,
         description="Record PyTorch compile caches into one signed bundle, and warm caches "
                     "from it. Exit status: 0 success, 1 the bundle failed verification, "
                     "2 any other error.")
     top.add_argument("--version", action="version",
                      version="megacache (Python) %s" % megacache.__version__)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Options by their whole names only: argparse would take any unambiguous start of
+    # one (--pub for --pubkey), a trap in scripts.
+    add = functools.partial(sub.add_parser, allow_abbrev=False)
 
-    p = sub.add_parser("keygen", help="make a key pair (minisign format)")
+    p = add("keygen", help="make a key pair (minisign format)")
     p.add_argument("-p", "--pubkey", required=True, metavar="PUBFILE")
     p.add_argument("-s", "--secret-key", required=True, metavar="SECFILE")
     p.add_argument("-W", dest="unencrypted", action="store_true",
@@ -80,7 +84,7 @@ def _parser():
     p.add_argument("-f", dest="force", action="store_true", help="replace existing files")
     p.add_argument("--password-file", metavar="FILE")
 
-    p = sub.add_parser("save", help="record the folders torch and Triton use into a bundle")
+    p = add("save", help="record the folders torch and Triton use into a bundle")
     p.add_argument("-o", "--output", required=True, metavar="BUNDLE")
     _signing(p)
     _tiers(p)
@@ -90,7 +94,7 @@ def _parser():
     p.add_argument("--json", action="store_true")
     p.add_argument("-v", "--verbose", action="store_true", help="name each skipped file")
 
-    p = sub.add_parser("load", help="verify a bundle and install it into the cache dirs")
+    p = add("load", help="verify a bundle and install it into the cache dirs")
     p.add_argument("bundle", metavar="BUNDLE")
     _trust(p)
     _tiers(p)
@@ -99,23 +103,23 @@ def _parser():
     p.add_argument("--sync", action="store_true", help="flush the files to disk first")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("verify", help="check signatures, policy and every byte of a bundle")
+    p = add("verify", help="check signatures, policy and every byte of a bundle")
     p.add_argument("bundle", metavar="BUNDLE")
     _trust(p)
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("list", help="show a bundle's labels, signatures and artifacts "
+    p = add("list", help="show a bundle's labels, signatures and artifacts "
                                     "(not verified)")
     p.add_argument("bundle", metavar="BUNDLE")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("export", help="write a bundle's torch artifacts as a torch blob")
+    p = add("export", help="write a bundle's torch artifacts as a torch blob")
     p.add_argument("bundle", metavar="BUNDLE")
     p.add_argument("--torch", required=True, metavar="OUTFILE")
     p.add_argument("--torch-format", default="current", choices=["current", "2.7"])
     _trust(p)
 
-    p = sub.add_parser("run", help="load bundles, run a command, save what it added")
+    p = add("run", help="load bundles, run a command, save what it added")
     p.add_argument("-b", "--bundle", action="append", default=[], metavar="BUNDLE")
     _trust(p)
     p.add_argument("--save-to", metavar="OUT")

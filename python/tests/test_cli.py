@@ -79,3 +79,13 @@ def test_run_passes_on_signals_and_the_command_s_status(tmp_path, cuda_cache, ke
     assert "nothing new" not in r.stderr and not (tmp_path / "no").exists()
     r = pymod("run", "-b", str(tmp_path / "b.mcache"), "--allow-cold", "--", "true", env=env)
     assert r.returncode == 2 and "-p PUBFILE" in r.stderr
+
+
+def test_long_options_by_their_whole_names_only(tmp_path, bundle, keys, env_for):
+    # argparse takes any unambiguous start of a long option by default (--pub for
+    # --pubkey): a script's typo would run. Refused, exit 2, as the tool refuses it.
+    env = _env(env_for(str(tmp_path / "cache")))
+    r = pymod("verify", str(bundle), "--pub", keys.pub, env=env)
+    assert r.returncode == 2 and "unrecognized arguments: --pub" in r.stderr, r.stderr
+    r = pymod("verify", str(bundle), "--pubkey", keys.pub, env=env)
+    assert r.returncode == 0, r.stderr

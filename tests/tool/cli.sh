@@ -121,4 +121,24 @@ for w in 'progress " WHEN"' 'B \-\-version' 'base64 line' 'megacache help load';
 	grep -qF -- "$w" "$MAN" && ok || bad "the man page lacks $w"
 done
 
+# Long options by their whole names only: any start of one, as getopt_long would take it
+# (verify --insecure for --insecure-no-verify), is a usage error (exit 2) that names the
+# whole name, never run. Every long option of every command's help, one letter short.
+for c in $CMDS; do
+	"$MEGACACHE" "$c" --help | grep -oE -- '--[a-z][a-z0-9-]+' | sort -u >"$T/longs"
+	while read -r o; do
+		short=${o%?}
+		grep -qx -- "$short" "$T/longs" && continue # itself an option of c
+		"$MEGACACHE" "$c" "$short" >"$T/out" 2>"$T/err" </dev/null; rc=$?
+		[ "$rc" = 2 ] && ok || bad "megacache $c $short (for $o) exited $rc: $(head -c 300 "$T/err")"
+	done <"$T/longs"
+done
+run 2 "unknown option '--insecure' (options are never abbreviated: did you mean --insecure-no-verify?)" \
+	verify "$T/a.mcache" -p "$PUB" --insecure
+run 2 "unknown option '--expl' (options are never abbreviated: did you mean --explain?)" \
+	list "$T/a.mcache" --expl
+run 2 "unknown option '--label-from' (options are never abbreviated: did you mean --label-from-env?)" \
+	pack -o "$T/x.mcache" --label-from=HOME --from-torch "$BLOB"
+[ ! -e "$T/x.mcache" ] && ok || bad "an abbreviated option wrote a bundle"
+
 finish
