@@ -300,8 +300,9 @@ with_labels(const char *man, const char *labels)
  * bytes, content what they are meant to decompress to, hash (NULL: the content's) what
  * the manifest calls it; everything else is consistent. */
 static void
-zstd_object(const char *name, const char *key, const unsigned char *stored, size_t sn,
-	    const unsigned char *content, size_t n, const char *hash, const char *msg)
+zstd_object_as(const char *name, const char *key, const unsigned char *stored, size_t sn,
+	       const unsigned char *content, size_t n, const char *hash, int code,
+	       const char *msg)
 {
 	struct buf b;
 	char man[16384], ch[65], sh[65], obj[128];
@@ -320,7 +321,15 @@ zstd_object(const char *name, const char *key, const unsigned char *stored, size
 	start_signed(&b, man);
 	snprintf(obj, sizeof obj, "objects/%s", ch);
 	put_member(&b, obj, stored, sn);
-	finish(&b, name, "load", 1, msg);
+	finish(&b, name, "load", code, msg);
+}
+
+/* The same, refused with msg. */
+static void
+zstd_object(const char *name, const char *key, const unsigned char *stored, size_t sn,
+	    const unsigned char *content, size_t n, const char *hash, const char *msg)
+{
+	zstd_object_as(name, key, stored, sn, content, n, hash, 1, msg);
 }
 
 /* Appends a zstd block header (RFC 8878 3.1.1.2): last flag, type (0 raw, 1 RLE),
@@ -596,10 +605,11 @@ sha_hex(const void *d, size_t n, char out[65])
 
 /* A version 2 bundle signed by the test key: its manifest names index, stored as it is
  * (a different member name when iname is given), then the blocks blk[0..n-1] stored as
- * they are, and any extra member. */
+ * they are (blen[i] bytes; blen NULL: text), and any extra member. */
 static void
 v2_bundle(const char *name, const char *index, const char *iname, const char *const *blk,
-	  size_t n, const char *extra, const char *cmd, int code, const char *text)
+	  const size_t *blen, size_t n, const char *extra, const char *cmd, int code,
+	  const char *text)
 {
 	char man[1024], h[65], bn[32];
 	struct buf b;
@@ -614,7 +624,7 @@ v2_bundle(const char *name, const char *index, const char *iname, const char *co
 	put_member(&b, iname != NULL ? iname : "index.json", index, strlen(index));
 	for (i = 0; i < n; i++) {
 		snprintf(bn, sizeof bn, "blocks/%zu", i);
-		put_member(&b, bn, blk[i], strlen(blk[i]));
+		put_member(&b, bn, blk[i], blen != NULL ? blen[i] : strlen(blk[i]));
 	}
 	if (extra != NULL)
 		put_member(&b, extra, "x", 1);
@@ -659,7 +669,7 @@ version2_indexes(void)
 	snprintf(objs, sizeof objs, "%s,%s", oi, ov);
 	snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
 		 "\"stored_size\":%zu}]", n_ig + n_vu);
-	v2_bundle("v2-index-plain.mcache", v2_index(both, objs, tail), NULL, one, 1, NULL,
+	v2_bundle("v2-index-plain.mcache", v2_index(both, objs, tail), NULL, one, NULL, 1, NULL,
 		  "load", 0, "");
 	/* The same content twice (equal files the writer learnt of only by reading them). */
 	snprintf(objs2, sizeof objs2, "%s,%s", ov, ov);
@@ -667,31 +677,31 @@ version2_indexes(void)
 		 (int)n_vu, (const char *)c_vu);
 	snprintf(t2, sizeof t2, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
 		 "\"stored_size\":%zu}]", 2 * n_vu);
-	v2_bundle("v2-object-twice.mcache", v2_index(av, objs2, t2), NULL, one_twice, 1, NULL,
+	v2_bundle("v2-object-twice.mcache", v2_index(av, objs2, t2), NULL, one_twice, NULL, 1, NULL,
 		  "load", 0, "");
-	v2_bundle("v2-object-unused.mcache", v2_index(av, objs, tail), NULL, one, 1, NULL,
+	v2_bundle("v2-object-unused.mcache", v2_index(av, objs, tail), NULL, one, NULL, 1, NULL,
 		  "load", 1, "is listed but no artifact uses it");
-	v2_bundle("v2-index-name.mcache", v2_index(both, objs, tail), "index.json.zst", one, 1,
+	v2_bundle("v2-index-name.mcache", v2_index(both, objs, tail), "index.json.zst", one, NULL, 1,
 		  NULL, "load", 1, "where index.json was expected");
-	v2_bundle("v2-block-missing.mcache", v2_index(both, objs, tail), NULL, one, 0, NULL,
+	v2_bundle("v2-block-missing.mcache", v2_index(both, objs, tail), NULL, one, NULL, 0, NULL,
 		  "load", 1, "where blocks/0 was expected");
-	v2_bundle("v2-member-after.mcache", v2_index(both, objs, tail), NULL, one, 1, "blocks/1",
+	v2_bundle("v2-member-after.mcache", v2_index(both, objs, tail), NULL, one, NULL, 1, "blocks/1",
 		  "load", 1, "is not listed in the manifest");
 	snprintf(objs2, sizeof objs2, "%s,%s", ox, ov);
 	snprintf(arts, sizeof arts, "%s,%s", ax, av);
-	v2_bundle("v2-object-hash-false.mcache", v2_index(arts, objs2, tail), NULL, one, 1, NULL,
+	v2_bundle("v2-object-hash-false.mcache", v2_index(arts, objs2, tail), NULL, one, NULL, 1, NULL,
 		  "load", 1, "content does not match its hash");
 	snprintf(t2, sizeof t2, "\"blocks\":[{\"encoding\":\"none\",\"objects\":1,"
 		 "\"stored_size\":%zu}]", n_ig);
-	v2_bundle("v2-block-count.mcache", v2_index(both, objs, t2), NULL, one, 1, NULL, "load",
+	v2_bundle("v2-block-count.mcache", v2_index(both, objs, t2), NULL, one, NULL, 1, NULL, "load",
 		  1, "the blocks hold 1 objects, the object table lists 2");
 	snprintf(t2, sizeof t2, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
 		 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]", n_ig + n_vu, hv);
-	v2_bundle("v2-block-none-hash.mcache", v2_index(both, objs, t2), NULL, one, 1, NULL,
+	v2_bundle("v2-block-none-hash.mcache", v2_index(both, objs, t2), NULL, one, NULL, 1, NULL,
 		  "load", 1, "is stored as is but has a stored_hash");
 	snprintf(arts, sizeof arts, "%s,{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,"
 		 "\"hash\":\"%s\",\"sha256\":\"%s\"}", ai, key_vu, n_vu, hv, hv);
-	v2_bundle("v2-artifact-sha256.mcache", v2_index(arts, objs, tail), NULL, one, 1, NULL,
+	v2_bundle("v2-artifact-sha256.mcache", v2_index(arts, objs, tail), NULL, one, NULL, 1, NULL,
 		  "load", 1, "unknown field 'sha256'");
 }
 
@@ -815,6 +825,147 @@ graph_key_forms(void)
 	       "its entry is not named after its content's hash");
 }
 
+/* ---- the expansion cap at its boundary (SPEC.md section 7) ----
+ * size / stored_size, rounded down, at most the default cap of 4,096: a member of S
+ * stored bytes may hold 4096 * S + S - 1 bytes; one more is refused. */
+
+#define CAP 4096u
+
+/* A zstd frame in f of nrle RLE blocks of 128 KiB of c, a last RLE block of last bytes
+ * of c, then (tail not NULL) a raw block of tail: its content appended to *content. */
+static void
+rle_run(struct buf *f, size_t nrle, uint32_t last, int c, const char *tail, struct buf *content)
+{
+	static const unsigned char head[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3}; /* window 2^23 */
+	unsigned char *fill = malloc(131072), b = (unsigned char)c;
+	size_t i;
+
+	if (fill == NULL)
+		die("rle_run");
+	memset(fill, c, 131072);
+	put(f, head, sizeof head);
+	for (i = 0; i < nrle; i++) {
+		put_block(f, 0, 1, 131072);
+		put(f, &b, 1);
+		put(content, fill, 131072);
+	}
+	put_block(f, tail == NULL, 1, last);
+	put(f, &b, 1);
+	put(content, fill, last);
+	if (tail != NULL) {
+		put_block(f, 1, 0, (uint32_t)strlen(tail));
+		put(f, tail, strlen(tail));
+		put(content, tail, strlen(tail));
+	}
+	free(fill);
+}
+
+/* A version 2 bundle of one artifact (pgo "zstd:0:") in one zstd block, frame f: the
+ * block's content is the artifact's. */
+static void
+v2_zstd_block(const char *name, const struct buf *f, const struct buf *c, int code,
+	      const char *text)
+{
+	const char *blk[1] = {(const char *)f->p};
+	char index[1024], hc[65], hf[65];
+
+	sha_hex(c->p, c->n, hc);
+	sha_hex(f->p, f->n, hf);
+	snprintf(index, sizeof index, "{\"artifacts\":[{\"type\":\"pgo\",\"key\":\"zstd:0:\","
+		 "\"size\":%zu,\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%zu}],"
+		 "\"blocks\":[{\"encoding\":\"zstd\",\"objects\":1,\"stored_size\":%zu,"
+		 "\"stored_hash\":\"%s\"}]}", c->n, hc, hc, c->n, f->n, hf);
+	v2_bundle(name, index, NULL, blk, &f->n, 1, NULL, "load", code, text);
+}
+
+/* A version 2 bundle whose index is the zstd frame f (content c), its one block the vu
+ * config stored as is. */
+static void
+v2_zstd_index(const char *name, const struct buf *f, const struct buf *c, int code,
+	      const char *text)
+{
+	char man[1024], hf[65];
+	struct buf b;
+
+	sha_hex(f->p, f->n, hf);
+	snprintf(man, sizeof man, "{\"format\":\"megacache\",\"format_version\":2,\"created\":%d,"
+		 "\"bundle_version\":0,\"labels\":{},\"index\":{\"encoding\":\"zstd\",\"size\":%zu,"
+		 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}}", EPOCH, c->n, f->n, hf);
+	start_signed(&b, man);
+	put_member(&b, "index.json.zst", f->p, f->n);
+	put_member(&b, "blocks/0", c_vu, n_vu);
+	finish(&b, name, "load", code, text);
+}
+
+static void
+expansion_boundaries(void)
+{
+	static const char over[] = "more than the expansion cap of 4096";
+	/* RLE frames of one block: 10 bytes stored */
+	const struct {
+		const char *name;
+		uint32_t size;
+		int code;
+	} obj[] = {
+		{"expansion-object-at-cap.mcache", CAP * 10, 0},
+		{"expansion-object-top.mcache", CAP * 10 + 9, 0},
+		{"expansion-object-over.mcache", CAP * 10 + 10, 1},
+	}, blk[] = {
+		{"v2-expansion-block-at-cap.mcache", CAP * 10, 0},
+		{"v2-expansion-block-top.mcache", CAP * 10 + 9, 0},
+		{"v2-expansion-block-over.mcache", CAP * 10 + 10, 1},
+	};
+	char index[1024], hv[65];
+	size_t i, k, len;
+
+	for (i = 0; i < sizeof obj / sizeof obj[0]; i++) {
+		struct buf f = {0}, c = {0};
+		rle_run(&f, 0, obj[i].size, 'b', NULL, &c);
+		if (f.n != 10)
+			die("expansion frame");
+		zstd_object_as(obj[i].name, "zstd:0:", f.p, f.n, c.p, c.n, NULL, obj[i].code,
+			       obj[i].code ? over : "");
+		free(f.p);
+		free(c.p);
+		memset(&f, 0, sizeof f);
+		memset(&c, 0, sizeof c);
+		rle_run(&f, 0, blk[i].size, 'b', NULL, &c);
+		v2_zstd_block(blk[i].name, &f, &c, blk[i].code, blk[i].code ? over : "");
+		free(f.p);
+		free(c.p);
+	}
+	/* The index: spaces before its text (insignificant whitespace), in k RLE blocks
+	 * and a raw one: a stored size T of 6 + 4k + 3 + len, a size of T * 4096 (at the
+	 * cap), T * 4096 + T - 1 (its top), T * 4097 (over). */
+	sha_hex(c_vu, n_vu, hv);
+	snprintf(index, sizeof index, "{\"artifacts\":[" V2_ART "],\"objects\":[{\"hash\":\"%s\","
+		 "\"size\":%zu}],\"blocks\":[{\"encoding\":\"none\",\"objects\":1,"
+		 "\"stored_size\":%zu}]}", key_vu, n_vu, hv, hv, n_vu, n_vu);
+	len = strlen(index);
+	for (i = 0; i < 3; i++) {
+		static const char *const names[] = {"v2-expansion-index-at-cap.mcache",
+						    "v2-expansion-index-top.mcache",
+						    "v2-expansion-index-over.mcache"};
+		struct buf f = {0}, c = {0};
+		size_t stored = 0, size = 0, spaces;
+		for (k = 1; k < 64; k++) {
+			stored = 6 + 4 * (k + 1) + 3 + len;
+			size = i == 0 ? stored * CAP : i == 1 ? stored * CAP + stored - 1
+							      : stored * (CAP + 1);
+			spaces = size - len;
+			if (spaces > k * 131072 && spaces <= (k + 1) * 131072)
+				break;
+		}
+		spaces = size - len;
+		rle_run(&f, k, (uint32_t)(spaces - k * 131072), ' ', index, &c);
+		if (f.n != stored || c.n != size)
+			die("expansion index frame");
+		v2_zstd_index(names[i], &f, &c, i < 2 ? 0 : 1, i < 2 ? "" : over);
+		free(f.p);
+		free(c.p);
+	}
+}
+
 static void
 version2(void)
 {
@@ -823,6 +974,7 @@ version2(void)
 	fmt_version = 2;
 	valid_trio("v2-");
 	graph_entries("v2-");
+	expansion_boundaries();
 	at = v2_member_at("v2-valid-signed.mcache", "blocks/0");
 	v2_changed("v2-valid-signed.mcache", "v2-flip-block.mcache", at + 20, 0,
 		   "blocks/0: stored bytes do not match their hash");

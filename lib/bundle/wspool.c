@@ -119,7 +119,7 @@ mc__wspool_end(struct mc_wspool *sp, struct mc_wobj *o)
 	if (sp->level == 0)
 		return MC_OK;
 	/* Stored as zstd only where any reader with the default caps takes it. */
-	if (zsize < o->size && o->size / MC_DEFAULT_MAX_EXPANSION <= zsize) {
+	if (zsize < o->size && !mc__over_expansion(o->size, zsize, MC_DEFAULT_MAX_EXPANSION)) {
 		o->encoding = MC_ENC_ZSTD;
 		o->stored_size = zsize;
 		mc__chash_final(&sp->gs, o->stored_hash);

@@ -35,6 +35,14 @@
  * bundles. */
 #define MC_DEFAULT_MAX_EXPANSION 4096ull
 
+/* Whether size bytes stored in stored_size pass the expansion cap (0: none): SPEC.md
+ * section 7's size / stored_size, rounded down, over cap. */
+static inline int
+mc__over_expansion(uint64_t size, uint64_t stored_size, uint64_t cap)
+{
+	return cap != 0 && (stored_size == 0 ? size > 0 : size / stored_size > cap);
+}
+
 /* ---- the context ---- */
 
 /* The registry's records (tiers/tiers.h). */

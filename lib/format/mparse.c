@@ -294,8 +294,8 @@ obj_finish(mc_ctx *ctx, struct obj_walk *w, size_t idx, const struct obj_in *in)
 			       "bytes", what, (unsigned long long)ctx->max_artifact_bytes);
 	/* Decompression stops at the declared size; the declared size itself is
 	 * bounded by the stored size, so a small bundle cannot fill a disk. */
-	if (o->encoding == MC_ENC_ZSTD && ctx->max_expansion != 0 &&
-	    o->size / ctx->max_expansion > o->stored_size)
+	if (o->encoding == MC_ENC_ZSTD && mc__over_expansion(o->size, o->stored_size,
+							     ctx->max_expansion))
 		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s expands %llu bytes to %llu, more "
 			       "than the expansion cap of %llu", what,
 			       (unsigned long long)o->stored_size, (unsigned long long)o->size,
@@ -858,7 +858,7 @@ expansion_caps(mc_ctx *ctx, const char *what, int enc, uint64_t size, uint64_t s
 {
 	if (enc == MC_ENC_NONE && stored_size != size)
 		return BAD("manifest: %s is stored as is but its stored size differs", what);
-	if (enc == MC_ENC_ZSTD && ctx->max_expansion != 0 && size / ctx->max_expansion > stored_size)
+	if (enc == MC_ENC_ZSTD && mc__over_expansion(size, stored_size, ctx->max_expansion))
 		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s expands %llu bytes to %llu, more "
 			       "than the expansion cap of %llu", what,
 			       (unsigned long long)stored_size, (unsigned long long)size,
