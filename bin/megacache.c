@@ -130,6 +130,7 @@ const char tool_usage[] =
 	"a terminal; the report then goes to standard error.\n"
 	"\n"
 	"exit status: 0 success; 1 verification or integrity failure; 2 usage or system error;\n"
+	"3 a bundle of a newer format than this megacache reads (upgrade megacache);\n"
 	"run: the command's own (126/127: it could not be started; killed by a signal: the\n"
 	"same signal, or 128 + its number for one that dumps core).\n";
 

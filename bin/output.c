@@ -279,10 +279,13 @@ warn_unsigned(const struct tool *t)
 		    "--insecure-no-verify (sign it with -s SECFILE)", PROG);
 }
 
-/* The exit status for a library error: 1 for a bundle not to be trusted, else 2. */
+/* The exit status for a library error: 3 for a bundle of a newer format, 1 for one not
+ * to be trusted, else 2. */
 int
 exit_code(int rc)
 {
+	if (rc == MC_ERR_UNSUPPORTED_VERSION)
+		return EXIT_VERSION;
 	return mc_status_is_verification_failure(rc) ? EXIT_VERIFY : EXIT_USAGE;
 }
 

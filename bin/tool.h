@@ -17,6 +17,7 @@
 
 #define EXIT_VERIFY 1
 #define EXIT_USAGE 2
+#define EXIT_VERSION 3 /* the bundle needs a newer megacache */
 
 /* The set-up a command needs beyond what all share (the common options, and a context
  * with progress, threads and caps: tool_start()). */

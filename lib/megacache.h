@@ -69,7 +69,9 @@ enum {
 	MC_ERR_EXISTS = -22,       /* an output file exists and overwriting was not asked */
 	MC_ERR_LABEL = -23,        /* a label the caller requires is missing or differs */
 	MC_ERR_REMOTE = -24,       /* a remote store (Redis) could not be reached or failed */
-	MC_ERR_UNSUPPORTED = -25   /* this build lacks what the call needs (Redis support) */
+	MC_ERR_UNSUPPORTED = -25,  /* this build lacks what the call needs (Redis support) */
+	MC_ERR_UNSUPPORTED_VERSION = -26 /* the bundle's format version is newer than this
+					  * library reads: upgrade megacache */
 };
 
 /* The version of the library in use, MC_VERSION_STRING as it was built: a binding

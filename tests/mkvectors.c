@@ -1300,7 +1300,8 @@ main(int argc, char **argv)
 	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":3,\"created\":%d,"
 		 "\"bundle_version\":0,\"labels\":{},\"artifacts\":[],\"objects\":[]}", EPOCH);
 	signed_with_manifest("manifest-future-version.mcache", m, 0);
-	expect("manifest-future-version.mcache", "load", 1, "format version 3 is not supported");
+	expect("manifest-future-version.mcache", "load", 3,
+	       "bundle format version 3 is newer than this megacache reads (1 to 2): upgrade");
 
 	/* Policy: expiry and rollback. */
 	snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, n_vu, h, ",\"expires\":1700000001"));

@@ -46,6 +46,7 @@ mc_strerror(int status)
 	case MC_ERR_LABEL: return "required label missing or different";
 	case MC_ERR_REMOTE: return "remote store failed";
 	case MC_ERR_UNSUPPORTED: return "not supported by this build";
+	case MC_ERR_UNSUPPORTED_VERSION: return "bundle format newer than this megacache reads";
 	default: return "unknown error";
 	}
 }
@@ -80,6 +81,7 @@ mc_status_code(int status)
 	case MC_ERR_LABEL: return "label";
 	case MC_ERR_REMOTE: return "remote";
 	case MC_ERR_UNSUPPORTED: return "unsupported";
+	case MC_ERR_UNSUPPORTED_VERSION: return "unsupported_version";
 	default: return "unknown";
 	}
 }
@@ -101,6 +103,7 @@ mc_status_is_verification_failure(int status)
 	case MC_ERR_BAD_KEY:
 	case MC_ERR_CONFLICT:
 	case MC_ERR_LABEL:
+	case MC_ERR_UNSUPPORTED_VERSION:
 		return 1;
 	default:
 		return 0;

@@ -807,6 +807,13 @@ parse_version(mc_ctx *ctx, const cJSON *root, struct mc_manifest *m)
 		return BAD("manifest: format is '%.40s', not 'megacache'", fmt);
 	if ((rc = get_uint(ctx, root, "format_version", "manifest", &v)) != MC_OK)
 		return rc;
+	/* A later version is told apart from a broken manifest: a pipeline upgrades for
+	 * one and distrusts the other. (The number is read before any signature is
+	 * checked: a bundle that only claims it is refused all the same.) */
+	if (v > MC_FORMAT_VERSION)
+		return mc__err(ctx, MC_ERR_UNSUPPORTED_VERSION, "manifest: bundle format version "
+			       "%llu is newer than this megacache reads (1 to %d): upgrade megacache "
+			       "to read it", (unsigned long long)v, MC_FORMAT_VERSION);
 	if (v != 1 && v != MC_FORMAT_VERSION)
 		return BAD("manifest: format version %llu is not supported (this megacache reads 1 "
 			   "to %d)", (unsigned long long)v, MC_FORMAT_VERSION);

@@ -31,14 +31,15 @@ import time
 from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _ffi
-from ._errors import Error, LibraryError, UsageError, VerificationError
+from ._errors import Error, LibraryError, UnsupportedVersionError, UsageError, VerificationError
 from ._progress import TerminalBar
 from ._version import __version__
 
 # list() is left out of __all__: a star import would hide the builtin.
 __all__ = [
     "Artifact", "BundleInfo", "Change", "Error", "Folder", "LibraryError", "LoadReport",
-    "LoadedArtifact", "SaveReport", "UsageError", "VerificationError", "Warm", "keygen",
+    "LoadedArtifact", "SaveReport", "UnsupportedVersionError", "UsageError",
+    "VerificationError", "Warm", "keygen",
     "library_version", "load", "pack_torch_artifacts", "save", "torch_artifacts",
     "verify", "warm", "__version__",
 ]

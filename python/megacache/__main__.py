@@ -16,6 +16,7 @@ import megacache
 
 EXIT_VERIFY = 1
 EXIT_USAGE = 2
+EXIT_VERSION = 3  # the bundle needs a newer megacache
 
 
 def _say(msg, stream=sys.stdout):
@@ -68,7 +69,7 @@ def _parser():
         prog="python -m megacache", allow_abbrev=False,
         description="Record PyTorch compile caches into one signed bundle, and warm caches "
                     "from it. Exit status: 0 success, 1 the bundle failed verification, "
-                    "2 any other error.")
+                    "2 any other error, 3 the bundle needs a newer megacache.")
     top.add_argument("--version", action="version",
                      version="megacache (Python) %s" % megacache.__version__)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -315,6 +316,9 @@ def main(argv=None):
     a = _parser().parse_args(argv)
     try:
         return COMMANDS[a.command](a) or 0
+    except megacache.UnsupportedVersionError as e:
+        _say("megacache: %s" % e.message, sys.stderr)
+        return EXIT_VERSION
     except megacache.VerificationError as e:
         _say("megacache: %s" % e.message, sys.stderr)
         return EXIT_VERIFY

@@ -11,6 +11,7 @@ CODES = {
     -17: "MC_ERR_UNSAFE_DEST", -18: "MC_ERR_KEYFILE", -19: "MC_ERR_PASSWORD",
     -20: "MC_ERR_TORCH_FORMAT", -21: "MC_ERR_CRYPTO", -22: "MC_ERR_EXISTS",
     -23: "MC_ERR_LABEL", -24: "MC_ERR_REMOTE", -25: "MC_ERR_UNSUPPORTED",
+    -26: "MC_ERR_UNSUPPORTED_VERSION",
 }
 
 
@@ -43,6 +44,11 @@ class VerificationError(Error):
     policy (threshold, minimum version, expiry, required labels) failed."""
 
 
+class UnsupportedVersionError(VerificationError):
+    """The bundle's format version is newer than this megacache reads: upgrade megacache
+    (status "unsupported_version"). Refused like any bundle that cannot be verified."""
+
+
 class UsageError(Error):
     """Not a verdict on a bundle: a bad argument, a missing or unwritable file, a key
     file or password, or a system or resource error."""
@@ -55,5 +61,6 @@ class LibraryError(UsageError):
 def error_for(code, message, verification, status=None):
     """The exception for a library status and its message; verification: what
     mc_status_is_verification_failure() says of the code; status: its mc_status_code()."""
-    cls = VerificationError if verification else UsageError
+    cls = (UnsupportedVersionError if status == "unsupported_version" else
+           VerificationError if verification else UsageError)
     return cls(message, code, status)

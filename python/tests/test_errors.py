@@ -156,3 +156,21 @@ def test_every_status_has_its_own_stable_name():
     assert len(set(names)) == len(names) and "unknown" not in names
     assert all(n.replace("_", "").isalpha() and n.islower() for n in names)
     assert lib.mc_status_code(0) == b"ok" and lib.mc_status_code(-999) == b"unknown"
+
+
+def test_a_newer_format_asks_for_an_upgrade(tmp_path, keys):
+    # Told apart from a broken manifest: a pipeline upgrades for one, distrusts the other.
+    fut = os.path.join(SRCDIR, "format", "vectors", "manifest-future-version.mcache")
+    with pytest.raises(megacache.UnsupportedVersionError) as e:
+        megacache.load(fut, keys.pub, cache_dir=tmp_path / "c")
+    assert e.value.status == "unsupported_version" and "upgrade megacache" in e.value.message
+    assert isinstance(e.value, megacache.VerificationError)
+    assert not (tmp_path / "c").exists()
+    r = subprocess.run([sys.executable, "-m", "megacache", "verify", fut, "-p", keys.pub],
+                       capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(SRCDIR, "python")))
+    assert r.returncode == 3 and "upgrade megacache" in r.stderr, r.stderr
+    broken = os.path.join(SRCDIR, "format", "vectors", "manifest-duplicate.mcache")
+    with pytest.raises(megacache.VerificationError) as e:
+        megacache.verify(broken, keys.pub)
+    assert e.value.status == "manifest"

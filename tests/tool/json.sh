@@ -72,6 +72,18 @@ r=$?
 [ "$r" = 2 ] && grep -qF "unknown option '--jso' (options are never abbreviated: did you mean --json?)" "$T/err" &&
 	[ ! -e "$T/k3.pub" ] && [ ! -e "$T/k3.key" ] && ok || bad "keygen --jso: exit $r: $(cat "$T/out" "$T/err")"
 
+# A bundle of a newer format: its own error and exit status (upgrade), for every command
+# that reads one, never "manifest" (a broken one, exit 1)
+FUT="$MC_SRCDIR/format/vectors/manifest-future-version.mcache"
+js 3 verify 'j["error"] == "unsupported_version" and "upgrade megacache" in j["message"]' \
+	verify "$FUT" -p "$PUB"
+js 3 load 'j["error"] == "unsupported_version" and "upgrade megacache" in j["message"]' \
+	load "$FUT" -p "$PUB" --cache-dir "$T/fut"
+js 3 list 'j["error"] == "unsupported_version"' list "$FUT"
+[ ! -e "$T/fut" ] && ok || bad "a bundle of a newer format installed something"
+js 3 diff 'j["error"] == "unsupported_version"' diff "$FUT" "$T/a.mcache"
+js 1 verify 'j["error"] == "manifest"' verify "$MC_SRCDIR/format/vectors/manifest-duplicate.mcache" -p "$PUB"
+
 # sign
 js 0 sign "j['signature_count'] == 2 and j['key_id'] == '$ID2' and j['output'].endswith('two.mcache')" \
 	sign "$T/a.mcache" -s "$KEYS/test2.key" -o "$T/two.mcache"
