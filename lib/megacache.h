@@ -386,7 +386,10 @@ MC_API int mc_bundle_format_version(const mc_bundle *b);
  * after the signatures were checked (mc_bundle_check_signatures(), a load), so that an
  * untrusted stream is refused having been read only up to its signatures. Then
  * mc_bundle_artifact_count(), which cannot report an error, gives 0 if they are
- * unreadable: call this first to tell. MC_OK or the error (kept). */
+ * unreadable: call this first to tell. A bundle from a file must also hold every member
+ * its tables declare: one cut short fails (MC_ERR_MALFORMED, "truncated at byte N of a
+ * bundle that declares M bytes"), whose contents were not read. MC_OK or the error
+ * (kept). */
 MC_API MC_MUST_CHECK int mc_bundle_read_tables(mc_bundle *b);
 MC_API uint64_t mc_bundle_version(const mc_bundle *b);
 MC_API int64_t mc_bundle_expires(const mc_bundle *b);

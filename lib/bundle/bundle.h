@@ -92,6 +92,17 @@ MC_HIDDEN int mc__bundle_stream_some(mc_bundle *b, const unsigned char *want, mc
 /* Format version 2 read from a pipe: reads the index now, if it is still pending;
  * MC_OK, or the error that reading it gave (kept). */
 MC_HIDDEN int mc__bundle_index(mc_bundle *b);
+/* A bundle from a file whose tables are read: MC_OK when the file holds every member
+ * they declare, else the message of a bundle cut short (MC_ERR_MALFORMED). A pipe is
+ * checked as it is read. */
+MC_HIDDEN int mc__bundle_whole(mc_bundle *b);
+
+/* n rounded up to whole archive blocks: a member's bytes with their padding. */
+static inline uint64_t
+mc__padded(uint64_t n)
+{
+	return (n + MC_TAR_BLOCK - 1) / MC_TAR_BLOCK * MC_TAR_BLOCK;
+}
 /* The manifest's bytes, read again and checked against the prehash (malloc'd). */
 MC_HIDDEN int mc__bundle_manifest(mc_bundle *b, unsigned char **out);
 /* (Re)starts the stream and reads the manifest and the signatures (reader.c): the

@@ -33,8 +33,8 @@ mc_bundle_diff(const mc_bundle *a, const mc_bundle *b, mc_diff_fn fn, void *ud)
 	if (a == NULL || b == NULL || fn == NULL)
 		return MC_ERR_INVALID;
 	/* (never const themselves: mc_bundle_open made them) */
-	if ((rc = mc__bundle_index((mc_bundle *)a)) != MC_OK ||
-	    (rc = mc__bundle_index((mc_bundle *)b)) != MC_OK)
+	if ((rc = mc_bundle_read_tables((mc_bundle *)a)) != MC_OK ||
+	    (rc = mc_bundle_read_tables((mc_bundle *)b)) != MC_OK)
 		return rc;
 	mc__acur_init(&ca, a->ctx, &a->m, mc__find_type);
 	mc__acur_init(&cb, b->ctx, &b->m, mc__find_type);

@@ -572,9 +572,50 @@ mc__bundle_index(mc_bundle *b)
 }
 
 int
+mc__bundle_whole(mc_bundle *b)
+{
+	struct mc_mobject recs[64]; /* the object table, read 64 records at a time */
+	struct stat st;
+	uint64_t size;
+	size_t i, j, n;
+	int rc;
+
+	if (b->seq)
+		return MC_OK;
+	if (b->m.version == 2) {
+		size = b->blocks_at;
+		for (i = 0; i < b->m.nblocks; i++)
+			size += MC_TAR_BLOCK + mc__padded(b->m.blocks[i].stored_size);
+	} else {
+		size = MC_TAR_BLOCK + mc__padded(b->mlen);
+		for (i = 0; i < b->nsigs; i++)
+			size += MC_TAR_BLOCK + mc__padded(b->sigs[i].len);
+		for (i = 0; i < b->m.nobjects; i += n) {
+			n = b->m.nobjects - i < 64 ? b->m.nobjects - i : 64;
+			if ((rc = mc__mobjects(b->ctx, &b->m, i, n, recs)) != MC_OK)
+				return rc;
+			for (j = 0; j < n; j++)
+				size += MC_TAR_BLOCK + mc__padded(recs[j].stored_size);
+		}
+	}
+	size += 2 * MC_TAR_BLOCK; /* the end */
+	if (fstat(b->fd, &st) != 0)
+		return mc__errno(b->ctx, MC_ERR_IO, "cannot stat", b->path);
+	if ((uint64_t)st.st_size < size)
+		return mc__truncated(b->ctx, b->path, (uint64_t)st.st_size, size, 1);
+	return MC_OK;
+}
+
+int
 mc_bundle_read_tables(mc_bundle *b)
 {
-	return b == NULL ? MC_ERR_INVALID : mc__bundle_index(b);
+	int rc;
+
+	if (b == NULL)
+		return MC_ERR_INVALID;
+	if ((rc = mc__bundle_index(b)) != MC_OK)
+		return rc;
+	return mc__bundle_whole(b);
 }
 
 int

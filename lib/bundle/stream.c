@@ -55,12 +55,6 @@ struct sstate {
 	uint64_t total;
 };
 
-static uint64_t
-padded(uint64_t n)
-{
-	return (n + MC_TAR_BLOCK - 1) / MC_TAR_BLOCK * MC_TAR_BLOCK;
-}
-
 static int
 pread_full(struct sworker *w, void *buf, size_t n, uint64_t off)
 {
@@ -176,7 +170,7 @@ whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 {
 	const mc_bundle *b = w->s->b;
 	const struct mc_mobject *o = &w->obj;
-	size_t n = (size_t)o->stored_size, np = (size_t)padded(o->stored_size);
+	size_t n = (size_t)o->stored_size, np = (size_t)mc__padded(o->stored_size);
 	unsigned char hash[MC_HASH_BYTES];
 	const unsigned char *content;
 	int rc, overflow = 0;
@@ -318,7 +312,7 @@ streamed_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 	const struct mc_mobject *o = &w->obj;
 	unsigned char pad[MC_TAR_BLOCK];
 	struct streamed st = {.w = w, .obj = i};
-	size_t np = (size_t)(padded(o->stored_size) - o->stored_size);
+	size_t np = (size_t)(mc__padded(o->stored_size) - o->stored_size);
 	int rc;
 
 	if ((rc = grow(w, &w->in, &w->incap, MC_IO_CHUNK)) != MC_OK)
@@ -634,7 +628,7 @@ block_pass(struct sworker *w, size_t k, uint64_t off, struct bsplit *spp)
 	if (sp->i < sp->end)
 		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: %s holds fewer bytes than its "
 			       "objects' %llu", b->path, want, (unsigned long long)bk->size);
-	size = padded(bk->stored_size) - bk->stored_size;
+	size = mc__padded(bk->stored_size) - bk->stored_size;
 	if (size > 0 && (rc = pread_full(w, pad, (size_t)size, off)) != MC_OK)
 		return rc;
 	return mc__bundle_padding(w->ctx, b->path, pad, (size_t)size, want);
@@ -767,19 +761,19 @@ object_offsets(struct sstate *s)
 {
 	const mc_bundle *b = s->b;
 	struct mc_mobject recs[64]; /* the object table, read 64 records at a time */
-	uint64_t off = MC_TAR_BLOCK + padded(b->mlen);
+	uint64_t off = MC_TAR_BLOCK + mc__padded(b->mlen);
 	size_t i, n = b->m.nobjects;
 	int rc;
 
 	for (i = 0; i < b->nsigs; i++)
-		off += MC_TAR_BLOCK + padded(b->sigs[i].len);
+		off += MC_TAR_BLOCK + mc__padded(b->sigs[i].len);
 	for (i = 0; i < n; i++) {
 		const struct mc_mobject *o = &recs[i % 64];
 		if (i % 64 == 0 &&
 		    (rc = mc__mobjects(b->ctx, &b->m, i, n - i < 64 ? n - i : 64, recs)) != MC_OK)
 			return rc;
 		s->offs[i] = off;
-		off += MC_TAR_BLOCK + padded(o->stored_size);
+		off += MC_TAR_BLOCK + mc__padded(o->stored_size);
 		if (s->items == NULL || wanted(s, i))
 			s->total += o->stored_size;
 	}
@@ -818,7 +812,7 @@ block_offsets(struct sstate *s)
 
 	for (k = 0; k < b->m.nblocks; k++) {
 		s->offs[k] = off;
-		off += MC_TAR_BLOCK + padded(b->m.blocks[k].stored_size);
+		off += MC_TAR_BLOCK + mc__padded(b->m.blocks[k].stored_size);
 		if (s->items == NULL || block_wanted(s, k))
 			s->total += b->m.blocks[k].stored_size;
 	}
