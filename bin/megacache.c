@@ -257,13 +257,17 @@ static const char pack_help[] =
 	"example: megacache pack -o cache.mcache -s ci.key --from-torch artifacts.bin\n";
 
 static const char sign_help[] =
-	"usage: megacache sign BUNDLE -s SECFILE [-o OUT] [--json]\n"
-	"Add a signature to a bundle.\n"
-	"  -s SECFILE        the key to sign with\n"
-	"  -o OUT            write the signed bundle to OUT (default: BUNDLE, in place)\n"
-	"  --json            the result as JSON\n"
-	"  -v, --verbose     no extra output\n"
-	"example: megacache sign cache.mcache -s release.key\n";
+	"usage: megacache sign BUNDLE -s SECFILE -p PUBFILE... [-o OUT] [--json]\n"
+	"Verify a bundle as verify does, then add a signature to it (co-signing endorses\n"
+	"it): a bundle that fails is not signed, exit 1, nothing written.\n"
+	"  -s SECFILE            the key to sign with\n"
+	"  -p PUBFILE            a trusted public key (a file, or the key's base64 text)\n"
+	"  --threshold K, --min-version N, --require K=V, --now TIME   the policy, as verify's\n"
+	"  --insecure-no-verify  sign without checking the signatures (warns)\n"
+	"  -o OUT                write the signed bundle to OUT (default: BUNDLE, in place)\n"
+	"  --json                the result as JSON\n"
+	"  -v, --verbose         no extra output\n"
+	"example: megacache sign cache.mcache -s release.key -p ci.pub\n";
 
 static const char verify_help[] =
 	"usage: megacache verify BUNDLE -p PUBFILE [-p PUBFILE]... [--threshold K]\n"
@@ -362,7 +366,7 @@ static const struct command {
 } commands[] = {
 	{"keygen", cmd_keygen, TOOL_JSON, keygen_help},
 	{"pack", cmd_pack, TOOL_JSON, pack_help},
-	{"sign", cmd_sign, TOOL_JSON, sign_help},
+	{"sign", cmd_sign, TOOL_TRUST | TOOL_JSON, sign_help},
 	{"verify", cmd_verify, TOOL_TRUST | TOOL_JSON, verify_help},
 	{"list", cmd_list, TOOL_TIERS | TOOL_JSON, list_help},
 	{"load", cmd_load, TOOL_TRUST | TOOL_TIERS | TOOL_JSON, load_help},

@@ -21,7 +21,7 @@ _megacache_options()
 	run) echo "-b --bundle -o --save-to --allow-cold --types --sync --cache-dir --triton-dir
 		--json --json-file $_megacache_trust $_megacache_record" ;;
 	pack) echo "-o --output --from-torch --from-dir --from-triton-dir --json $_megacache_record" ;;
-	sign) echo "-s -o --json" ;;
+	sign) echo "-s -o --output --json $_megacache_trust" ;;
 	verify) echo "--json $_megacache_trust" ;;
 	list) echo "--json --explain --cache-dir --triton-dir" ;;
 	load) echo "--types --dry-run --sync --owner --cache-dir --triton-dir --json $_megacache_trust" ;;

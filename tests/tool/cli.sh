@@ -94,7 +94,7 @@ run 2 "cannot write $T/no/x.bin: folder $T/no does not exist" export "$T/a.mcach
 	--torch "$T/no/x.bin" -p "$PUB"
 run 2 "cannot write $T/no/m.mcache: folder $T/no does not exist" merge -o "$T/no/m.mcache" \
 	"$T/a.mcache" -p "$PUB" --unsigned
-run 2 "cannot write $T/no/s.mcache: folder $T/no does not exist" sign "$T/a.mcache" -s "$SEC" \
+run 2 "cannot write $T/no/s.mcache: folder $T/no does not exist" sign "$T/a.mcache" -s "$SEC" -p "$PUB" \
 	-o "$T/no/s.mcache"
 run 2 "cannot write $T/no/r.mcache: folder $T/no does not exist" run --save-to "$T/no/r.mcache" \
 	-- true

@@ -41,7 +41,7 @@ tar -xzf "$DATA/mlp-cuda-cachedir.tar.gz" -C "$T"
 traced "$T/pack.log" pack -q -o "$R/a.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda.megacache" &&
 	ok || bad "pack failed: $(cat "$T/err")"
 durable pack "$T/pack.log" "$R/a.mcache"
-traced "$T/sign.log" sign "$R/a.mcache" -s "$KEYS/test2.key" && ok || bad "sign failed: $(cat "$T/err")"
+traced "$T/sign.log" sign "$R/a.mcache" -s "$KEYS/test2.key" -p "$KEYS/test.pub" && ok || bad "sign failed: $(cat "$T/err")"
 durable sign "$T/sign.log" "$R/a.mcache"
 run 0 "" pack -q -o "$R/dir.mcache" -s "$SEC" --from-dir "$T/cache_mlp_cold"
 traced "$T/merge.log" merge -q -o "$R/m.mcache" "$R/a.mcache" "$R/dir.mcache" -p "$PUB" -s "$SEC" &&
@@ -73,10 +73,10 @@ flush_fails() {
 }
 flush_fails pack "$R/f.mcache" pack -q -o "$R/f.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda.megacache"
 cp "$R/a.mcache" "$R/s.mcache"
-inject 1 sign "$R/s.mcache" -s "$SEC"
+inject 1 sign "$R/s.mcache" -s "$SEC" -p "$KEYS/test.pub"
 [ $? = 2 ] && ok || bad "sign in place with a failing fsync did not exit 2"
 check "sign in place with a failing fsync leaves the bundle" cmp -s "$R/a.mcache" "$R/s.mcache"
-flush_fails sign "$R/f.mcache" sign "$R/a.mcache" -s "$SEC" -o "$R/f.mcache"
+flush_fails sign "$R/f.mcache" sign "$R/a.mcache" -s "$SEC" -p "$KEYS/test.pub" -o "$R/f.mcache"
 flush_fails merge "$R/f.mcache" merge -q -o "$R/f.mcache" "$R/a.mcache" -p "$PUB" --unsigned
 flush_fails export "$R/f.bin" export -q "$R/a.mcache" --torch "$R/f.bin" -p "$PUB"
 inject 2 pack -q -o "$R/g.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda.megacache"

@@ -126,7 +126,7 @@ for v in "$V"/print-*.mcache; do
 	try "$mark" "$(want merge)" merge -o "$T/out/m.mcache" "$VALID" "$B" -p "$PUB" --unsigned
 	try "$mark" "$(want diff)" diff "$VALID" "$B"
 	try "$mark" "$(want diff)" diff "$VALID" "$B" --json
-	try "$mark" "$(want sign)" sign "$B" -s "$SEC" -o "$T/out/s.mcache"
+	try "$mark" "$(want sign)" sign "$B" -s "$SEC" -p "$PUB" -o "$T/out/s.mcache"
 done
 [ "$n" -ge 7 ] && ok || bad "only $n print-* vectors"
 
@@ -153,7 +153,7 @@ try "$mark" 1 merge -o "$O.mcache" "$VALID" "$E" -p "$PUB" --unsigned
 # Plain diff names keys only.
 try "$mark" 0 diff "$VALID" "$E"
 try "$mark" 1 diff "$VALID" "$E" --json
-try "$mark" 1 sign "$E" -s "$SEC" -o "$O.mcache"
+try "$mark" 1 sign "$E" -s "$SEC" -p "$PUB" -o "$O.mcache"
 try "$mark" 1 pack -o "$O.mcache" --from-torch "$DATA/mlp-cpu-pgo.megacache" -s "$SEC"
 try "$mark" 1 pack -o "$O.mcache" --from-torch "$DATA/mlp-cpu-pgo.megacache" -s "$SEC" --json
 

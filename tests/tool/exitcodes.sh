@@ -64,11 +64,12 @@ run 2 "no artifacts found" pack -o "$T/p2.mcache" --from-dir "$T/empty" --json
 [ ! -e "$T/p2.mcache" ] && ok || bad "a failed pack wrote a bundle"
 
 cp "$T/a.mcache" "$T/sign.mcache"
-run 0 "" sign "$T/sign.mcache" -s "$KEYS/test2.key"
+run 0 "" sign "$T/sign.mcache" -s "$KEYS/test2.key" -p "$KEYS/test.pub"
 run 2 "" sign "$T/sign.mcache"
-run 2 "absent.mcache" sign "$T/absent.mcache" -s "$SEC"
-run 2 "not a megacache bundle" sign "$T/notabundle.mcache" -s "$SEC" -o "$T/x.mcache"
-run 1 "do not match their hash" sign "$T/tampered.mcache" -s "$SEC" -o "$T/x.mcache"
+run 2 "sign needs -p PUBFILE" sign "$T/sign.mcache" -s "$KEYS/test2.key"
+run 2 "absent.mcache" sign "$T/absent.mcache" -s "$SEC" -p "$KEYS/test.pub"
+run 2 "not a megacache bundle" sign "$T/notabundle.mcache" -s "$SEC" -p "$KEYS/test.pub" -o "$T/x.mcache"
+run 1 "do not match their hash" sign "$T/tampered.mcache" -s "$SEC" -p "$KEYS/test.pub" -o "$T/x.mcache"
 
 run 0 "OK (" verify "$T/a.mcache" -p "$PUB"
 run 2 "needs at least one -p" verify "$T/a.mcache"

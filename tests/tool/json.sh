@@ -85,9 +85,26 @@ js 3 diff 'j["error"] == "unsupported_version"' diff "$FUT" "$T/a.mcache"
 js 1 verify 'j["error"] == "manifest"' verify "$MC_SRCDIR/format/vectors/manifest-duplicate.mcache" -p "$PUB"
 
 # sign
-js 0 sign "j['signature_count'] == 2 and j['key_id'] == '$ID2' and j['output'].endswith('two.mcache')" \
-	sign "$T/a.mcache" -s "$KEYS/test2.key" -o "$T/two.mcache"
-js 2 sign 'j["error"] == "not_bundle"' sign "$T/notabundle.mcache" -s "$SEC" -o "$T/x.mcache"
+js 0 sign "j['signature_count'] == 2 and j['key_id'] == '$ID2' and j['output'].endswith('two.mcache') and j['signatures_checked'] is True" \
+	sign "$T/a.mcache" -s "$KEYS/test2.key" -p "$PUB" -o "$T/two.mcache"
+js 2 sign 'j["error"] == "not_bundle"' sign "$T/notabundle.mcache" -s "$SEC" -p "$PUB" -o "$T/x.mcache"
+# sign checks before it endorses: a bundle whose signature by a trusted key does not
+# verify is not signed; unchecked only by the whole --insecure-no-verify, which says so
+cp "$T/a.mcache" "$T/tampered-label.mcache"
+/usr/bin/python3 - "$T/tampered-label.mcache" <<'PY'
+import sys
+p = sys.argv[1]
+d = bytearray(open(p, "rb").read())
+i = d.index(b'"created":')  # a byte of the signed manifest, the JSON kept valid
+d[i + 11] = ord("9") if d[i + 11] != ord("9") else ord("8")
+open(p, "wb").write(bytes(d))
+PY
+js 1 sign 'j["error"] == "bad_signature"' sign "$T/tampered-label.mcache" -s "$KEYS/test2.key" -p "$PUB" -o "$T/ts.mcache"
+js 1 sign 'j["error"] == "untrusted_signature"' sign "$T/tampered-label.mcache" -s "$KEYS/test2.key" -p "$KEYS/test2.pub" -o "$T/ts.mcache"
+[ ! -e "$T/ts.mcache" ] && ok || bad "sign of a bundle that did not verify wrote $T/ts.mcache"
+js 0 sign "j['signatures_checked'] is False" sign "$T/tampered-label.mcache" -s "$KEYS/test2.key" --insecure-no-verify -o "$T/ts.mcache"
+grep -qF "warning: signing $T/tampered-label.mcache unchecked (--insecure-no-verify)" "$T/err" && ok ||
+	bad "sign --insecure-no-verify did not warn: $(cat "$T/err")"
 
 # verify: names, not English, for the failures
 js 0 verify "j['trusted_signers'] == ['$ID1'] and j['untrusted_signers'] == ['$ID2'] and j['signature_count'] == 2 and j['artifact_count'] == 10 and j['created'] == 1700000000" \

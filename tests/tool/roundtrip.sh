@@ -132,9 +132,9 @@ mkdir -p "$T/tmpdir"
 # sign adds a signature; verify with a threshold of two keys.
 run 0 "" pack -q -o "$T/two.mcache" -s "$SEC" --from-torch "$DATA/mlp-cpu-pgo.megacache"
 run 1 "1 valid trusted signature, 2 required" verify "$T/two.mcache" -p "$PUB" -p "$KEYS/test2.pub" --threshold 2
-run 0 "" sign "$T/two.mcache" -s "$KEYS/test2.key"
+run 0 "" sign "$T/two.mcache" -s "$KEYS/test2.key" -p "$PUB"
 run 0 "OK" verify "$T/two.mcache" -p "$PUB" -p "$KEYS/test2.pub" --threshold 2
-run 0 "" sign "$T/mlp-cpu-pgo.mcache" -s "$KEYS/test2.key" -o "$T/signed-copy.mcache"
+run 0 "" sign "$T/mlp-cpu-pgo.mcache" -s "$KEYS/test2.key" -p "$PUB" -o "$T/signed-copy.mcache"
 check "sign -o then pack with both keys give the same bytes" cmp -s "$T/signed-copy.mcache" "$T/two.mcache"
 
 # Labels are recorded and listed.

@@ -106,7 +106,7 @@ for cmd in "list $T/fifo" "verify $T/fifo -p $PUB" "diff $T/fifo $T/a.mcache" \
 	[ "$rc" = 0 ] && ok || bad "FIFO: megacache $cmd: exit $rc: $(cat "$T/err")"
 done
 cat "$T/a.mcache" >"$T/fifo" &
-timeout 20 "$MEGACACHE" sign "$T/fifo" -s "$KEYS/test.key" -o "$T/fifo-s.mcache" >"$T/out" 2>"$T/err"
+timeout 20 "$MEGACACHE" sign "$T/fifo" -s "$KEYS/test.key" -p "$KEYS/test.pub" -o "$T/fifo-s.mcache" >"$T/out" 2>"$T/err"
 rc=$?
 wait
 [ "$rc" = 2 ] && grep -qF "$T/fifo: read from a pipe, which can be read only once" "$T/err" &&

@@ -25,7 +25,7 @@ run 1 "no signature by a trusted key" export "$T/a.mcache" --torch "$T/z.blob" -
 
 # 2. verify tells trusted signatures from the others, in text and JSON.
 cp "$T/a.mcache" "$T/two.mcache"
-run 0 "" sign -q "$T/two.mcache" -s "$KEYS/test2.key"
+run 0 "" sign -q "$T/two.mcache" -s "$KEYS/test2.key" -p "$KEYS/test.pub"
 ID1=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$PUB")
 ID2=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$KEYS/test2.pub")
 [ -n "$ID1" ] && [ -n "$ID2" ] && ok || bad "no key ids in the public keys"
@@ -110,13 +110,13 @@ run 0 "" save -o "$T/s4.mcache" --cache-dir "$C" --triton-dir "$T/triton" --dry-
 mkdir -p "$T/real" "$T/links"
 cp "$T/a.mcache" "$T/real/b.mcache"
 ln -s ../real/b.mcache "$T/links/b.mcache"
-run 0 "" sign -q "$T/links/b.mcache" -s "$KEYS/test2.key"
+run 0 "" sign -q "$T/links/b.mcache" -s "$KEYS/test2.key" -p "$KEYS/test.pub"
 [ -L "$T/links/b.mcache" ] && ok || bad "sign in place replaced the symbolic link with a file"
 run 0 "2 trusted signatures" verify "$T/real/b.mcache" -p "$PUB" -p "$KEYS/test2.pub"
 [ -z "$(find "$T/real" "$T/links" -name '*.tmp')" ] && ok || bad "a temp file was left"
 cp "$T/a.mcache" "$T/m600.mcache"
 chmod 0600 "$T/m600.mcache"
-run 0 "" sign -q "$T/m600.mcache" -s "$KEYS/test2.key"
+run 0 "" sign -q "$T/m600.mcache" -s "$KEYS/test2.key" -p "$KEYS/test.pub"
 [ "$(stat -c %a "$T/m600.mcache")" = 600 ] && ok ||
 	bad "sign made a 0600 bundle $(stat -c %a "$T/m600.mcache")"
 printf 'old\n' > "$T/m640.mcache"
@@ -135,7 +135,7 @@ ln -s ../real/m.mcache "$T/links/m.mcache"
 run 0 "" merge -q -o "$T/links/m.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache"
 [ -L "$T/links/m.mcache" ] && [ -f "$T/real/m.mcache" ] && ok || bad "merge -o replaced the link"
 ln -s ../real/s.mcache "$T/links/s.mcache"
-run 0 "" sign -q "$T/a.mcache" -s "$KEYS/test2.key" -o "$T/links/s.mcache"
+run 0 "" sign -q "$T/a.mcache" -s "$KEYS/test2.key" -p "$KEYS/test.pub" -o "$T/links/s.mcache"
 [ -L "$T/links/s.mcache" ] && [ -f "$T/real/s.mcache" ] && ok || bad "sign -o replaced the link"
 printf 'old\n' > "$T/real/t.blob"
 chmod 0600 "$T/real/t.blob"
@@ -147,7 +147,7 @@ run 0 "" export -q "$T/a.mcache" --torch "$T/links/t.blob" -p "$PUB"
 if [ "$(id -u)" = 0 ]; then
 	cp "$T/a.mcache" "$T/owned.mcache"
 	chown 65534:65534 "$T/owned.mcache"
-	run 0 "" sign -q "$T/owned.mcache" -s "$KEYS/test2.key"
+	run 0 "" sign -q "$T/owned.mcache" -s "$KEYS/test2.key" -p "$KEYS/test.pub"
 	[ "$(stat -c %u:%g "$T/owned.mcache")" = 65534:65534 ] && ok ||
 		bad "sign as root gave the bundle to $(stat -c %u:%g "$T/owned.mcache")"
 	# A link another user left in a shared folder (sticky, writable by all, as /tmp) is
