@@ -141,4 +141,13 @@ run 2 "unknown option '--label-from' (options are never abbreviated: did you mea
 	pack -o "$T/x.mcache" --label-from=HOME --from-torch "$BLOB"
 [ ! -e "$T/x.mcache" ] && ok || bad "an abbreviated option wrote a bundle"
 
+# The overview names each option once per command (merge's [--json] was there twice),
+# and a public key's base64 line as it starts ("RW", then the algorithm's and the key
+# id's bytes: RWQ..., RWT...), not "RWS".
+"$MEGACACHE" --help | awk '/^  merge /{m=1; next} /^  [a-z]/{m=0} m && /\[--json\]/{n++} END {exit n != 1}' &&
+	ok || bad "megacache --help: merge's [--json] not once"
+"$MEGACACHE" --help | grep -q "RWS" && bad "megacache --help says public keys start RWS" || ok
+sed -n 2p "$PUB" | grep -q "^RW" && "$MEGACACHE" --help | grep -qF "(RW...)" && ok ||
+	bad "megacache --help does not say how a public key's line starts"
+
 finish
