@@ -205,8 +205,6 @@ aot_remote_warning(const mc_bundle *b, const char *path, size_t naot, char *buf,
 			 "record (save and run record it as a label)");
 	else if (strcmp(made, "unset") == 0)
 		snprintf(how, sizeof how, "made with " AOT_REMOTE_LABEL " unset");
-	else if (strcmp(made, "mixed") == 0)
-		snprintf(how, sizeof how, "merged from bundles whose " AOT_REMOTE_LABEL " differed");
 	else
 		snprintf(how, sizeof how, "made with " AOT_REMOTE_LABEL "=%.20s", made);
 	snprintf(buf, len, "%s: its %zu AOTAutograd entr%s %s; torch keys AOTAutograd entries by "

@@ -1,11 +1,14 @@
 /* cmd_merge.c - merge: several bundles, each checked with the trust options, into one;
  * for a (type, key) with different contents the bundle given later wins. The result
- * keeps the highest bundle version of its inputs, and is signed with -s: an unsigned
- * result of signed inputs only with --unsigned. */
+ * keeps the highest bundle version of its inputs and the earliest expiry, and is signed
+ * with -s: an unsigned result of signed inputs only with --unsigned. A label is a fact a
+ * policy checks (load --require): one the inputs do not all hold alike is refused,
+ * unless --label gives the merged value. */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tool.h"
 
@@ -20,7 +23,18 @@ struct merge_opts {
 	int bver_given, unsigned_ok;
 	size_t nsigned;           /* inputs that carry a signature */
 	const char *first_signed; /* the first of them */
-	char aot_remote[16];      /* the inputs' AOT_REMOTE_LABEL: "" none, "mixed" */
+	int64_t expires;          /* --expires, else the earliest of the inputs'; 0: none */
+	int expires_given;
+	struct mlabel *lab;       /* the inputs' labels, as the first that holds each has it */
+	size_t nlab;
+};
+
+/* A label of the inputs: its value in the input that first holds it, and where an input
+ * holds another value or none (other NULL: absent there). */
+struct mlabel {
+	char *key, *value, *other;
+	const char *from, *other_from;
+	int differs;
 };
 
 /* What on_conflict counts and reports. */
@@ -34,6 +48,7 @@ static const struct option merge_long[] = {
 	{"label", required_argument, NULL, OPT_LABEL},
 	{"bundle-version", required_argument, NULL, OPT_BUNDLE_VERSION},
 	{"level", required_argument, NULL, OPT_LEVEL},
+	{"expires", required_argument, NULL, OPT_EXPIRES},
 	{"unsigned", no_argument, NULL, OPT_UNSIGNED},
 	{NULL, 0, NULL, 0}};
 
@@ -56,6 +71,13 @@ merge_opt(struct tool *t, void *opts, int c, char *arg)
 		o->bver_given = 1;
 		return 1;
 	case OPT_UNSIGNED: o->unsigned_ok = 1; return 1;
+	case OPT_EXPIRES:
+		if (parse_time(arg, (int64_t)time(NULL), &o->expires) != 0 ||
+		    o->expires <= (int64_t)time(NULL))
+			usage_error("--expires takes a time after now: a Unix time, an ISO 8601 UTC "
+				    "time (2026-12-01T12:00:00Z) or +N[dhms], not '%s'", arg);
+		o->expires_given = 1;
+		return 1;
 	case OPT_LEVEL:
 		if (parse_u64(arg, &o->level) != 0 || o->level > 19)
 			usage_error("--level takes 0 to 19, not '%s'", arg);
@@ -75,6 +97,90 @@ on_conflict(void *ud, const char *type, const char *key)
 	if (!c->quiet)
 		say(stderr, "%s: conflict: %s %s differs between bundles; kept the later one", PROG,
 		    type, key);
+}
+
+/* Records input i's labels against those of the inputs before it. */
+static int
+note_labels(struct merge_opts *o, const mc_bundle *b, size_t i, const char *path,
+	    const char *first)
+{
+	const char *k, *v;
+	size_t j, n = mc_bundle_label_count(b);
+	struct mlabel *l;
+
+	for (j = 0; j < o->nlab; j++) {
+		l = &o->lab[j];
+		v = bundle_label(b, l->key);
+		if (!l->differs && (v == NULL || strcmp(v, l->value) != 0)) {
+			l->differs = 1;
+			l->other_from = path;
+			if (v != NULL && (l->other = strdup(v)) == NULL)
+				return MC_ERR_NOMEM;
+		}
+	}
+	for (j = 0; j < n; j++) {
+		if (mc_bundle_label(b, j, &k, &v) != MC_OK)
+			continue;
+		for (l = o->lab; l < o->lab + o->nlab && strcmp(l->key, k) != 0; l++)
+			;
+		if (l < o->lab + o->nlab)
+			continue;
+		if ((l = realloc(o->lab, (o->nlab + 1) * sizeof *l)) == NULL)
+			return MC_ERR_NOMEM;
+		o->lab = l;
+		l = &o->lab[o->nlab];
+		memset(l, 0, sizeof *l);
+		if ((l->key = strdup(k)) == NULL || (l->value = strdup(v)) == NULL) {
+			free(l->key);
+			return MC_ERR_NOMEM;
+		}
+		o->nlab++;
+		l->from = path;
+		/* absent from the inputs before this one */
+		if (i > 0)
+			l->differs = 1, l->other = NULL, l->other_from = first;
+	}
+	return MC_OK;
+}
+
+/* Labels the inputs disagree on and --label does not set: refused, each named (said;
+ * returns EXIT_USAGE). */
+static int
+refuse_label_conflicts(const struct merge_opts *o)
+{
+	size_t i, j, n = 0;
+
+	for (i = 0; i < o->nlab; i++) {
+		const struct mlabel *l = &o->lab[i];
+		size_t kl = strlen(l->key);
+		if (!l->differs)
+			continue;
+		for (j = 0; j < o->nlabels; j++)
+			if (strncmp(o->labels[j], l->key, kl) == 0 && o->labels[j][kl] == '=')
+				break;
+		if (j < o->nlabels)
+			continue;
+		if (n++ == 0)
+			json_error("label_conflict");
+		say(stderr, "%s: label %s differs between the inputs: '%s' in %s, %s%s%s in %s; "
+		    "set the merged bundle's value with --label %s=VALUE", PROG, l->key, l->value,
+		    shown_path(l->from), l->other ? "'" : "", l->other ? l->other : "none",
+		    l->other ? "'" : "", shown_path(l->other_from), l->key);
+	}
+	return n > 0 ? EXIT_USAGE : MC_OK;
+}
+
+static void
+free_labels(struct merge_opts *o)
+{
+	size_t i;
+
+	for (i = 0; i < o->nlab; i++) {
+		free(o->lab[i].key);
+		free(o->lab[i].value);
+		free(o->lab[i].other);
+	}
+	free(o->lab);
 }
 
 /* Signed inputs, and the result would not be signed: refused unless --unsigned (said;
@@ -112,19 +218,13 @@ add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, si
 	for (i = 0; rc == MC_OK && i < n; i++) {
 		mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
 		mc_bundle *b = NULL;
-		const char *v;
 
 		rc = open_trusted(t, inputs[i], &b, keys);
-		/* The setting torch keys AOTAutograd entries by (push reads it back): one that
-		 * differs between the inputs, or that one of them does not record, is "mixed". */
-		if (rc == MC_OK) {
-			v = bundle_label(b, AOT_REMOTE_LABEL);
-			if (i == 0 && v != NULL && strlen(v) < sizeof o->aot_remote)
-				strcpy(o->aot_remote, v);
-			else if (v == NULL ? o->aot_remote[0] != '\0'
-					   : strcmp(v, o->aot_remote) != 0)
-				strcpy(o->aot_remote, "mixed");
-		}
+		if (rc == MC_OK)
+			rc = note_labels(o, b, i, inputs[i], inputs[0]);
+		if (rc == MC_OK && mc_bundle_expires(b) != 0 &&
+		    (o->expires == 0 || mc_bundle_expires(b) < o->expires) && !o->expires_given)
+			o->expires = mc_bundle_expires(b);
 		if (rc == MC_OK && mc_bundle_signature_count(b) > 0 && o->nsigned++ == 0)
 			o->first_signed = inputs[i];
 		if (rc == MC_OK && !o->bver_given && mc_bundle_version(b) > o->bver)
@@ -135,8 +235,6 @@ add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, si
 		free_keys(keys, t->trust.npubs);
 	}
 	free(dir);
-	if (rc == MC_OK && o->aot_remote[0] != '\0')
-		rc = mc_writer_set_label(w, AOT_REMOTE_LABEL, o->aot_remote);
 	return rc;
 }
 
@@ -208,6 +306,10 @@ cmd_merge(struct tool *t, int argc, char **argv)
 	if (rc == MC_OK)
 		rc = refuse_unsigned(&o);
 	if (rc == MC_OK)
+		rc = refuse_label_conflicts(&o);
+	if (rc == MC_OK && o.expires != 0)
+		rc = mc_writer_set_expires(w, o.expires);
+	if (rc == MC_OK)
 		rc = mc_writer_set_bundle_version(w, o.bver);
 	if (rc == MC_OK)
 		rc = set_labels(w, o.labels, o.nlabels);
@@ -226,6 +328,7 @@ cmd_merge(struct tool *t, int argc, char **argv)
 		rc = 0;
 	}
 	free_signers(&o.signers);
+	free_labels(&o);
 	mc_writer_free(w);
 	return rc;
 }

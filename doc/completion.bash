@@ -26,7 +26,7 @@ _megacache_options()
 	list) echo "--json --explain --cache-dir --triton-dir" ;;
 	load) echo "--types --dry-run --sync --owner --cache-dir --triton-dir --json $_megacache_trust" ;;
 	export) echo "--torch --torch-format --json $_megacache_trust" ;;
-	merge) echo "-o --output -s --unsigned --label --bundle-version --level --json $_megacache_trust" ;;
+	merge) echo "-o --output -s --unsigned --label --bundle-version --level --expires --json $_megacache_trust" ;;
 	diff) echo "--json" ;;
 	push) echo "--redis --redis-password-file --triton --triton-key-format --types --ttl --dry-run
 		--json $_megacache_trust" ;;

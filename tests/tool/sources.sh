@@ -50,10 +50,34 @@ grep -Eq '"identical_file_present":[[:space:]]*false' "$T/out" && ok || bad "exp
 # kept, no conflict; only autotune's 4 configs differ under one key.
 run 0 "" pack -q -o "$T/b.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda-precompile.megacache" --label rank=1
 run 2 "needs -p" merge -o "$T/m.mcache" "$T/a.mcache" "$T/b.mcache"
-run 0 "merged 2 bundles" merge -o "$T/m.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache" "$T/b.mcache"
+# Labels are facts a policy checks: the inputs' that differ (rank 0 and 1) or that one
+# of them lacks (a's torch, gpu and GPU_COUNT) are refused, each named, nothing written,
+# unless --label gives the merged value.
+run 2 "label rank differs between the inputs: '0' in $T/a.mcache, '1' in $T/b.mcache; set the merged bundle's value with --label rank=VALUE" \
+	merge -o "$T/m.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache" "$T/b.mcache"
+grep -qF "label torch differs between the inputs: '2.11.0+cu130' in $T/a.mcache, none in $T/b.mcache" "$T/err" &&
+	[ "$(grep -c "differs between the inputs" "$T/err")" = 4 ] && [ ! -e "$T/m.mcache" ] && ok ||
+	bad "merge of disagreeing labels: $(cat "$T/err")"
+"$MEGACACHE" merge -o "$T/m.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache" "$T/b.mcache" --json >"$T/out" 2>/dev/null
+grep -q '"error":[[:space:]]*"label_conflict"' "$T/out" && ok || bad "merge --json of disagreeing labels: $(cat "$T/out")"
+MERGED="--label rank=0,1 --label torch=2.11.0+cu130 --label gpu=H100 --label GPU_COUNT=8"
+# shellcheck disable=SC2086
+run 0 "merged 2 bundles" merge -o "$T/m.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache" "$T/b.mcache" $MERGED
+run 0 "label rank=0,1" list "$T/m.mcache"
+grep -qx "label torch=2.11.0+cu130" "$T/out" && ok || bad "merged labels: $(cat "$T/out")"
+run 0 "merged 2 bundles" merge -o "$T/m.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache" "$T/b.mcache" $MERGED
 grep -q "17 artifacts, 4 conflicts" "$T/out" && ok || bad "merge counts: $(cat "$T/out")"
 grep -c "conflict: autotune " "$T/err" | grep -qx 4 && ok || bad "conflicts not reported one per line"
 run 0 "OK" verify "$T/m.mcache" -p "$PUB"
+# The merged bundle expires with the earliest of its inputs, or at --expires.
+run 0 "" pack -q -o "$T/e30.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda.megacache" --expires 2099-01-01
+run 0 "" pack -q -o "$T/e10.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda.megacache" --expires 2098-01-01
+run 0 "" merge -o "$T/me.mcache" -p "$PUB" -s "$SEC" "$T/e30.mcache" "$T/e10.mcache" "$T/a.mcache" $MERGED
+run 0 "expires 2098-01-01T00:00:00Z" list "$T/me.mcache"
+run 0 "" merge -o "$T/me.mcache" -p "$PUB" -s "$SEC" "$T/e30.mcache" "$T/e10.mcache" --expires 2097-06-01
+run 0 "expires 2097-06-01T00:00:00Z" list "$T/me.mcache"
+run 0 "" merge -o "$T/me.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache" "$T/a.mcache"
+grep -q "expires" "$T/out" && bad "a merge of inputs that never expire expires" || ok
 # The same bundle twice: every artifact repeated with the same content, no conflict.
 run 0 "10 artifacts, 0 conflicts" merge -o "$T/aa.mcache" -p "$PUB" -s "$SEC" "$T/a.mcache" "$T/a.mcache"
 grep -q "conflict: " "$T/err" && bad "same content reported as a conflict" || ok
