@@ -15,12 +15,14 @@
  * "time_taken_ms" beside "data" (the file's bytes, base64). */
 static const struct torch_space {
 	const char *type, *cache_id;
-	int timed; /* also: a guarded cache, whose keys may name an entry ("<key>/<entry>"),
-		    * which torch's remote cache has no place for: one value per key */
+	int timed;   /* its value carries "time_taken_ms" */
+	int guarded; /* one of torch's guarded caches: an artifact's key may name an entry
+		      * ("<key>/<entry>"), which the remote cache has no place for: one value
+		      * per torch key */
 } torch_spaces[] = {
-	{"inductor", "fx-graph-v1", 1},
-	{"aot_autograd", "autograd-experimental", 1},
-	{"pgo", "dynamo-pgo", 0},
+	{"inductor", "fx-graph-v1", 1, 1},
+	{"aot_autograd", "autograd-experimental", 1, 1},
+	{"pgo", "dynamo-pgo", 0, 0},
 };
 #define NTORCH (sizeof torch_spaces / sizeof torch_spaces[0])
 #define TORCH_PREFIX "pt2:"
@@ -78,7 +80,7 @@ mc__remote_key(const char *type, const char *key, const char *triton_fmt, unsign
 
 	if (t != NULL && (spaces & MC_SPACE_TORCH))
 		n = snprintf(buf, len, TORCH_PREFIX "%s::%.*s" TORCH_SUFFIX, t->cache_id,
-			     (int)(t->timed ? strcspn(key, "/") : strlen(key)), key);
+			     (int)(t->guarded ? strcspn(key, "/") : strlen(key)), key);
 	else if ((spaces & MC_SPACE_TRITON) && triton_split(type, key, &hash, &hl, &file) == 0) {
 		k = strstr(triton_fmt, "{key}"), f = strstr(triton_fmt, "{filename}");
 		n = snprintf(buf, len, "%.*s%.*s%.*s%s%s", (int)(k - triton_fmt), triton_fmt,
@@ -279,7 +281,7 @@ mc__remote_parse(const char *rkey, const unsigned char *v, size_t vn, const char
 	*cn = 0;
 	if ((spaces & MC_SPACE_TORCH) && torch_rkey(rkey, type, kbuf, klen) == MC_OK) {
 		/* torch's keys name no entry: a reader gives the entry from the content */
-		if (torch_by_type(*type)->timed && strchr(kbuf, '/') != NULL)
+		if (torch_by_type(*type)->guarded && strchr(kbuf, '/') != NULL)
 			return odd(why, whylen, "the key names an entry, which torch's keys do not");
 		return torch_content(v, vn, content, cn, why, whylen);
 	}
