@@ -10,6 +10,7 @@
 struct list_opts {
 	int explain;
 };
+/* -p: keys to check each signature against (t->trust.pubs); nothing is refused for them. */
 
 static const struct option list_long[] = {{"explain", no_argument, NULL, OPT_EXPLAIN},
 					  {NULL, 0, NULL, 0}};
@@ -19,13 +20,19 @@ list_opt(struct tool *t, void *opts, int c, char *arg)
 {
 	struct list_opts *o = opts;
 
+	if (c == 'p') {
+		if (t->trust.npubs == MAX_PUBKEYS)
+			usage_error("too many public keys (at most %s)", "32");
+		t->trust.pubs[t->trust.npubs++] = arg;
+		return 1;
+	}
 	if (c != OPT_EXPLAIN)
 		return 0;
 	o->explain = 1;
 	return 1;
 }
 
-static const struct tool_optspec list_spec = {"", list_long, list_opt};
+static const struct tool_optspec list_spec = {"p:", list_long, list_opt};
 
 /* list --explain: where each artifact would land, and whether it is there already. */
 static int
@@ -95,7 +102,7 @@ json_artifacts(mc_bundle *b, cJSON *arts)
 
 /* list --json. Returns MC_OK, or the error of reading the artifact table. */
 static int
-list_json(mc_bundle *b, const char *path)
+list_json(const struct tool *t, mc_bundle *b, const char *path)
 {
 	cJSON *j = json_object(), *labels, *sigs;
 	size_t i;
@@ -115,6 +122,8 @@ list_json(mc_bundle *b, const char *path)
 			cJSON_AddStringToObject(labels, k, v);
 	}
 	cJSON_AddNumberToObject(j, "signature_count", (double)mc_bundle_signature_count(b));
+	cJSON_AddItemToObject(j, "signatures", signatures_json(b));
+	cJSON_AddBoolToObject(j, "keys_given", t->trust.npubs > 0);
 	sigs = cJSON_AddArrayToObject(j, "signers");
 	for (i = 0; i < mc_bundle_signature_count(b); i++)
 		cJSON_AddItemToArray(sigs, cJSON_CreateString(mc_bundle_signature_key_id(b, i)));
@@ -129,7 +138,7 @@ list_json(mc_bundle *b, const char *path)
 
 /* list. Returns MC_OK, or the error of reading the artifact table. */
 static int
-list_text(mc_bundle *b, const char *path)
+list_text(const struct tool *t, mc_bundle *b, const char *path)
 {
 	size_t i, n = mc_bundle_artifact_count(b);
 	char hb[32], created[32], exp[48] = "";
@@ -148,8 +157,7 @@ list_text(mc_bundle *b, const char *path)
 		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
 			say(stdout, "label %s=%s", k, v);
 	}
-	for (i = 0; i < mc_bundle_signature_count(b); i++)
-		say(stdout, "signature by key %s", mc_bundle_signature_key_id(b, i));
+	say_signatures(stdout, b, "", t->trust.npubs > 0);
 	if (mc_bundle_signature_count(b) == 0)
 		say(stdout, "unsigned");
 	for (i = 0; i < n; i++) {
@@ -171,6 +179,7 @@ int
 cmd_list(struct tool *t, int argc, char **argv)
 {
 	struct list_opts o = {0};
+	mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
 	mc_bundle *b = NULL;
 	int rc;
 
@@ -179,17 +188,21 @@ cmd_list(struct tool *t, int argc, char **argv)
 		usage_error("list needs exactly one BUNDLE%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
-	if ((rc = open_bundle(t, argv[optind], &b)) != MC_OK)
-		return fail(t->ctx, rc);
+	if ((rc = open_trusted(t, argv[optind], &b, keys)) != MC_OK) {
+		rc = fail(t->ctx, rc);
+		goto out;
+	}
 	if ((rc = mc_bundle_read_tables(b)) != MC_OK)
 		rc = fail(t->ctx, rc);
 	else if (o.explain)
 		rc = explain(t, b, shown_path(argv[optind]));
-	else if ((rc = t->json ? list_json(b, argv[optind]) : list_text(b, shown_path(argv[optind]))) != MC_OK) {
+	else if ((rc = t->json ? list_json(t, b, argv[optind]) : list_text(t, b, shown_path(argv[optind]))) != MC_OK) {
 		/* The artifact table of a large bundle is read from a temp file as it is listed. */
 		fflush(stdout);
 		rc = fail(t->ctx, rc);
 	}
+out:
 	mc_bundle_free(b);
+	free_keys(keys, t->trust.npubs);
 	return rc;
 }

@@ -292,7 +292,7 @@ cmd_load(struct tool *t, int argc, char **argv)
 		rc = mc_bundle_load(b, o.dry ? MC_LOAD_DRY_RUN : o.sync ? MC_LOAD_SYNC : 0,
 				    on_load_artifact, &sink);
 	if (rc != MC_OK)
-		rc = fail(t->ctx, rc);
+		rc = fail_signed(t, b, rc);
 	else if (r.json)
 		load_json(t, &r, argv[optind], o.sync);
 	else if (!t->quiet)

@@ -84,7 +84,7 @@ cmd_sign(struct tool *t, int argc, char **argv)
 	    (rc = open_trusted(t, path, &b, keys)) != MC_OK ||
 	    (rc = mc_bundle_verify(b)) != MC_OK ||
 	    (rc = mc_bundle_add_signature(b, sk, o.out ? o.out : path)) != MC_OK) {
-		rc = fail(t->ctx, rc);
+		rc = fail_signed(t, b, rc);
 	} else {
 		sign_report(t, path, o.out ? o.out : path, sk);
 		rc = 0;

@@ -7,50 +7,87 @@
 
 #include "tool.h"
 
-/* Whether signature i of b is by one of the trusted keys. After a verify that succeeded
- * every such signature verified: one by a trusted key id that does not fails the verify. */
-static int
-sig_trusted(const struct tool *t, mc_bundle *b, mc_pubkey **keys, size_t i)
+/* What a signature's state is called in text, for people. */
+static const char *
+state_text(int state, int checked)
 {
-	const char *id = mc_bundle_signature_key_id(b, i);
-	size_t k;
-
-	for (k = 0; !t->trust.insecure && k < t->trust.npubs; k++)
-		if (keys[k] != NULL && strcmp(mc_pubkey_id(keys[k]), id) == 0)
-			return 1;
-	return 0;
+	switch (state) {
+	case MC_SIG_VERIFIED: return "verified";
+	case MC_SIG_BROKEN: return "broken: it does not verify under the trusted key";
+	default: return checked ? "not checked: key not trusted" : "not checked: no key given";
+	}
 }
 
-/* The signers of b, trusted or not (want), as a JSON array of key ids. */
+cJSON *
+signatures_json(mc_bundle *b)
+{
+	cJSON *a = cJSON_CreateArray(), *s;
+	size_t i;
+
+	for (i = 0; i < mc_bundle_signature_count(b); i++) {
+		s = cJSON_CreateObject();
+		cJSON_AddStringToObject(s, "key_id", mc_bundle_signature_key_id(b, i));
+		cJSON_AddStringToObject(s, "state", mc_sig_state_name(mc_bundle_signature_state(b, i)));
+		cJSON_AddItemToArray(a, s);
+	}
+	return a;
+}
+
+void
+say_signatures(FILE *f, mc_bundle *b, const char *prefix, int checked)
+{
+	size_t i;
+
+	for (i = 0; i < mc_bundle_signature_count(b); i++)
+		say(f, "%ssignature by key %s: %s", prefix, mc_bundle_signature_key_id(b, i),
+		    state_text(mc_bundle_signature_state(b, i), checked));
+}
+
+int
+fail_signed(struct tool *t, mc_bundle *b, int rc)
+{
+	int status = fail(t->ctx, rc);
+
+	if (b == NULL || mc_bundle_signature_count(b) == 0 ||
+	    (rc != MC_ERR_NO_SIGNATURE && rc != MC_ERR_BAD_SIGNATURE && rc != MC_ERR_THRESHOLD))
+		return status;
+	if (t->json)
+		json_fail_add("signatures", signatures_json(b));
+	else if (!t->quiet)
+		say_signatures(stderr, b, "  ", 1);
+	return status;
+}
+
+/* The key ids of b's signatures in state (of enum mc_sig_state), as a JSON array. */
 static cJSON *
-signers_json(const struct tool *t, mc_bundle *b, mc_pubkey **keys, int want)
+signers_json(mc_bundle *b, int state)
 {
 	cJSON *a = cJSON_CreateArray();
 	size_t i;
 
 	for (i = 0; i < mc_bundle_signature_count(b); i++)
-		if (sig_trusted(t, b, keys, i) == want)
+		if (mc_bundle_signature_state(b, i) == state)
 			cJSON_AddItemToArray(a, cJSON_CreateString(mc_bundle_signature_key_id(b, i)));
 	return a;
 }
 
-/* "N trusted signature(s) (ID, ...)" or "N by key(s) not trusted (ID, ...)" (want: the
- * trusted ones or the others) into buf; the key ids only when there are some. */
+/* "N signature(s) verified (ID, ...)" or "N not checked: key(s) not trusted (ID, ...)"
+ * (state: MC_SIG_VERIFIED or MC_SIG_NOT_CHECKED) into buf; the key ids only when there
+ * are some. After a verify that succeeded no signature is broken. */
 static void
-signers_text(const struct tool *t, mc_bundle *b, mc_pubkey **keys, int want, char *buf,
-	     size_t len)
+signers_text(mc_bundle *b, int state, char *buf, size_t len)
 {
 	size_t i, n = 0, used;
 	const char *sep = " (";
 
 	for (i = 0; i < mc_bundle_signature_count(b); i++)
-		n += sig_trusted(t, b, keys, i) == want;
-	if (want)
-		snprintf(buf, len, "%zu trusted signature%s", n, n == 1 ? "" : "s");
+		n += mc_bundle_signature_state(b, i) == state;
+	if (state == MC_SIG_VERIFIED)
+		snprintf(buf, len, "%zu signature%s verified", n, n == 1 ? "" : "s");
 	else
-		snprintf(buf, len, "%zu by %s not trusted", n, n == 1 ? "a key" : "keys");
+		snprintf(buf, len, "%zu not checked: %s not trusted", n, n == 1 ? "key" : "keys");
 	for (i = 0; i < mc_bundle_signature_count(b); i++) {
-		if (sig_trusted(t, b, keys, i) != want)
+		if (mc_bundle_signature_state(b, i) != state)
 			continue;
 		used = strlen(buf);
 		snprintf(buf + used, len - used, "%s%s", sep, mc_bundle_signature_key_id(b, i));
@@ -63,14 +100,14 @@ signers_text(const struct tool *t, mc_bundle *b, mc_pubkey **keys, int want, cha
 /* The line of a verify that succeeded, with the bundle's times in ISO 8601 (UTC). With
  * --insecure-no-verify no signature was checked, and it says so. */
 static void
-verify_ok(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *path)
+verify_ok(const struct tool *t, mc_bundle *b, const char *path)
 {
 	char good[512], other[512], created[32], when[32], times[96];
 	size_t nsigs = mc_bundle_signature_count(b);
 	int none;
 
-	signers_text(t, b, keys, 1, good, sizeof good);
-	signers_text(t, b, keys, 0, other, sizeof other);
+	signers_text(b, MC_SIG_VERIFIED, good, sizeof good);
+	signers_text(b, MC_SIG_NOT_CHECKED, other, sizeof other);
 	none = strncmp(other, "0 ", 2) == 0;
 	iso_time(mc_bundle_created(b), created, sizeof created);
 	snprintf(times, sizeof times, ", created %s", created);
@@ -91,7 +128,7 @@ verify_ok(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *path
 
 /* verify --json: the bundle at path, verified. */
 static void
-verify_json(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *path)
+verify_json(const struct tool *t, mc_bundle *b, const char *path)
 {
 	cJSON *j = json_object(), *labels;
 	const char *k, *v;
@@ -109,8 +146,9 @@ verify_json(const struct tool *t, mc_bundle *b, mc_pubkey **keys, const char *pa
 			cJSON_AddStringToObject(labels, k, v);
 	cJSON_AddBoolToObject(j, "signatures_checked", !t->trust.insecure);
 	cJSON_AddNumberToObject(j, "signature_count", (double)mc_bundle_signature_count(b));
-	cJSON_AddItemToObject(j, "trusted_signers", signers_json(t, b, keys, 1));
-	cJSON_AddItemToObject(j, "untrusted_signers", signers_json(t, b, keys, 0));
+	cJSON_AddItemToObject(j, "signatures", signatures_json(b));
+	cJSON_AddItemToObject(j, "trusted_signers", signers_json(b, MC_SIG_VERIFIED));
+	cJSON_AddItemToObject(j, "untrusted_signers", signers_json(b, MC_SIG_NOT_CHECKED));
 	print_json(j);
 }
 
@@ -133,12 +171,12 @@ cmd_verify(struct tool *t, int argc, char **argv)
 	if (rc == MC_OK)
 		rc = mc_bundle_verify(b);
 	if (rc != MC_OK) {
-		rc = fail(t->ctx, rc);
+		rc = fail_signed(t, b, rc);
 	} else {
 		if (t->json)
-			verify_json(t, b, keys, argv[optind]);
+			verify_json(t, b, argv[optind]);
 		else if (!t->quiet)
-			verify_ok(t, b, keys, argv[optind]);
+			verify_ok(t, b, argv[optind]);
 		rc = 0;
 	}
 	mc_bundle_free(b);

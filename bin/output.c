@@ -24,6 +24,7 @@ static struct {
 	int printed;
 	const char *code;
 	char message[1024];
+	cJSON *extra; /* fields of the failure object beyond the common ones */
 } js;
 
 /* Writes s escaped (mc_escape with flags), then a line end. */
@@ -136,6 +137,20 @@ json_forget(void)
 {
 	js.code = NULL;
 	js.message[0] = '\0';
+	cJSON_Delete(js.extra);
+	js.extra = NULL;
+}
+
+/* Adds item (taken) to the failure object, should the run fail: what a pipeline needs to
+ * tell about the failure beyond its code and message. */
+void
+json_fail_add(const char *name, cJSON *item)
+{
+	if (js.command == NULL || (js.extra == NULL && (js.extra = cJSON_CreateObject()) == NULL)) {
+		cJSON_Delete(item);
+		return;
+	}
+	cJSON_AddItemToObject(js.extra, name, item);
 }
 
 /* A command's report with --json: an object with the schema version, the command and
@@ -156,7 +171,7 @@ json_object(void)
 int
 json_finish(int status)
 {
-	cJSON *j;
+	cJSON *j, *x;
 
 	if (js.command == NULL || js.printed || status == 0)
 		return status;
@@ -165,6 +180,12 @@ json_finish(int status)
 	cJSON_AddStringToObject(j, "error", js.code != NULL ? js.code : "failed");
 	cJSON_AddStringToObject(j, "message", js.message);
 	cJSON_AddNumberToObject(j, "exit", status);
+	while (js.extra != NULL && (x = js.extra->child) != NULL) {
+		cJSON_DetachItemViaPointer(js.extra, x);
+		cJSON_AddItemToObject(j, x->string, x);
+	}
+	cJSON_Delete(js.extra);
+	js.extra = NULL;
 	print_json(j);
 	return status;
 }

@@ -150,6 +150,18 @@ void json_to(FILE *f);
 const char *json_said(void);
 const char *json_code(void);
 void json_forget(void);
+void json_fail_add(const char *name, cJSON *item);
+
+/* cmd_verify.c: the signatures of a bundle, each verified, not checked or broken
+ * (mc_bundle_signature_state()), for verify, list, sign and load. */
+/* [{"key_id", "state"}, ...] */
+cJSON *signatures_json(mc_bundle *b);
+/* A line per signature: "<prefix>signature by key ID: <state>". checked: keys were
+ * given, so one not checked is by a key not trusted. */
+void say_signatures(FILE *f, mc_bundle *b, const char *prefix, int checked);
+/* fail(), and after a failure of the signatures the state of each (text: on standard
+ * error; --json: "signatures" in the failure object). b may be NULL. */
+int fail_signed(struct tool *t, mc_bundle *b, int rc);
 
 /* options.c */
 int parse_u64(const char *s, uint64_t *v);

@@ -23,7 +23,7 @@ _megacache_options()
 	pack) echo "-o --output --from-torch --from-dir --from-triton-dir --json $_megacache_record" ;;
 	sign) echo "-s -o --output --json $_megacache_trust" ;;
 	verify) echo "--json $_megacache_trust" ;;
-	list) echo "--json --explain --cache-dir --triton-dir" ;;
+	list) echo "-p --json --explain --cache-dir --triton-dir" ;;
 	load) echo "--types --dry-run --sync --owner --cache-dir --triton-dir --json $_megacache_trust" ;;
 	export) echo "--torch --torch-format --json $_megacache_trust" ;;
 	merge) echo "-o --output -s --unsigned --label --bundle-version --level --expires --json $_megacache_trust" ;;

@@ -221,7 +221,9 @@ MC_API MC_MUST_CHECK int mc_keygen(mc_ctx *ctx, mc_seckey **sk, mc_pubkey **pk);
 MC_API MC_MUST_CHECK int mc_keypair_save(mc_ctx *ctx, const mc_seckey *sk, const mc_pubkey *pk,
 					 const char *pub_path, const char *sec_path,
 					 const char *password, int overwrite);
-/* Reads a public key file, or a base64 public key string when the argument is one. */
+/* Reads a public key file; or, when the argument is one and no file has that name, a
+ * bare base64 public key ("RW...") or a public key file's whole text (its "untrusted
+ * comment:" line, a line end, the key: what -p "$(cat ci.pub)" passes). */
 MC_API MC_MUST_CHECK int mc_pubkey_load(mc_ctx *ctx, const char *path_or_base64, mc_pubkey **out);
 /* Reads a secret key file; pw is called only when the key is encrypted. */
 MC_API MC_MUST_CHECK int mc_seckey_load(mc_ctx *ctx, const char *path, mc_password_fn pw,
@@ -399,6 +401,21 @@ MC_API MC_MUST_CHECK int mc_bundle_label(const mc_bundle *b, size_t i, const cha
 MC_API size_t mc_bundle_signature_count(const mc_bundle *b);
 /* Key id of signature i (16 hex digits). */
 MC_API const char *mc_bundle_signature_key_id(const mc_bundle *b, size_t i);
+/* What is known of a signature, judged against the keys given with mc_bundle_trust(). */
+enum mc_sig_state {
+	MC_SIG_NOT_CHECKED = 0, /* its key is not trusted here (or mc_bundle_set_insecure()):
+				 * it cannot be checked, and vouches for nothing */
+	MC_SIG_VERIFIED = 1,    /* by a trusted key, and it verifies */
+	MC_SIG_BROKEN = 2       /* its key id is a trusted key's, and it does not verify: the
+				 * manifest was changed after signing, or the key id forged */
+};
+/* The state of signature i (enum mc_sig_state), checked now; needs no earlier check, so a
+ * bundle that fails its policy can still tell which signature is which. Reads nothing
+ * beyond the manifest. MC_ERR_INVALID for no such signature. */
+MC_API int mc_bundle_signature_state(const mc_bundle *b, size_t i);
+/* "verified", "not_checked" or "broken" (the tool's --json); "unknown" for another
+ * value. Static storage. */
+MC_API const char *mc_sig_state_name(int state);
 MC_API size_t mc_bundle_artifact_count(const mc_bundle *b);
 /* hash is the content's hash in lower-case hex: its SHA-256 in bundle format 2, its
  * BLAKE2b-256 in format 1 (mc_bundle_format_version()). hash and key are held in b

@@ -935,6 +935,25 @@ mc_bundle_signature_key_id(const mc_bundle *b, size_t i)
 	return b == NULL || i >= b->nsigs ? NULL : b->sigs[i].sig.id;
 }
 
+int
+mc_bundle_signature_state(const mc_bundle *b, size_t i)
+{
+	if (b == NULL || i >= b->nsigs)
+		return MC_ERR_INVALID;
+	return mc__policy_sig_state(&b->policy, &b->sigs[i].sig, b->mprehash, NULL);
+}
+
+const char *
+mc_sig_state_name(int state)
+{
+	switch (state) {
+	case MC_SIG_VERIFIED: return "verified";
+	case MC_SIG_BROKEN: return "broken";
+	case MC_SIG_NOT_CHECKED: return "not_checked";
+	default: return "unknown";
+	}
+}
+
 size_t
 mc_bundle_artifact_count(const mc_bundle *b)
 {

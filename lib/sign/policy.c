@@ -97,6 +97,26 @@ distinct_keys(const struct mc_policy *p, const unsigned char *hit)
 	return n;
 }
 
+int
+mc__policy_sig_state(const struct mc_policy *p, const struct mc_sig *sig,
+		     const unsigned char *prehash, size_t *which)
+{
+	size_t j;
+
+	if (p->insecure)
+		return MC_SIG_NOT_CHECKED;
+	/* No two trusted keys share a key id (mc__policy_trust): the first match is the key. */
+	for (j = 0; j < p->ntrusted; j++) {
+		if (memcmp(sig->keynum, p->trusted[j]->keynum, 8) != 0)
+			continue;
+		if (which != NULL)
+			*which = j;
+		return mc__sig_verify_prehashed(sig, p->trusted[j], prehash) == 0 ? MC_SIG_VERIFIED
+										     : MC_SIG_BROKEN;
+	}
+	return MC_SIG_NOT_CHECKED;
+}
+
 /* Verifies every signature by a trusted key id, marking in hit the keys that signed;
  * good counts the signatures that verified. */
 static int
@@ -107,14 +127,16 @@ verify_trusted(mc_ctx *ctx, const struct mc_policy *p, const struct mc_policy_fa
 
 	*good = 0;
 	for (i = 0; i < f->nsigs; i++)
-		for (j = 0; j < p->ntrusted; j++) {
-			if (memcmp(f->sigs[i]->keynum, p->trusted[j]->keynum, 8) != 0)
-				continue;
-			if (mc__sig_verify_prehashed(f->sigs[i], p->trusted[j], f->prehash) != 0)
-				return mc__err(ctx, MC_ERR_BAD_SIGNATURE, "%s: the signature by trusted "
-					       "key %s does not verify", f->path, f->sigs[i]->id);
+		switch (mc__policy_sig_state(p, f->sigs[i], f->prehash, &j)) {
+		case MC_SIG_BROKEN:
+			return mc__err(ctx, MC_ERR_BAD_SIGNATURE, "%s: the signature by trusted "
+				       "key %s does not verify", f->path, f->sigs[i]->id);
+		case MC_SIG_VERIFIED:
 			hit[j] = 1;
 			(*good)++;
+			break;
+		default:
+			break;
 		}
 	return MC_OK;
 }

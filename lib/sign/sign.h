@@ -99,6 +99,11 @@ MC_HIDDEN int mc__policy_trust(mc_ctx *ctx, struct mc_policy *p, const mc_pubkey
 /* Requires label key to have value (both copied). */
 MC_HIDDEN int mc__policy_require_label(mc_ctx *ctx, struct mc_policy *p, const char *key,
 				       const char *value);
+/* The state of sig under p (enum mc_sig_state): broken or verified when its key id is
+ * a trusted key's (that key's index into p->trusted in *which, unless NULL), else, or
+ * when p is insecure, not checked. */
+MC_HIDDEN int mc__policy_sig_state(const struct mc_policy *p, const struct mc_sig *sig,
+				   const unsigned char *prehash, size_t *which);
 /* MC_OK when the facts meet the policy: enough distinct trusted keys signed (unless
  * insecure), not expired, version not below the minimum, every required label. Else
  * the first that fails, its message naming f->path. */

@@ -38,7 +38,7 @@ from ._version import __version__
 # list() is left out of __all__: a star import would hide the builtin.
 __all__ = [
     "Artifact", "BundleInfo", "Change", "Error", "Folder", "LibraryError", "LoadReport",
-    "LoadedArtifact", "SaveReport", "UnsupportedVersionError", "UsageError",
+    "LoadedArtifact", "SaveReport", "Signature", "UnsupportedVersionError", "UsageError",
     "VerificationError", "Warm", "keygen",
     "library_version", "load", "pack_torch_artifacts", "save", "torch_artifacts",
     "verify", "warm", "__version__",
@@ -73,14 +73,25 @@ class Artifact:
 
 
 @dataclasses.dataclass(frozen=True)
+class Signature:
+    """One signature of a bundle. state is "verified" (by a trusted key, and it
+    verifies), "not_checked" (its key is not among the trusted keys given, or none were:
+    it vouches for nothing) or "broken" (its key id is a trusted key's and it does not
+    verify: the manifest changed after signing)."""
+    key_id: str
+    state: str
+
+
+@dataclasses.dataclass(frozen=True)
 class BundleInfo:
-    """A bundle's manifest. verified is True only when :func:`verify` returned it."""
+    """A bundle's manifest. verified is True only when :func:`verify` returned it; even
+    then only signatures whose state is "verified" vouch for it."""
     bundle: str
     created: int
     bundle_version: int
     expires: int
     labels: Dict[str, str]
-    signatures: List[str]
+    signatures: List[Signature]
     artifacts: List[Artifact]
     verified: bool
 
@@ -440,7 +451,8 @@ class _Session:
             k, v = ctypes.c_char_p(), ctypes.c_char_p()
             lib.mc_bundle_label(b, i, ctypes.byref(k), ctypes.byref(v))
             labels[_str(k.value)] = _str(v.value)
-        sigs = [_str(lib.mc_bundle_signature_key_id(b, i))
+        sigs = [Signature(_str(lib.mc_bundle_signature_key_id(b, i)),
+                          _str(lib.mc_sig_state_name(lib.mc_bundle_signature_state(b, i))))
                 for i in range(lib.mc_bundle_signature_count(b))]
         arts = []
         for i in range(lib.mc_bundle_artifact_count(b)):
@@ -570,11 +582,17 @@ def verify(bundle: PathArg, trusted_keys: Keys, threshold: int = 1, min_version:
         return s.info(b, bundle, True)
 
 
-def list_bundle(bundle: PathArg) -> BundleInfo:
+def list_bundle(bundle: PathArg, trusted_keys: Optional[Keys] = None) -> BundleInfo:
     """A bundle's labels, signatures and artifacts, read from its manifest. Nothing is
-    verified (verified is False): use :func:`verify` before trusting any of it."""
+    verified (verified is False): use :func:`verify` before trusting any of it. With
+    trusted_keys, each signature's state says whether it verifies under them (nothing
+    is refused); without, every one is "not_checked"."""
     with _Session() as s:
-        return s.info(s.bundle(bundle), bundle, False)
+        b = s.bundle(bundle)
+        keys = _key_list(trusted_keys)
+        for pk in (s.trusted(keys) if keys else ()):
+            s.lib.mc_bundle_trust(b, pk)
+        return s.info(b, bundle, False)
 
 
 def _record(s: _Session, w, keep_unknown: bool, on_skip) -> tuple:

@@ -5,6 +5,7 @@ failed verification, 2 any other error; run passes on the command's. --json prin
 package's reports (to_dict()), not the tool's JSON."""
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -112,6 +113,9 @@ def _parser():
     p = add("list", help="show a bundle's labels, signatures and artifacts "
                                     "(not verified)")
     p.add_argument("bundle", metavar="BUNDLE")
+    p.add_argument("-p", "--pubkey", action="append", metavar="PUBFILE",
+                   help="check each signature against this key (repeatable); nothing is "
+                        "refused")
     p.add_argument("--json", action="store_true")
 
     p = add("export", help="write a bundle's torch artifacts as a torch blob")
@@ -201,19 +205,29 @@ def cmd_verify(a):
         raise
     if a.json:
         _json({"bundle": a.bundle, "ok": True, "artifacts": len(info.artifacts),
-               "bundle_version": info.bundle_version, "signatures": info.signatures})
+               "bundle_version": info.bundle_version, "signatures": [dataclasses.asdict(x) for x in info.signatures]})
     else:
-        _say("%s: OK, %d artifacts, signed by %s" % (a.bundle, len(info.artifacts),
-                                                     ", ".join(info.signatures)))
+        _say("%s: OK, %d artifacts, signatures: %s" % (a.bundle, len(info.artifacts),
+                                                      _signatures(info)))
+
+
+_STATE_TEXT = {"verified": "verified", "broken": "broken",
+               "not_checked": "not checked"}
+
+
+def _signatures(info):
+    """ "ID (verified), ID (not checked)", or "none". """
+    return ", ".join("%s (%s)" % (x.key_id, _STATE_TEXT.get(x.state, x.state))
+                     for x in info.signatures) or "none"
 
 
 def cmd_list(a):
-    info = megacache.list(a.bundle)
+    info = megacache.list(a.bundle, a.pubkey)
     if a.json:
         _json(info.to_dict())
         return
     _say("%s (not verified): version %d, %d artifacts, signatures: %s" % (
-        a.bundle, info.bundle_version, len(info.artifacts), ", ".join(info.signatures) or "none"))
+        a.bundle, info.bundle_version, len(info.artifacts), _signatures(info)))
     for k, v in info.labels.items():
         _say("  label %s=%s" % (k, v))
     for x in info.artifacts:

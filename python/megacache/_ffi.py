@@ -148,6 +148,8 @@ _SIGNATURES = [
      _check_handle),
     ("mc_bundle_signature_count", [c_handle], c_size_t, None),
     ("mc_bundle_signature_key_id", [c_handle, c_size_t], c_char_p, None),
+    ("mc_bundle_signature_state", [c_handle, c_size_t], c_int, _check_handle),
+    ("mc_sig_state_name", [c_int], c_char_p, None),
     ("mc_bundle_artifact_count", [c_handle], c_size_t, None),
     ("mc_bundle_artifact", [c_handle, c_size_t, POINTER(c_char_p), POINTER(c_char_p),
                             POINTER(c_uint64), POINTER(c_char_p)], c_int, _check_handle),

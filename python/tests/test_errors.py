@@ -83,7 +83,8 @@ def test_encrypted_key_password(tmp_path, bundle, keys, cuda_cache, with_env):
     assert e.value.name == "MC_ERR_PASSWORD"
     assert not out.exists()
     megacache.save(out, tmp_path / "e.key", password=lambda prompt: "s3cret")
-    assert megacache.verify(out, tmp_path / "e.pub").signatures == [kid]
+    assert megacache.verify(out, tmp_path / "e.pub").signatures == [
+        megacache.Signature(kid, "verified")]
     with pytest.raises(megacache.UsageError) as e:
         megacache.keygen(tmp_path / "e.pub", tmp_path / "e.key")
     assert e.value.name == "MC_ERR_EXISTS"

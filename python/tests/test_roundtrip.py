@@ -1,12 +1,15 @@
 """save, load, verify and list against the tool, on a real torch 2.11 cache dir."""
 
+import dataclasses
 import os
 import pathlib
 import re
 import shutil
 
+import pytest
+
 import megacache
-from conftest import SRCDIR, tool, tool_json, tree
+from conftest import SRCDIR, pymod, tool, tool_json, tree
 
 
 def test_version_is_the_library_and_configure_version():
@@ -150,12 +153,53 @@ def test_list_and_verify_match_the_tool(tmp_path, bundle, cuda_cache, keys):
     info = megacache.list(b)
     assert not info.verified and info.bundle == str(b)
     assert [a.__dict__ for a in info.artifacts] == j["artifacts"]
-    assert info.signatures == j["signers"] and info.labels == j["labels"]
+    assert [x.key_id for x in info.signatures] == j["signers"] and info.labels == j["labels"]
+    assert [dataclasses.asdict(x) for x in info.signatures] == j["signatures"]
+    assert all(x.state == "not_checked" for x in info.signatures)
     assert info.created == j["created"] == 1700000000
     v = megacache.verify(os.fsencode(b), pathlib.Path(keys.pub))
     assert v.verified and v.artifacts == info.artifacts
     v = megacache.verify(b, keys.pub, signatures_only=True)
     assert v.verified
+
+
+def _key_id(pub):
+    return pathlib.Path(pub).read_text().splitlines()[0].split()[-1]
+
+
+def test_signature_states(tmp_path, bundle, keys):
+    """A signature is verified, not checked (its key not trusted) or broken, as the
+    tool says; verified=True vouches only through the verified ones."""
+    ci, other = _key_id(keys.pub), _key_id(keys.other_pub)
+    two = tmp_path / "two.mcache"
+    tool("sign", str(bundle), "-s", keys.other_sec, "-p", keys.pub, "-o", str(two))
+    v = megacache.verify(two, keys.other_pub)
+    assert v.verified
+    assert sorted(v.signatures, key=str) == sorted(
+        [megacache.Signature(ci, "not_checked"), megacache.Signature(other, "verified")], key=str)
+    # the CI key's signature broken by one byte of the manifest, then signed unchecked
+    d = bytearray(bundle.read_bytes())
+    i = d.index(b'"created":')
+    d[i + 11] = ord("9") if d[i + 11] != ord("9") else ord("8")
+    changed, broken = tmp_path / "changed.mcache", tmp_path / "broken.mcache"
+    changed.write_bytes(bytes(d))
+    tool("sign", str(changed), "-s", keys.other_sec, "--insecure-no-verify", "-o", str(broken))
+    with pytest.raises(megacache.VerificationError) as e:
+        megacache.verify(broken, [keys.pub, keys.other_pub])
+    assert e.value.name == "MC_ERR_BAD_SIGNATURE" and ci in e.value.message
+    info = megacache.list(broken, [keys.pub, keys.other_pub])
+    assert not info.verified
+    assert {x.key_id: x.state for x in info.signatures} == {ci: "broken", other: "verified"}
+    assert {x.key_id: x.state for x in megacache.list(broken).signatures} == {
+        ci: "not_checked", other: "not_checked"}
+    j = tool_json("list", str(broken), "-p", keys.pub, "-p", keys.other_pub)
+    assert sorted(j["signatures"], key=str) == sorted(
+        [dataclasses.asdict(x) for x in info.signatures], key=str)
+    r = pymod("verify", str(two), "-p", keys.other_pub)
+    assert r.returncode == 0 and "%s (not checked)" % ci in r.stdout, r.stdout + r.stderr
+    assert "%s (verified)" % other in r.stdout
+    r = pymod("list", str(broken), "-p", keys.pub)
+    assert r.returncode == 0 and "%s (broken)" % ci in r.stdout, r.stdout + r.stderr
 
 
 def test_keys_as_text(tmp_path, cuda_cache, keys, with_env):

@@ -105,6 +105,21 @@ js 1 sign 'j["error"] == "untrusted_signature"' sign "$T/tampered-label.mcache" 
 js 0 sign "j['signatures_checked'] is False" sign "$T/tampered-label.mcache" -s "$KEYS/test2.key" --insecure-no-verify -o "$T/ts.mcache"
 grep -qF "warning: signing $T/tampered-label.mcache unchecked (--insecure-no-verify)" "$T/err" && ok ||
 	bad "sign --insecure-no-verify did not warn: $(cat "$T/err")"
+# Each signature's state, the same in verify, list and load: ts.mcache has the CI key's
+# signature, broken by the changed byte, and test2's, made after it.
+S_BROKEN="{'key_id': '$ID1', 'state': 'broken'}"
+S_OK2="{'key_id': '$ID2', 'state': 'verified'}"
+# (a bundle keeps its signatures in key id order)
+js 1 verify "j['error'] == 'bad_signature' and sorted(j['signatures'], key=str) == sorted([$S_BROKEN, $S_OK2], key=str)" \
+	verify "$T/ts.mcache" -p "$PUB" -p "$KEYS/test2.pub"
+js 1 load "j['error'] == 'bad_signature' and sorted(j['signatures'], key=str) == sorted([$S_BROKEN, $S_OK2], key=str)" \
+	load "$T/ts.mcache" -p "$PUB" -p "$KEYS/test2.pub" --cache-dir "$T/empty" --dry-run
+js 0 verify "sorted(j['signatures'], key=str) == sorted([{'key_id': '$ID1', 'state': 'not_checked'}, $S_OK2], key=str) and j['trusted_signers'] == ['$ID2'] and j['untrusted_signers'] == ['$ID1']" \
+	verify "$T/ts.mcache" -p "$KEYS/test2.pub"
+js 0 list "sorted(j['signatures'], key=str) == sorted([$S_BROKEN, $S_OK2], key=str) and j['keys_given'] is True" \
+	list "$T/ts.mcache" -p "$PUB" -p "$KEYS/test2.pub"
+js 0 list "[s['state'] for s in j['signatures']] == ['not_checked'] * 2 and j['keys_given'] is False" \
+	list "$T/ts.mcache"
 
 # verify: names, not English, for the failures
 js 0 verify "j['trusted_signers'] == ['$ID1'] and j['untrusted_signers'] == ['$ID2'] and j['signature_count'] == 2 and j['artifact_count'] == 10 and j['created'] == 1700000000" \

@@ -72,7 +72,7 @@ check "6,000 artifacts installed byte for byte" diff -r "$T/many" "$T/many-out"
 run 0 "f5999_0_" list "$T/many.mcache"
 run 0 "" keygen -q -W -p "$T/k2.pub" -s "$T/k2.key"
 run 0 "" sign "$T/many.mcache" -s "$T/k2.key" -p "$T/k.pub" -o "$T/many2.mcache"
-run 0 "2 trusted signatures" verify "$T/many2.mcache" -p "$T/k.pub" -p "$T/k2.pub" --threshold 2
+run 0 "2 signatures verified" verify "$T/many2.mcache" -p "$T/k.pub" -p "$T/k2.pub" --threshold 2
 run 0 "" export -q "$T/many.mcache" --torch "$T/many.blob" -p "$T/k.pub"
 # The same with a real cache dir around them (graph entries with a SHA-256, kernel
 # folders installed whole): the tree comes back; a second load finds every file in

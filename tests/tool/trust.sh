@@ -29,8 +29,13 @@ run 0 "" sign -q "$T/two.mcache" -s "$KEYS/test2.key" -p "$KEYS/test.pub"
 ID1=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$PUB")
 ID2=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$KEYS/test2.pub")
 [ -n "$ID1" ] && [ -n "$ID2" ] && ok || bad "no key ids in the public keys"
-run 0 "1 trusted signature ($ID1), 1 by a key not trusted ($ID2), created " verify "$T/two.mcache" -p "$PUB"
-run 0 "2 trusted signatures (" verify "$T/two.mcache" -p "$PUB" -p "$KEYS/test2.pub"
+run 0 "1 signature verified ($ID1), 1 not checked: key not trusted ($ID2), created " verify "$T/two.mcache" -p "$PUB"
+run 0 "2 signatures verified (" verify "$T/two.mcache" -p "$PUB" -p "$KEYS/test2.pub"
+# A key's whole text, as a CI variable holds it, is a key too.
+run 0 "1 signature verified ($ID1), 1 not checked" verify "$T/two.mcache" -p "$(cat "$PUB")"
+run 0 "2 signatures verified (" verify "$T/two.mcache" -p "$(cat "$PUB")" -p "$(sed -n 2p "$KEYS/test2.pub")"
+run 2 "public key text: not a minisign Ed25519 public key" verify "$T/two.mcache" \
+	-p "$(sed 's/^RW./RW!/' "$PUB")"
 grep -qF "not trusted" "$T/out" && bad "all trusted, yet: $(cat "$T/out")" || ok
 run 0 "2 signatures not checked" verify "$T/two.mcache" --insecure-no-verify
 run 0 "" verify "$T/two.mcache" -p "$PUB" --json
@@ -40,7 +45,32 @@ j = json.load(open(sys.argv[1]))
 assert j["trusted_signers"] == [sys.argv[2]], j
 assert j["untrusted_signers"] == [sys.argv[3]], j
 assert j["signatures_checked"] is True, j
+assert sorted(j["signatures"], key=str) == sorted([{"key_id": sys.argv[2], "state": "verified"},
+                           {"key_id": sys.argv[3], "state": "not_checked"}], key=str), j
 PY
+# A signature by a trusted key that does not verify is broken: verify and load fail and
+# say which, list tells all three states apart, without refusing anything.
+cp "$T/two.mcache" "$T/broken.mcache"
+/usr/bin/python3 - "$T/broken.mcache" <<'PY'
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.index(b'"created":')  # a byte of the signed manifest, the JSON kept valid
+d[i + 11] = ord("9") if d[i + 11] != ord("9") else ord("8")
+open(sys.argv[1], "wb").write(bytes(d))
+PY
+run 1 "the signature by trusted key $ID1 does not verify" verify "$T/broken.mcache" -p "$PUB"
+grep -qxF "  signature by key $ID1: broken: it does not verify under the trusted key" "$T/err" &&
+	grep -qxF "  signature by key $ID2: not checked: key not trusted" "$T/err" && ok ||
+	bad "verify of a broken signature does not tell each signature: $(cat "$T/err")"
+run 1 "does not verify" load "$T/broken.mcache" -p "$PUB" --cache-dir "$T/lb" --dry-run
+grep -qxF "  signature by key $ID1: broken: it does not verify under the trusted key" "$T/err" && ok ||
+	bad "load of a broken signature does not say which: $(cat "$T/err")"
+run 0 "signature by key $ID1: broken: it does not verify under the trusted key" list "$T/broken.mcache" -p "$PUB"
+grep -qxF "signature by key $ID2: not checked: key not trusted" "$T/out" && ok ||
+	bad "list -p: $(cat "$T/out")"
+run 0 "signature by key $ID1: not checked: no key given" list "$T/broken.mcache"
+run 0 "signature by key $ID1: verified" list "$T/two.mcache" -p "$PUB" -p "$KEYS/test2.pub"
+grep -qxF "signature by key $ID2: verified" "$T/out" && ok || bad "list -p of two keys: $(cat "$T/out")"
 
 # 3. merge: the highest input version is kept unless --bundle-version; signed with -s;
 # signed inputs make no unsigned bundle unless --unsigned.
@@ -53,7 +83,7 @@ run 0 "" pack -q -o "$T/v40.mcache" -s "$SEC" --bundle-version 40 \
 	--from-torch "$DATA/mlp-cuda-precompile.megacache"
 run 0 "merged 2 bundles" merge -o "$T/m.mcache" -p "$PUB" -s "$SEC" "$T/v40.mcache" "$T/v42.mcache"
 [ "$(version "$T/m.mcache")" = 42 ] && ok || bad "merge wrote version $(version "$T/m.mcache"), not 42"
-run 0 "1 trusted signature ($ID1), created " verify "$T/m.mcache" -p "$PUB" --min-version 42
+run 0 "1 signature verified ($ID1), created " verify "$T/m.mcache" -p "$PUB" --min-version 42
 run 0 "" merge -q -o "$T/m7.mcache" -p "$PUB" -s "$SEC" --bundle-version 7 "$T/v42.mcache"
 [ "$(version "$T/m7.mcache")" = 7 ] && ok || bad "--bundle-version 7 wrote $(version "$T/m7.mcache")"
 run 2 "is signed, and the merged bundle would not be" merge -o "$T/u.mcache" -p "$PUB" \
@@ -112,7 +142,7 @@ cp "$T/a.mcache" "$T/real/b.mcache"
 ln -s ../real/b.mcache "$T/links/b.mcache"
 run 0 "" sign -q "$T/links/b.mcache" -s "$KEYS/test2.key" -p "$KEYS/test.pub"
 [ -L "$T/links/b.mcache" ] && ok || bad "sign in place replaced the symbolic link with a file"
-run 0 "2 trusted signatures" verify "$T/real/b.mcache" -p "$PUB" -p "$KEYS/test2.pub"
+run 0 "2 signatures verified" verify "$T/real/b.mcache" -p "$PUB" -p "$KEYS/test2.pub"
 [ -z "$(find "$T/real" "$T/links" -name '*.tmp')" ] && ok || bad "a temp file was left"
 cp "$T/a.mcache" "$T/m600.mcache"
 chmod 0600 "$T/m600.mcache"
