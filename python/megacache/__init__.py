@@ -708,14 +708,44 @@ def keygen(pub_path: PathArg, sec_path: PathArg, password: Optional[Union[str, b
 
 class Warm:
     """What a :func:`warm` block did: the loads before it (loaded), the bundles that
-    could not be used (cold: (path, error) pairs, with allow_cold), and the save after it
-    (saved: None when nothing was new or no save_to was given)."""
+    could not be used (cold: (path, error) pairs, with allow_cold), the save after it
+    (saved: None when nothing was new or no save_to was given), and the cache folders
+    loaded into and recorded from (roots, as :attr:`LoadReport.roots`)."""
 
     def __init__(self) -> None:
         self.loaded: List[LoadReport] = []
         self.cold: List[tuple] = []
         self.saved: Optional[SaveReport] = None
         self.save_error: Optional[Exception] = None
+        self.roots: Dict[str, Optional[str]] = {}
+        self._save_to: Optional[str] = None
+        self._ended = False
+
+    def __repr__(self) -> str:
+        # One line of counts: the reports' own reprs list every artifact.
+        parts = ["loaded %r: %d installed, %d replaced, %d unchanged"
+                 % (r.bundle, r.installed, r.replaced, r.unchanged) for r in self.loaded]
+        parts += ["cold %r: %s" % (path, why) for path, why in self.cold]
+        if not self.loaded and not self.cold:
+            parts.append("no bundle loaded")
+        parts.append(self._save_repr())
+        parts.append("roots " + ", ".join("%s=%r" % kv for kv in self.roots.items()))
+        return "<megacache.Warm %s>" % "; ".join(parts)
+
+    def _save_repr(self) -> str:
+        if self.saved is not None:
+            s = self.saved
+            added = sum(1 for c in s.changes if c.what == "added")
+            return "saved %r: %d artifact%s (%d added, %d changed)" % (
+                s.bundle, s.artifacts, "" if s.artifacts == 1 else "s", added,
+                len(s.changes) - added)
+        if self._save_to is None:
+            return "no save_to"
+        if not self._ended:
+            return "saves new artifacts to %r after the block" % self._save_to
+        if self.save_error is not None:
+            return "the save to %r failed: %s" % (self._save_to, self.save_error)
+        return "nothing new, %r not written" % self._save_to
 
 
 _ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
@@ -761,11 +791,12 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
     cache_dir, triton_dir = _abs(cache_dir, "cache_dir"), _abs(triton_dir, "triton_dir")
     w = Warm()
     with _Session(cache_dir, triton_dir, progress) as s:
+        w.roots = s.roots()
         # Read now: a bad key file is the caller's mistake, never a cold start.
         pubs = s.trusted(trusted_keys) if paths else []
         wr, nsig, aot_label = None, 0, False
         if save_to is not None:
-            _path(save_to, "save_to")
+            w._save_to = os.fsdecode(_path(save_to, "save_to"))
             wr = s.writer()
             nsig = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
             # taken at the save, after the block: its code may set torch's config
@@ -804,6 +835,7 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
 
 def _warm_save(s: _Session, w: Warm, wr, nsig: int, bases, save_to,
                body: Optional[BaseException], aot_label: bool) -> None:
+    w._ended = True
     if wr is None:
         return
     try:

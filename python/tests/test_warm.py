@@ -157,3 +157,31 @@ def test_a_relative_cache_dir_survives_chdir(tmp_path, setup, keys, monkeypatch)
         shutil.copytree(setup.aside, tmp_path / "rel" / "fxgraph" / setup.shard)
     assert w.saved is not None and w.saved.artifacts == 1
     assert w.loaded[0].roots["inductor"] == str(tmp_path / "rel")
+
+
+def test_repr_says_what_the_block_loaded_and_saved_and_where(tmp_path, setup, keys):
+    out, missing = tmp_path / "next.mcache", tmp_path / "missing.mcache"
+    with megacache.warm([setup.bundle, missing], keys.pub, save_to=out, secret_key=keys.sec,
+                        allow_cold=True) as w:
+        during = repr(w)
+        shutil.copytree(setup.aside, setup.cache / "fxgraph" / setup.shard)
+    n = w.loaded[0].installed
+    assert n > 100 and w.roots == w.loaded[0].roots
+    head = "<megacache.Warm loaded %r: %d installed, 0 replaced, 0 unchanged; cold %r: %s; " % (
+        str(setup.bundle), n, str(missing), w.cold[0][1])
+    roots = "roots inductor=%r, triton=%r, triton_home=%r>" % (
+        str(setup.cache), str(setup.cache / "triton"),
+        str(tmp_path / "triton-home" / ".triton" / "cache"))
+    assert "cannot open" in w.cold[0][1]
+    assert during == head + "saves new artifacts to %r after the block; " % str(out) + roots
+    assert repr(w) == head + "saved %r: 1 artifact (1 added, 0 changed); " % str(out) + roots
+
+
+def test_repr_says_when_nothing_was_saved(tmp_path, setup, keys):
+    out = tmp_path / "next.mcache"
+    with megacache.warm(setup.bundle, keys.pub, save_to=out, secret_key=keys.sec) as w:
+        pass
+    assert "; nothing new, %r not written; roots inductor=" % str(out) in repr(w)
+    with megacache.warm(None, None) as w:
+        pass
+    assert repr(w).startswith("<megacache.Warm no bundle loaded; no save_to; roots inductor=")
