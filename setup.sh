@@ -7,7 +7,8 @@
 # Redis client of push, pull and audit; redis-server, redis-tools and python3-redis are
 # for their tests (a real server started by tests/tool/fleet.sh, values read back in
 # Python as torch reads them). libssl-dev: OpenSSL's libcrypto, whose SHA-256 uses the
-# CPU's SHA extensions (the FX-graph and AOTAutograd files' hashes).
+# CPU's SHA extensions (the FX-graph and AOTAutograd files' hashes). python3-pip,
+# python3-setuptools and python3-wheel: the Python package's offline pip install test.
 set -eu
 cd "$(dirname "$0")"
 if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
@@ -17,6 +18,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential autoconf automake libtool pkg-config \
 	libarchive-dev libsodium-dev libcjson-dev libzstd-dev check minisign valgrind strace python3 \
 	python3-pytest python3-pytest-forked python3-venv python3-jsonschema \
+	python3-pip python3-setuptools python3-wheel \
 	clang libclang-rt-14-dev buildah mmdebstrap \
 	libhiredis-dev redis-server redis-tools python3-redis libssl-dev zstd >/dev/null
 autoreconf -fi

@@ -1,5 +1,7 @@
-"""Installs the megacache package: pure Python over the installed libmegacache
-(ctypes), so nothing is compiled. `pip install ./python` works without a network."""
+"""The megacache package's metadata, for setuptools' build backend (pyproject.toml):
+pure Python over the installed libmegacache (ctypes), so nothing is compiled. Here
+rather than in pyproject.toml's [project] table: the setuptools of Debian 12 (66) warns
+that its [tool.setuptools] table, which the version and py.typed would need, is beta."""
 
 import os
 
