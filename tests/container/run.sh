@@ -4,11 +4,12 @@
 # cache holds the bundle's bytes, every file and folder under ~torch/.cache is owned by
 # uid 1000, the exec bit came back, the image's ENV names the roots megacache loaded and
 # a dry run there finds the cache warm, and neither the bundle, curl nor a compiler is
-# left. The bundle comes from the build context, or through a pipe from a local HTTP
-# server; a tampered bundle and a cut download fail the build at the load step (exit 1)
-# with nothing installed. The first stage's build (without libarchive) writes the
-# committed format/vectors/ byte for byte. Prints the images' sizes, with and without
-# libarchive.
+# left. The bundle comes from the build context, or from a local HTTP server: through a
+# pipe, or with BUNDLE_SHA256 checked first. A tampered bundle, a cut download and a
+# BUNDLE_SHA256 that does not match (the context's bundle, or the download) fail the
+# build at the load step (exit 1) with nothing installed. The first stage's build
+# (without libarchive) writes the committed format/vectors/ byte for byte. Prints the
+# images' sizes, with and without libarchive.
 # Slow (minutes), so not part of make check: sh tests/container/run.sh, as root, from a
 # built tree. The images live in a container storage of their own, kept between runs
 # as the build cache ($MC_CONTAINER_STORAGE, else /var/cache/megacache-test): the base
@@ -50,7 +51,7 @@ B rm -a >/dev/null 2>&1 # containers an interrupted run left
 # stages stay tagged, as the cache of the next run).
 cleanup() {
 	[ -z "$HTTP_PID" ] || kill "$HTTP_PID" 2>/dev/null
-	for tag in file url libarchive; do B rmi "$IMG:$tag" >/dev/null 2>&1; done
+	for tag in file url url-sha256 libarchive; do B rmi "$IMG:$tag" >/dev/null 2>&1; done
 	B rmi --prune >/dev/null 2>&1
 }
 trap cleanup EXIT
@@ -124,8 +125,10 @@ open(dst, "wb").write(data)
 EOF
 SHA_BAD=$(sha "$T/ctx-bad/bundle.mcache")
 
-# The HTTP server of the pipe variant, on a free port: the bundle, and a copy cut in half.
+# The HTTP server of the URL variants, on a free port: the bundle (twice: digest- is
+# asked for with a digest that does not match), and a copy cut in half.
 cp "$T/ctx/bundle.mcache" "$T/www/bundle-$SHA.mcache"
+cp "$T/ctx/bundle.mcache" "$T/www/digest-$SHA.mcache"
 size=$(stat -c %s "$T/ctx/bundle.mcache")
 head -c $((size / 2)) "$T/ctx/bundle.mcache" >"$T/www/cut-$SHA.mcache"
 /usr/bin/python3 -c 'import functools, http.server, sys
@@ -155,10 +158,10 @@ bud() {
 # left_behind: the containers the last build left (buildah keeps a failed one).
 left_behind() { B containers -q | grep -vxF -f "$T/containers.before"; }
 
-# why LABEL: what megacache and curl said in a build's log, and the exit status of its
-# failed step.
+# why LABEL: what megacache, curl and the digest check said in a build's log, and the
+# exit status of its failed step.
 why() {
-	grep -E '^(megacache|curl)' "$T/$1.log" | tail -n 2 | tr '\n' ' '
+	grep -E '^(megacache|curl|BUNDLE_SHA256)' "$T/$1.log" | tail -n 2 | tr '\n' ' '
 	sed -n 's/^Error: building at STEP "\([A-Z]*\) .*: \(exit status [0-9]*\)$/(\1 step: \2)/p' "$T/$1.log"
 }
 
@@ -240,11 +243,11 @@ EOF
 	echo "$tag: $(tail -n 1 "$T/$tag.cmp"), $(cat "$T/$tag.roots")"
 }
 
-# refused LABEL CONTEXT TEXT BUD-ARGS...: the build fails at the load step, as megacache
-# does on that bundle (exit 1, TEXT in its message), and the container it leaves has no
-# cache.
+# refused LABEL CONTEXT LINE BUD-ARGS...: the build fails at the load step (exit 1) with
+# a line of its log matching the regular expression LINE (what megacache, or the digest
+# check, said), and the container it leaves has no cache.
 refused() {
-	label=$1 ctx=$2 text=$3
+	label=$1 ctx=$2 line=$3
 	shift 3
 	if bud "$label" "$ctx" -t "$IMG:$label" "$@"; then
 		bad "$label: the bundle was installed"
@@ -254,8 +257,8 @@ refused() {
 	grep -q 'building at STEP "RUN --mount=type=bind,target=/run/megacache' "$T/$label.log" &&
 		grep -q 'exit status 1$' "$T/$label.log" && ok ||
 		bad "$label: not refused at the load step with exit 1: $(why "$label")"
-	grep -q "^megacache.*$text" "$T/$label.log" && ok ||
-		bad "$label: megacache did not say '$text': $(why "$label")"
+	grep -qE "$line" "$T/$label.log" && ok ||
+		bad "$label: no line of the log matches '$line': $(why "$label")"
 	n=0
 	for ctr in $(left_behind); do
 		n=$((n + 1))
@@ -300,15 +303,27 @@ echo "without libarchive: $(tail -n 1 "$T/slim-vectors"), the same bytes"
 built file "the build from the context" --build-arg BUNDLE_SHA256="$SHA"
 built url "the build through the pipe" --build-arg BUNDLE_URL="$URL/bundle-$SHA.mcache"
 grep -q "GET /bundle-$SHA.mcache HTTP/1.1\" 200" "$T/http.log" && ok || bad "the server sent no bundle"
+built url-sha256 "the build from a URL with BUNDLE_SHA256" \
+	--build-arg BUNDLE_URL="$URL/bundle-$SHA.mcache" --build-arg BUNDLE_SHA256="$SHA"
 
-refused tampered "$T/ctx-bad" "do not match their hash" --build-arg BUNDLE_SHA256="$SHA_BAD"
-refused cut "$T/ctx" truncated --build-arg BUNDLE_URL="$URL/cut-$SHA.mcache"
+refused tampered "$T/ctx-bad" "^megacache.*do not match their hash" --build-arg BUNDLE_SHA256="$SHA_BAD"
+refused cut "$T/ctx" "^megacache.*truncated" --build-arg BUNDLE_URL="$URL/cut-$SHA.mcache"
+# A digest that is not the bundle's: the context's, and the download's.
+refused digest "$T/ctx" \
+	"^BUNDLE_SHA256 mismatch: bundle.mcache has SHA-256 $SHA, not $SHA_BAD; nothing installed$" \
+	--build-arg BUNDLE_SHA256="$SHA_BAD"
+refused url-digest "$T/ctx" \
+	"^BUNDLE_SHA256 mismatch: $URL/digest-$SHA.mcache has SHA-256 $SHA, not $SHA_BAD; nothing installed$" \
+	--build-arg BUNDLE_URL="$URL/digest-$SHA.mcache" --build-arg BUNDLE_SHA256="$SHA_BAD"
+grep -q "GET /digest-$SHA.mcache HTTP/1.1\" 200" "$T/http.log" && ok ||
+	bad "url-digest: the server sent no bundle"
 
 # The recipe with libarchive, for its size.
 built libarchive "the build with libarchive" --build-arg WITH_LIBARCHIVE=yes \
 	--build-arg BUNDLE_SHA256="$SHA"
 echo "image sizes:"
-B images --format '{{.Name}}:{{.Tag}} {{.Size}}' | grep -E "^($BASE|$IMG:(file|url|libarchive)) " | sed 's/^/  /'
+B images --format '{{.Name}}:{{.Tag}} {{.Size}}' |
+	grep -E "^($BASE|$IMG:(file|url|url-sha256|libarchive)) " | sed 's/^/  /'
 echo "container storage: $(du -sh "$STORE" | cut -f1) in $STORE"
 echo "container test: $(($(date +%s) - START)) s"
 finish
