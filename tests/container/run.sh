@@ -7,9 +7,11 @@
 # left. The bundle comes from the build context, or from a local HTTP server: through a
 # pipe, or with BUNDLE_SHA256 checked first. A tampered bundle, a cut download and a
 # BUNDLE_SHA256 that does not match (the context's bundle, or the download) fail the
-# build at the load step (exit 1) with nothing installed. The first stage's build
-# (without libarchive) writes the committed format/vectors/ byte for byte. Prints the
-# images' sizes, with and without libarchive.
+# build at the load step (exit 1) with nothing installed. With BASE naming a stand-in
+# for a torch image (the base image with a file and torch images' ENV PATH and WORKDIR),
+# both stages start from it and the image passes the same checks. The first stage's
+# build (without libarchive) writes the committed format/vectors/ byte for byte. Prints
+# the images' sizes, with and without libarchive.
 # Slow (minutes), so not part of make check: sh tests/container/run.sh, as root, from a
 # built tree. The images live in a container storage of their own, kept between runs
 # as the build cache ($MC_CONTAINER_STORAGE, else /var/cache/megacache-test): the base
@@ -35,6 +37,8 @@ rm -rf "$T"
 mkdir -p "$T"
 
 BASE=docker.io/library/debian:bookworm-slim
+TORCH_BASE=localhost/megacache-test-torch-base # made from BASE here: see make_torch_base
+MARK=/etc/torch-base-stand-in # the file that tells TORCH_BASE apart
 CF="$MC_SRCDIR/examples/container/Containerfile"
 IMG=localhost/megacache-test
 HOME_CACHE=/home/torch/.cache
@@ -51,7 +55,7 @@ B rm -a >/dev/null 2>&1 # containers an interrupted run left
 # stages stay tagged, as the cache of the next run).
 cleanup() {
 	[ -z "$HTTP_PID" ] || kill "$HTTP_PID" 2>/dev/null
-	for tag in file url url-sha256 libarchive; do B rmi "$IMG:$tag" >/dev/null 2>&1; done
+	for tag in file url url-sha256 torch libarchive; do B rmi "$IMG:$tag" >/dev/null 2>&1; done
 	B rmi --prune >/dev/null 2>&1
 }
 trap cleanup EXIT
@@ -86,9 +90,37 @@ if B inspect --type image "$BASE" >/dev/null 2>&1; then
 	echo "base image: $BASE (there already)"
 else
 	t0=$(date +%s)
+	B rmi "$TORCH_BASE" >/dev/null 2>&1 # made from the old one
 	check "mmdebstrap makes the base image $BASE" make_base
 	echo "base image: $BASE made in $(($(date +%s) - t0)) s"
 fi
+
+# The stand-in for a torch image (pytorch/pytorch's set PATH and WORKDIR so), made once
+# from BASE: what tells it apart is the file $MARK.
+make_torch_base() {
+	ctr=$(B from --pull-never "$BASE") || return 1
+	echo "a stand-in for a torch image" >"$T/mark"
+	B copy "$ctr" "$T/mark" "$MARK" >/dev/null &&
+		B config --workingdir /workspace \
+			--env PATH=/opt/conda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+			"$ctr" &&
+		B commit -q "$ctr" "$TORCH_BASE" >/dev/null
+	rc=$?
+	B rm "$ctr" >/dev/null 2>&1
+	return $rc
+}
+B inspect --type image "$TORCH_BASE" >/dev/null 2>&1 ||
+	check "the stand-in for a torch image is made" make_torch_base
+
+# on_torch_base TAG: the image TAG has the stand-in's file.
+on_torch_base() {
+	ctr=$(B from --pull-never "$IMG:$1" 2>/dev/null) || return 1
+	mnt=$(B mount "$ctr") && [ -f "$mnt$MARK" ]
+	rc=$?
+	B umount "$ctr" >/dev/null 2>&1
+	B rm "$ctr" >/dev/null 2>&1
+	return $rc
+}
 
 # The bundle: a real torch cache, and a Triton kernel folder holding a 755 .so.
 mkdir -p "$T/cache" "$T/triton/$KERNEL" "$T/ctx/src" "$T/www"
@@ -287,6 +319,9 @@ built() {
 bud build "$T/ctx" --target build -t "$IMG:build" && ok || bad "the first stage failed: $(why build)"
 bud build-libarchive "$T/ctx" --target build --build-arg WITH_LIBARCHIVE=yes -t "$IMG:build-libarchive" &&
 	ok || bad "the first stage with libarchive failed: $(why build-libarchive)"
+bud build-torch "$T/ctx" --target build --build-arg BASE="$TORCH_BASE" -t "$IMG:build-torch" &&
+	ok || bad "the first stage on $TORCH_BASE failed: $(why build-torch)"
+on_torch_base build-torch && ok || bad "the first stage did not start from BASE=$TORCH_BASE"
 
 # The first stage's build, without libarchive, writes format/vectors/ byte for byte (the
 # committed ones were written through libarchive).
@@ -317,6 +352,11 @@ refused url-digest "$T/ctx" \
 	--build-arg BUNDLE_URL="$URL/digest-$SHA.mcache" --build-arg BUNDLE_SHA256="$SHA_BAD"
 grep -q "GET /digest-$SHA.mcache HTTP/1.1\" 200" "$T/http.log" && ok ||
 	bad "url-digest: the server sent no bundle"
+
+# On another base: both stages start from it, and the image is as the others.
+built torch "the build with BASE=$TORCH_BASE" --build-arg BASE="$TORCH_BASE" \
+	--build-arg BUNDLE_SHA256="$SHA"
+on_torch_base torch && ok || bad "the image did not start from BASE=$TORCH_BASE"
 
 # The recipe with libarchive, for its size.
 built libarchive "the build with libarchive" --build-arg WITH_LIBARCHIVE=yes \
