@@ -705,6 +705,38 @@ version2_indexes(void)
 		  "load", 1, "unknown field 'sha256'");
 }
 
+/* What a selection of types reads (SPEC.md section 12.4): the vu config (autotune) in
+ * block 0, a byte of it changed, and the pgo probe in block 1, both stored as is. Every
+ * load reads block 0, with --types pgo too; push, which sends only the pgo artifact,
+ * does not (tests/tool/selection.sh and fleet.sh). */
+static void
+version2_selection(void)
+{
+	static const char *const name = "v2-flip-other-block.mcache";
+	char hv[65], hp[65], index[1024], *b0;
+	const char *blk[2];
+	size_t len[2] = {n_vu, n_pgo};
+
+	sha_hex(c_vu, n_vu, hv);
+	sha_hex(c_pgo, n_pgo, hp);
+	snprintf(index, sizeof index, "{\"artifacts\":[" V2_ART ",{\"type\":\"pgo\",\"key\":"
+		 "\"megacache-probe:None:\",\"size\":%zu,\"hash\":\"%s\"}],\"objects\":"
+		 "[{\"hash\":\"%s\",\"size\":%zu},{\"hash\":\"%s\",\"size\":%zu}],\"blocks\":"
+		 "[{\"encoding\":\"none\",\"objects\":1,\"stored_size\":%zu},{\"encoding\":"
+		 "\"none\",\"objects\":1,\"stored_size\":%zu}]}", key_vu, n_vu, hv, n_pgo, hp,
+		 hv, n_vu, hp, n_pgo, n_vu, n_pgo);
+	if ((b0 = malloc(n_vu)) == NULL)
+		die("out of memory");
+	memcpy(b0, c_vu, n_vu);
+	b0[n_vu / 2] ^= 0x01;
+	blk[0] = b0;
+	blk[1] = (const char *)c_pgo;
+	v2_bundle(name, index, NULL, blk, len, 2, NULL, "load", 1,
+		  "content does not match its hash");
+	expect(name, "load-types-pgo", 1, "content does not match its hash");
+	free(b0);
+}
+
 /* Bytes of a version 2 bundle the library made, changed at offset at into name. */
 static void
 v2_changed(const char *from, const char *name, size_t at, int cut, const char *text)
@@ -986,6 +1018,7 @@ version2(void)
 	v2_changed("v2-valid-plain.mcache", "v2-flip-plain-block.mcache", at + 20, 0,
 		   "content does not match its hash");
 	version2_indexes();
+	version2_selection();
 }
 
 int

@@ -90,6 +90,23 @@ for rel, h in sorted(rows):
 EOF
 }
 
+# flip_member SRC OUT MEMBER MASK: OUT is the bundle SRC with the byte in the middle of
+# MEMBER's data XORed with MASK (a number, 0x40 say).
+flip_member() {
+	/usr/bin/python3 - "$@" <<'EOF'
+import shutil, sys, tarfile
+src, out, member, mask = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4], 0)
+shutil.copyfile(src, out)
+with tarfile.open(src) as t:
+    m = t.getmember(member)
+with open(out, "r+b") as f:
+    f.seek(m.offset_data + m.size // 2)
+    c = f.read(1)
+    f.seek(-1, 1)
+    f.write(bytes([c[0] ^ mask]))
+EOF
+}
+
 finish() {
 	echo "$PASSED passed, $FAILED failed"
 	[ "$FAILED" -eq 0 ]
