@@ -651,8 +651,9 @@ version2_indexes(void)
 {
 	char hv[65], hi[65], hx[65], av[512], ai[512], ax[512], ov[128], oi[128], ox[128];
 	char blk[8192], twice_blk[8192], tail[256], t2[256], both[1024], arts[1024];
-	char objs[256], objs2[256];
+	char objs[256], objs2[256], msg[256];
 	const char *one[1] = {blk}, *one_twice[1] = {twice_blk};
+	size_t len;
 
 	sha_hex(c_vu, n_vu, hv);
 	sha_hex(c_ig, n_ig, hi);
@@ -671,6 +672,17 @@ version2_indexes(void)
 		 "\"stored_size\":%zu}]", n_ig + n_vu);
 	v2_bundle("v2-index-plain.mcache", v2_index(both, objs, tail), NULL, one, NULL, 1, NULL,
 		  "load", 0, "");
+	/* The manifest cap on the index stored as is (SPEC.md 12.2): its stored size is told. */
+	len = strlen(v2_index(both, objs, tail));
+	snprintf(msg, sizeof msg, "load-max-manifest-bytes-%zu", len);
+	expect("v2-index-plain.mcache", msg, 0, "");
+	snprintf(msg, sizeof msg, "load-max-manifest-bytes-%zu", len - 1);
+	snprintf(t2, sizeof t2, "v2-index-plain.mcache: index: stored in %zu bytes, over the "
+		 "manifest cap of %zu", len, len - 1);
+	expect("v2-index-plain.mcache", msg, 1, t2);
+	/* The index's text, not JSON: told as the index's. */
+	v2_bundle("v2-index-not-json.mcache", "{\"artifacts\":[}", NULL, one, NULL, 1, NULL,
+		  "load", 1, "v2-index-not-json.mcache: index is not valid JSON");
 	/* The same content twice (equal files the writer learnt of only by reading them). */
 	snprintf(objs2, sizeof objs2, "%s,%s", ov, ov);
 	snprintf(twice_blk, sizeof twice_blk, "%.*s%.*s", (int)n_vu, (const char *)c_vu,
@@ -679,8 +691,10 @@ version2_indexes(void)
 		 "\"stored_size\":%zu}]", 2 * n_vu);
 	v2_bundle("v2-object-twice.mcache", v2_index(av, objs2, t2), NULL, one_twice, NULL, 1, NULL,
 		  "load", 0, "");
+	snprintf(msg, sizeof msg, "v2-object-unused.mcache: index: object %s is listed but no "
+		 "artifact uses it", hi);
 	v2_bundle("v2-object-unused.mcache", v2_index(av, objs, tail), NULL, one, NULL, 1, NULL,
-		  "load", 1, "is listed but no artifact uses it");
+		  "load", 1, msg);
 	v2_bundle("v2-index-name.mcache", v2_index(both, objs, tail), "index.json.zst", one, NULL, 1,
 		  NULL, "load", 1, "where index.json was expected");
 	v2_bundle("v2-block-missing.mcache", v2_index(both, objs, tail), NULL, one, NULL, 0, NULL,
@@ -694,15 +708,15 @@ version2_indexes(void)
 	snprintf(t2, sizeof t2, "\"blocks\":[{\"encoding\":\"none\",\"objects\":1,"
 		 "\"stored_size\":%zu}]", n_ig);
 	v2_bundle("v2-block-count.mcache", v2_index(both, objs, t2), NULL, one, NULL, 1, NULL, "load",
-		  1, "the blocks hold 1 objects, the object table lists 2");
+		  1, "index: the blocks hold 1 objects, the object table lists 2");
 	snprintf(t2, sizeof t2, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
 		 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]", n_ig + n_vu, hv);
 	v2_bundle("v2-block-none-hash.mcache", v2_index(both, objs, t2), NULL, one, NULL, 1, NULL,
-		  "load", 1, "is stored as is but has a stored_hash");
+		  "load", 1, "index: blocks[0] is stored as is but has a stored_hash");
 	snprintf(arts, sizeof arts, "%s,{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,"
 		 "\"hash\":\"%s\",\"sha256\":\"%s\"}", ai, key_vu, n_vu, hv, hv);
 	v2_bundle("v2-artifact-sha256.mcache", v2_index(arts, objs, tail), NULL, one, NULL, 1, NULL,
-		  "load", 1, "unknown field 'sha256'");
+		  "load", 1, "index: artifacts[1] has unknown field 'sha256'");
 }
 
 /* What a selection of types reads (SPEC.md section 12.4): the vu config (autotune) in
@@ -929,6 +943,58 @@ v2_zstd_index(const char *name, const struct buf *f, const struct buf *c, int co
 	finish(&b, name, "load", code, text);
 }
 
+/* Into t (n bytes), the index of a bundle whose one block is the vu config stored as is. */
+static char *
+vu_index(char *t, size_t n)
+{
+	char hv[65];
+
+	sha_hex(c_vu, n_vu, hv);
+	snprintf(t, n, "{\"artifacts\":[" V2_ART "],\"objects\":[{\"hash\":\"%s\","
+		 "\"size\":%zu}],\"blocks\":[{\"encoding\":\"none\",\"objects\":1,"
+		 "\"stored_size\":%zu}]}", key_vu, n_vu, hv, hv, n_vu, n_vu);
+	return t;
+}
+
+/* The manifest cap on a zstd index (SPEC.md 12.2) of size bytes of text, in the vector
+ * name: at the cap it loads; a byte below it, refused, naming the text's size. */
+static void
+text_cap(const char *name, size_t size)
+{
+	char cmd[64], text[256];
+
+	snprintf(cmd, sizeof cmd, "load-max-manifest-bytes-%zu", size);
+	expect(name, cmd, 0, "");
+	snprintf(cmd, sizeof cmd, "load-max-manifest-bytes-%zu", size - 1);
+	snprintf(text, sizeof text, "%s: index: %zu bytes of text, over the manifest cap of %zu",
+		 name, size, size - 1);
+	expect(name, cmd, 1, text);
+}
+
+/* An index a writer never compresses: a zstd frame of one raw block, 9 bytes longer than
+ * its text. The manifest cap is told of its stored size. */
+static void
+index_raw_frame(void)
+{
+	static const char *const name = "v2-index-zstd-raw.mcache";
+	static const unsigned char head[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3};
+	struct buf f = {0}, c = {0};
+	char index[1024], cmd[64], text[256];
+	size_t len = strlen(vu_index(index, sizeof index));
+
+	put(&f, head, sizeof head);
+	put_block(&f, 1, 0, (uint32_t)len);
+	put(&f, index, len);
+	put(&c, index, len);
+	v2_zstd_index(name, &f, &c, 0, "");
+	snprintf(cmd, sizeof cmd, "load-max-manifest-bytes-%zu", len);
+	snprintf(text, sizeof text, "%s: index: stored in %zu bytes, over the manifest cap of %zu",
+		 name, f.n, len);
+	expect(name, cmd, 1, text);
+	free(f.p);
+	free(c.p);
+}
+
 static void
 expansion_boundaries(void)
 {
@@ -947,7 +1013,7 @@ expansion_boundaries(void)
 		{"v2-expansion-block-top.mcache", CAP * 10 + 9, 0},
 		{"v2-expansion-block-over.mcache", CAP * 10 + 10, 1},
 	};
-	char index[1024], hv[65];
+	char index[1024];
 	size_t i, k, len;
 
 	for (i = 0; i < sizeof obj / sizeof obj[0]; i++) {
@@ -969,11 +1035,7 @@ expansion_boundaries(void)
 	/* The index: spaces before its text (insignificant whitespace), in k RLE blocks
 	 * and a raw one: a stored size T of 6 + 4k + 3 + len, a size of T * 4096 (at the
 	 * cap), T * 4096 + T - 1 (its top), T * 4097 (over). */
-	sha_hex(c_vu, n_vu, hv);
-	snprintf(index, sizeof index, "{\"artifacts\":[" V2_ART "],\"objects\":[{\"hash\":\"%s\","
-		 "\"size\":%zu}],\"blocks\":[{\"encoding\":\"none\",\"objects\":1,"
-		 "\"stored_size\":%zu}]}", key_vu, n_vu, hv, hv, n_vu, n_vu);
-	len = strlen(index);
+	len = strlen(vu_index(index, sizeof index));
 	for (i = 0; i < 3; i++) {
 		static const char *const names[] = {"v2-expansion-index-at-cap.mcache",
 						    "v2-expansion-index-top.mcache",
@@ -993,6 +1055,8 @@ expansion_boundaries(void)
 		if (f.n != stored || c.n != size)
 			die("expansion index frame");
 		v2_zstd_index(names[i], &f, &c, i < 2 ? 0 : 1, i < 2 ? "" : over);
+		if (i == 0)
+			text_cap(names[i], c.n);
 		free(f.p);
 		free(c.p);
 	}
@@ -1007,6 +1071,7 @@ version2(void)
 	valid_trio("v2-");
 	graph_entries("v2-");
 	expansion_boundaries();
+	index_raw_frame();
 	at = v2_member_at("v2-valid-signed.mcache", "blocks/0");
 	v2_changed("v2-valid-signed.mcache", "v2-flip-block.mcache", at + 20, 0,
 		   "blocks/0: stored bytes do not match their hash");

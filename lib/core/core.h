@@ -69,6 +69,9 @@ struct mc_ctx {
 	/* bytes of object records a manifest read through a temp file keeps in memory
 	 * (MC_OBJECTS_IN_MEMORY; the tests lower it to reach the other way) */
 	size_t objects_in_memory;
+	/* set while a format version 2 index is parsed: the manifest's parser reads it
+	 * (SPEC.md section 12.2), and its messages name the index (format/format.h) */
+	int parsing_index;
 	int triton_flat; /* the triton tier has no device level */
 	unsigned roots_gen; /* changes with every tier root set: a bundle's plan depends on them */
 	unsigned threads; /* worker threads; 0: one per online CPU, at most MC_MAX_THREADS */

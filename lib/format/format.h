@@ -272,6 +272,10 @@ MC_HIDDEN int mc__label_value_ok(const char *v, char *why, size_t whylen);
 /* A manifest's text as mparse.c walks it with mjson.c: a member or an array element at
  * a time, from memory or read from a file in windows. */
 struct cJSON;
+/* What the parser's messages (mparse.c, mjson.c, mcheck.c) name: the manifest, or the
+ * index while a version 2 index is parsed by the same rules. */
+#define MC_DOC(ctx) ((ctx)->parsing_index ? "index" : "manifest")
+
 struct mc_jdoc {
 	const unsigned char *s; /* the window: bytes [w0, w0 + wn) of the text */
 	uint64_t w0;

@@ -12,6 +12,7 @@
 #define MANIFEST_DEPTH_MAX 6
 
 #define BAD(...) mc__err(ctx, MC_ERR_MANIFEST, __VA_ARGS__)
+#define DOC MC_DOC(ctx)
 
 void
 mc__mcheck_init(struct mc_mcheck *c)
@@ -133,18 +134,18 @@ int
 mc__mcheck_end(mc_ctx *ctx, const struct mc_mcheck *c)
 {
 	if (c->bad_utf8 || c->nu8 > 0)
-		return BAD("manifest is not valid UTF-8");
+		return BAD("%s is not valid UTF-8", DOC);
 	if (c->has_nul)
-		return BAD("manifest contains a NUL byte");
+		return BAD("%s contains a NUL byte", DOC);
 	if (c->has_esc0)
-		return BAD("manifest contains an escaped NUL character");
+		return BAD("%s contains an escaped NUL character", DOC);
 	if (c->has_stray && c->stray_str)
-		return BAD("manifest is not valid JSON: a raw control byte 0x%02x inside a string "
-			   "at byte %llu", c->stray, (unsigned long long)c->stray_at);
+		return BAD("%s is not valid JSON: a raw control byte 0x%02x inside a string "
+			   "at byte %llu", DOC, c->stray, (unsigned long long)c->stray_at);
 	if (c->has_stray)
-		return BAD("manifest is not valid JSON: byte 0x%02x between tokens at byte %llu",
+		return BAD("%s is not valid JSON: byte 0x%02x between tokens at byte %llu", DOC,
 			   c->stray, (unsigned long long)c->stray_at);
 	if (c->too_deep)
-		return BAD("manifest nests deeper than %d levels", MANIFEST_DEPTH_MAX);
+		return BAD("%s nests deeper than %d levels", DOC, MANIFEST_DEPTH_MAX);
 	return MC_OK;
 }

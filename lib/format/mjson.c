@@ -19,6 +19,7 @@
 #include "format/format.h"
 
 #define BAD(...) mc__err(ctx, MC_ERR_MANIFEST, __VA_ARGS__)
+#define DOC MC_DOC(ctx)
 
 #define JDOC_WINDOW (256u * 1024)
 
@@ -229,16 +230,16 @@ jnum_forms(mc_ctx *ctx, cJSON *item, struct jnums *t)
 		if (!cJSON_IsNumber(item))
 			continue;
 		if ((n = jnum_next(t, &s)) == 0)
-			return BAD("manifest is not valid JSON");
+			return BAD("%s is not valid JSON", DOC);
 		shown = n < JNUM_SHOWN ? n : JNUM_SHOWN;
 		if (json_number_len(s, n, &intlen) != n) {
 			unsigned long long at = (unsigned long long)(t->at + (uint64_t)(s - t->s));
 			if (intlen > 0 && s[intlen - 1] == '0' && intlen < n && s[intlen] >= '0' &&
 			    s[intlen] <= '9')
-				return BAD("manifest is not valid JSON: the number '%.*s' at byte %llu "
-					   "has a leading zero", (int)shown, s, at);
-			return BAD("manifest is not valid JSON: '%.*s' at byte %llu is not a JSON "
-				   "number", (int)shown, s, at);
+				return BAD("%s is not valid JSON: the number '%.*s' at byte %llu "
+					   "has a leading zero", DOC, (int)shown, s, at);
+			return BAD("%s is not valid JSON: '%.*s' at byte %llu is not a JSON "
+				   "number", DOC, (int)shown, s, at);
 		}
 		if (s[0] == '-' || intlen != n) {
 			if ((item->valuestring = cJSON_malloc(shown + 1)) == NULL)
@@ -271,7 +272,7 @@ jvalue(mc_ctx *ctx, struct mc_jdoc *d, cJSON **out)
 		}
 	}
 	if (*out == NULL)
-		return BAD("manifest is not valid JSON");
+		return BAD("%s is not valid JSON", DOC);
 	nums.s = p;
 	nums.n = len;
 	nums.i = 0;
@@ -325,7 +326,7 @@ jlist(mc_ctx *ctx, struct mc_jdoc *d, char close, jone_fn one, void *ud, size_t 
 		k++;
 	} while ((more = jnext(d, close)) == 1);
 	if (more < 0)
-		return BAD("manifest is not valid JSON");
+		return BAD("%s is not valid JSON", DOC);
 	*count = k;
 	return MC_OK;
 }
@@ -347,7 +348,7 @@ jarray_elem(mc_ctx *ctx, struct mc_jdoc *d, void *ud, size_t k)
 	int rc;
 
 	if (a->fn == NULL)
-		return jskip(d) ? MC_OK : BAD("manifest is not valid JSON");
+		return jskip(d) ? MC_OK : BAD("%s is not valid JSON", DOC);
 	if (a->fast != NULL) {
 		size_t want = d->n - d->i < JFAST_MAX ? (size_t)(d->n - d->i) : JFAST_MAX, used;
 		if (jload(d, d->i, want) == 0 &&
@@ -405,18 +406,18 @@ jmember(mc_ctx *ctx, struct mc_jdoc *d, void *ud, size_t k)
 
 	(void)k;
 	if (!jat(d, '"'))
-		return BAD("manifest is not valid JSON");
+		return BAD("%s is not valid JSON", DOC);
 	if ((rc = jvalue(ctx, d, &name)) != MC_OK)
 		return rc;
 	jws(d);
 	if (!jat(d, ':')) {
-		rc = BAD("manifest is not valid JSON");
+		rc = BAD("%s is not valid JSON", DOC);
 		goto out;
 	}
 	d->i++;
 	jws(d);
 	if (cJSON_GetObjectItemCaseSensitive(t->root, name->valuestring) != NULL) {
-		rc = BAD("manifest: manifest has field '%.64s' twice", name->valuestring);
+		rc = BAD("%s: %s has field '%.64s' twice", DOC, DOC, name->valuestring);
 		goto out;
 	}
 	if (strcmp(name->valuestring, "artifacts") == 0)
@@ -458,6 +459,6 @@ mc__jdoc_top(mc_ctx *ctx, struct mc_jdoc *d, cJSON **rootp, struct mc_jtable *ar
 	if (rc != MC_OK)
 		return rc;
 	if (d->i != d->n)
-		return BAD("manifest has bytes after its JSON value");
+		return BAD("%s has bytes after its JSON value", DOC);
 	return MC_OK;
 }

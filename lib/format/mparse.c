@@ -15,6 +15,7 @@
 #include "format/format.h"
 
 #define BAD(...) mc__err(ctx, MC_ERR_MANIFEST, __VA_ARGS__)
+#define DOC MC_DOC(ctx)
 
 /* Appends n bytes to one of a spilled table's temp files. */
 static int
@@ -33,7 +34,7 @@ check_members(mc_ctx *ctx, const cJSON *o, const char *what, const char *const *
 	size_t i;
 
 	if (!cJSON_IsObject(o))
-		return BAD("manifest: %s is not an object", what);
+		return BAD("%s: %s is not an object", DOC, what);
 	for (c = o->child; c != NULL; c = c->next) {
 		int known = 0;
 		for (i = 0; allowed[i] != NULL; i++) {
@@ -42,14 +43,14 @@ check_members(mc_ctx *ctx, const cJSON *o, const char *what, const char *const *
 				known = 1;
 		}
 		if (!known)
-			return BAD("manifest: %s has unknown field '%.64s'", what, c->string);
+			return BAD("%s: %s has unknown field '%.64s'", DOC, what, c->string);
 		for (d = c->next; d != NULL; d = d->next)
 			if (strcmp(c->string, d->string) == 0)
-				return BAD("manifest: %s has field '%.64s' twice", what, c->string);
+				return BAD("%s: %s has field '%.64s' twice", DOC, what, c->string);
 	}
 	for (i = 0; allowed[i] != NULL; i++)
 		if (allowed[i][0] == '!' && cJSON_GetObjectItemCaseSensitive(o, allowed[i] + 1) == NULL)
-			return BAD("manifest: %s lacks field '%s'", what, allowed[i] + 1);
+			return BAD("%s: %s lacks field '%s'", DOC, what, allowed[i] + 1);
 	return MC_OK;
 }
 
@@ -64,12 +65,12 @@ get_uint(mc_ctx *ctx, const cJSON *o, const char *name, const char *what, uint64
 		return MC_OK;
 	}
 	if (!cJSON_IsNumber(n))
-		return BAD("manifest: %s.%s is not a number", what, name);
+		return BAD("%s: %s.%s is not a number", DOC, what, name);
 	d = n->valuedouble;
 	if (!isfinite(d) || d < 0 || d > (double)MC_JSON_INT_MAX || floor(d) != d)
-		return BAD("manifest: %s.%s is not an integer in 0..2^53-1", what, name);
+		return BAD("%s: %s.%s is not an integer in 0..2^53-1", DOC, what, name);
 	if (n->valuestring != NULL) /* a number not in plain digits: its text (mjson.c) */
-		return BAD("manifest: %s.%s is not an integer in plain decimal digits ('%s')", what,
+		return BAD("%s: %s.%s is not an integer in plain decimal digits ('%s')", DOC, what,
 			   name, n->valuestring);
 	*v = (uint64_t)d;
 	return MC_OK;
@@ -81,7 +82,7 @@ get_str(mc_ctx *ctx, const cJSON *o, const char *name, const char *what, const c
 	const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, name);
 
 	if (!cJSON_IsString(n) || n->valuestring == NULL)
-		return BAD("manifest: %s.%s is not a string", what, name);
+		return BAD("%s: %s.%s is not a string", DOC, what, name);
 	*v = n->valuestring;
 	return MC_OK;
 }
@@ -90,7 +91,7 @@ static int
 hash_field(mc_ctx *ctx, const char *s, const char *what, unsigned char out[32])
 {
 	if (mc__unhex(s, out, 32) != 0) /* 64 digits, each lower-case hex, or refused */
-		return BAD("manifest: %s is not 64 lower-case hex digits", what);
+		return BAD("%s: %s is not 64 lower-case hex digits", DOC, what);
 	return MC_OK;
 }
 
@@ -284,24 +285,24 @@ obj_finish(mc_ctx *ctx, struct obj_walk *w, size_t idx, const struct obj_in *in)
 	} else if (strcmp(in->encoding, "none") == 0) {
 		o->encoding = MC_ENC_NONE;
 		if (o->stored_size != o->size || memcmp(o->stored_hash, o->hash, 32) != 0)
-			return BAD("manifest: %s is stored as is but its stored size or hash differs",
+			return BAD("%s: %s is stored as is but its stored size or hash differs", DOC,
 				   what);
 	} else {
-		return BAD("manifest: %s has unknown encoding '%.20s'", what, in->encoding);
+		return BAD("%s: %s has unknown encoding '%.20s'", DOC, what, in->encoding);
 	}
 	if (o->size > ctx->max_artifact_bytes || o->stored_size > ctx->max_artifact_bytes)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is over the per-artifact cap of %llu "
-			       "bytes", what, (unsigned long long)ctx->max_artifact_bytes);
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s is over the per-artifact cap of %llu "
+			       "bytes", DOC, what, (unsigned long long)ctx->max_artifact_bytes);
 	/* Decompression stops at the declared size; the declared size itself is
 	 * bounded by the stored size, so a small bundle cannot fill a disk. */
 	if (o->encoding == MC_ENC_ZSTD && mc__over_expansion(o->size, o->stored_size,
 							     ctx->max_expansion))
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s expands %llu bytes to %llu, more "
-			       "than the expansion cap of %llu", what,
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s expands %llu bytes to %llu, more "
+			       "than the expansion cap of %llu", DOC, what,
 			       (unsigned long long)o->stored_size, (unsigned long long)o->size,
 			       (unsigned long long)ctx->max_expansion);
 	if (idx > 0 && memcmp(w->prev, o->hash, 32) >= 0)
-		return BAD("manifest: objects not sorted by hash, or repeated, at %s", what);
+		return BAD("%s: objects not sorted by hash, or repeated, at %s", DOC, what);
 	memcpy(w->prev, o->hash, 32);
 	return obj_keep(ctx, w, idx, &rec);
 }
@@ -320,8 +321,8 @@ obj2_finish(mc_ctx *ctx, struct obj_walk *w, size_t idx, const char *hash, uint6
 	if ((rc = hash_field(ctx, hash, what, rec.hash)) != MC_OK)
 		return rc;
 	if (size > ctx->max_artifact_bytes)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is over the per-artifact cap of %llu "
-			       "bytes", what, (unsigned long long)ctx->max_artifact_bytes);
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s is over the per-artifact cap of %llu "
+			       "bytes", DOC, what, (unsigned long long)ctx->max_artifact_bytes);
 	return obj_keep(ctx, w, idx, &rec);
 }
 
@@ -474,9 +475,9 @@ ref_object(mc_ctx *ctx, struct mc_manifest *m, const unsigned char hash[32], uin
 	if ((rc = find_object(ctx, m, hash, &i, &o)) != MC_OK)
 		return rc;
 	if (i == (size_t)-1)
-		return BAD("manifest: %s refers to an object not in the object table", what);
+		return BAD("%s: %s refers to an object not in the object table", DOC, what);
 	if (o.size != size)
-		return BAD("manifest: %s gives size %llu, the object table %llu", what,
+		return BAD("%s: %s gives size %llu, the object table %llu", DOC, what,
 			   (unsigned long long)size, (unsigned long long)o.size);
 	used[i] = 1;
 	*idx = i;
@@ -562,10 +563,10 @@ art_executable(mc_ctx *ctx, const cJSON *c, const char *what, int *out)
 	if (e == NULL)
 		return MC_OK;
 	if (!cJSON_IsBool(e))
-		return BAD("manifest: %s.executable is not a boolean", what);
+		return BAD("%s: %s.executable is not a boolean", DOC, what);
 	if (!cJSON_IsTrue(e))
-		return BAD("manifest: %s.executable is false (a writer leaves the member out "
-			   "instead)", what);
+		return BAD("%s: %s.executable is false (a writer leaves the member out "
+			   "instead)", DOC, what);
 	*out = 1;
 	return MC_OK;
 }
@@ -575,13 +576,13 @@ static int
 art_caps(mc_ctx *ctx, struct art_walk *w, uint64_t size, const char *what)
 {
 	if (size > ctx->max_artifact_bytes)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is %llu bytes, over the cap of "
-			       "%llu", what, (unsigned long long)size,
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s is %llu bytes, over the cap of "
+			       "%llu", DOC, what, (unsigned long long)size,
 			       (unsigned long long)ctx->max_artifact_bytes);
 	w->total += size;
 	if (w->total > ctx->max_total_bytes)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest: artifacts total more than the cap "
-			       "of %llu bytes", (unsigned long long)ctx->max_total_bytes);
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: artifacts total more than the cap "
+			       "of %llu bytes", DOC, (unsigned long long)ctx->max_total_bytes);
 	return MC_OK;
 }
 
@@ -606,9 +607,9 @@ art_order(mc_ctx *ctx, const struct art_walk *w, size_t idx, const char *type,
 	if ((cmp = strcmp(ptype, type)) == 0)
 		cmp = strcmp(pkey, key);
 	if (cmp == 0)
-		return BAD("manifest: duplicate artifact (%s, %.200s)", type, key);
+		return BAD("%s: duplicate artifact (%s, %.200s)", DOC, type, key);
 	if (cmp > 0)
-		return BAD("manifest: artifacts not sorted by (type, key) at %s", what);
+		return BAD("%s: artifacts not sorted by (type, key) at %s", DOC, what);
 	return MC_OK;
 }
 
@@ -636,13 +637,13 @@ art_finish(mc_ctx *ctx, struct art_walk *w, size_t idx, const struct art_in *in,
 	a.executable = in->executable;
 	entry_name(what, "artifacts", idx);
 	if (!type_name_ok(in->type))
-		return BAD("manifest: %s.type '%.40s' is not 1-32 of [a-z0-9_]", what, in->type);
+		return BAD("%s: %s.type '%.40s' is not 1-32 of [a-z0-9_]", DOC, what, in->type);
 	if (!key_text_ok(in->key))
-		return BAD("manifest: %s.key is empty or longer than %d bytes", what, MC_KEY_MAX);
+		return BAD("%s: %s.key is empty or longer than %d bytes", DOC, what, MC_KEY_MAX);
 	if (m->version == 2 && (in->sha != NULL ||
 				(c != NULL && cJSON_GetObjectItemCaseSensitive(c, "sha256") != NULL)))
-		return BAD("manifest: %s has unknown field 'sha256' (in format version 2 the "
-			   "content hash is the SHA-256)", what);
+		return BAD("%s: %s has unknown field 'sha256' (in format version 2 the "
+			   "content hash is the SHA-256)", DOC, what);
 	if ((rc = hash_field(ctx, in->hash, what, h)) != MC_OK ||
 	    (m->version == 2 && (rc = art_hash_sha(ctx, m, h, &a.sha256)) != MC_OK) ||
 	    (m->version != 2 &&
@@ -722,7 +723,7 @@ tb_entry(mc_ctx *ctx, const cJSON *e, struct mc_manifest *m, char *used, struct 
 	    (rc = hash_field(ctx, hash, "torch_blob entry hash", h)) != MC_OK)
 		return rc;
 	if (!key_text_ok(key))
-		return BAD("manifest: torch_blob entry key is empty or too long");
+		return BAD("%s: torch_blob entry key is empty or too long", DOC);
 	if ((rc = ref_object(ctx, m, h, size, "torch_blob entry", used,
 			     &grp->entries[grp->nentries].object)) != MC_OK)
 		return rc;
@@ -748,17 +749,17 @@ tb_group(mc_ctx *ctx, const cJSON *g, struct mc_manifest *m, char *used, size_t 
 	    (rc = get_str(ctx, g, "type", "torch_blob group", &type)) != MC_OK)
 		return rc;
 	if (!type_name_ok(type))
-		return BAD("manifest: torch_blob group type '%.40s' is not 1-32 of [a-z0-9_]", type);
+		return BAD("%s: torch_blob group type '%.40s' is not 1-32 of [a-z0-9_]", DOC, type);
 	if ((grp->type = mc__strdup(type)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	m->ngroups++;
 	ents = cJSON_GetObjectItemCaseSensitive(g, "entries");
 	if (!cJSON_IsArray(ents))
-		return BAD("manifest: torch_blob group entries is not an array");
+		return BAD("%s: torch_blob group entries is not an array", DOC);
 	ne = (size_t)cJSON_GetArraySize(ents);
 	*total += ne;
 	if (*total > ctx->max_artifacts)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest: more than %llu torch blob entries",
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: more than %llu torch blob entries", DOC,
 			       (unsigned long long)ctx->max_artifacts);
 	if (ne > 0 && (grp->entries = calloc(ne, sizeof *grp->entries)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
@@ -780,7 +781,7 @@ parse_torch_blob(mc_ctx *ctx, const cJSON *tb, struct mc_manifest *m, char *used
 		return rc;
 	groups = cJSON_GetObjectItemCaseSensitive(tb, "groups");
 	if (!cJSON_IsArray(groups))
-		return BAD("manifest: torch_blob.groups is not an array");
+		return BAD("%s: torch_blob.groups is not an array", DOC);
 	ng = (size_t)cJSON_GetArraySize(groups);
 	if (ng > 0 && (m->groups = calloc(ng, sizeof *m->groups)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
@@ -855,7 +856,7 @@ get_encoding(mc_ctx *ctx, const cJSON *o, const char *what, int *enc)
 	else if (strcmp(e, "none") == 0)
 		*enc = MC_ENC_NONE;
 	else
-		return BAD("manifest: %s has unknown encoding '%.20s'", what, e);
+		return BAD("%s: %s has unknown encoding '%.20s'", DOC, what, e);
 	return MC_OK;
 }
 
@@ -864,10 +865,10 @@ static int
 expansion_caps(mc_ctx *ctx, const char *what, int enc, uint64_t size, uint64_t stored_size)
 {
 	if (enc == MC_ENC_NONE && stored_size != size)
-		return BAD("manifest: %s is stored as is but its stored size differs", what);
+		return BAD("%s: %s is stored as is but its stored size differs", DOC, what);
 	if (enc == MC_ENC_ZSTD && mc__over_expansion(size, stored_size, ctx->max_expansion))
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s expands %llu bytes to %llu, more "
-			       "than the expansion cap of %llu", what,
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s expands %llu bytes to %llu, more "
+			       "than the expansion cap of %llu", DOC, what,
 			       (unsigned long long)stored_size, (unsigned long long)size,
 			       (unsigned long long)ctx->max_expansion);
 	return MC_OK;
@@ -891,9 +892,14 @@ parse_index_desc(mc_ctx *ctx, const cJSON *root, struct mc_manifest *m)
 	    (rc = get_str(ctx, ix, "stored_hash", "index", &h)) != MC_OK ||
 	    (rc = hash_field(ctx, h, "index.stored_hash", x->stored_hash)) != MC_OK)
 		return rc;
-	if (x->size > ctx->max_manifest || x->stored_size > ctx->max_manifest)
-		return mc__err(ctx, MC_ERR_LIMIT, "index of %llu bytes is over the manifest cap of "
-			       "%llu", (unsigned long long)x->size,
+	/* Each size is told as what it is: the member's, then its text's. */
+	if (x->stored_size > ctx->max_manifest)
+		return mc__err(ctx, MC_ERR_LIMIT, "index: stored in %llu bytes, over the manifest "
+			       "cap of %llu", (unsigned long long)x->stored_size,
+			       (unsigned long long)ctx->max_manifest);
+	if (x->size > ctx->max_manifest)
+		return mc__err(ctx, MC_ERR_LIMIT, "index: %llu bytes of text, over the manifest cap "
+			       "of %llu", (unsigned long long)x->size,
 			       (unsigned long long)ctx->max_manifest);
 	return expansion_caps(ctx, "index", x->encoding, x->size, x->stored_size);
 }
@@ -903,9 +909,9 @@ static int
 check_table(mc_ctx *ctx, const cJSON *root, const char *name, const struct mc_jtable *t)
 {
 	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, name)))
-		return BAD("manifest: %s is not an array", name);
+		return BAD("%s: %s is not an array", DOC, name);
 	if (t->n > ctx->max_artifacts)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest lists %zu %s, over the cap of %llu", t->n,
+		return mc__err(ctx, MC_ERR_LIMIT, "%s lists %zu %s, over the cap of %llu", DOC, t->n,
 			       name, (unsigned long long)ctx->max_artifacts);
 	return MC_OK;
 }
@@ -1021,13 +1027,13 @@ block_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	/* A block stored as it is has no stored hash: its objects' hashes cover it. */
 	if (b->encoding == MC_ENC_NONE &&
 	    cJSON_GetObjectItemCaseSensitive(c, "stored_hash") != NULL)
-		return BAD("manifest: %s is stored as is but has a stored_hash", what);
+		return BAD("%s: %s is stored as is but has a stored_hash", DOC, what);
 	if (b->encoding == MC_ENC_ZSTD &&
 	    ((rc = get_str(ctx, c, "stored_hash", what, &h)) != MC_OK ||
 	     (rc = hash_field(ctx, h, what, b->stored_hash)) != MC_OK))
 		return rc;
 	if (n == 0 || n > m->nobjects - w->next)
-		return BAD("manifest: %s holds %llu objects, %zu are left", what,
+		return BAD("%s: %s holds %llu objects, %zu are left", DOC, what,
 			   (unsigned long long)n, m->nobjects - w->next);
 	b->first = w->next;
 	b->n = (size_t)n;
@@ -1035,8 +1041,8 @@ block_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	if ((rc = objects_size(ctx, m, b->first, b->n, &b->size)) != MC_OK)
 		return rc;
 	if (b->stored_size > ctx->max_artifact_bytes)
-		return mc__err(ctx, MC_ERR_LIMIT, "manifest: %s is over the per-artifact cap of %llu "
-			       "bytes", what, (unsigned long long)ctx->max_artifact_bytes);
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s is over the per-artifact cap of %llu "
+			       "bytes", DOC, what, (unsigned long long)ctx->max_artifact_bytes);
 	m->nblocks++;
 	return expansion_caps(ctx, what, b->encoding, b->size, b->stored_size);
 }
@@ -1064,14 +1070,14 @@ check_used(mc_ctx *ctx, const struct mc_manifest *m, const char *used, uint64_t 
 					m->dup[i] = 1;
 					*total += o.size;
 					if (*total > ctx->max_total_bytes)
-						return mc__err(ctx, MC_ERR_LIMIT, "manifest: contents "
-							       "total more than the cap of %llu bytes",
+						return mc__err(ctx, MC_ERR_LIMIT, "%s: contents "
+							       "total more than the cap of %llu bytes", DOC,
 							       (unsigned long long)ctx->max_total_bytes);
 					continue;
 				}
 			}
 			mc__hex(o.hash, MC_HASH_BYTES, hex);
-			return BAD("manifest: object %s is listed but no artifact uses it", hex);
+			return BAD("%s: object %s is listed but no artifact uses it", DOC, hex);
 		}
 	return MC_OK;
 }
@@ -1092,7 +1098,7 @@ walk_blocks(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m, struct mc_jta
 	    (rc = mc__jdoc_array(ctx, d, NULL, block_entry, bw, &blks->n)) != MC_OK)
 		return rc;
 	if (bw->next != m->nobjects)
-		return BAD("manifest: the blocks hold %zu objects, the object table lists %zu",
+		return BAD("%s: the blocks hold %zu objects, the object table lists %zu", DOC,
 			   bw->next, m->nobjects);
 	return MC_OK;
 }
@@ -1206,10 +1212,10 @@ parse_doc(mc_ctx *ctx, struct mc_jdoc *d, const struct mc_mcheck *c, struct mc_m
 	if (!index)
 		memset(m, 0, sizeof *m);
 	head = *m; /* for an index: the head alone, no table yet */
+	ctx->parsing_index = index;
 	if (d->n > ctx->max_manifest) {
-		rc = mc__err(ctx, MC_ERR_LIMIT, "%s of %llu bytes is over the cap of %llu",
-			     index ? "index" : "manifest", (unsigned long long)d->n,
-			     (unsigned long long)ctx->max_manifest);
+		rc = mc__err(ctx, MC_ERR_LIMIT, "%s of %llu bytes is over the cap of %llu", DOC,
+			     (unsigned long long)d->n, (unsigned long long)ctx->max_manifest);
 		goto out;
 	}
 	if ((rc = mc__mcheck_end(ctx, c)) != MC_OK)
@@ -1218,9 +1224,10 @@ parse_doc(mc_ctx *ctx, struct mc_jdoc *d, const struct mc_mcheck *c, struct mc_m
 	if (d->ioerr == ENOMEM)
 		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	else if (d->ioerr != 0)
-		rc = mc__err(ctx, MC_ERR_IO, "cannot read the manifest's temporary copy: %s",
+		rc = mc__err(ctx, MC_ERR_IO, "cannot read the %s's temporary copy: %s", DOC,
 			     strerror(d->ioerr));
 out:
+	ctx->parsing_index = 0;
 	if (rc != MC_OK && index) { /* the tables go, the head stays */
 		m->labels = NULL;
 		m->nlabels = 0;

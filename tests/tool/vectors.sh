@@ -22,6 +22,8 @@ while IFS="$(printf '\t')" read -r file cmd code text; do
 		set -- "$@" -p "$KEYS/test.pub" -p "$KEYS/test-alias.pub" -p "$KEYS/test2.pub" --threshold 2 ;;
 	load-min-version-*) set -- "$@" -p "$KEYS/test.pub" --min-version "${cmd#load-min-version-}" ;;
 	load-max-artifacts-*) set -- "$@" -p "$KEYS/test.pub" --max-artifacts "${cmd#load-max-artifacts-}" ;;
+	load-max-manifest-bytes-*)
+		set -- "$@" -p "$KEYS/test.pub" --max-manifest-bytes "${cmd#load-max-manifest-bytes-}" ;;
 	load-types-*) set -- "$@" -p "$KEYS/test.pub" --types "${cmd#load-types-}" ;;
 	load-triton-dir-cache) set -- "$@" -p "$KEYS/test.pub" --triton-dir "$dest" ;;
 	export) set -- export "$V/$file" --torch "$dest" -p "$KEYS/test.pub" ;;
