@@ -924,11 +924,11 @@ v2_zstd_block(const char *name, const struct buf *f, const struct buf *c, int co
 	v2_bundle(name, index, NULL, blk, &f->n, 1, NULL, "load", code, text);
 }
 
-/* A version 2 bundle whose index is the zstd frame f (content c), its one block the vu
- * config stored as is. */
+/* A version 2 bundle whose index is the zstd frame f (content c), then with vu set its
+ * one block, the vu config stored as is, else none. */
 static void
-v2_zstd_index(const char *name, const struct buf *f, const struct buf *c, int code,
-	      const char *text)
+v2_framed(const char *name, const struct buf *f, const struct buf *c, int vu, const char *cmd,
+	  int code, const char *text)
 {
 	char man[1024], hf[65];
 	struct buf b;
@@ -939,8 +939,18 @@ v2_zstd_index(const char *name, const struct buf *f, const struct buf *c, int co
 		 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}}", EPOCH, c->n, f->n, hf);
 	start_signed(&b, man);
 	put_member(&b, "index.json.zst", f->p, f->n);
-	put_member(&b, "blocks/0", c_vu, n_vu);
-	finish(&b, name, "load", code, text);
+	if (vu)
+		put_member(&b, "blocks/0", c_vu, n_vu);
+	finish(&b, name, cmd, code, text);
+}
+
+/* A version 2 bundle whose index is the zstd frame f (content c), its one block the vu
+ * config stored as is. */
+static void
+v2_zstd_index(const char *name, const struct buf *f, const struct buf *c, int code,
+	      const char *text)
+{
+	v2_framed(name, f, c, 1, "load", code, text);
 }
 
 /* Into t (n bytes), the index of a bundle whose one block is the vu config stored as is. */
@@ -1062,6 +1072,105 @@ expansion_boundaries(void)
 	}
 }
 
+/* ---- sums of sizes that pass 2^64 - 1 (SPEC.md section 7) ----
+ * Indexes of thousands of entries, each size 2^53 - 1, the largest an integer field
+ * holds: 2,049 of them sum past 2^64 - 1. Loaded with every byte cap at 2^64 - 1
+ * (load-size-caps-max), so that the sum alone refuses them. The index is compressed by
+ * the library; no block is read. */
+
+#define BIG "9007199254740991" /* 2^53 - 1 */
+
+/* Appends the text s. */
+static void
+puts_buf(struct buf *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
+
+/* A bundle of the index text c (zstd-compressed here) and no block, refused with text. */
+static void
+sum_vector(const char *name, struct buf *c, const char *text)
+{
+	struct buf f = {0};
+	char msg[256];
+	mc_zenc *z;
+
+	if (mc__zenc_new_window(ctx, 3, MC_BLOCK_WINDOW_LOG, &z) != MC_OK ||
+	    mc__zenc_run(z, c->p, c->n, 1, (mc_out_fn)bomb_out, &f) != MC_OK)
+		die(name);
+	mc__zenc_free(z);
+	snprintf(msg, sizeof msg, "%s: %s", name, text);
+	v2_framed(name, &f, c, 0, "load-size-caps-max", 1, msg);
+	free(f.p);
+	free(c->p);
+}
+
+/* The index of artifacts pgo "k0000".. (nart, each of 2^53 - 1 bytes) all naming one
+ * content, stored in nobj objects (the first, then nobj - 1 repeats), in blocks of per
+ * objects each, stored as is or (zstd) as 10 bytes. */
+static void
+sum_index(struct buf *c, size_t nart, size_t nobj, size_t per, int zstd)
+{
+	char h[65], e[256];
+	size_t i;
+
+	sha_hex("x", 1, h);
+	puts_buf(c, "{\"artifacts\":[");
+	for (i = 0; i < nart; i++) {
+		snprintf(e, sizeof e, "%s{\"type\":\"pgo\",\"key\":\"k%04zu\",\"size\":" BIG
+			 ",\"hash\":\"%s\"}", i > 0 ? "," : "", i, h);
+		puts_buf(c, e);
+	}
+	puts_buf(c, "],\"objects\":[");
+	for (i = 0; i < nobj; i++) {
+		snprintf(e, sizeof e, "%s{\"hash\":\"%s\",\"size\":" BIG "}", i > 0 ? "," : "", h);
+		puts_buf(c, e);
+	}
+	puts_buf(c, "],\"blocks\":[");
+	for (i = 0; i < nobj / per; i++) {
+		if (zstd)
+			snprintf(e, sizeof e, "%s{\"encoding\":\"zstd\",\"objects\":%zu,"
+				 "\"stored_size\":10,\"stored_hash\":\"%s\"}", i > 0 ? "," : "", per, h);
+		else
+			snprintf(e, sizeof e, "%s{\"encoding\":\"none\",\"objects\":%zu,"
+				 "\"stored_size\":" BIG "}", i > 0 ? "," : "", per);
+		puts_buf(c, e);
+	}
+	puts_buf(c, "]}");
+}
+
+/* One zstd block of 2,049 objects: the block's size. 2,049 artifacts of one object: the
+ * artifacts' total. One artifact, its content stored 2,049 times, a block each: the
+ * contents' total, repeats counted (each is read). 2,048 times: the contents' total fits
+ * (2^64 - 2,048), the blocks' stored bytes do, but not with their headers: where the
+ * members lie. */
+static void
+size_sums(void)
+{
+	static const struct {
+		const char *name;
+		size_t nart, nobj, per;
+		int zstd;
+		const char *text;
+	} v[] = {
+		{"v2-sum-block-wraps.mcache", 1, 2049, 2049, 1,
+		 "index: blocks[0]: its objects' sizes overflow a 64-bit sum"},
+		{"v2-sum-artifacts-wrap.mcache", 2049, 1, 1, 0,
+		 "index: the artifacts' sizes overflow a 64-bit sum"},
+		{"v2-sum-contents-wrap.mcache", 1, 2049, 1, 0,
+		 "index: the contents' sizes overflow a 64-bit sum"},
+		{"v2-sum-members-wrap.mcache", 1, 2048, 1, 0,
+		 "the sizes of its members overflow a 64-bit sum"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof v / sizeof v[0]; i++) {
+		struct buf c = {0};
+		sum_index(&c, v[i].nart, v[i].nobj, v[i].per, v[i].zstd);
+		sum_vector(v[i].name, &c, v[i].text);
+	}
+}
+
 static void
 version2(void)
 {
@@ -1084,6 +1193,7 @@ version2(void)
 		   "content does not match its hash");
 	version2_indexes();
 	version2_selection();
+	size_sums();
 }
 
 int

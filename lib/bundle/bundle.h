@@ -92,6 +92,11 @@ MC_HIDDEN int mc__bundle_stream_some(mc_bundle *b, const unsigned char *want, mc
 /* Format version 2 read from a pipe: reads the index now, if it is still pending;
  * MC_OK, or the error that reading it gave (kept). */
 MC_HIDDEN int mc__bundle_index(mc_bundle *b);
+/* Where the members after the head lie, by the sizes the tables give: offs[k] (offs may
+ * be NULL) the header of object k (format version 1) or block k (2), *end where the
+ * end-of-archive blocks start (they fit below 2^64 too). MC_ERR_LIMIT when the sum
+ * overflows. */
+MC_HIDDEN int mc__bundle_layout(mc_bundle *b, uint64_t *offs, uint64_t *end);
 /* A bundle from a file whose tables are read: MC_OK when the file holds every member
  * they declare, else the message of a bundle cut short (MC_ERR_MALFORMED). A pipe is
  * checked as it is read. */

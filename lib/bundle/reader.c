@@ -571,33 +571,69 @@ mc__bundle_index(mc_bundle *b)
 	return b->index_rc;
 }
 
+static int
+layout_overflow(mc_bundle *b)
+{
+	return mc__err(b->ctx, MC_ERR_LIMIT, "%s: the sizes of its members overflow a 64-bit "
+		       "sum", b->path);
+}
+
+/* A member of size bytes at *off: its header and its padded bytes passed. */
+static int
+layout_add(mc_bundle *b, uint64_t *off, uint64_t size)
+{
+	if (!mc__sum_add(off, MC_TAR_BLOCK) || !mc__sum_add(off, mc__padded(size)))
+		return layout_overflow(b);
+	return MC_OK;
+}
+
+int
+mc__bundle_layout(mc_bundle *b, uint64_t *offs, uint64_t *end)
+{
+	struct mc_mobject recs[64]; /* the object table, read 64 records at a time */
+	uint64_t off;
+	size_t i, n;
+	int rc;
+
+	if (b->m.version == 2) {
+		for (i = 0, off = b->blocks_at; i < b->m.nblocks; i++) {
+			if (offs != NULL)
+				offs[i] = off;
+			if ((rc = layout_add(b, &off, b->m.blocks[i].stored_size)) != MC_OK)
+				return rc;
+		}
+	} else {
+		off = MC_TAR_BLOCK + mc__padded(b->mlen);
+		for (i = 0; i < b->nsigs; i++) /* 64 of 16 KiB at most */
+			off += MC_TAR_BLOCK + mc__padded(b->sigs[i].len);
+		for (i = 0; i < b->m.nobjects; i++) {
+			n = b->m.nobjects - i < 64 ? b->m.nobjects - i : 64;
+			if (i % 64 == 0 && (rc = mc__mobjects(b->ctx, &b->m, i, n, recs)) != MC_OK)
+				return rc;
+			if (offs != NULL)
+				offs[i] = off;
+			if ((rc = layout_add(b, &off, recs[i % 64].stored_size)) != MC_OK)
+				return rc;
+		}
+	}
+	/* and the end-of-archive blocks after the last */
+	if (off > UINT64_MAX - 2 * MC_TAR_BLOCK)
+		return layout_overflow(b);
+	*end = off;
+	return MC_OK;
+}
+
 int
 mc__bundle_whole(mc_bundle *b)
 {
-	struct mc_mobject recs[64]; /* the object table, read 64 records at a time */
 	struct stat st;
 	uint64_t size;
-	size_t i, j, n;
 	int rc;
 
 	if (b->seq)
 		return MC_OK;
-	if (b->m.version == 2) {
-		size = b->blocks_at;
-		for (i = 0; i < b->m.nblocks; i++)
-			size += MC_TAR_BLOCK + mc__padded(b->m.blocks[i].stored_size);
-	} else {
-		size = MC_TAR_BLOCK + mc__padded(b->mlen);
-		for (i = 0; i < b->nsigs; i++)
-			size += MC_TAR_BLOCK + mc__padded(b->sigs[i].len);
-		for (i = 0; i < b->m.nobjects; i += n) {
-			n = b->m.nobjects - i < 64 ? b->m.nobjects - i : 64;
-			if ((rc = mc__mobjects(b->ctx, &b->m, i, n, recs)) != MC_OK)
-				return rc;
-			for (j = 0; j < n; j++)
-				size += MC_TAR_BLOCK + mc__padded(recs[j].stored_size);
-		}
-	}
+	if ((rc = mc__bundle_layout(b, NULL, &size)) != MC_OK)
+		return rc;
 	size += 2 * MC_TAR_BLOCK; /* the end */
 	if (fstat(b->fd, &st) != 0)
 		return mc__errno(b->ctx, MC_ERR_IO, "cannot stat", b->path);

@@ -754,33 +754,6 @@ sha_walk(mc_bundle *b, struct sstate *s, int check)
 	return rc;
 }
 
-/* Where each object's header lies: after the manifest and the signatures, every member
- * padded to a block; also the sum of the stored sizes, for progress. */
-static int
-object_offsets(struct sstate *s)
-{
-	const mc_bundle *b = s->b;
-	struct mc_mobject recs[64]; /* the object table, read 64 records at a time */
-	uint64_t off = MC_TAR_BLOCK + mc__padded(b->mlen);
-	size_t i, n = b->m.nobjects;
-	int rc;
-
-	for (i = 0; i < b->nsigs; i++)
-		off += MC_TAR_BLOCK + mc__padded(b->sigs[i].len);
-	for (i = 0; i < n; i++) {
-		const struct mc_mobject *o = &recs[i % 64];
-		if (i % 64 == 0 &&
-		    (rc = mc__mobjects(b->ctx, &b->m, i, n - i < 64 ? n - i : 64, recs)) != MC_OK)
-			return rc;
-		s->offs[i] = off;
-		off += MC_TAR_BLOCK + mc__padded(o->stored_size);
-		if (s->items == NULL || wanted(s, i))
-			s->total += o->stored_size;
-	}
-	s->offs[n] = off;
-	return MC_OK;
-}
-
 /* What a pass works on: objects in format version 1, blocks in 2. */
 static size_t
 nunits(const mc_bundle *b)
@@ -801,22 +774,29 @@ block_wanted(const struct sstate *s, size_t k)
 	return 0;
 }
 
-/* Version 2: where each block's header lies, after the index; the sum of the stored
- * sizes read, for progress. */
-static void
-block_offsets(struct sstate *s)
+/* The sum of the stored sizes the pass reads, for progress: within the layout, whose
+ * sum did not overflow. */
+static int
+pass_total(struct sstate *s)
 {
 	const mc_bundle *b = s->b;
-	uint64_t off = b->blocks_at;
-	size_t k;
+	struct mc_mobject recs[64]; /* the object table, read 64 records at a time */
+	size_t i, n = nunits(b);
+	int rc;
 
-	for (k = 0; k < b->m.nblocks; k++) {
-		s->offs[k] = off;
-		off += MC_TAR_BLOCK + mc__padded(b->m.blocks[k].stored_size);
-		if (s->items == NULL || block_wanted(s, k))
-			s->total += b->m.blocks[k].stored_size;
+	for (i = 0; i < n; i++) {
+		if (b->m.version == 2) {
+			if (s->items == NULL || block_wanted(s, i))
+				s->total += b->m.blocks[i].stored_size;
+			continue;
+		}
+		if (i % 64 == 0 &&
+		    (rc = mc__mobjects(b->ctx, &b->m, i, n - i < 64 ? n - i : 64, recs)) != MC_OK)
+			return rc;
+		if (s->items == NULL || wanted(s, i))
+			s->total += recs[i % 64].stored_size;
 	}
-	s->offs[k] = off;
+	return MC_OK;
 }
 
 /* The size the bundle declares, for the message of a bundle cut short. */
@@ -842,9 +822,9 @@ sstate_init(struct sstate *s, unsigned nworkers)
 	if ((s->offs = malloc((nunits(b) + 1) * sizeof *s->offs)) == NULL ||
 	    (s->w = calloc(nworkers, sizeof *s->w)) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	if (b->m.version == 2)
-		block_offsets(s);
-	else if ((rc = object_offsets(s)) != MC_OK || (rc = sha_walk(b, s, 0)) != MC_OK)
+	if ((rc = mc__bundle_layout(b, s->offs, &s->offs[nunits(b)])) != MC_OK ||
+	    (rc = pass_total(s)) != MC_OK ||
+	    (b->m.version == 1 && (rc = sha_walk(b, s, 0)) != MC_OK))
 		return rc;
 	declare_size(s);
 	crypto_shorthash_keygen(s->sha_key);

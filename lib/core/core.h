@@ -43,6 +43,18 @@ mc__over_expansion(uint64_t size, uint64_t stored_size, uint64_t cap)
 	return cap != 0 && (stored_size == 0 ? size > 0 : size / stored_size > cap);
 }
 
+/* *sum += v, unless the sum would pass 2^64 - 1: then 0, *sum left as it was. The
+ * reader takes every sum of the sizes a bundle declares so and refuses one that
+ * overflows (SPEC.md section 7): a wrapped sum is never used, nor told. */
+static inline int
+mc__sum_add(uint64_t *sum, uint64_t v)
+{
+	if (v > UINT64_MAX - *sum)
+		return 0;
+	*sum += v;
+	return 1;
+}
+
 /* ---- the context ---- */
 
 /* The registry's records (tiers/tiers.h). */

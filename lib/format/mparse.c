@@ -571,6 +571,20 @@ art_executable(mc_ctx *ctx, const cJSON *c, const char *what, int *out)
 	return MC_OK;
 }
 
+/* The contents' total, *total, with size added: within the cap, and a sum that does
+ * not overflow (what: "artifacts" or "contents"). */
+static int
+total_add(mc_ctx *ctx, uint64_t *total, uint64_t size, const char *what)
+{
+	if (!mc__sum_add(total, size))
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: the %s' sizes overflow a 64-bit sum", DOC,
+			       what);
+	if (*total > ctx->max_total_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s total more than the cap of %llu bytes",
+			       DOC, what, (unsigned long long)ctx->max_total_bytes);
+	return MC_OK;
+}
+
 /* The caps on one artifact's size and on all of them together. */
 static int
 art_caps(mc_ctx *ctx, struct art_walk *w, uint64_t size, const char *what)
@@ -579,11 +593,7 @@ art_caps(mc_ctx *ctx, struct art_walk *w, uint64_t size, const char *what)
 		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s is %llu bytes, over the cap of "
 			       "%llu", DOC, what, (unsigned long long)size,
 			       (unsigned long long)ctx->max_artifact_bytes);
-	w->total += size;
-	if (w->total > ctx->max_total_bytes)
-		return mc__err(ctx, MC_ERR_LIMIT, "%s: artifacts total more than the cap "
-			       "of %llu bytes", DOC, (unsigned long long)ctx->max_total_bytes);
-	return MC_OK;
+	return total_add(ctx, &w->total, size, "artifacts");
 }
 
 /* Artifact idx comes strictly after the one before it, by (type, key). */
@@ -985,9 +995,10 @@ struct blk_walk {
 	size_t next; /* the first object of the next block */
 };
 
-/* The sum of the sizes of objects first .. first + n - 1. */
+/* The sum of the sizes of objects first .. first + n - 1, those of block what. */
 static int
-objects_size(mc_ctx *ctx, const struct mc_manifest *m, size_t first, size_t n, uint64_t *sum)
+objects_size(mc_ctx *ctx, const struct mc_manifest *m, size_t first, size_t n,
+	     const char *what, uint64_t *sum)
 {
 	struct mc_mobject o[64];
 	size_t i, k;
@@ -1000,7 +1011,9 @@ objects_size(mc_ctx *ctx, const struct mc_manifest *m, size_t first, size_t n, u
 		if ((rc = mc__mobjects(ctx, m, first + i, k, o)) != MC_OK)
 			return rc;
 		for (j = 0; j < k; j++)
-			*sum += o[j].size;
+			if (!mc__sum_add(sum, o[j].size))
+				return mc__err(ctx, MC_ERR_LIMIT, "%s: %s: its objects' sizes "
+					       "overflow a 64-bit sum", DOC, what);
 	}
 	return MC_OK;
 }
@@ -1038,7 +1051,7 @@ block_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	b->first = w->next;
 	b->n = (size_t)n;
 	w->next += b->n;
-	if ((rc = objects_size(ctx, m, b->first, b->n, &b->size)) != MC_OK)
+	if ((rc = objects_size(ctx, m, b->first, b->n, what, &b->size)) != MC_OK)
 		return rc;
 	if (b->stored_size > ctx->max_artifact_bytes)
 		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s is over the per-artifact cap of %llu "
@@ -1068,11 +1081,8 @@ check_used(mc_ctx *ctx, const struct mc_manifest *m, const char *used, uint64_t 
 				if (first < i && used[first]) {
 					/* decompressed and hashed too: counted in the total */
 					m->dup[i] = 1;
-					*total += o.size;
-					if (*total > ctx->max_total_bytes)
-						return mc__err(ctx, MC_ERR_LIMIT, "%s: contents "
-							       "total more than the cap of %llu bytes", DOC,
-							       (unsigned long long)ctx->max_total_bytes);
+					if ((rc = total_add(ctx, total, o.size, "contents")) != MC_OK)
+						return rc;
 					continue;
 				}
 			}

@@ -24,6 +24,9 @@ while IFS="$(printf '\t')" read -r file cmd code text; do
 	load-max-artifacts-*) set -- "$@" -p "$KEYS/test.pub" --max-artifacts "${cmd#load-max-artifacts-}" ;;
 	load-max-manifest-bytes-*)
 		set -- "$@" -p "$KEYS/test.pub" --max-manifest-bytes "${cmd#load-max-manifest-bytes-}" ;;
+	load-size-caps-max) # the byte caps at 2^64 - 1
+		set -- "$@" -p "$KEYS/test.pub" --max-artifact-bytes 18446744073709551615 \
+			--max-total-bytes 18446744073709551615 ;;
 	load-types-*) set -- "$@" -p "$KEYS/test.pub" --types "${cmd#load-types-}" ;;
 	load-triton-dir-cache) set -- "$@" -p "$KEYS/test.pub" --triton-dir "$dest" ;;
 	export) set -- export "$V/$file" --torch "$dest" -p "$KEYS/test.pub" ;;
