@@ -906,22 +906,42 @@ rle_run(struct buf *f, size_t nrle, uint32_t last, int c, const char *tail, stru
 	free(fill);
 }
 
+/* A version 2 bundle of one zstd block, frame f, whose content c is cut into n objects
+ * of size[i] bytes (distinct contents, at most 10), each the content of an artifact pgo
+ * "zstd:<i>:". */
+static void
+v2_block_of(const char *name, const struct buf *f, const struct buf *c, const size_t *size,
+	    size_t n, int code, const char *text)
+{
+	const char *blk[1] = {(const char *)f->p};
+	char arts[1024] = "", objs[1024] = "", index[3072], hc[65], hf[65];
+	size_t i, at = 0, k;
+
+	for (i = 0; i < n; at += size[i], i++) {
+		sha_hex(c->p + at, size[i], hc);
+		k = strlen(arts);
+		snprintf(arts + k, sizeof arts - k, "%s{\"type\":\"pgo\",\"key\":\"zstd:%zu:\","
+			 "\"size\":%zu,\"hash\":\"%s\"}", i > 0 ? "," : "", i, size[i], hc);
+		k = strlen(objs);
+		snprintf(objs + k, sizeof objs - k, "%s{\"hash\":\"%s\",\"size\":%zu}",
+			 i > 0 ? "," : "", hc, size[i]);
+	}
+	if (at != c->n || n > 10)
+		die(name);
+	sha_hex(f->p, f->n, hf);
+	snprintf(index, sizeof index, "{\"artifacts\":[%s],\"objects\":[%s],\"blocks\":"
+		 "[{\"encoding\":\"zstd\",\"objects\":%zu,\"stored_size\":%zu,"
+		 "\"stored_hash\":\"%s\"}]}", arts, objs, n, f->n, hf);
+	v2_bundle(name, index, NULL, blk, &f->n, 1, NULL, "load", code, text);
+}
+
 /* A version 2 bundle of one artifact (pgo "zstd:0:") in one zstd block, frame f: the
  * block's content is the artifact's. */
 static void
 v2_zstd_block(const char *name, const struct buf *f, const struct buf *c, int code,
 	      const char *text)
 {
-	const char *blk[1] = {(const char *)f->p};
-	char index[1024], hc[65], hf[65];
-
-	sha_hex(c->p, c->n, hc);
-	sha_hex(f->p, f->n, hf);
-	snprintf(index, sizeof index, "{\"artifacts\":[{\"type\":\"pgo\",\"key\":\"zstd:0:\","
-		 "\"size\":%zu,\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%zu}],"
-		 "\"blocks\":[{\"encoding\":\"zstd\",\"objects\":1,\"stored_size\":%zu,"
-		 "\"stored_hash\":\"%s\"}]}", c->n, hc, hc, c->n, f->n, hf);
-	v2_bundle(name, index, NULL, blk, &f->n, 1, NULL, "load", code, text);
+	v2_block_of(name, f, c, &c->n, 1, code, text);
 }
 
 /* A version 2 bundle whose index is the zstd frame f (content c), then with vu set its
@@ -1139,6 +1159,27 @@ sum_index(struct buf *c, size_t nart, size_t nobj, size_t per, int zstd)
 	puts_buf(c, "]}");
 }
 
+/* ---- a block's size (SPEC.md section 12.3) ---- */
+
+/* The per-content cap bounds a block's content, the sum of its objects' sizes, as it
+ * does its stored bytes: a 10-byte RLE frame of 300 bytes, cut into objects of 100 and
+ * 200, loads with a cap of 300 and is refused with 299. */
+static void
+block_caps(void)
+{
+	static const char *const name = "v2-block-cap.mcache";
+	static const size_t size[2] = {100, 200};
+	struct buf f = {0}, c = {0};
+
+	rle_run(&f, 0, 300, 'b', NULL, &c);
+	v2_block_of(name, &f, &c, size, 2, 0, "");
+	expect(name, "load-max-artifact-bytes-300", 0, "");
+	expect(name, "load-max-artifact-bytes-299", 1, "v2-block-cap.mcache: index: blocks[0] "
+	       "holds 300 bytes of content, over the per-artifact cap of 299 bytes");
+	free(f.p);
+	free(c.p);
+}
+
 /* One zstd block of 2,049 objects: the block's size. 2,049 artifacts of one object: the
  * artifacts' total. One artifact, its content stored 2,049 times, a block each: the
  * contents' total, repeats counted (each is read). 2,048 times: the contents' total fits
@@ -1194,6 +1235,7 @@ version2(void)
 	version2_indexes();
 	version2_selection();
 	size_sums();
+	block_caps();
 }
 
 int

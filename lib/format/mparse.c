@@ -1018,6 +1018,25 @@ objects_size(mc_ctx *ctx, const struct mc_manifest *m, size_t first, size_t n,
 	return MC_OK;
 }
 
+/* The per-content cap on block what (b), its size known: a block is decompressed as one
+ * piece of content, so the cap bounds its content, the sum of its objects' sizes, as it
+ * bounds its stored bytes. */
+static int
+block_caps(mc_ctx *ctx, const char *what, const struct mc_mblock *b)
+{
+	unsigned long long cap = (unsigned long long)ctx->max_artifact_bytes;
+
+	if (b->size > ctx->max_artifact_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s holds %llu bytes of content, over the "
+			       "per-artifact cap of %llu bytes", DOC, what,
+			       (unsigned long long)b->size, cap);
+	if (b->stored_size > ctx->max_artifact_bytes)
+		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s is stored in %llu bytes, over the "
+			       "per-artifact cap of %llu bytes", DOC, what,
+			       (unsigned long long)b->stored_size, cap);
+	return MC_OK;
+}
+
 static int
 block_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 {
@@ -1051,11 +1070,9 @@ block_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	b->first = w->next;
 	b->n = (size_t)n;
 	w->next += b->n;
-	if ((rc = objects_size(ctx, m, b->first, b->n, what, &b->size)) != MC_OK)
+	if ((rc = objects_size(ctx, m, b->first, b->n, what, &b->size)) != MC_OK ||
+	    (rc = block_caps(ctx, what, b)) != MC_OK)
 		return rc;
-	if (b->stored_size > ctx->max_artifact_bytes)
-		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s is over the per-artifact cap of %llu "
-			       "bytes", DOC, what, (unsigned long long)ctx->max_artifact_bytes);
 	m->nblocks++;
 	return expansion_caps(ctx, what, b->encoding, b->size, b->stored_size);
 }

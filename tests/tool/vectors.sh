@@ -22,6 +22,8 @@ while IFS="$(printf '\t')" read -r file cmd code text; do
 		set -- "$@" -p "$KEYS/test.pub" -p "$KEYS/test-alias.pub" -p "$KEYS/test2.pub" --threshold 2 ;;
 	load-min-version-*) set -- "$@" -p "$KEYS/test.pub" --min-version "${cmd#load-min-version-}" ;;
 	load-max-artifacts-*) set -- "$@" -p "$KEYS/test.pub" --max-artifacts "${cmd#load-max-artifacts-}" ;;
+	load-max-artifact-bytes-*)
+		set -- "$@" -p "$KEYS/test.pub" --max-artifact-bytes "${cmd#load-max-artifact-bytes-}" ;;
 	load-max-manifest-bytes-*)
 		set -- "$@" -p "$KEYS/test.pub" --max-manifest-bytes "${cmd#load-max-manifest-bytes-}" ;;
 	load-size-caps-max) # the byte caps at 2^64 - 1
