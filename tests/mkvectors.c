@@ -1180,6 +1180,65 @@ block_caps(void)
 	free(c.p);
 }
 
+/* Appends to the frame f, and to its content c, n bytes of x as RLE blocks of at most
+ * 128 KiB (the block maximum); last: the run's last block ends the frame. */
+static void
+rle_bytes(struct buf *f, struct buf *c, int x, size_t n, int last)
+{
+	unsigned char *fill = malloc(131072), b = (unsigned char)x;
+
+	if (fill == NULL)
+		die("rle_bytes");
+	memset(fill, x, 131072);
+	while (n > 0) {
+		uint32_t k = n < 131072 ? (uint32_t)n : 131072;
+		put_block(f, last && k == n, 1, k);
+		put(f, &b, 1);
+		put(c, fill, k);
+		n -= k;
+	}
+	free(fill);
+}
+
+/* A writer cuts a block before the object that would take it past 16 MiB, so a block of
+ * several objects holds at most 16 MiB and a larger object is a block alone: objects of
+ * 8 MiB (a raw block of 4,200 bytes, then RLE) and of 8 MiB or 8 MiB + 1 (RLE) in one
+ * block, and one of 16 MiB + 1 alone. The raw bytes keep the expansion under the cap. */
+static void
+block_max(void)
+{
+	static const unsigned char head[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3};
+	static const struct {
+		const char *name;
+		size_t n, size[2];
+		int code;
+	} v[] = {
+		{"v2-block-max-at.mcache", 2, {8u << 20, 8u << 20}, 0},
+		{"v2-block-max-over.mcache", 2, {8u << 20, (8u << 20) + 1}, 1},
+		{"v2-block-max-alone.mcache", 1, {(16u << 20) + 1, 0}, 0},
+	};
+	char raw[4200], text[256];
+	size_t i;
+
+	memset(raw, 'a', sizeof raw);
+	for (i = 0; i < sizeof v / sizeof v[0]; i++) {
+		struct buf f = {0}, c = {0};
+		put(&f, head, sizeof head);
+		put_block(&f, 0, 0, sizeof raw);
+		put(&f, raw, sizeof raw);
+		put(&c, raw, sizeof raw);
+		rle_bytes(&f, &c, 'b', v[i].size[0] - sizeof raw, v[i].n == 1);
+		if (v[i].n == 2)
+			rle_bytes(&f, &c, 'c', v[i].size[1], 1);
+		snprintf(text, sizeof text, "%s: index: blocks[0] holds 2 objects of %zu bytes, over "
+			 "the 16777216 bytes (16 MiB) a block of several objects may hold", v[i].name,
+			 c.n);
+		v2_block_of(v[i].name, &f, &c, v[i].size, v[i].n, v[i].code, v[i].code ? text : "");
+		free(f.p);
+		free(c.p);
+	}
+}
+
 /* One zstd block of 2,049 objects: the block's size. 2,049 artifacts of one object: the
  * artifacts' total. One artifact, its content stored 2,049 times, a block each: the
  * contents' total, repeats counted (each is read). 2,048 times: the contents' total fits
@@ -1236,6 +1295,7 @@ version2(void)
 	version2_selection();
 	size_sums();
 	block_caps();
+	block_max();
 }
 
 int

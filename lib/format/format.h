@@ -142,7 +142,9 @@ struct mc_mblock {
 	size_t first, n;
 };
 
-#define MC_BLOCK_MAX (16u << 20) /* a writer's bound on a block's content */
+/* The most content a block of several objects holds: writers cut blocks there, readers
+ * refuse more (an object over it is a block alone). */
+#define MC_BLOCK_MAX (16u << 20)
 
 struct mc_manifest {
 	int version;             /* format version: 1 or 2 */

@@ -1070,8 +1070,15 @@ block_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	b->first = w->next;
 	b->n = (size_t)n;
 	w->next += b->n;
-	if ((rc = objects_size(ctx, m, b->first, b->n, what, &b->size)) != MC_OK ||
-	    (rc = block_caps(ctx, what, b)) != MC_OK)
+	if ((rc = objects_size(ctx, m, b->first, b->n, what, &b->size)) != MC_OK)
+		return rc;
+	/* The writer's rule (SPEC.md 12.5): a block is cut before the object that would take
+	 * it past 16 MiB, so only an object alone makes a larger one. */
+	if (b->n > 1 && b->size > MC_BLOCK_MAX)
+		return BAD("%s: %s holds %zu objects of %llu bytes, over the %u bytes (16 MiB) a "
+			   "block of several objects may hold", DOC, what, b->n,
+			   (unsigned long long)b->size, MC_BLOCK_MAX);
+	if ((rc = block_caps(ctx, what, b)) != MC_OK)
 		return rc;
 	m->nblocks++;
 	return expansion_caps(ctx, what, b->encoding, b->size, b->stored_size);
