@@ -1002,7 +1002,7 @@ text_cap(const char *name, size_t size)
 }
 
 /* An index a writer never compresses: a zstd frame of one raw block, 9 bytes longer than
- * its text. The manifest cap is told of its stored size. */
+ * its text, refused as such (SPEC.md 12.3). The manifest cap is told of its stored size. */
 static void
 index_raw_frame(void)
 {
@@ -1016,7 +1016,9 @@ index_raw_frame(void)
 	put_block(&f, 1, 0, (uint32_t)len);
 	put(&f, index, len);
 	put(&c, index, len);
-	v2_zstd_index(name, &f, &c, 0, "");
+	snprintf(text, sizeof text, "%s: manifest: index is stored as zstd in %zu bytes, not "
+		 "fewer than the %zu it holds (a writer stores it as is)", name, f.n, len);
+	v2_zstd_index(name, &f, &c, 1, text);
 	snprintf(cmd, sizeof cmd, "load-max-manifest-bytes-%zu", len);
 	snprintf(text, sizeof text, "%s: index: stored in %zu bytes, over the manifest cap of %zu",
 		 name, f.n, len);
@@ -1159,6 +1161,49 @@ sum_index(struct buf *c, size_t nart, size_t nobj, size_t per, int zstd)
 	puts_buf(c, "]}");
 }
 
+/* ---- zstd frames no writer makes (SPEC.md sections 3.3 and 12.3) ----
+ * A writer stores a content as zstd only when the frame is smaller, so never an empty
+ * one. Format 2 readers refuse a zstd block (or index) that is not smaller: a 10-byte RLE
+ * frame of 11 bytes loads, of 10 bytes is refused, as is the 9-byte frame of an empty
+ * content. Format 1 readers take such objects, as they always did: a raw-block frame of
+ * the vu config, and the empty frame. */
+static void
+zstd_not_smaller(void)
+{
+	static const unsigned char head[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3};
+	static const char not_smaller[] = "v2-zstd-block-not-smaller.mcache: index: blocks[0] "
+		"is stored as zstd in 10 bytes, not fewer than the 10 it holds";
+	static const char empty[] = "v2-zstd-block-empty.mcache: index: blocks[0] is stored "
+		"as zstd in 9 bytes, not fewer than the 0 it holds";
+	struct buf f = {0}, c = {0};
+
+	rle_run(&f, 0, 11, 'b', NULL, &c);
+	v2_zstd_block("v2-zstd-block-smaller.mcache", &f, &c, 0, "");
+	free(f.p);
+	free(c.p);
+	memset(&f, 0, sizeof f);
+	memset(&c, 0, sizeof c);
+	rle_run(&f, 0, 10, 'b', NULL, &c);
+	v2_zstd_block("v2-zstd-block-not-smaller.mcache", &f, &c, 1, not_smaller);
+	free(f.p);
+	free(c.p);
+	memset(&f, 0, sizeof f);
+	memset(&c, 0, sizeof c);
+	put(&f, head, sizeof head);
+	put_block(&f, 1, 0, 0);
+	v2_zstd_block("v2-zstd-block-empty.mcache", &f, &c, 1, empty);
+	zstd_object_as("zstd-object-empty.mcache", "zstd:0:", f.p, f.n, (const unsigned char *)"",
+		       0, NULL, 0, "");
+	free(f.p);
+	memset(&f, 0, sizeof f);
+	put(&f, head, sizeof head);
+	put_block(&f, 1, 0, (uint32_t)n_vu);
+	put(&f, c_vu, n_vu);
+	zstd_object_as("zstd-object-not-smaller.mcache", "zstd:0:", f.p, f.n, c_vu, n_vu, NULL, 0,
+		       "");
+	free(f.p);
+}
+
 /* ---- a block's size (SPEC.md section 12.3) ---- */
 
 /* The per-content cap bounds a block's content, the sum of its objects' sizes, as it
@@ -1296,6 +1341,7 @@ version2(void)
 	size_sums();
 	block_caps();
 	block_max();
+	zstd_not_smaller();
 }
 
 int

@@ -870,12 +870,19 @@ get_encoding(mc_ctx *ctx, const cJSON *o, const char *what, int *enc)
 	return MC_OK;
 }
 
-/* The caps on what a zstd member of size stored_size may expand to. */
+/* Format version 2: how a member (the index, a block) of size bytes is stored in
+ * stored_size: as is, in exactly its size; as zstd, in fewer bytes (a writer stores a
+ * frame that is not smaller as is instead, an empty content among them: SPEC.md 12.3)
+ * and within the expansion cap. */
 static int
-expansion_caps(mc_ctx *ctx, const char *what, int enc, uint64_t size, uint64_t stored_size)
+stored_form(mc_ctx *ctx, const char *what, int enc, uint64_t size, uint64_t stored_size)
 {
 	if (enc == MC_ENC_NONE && stored_size != size)
 		return BAD("%s: %s is stored as is but its stored size differs", DOC, what);
+	if (enc == MC_ENC_ZSTD && stored_size >= size)
+		return BAD("%s: %s is stored as zstd in %llu bytes, not fewer than the %llu it "
+			   "holds (a writer stores it as is)", DOC, what,
+			   (unsigned long long)stored_size, (unsigned long long)size);
 	if (enc == MC_ENC_ZSTD && mc__over_expansion(size, stored_size, ctx->max_expansion))
 		return mc__err(ctx, MC_ERR_LIMIT, "%s: %s expands %llu bytes to %llu, more "
 			       "than the expansion cap of %llu", DOC, what,
@@ -911,7 +918,7 @@ parse_index_desc(mc_ctx *ctx, const cJSON *root, struct mc_manifest *m)
 		return mc__err(ctx, MC_ERR_LIMIT, "index: %llu bytes of text, over the manifest cap "
 			       "of %llu", (unsigned long long)x->size,
 			       (unsigned long long)ctx->max_manifest);
-	return expansion_caps(ctx, "index", x->encoding, x->size, x->stored_size);
+	return stored_form(ctx, "index", x->encoding, x->size, x->stored_size);
 }
 
 /* The artifacts or objects member: an array, of at most the cap's number of entries. */
@@ -1081,7 +1088,7 @@ block_entry(mc_ctx *ctx, const cJSON *c, size_t idx, void *ud)
 	if ((rc = block_caps(ctx, what, b)) != MC_OK)
 		return rc;
 	m->nblocks++;
-	return expansion_caps(ctx, what, b->encoding, b->size, b->stored_size);
+	return stored_form(ctx, what, b->encoding, b->size, b->stored_size);
 }
 
 /* Every object is named by an artifact or a torch blob entry; in version 2 one that
