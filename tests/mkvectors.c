@@ -700,7 +700,12 @@ version2_indexes(void)
 	v2_bundle("v2-block-missing.mcache", v2_index(both, objs, tail), NULL, one, NULL, 0, NULL,
 		  "load", 1, "where blocks/0 was expected");
 	v2_bundle("v2-member-after.mcache", v2_index(both, objs, tail), NULL, one, NULL, 1, "blocks/1",
-		  "load", 1, "is not listed in the manifest");
+		  "load", 1, "v2-member-after.mcache: member 'blocks/1' is not listed in the index");
+	len = n_ig + n_vu + 1; /* the block's member one byte longer than the index says */
+	snprintf(msg, sizeof msg, "v2-block-size-mismatch.mcache: blocks/0 is stored in %zu bytes, "
+		 "the index says %zu", len, len - 1);
+	v2_bundle("v2-block-size-mismatch.mcache", v2_index(both, objs, tail), NULL, one, &len, 1,
+		  NULL, "load", 1, msg);
 	snprintf(objs2, sizeof objs2, "%s,%s", ox, ov);
 	snprintf(arts, sizeof arts, "%s,%s", ax, av);
 	v2_bundle("v2-object-hash-false.mcache", v2_index(arts, objs2, tail), NULL, one, NULL, 1, NULL,

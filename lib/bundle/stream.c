@@ -595,7 +595,7 @@ block_pass(struct sworker *w, size_t k, uint64_t off, struct bsplit *spp)
 			       "expected", b->path, rc == 1 ? "(end of archive)" : name, want);
 	if (size != bk->stored_size)
 		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: %s is stored in %llu bytes, the "
-			       "manifest says %llu", b->path, want, (unsigned long long)size,
+			       "index says %llu", b->path, want, (unsigned long long)size,
 			       (unsigned long long)bk->stored_size);
 	if ((rc = grow(w, &w->in, &w->incap, MC_IO_CHUNK)) != MC_OK)
 		return rc;
@@ -708,7 +708,7 @@ check_end(struct sworker *w, uint64_t off)
 		return rc;
 	if (rc == 0)
 		return mc__err(w->ctx, MC_ERR_INTEGRITY, "%s: member '%.100s' is not listed in the "
-			       "manifest", b->path, name);
+			       "%s", b->path, name, b->m.version == 2 ? "index" : "manifest");
 	if ((rc = pread_full(w, zero, sizeof zero, off + MC_TAR_BLOCK)) != MC_OK)
 		return rc;
 	for (i = 0; i < sizeof zero; i++)
