@@ -197,18 +197,34 @@ check_labels(mc_ctx *ctx, const struct mc_policy *p, const struct mc_policy_fact
 	return MC_OK;
 }
 
+/* t as ISO 8601 in UTC (2026-12-01T00:00:00Z), the form the tool prints times in; a
+ * time gmtime cannot take stays a number. */
+static void
+utc_time(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (gmtime_r(&tt, &tm) == NULL || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, len, "%lld", (long long)t);
+}
+
 int
 mc__policy_check(mc_ctx *ctx, const struct mc_policy *p, const struct mc_policy_facts *f)
 {
+	char at[32], now_at[32];
 	int64_t now;
 	int rc;
 
 	if (!p->insecure && (rc = check_signers(ctx, p, f)) != MC_OK)
 		return rc;
 	now = p->have_now ? p->now : (int64_t)time(NULL);
-	if (f->expires != 0 && now >= f->expires)
-		return mc__err(ctx, MC_ERR_EXPIRED, "%s: expired at %lld (now %lld)", f->path,
-			       (long long)f->expires, (long long)now);
+	if (f->expires != 0 && now >= f->expires) {
+		utc_time(f->expires, at, sizeof at);
+		utc_time(now, now_at, sizeof now_at);
+		return mc__err(ctx, MC_ERR_EXPIRED, "%s: expired at %s (now %s)", f->path, at,
+			       now_at);
+	}
 	if (f->version < p->min_version)
 		return mc__err(ctx, MC_ERR_ROLLBACK, "%s: bundle version %llu is below the minimum "
 			       "%llu", f->path, (unsigned long long)f->version,

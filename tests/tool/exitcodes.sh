@@ -176,6 +176,9 @@ run 0 "" pack -q -o "$T/x.mcache" --from-torch "$BLOB" -s "$SEC" --expires 2100-
 run 0 "OK" verify "$T/x.mcache" -p "$PUB" --now 2001-01-01
 run 0 "OK" verify "$T/x.mcache" -p "$PUB" --now 2099-12-31T23:59:59Z
 run 1 "expired" verify "$T/x.mcache" -p "$PUB" --now 2100-01-01T00:00:01Z
+# the times said as every other time the tool prints: ISO 8601, in UTC
+[ "$(cat "$T/err")" = "megacache: $T/x.mcache: expired at 2100-01-01T00:00:00Z (now 2100-01-01T00:00:01Z)" ] &&
+	ok || bad "the expiry error: $(cat "$T/err")"
 run 1 "expired" verify "$T/x.mcache" -p "$PUB" --now +36500d
 run 0 "OK" verify "$T/x.mcache" -p "$PUB" --now +1d
 run 1 "expired" load "$T/x.mcache" -p "$PUB" --cache-dir "$T/l3" --now 4102444801

@@ -166,11 +166,12 @@ START_TEST(expiry_and_version)
 	sign(sk1, &s1);
 	ck_assert_int_eq(mc__policy_trust(ctx, &pol, pk1), MC_OK);
 	pol.have_now = 1;
-	pol.now = 99;
-	f.expires = 100;
+	pol.now = 1795773599;
+	f.expires = 1795773600; /* the times said as the tool prints them: ISO 8601, UTC */
 	expect(&f, MC_OK, NULL);
-	pol.now = 100;
-	expect(&f, MC_ERR_EXPIRED, PATH ": expired at 100 (now 100)");
+	pol.now = 1795773600;
+	expect(&f, MC_ERR_EXPIRED, PATH ": expired at 2026-11-27T10:00:00Z (now "
+	       "2026-11-27T10:00:00Z)");
 	f.expires = 0; /* never */
 	expect(&f, MC_OK, NULL);
 	pol.min_version = 5;
@@ -218,7 +219,8 @@ START_TEST(insecure)
 	pol.have_now = 1;
 	pol.now = 200;
 	f.expires = 100;
-	expect(&f, MC_ERR_EXPIRED, PATH ": expired at 100 (now 200)");
+	expect(&f, MC_ERR_EXPIRED, PATH ": expired at 1970-01-01T00:01:40Z (now "
+	       "1970-01-01T00:03:20Z)");
 	pol.insecure = 0;
 	expect(&f, MC_ERR_INVALID, PATH ": no trusted public key given");
 }
