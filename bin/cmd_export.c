@@ -127,8 +127,6 @@ cmd_export(struct tool *t, int argc, char **argv)
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	memset(&left, 0, sizeof left);
-	left.dry = 1;
-	left.silent = 1;
 	left.quiet = t->quiet;
 	if ((rc = open_trusted(t, argv[optind], &b, keys)) != MC_OK)
 		rc = fail(t->ctx, rc);

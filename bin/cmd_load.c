@@ -245,7 +245,8 @@ struct load_sink {
 };
 
 /* The mc_artifact_fn of load (ud: struct load_sink): the report's, and with -v a line
- * per artifact installed, replaced or left unchanged (a dry run has its own lines). */
+ * per artifact installed, replaced or left unchanged (in a dry run: would install, would
+ * replace, unchanged); without -v a load, dry or not, says only the sums per type. */
 static void
 on_load_artifact(void *ud, int what, const char *type, const char *key, const char *dest,
 		 uint64_t size)
@@ -253,11 +254,9 @@ on_load_artifact(void *ud, int what, const char *type, const char *key, const ch
 	struct load_sink *s = ud;
 
 	on_artifact(s->r, what, type, key, dest, size);
-	if (!s->verbose || s->r->json || s->r->quiet || s->r->dry)
+	if (!s->verbose || s->r->json || s->r->quiet)
 		return;
-	say(stdout, "%-9s %-12s %s", what == MC_LOAD_INSTALLED ? "installed"
-				     : what == MC_LOAD_REPLACED ? "replaced" : "unchanged",
-	    type, key);
+	say(stdout, "%-*s %-12s %s", s->r->dry ? 13 : 9, action_words(what), type, key);
 }
 
 int

@@ -139,7 +139,6 @@ load_bundles(struct tool *t, const struct run_opts *o, mc_bundle **bases, size_t
 		mc_bundle *b = NULL;
 
 		memset(&r, 0, sizeof r);
-		r.silent = 1;
 		rc = open_trusted(t, o->bundles[i], &b, keys + i * MAX_PUBKEYS);
 		if (rc == MC_OK && o->types != NULL)
 			rc = select_types(t->ctx, b, o->types);

@@ -310,12 +310,13 @@ static const char load_help[] =
 	"  --triton-dir DIR      Triton's cache folder ($TRITON_CACHE_DIR)\n"
 	"  --types T[,T]...      install only these artifact types\n"
 	"  --owner USER[:GROUP]  (root only) make every file and folder that user's\n"
-	"  --dry-run             say what would be installed; install nothing\n"
+	"  --dry-run             count what would be installed, as a load; install nothing\n"
 	"  --sync                flush the files to disk before reporting success\n"
 	"  --json                the report as JSON\n"
 	"  --threshold K, --min-version N, --require K=V, --now TIME, --insecure-no-verify:\n"
 	"                        as verify\n"
-	"  -v, --verbose         a line per artifact: what was done, its type and key\n"
+	"  -v, --verbose         a line per artifact: what was (or, --dry-run, would be)\n"
+	"                        done, its type and key\n"
 	"example: megacache load cache.mcache -p ci.pub\n";
 
 static const char export_help[] =

@@ -41,30 +41,35 @@ count_artifact(struct load_report *r, int what, const char *type, uint64_t size)
 		r->planned++;
 }
 
-/* The word for what: the "action" of --json, the first column of a dry run. */
+/* What a load does with an artifact (MC_LOAD_*, their values as index): the word of
+ * --json's "action", and the words of the text of list --explain and load -v. */
+static const struct {
+	const char *name, *words;
+} actions[] = {
+	[MC_LOAD_INSTALLED] = {"installed", "installed"},
+	[MC_LOAD_UNCHANGED] = {"unchanged", "unchanged"},
+	[MC_LOAD_PLANNED] = {"would-install", "would install"},
+	[MC_LOAD_REPLACED] = {"replaced", "replaced"},
+	[MC_LOAD_WOULD_REPLACE] = {"would-replace", "would replace"},
+};
+
+static size_t
+action_index(int what)
+{
+	return what >= 0 && (size_t)what < sizeof actions / sizeof actions[0] ? (size_t)what
+									   : MC_LOAD_PLANNED;
+}
+
 static const char *
 action_name(int what)
 {
-	switch (what) {
-	case MC_LOAD_INSTALLED:
-		return "installed";
-	case MC_LOAD_REPLACED:
-		return "replaced";
-	case MC_LOAD_UNCHANGED:
-		return "unchanged";
-	case MC_LOAD_WOULD_REPLACE:
-		return "would-replace";
-	default:
-		return "would-install";
-	}
+	return actions[action_index(what)].name;
 }
 
-/* The word list --explain gives each artifact. */
-static const char *
-explain_word(int what)
+const char *
+action_words(int what)
 {
-	return what == MC_LOAD_UNCHANGED ? "unchanged"
-	       : what == MC_LOAD_WOULD_REPLACE ? "would replace" : "would install";
+	return actions[action_index(what)].words;
 }
 
 /* Whether the bundle's artifact of this type and key is executable: 1, 0, or -1 when
@@ -118,9 +123,7 @@ on_artifact(void *ud, int what, const char *type, const char *key, const char *d
 	} else if (r->explain && !r->quiet) {
 		char hb[32];
 		human_bytes(size, hb, sizeof hb);
-		say(stdout, "%-12s %10s  %-13s %s", type, hb, explain_word(what), key);
+		say(stdout, "%-12s %10s  %-13s %s", type, hb, action_words(what), key);
 		say(stdout, "%27s-> %s", "", full);
-	} else if (r->dry && !r->quiet && !r->silent) {
-		say(stdout, "%-13s %-12s %s", action_name(what), type, full);
 	}
 }

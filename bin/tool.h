@@ -274,7 +274,6 @@ struct type_sum {
 struct load_report {
 	int json;
 	int dry;
-	int silent;  /* count only */
 	int explain; /* a line per artifact with its key and size */
 	int quiet;
 	mc_ctx *ctx;
@@ -289,5 +288,6 @@ struct load_report {
 
 void on_artifact(void *ud, int what, const char *type, const char *key, const char *dest,
 		 uint64_t size);
+const char *action_words(int what);
 
 #endif

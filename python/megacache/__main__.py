@@ -182,8 +182,6 @@ def cmd_load(a):
         _json(r.to_dict())
         return
     if r.dry_run:
-        for x in r.artifacts:
-            _say("%-13s %-12s %s" % (x.action, x.type, x.dest))
         _say("would install %d artifacts, replace %d (%s), %d already there"
              % (r.would_install, r.would_replace, _mb(r.bytes), r.unchanged))
         return

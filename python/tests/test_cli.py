@@ -89,3 +89,13 @@ def test_long_options_by_their_whole_names_only(tmp_path, bundle, keys, env_for)
     assert r.returncode == 2 and "unrecognized arguments: --pub" in r.stderr, r.stderr
     r = pymod("verify", str(bundle), "--pubkey", keys.pub, env=env)
     assert r.returncode == 0, r.stderr
+
+
+def test_load_dry_run_says_the_counts_as_a_load(tmp_path, bundle, keys, env_for):
+    # One line, as a load's; not a line per artifact.
+    env = _env(env_for(str(tmp_path / "cache")))
+    r = pymod("load", str(bundle), "-p", keys.pub, "--cache-dir", str(tmp_path / "d"),
+              "--dry-run", env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("would install ") and len(r.stdout.splitlines()) == 1, r.stdout
+    assert not (tmp_path / "d").exists()

@@ -46,6 +46,21 @@ run 0 "" pack -v -o "$T/d.mcache" -s "$SEC" --from-dir "$SRC"
 grep -q '^recorded fxgraph/' "$T/err" && ok || bad "pack -v: no line per file recorded"
 run 0 "" pack -o "$T/e.mcache" -s "$SEC" --from-dir "$SRC"
 grep -q '^recorded ' "$T/err" && bad "pack without -v listed files" || ok
+# A dry run is told in a load's shape, a line per type and the totals; a line per
+# artifact only with -v, in the words of a load's.
+"$MEGACACHE" list "$T/e.mcache" --json | /usr/bin/python3 -c '
+import json, sys
+a = json.load(sys.stdin)["artifacts"]
+print(len(a), len({x["type"] for x in a}))' >"$T/counts"
+read -r narts ntypes <"$T/counts"
+run 0 "" load "$T/e.mcache" -p "$PUB" --cache-dir "$T/c4" --dry-run
+[ "$(wc -l <"$T/out")" = $((ntypes + 2)) ] && [ "$(head -n 1 "$T/out")" = "would warm $T/e.mcache into $T/c4" ] &&
+	[ "$(tail -n 1 "$T/out" | cut -d'(' -f1)" = "$narts files to install, 0 to replace, 0 already there " ] &&
+	ok || bad "load --dry-run of $narts artifacts of $ntypes types: $(head -c 600 "$T/out")"
+run 0 "" load -v "$T/e.mcache" -p "$PUB" --cache-dir "$T/c4" --dry-run
+[ "$(grep -c '^would install ' "$T/out")" = "$narts" ] && [ "$(wc -l <"$T/out")" = $((narts + ntypes + 2)) ] &&
+	ok || bad "load -v --dry-run: not a line per artifact: $(head -c 600 "$T/out")"
+[ ! -e "$T/c4" ] && ok || bad "load --dry-run made $T/c4"
 
 # 3. Option errors: the valid values, and the command's own help.
 run 2 "the types are: inductor, aot_autograd" load "$T/a.mcache" -p "$PUB" --types inductor,bogus \

@@ -53,9 +53,12 @@ expect "list --explain --json" "would_install=8 would_replace=1 unchanged=1" \
 # A dry run says what load would do, and writes nothing.
 run 0 "8 files to install, 1 to replace, 1 already there (" load "$T/a.mcache" -p "$PUB" \
 	--cache-dir "$T/c" --dry-run
-grep -Eq "^would-replace +autotune +$T/c/$STALE\$" "$T/out" && ok || bad "dry run: stale file: $(cat "$T/out")"
 grep -Eq "^  autotune +3 files +.*\(1 to replace, 1 already there\)\$" "$T/out" && ok ||
 	bad "dry run: autotune's line: $(cat "$T/out")"
+grep -Eq "^would[- ](install|replace) " "$T/out" && bad "dry run without -v: a line per artifact: $(cat "$T/out")" || ok
+run 0 "" load -v "$T/a.mcache" -p "$PUB" --cache-dir "$T/c" --dry-run
+grep -Eq "^would replace +autotune +$STALE\$" "$T/out" && ok || bad "dry run -v: stale file: $(cat "$T/out")"
+grep -Eq "^unchanged +autotune +$SAME\$" "$T/out" && ok || bad "dry run -v: identical file: $(cat "$T/out")"
 run 0 "" load "$T/a.mcache" -p "$PUB" --cache-dir "$T/c" --dry-run --json
 counts installed replaced unchanged would_install would_replace > "$T/got"
 expect "load --dry-run --json" "installed=0 replaced=0 unchanged=1 would_install=8 would_replace=1" \
