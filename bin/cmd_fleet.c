@@ -105,7 +105,7 @@ struct tally {
 };
 
 static const char *const action_names[] = {
-	"sent", "replaced", "unchanged", "would_send", "would_replace", "no_form",
+	"written", "replaced", "unchanged", "would_write", "would_replace", "no_form",
 	"shadowed", "pulled", "odd", "vouched", "differs", "unvouched"};
 
 static void

@@ -84,7 +84,7 @@ run_check(const struct tool *t, const struct run_opts *o, int argc)
 
 /* --json and --json-file, found before the options are parsed so that a usage error is
  * told in JSON too: the object goes to standard error (standard output is the
- * command's), its last line, or to the file, which is written over. */
+ * command's), after all else, or to the file, which is written over. */
 static void
 json_target(struct tool *t, struct run_opts *o, int argc, char **argv)
 {

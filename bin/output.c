@@ -101,8 +101,9 @@ json_begin(const char *command)
 	js.command = command;
 }
 
-/* The object goes to f, on one line, not to standard output (run: its standard output
- * is the command's). */
+/* The object goes to f, not to standard output (run: its standard output is the
+ * command's). It is laid out as on standard output: on standard error it comes after all
+ * the command said, from the last line that is a lone "{". */
 void
 json_to(FILE *f)
 {
@@ -336,11 +337,11 @@ human_bytes(uint64_t n, char *buf, size_t len)
 		snprintf(buf, len, "%" PRIu64 " B", n);
 }
 
-/* Prints j and frees it. */
+/* Prints j, laid out a member a line, and frees it. */
 void
 print_json(cJSON *j)
 {
-	char *s = js.out != NULL ? cJSON_PrintUnformatted(j) : cJSON_Print(j);
+	char *s = cJSON_Print(j);
 
 	/* cJSON escapes C0 controls only; DEL, C1, bidirectional controls and invalid
 	 * bytes from a bundle or a file name are escaped here, keeping the JSON valid. */

@@ -48,9 +48,9 @@ static const struct {
 } actions[] = {
 	[MC_LOAD_INSTALLED] = {"installed", "installed"},
 	[MC_LOAD_UNCHANGED] = {"unchanged", "unchanged"},
-	[MC_LOAD_PLANNED] = {"would-install", "would install"},
+	[MC_LOAD_PLANNED] = {"would_install", "would install"},
 	[MC_LOAD_REPLACED] = {"replaced", "replaced"},
-	[MC_LOAD_WOULD_REPLACE] = {"would-replace", "would replace"},
+	[MC_LOAD_WOULD_REPLACE] = {"would_replace", "would replace"},
 };
 
 static size_t

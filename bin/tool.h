@@ -140,7 +140,7 @@ int exit_code(int rc);
 int fail(mc_ctx *ctx, int rc);
 void human_bytes(uint64_t n, char *buf, size_t len);
 void print_json(cJSON *j);
-#define JSON_SCHEMA 1 /* the version of doc/json-schema.json */
+#define JSON_SCHEMA 2 /* the version of doc/json-schema.json */
 void json_begin(const char *command);
 void json_error(const char *code);
 cJSON *json_object(void);

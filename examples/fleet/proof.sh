@@ -108,7 +108,7 @@ for rep in (1, 2):
 row("empty dir, remote off", off)
 print()
 print("push: %d written, %d unchanged, %d not pushed (no remote form); store: %d fx-graph-v1 "
-      "and %d autograd-experimental keys" % (push["sent"], push["unchanged"], push["no_form"], fx, ag))
+      "and %d autograd-experimental keys" % (push["written"], push["unchanged"], push["no_form"], fx, ag))
 print("Redis keyspace hits during the warm runs: %d (misses %d)" % (
       int(a["keyspace_hits"]) - int(b["keyspace_hits"]),
       int(a["keyspace_misses"]) - int(b["keyspace_misses"])))

@@ -68,7 +68,7 @@ def push_line(w, name):
     out = []
     if isinstance(p, dict):
         counts = ", ".join("%s %s" % (k, p[k]) for k in (
-            "sent", "replaced", "unchanged", "no_form", "shadowed") if k in p)
+            "written", "replaced", "unchanged", "no_form", "shadowed") if k in p)
         out.append("push: " + counts)
     err = read(w, name + ".err")
     if err:

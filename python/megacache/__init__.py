@@ -52,8 +52,8 @@ ProgressFn = Callable[[str, int, int], None]
 Progress = Union[ProgressFn, bool, None]
 
 ACTIONS = {_ffi.MC_LOAD_INSTALLED: "installed", _ffi.MC_LOAD_REPLACED: "replaced",
-           _ffi.MC_LOAD_UNCHANGED: "unchanged", _ffi.MC_LOAD_PLANNED: "would-install",
-           _ffi.MC_LOAD_WOULD_REPLACE: "would-replace"}
+           _ffi.MC_LOAD_UNCHANGED: "unchanged", _ffi.MC_LOAD_PLANNED: "would_install",
+           _ffi.MC_LOAD_WOULD_REPLACE: "would_replace"}
 TORCH_FORMATS = {"current": _ffi.MC_TORCH_FORMAT_CURRENT, "2.7": _ffi.MC_TORCH_FORMAT_2_7}
 # The folders save reads and load writes by default, in save's order.
 SAVE_TIERS = (("inductor", "torch's cache dir"), ("triton_home", "Triton's own cache"))
@@ -103,7 +103,7 @@ class BundleInfo:
 class LoadedArtifact:
     """What load did with one artifact: action is "installed" (no file was there),
     "replaced" (a file that differed was), "unchanged" (an identical file was there), or
-    in a dry run "would-install" or "would-replace"; dest is the full path; executable:
+    in a dry run "would_install" or "would_replace"; dest is the full path; executable:
     the file is (or would be) made executable."""
     action: str
     type: str
@@ -542,7 +542,7 @@ def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, thresh
     nbytes = sum(d.size for d in done if d.action != "unchanged")
     return LoadReport(os.fsdecode(_path(bundle)), bool(dry_run), bool(sync) and not dry_run,
                       count["installed"], count["replaced"], count["unchanged"],
-                      count["would-install"], count["would-replace"], nbytes, s.roots(), done)
+                      count["would_install"], count["would_replace"], nbytes, s.roots(), done)
 
 
 def load(bundle: PathArg, trusted_keys: Keys, cache_dir: Optional[PathArg] = None,

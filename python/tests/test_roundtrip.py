@@ -141,7 +141,7 @@ def test_load_dry_run_and_types(tmp_path, bundle, cuda_cache, keys):
     d = tmp_path / "d"
     r = megacache.load(b, keys.pub, cache_dir=d, dry_run=True)
     assert r.would_install > 0 and r.installed == 0 and not d.exists()
-    assert all(a.action == "would-install" for a in r.artifacts)
+    assert all(a.action == "would_install" for a in r.artifacts)
     r = megacache.load(b, keys.pub, cache_dir=d, types="autotune")
     assert r.installed > 0 and {a.type for a in r.artifacts} == {"autotune"}
     assert all(p.endswith(".best_config") for p in tree(d))
@@ -235,7 +235,7 @@ def test_load_tells_replaced_from_installed_and_unchanged(tmp_path, bundle, keys
         f.write(b"stale")
     dry = megacache.load(bundle, keys.pub, cache_dir=d, triton_dir=tmp_path / "t", dry_run=True)
     acts = {a.dest: a.action for a in dry.artifacts}
-    assert acts[stale.dest] == "would-replace" and acts[same.dest] == "unchanged"
+    assert acts[stale.dest] == "would_replace" and acts[same.dest] == "unchanged"
     assert (dry.would_install, dry.would_replace, dry.unchanged) == (len(files) - 2, 1, 1)
     assert pathlib.Path(stale.dest).read_bytes() == b"stale"
     j = tool_json("load", str(bundle), "-p", keys.pub, "--cache-dir", str(d),

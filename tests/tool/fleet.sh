@@ -139,12 +139,12 @@ run 0 "would write 1, replace 0; 5 unchanged" push "$T/a.mcache" -p "$PUB" --red
 $PY - "$T/out" "$SHOWN" "$first" <<'PY' && ok || bad "push --json: $(head -c 1500 "$T/out")"
 import json, sys
 j = json.load(open(sys.argv[1]))
-assert j["schema"] == 1 and j["command"] == "push" and j["ok"] is True, j
+assert j["schema"] == 2 and j["command"] == "push" and j["ok"] is True, j
 assert j["redis"] == sys.argv[2] and j["dry_run"] is False and j["triton"] is False, j
-assert (j["sent"], j["replaced"], j["unchanged"], j["no_form"]) == (1, 0, 5, 4), j
+assert (j["written"], j["replaced"], j["unchanged"], j["no_form"]) == (1, 0, 5, 4), j
 assert len(j["entries"]) == 10, j
-sent = [e for e in j["entries"] if e["action"] == "sent"]
-assert [e["redis_key"] for e in sent] == [sys.argv[3]], sent
+written = [e for e in j["entries"] if e["action"] == "written"]
+assert [e["redis_key"] for e in written] == [sys.argv[3]], written
 assert all(e["redis_key"] is None for e in j["entries"] if e["type"] == "autotune"), j
 PY
 [ "$(dbsize)" = 6 ] && ok || bad "push after a dry run: DBSIZE $(dbsize), expected 6"
@@ -178,7 +178,7 @@ run 0 "pushed $T/m1.mcache into $SHOWN: nothing changed (1 entry there already)"
 $PY - "$T/out" "$SHOWN" <<'PY' && ok || bad "pull --json: $(head -c 1500 "$T/out")"
 import json, sys
 j = json.load(open(sys.argv[1]))
-assert j["schema"] == 1 and j["command"] == "pull" and j["ok"] is True, j
+assert j["schema"] == 2 and j["command"] == "pull" and j["ok"] is True, j
 assert j["redis"] == sys.argv[2] and j["artifact_count"] == 6 and j["odd"] == 0, j
 assert j["signed"] is False and j["signature_count"] == 0 and j["bytes"] > 2000000, j
 PY
@@ -352,7 +352,7 @@ s = json.load(open(schema))
 if "audit" in json.dumps(s):
     import jsonschema
     jsonschema.Draft202012Validator(s).validate(j)
-assert j["schema"] == 1 and j["command"] == "audit" and j["ok"] is True, j
+assert j["schema"] == 2 and j["command"] == "audit" and j["ok"] is True, j
 assert j["redis"] == url and j["bundles"][0].endswith("a.mcache"), j
 assert (j["entry_count"], j["vouched"], j["differs"], j["unvouched"], j["odd"]) == (7, 4, 1, 1, 1), j
 assert j["clean"] is False, j
@@ -590,8 +590,8 @@ if $PY - "$T/twin1.json" "$T/twin4.json" <<'PY'
 import json, sys
 one, four = (json.load(open(f)) for f in sys.argv[1:])
 assert one == four, (one, four)
-assert (one["sent"], one["shadowed"]) == (2, 0), one
-assert [e["action"] for e in one["entries"]] == ["sent", "sent"], one["entries"]
+assert (one["written"], one["shadowed"]) == (2, 0), one
+assert [e["action"] for e in one["entries"]] == ["written", "written"], one["entries"]
 PY
 then ok; else bad "push of twin kernels: other entries on 4 threads than on 1"; fi
 # A plan that fails sends nothing, on any number of threads: here Triton's root is the

@@ -1,7 +1,8 @@
 # json.sh - --json: every command prints one object, its report or its failure, each
-# valid against doc/json-schema.json, with the same names for the same things and a
-# stable error code; a usage error too. On standard output; run's, whose standard
-# output is its command's, as the last line of standard error or in --json-file's file.
+# valid against doc/json-schema.json, laid out a member a line, with the same names for
+# the same things and a stable error code; a usage error too. On standard output; run's,
+# whose standard output is its command's, at the end of standard error (from its last
+# line that is a lone "{") or in --json-file's file.
 . "$(dirname "$0")/lib.sh"
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
@@ -11,9 +12,10 @@ export SOURCE_DATE_EPOCH=1700000000
 ID1=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$PUB")
 ID2=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$KEYS/test2.pub")
 
-# valid FILE COMMAND EXIT ASSERTION: FILE is one object valid against the schema, with
-# "command" COMMAND, ok as exit status EXIT says, and the Python expression ASSERTION on
-# it (j; "" for none) true.
+# valid FILE COMMAND EXIT ASSERTION: FILE is one object valid against the schema, laid
+# out as every command lays it out (a lone "{", a member a line indented by a tab, a lone
+# "}"), with "command" COMMAND, ok as exit status EXIT says, and the Python expression
+# ASSERTION on it (j; "" for none) true.
 valid() {
 	/usr/bin/python3 - "$SCHEMA" "$@" <<'PY'
 import json, sys
@@ -22,8 +24,11 @@ schema, out, cmd, want, expr = sys.argv[1:]
 with open(out, encoding="utf-8") as f:
     text = f.read()
 j = json.loads(text)  # one object: json.loads refuses anything after it
+lines = text.split("\n")
+assert lines[0] == "{" and lines[-2:] == ["}", ""], text[:200]
+assert all(x.startswith("\t") for x in lines[1:-2]), text[:200]
 jsonschema.Draft202012Validator(json.load(open(schema))).validate(j)
-assert j["schema"] == 1 and j["command"] == cmd, j
+assert j["schema"] == 2 and j["command"] == cmd, j
 # diff's and audit's exit 1 is a report (they differ, unvouched entries); audit's is
 # also a bundle that does not verify
 assert (cmd == "audit" and want == "1") or j["ok"] is (want == "0" or (cmd == "diff" and want == "1")), j
@@ -194,16 +199,17 @@ else
 	js 1 audit 'j["error"] == "untrusted_signature"' audit --redis redis://127.0.0.1:1/0 -p "$KEYS/test2.pub" "$T/a.mcache"
 fi
 
-# run: standard output is the command's; the object is standard error's last line
+# run: standard output is the command's; the object ends standard error
 mkdir -p "$T/rc"
-# jsrun EXIT ASSERTION run-args...: runs megacache run --json; as js, for the last line
-# of standard error (and it ends with a line end: nothing after it).
+# jsrun EXIT ASSERTION run-args...: runs megacache run --json; as js, for standard error
+# from its last line that is a lone "{" (valid: to its end, nothing after the object),
+# which ends with a line end.
 jsrun() {
 	want=$1; expr=$2; shift 2
 	"$MEGACACHE" run --json "$@" >"$T/rout" 2>"$T/rerr"
 	got=$?
 	[ "$got" = "$want" ] && ok || bad "megacache run --json $* exited $got, expected $want: $(head -c 400 "$T/rerr")"
-	tail -n 1 "$T/rerr" >"$T/rlast"
+	awk '/^\{$/ { o = "" } { o = o $0 "\n" } END { printf "%s", o }' "$T/rerr" >"$T/rlast"
 	[ "$(tail -c 1 "$T/rerr" | od -An -c | tr -d ' ')" = '\n' ] &&
 		valid "$T/rlast" run "$want" "$expr" && ok || bad "megacache run --json $*: $(tail -c 1500 "$T/rerr")"
 }

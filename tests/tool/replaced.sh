@@ -48,7 +48,7 @@ grep -Eq "autotune +258 B +unchanged +$SAME\$" "$T/out" && ok || bad "explain: i
 run 0 "" list "$T/a.mcache" --explain --cache-dir "$T/c" --json
 counts would_install would_replace unchanged > "$T/got"
 expect "list --explain --json" "would_install=8 would_replace=1 unchanged=1" \
-	"ig would-replace" "iz unchanged" "unchanged:1 would-install:8 would-replace:1"
+	"ig would_replace" "iz unchanged" "unchanged:1 would_install:8 would_replace:1"
 
 # A dry run says what load would do, and writes nothing.
 run 0 "8 files to install, 1 to replace, 1 already there (" load "$T/a.mcache" -p "$PUB" \
@@ -62,7 +62,7 @@ grep -Eq "^unchanged +autotune +$SAME\$" "$T/out" && ok || bad "dry run -v: iden
 run 0 "" load "$T/a.mcache" -p "$PUB" --cache-dir "$T/c" --dry-run --json
 counts installed replaced unchanged would_install would_replace > "$T/got"
 expect "load --dry-run --json" "installed=0 replaced=0 unchanged=1 would_install=8 would_replace=1" \
-	"ig would-replace" "iz unchanged" "unchanged:1 would-install:8 would-replace:1"
+	"ig would_replace" "iz unchanged" "unchanged:1 would_install:8 would_replace:1"
 [ "$(cat "$T/c/$STALE")" = stale ] && ok || bad "the dry run replaced the stale file"
 
 # The load: 8 installed, 1 replaced, 1 unchanged; per type and in the totals.
