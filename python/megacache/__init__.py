@@ -136,11 +136,12 @@ class LoadReport:
 
 @dataclasses.dataclass(frozen=True)
 class Folder:
-    """A folder save read: its tier, path, whether it exists, and what it gave."""
+    """A folder save read: its tier, path, whether it exists, and the number of artifacts
+    it gave (the names of the tool's --json)."""
     tier: str
     path: str
     exists: bool
-    artifacts: int
+    artifact_count: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,10 +155,11 @@ class Change:
 
 @dataclasses.dataclass(frozen=True)
 class SaveReport:
-    """What :func:`save` or :func:`pack_torch_artifacts` wrote (dry_run: would write)."""
+    """What :func:`save` or :func:`pack_torch_artifacts` wrote (dry_run: would write);
+    artifact_count is a number, as in the tool's --json."""
     bundle: str
     dry_run: bool
-    artifacts: int
+    artifact_count: int
     bytes: int
     signatures: int
     folders: List[Folder]

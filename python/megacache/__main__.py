@@ -2,7 +2,8 @@
 library and this package but not the command (keygen, save, load, verify, list, export,
 run), with their main options. Exit statuses are the tool's: 0 success, 1 the bundle
 failed verification, 2 any other error; run passes on the command's. --json prints the
-package's reports (to_dict()), not the tool's JSON."""
+package's reports (to_dict()), not the tool's JSON, with the tool's names where they say
+the same (artifact_count a number, artifacts an array)."""
 
 import argparse
 import dataclasses
@@ -168,9 +169,9 @@ def cmd_save(a):
         _json(r.to_dict())
         return
     for f in r.folders:
-        _say("%s: %s" % (f.path, "%d artifacts" % f.artifacts if f.exists else "no folder"))
+        _say("%s: %s" % (f.path, "%d artifacts" % f.artifact_count if f.exists else "no folder"))
     verb = "would save" if r.dry_run else "saved"
-    _say("%s %d artifacts (%s) into %s, %d signatures" % (verb, r.artifacts, _mb(r.bytes),
+    _say("%s %d artifacts (%s) into %s, %d signatures" % (verb, r.artifact_count, _mb(r.bytes),
                                                           r.bundle, r.signatures))
 
 
@@ -202,8 +203,9 @@ def cmd_verify(a):
             _json({"bundle": a.bundle, "ok": False, "error": e.name, "message": e.message})
         raise
     if a.json:
-        _json({"bundle": a.bundle, "ok": True, "artifacts": len(info.artifacts),
-               "bundle_version": info.bundle_version, "signatures": [dataclasses.asdict(x) for x in info.signatures]})
+        _json({"bundle": a.bundle, "ok": True, "artifact_count": len(info.artifacts),
+               "bundle_version": info.bundle_version,
+               "signatures": [dataclasses.asdict(x) for x in info.signatures]})
     else:
         _say("%s: OK, %d artifacts, signatures: %s" % (a.bundle, len(info.artifacts),
                                                       _signatures(info)))
@@ -313,7 +315,7 @@ def cmd_run(a):
         _say("megacache: %s" % e.message, sys.stderr)
         return _exit_as(status)
     if w.saved is not None:
-        _say("megacache: saved %d new artifacts to %s" % (w.saved.artifacts, w.saved.bundle),
+        _say("megacache: saved %d new artifacts to %s" % (w.saved.artifact_count, w.saved.bundle),
              sys.stderr)
     elif a.save_to is not None:
         _say("megacache: nothing new; %s not written" % a.save_to, sys.stderr)

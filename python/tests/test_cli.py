@@ -21,16 +21,24 @@ def test_save_load_verify_list(tmp_path, cuda_cache, keys, env_for):
     j = json.loads(r.stdout)
     tool("save", "-o", str(tmp_path / "c.mcache"), "-s", keys.sec, env=env)
     assert b.read_bytes() == (tmp_path / "c.mcache").read_bytes()
-    assert j["artifacts"] == len(tool_json("list", str(b))["artifacts"])
+    # the tool's names: artifact_count a number, artifacts an array
+    tj = tool_json("save", "-o", str(tmp_path / "t.mcache"), "--dry-run", env=env)
+    assert j["artifact_count"] == tj["artifact_count"] == len(tool_json("list", str(b))["artifacts"])
+    assert "artifacts" not in j
+    assert [f["artifact_count"] for f in j["folders"]] == [f["artifact_count"] for f in tj["folders"]]
 
     r = pymod("load", str(b), "-p", keys.pub, "--cache-dir", str(tmp_path / "d"), "--json",
               env=env)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["installed"] == j["artifacts"]
+    assert json.loads(r.stdout)["installed"] == j["artifact_count"]
     assert tree(tmp_path / "d") and set(tree(tmp_path / "d")) <= set(tree(cuda_cache))
 
     r = pymod("verify", str(b), "-p", keys.pub, env=env)
     assert r.returncode == 0 and "OK" in r.stdout
+    r = pymod("verify", str(b), "-p", keys.pub, "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)
+    assert v["artifact_count"] == j["artifact_count"] and "artifacts" not in v, v
     r = pymod("list", str(b), "--json", env=env)
     assert json.loads(r.stdout)["artifacts"] == tool_json("list", str(b))["artifacts"]
 

@@ -32,17 +32,17 @@ def test_save_gives_the_tool_s_bundle_byte_for_byte(tmp_path, cuda_cache, keys, 
     tool("save", "-o", str(cli), "-s", keys.sec, "--label", "job=a", env=env)
     assert py.read_bytes() == cli.read_bytes()
     j = tool_json("list", str(cli))
-    assert r.artifacts == len(j["artifacts"]) and r.signatures == 1
+    assert r.artifact_count == len(j["artifacts"]) and r.signatures == 1
     assert [f.tier for f in r.folders] == ["inductor", "triton_home"]
     assert r.folders[0].path == cuda_cache and r.folders[0].exists
-    assert r.folders[0].artifacts == r.artifacts and not r.folders[1].exists
+    assert r.folders[0].artifact_count == r.artifact_count and not r.folders[1].exists
     assert r.bytes == sum(a["size"] for a in j["artifacts"])
 
 
 def test_save_dry_run_writes_nothing(tmp_path, cuda_cache, keys, with_env):
     with_env(cuda_cache)
     r = megacache.save(tmp_path / "x.mcache", keys.sec, dry_run=True)
-    assert r.dry_run and r.artifacts > 0 and r.signatures == 0
+    assert r.dry_run and r.artifact_count > 0 and r.signatures == 0
     assert not (tmp_path / "x.mcache").exists()
 
 
@@ -59,7 +59,7 @@ def test_save_tells_of_a_misnamed_graph_file(tmp_path, cuda_cache, keys, with_en
     assert told == [(rel, "file name is not the hash of its content")]
     assert r.skipped_files == 1
     j = tool_json("list", str(tmp_path / "x.mcache"))
-    assert r.artifacts == len(j["artifacts"])
+    assert r.artifact_count == len(j["artifacts"])
     # an FX graph artifact's key is torch's key, "/", the entry
     assert "/".join(rel.split("/")[2:]) not in [a["key"] for a in j["artifacts"]]
 
@@ -85,7 +85,7 @@ def test_every_entry_of_a_key_comes_back(tmp_path, cuda_cache, keys, with_env, m
     out = tmp_path / "out"
     megacache.load(b, keys.pub, cache_dir=out)
     assert tree(out) == tree(cuda_cache)
-    assert r.artifacts == len(tree(cuda_cache))
+    assert r.artifact_count == len(tree(cuda_cache))
 
 
 def test_save_records_the_autograd_remote_setting(tmp_path, cuda_cache, keys, with_env,

@@ -61,7 +61,7 @@ def test_saves_only_what_the_block_added(tmp_path, setup, keys):
         shutil.copytree(setup.aside, setup.cache / "fxgraph" / setup.shard)
     assert w.saved is not None and w.saved.signatures == 1
     arts = megacache.verify(out, keys.pub).artifacts
-    assert [a.type for a in arts] == ["inductor"] and len(arts) == w.saved.artifacts == 1
+    assert [a.type for a in arts] == ["inductor"] and len(arts) == w.saved.artifact_count == 1
     assert [(c.what, c.type, c.key) for c in w.saved.changes] == [
         ("added", "inductor", arts[0].key)]
     assert arts[0].key[1:3] == setup.shard  # fxgraph/<key[1:3]>/<key>/
@@ -155,7 +155,7 @@ def test_a_relative_cache_dir_survives_chdir(tmp_path, setup, keys, monkeypatch)
                         cache_dir="rel") as w:
         os.chdir("sub")
         shutil.copytree(setup.aside, tmp_path / "rel" / "fxgraph" / setup.shard)
-    assert w.saved is not None and w.saved.artifacts == 1
+    assert w.saved is not None and w.saved.artifact_count == 1
     assert w.loaded[0].roots["inductor"] == str(tmp_path / "rel")
 
 
