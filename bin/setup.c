@@ -125,18 +125,40 @@ read_password(void *ud, const char *prompt, char *buf, size_t len)
 	return MC_OK;
 }
 
-/* Loads the keys and applies the policy to b. Keys are returned for freeing. */
+/* Loads the -p keys into keys (for freeing, whatever this returns). A --threshold above
+ * the distinct keys given is a usage error, as one above the -p given is (tool_parse):
+ * the library counts a key given twice once, and would fail every bundle (exit 1) for
+ * a policy none can meet. Keys are told apart by their key id. */
 static int
-apply_trust(mc_ctx *ctx, mc_bundle *b, const struct trust *t, mc_pubkey **keys)
+load_keys(mc_ctx *ctx, const struct trust *t, mc_pubkey **keys)
+{
+	size_t i, j, distinct = 0;
+	int rc;
+
+	for (i = 0; i < t->npubs; i++) {
+		if ((rc = mc_pubkey_load(ctx, t->pubs[i], &keys[i])) != MC_OK)
+			return rc;
+		for (j = 0; j < i && strcmp(mc_pubkey_id(keys[j]), mc_pubkey_id(keys[i])) != 0; j++)
+			;
+		distinct += j == i;
+	}
+	if (t->threshold > distinct)
+		usage_error("--threshold %u needs at least %u trusted keys; %zu given with -p, "
+			    "%zu distinct (a key given again counts once)", t->threshold,
+			    t->threshold, t->npubs, distinct);
+	return MC_OK;
+}
+
+/* Applies the policy, with the keys loaded, to b. */
+static int
+apply_trust(mc_bundle *b, const struct trust *t, mc_pubkey **keys)
 {
 	size_t i;
 	int rc;
 
-	for (i = 0; i < t->npubs; i++) {
-		if ((rc = mc_pubkey_load(ctx, t->pubs[i], &keys[i])) != MC_OK ||
-		    (rc = mc_bundle_trust(b, keys[i])) != MC_OK)
+	for (i = 0; i < t->npubs; i++)
+		if ((rc = mc_bundle_trust(b, keys[i])) != MC_OK)
 			return rc;
-	}
 	if (t->threshold && (rc = mc_bundle_set_threshold(b, t->threshold)) != MC_OK)
 		return rc;
 	for (i = 0; i < t->nrequire; i++) {
@@ -165,14 +187,17 @@ open_bundle(struct tool *t, const char *path, mc_bundle **b)
 
 /* Opens the bundle at path into *b under the trust options. keys (MAX_PUBKEYS, NULL
  * each) gets the public keys loaded, for free_keys(); *b is for the caller to free,
- * whatever this returns. */
+ * whatever this returns. The keys come first: a policy that cannot be met is said
+ * before the bundle is read. */
 int
 open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys)
 {
-	int rc = open_bundle(t, path, b);
+	int rc = load_keys(t->ctx, &t->trust, keys);
 
 	if (rc == MC_OK)
-		rc = apply_trust(t->ctx, *b, &t->trust, keys);
+		rc = open_bundle(t, path, b);
+	if (rc == MC_OK)
+		rc = apply_trust(*b, &t->trust, keys);
 	return rc;
 }
 

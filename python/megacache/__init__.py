@@ -412,7 +412,10 @@ class _Session:
                require: Union[Mapping[str, str], Iterable[str], None]) -> None:
         for pk in pubs:
             self.lib.mc_bundle_trust(b, pk)
-        self.lib.mc_bundle_set_threshold(b, _int(threshold, "threshold", 1, len(pubs)))
+        # A key given twice is one key (the library counts it once): a threshold above
+        # the distinct keys is no bundle's failure but the caller's, as in the tool.
+        distinct = len({self.lib.mc_pubkey_id(pk) for pk in pubs})
+        self.lib.mc_bundle_set_threshold(b, _int(threshold, "threshold", 1, distinct))
         self.lib.mc_bundle_set_min_version(b, _int(min_version, "min_version", 0, U64))
         for k, v in _labels(require):
             self.lib.mc_bundle_require_label(b, _text(k, "label key"), _text(v, "label value"))

@@ -140,6 +140,9 @@ def test_bad_arguments_name_the_parameter(tmp_path, bundle, keys, cuda_cache, wi
                      ({"min_version": -1}, "min_version")):
         with pytest.raises(megacache.UsageError, match=word):
             megacache.verify(bundle, keys.pub, **kw)
+    # the same key twice is one key: a threshold of 2 is as impossible as with one
+    with pytest.raises(megacache.UsageError, match="threshold must be an integer from 1 to 1"):
+        megacache.verify(bundle, [keys.pub, keys.pub], threshold=2)
     with_env(cuda_cache)
     megacache.keygen(tmp_path / "e.pub", tmp_path / "e.key", password="pw")
     out = tmp_path / "x.mcache"
