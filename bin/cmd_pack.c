@@ -88,28 +88,37 @@ warn_triton(struct tool *t, const struct pack_opts *o)
 		    triton);
 }
 
+/* What the bundle holds: a (type, key) recorded again (two sources with one key, a torch
+ * blob that repeats one) keeps the last, so the artifacts written can be fewer than
+ * those recorded; the others are said to be left out. */
 static void
 pack_report(const struct tool *t, mc_writer *w, const struct pack_opts *o,
 	    const struct scan_tally *tally)
 {
-	size_t nsecs = o->rec.signers.n;
+	size_t nsecs = o->rec.signers.n, n = mc_writer_saved_count(w);
+	size_t again = mc_writer_artifact_count(w) - n;
 	char hb[32];
 
-	human_bytes(mc_writer_total_bytes(w), hb, sizeof hb);
+	human_bytes(mc_writer_saved_bytes(w), hb, sizeof hb);
 	if (nsecs == 0)
 		warn_unsigned(t);
 	if (t->json) {
 		cJSON *j = json_object();
 		cJSON_AddStringToObject(j, "bundle", o->out);
-		cJSON_AddNumberToObject(j, "artifact_count", (double)mc_writer_artifact_count(w));
-		cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_total_bytes(w));
+		cJSON_AddNumberToObject(j, "artifact_count", (double)n);
+		cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_saved_bytes(w));
+		cJSON_AddNumberToObject(j, "superseded", (double)again);
 		cJSON_AddNumberToObject(j, "signature_count", (double)nsecs);
 		cJSON_AddBoolToObject(j, "signed", nsecs > 0);
 		cJSON_AddNumberToObject(j, "skipped_files", (double)tally->skipped);
 		print_json(j);
 	} else if (!t->quiet) {
-		say(stdout, "packed %zu artifacts (%s) into %s, %zu signature%s",
-		    mc_writer_artifact_count(w), hb, o->out, nsecs, nsecs == 1 ? "" : "s");
+		say(stdout, "packed %zu artifact%s (%s) into %s, %zu signature%s", n,
+		    n == 1 ? "" : "s", hb, o->out, nsecs, nsecs == 1 ? "" : "s");
+		if (again > 0)
+			say(stdout, "  %zu artifact%s left out: recorded again under the same type "
+			    "and key, the bundle keeps the one recorded last", again,
+			    again == 1 ? "" : "s");
 		if (tally->skipped > 0)
 			say_skipped(stdout, tally);
 	}

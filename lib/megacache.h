@@ -336,6 +336,11 @@ MC_API MC_MUST_CHECK int mc_writer_save_fd(mc_writer *w, int fd, const char *nam
 /* Number of artifacts recorded and their total content bytes. */
 MC_API size_t mc_writer_artifact_count(const mc_writer *w);
 MC_API uint64_t mc_writer_total_bytes(const mc_writer *w);
+/* What the last successful save wrote (0 before one): the artifacts, one per (type,
+ * key), and their content bytes. Fewer than recorded when a (type, key) was recorded
+ * again (the last kept) or a graph file was taken back at the save. */
+MC_API size_t mc_writer_saved_count(const mc_writer *w);
+MC_API uint64_t mc_writer_saved_bytes(const mc_writer *w);
 
 /* ------------------------------------------------------------------------- */
 /* Reading, verifying and loading bundles.                                    */

@@ -303,6 +303,8 @@ struct mc_writer {
 	struct mc_mgroup *groups;
 	size_t ngroups;
 	uint64_t total;
+	uint32_t saved_narts;   /* what the last save wrote: one artifact per (type, key) */
+	uint64_t saved_total;
 	int keep_unknown;
 	mc_scan_fn scan_fn;     /* of the last cache dir scanned: hears of misnamed files */
 	void *scan_ud;
@@ -380,6 +382,7 @@ struct mc_wsave {
 	mc_writer *w;
 	struct mc_store uniq;  /* the kept artifacts, sorted: struct mc_wart, then its key */
 	uint32_t nuniq;
+	uint64_t uniq_bytes;   /* the kept artifacts' content bytes */
 	struct mc_store dups;  /* the artifacts of every repeated (type, key) */
 	uint32_t *oi;          /* per object: 0, MC_WMARK_USED or MC_WMARK_HASH; then its
 				* place in the object table */

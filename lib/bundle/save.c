@@ -656,6 +656,7 @@ misnamed(struct job *j)
 	mc__store_free(&j->sv.uniq);
 	mc__store_free(&j->sv.dups);
 	j->sv.nuniq = 0;
+	j->sv.uniq_bytes = 0;
 	j->sv.pass_total = 0;
 	if ((rc = mc__wsort_artifacts(&j->sv)) == MC_OK && (rc = mark_layout(j)) == MC_OK)
 		for (i = 0; i < w->nobjs; i++)
@@ -918,6 +919,10 @@ save_once(mc_writer *w, const char *path, int out_fd, int *again)
 	    (rc = render(&j, NULL, j.prehash, &j.mlen)) == MC_OK &&
 	    (rc = sign_manifest(&j)) == MC_OK)
 		rc = emit_bundle(&j);
+	if (rc == MC_OK && !*again) {
+		w->saved_narts = j.sv.nuniq;
+		w->saved_total = j.sv.uniq_bytes;
+	}
 	job_end(&j);
 	return rc;
 }

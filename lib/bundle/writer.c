@@ -973,3 +973,15 @@ mc_writer_total_bytes(const mc_writer *w)
 	return w == NULL ? 0 : w->total;
 }
 
+size_t
+mc_writer_saved_count(const mc_writer *w)
+{
+	return w == NULL ? 0 : w->saved_narts;
+}
+
+uint64_t
+mc_writer_saved_bytes(const mc_writer *w)
+{
+	return w == NULL ? 0 : w->saved_total;
+}
+

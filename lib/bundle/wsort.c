@@ -249,6 +249,7 @@ end_group(struct mc_wsave *sv, const struct mc_wart *a, const unsigned char *key
 	    (rc = mc__store_append(w->ctx, &sv->uniq, key, a->key_len, NULL)) != MC_OK)
 		return rc;
 	sv->nuniq++;
+	sv->uniq_bytes += a->size;
 	if (sv->oi[a->obj] != MC_WMARK_USED) {
 		sv->oi[a->obj] = MC_WMARK_USED;
 		sv->pass_total += a->size;

@@ -444,9 +444,12 @@ class _Session:
 
     def report(self, w, path: PathArg, dry_run: bool, nsig: int, folders=(), skipped: int = 0,
                changes=()) -> SaveReport:
-        """What the writer w holds, as saved (or, dry_run, as it would be) to path."""
-        return SaveReport(os.fsdecode(_path(path)), bool(dry_run),
-                          self.lib.mc_writer_artifact_count(w), self.lib.mc_writer_total_bytes(w),
+        """What the writer w holds, as saved (or, dry_run, as it would be) to path: once
+        saved, what the bundle holds (a type and key recorded again, the last kept)."""
+        lib = self.lib
+        count, size = ((lib.mc_writer_artifact_count, lib.mc_writer_total_bytes) if dry_run
+                       else (lib.mc_writer_saved_count, lib.mc_writer_saved_bytes))
+        return SaveReport(os.fsdecode(_path(path)), bool(dry_run), count(w), size(w),
                           nsig, [*folders], skipped, [*changes])
 
     def info(self, b, path: PathArg, verified: bool) -> BundleInfo:

@@ -130,6 +130,8 @@ _SIGNATURES = [
     ("mc_writer_save", [c_handle, c_char_p], c_int, _check_handle),
     ("mc_writer_artifact_count", [c_handle], c_size_t, None),
     ("mc_writer_total_bytes", [c_handle], c_uint64, None),
+    ("mc_writer_saved_count", [c_handle], c_size_t, None),
+    ("mc_writer_saved_bytes", [c_handle], c_uint64, None),
     ("mc_writer_drop_known", [c_handle, POINTER(c_handle), c_size_t, DIFF_FN, c_void_p], c_int,
      _check_handle),
     ("mc_bundle_open", [c_handle, c_char_p, POINTER(c_handle)], c_int, _check_ctx),

@@ -25,6 +25,29 @@ for blob in mlp-cuda mlp-cuda-precompile mlp-cpu-pgo; do
 	check "$blob: two packs are identical" cmp -s "$T/$blob.mcache" "$T/$blob.again"
 done
 
+# pack counts what the bundle holds: a (type, key) recorded again (the pgo blob repeats
+# its probe entry; a blob given twice repeats them all) is kept once, the last, and the
+# others are said to be left out.
+counts() { # counts BUNDLE: its artifacts and their bytes, as list --json gives them
+	"$MEGACACHE" list "$1" --json | /usr/bin/python3 -c 'import json, sys
+a = json.load(sys.stdin)["artifacts"]
+print(len(a), sum(x["size"] for x in a))'
+}
+run 0 "" pack -o "$T/pgo.mcache" --from-torch "$DATA/mlp-cpu-pgo.megacache"
+set -- $(counts "$T/pgo.mcache")
+[ "$(head -n 2 "$T/out")" = "packed $1 artifacts (667.0 kB) into $T/pgo.mcache, 0 signatures
+  1 artifact left out: recorded again under the same type and key, the bundle keeps the one recorded last" ] &&
+	[ "$1" = 7 ] && ok || bad "pack of the pgo blob ($1 artifacts in the bundle): $(cat "$T/out")"
+run 0 "" pack -o "$T/twice.mcache" --from-torch "$DATA/mlp-cuda.megacache" \
+	--from-torch "$DATA/mlp-cuda.megacache" --json
+/usr/bin/python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+sys.exit(not (j["artifact_count"] == int(sys.argv[2]) == 10 and j["bytes"] == int(sys.argv[3]) and
+              j["superseded"] == 10))' "$T/out" $(counts "$T/twice.mcache") && ok ||
+	bad "pack --json of a blob given twice: $(cat "$T/out")"
+run 0 "" pack -o "$T/once.mcache" --from-torch "$DATA/mlp-cuda.megacache"
+grep -q "left out" "$T/out" && bad "pack with nothing recorded twice: $(cat "$T/out")" || ok
+
 # Every file of a real cache dir but its locks.
 all_files() {
 	(cd "$1" && find . -type f ! -name '*.lock' | sed 's|^\./||') | sort

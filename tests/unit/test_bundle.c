@@ -589,12 +589,12 @@ START_TEST(many_artifacts_sorted)
 {
 	char path[4096], root[4096], f[4096 + 64], key[32], content[64], hex[65], prev[32] = "";
 	unsigned char hash[32], *got;
-	size_t conflicts = 0, i, n;
+	size_t conflicts = 0, i, n, saved;
 	int rc;
 	mc_writer *w;
 	mc_bundle *b;
 	const char *type, *k, *h;
-	uint64_t size;
+	uint64_t size, saved_bytes, listed_bytes = 0;
 
 	snprintf(path, sizeof path, "%s/many.mcache", dir);
 	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
@@ -615,10 +615,15 @@ START_TEST(many_artifacts_sorted)
 		ck_assert_int_eq(mc_writer_add_memory(w, "pgo", key, content, strlen(content)), MC_OK);
 	}
 	ck_assert_uint_eq(mc_writer_artifact_count(w), MANY + 2 + MANY / 500);
+	ck_assert_uint_eq(mc_writer_saved_count(w), 0);
 	ck_assert_int_eq(mc_writer_add_signer(w, sk), MC_OK);
 	ck_assert_int_eq(mc_writer_save(w, path), MC_OK);
+	/* what the save wrote: one per key, the contents recorded last */
+	saved = mc_writer_saved_count(w);
+	saved_bytes = mc_writer_saved_bytes(w);
 	mc_writer_free(w);
 	ck_assert_uint_eq(conflicts, MANY / 1000);
+	ck_assert_uint_eq(saved, MANY + 2);
 
 	ck_assert_int_eq(mc_bundle_open(ctx, path, &b), MC_OK);
 	/* a manifest read through a temp file, its object table (3.5 MB) in memory */
@@ -627,6 +632,11 @@ START_TEST(many_artifacts_sorted)
 	ck_assert_int_eq(mc_bundle_trust(b, pk), MC_OK);
 	ck_assert_int_eq(mc_bundle_verify(b), MC_OK);
 	ck_assert_uint_eq(mc_bundle_artifact_count(b), MANY + 2);
+	for (i = 0; i < MANY + 2; i++) {
+		ck_assert_int_eq(mc_bundle_artifact(b, i, &type, &k, &size, &h), MC_OK);
+		listed_bytes += size;
+	}
+	ck_assert_uint_eq(saved_bytes, listed_bytes);
 	ck_assert_int_eq(mc_bundle_artifact(b, 0, &type, &k, &size, &h), MC_OK);
 	ck_assert_str_eq(type, "autotune");
 	for (i = 1; i < MANY + 2; i++) {
