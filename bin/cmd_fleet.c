@@ -104,16 +104,49 @@ struct tally {
 	cJSON *entries; /* with --json: the entries told (push: those written or compared) */
 };
 
-static const char *const action_names[] = {
-	"written", "replaced", "unchanged", "would_write", "would_replace", "no_form",
-	"shadowed", "pulled", "odd", "vouched", "differs", "unvouched"};
+/* What is told of an entry (MC_REMOTE_*, their values as index): its name in --json, and
+ * the mark and words of its line of text (-v; audit's findings without it). */
+static const struct {
+	const char *name, *words;
+	char mark;
+} actions[] = {
+	[MC_REMOTE_SENT] = {"written", "written", '+'},
+	[MC_REMOTE_REPLACED] = {"replaced", "replaced", '~'},
+	[MC_REMOTE_UNCHANGED] = {"unchanged", "unchanged", '='},
+	[MC_REMOTE_WOULD_SEND] = {"would_write", "would write", '+'},
+	[MC_REMOTE_WOULD_REPLACE] = {"would_replace", "would replace", '~'},
+	[MC_REMOTE_NO_FORM] = {"no_form", "no remote form", ' '},
+	[MC_REMOTE_SHADOWED] = {"shadowed", "shadowed", '-'},
+	[MC_REMOTE_PULLED] = {"pulled", "pulled", '+'},
+	[MC_REMOTE_ODD] = {"odd", "odd form", '!'},
+	[MC_REMOTE_VOUCHED] = {"vouched", "vouched", '='},
+	[MC_REMOTE_DIFFERS] = {"differs", "differs", '~'},
+	[MC_REMOTE_UNVOUCHED] = {"unvouched", "unvouched", '!'},
+};
+
+/* An entry's line: its Redis key; an artifact with none (no remote form), or one another
+ * of the bundle shadows under the same key, is named by its type and key too. */
+static void
+say_entry(int what, const char *type, const char *key, const char *rkey)
+{
+	char mark = actions[what].mark;
+	const char *words = actions[what].words;
+
+	if (type == NULL || key == NULL)
+		say(stdout, "%c %-14s %s", mark, words, rkey != NULL ? rkey : "");
+	else if (rkey == NULL)
+		say(stdout, "%c %-14s %s %s", mark, words, type, key);
+	else if (what == MC_REMOTE_SHADOWED)
+		say(stdout, "%c %-14s %s (%s %s)", mark, words, rkey, type, key);
+	else
+		say(stdout, "%c %-14s %s", mark, words, rkey);
+}
 
 static void
 on_entry(void *ud, int what, const char *type, const char *key, const char *rkey,
 	 uint64_t size)
 {
 	struct tally *ta = ud;
-	static const char marks[] = "+~=+~ -+!=~!";
 
 	ta->n[what]++;
 	if (what == MC_REMOTE_SENT || what == MC_REMOTE_REPLACED || what == MC_REMOTE_PULLED)
@@ -122,7 +155,7 @@ on_entry(void *ud, int what, const char *type, const char *key, const char *rkey
 		ta->aot++;
 	if (ta->entries != NULL && what != MC_REMOTE_VOUCHED) {
 		cJSON *e = cJSON_CreateObject();
-		cJSON_AddStringToObject(e, "action", action_names[what]);
+		cJSON_AddStringToObject(e, "action", actions[what].name);
 		if (type != NULL)
 			cJSON_AddStringToObject(e, "type", type);
 		else
@@ -139,8 +172,7 @@ on_entry(void *ud, int what, const char *type, const char *key, const char *rkey
 		cJSON_AddItemToArray(ta->entries, e);
 	} else if (ta->entries == NULL && !ta->quiet &&
 		   (ta->verbose || (ta->findings && what != MC_REMOTE_VOUCHED))) {
-		say(stdout, "%c %-13s %s", marks[what], action_names[what],
-		    rkey != NULL ? rkey : key);
+		say_entry(what, type, key, rkey);
 	}
 }
 
@@ -150,7 +182,7 @@ add_counts(cJSON *j, const struct tally *ta, const int *which, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		cJSON_AddNumberToObject(j, action_names[which[i]], (double)ta->n[which[i]]);
+		cJSON_AddNumberToObject(j, actions[which[i]].name, (double)ta->n[which[i]]);
 }
 
 /* ---- push ---- */

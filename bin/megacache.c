@@ -109,8 +109,9 @@ const char tool_usage[] =
 	"                     that is a lone {, or in --json-file FILE\n"
 	"  -q, --quiet        print nothing but errors\n"
 	"  -v, --verbose      more detail: pack and save list each file recorded or\n"
-	"                     skipped, load each artifact, run each new artifact saved;\n"
-	"                     accepted by the others, with no extra output\n"
+	"                     skipped, load each artifact, run each new artifact saved,\n"
+	"                     push, pull and audit each entry by its Redis key; accepted\n"
+	"                     by the others, with no extra output\n"
 	"  --progress WHEN    tty (the default: a line redrawn on a terminal), plain\n"
 	"                     (\"verify: 25%\" lines every 5%, for CI logs) or none\n"
 	"  -p PUBFILE         a public key file, or the key itself: its base64 line\n"
@@ -209,7 +210,9 @@ static const char push_help[] =
 	"                         triton:{key}:{filename})\n"
 	"  --dry-run              compare with the store; write nothing\n"
 	"  --json                 the report as JSON\n"
-	"  -v, --verbose          a line per entry\n"
+	"  -v, --verbose          a line per artifact: written, replaced or unchanged (or,\n"
+	"                         --dry-run, would be) with its Redis key, or not pushed\n"
+	"                         (no remote form, shadowed) with its type and key\n"
 	"example: megacache push cache.mcache -p ci.pub --redis redis://cache-host:6379/0\n";
 
 static const char pull_help[] =
@@ -224,7 +227,8 @@ static const char pull_help[] =
 	"  --match GLOB           only keys matching this Redis glob (e.g. 'pt2:fx-graph-v1::*')\n"
 	"  --label K=V, --expires TIME, ...: as pack\n"
 	"  --json                 the report as JSON\n"
-	"  -v, --verbose          name each entry skipped\n"
+	"  -v, --verbose          a line per entry: pulled, or skipped (odd form: not in\n"
+	"                         the form of its key), with its Redis key\n"
 	"example: megacache pull --redis redis://cache-host:6379/0 -o fleet.mcache -s ci.key\n";
 
 static const char audit_help[] =
@@ -235,7 +239,8 @@ static const char audit_help[] =
 	"  --redis URL, --redis-password-file F, --triton, --triton-key-format F: as push\n"
 	"  -p PUBFILE             a trusted public key; each BUNDLE must verify with them\n"
 	"  --json                 the findings as JSON\n"
-	"  -v, --verbose          list the entries vouched for too\n"
+	"  -v, --verbose          a line per entry checked: those vouched for too (without\n"
+	"                         -v, a line per entry not vouched for)\n"
 	"example: megacache audit --redis redis://cache-host:6379/0 -p ci.pub cache.mcache\n";
 
 static const char pack_help[] =

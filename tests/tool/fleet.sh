@@ -808,6 +808,51 @@ run 0 "" load "$W17/pulled.mcache" -p "$PUB" --cache-dir "$W17/pulled"
 run 0 "" push "$W17/pulled.mcache" -p "$PUB" --redis "$URL"
 [ ! -s "$T/err" ] && ok || bad "push of a pulled bundle warned: $(cat "$T/err")"
 
+# 18. -v: a line per entry, as the help says: a mark, what was done in words and the
+# entry's Redis key (an artifact with no remote form: its type and key), then the
+# summary. A database of its own.
+V="$URL/7"
+line() { printf '%s %-14s %s\n' "$@"; } # line MARK WORDS NAME: a line as -v prints it
+keys=$("$MEGACACHE" push "$T/a.mcache" -p "$PUB" --redis "$V" --dry-run --json | $PY -c 'import json, sys
+print("\n".join(sorted(e["redis_key"] for e in json.load(sys.stdin)["entries"] if e["redis_key"])))')
+lines() { # lines MARK WORDS: the line of each Redis key the bundle fills, sorted
+	for k in $keys; do line "$1" "$2" "$k"; done
+}
+noform=$("$MEGACACHE" list "$T/a.mcache" --json | $PY -c 'import json, sys
+for a in sorted(a["key"] for a in json.load(sys.stdin)["artifacts"] if a["type"] == "autotune"):
+    print("  %-14s autotune %s" % ("no remote form", a))')
+told() { grep -E '^([+~=!] |  no remote form )' "$T/out" | sort; } # the entries' lines
+[ "$(echo "$keys" | wc -l)" = 6 ] && [ "$(echo "$noform" | wc -l)" = 4 ] && ok ||
+	bad "a.mcache: not 6 Redis keys and 4 autotune artifacts: $keys $noform"
+run 0 "would write 6" push -v "$T/a.mcache" -p "$PUB" --redis "$V" --dry-run
+[ "$(told)" = "$( (lines + "would write"; echo "$noform") | sort)" ] && ok ||
+	bad "push -v --dry-run: $(cat "$T/out")"
+run 0 "" push -v "$T/a.mcache" -p "$PUB" --redis "$V"
+[ "$(told)" = "$( (lines + written; echo "$noform") | sort)" ] &&
+	grep -qxF "pushed $T/a.mcache into redis://127.0.0.1:$PORT/7: 6 written, 0 replaced, 0 unchanged" "$T/out" &&
+	ok || bad "push -v: $(cat "$T/out")"
+run 0 "nothing changed" push -v "$T/a.mcache" -p "$PUB" --redis "$V"
+[ "$(told | grep -v 'no remote form')" = "$(lines = unchanged)" ] && ok || bad "push -v again: $(cat "$T/out")"
+run 0 "nothing changed" push "$T/a.mcache" -p "$PUB" --redis "$V"
+[ -z "$(told)" ] && ok || bad "push without -v listed entries: $(cat "$T/out")"
+odd="pt2:fx-graph-v1::f$(printf 'v%.0s' $(seq 51)):c1"
+rc -n 7 set "$odd" 'not json' >/dev/null
+run 0 "1 entry skipped" pull -v --redis "$V" -o "$T/v.mcache"
+[ "$(told)" = "$( (lines + pulled; line '!' "odd form" "$odd") | sort)" ] && ok ||
+	bad "pull -v: $(cat "$T/out")"
+"$MEGACACHE" audit -v --redis "$V" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
+[ $? = 1 ] && [ "$(told)" = "$( (lines = vouched; line '!' "odd form" "$odd") | sort)" ] && ok ||
+	bad "audit -v: $(cat "$T/out" "$T/err")"
+"$MEGACACHE" audit --redis "$V" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
+[ $? = 1 ] && [ "$(told)" = "$(line '!' "odd form" "$odd")" ] && ok || bad "audit: $(cat "$T/out" "$T/err")"
+# and the help says so
+"$MEGACACHE" push --help | grep -qF "a line per artifact: written, replaced or unchanged" && ok ||
+	bad "push --help does not say what -v prints"
+"$MEGACACHE" pull --help | grep -qF "a line per entry: pulled, or skipped" && ok ||
+	bad "pull --help does not say what -v prints"
+"$MEGACACHE" --help | grep -qF "push, pull and audit each entry" && ok ||
+	bad "megacache --help does not say what -v does for push, pull and audit"
+
 # pull's spool files are gone after every pull, failed or not
 [ -z "$(ls -A "$TMPDIR")" ] && ok || bad "left in the temp folder: $(ls -A "$TMPDIR")"
 
