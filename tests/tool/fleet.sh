@@ -513,6 +513,27 @@ run 0 "1 entry skipped" pull --redis "$URL" -o "$T/odd.mcache" -s "$SEC" -v
 grep -q "^! odd .*fqqqq" "$T/out" && ok || bad "pull -v did not name the skipped entry: $(cat "$T/out")"
 TORCHINDUCTOR_REDIS_HOST=127.0.0.1 TORCHINDUCTOR_REDIS_PORT=$PORT \
 	run 0 "into redis://127.0.0.1:$PORT/0: nothing changed" push "$T/big.mcache" -p "$PUB"
+# torch's TORCHINDUCTOR_REDIS_HOST and _PORT name the server of pull and audit too, with
+# no --redis: localhost for a host unset; TORCHINDUCTOR_REDIS_URL wins over them, and
+# --redis over all. The help, the man page and README say so.
+rc del "pt2:fx-graph-v1::f$(printf 'q%.0s' $(seq 51)):c1" >/dev/null
+unset TORCHINDUCTOR_REDIS_URL TORCHINDUCTOR_REDIS_HOST TORCHINDUCTOR_REDIS_PORT
+TORCHINDUCTOR_REDIS_HOST=127.0.0.1 TORCHINDUCTOR_REDIS_PORT=$PORT \
+	run 0 "pulled 300 entries from redis://127.0.0.1:$PORT/0 into $T/env.mcache" pull -o "$T/env.mcache" -s "$SEC"
+TORCHINDUCTOR_REDIS_PORT=$PORT \
+	run 0 "audit of redis://localhost:$PORT/0: 300 entries, 300 vouched for" audit -p "$PUB" "$T/env.mcache"
+TORCHINDUCTOR_REDIS_URL="$URL" TORCHINDUCTOR_REDIS_HOST=127.0.0.1 TORCHINDUCTOR_REDIS_PORT=1 \
+	run 0 "audit of $SHOWN: 300 entries" audit -p "$PUB" "$T/env.mcache"
+TORCHINDUCTOR_REDIS_URL=redis://127.0.0.1:1/0 TORCHINDUCTOR_REDIS_PORT=1 \
+	run 0 "audit of $SHOWN: 300 entries" audit -p "$PUB" "$T/env.mcache" --redis "$URL"
+run 2 "audit needs --redis URL" audit -p "$PUB" "$T/env.mcache"
+for w in TORCHINDUCTOR_REDIS_HOST TORCHINDUCTOR_REDIS_PORT; do
+	"$MEGACACHE" --help | grep -qF "\$$w" && ok || bad "megacache --help does not name $w"
+	"$MEGACACHE" push --help | grep -qF "\$$w" && ok || bad "push --help does not name $w"
+	sed -n '/^\.SH ENVIRONMENT/,/^\.SH EXAMPLES/p' "$MC_SRCDIR/doc/megacache.1" | grep -qF "$w" &&
+		ok || bad "the man page's ENVIRONMENT does not name $w"
+	grep -qF "\`$w\`" "$MC_SRCDIR/README.md" && ok || bad "README does not name $w"
+done
 # a user alone in the URL, the password from the file: refused as the user's (default
 # user has no such password here), not as a malformed URL
 run 2 "authentication refused" push "$T/a.mcache" -p "$PUB" --redis "redis://alice@127.0.0.1:$PORT/0" \
