@@ -30,15 +30,29 @@ keygen_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec keygen_spec = {"p:s:Wf", keygen_long, keygen_opt};
 
-/* The new key's password into pw1; asked twice on a terminal (into pw1 and pw2).
- * Returns 0 or the exit status of a failure it has reported. */
+/* Reads the password into buf; one that cannot be had is one line naming the key's file
+ * sec, and why (read_password() leaves that in buf). */
 static int
-new_password(struct tool *t, char *pw1, char *pw2, size_t len)
+ask_password(struct tool *t, const char *sec, const char *prompt, char *buf, size_t len)
 {
-	if (read_password(t, "Password for the new secret key: ", pw1, len) != MC_OK)
+	if (read_password(t, prompt, buf, len) == MC_OK)
+		return 0;
+	json_error("password");
+	say(stderr, "%s: %s: no password given: %s%s", PROG, sec, buf,
+	    t->npassword_files == 0 ? ", or -W for an unencrypted key" : "");
+	return EXIT_USAGE;
+}
+
+/* The new key's password into pw1; asked twice on a terminal (into pw1 and pw2).
+ * Returns 0 or the exit status of a failure it has reported (sec: the key's file). */
+static int
+new_password(struct tool *t, const char *sec, char *pw1, char *pw2, size_t len)
+{
+	if (ask_password(t, sec, "Password for the new secret key: ", pw1, len) != 0 ||
+	    (t->password_file == NULL &&
+	     ask_password(t, sec, "Password (again): ", pw2, len) != 0))
 		return EXIT_USAGE;
-	if (t->password_file == NULL &&
-	    (read_password(t, "Password (again): ", pw2, len) != MC_OK || strcmp(pw1, pw2) != 0)) {
+	if (t->password_file == NULL && strcmp(pw1, pw2) != 0) {
 		json_error("password");
 		say(stderr, "%s: the passwords differ", PROG);
 		return EXIT_USAGE;
@@ -87,7 +101,7 @@ cmd_keygen(struct tool *t, int argc, char **argv)
 	check_out_folder(o.sec);
 	if ((rc = tool_start(t)) != 0)
 		return rc;
-	if (!o.unencrypted && (rc = new_password(t, pw1, pw2, sizeof pw1)) != 0) {
+	if (!o.unencrypted && (rc = new_password(t, o.sec, pw1, pw2, sizeof pw1)) != 0) {
 		explicit_bzero(pw1, sizeof pw1);
 		explicit_bzero(pw2, sizeof pw2);
 		return rc;

@@ -78,7 +78,8 @@ tool_start(struct tool *t)
 
 /* The mc_password_fn of the tool (ud: struct tool): the first line of the next
  * --password-file not yet read (one file per key that asks, in order), else asked on the
- * terminal without echo. */
+ * terminal without echo. When there is none to be had, buf says why and nothing is
+ * printed: the library's message names the key, and is the one line said. */
 int
 read_password(void *ud, const char *prompt, char *buf, size_t len)
 {
@@ -93,14 +94,12 @@ read_password(void *ud, const char *prompt, char *buf, size_t len)
 	if (file != NULL) {
 		if ((f = fopen(file, "r")) == NULL) {
 			json_error("io");
-			say(stderr, "%s: %s: %s", PROG, file, strerror(errno));
+			snprintf(buf, len, "--password-file %s: %s", file, strerror(errno));
 			return MC_ERR_IO;
 		}
 	} else if ((f = fopen("/dev/tty", "r+")) == NULL) {
-		json_error("password");
-		say(stderr, "%s: a password is needed and there is no terminal; use --password-file",
-		    PROG);
-		return MC_ERR_INVALID;
+		snprintf(buf, len, "there is no terminal to ask it on; use --password-file");
+		return MC_ERR_PASSWORD;
 	}
 	tty_ok = file == NULL && tcgetattr(fileno(f), &old) == 0;
 	if (file == NULL) {

@@ -210,7 +210,8 @@ typedef struct mc_pubkey mc_pubkey;
 typedef struct mc_seckey mc_seckey;
 
 /* Asks for the password of an encrypted secret key. Write at most buflen-1 bytes and
- * a NUL into buf; return MC_OK, or an error to give up. */
+ * a NUL into buf; return MC_OK, or an error to give up, with in buf why (or ""), which
+ * the error message gives after the key's name. */
 typedef int (*mc_password_fn)(void *ud, const char *prompt, char *buf, size_t buflen);
 
 /* Makes a new key pair. */

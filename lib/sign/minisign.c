@@ -344,7 +344,10 @@ decrypt_seckey(mc_ctx *ctx, const char *path, unsigned char *bin, mc_password_fn
 	snprintf(prompt, sizeof prompt, "Password for %s: ", path);
 	pass[0] = '\0';
 	if (pw(pw_ud, prompt, pass, 1024) != MC_OK) {
-		rc = mc__err(ctx, MC_ERR_PASSWORD, "%s: no password given", path);
+		/* what the callback left in pass says why: one line, naming the key */
+		pass[1023] = '\0';
+		rc = mc__err(ctx, MC_ERR_PASSWORD, "%s: no password given%s%s", path,
+			     pass[0] != '\0' ? ": " : "", pass);
 	} else {
 		pass[1023] = '\0';
 		if (scrypt_xor(bin, stream, pass, ops, mem) != 0)

@@ -146,8 +146,9 @@ def cmd_keygen(a):
         if pw is None:
             import getpass
             if not sys.stdin.isatty():
-                raise megacache.UsageError("a password is needed and there is no terminal; "
-                                           "use --password-file or -W")
+                raise megacache.UsageError(
+                    "%s: no password given: there is no terminal to ask it on; use "
+                    "--password-file, or -W for an unencrypted key" % a.secret_key)
             pw = getpass.getpass("password for the new secret key: ")
             if getpass.getpass("again: ") != pw:
                 raise megacache.UsageError("the passwords differ")

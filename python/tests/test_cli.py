@@ -2,6 +2,7 @@
 
 import json
 import os
+import subprocess
 import sys
 
 from conftest import SRCDIR, pymod, tool, tool_json, tree
@@ -107,3 +108,15 @@ def test_load_dry_run_says_the_counts_as_a_load(tmp_path, bundle, keys, env_for)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("would install ") and len(r.stdout.splitlines()) == 1, r.stdout
     assert not (tmp_path / "d").exists()
+
+
+def test_keygen_without_a_password_says_so_in_one_line(tmp_path, env_for):
+    env = _env(env_for(str(tmp_path / "cache")))
+    sec = str(tmp_path / "k.key")
+    r = subprocess.run([sys.executable, "-m", "megacache", "keygen", "-p", str(tmp_path / "k.pub"),
+                        "-s", sec], capture_output=True, text=True, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and r.stderr == (
+        "megacache: %s: no password given: there is no terminal to ask it on; use "
+        "--password-file, or -W for an unencrypted key\n" % sec), r.stderr
+    assert not os.path.exists(sec)

@@ -215,11 +215,24 @@ run 0 "OK" verify "$T/co.mcache" -p "$T/e1.pub" -p "$T/e2.pub" --threshold 2
 run 2 "e1.key: wrong password" pack -o "$T/co2.mcache" --from-torch "$BLOB" -s "$T/e1.key" \
 	-s "$T/e2.key" --password-file "$T/pw2" --password-file "$T/pw1"
 if [ -n "$NOTTY" ]; then
+	# A password that cannot be had: one line, naming the key and why.
 	$NOTTY "$MEGACACHE" pack -o "$T/co2.mcache" --from-torch "$BLOB" -s "$T/e1.key" -s "$T/e2.key" \
 		--password-file "$T/pw1" < /dev/null > "$T/out" 2> "$T/err"
-	[ $? = 2 ] && grep -q "no terminal" "$T/err" && ok ||
-		bad "a second encrypted key with one file: $(cat "$T/err")"
+	[ $? = 2 ] && [ "$(cat "$T/err")" = "megacache: $T/e2.key: no password given: there is no terminal to ask it on; use --password-file" ] &&
+		ok || bad "a second encrypted key with one file: $(cat "$T/err")"
+	$NOTTY "$MEGACACHE" sign "$T/a.mcache" -s "$T/e1.key" -p "$PUB" -o "$T/co3.mcache" --json \
+		< /dev/null > "$T/out" 2> "$T/err"
+	[ $? = 2 ] && [ "$(cat "$T/err")" = "megacache: $T/e1.key: no password given: there is no terminal to ask it on; use --password-file" ] &&
+		grep -q '"error":[[:space:]]*"password"' "$T/out" &&
+		grep -qF "\"message\":	\"megacache: $T/e1.key: no password given: there is no terminal" "$T/out" &&
+		ok || bad "sign with an encrypted key and no terminal: $(cat "$T/err" "$T/out")"
+	$NOTTY "$MEGACACHE" keygen -p "$T/e3.pub" -s "$T/e3.key" < /dev/null > "$T/out" 2> "$T/err"
+	[ $? = 2 ] && [ "$(cat "$T/err")" = "megacache: $T/e3.key: no password given: there is no terminal to ask it on; use --password-file, or -W for an unencrypted key" ] &&
+		[ ! -e "$T/e3.key" ] && ok || bad "keygen with no terminal: $(cat "$T/err")"
 fi
+run 2 "" pack -o "$T/co2.mcache" --from-torch "$BLOB" -s "$T/e1.key" --password-file "$T/absent.pw"
+[ "$(cat "$T/err")" = "megacache: $T/e1.key: no password given: --password-file $T/absent.pw: No such file or directory" ] &&
+	ok || bad "an encrypted key with a --password-file that is not there: $(cat "$T/err")"
 [ ! -e "$T/co2.mcache" ] && ok || bad "a pack with a wrong password wrote a bundle"
 
 # 6. Random arguments for every command: a fixed seed, each run in a scratch folder

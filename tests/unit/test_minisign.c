@@ -27,6 +27,15 @@ pw_ok(void *ud, const char *prompt, char *buf, size_t len)
 	return MC_OK;
 }
 
+/* A password callback that gives up, saying why in buf (ud: the reason, or NULL). */
+static int
+pw_none(void *ud, const char *prompt, char *buf, size_t len)
+{
+	if (ud != NULL)
+		snprintf(buf, len, "%s", (const char *)ud);
+	return MC_ERR_PASSWORD;
+}
+
 START_TEST(keys_round_trip_and_sign)
 {
 	char pub[4096], sec[4096];
@@ -140,6 +149,11 @@ START_TEST(encrypted_key)
 	ck_assert_int_eq(mc_seckey_load(ctx, sec, NULL, NULL, &sk2), MC_ERR_PASSWORD);
 	ck_assert_int_eq(mc_seckey_load(ctx, sec, pw_ok, "wrong", &sk2), MC_ERR_PASSWORD);
 	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "wrong password"));
+	/* a callback that gives up: one message, the key's name and the reason it left */
+	ck_assert_int_eq(mc_seckey_load(ctx, sec, pw_none, NULL, &sk2), MC_ERR_PASSWORD);
+	ck_assert_str_eq(strrchr(mc_ctx_error(ctx), '/'), "/e.key: no password given");
+	ck_assert_int_eq(mc_seckey_load(ctx, sec, pw_none, "no terminal", &sk2), MC_ERR_PASSWORD);
+	ck_assert_str_eq(strrchr(mc_ctx_error(ctx), '/'), "/e.key: no password given: no terminal");
 	ck_assert_int_eq(mc_seckey_load(ctx, sec, pw_ok, "s3cret", &sk2), MC_OK);
 	ck_assert_int_eq(memcmp(sk2->sk, sk->sk, 64), 0);
 	mc_seckey_free(sk);
