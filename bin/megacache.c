@@ -382,27 +382,29 @@ static const char common_help[] =
 	"  -h, --help            this text; megacache --help: all commands\n";
 
 /* The commands. Every one takes the common options and runs on a context with progress,
- * threads and caps (tool_start); the flags name the set-up it needs beyond that. */
+ * threads and caps (tool_start); the flags name the set-up it needs beyond that, and
+ * writing the word its progress gives the writing of a bundle (NULL: "pack"). */
 static const struct command {
 	const char *name;
 	tool_cmd_fn *fn;
 	unsigned flags;
 	const char *help;
+	const char *writing;
 } commands[] = {
-	{"keygen", cmd_keygen, TOOL_JSON, keygen_help},
-	{"pack", cmd_pack, TOOL_JSON, pack_help},
-	{"sign", cmd_sign, TOOL_TRUST | TOOL_JSON, sign_help},
-	{"verify", cmd_verify, TOOL_TRUST | TOOL_JSON, verify_help},
-	{"list", cmd_list, TOOL_TIERS | TOOL_JSON, list_help},
-	{"load", cmd_load, TOOL_TRUST | TOOL_TIERS | TOOL_JSON, load_help},
-	{"export", cmd_export, TOOL_TRUST | TOOL_JSON, export_help},
-	{"merge", cmd_merge, TOOL_TRUST | TOOL_JSON, merge_help},
-	{"diff", cmd_diff, TOOL_JSON, diff_help},
-	{"save", cmd_save, TOOL_TIERS | TOOL_JSON, save_help},
-	{"run", cmd_run, TOOL_TRUST | TOOL_TIERS, run_help},
-	{"push", cmd_push, TOOL_TRUST | TOOL_JSON, push_help},
-	{"pull", cmd_pull, TOOL_JSON, pull_help},
-	{"audit", cmd_audit, TOOL_TRUST | TOOL_JSON, audit_help},
+	{"keygen", cmd_keygen, TOOL_JSON, keygen_help, NULL},
+	{"pack", cmd_pack, TOOL_JSON, pack_help, NULL},
+	{"sign", cmd_sign, TOOL_TRUST | TOOL_JSON, sign_help, NULL},
+	{"verify", cmd_verify, TOOL_TRUST | TOOL_JSON, verify_help, NULL},
+	{"list", cmd_list, TOOL_TIERS | TOOL_JSON, list_help, NULL},
+	{"load", cmd_load, TOOL_TRUST | TOOL_TIERS | TOOL_JSON, load_help, NULL},
+	{"export", cmd_export, TOOL_TRUST | TOOL_JSON, export_help, NULL},
+	{"merge", cmd_merge, TOOL_TRUST | TOOL_JSON, merge_help, "merge"},
+	{"diff", cmd_diff, TOOL_JSON, diff_help, NULL},
+	{"save", cmd_save, TOOL_TIERS | TOOL_JSON, save_help, "save"},
+	{"run", cmd_run, TOOL_TRUST | TOOL_TIERS, run_help, "save"},
+	{"push", cmd_push, TOOL_TRUST | TOOL_JSON, push_help, NULL},
+	{"pull", cmd_pull, TOOL_JSON, pull_help, NULL},
+	{"audit", cmd_audit, TOOL_TRUST | TOOL_JSON, audit_help, NULL},
 };
 
 /* Whether --json (or a prefix getopt takes for it: --j, --js, --jso) is among the
@@ -431,6 +433,7 @@ run_command(const struct command *cmd, int argc, char **argv)
 	memset(&t, 0, sizeof t);
 	t.name = cmd->name;
 	t.flags = cmd->flags;
+	t.progress.writing = cmd->writing;
 	/* The name getopt's complaints start with (options.c). */
 	snprintf(name, sizeof name, "megacache %s", cmd->name);
 	argv[0] = name;

@@ -20,6 +20,9 @@ on_progress(void *ud, const char *phase, uint64_t done, uint64_t total)
 	struct progress *p = ud;
 	int pct = total ? (int)(done * 100 / total) : 100;
 
+	if (p->writing != NULL && strcmp(phase, "pack") == 0)
+		phase = p->writing;
+
 	if (p->on == PROGRESS_PLAIN) {
 		if (strcmp(p->phase, phase) != 0) {
 			snprintf(p->phase, sizeof p->phase, "%s", phase);

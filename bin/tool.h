@@ -72,6 +72,9 @@ struct progress {
 	int on;   /* 0: none; else the mode in effect */
 	int last;
 	char phase[32];
+	/* The word for the library's phase "pack", the writing of a bundle: the command's
+	 * (save, and run's --save-to: "save"); NULL: "pack". */
+	const char *writing;
 };
 
 /* One run of the tool: the command, the options every command shares, and its context. */
