@@ -745,7 +745,7 @@ class Warm:
             s = self.saved
             added = sum(1 for c in s.changes if c.what == "added")
             return "saved %r: %d artifact%s (%d added, %d changed)" % (
-                s.bundle, s.artifacts, "" if s.artifacts == 1 else "s", added,
+                s.bundle, s.artifact_count, "" if s.artifact_count == 1 else "s", added,
                 len(s.changes) - added)
         if self._save_to is None:
             return "no save_to"
