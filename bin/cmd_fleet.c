@@ -38,6 +38,7 @@ static void
 redis_check(struct redis_opts *o, const char *cmd)
 {
 	static char from_env[300];
+	const char *h = getenv("TORCHINDUCTOR_REDIS_HOST"), *p = getenv("TORCHINDUCTOR_REDIS_PORT");
 
 	if (!mc_redis_supported()) { /* said before any work */
 		say(stderr, "%s: %s: this megacache was built without Redis support (configure "
@@ -47,9 +48,8 @@ redis_check(struct redis_opts *o, const char *cmd)
 	}
 	if (o->url == NULL)
 		o->url = getenv("TORCHINDUCTOR_REDIS_URL");
-	if ((o->url == NULL || o->url[0] == '\0') &&
-	    (getenv("TORCHINDUCTOR_REDIS_HOST") != NULL || getenv("TORCHINDUCTOR_REDIS_PORT") != NULL)) {
-		const char *h = getenv("TORCHINDUCTOR_REDIS_HOST"), *p = getenv("TORCHINDUCTOR_REDIS_PORT");
+	/* Each counts when set and not empty, as the man page says. */
+	if ((o->url == NULL || o->url[0] == '\0') && ((h != NULL && h[0]) || (p != NULL && p[0]))) {
 		snprintf(from_env, sizeof from_env, "redis://%s:%s/0", h != NULL && h[0] ? h : "localhost",
 			 p != NULL && p[0] ? p : "6379");
 		o->url = from_env;

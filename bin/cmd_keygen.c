@@ -31,14 +31,14 @@ keygen_opt(struct tool *t, void *opts, int c, char *arg)
 static const struct tool_optspec keygen_spec = {"p:s:Wf", keygen_long, keygen_opt};
 
 /* Reads the password into buf; one that cannot be had is one line naming the key's file
- * sec, and why (read_password() leaves that in buf). */
+ * sec, and why (read_password() leaves that in password_why). */
 static int
 ask_password(struct tool *t, const char *sec, const char *prompt, char *buf, size_t len)
 {
 	if (read_password(t, prompt, buf, len) == MC_OK)
 		return 0;
 	json_error("password");
-	say(stderr, "%s: %s: no password given: %s%s", PROG, sec, buf,
+	say(stderr, "%s: %s: no password given: %s%s", PROG, sec, password_why,
 	    t->npassword_files == 0 ? ", or -W for an unencrypted key" : "");
 	return EXIT_USAGE;
 }

@@ -182,8 +182,10 @@ json_finish(int status)
 	cJSON_AddStringToObject(j, "message", js.message);
 	cJSON_AddNumberToObject(j, "exit", status);
 	while (js.extra != NULL && (x = js.extra->child) != NULL) {
+		char name[64]; /* cJSON before 1.7.4 frees an item's name before copying it */
+		snprintf(name, sizeof name, "%s", x->string);
 		cJSON_DetachItemViaPointer(js.extra, x);
-		cJSON_AddItemToObject(j, x->string, x);
+		cJSON_AddItemToObject(j, name, x);
 	}
 	cJSON_Delete(js.extra);
 	js.extra = NULL;
@@ -320,7 +322,10 @@ fail(mc_ctx *ctx, int rc)
 
 	json_error(mc_status_code(rc));
 	js.message[0] = '\0';
-	say(stderr, "%s: %s", PROG, msg[0] ? msg : mc_strerror(rc));
+	if (rc == MC_ERR_PASSWORD && password_why[0] != '\0')
+		say(stderr, "%s: %s: %s", PROG, msg[0] ? msg : mc_strerror(rc), password_why);
+	else
+		say(stderr, "%s: %s", PROG, msg[0] ? msg : mc_strerror(rc));
 	return exit_code(rc);
 }
 

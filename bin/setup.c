@@ -79,10 +79,13 @@ tool_start(struct tool *t)
 	return 0;
 }
 
+char password_why[256];
+
 /* The mc_password_fn of the tool (ud: struct tool): the first line of the next
  * --password-file not yet read (one file per key that asks, in order), else asked on the
- * terminal without echo. When there is none to be had, buf says why and nothing is
- * printed: the library's message names the key, and is the one line said. */
+ * terminal without echo. When there is none to be had, password_why says why and nothing
+ * is printed: fail() adds it to the library's message, which names the key, so that one
+ * line is said. buf holds nothing then (the library wipes it, and shows none of it). */
 int
 read_password(void *ud, const char *prompt, char *buf, size_t len)
 {
@@ -97,11 +100,13 @@ read_password(void *ud, const char *prompt, char *buf, size_t len)
 	if (file != NULL) {
 		if ((f = fopen(file, "r")) == NULL) {
 			json_error("io");
-			snprintf(buf, len, "--password-file %s: %s", file, strerror(errno));
+			snprintf(password_why, sizeof password_why, "--password-file %s: %s", file,
+				 strerror(errno));
 			return MC_ERR_IO;
 		}
 	} else if ((f = fopen("/dev/tty", "r+")) == NULL) {
-		snprintf(buf, len, "there is no terminal to ask it on; use --password-file");
+		snprintf(password_why, sizeof password_why,
+			 "there is no terminal to ask it on; use --password-file");
 		return MC_ERR_PASSWORD;
 	}
 	tty_ok = file == NULL && tcgetattr(fileno(f), &old) == 0;
@@ -130,7 +135,8 @@ read_password(void *ud, const char *prompt, char *buf, size_t len)
 /* Loads the -p keys into keys (for freeing, whatever this returns). A --threshold above
  * the distinct keys given is a usage error, as one above the -p given is (tool_parse):
  * the library counts a key given twice once, and would fail every bundle (exit 1) for
- * a policy none can meet. Keys are told apart by their key id. */
+ * a policy none can meet. Keys are told apart as the library does, by the Ed25519 key
+ * (one key under two key ids is one). */
 static int
 load_keys(mc_ctx *ctx, const struct trust *t, mc_pubkey **keys)
 {
@@ -140,13 +146,13 @@ load_keys(mc_ctx *ctx, const struct trust *t, mc_pubkey **keys)
 	for (i = 0; i < t->npubs; i++) {
 		if ((rc = mc_pubkey_load(ctx, t->pubs[i], &keys[i])) != MC_OK)
 			return rc;
-		for (j = 0; j < i && strcmp(mc_pubkey_id(keys[j]), mc_pubkey_id(keys[i])) != 0; j++)
+		for (j = 0; j < i && !mc_pubkey_equal(keys[j], keys[i]); j++)
 			;
 		distinct += j == i;
 	}
 	if (t->threshold > distinct)
 		usage_error("--threshold %u needs at least %u trusted keys; %zu given with -p, "
-			    "%zu distinct (a key given again counts once)", t->threshold,
+			    "%zu distinct (a key given again, under any key id, counts once)", t->threshold,
 			    t->threshold, t->npubs, distinct);
 	return MC_OK;
 }

@@ -178,6 +178,8 @@ void tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec
 /* setup.c */
 int tool_start(struct tool *t);
 int read_password(void *ud, const char *prompt, char *buf, size_t len);
+/* Why read_password() last gave up ("" when it has not). */
+extern char password_why[256];
 int open_bundle(struct tool *t, const char *path, mc_bundle **b);
 int open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
 void free_keys(mc_pubkey **keys, size_t n);

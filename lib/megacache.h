@@ -210,8 +210,8 @@ typedef struct mc_pubkey mc_pubkey;
 typedef struct mc_seckey mc_seckey;
 
 /* Asks for the password of an encrypted secret key. Write at most buflen-1 bytes and
- * a NUL into buf; return MC_OK, or an error to give up, with in buf why (or ""), which
- * the error message gives after the key's name. */
+ * a NUL into buf; return MC_OK, or an error to give up (buf is then wiped, never shown:
+ * a caller that wants to say why keeps the reason itself). */
 typedef int (*mc_password_fn)(void *ud, const char *prompt, char *buf, size_t buflen);
 
 /* Makes a new key pair. */
@@ -241,6 +241,9 @@ MC_API void mc_seckey_free(mc_seckey *sk);
 /* The key id as minisign prints it: 16 upper-case hex digits. Owned by the key. */
 MC_API const char *mc_pubkey_id(const mc_pubkey *pk);
 MC_API const char *mc_seckey_id(const mc_seckey *sk);
+/* 1 when a and b are the same Ed25519 public key, whatever key ids they carry: the
+ * trust policy counts such keys as one signer (mc_bundle_set_threshold()). */
+MC_API int mc_pubkey_equal(const mc_pubkey *a, const mc_pubkey *b);
 
 /* ------------------------------------------------------------------------- */
 /* Writing bundles.                                                           */

@@ -90,7 +90,7 @@ def main():
             r["wide_step_s"] = first_step(torch, 4096)
         r["warm_loaded"] = ws.loaded[0].installed
         r["warm_saved"] = None if ws.saved is None else {
-            "artifacts": ws.saved.artifacts,
+            "artifacts": ws.saved.artifact_count,
             "added": sum(1 for c in ws.saved.changes if c.what == "added"),
             "changed": sum(1 for c in ws.saved.changes if c.what == "changed"),
             "types": sorted({c.type for c in ws.saved.changes})}
@@ -101,14 +101,14 @@ def main():
         t = time.perf_counter()
         saved = megacache.save(os.path.join(w, "dirs.mcache"), sec, progress=False)
         r["save_dirs_s"] = time.perf_counter() - t
-        r["save_dirs_artifacts"] = saved.artifacts
+        r["save_dirs_artifacts"] = saved.artifact_count
         blob, _info = torch.compiler.save_cache_artifacts()
         with open(os.path.join(w, "torch-blob.bin"), "wb") as f:
             f.write(blob)
         t = time.perf_counter()
         packed = megacache.pack_torch_artifacts(blob, os.path.join(w, "bytes.mcache"), sec)
         r["save_bytes_s"] = time.perf_counter() - t
-        r["save_bytes_artifacts"] = packed.artifacts
+        r["save_bytes_artifacts"] = packed.artifact_count
         back = megacache.torch_artifacts(os.path.join(w, "bytes.mcache"), pub, progress=False)
         r["bytes_round_trip_equal"] = back == blob
         r["blob_bytes"] = len(blob)

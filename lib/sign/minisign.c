@@ -43,6 +43,12 @@ mc_pubkey_id(const mc_pubkey *pk)
 	return pk == NULL ? "" : pk->id;
 }
 
+int
+mc_pubkey_equal(const mc_pubkey *a, const mc_pubkey *b)
+{
+	return a != NULL && b != NULL && sodium_memcmp(a->pk, b->pk, sizeof a->pk) == 0;
+}
+
 const char *
 mc_seckey_id(const mc_seckey *sk)
 {
@@ -344,10 +350,8 @@ decrypt_seckey(mc_ctx *ctx, const char *path, unsigned char *bin, mc_password_fn
 	snprintf(prompt, sizeof prompt, "Password for %s: ", path);
 	pass[0] = '\0';
 	if (pw(pw_ud, prompt, pass, 1024) != MC_OK) {
-		/* what the callback left in pass says why: one line, naming the key */
-		pass[1023] = '\0';
-		rc = mc__err(ctx, MC_ERR_PASSWORD, "%s: no password given%s%s", path,
-			     pass[0] != '\0' ? ": " : "", pass);
+		/* Whatever the callback left in pass may be a password: never shown. */
+		rc = mc__err(ctx, MC_ERR_PASSWORD, "%s: no password given", path);
 	} else {
 		pass[1023] = '\0';
 		if (scrypt_xor(bin, stream, pass, ops, mem) != 0)

@@ -414,7 +414,8 @@ class _Session:
             self.lib.mc_bundle_trust(b, pk)
         # A key given twice is one key (the library counts it once): a threshold above
         # the distinct keys is no bundle's failure but the caller's, as in the tool.
-        distinct = len({self.lib.mc_pubkey_id(pk) for pk in pubs})
+        distinct = sum(1 for i, pk in enumerate(pubs)
+                       if not any(self.lib.mc_pubkey_equal(q, pk) for q in pubs[:i]))
         self.lib.mc_bundle_set_threshold(b, _int(threshold, "threshold", 1, distinct))
         self.lib.mc_bundle_set_min_version(b, _int(min_version, "min_version", 0, U64))
         for k, v in _labels(require):
@@ -508,7 +509,10 @@ def _password_fn(password: Password):
             got = password
         b = _text(got, "the password")
         if len(b) >= buflen:
-            return _MC_ERR_PASSWORD
+            key = p[len("Password for "):-2] if p.startswith("Password for ") else "the key"
+            raise UsageError("%s: the password given is %d bytes, over the %d a password "
+                             "may have" % (key, len(b), buflen - 1), code=_MC_ERR_PASSWORD,
+                             status="password")
         ctypes.memmove(buf, b + b"\0", len(b) + 1)
         return 0
     return ask

@@ -113,6 +113,7 @@ _SIGNATURES = [
     ("mc_pubkey_free", [c_handle], None, None),
     ("mc_seckey_free", [c_handle], None, None),
     ("mc_pubkey_id", [c_handle], c_char_p, None),
+    ("mc_pubkey_equal", [c_handle, c_handle], c_int, None),
     ("mc_seckey_id", [c_handle], c_char_p, None),
     ("mc_writer_new", [c_handle, POINTER(c_handle)], c_int, _check_ctx),
     ("mc_writer_free", [c_handle], None, None),

@@ -82,6 +82,12 @@ def test_encrypted_key_password(tmp_path, bundle, keys, cuda_cache, with_env):
         megacache.save(out, tmp_path / "e.key", password="wrong")
     assert e.value.name == "MC_ERR_PASSWORD"
     assert not out.exists()
+    with pytest.raises(megacache.UsageError) as e:
+        megacache.save(out, tmp_path / "e.key", password="x" * 2000)
+    assert e.value.name == "MC_ERR_PASSWORD" and e.value.message == (
+        "%s: the password given is 2000 bytes, over the 1023 a password may have"
+        % (tmp_path / "e.key"))
+    assert not out.exists()
     megacache.save(out, tmp_path / "e.key", password=lambda prompt: "s3cret")
     assert megacache.verify(out, tmp_path / "e.pub").signatures == [
         megacache.Signature(kid, "verified")]
@@ -143,6 +149,10 @@ def test_bad_arguments_name_the_parameter(tmp_path, bundle, keys, cuda_cache, wi
     # the same key twice is one key: a threshold of 2 is as impossible as with one
     with pytest.raises(megacache.UsageError, match="threshold must be an integer from 1 to 1"):
         megacache.verify(bundle, [keys.pub, keys.pub], threshold=2)
+    # and so is one key under another key id
+    alias = os.path.join(os.path.dirname(keys.pub), "test-alias.pub")
+    with pytest.raises(megacache.UsageError, match="threshold must be an integer from 1 to 1"):
+        megacache.verify(bundle, [keys.pub, alias], threshold=2)
     with_env(cuda_cache)
     megacache.keygen(tmp_path / "e.pub", tmp_path / "e.key", password="pw")
     out = tmp_path / "x.mcache"

@@ -138,16 +138,19 @@ for cmd in "verify $T/absent.mcache $TWICE" "load $T/absent.mcache --cache-dir $
 	"sign $T/absent.mcache -s $SEC -o $T/s3.mcache $TWICE" "push $T/absent.mcache --redis redis://127.0.0.1:1 $TWICE" \
 	"audit --redis redis://127.0.0.1:1 $T/absent.mcache $TWICE" "run -b $T/absent.mcache $TWICE -- true"; do
 	# shellcheck disable=SC2086
-	run 2 "--threshold 2 needs at least 2 trusted keys; 2 given with -p, 1 distinct (a key given again counts once)" $cmd
+	run 2 "--threshold 2 needs at least 2 trusted keys; 2 given with -p, 1 distinct (a key given again, under any key id, counts once)" $cmd
 done
 run 2 "1 distinct" verify "$T/a.mcache" -p "$PUB" -p "$(tail -n 1 "$PUB")" --threshold 2
-[ "$(head -n 1 "$T/err")" = "megacache: --threshold 2 needs at least 2 trusted keys; 2 given with -p, 1 distinct (a key given again counts once)" ] &&
+[ "$(head -n 1 "$T/err")" = "megacache: --threshold 2 needs at least 2 trusted keys; 2 given with -p, 1 distinct (a key given again, under any key id, counts once)" ] &&
 	[ "$(sed -n 2p "$T/err")" = "Try 'megacache verify --help'." ] && [ "$(wc -l <"$T/err")" = 2 ] && ok ||
 	bad "a key given twice with --threshold 2: $(cat "$T/err")"
 run 2 "1 distinct" run --cache-dir "$T/r2" -b "$T/a.mcache" -p "$PUB" -p "$PUB" --threshold 2 --allow-cold -- touch "$T/ran2"
 [ ! -e "$T/ran2" ] && ok || bad "run ran its command under a policy no bundle can meet"
 run 2 "--threshold 3 needs at least 3 trusted keys; 3 given with -p, 2 distinct" verify "$T/a.mcache" \
 	-p "$PUB" -p "$KEYS/test2.pub" -p "$PUB" --threshold 3
+# One Ed25519 key under another key id is the same key: the library counts it once.
+run 2 "--threshold 2 needs at least 2 trusted keys; 2 given with -p, 1 distinct" verify "$T/a.mcache" \
+	-p "$PUB" -p "$KEYS/test-alias.pub" --threshold 2
 run 1 "1 valid trusted signature, 2 required" verify "$T/a.mcache" -p "$PUB" -p "$KEYS/test2.pub" \
 	--threshold 2
 

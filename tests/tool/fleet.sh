@@ -527,6 +527,9 @@ TORCHINDUCTOR_REDIS_URL="$URL" TORCHINDUCTOR_REDIS_HOST=127.0.0.1 TORCHINDUCTOR_
 TORCHINDUCTOR_REDIS_URL=redis://127.0.0.1:1/0 TORCHINDUCTOR_REDIS_PORT=1 \
 	run 0 "audit of $SHOWN: 300 entries" audit -p "$PUB" "$T/env.mcache" --redis "$URL"
 run 2 "audit needs --redis URL" audit -p "$PUB" "$T/env.mcache"
+# set but empty is not set
+TORCHINDUCTOR_REDIS_HOST= TORCHINDUCTOR_REDIS_PORT= \
+	run 2 "audit needs --redis URL" audit -p "$PUB" "$T/env.mcache"
 for w in TORCHINDUCTOR_REDIS_HOST TORCHINDUCTOR_REDIS_PORT; do
 	"$MEGACACHE" --help | grep -qF "\$$w" && ok || bad "megacache --help does not name $w"
 	"$MEGACACHE" push --help | grep -qF "\$$w" && ok || bad "push --help does not name $w"

@@ -27,7 +27,7 @@ pw_ok(void *ud, const char *prompt, char *buf, size_t len)
 	return MC_OK;
 }
 
-/* A password callback that gives up, saying why in buf (ud: the reason, or NULL). */
+/* A password callback that gives up, leaving text in buf (ud: the text, or NULL). */
 static int
 pw_none(void *ud, const char *prompt, char *buf, size_t len)
 {
@@ -149,11 +149,12 @@ START_TEST(encrypted_key)
 	ck_assert_int_eq(mc_seckey_load(ctx, sec, NULL, NULL, &sk2), MC_ERR_PASSWORD);
 	ck_assert_int_eq(mc_seckey_load(ctx, sec, pw_ok, "wrong", &sk2), MC_ERR_PASSWORD);
 	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "wrong password"));
-	/* a callback that gives up: one message, the key's name and the reason it left */
+	/* a callback that gives up: one message naming the key, and nothing of what it
+	 * left in the buffer, which may be (part of) a password */
 	ck_assert_int_eq(mc_seckey_load(ctx, sec, pw_none, NULL, &sk2), MC_ERR_PASSWORD);
 	ck_assert_str_eq(strrchr(mc_ctx_error(ctx), '/'), "/e.key: no password given");
-	ck_assert_int_eq(mc_seckey_load(ctx, sec, pw_none, "no terminal", &sk2), MC_ERR_PASSWORD);
-	ck_assert_str_eq(strrchr(mc_ctx_error(ctx), '/'), "/e.key: no password given: no terminal");
+	ck_assert_int_eq(mc_seckey_load(ctx, sec, pw_none, "s3cre", &sk2), MC_ERR_PASSWORD);
+	ck_assert_str_eq(strrchr(mc_ctx_error(ctx), '/'), "/e.key: no password given");
 	ck_assert_int_eq(mc_seckey_load(ctx, sec, pw_ok, "s3cret", &sk2), MC_OK);
 	ck_assert_int_eq(memcmp(sk2->sk, sk->sk, 64), 0);
 	mc_seckey_free(sk);
