@@ -21,9 +21,7 @@ list_opt(struct tool *t, void *opts, int c, char *arg)
 	struct list_opts *o = opts;
 
 	if (c == 'p') {
-		if (t->trust.npubs == MAX_PUBKEYS)
-			usage_error("too many public keys (at most %s)", "32");
-		t->trust.pubs[t->trust.npubs++] = arg;
+		pubkey_opt(&t->trust, arg);
 		return 1;
 	}
 	if (c != OPT_EXPLAIN)

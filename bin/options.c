@@ -232,6 +232,14 @@ common_opt(struct tool *t, int c, char *arg)
 	}
 }
 
+void
+pubkey_opt(struct trust *tr, const char *arg)
+{
+	if (tr->npubs == MAX_PUBKEYS)
+		usage_error("too many public keys (at most %s)", "32");
+	tr->pubs[tr->npubs++] = arg;
+}
+
 static int
 trust_opt(struct trust *tr, int c, char *arg)
 {
@@ -239,9 +247,7 @@ trust_opt(struct trust *tr, int c, char *arg)
 
 	switch (c) {
 	case 'p':
-		if (tr->npubs == MAX_PUBKEYS)
-			usage_error("too many public keys (at most %s)", "32");
-		tr->pubs[tr->npubs++] = arg;
+		pubkey_opt(tr, arg);
 		return 1;
 	case OPT_THRESHOLD:
 		if (parse_u64(arg, &v) != 0 || v == 0 || v > 32)
