@@ -9,10 +9,12 @@
 
 struct list_opts {
 	int explain;
+	struct gpu_opts gpu; /* with --explain */
 };
 /* -p: keys to check each signature against (t->trust.pubs); nothing is refused for them. */
 
 static const struct option list_long[] = {{"explain", no_argument, NULL, OPT_EXPLAIN},
+					  GPU_LONG_OPTIONS,
 					  {NULL, 0, NULL, 0}};
 
 static int
@@ -25,20 +27,23 @@ list_opt(struct tool *t, void *opts, int c, char *arg)
 		return 1;
 	}
 	if (c != OPT_EXPLAIN)
-		return 0;
+		return gpu_opt(&o->gpu, c, arg);
 	o->explain = 1;
 	return 1;
 }
 
 static const struct tool_optspec list_spec = {"p:", list_long, list_opt};
 
-/* list --explain: where each artifact would land, and whether it is there already. */
+/* list --explain: where each artifact would land, and whether it is there already;
+ * the bundle's kernels against this host's GPU targets. */
 static int
-explain(struct tool *t, mc_bundle *b, const char *path)
+explain(struct tool *t, struct list_opts *o, mc_bundle *b, const char *path)
 {
 	struct load_report r;
 	int rc;
 
+	if ((rc = gpu_apply(t, &o->gpu, b)) != 0)
+		return rc;
 	memset(&r, 0, sizeof r);
 	r.dry = 1;
 	r.explain = 1;
@@ -49,10 +54,16 @@ explain(struct tool *t, mc_bundle *b, const char *path)
 	if (t->json)
 		r.arts = cJSON_CreateArray();
 	if ((rc = mc_bundle_set_insecure(b, 1)) != MC_OK ||
-	    (rc = mc_bundle_load(b, MC_LOAD_DRY_RUN | MC_LOAD_NO_WRITE_CHECK, on_artifact, &r)) !=
-		    MC_OK) {
+	    (rc = mc_bundle_load(b, MC_LOAD_DRY_RUN | MC_LOAD_NO_WRITE_CHECK | gpu_flags(&o->gpu),
+				 on_artifact, &r)) != MC_OK) {
 		cJSON_Delete(r.arts);
-		return fail(t->ctx, rc);
+		if (rc != MC_ERR_GPU_MISMATCH)
+			return fail(t->ctx, rc);
+		if (!t->json)
+			say(stderr, "%s: a load on this host would refuse it:", PROG);
+		rc = fail(t->ctx, rc);
+		gpu_mismatch_hint(t, &o->gpu, b, 1);
+		return rc;
 	}
 	if (t->json) {
 		cJSON *j = json_object();
@@ -62,11 +73,13 @@ explain(struct tool *t, mc_bundle *b, const char *path)
 		cJSON_AddNumberToObject(j, "would_install", (double)r.planned);
 		cJSON_AddNumberToObject(j, "would_replace", (double)r.planned_replace);
 		cJSON_AddNumberToObject(j, "unchanged", (double)r.unchanged);
+		gpu_json(&o->gpu, b, &r, j);
 		cJSON_AddItemToObject(j, "artifacts", r.arts);
 		print_json(j);
 	} else if (!t->quiet) {
 		say(stdout, "%zu to install, %zu to replace, %zu already there (signatures not checked)",
 		    r.planned, r.planned_replace, r.unchanged);
+		gpu_say(t, &o->gpu, b, &r, stdout);
 	}
 	return 0;
 }
@@ -125,6 +138,9 @@ list_json(const struct tool *t, mc_bundle *b, const char *path)
 	sigs = cJSON_AddArrayToObject(j, "signers");
 	for (i = 0; i < mc_bundle_signature_count(b); i++)
 		cJSON_AddItemToArray(sigs, cJSON_CreateString(mc_bundle_signature_key_id(b, i)));
+	cJSON_AddItemToObject(j, "gpu_targets", gpu_targets_json(b));
+	cJSON_AddBoolToObject(j, "gpu_targets_recorded",
+			      mc_bundle_gpu_targets_known(b) == MC_GPU_RECORDED);
 	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_bundle_artifact_count(b));
 	if ((rc = json_artifacts(b, cJSON_AddArrayToObject(j, "artifacts"))) != MC_OK) {
 		cJSON_Delete(j);
@@ -139,7 +155,7 @@ static int
 list_text(const struct tool *t, mc_bundle *b, const char *path)
 {
 	size_t i, n = mc_bundle_artifact_count(b);
-	char hb[32], created[32], exp[48] = "";
+	char hb[32], created[32], exp[48] = "", gt[1024];
 	int rc;
 
 	say(stdout, "bundle %s (format %d, not verified)", path, mc_bundle_format_version(b));
@@ -154,6 +170,13 @@ list_text(const struct tool *t, mc_bundle *b, const char *path)
 		const char *k, *v;
 		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
 			say(stdout, "label %s=%s", k, v);
+	}
+	if (mc_bundle_gpu_targets_known(b) == MC_GPU_UNKNOWN) {
+		say(stdout, "GPU targets not recorded (format 1, or an older bundle): load and "
+		    "verify read them from its kernels");
+	} else if (mc_bundle_gpu_target_count(b) > 0) {
+		gpu_targets_text(b, gt, sizeof gt);
+		say(stdout, "GPU targets %s", gt);
 	}
 	say_signatures(stdout, b, "", t->trust.npubs > 0);
 	if (mc_bundle_signature_count(b) == 0)
@@ -184,6 +207,8 @@ cmd_list(struct tool *t, int argc, char **argv)
 	tool_parse(t, argc, argv, &list_spec, &o);
 	if (optind + 1 != argc)
 		usage_error("list needs exactly one BUNDLE%s", "");
+	if (!o.explain && (o.gpu.ngiven > 0 || o.gpu.skip))
+		usage_error("--gpu-target and --skip-other-gpus go with --explain%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if ((rc = open_trusted(t, argv[optind], &b, keys)) != MC_OK) {
@@ -193,7 +218,7 @@ cmd_list(struct tool *t, int argc, char **argv)
 	if ((rc = mc_bundle_read_tables(b)) != MC_OK)
 		rc = fail(t->ctx, rc);
 	else if (o.explain)
-		rc = explain(t, b, shown_path(argv[optind]));
+		rc = explain(t, &o, b, shown_path(argv[optind]));
 	else if ((rc = t->json ? list_json(t, b, argv[optind]) : list_text(t, b, shown_path(argv[optind]))) != MC_OK) {
 		/* The artifact table of a large bundle is read from a temp file as it is listed. */
 		fflush(stdout);
@@ -202,5 +227,6 @@ cmd_list(struct tool *t, int argc, char **argv)
 out:
 	mc_bundle_free(b);
 	free_keys(keys, t->trust.npubs);
+	gpu_free(&o.gpu);
 	return rc;
 }

@@ -14,12 +14,14 @@ struct load_opts {
 	const char *types;
 	const char *owner; /* --owner USER[:GROUP] */
 	int dry, sync;
+	struct gpu_opts gpu;
 };
 
 static const struct option load_long[] = {{"types", required_argument, NULL, OPT_TYPES},
 					  {"dry-run", no_argument, NULL, OPT_DRY_RUN},
 					  {"sync", no_argument, NULL, OPT_SYNC},
 					  {"owner", required_argument, NULL, OPT_OWNER},
+					  GPU_LONG_OPTIONS,
 					  {NULL, 0, NULL, 0}};
 
 static int
@@ -32,7 +34,7 @@ load_opt(struct tool *t, void *opts, int c, char *arg)
 	case OPT_DRY_RUN: o->dry = 1; return 1;
 	case OPT_SYNC: o->sync = 1; return 1;
 	case OPT_OWNER: o->owner = arg; return 1;
-	default: return 0;
+	default: return gpu_opt(&o->gpu, c, arg);
 	}
 }
 
@@ -114,7 +116,8 @@ set_owner(struct tool *t, const char *spec)
 
 /* load --json; takes r->arts. */
 static void
-load_json(const struct tool *t, struct load_report *r, const char *path, int sync)
+load_json(const struct tool *t, struct load_report *r, const struct load_opts *o,
+	  const char *path)
 {
 	static const char *const tiers[] = {"inductor", "triton", "triton_home"};
 	cJSON *j = json_object(), *sum, *roots;
@@ -131,7 +134,7 @@ load_json(const struct tool *t, struct load_report *r, const char *path, int syn
 		else
 			cJSON_AddNullToObject(roots, tiers[i]);
 	cJSON_AddBoolToObject(j, "dry_run", r->dry);
-	cJSON_AddBoolToObject(j, "synced", sync && !r->dry);
+	cJSON_AddBoolToObject(j, "synced", o->sync && !r->dry);
 	cJSON_AddBoolToObject(j, "signatures_checked", !t->trust.insecure);
 	cJSON_AddNumberToObject(j, "installed", (double)r->installed);
 	cJSON_AddNumberToObject(j, "replaced", (double)r->replaced);
@@ -139,6 +142,7 @@ load_json(const struct tool *t, struct load_report *r, const char *path, int syn
 	cJSON_AddNumberToObject(j, "would_install", (double)r->planned);
 	cJSON_AddNumberToObject(j, "would_replace", (double)r->planned_replace);
 	cJSON_AddNumberToObject(j, "bytes", (double)r->bytes);
+	gpu_json(&o->gpu, r->b, r, j);
 	sum = cJSON_AddObjectToObject(j, "types");
 	for (i = 0; i < r->nsums; i++) {
 		cJSON *s = cJSON_AddObjectToObject(sum, r->sums[i].type);
@@ -146,6 +150,7 @@ load_json(const struct tool *t, struct load_report *r, const char *path, int syn
 		cJSON_AddNumberToObject(s, "bytes", (double)r->sums[i].bytes);
 		cJSON_AddNumberToObject(s, "replaced", (double)r->sums[i].replaced);
 		cJSON_AddNumberToObject(s, "unchanged", (double)r->sums[i].unchanged);
+		cJSON_AddNumberToObject(s, "skipped", (double)r->sums[i].skipped);
 	}
 	cJSON_AddItemToObject(j, "artifacts", r->arts);
 	r->arts = NULL;
@@ -201,6 +206,9 @@ type_line(const struct load_report *r, const struct type_sum *s)
 			 r->dry ? "to replace" : "replaced");
 	else if (s->unchanged)
 		snprintf(note, sizeof note, "  (%zu already there)", s->unchanged);
+	if (s->skipped)
+		snprintf(note + strlen(note), sizeof note - strlen(note), "  (%zu left out: other "
+			 "GPU)", s->skipped);
 	say(stdout, "  %-13s %5zu file%s %10s%s", s->type, s->count, s->count == 1 ? " " : "s", hb,
 	    note);
 }
@@ -267,7 +275,7 @@ cmd_load(struct tool *t, int argc, char **argv)
 	struct load_report r;
 	struct load_sink sink = {&r, t->verbose};
 	mc_bundle *b = NULL;
-	int rc;
+	int rc, status = 0;
 
 	tool_parse(t, argc, argv, &load_spec, &o);
 	sink.verbose = t->verbose;
@@ -285,19 +293,27 @@ cmd_load(struct tool *t, int argc, char **argv)
 	r.b = b;
 	if (rc == MC_OK && o.types != NULL)
 		rc = select_types(t->ctx, b, o.types);
+	if (rc == MC_OK && (status = gpu_apply(t, &o.gpu, b)) != 0)
+		goto out;
 	if (r.json)
 		r.arts = cJSON_CreateArray();
 	if (rc == MC_OK)
-		rc = mc_bundle_load(b, o.dry ? MC_LOAD_DRY_RUN : o.sync ? MC_LOAD_SYNC : 0,
-				    on_load_artifact, &sink);
-	if (rc != MC_OK)
-		rc = fail_signed(t, b, rc);
-	else if (r.json)
-		load_json(t, &r, argv[optind], o.sync);
-	else if (!t->quiet)
+		rc = mc_bundle_load(b, (o.dry ? MC_LOAD_DRY_RUN : o.sync ? MC_LOAD_SYNC : 0) |
+					       gpu_flags(&o.gpu), on_load_artifact, &sink);
+	if (rc != MC_OK) {
+		status = fail_signed(t, b, rc);
+		if (rc == MC_ERR_GPU_MISMATCH)
+			gpu_mismatch_hint(t, &o.gpu, b, o.dry);
+	} else if (r.json) {
+		load_json(t, &r, &o, argv[optind]);
+	} else if (!t->quiet) {
 		load_text(t, &r, shown_path(argv[optind]));
+		gpu_say(t, &o.gpu, b, &r, stdout);
+	}
+out:
 	cJSON_Delete(r.arts);
 	mc_bundle_free(b);
 	free_keys(keys, t->trust.npubs);
-	return rc;
+	gpu_free(&o.gpu);
+	return status;
 }

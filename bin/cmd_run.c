@@ -23,6 +23,7 @@ struct run_opts {
 	struct record_opts rec;
 	int allow_cold, sync;
 	FILE *json_file; /* --json-file */
+	struct gpu_opts gpu;
 };
 
 /* With --json: what the object tells besides the command (doc/json-schema.json, "run"). */
@@ -39,6 +40,7 @@ static const struct option run_long[] = {
 	{"sync", no_argument, NULL, OPT_SYNC},
 	{"json", no_argument, NULL, OPT_JSON},
 	{"json-file", required_argument, NULL, OPT_JSON_FILE},
+	GPU_LONG_OPTIONS,
 	RECORD_LONG_OPTIONS,
 	{NULL, 0, NULL, 0}};
 
@@ -59,7 +61,7 @@ run_opt(struct tool *t, void *opts, int c, char *arg)
 	case OPT_SYNC: o->sync = 1; return 1;
 	case OPT_JSON: t->json = 1; return 1;
 	case OPT_JSON_FILE: t->json = 1; return 1; /* opened by json_target() */
-	default: return record_opt(&o->rec, c, arg);
+	default: return gpu_opt(&o->gpu, c, arg) || record_opt(&o->rec, c, arg);
 	}
 }
 
@@ -76,8 +78,10 @@ run_check(const struct tool *t, const struct run_opts *o, int argc)
 			    "");
 	if (t->trust.npubs > 0 && t->trust.insecure)
 		usage_error("-p and --insecure-no-verify do not go together%s", "");
-	if (o->nbundles == 0 && (t->trust.npubs > 0 || o->types != NULL))
-		usage_error("-p and --types apply to bundles given with -b; none given%s", "");
+	if (o->nbundles == 0 && (t->trust.npubs > 0 || o->types != NULL || o->gpu.ngiven > 0 ||
+				 o->gpu.skip))
+		usage_error("-p, --types, --gpu-target and --skip-other-gpus apply to bundles given "
+			    "with -b; none given%s", "");
 	if (o->save_to == NULL && (o->rec.signers.n > 0 || o->rec.nlabels > 0))
 		usage_error("-s and --label apply to the bundle of --save-to; none given%s", "");
 }
@@ -106,15 +110,19 @@ json_target(struct tool *t, struct run_opts *o, int argc, char **argv)
 /* A bundle's entry in the --json object: r its counts once loaded, else (--allow-cold)
  * NULL and the failure's code and line. */
 static cJSON *
-bundle_json(const char *path, const struct load_report *r, int rc, const char *line)
+bundle_json(const struct run_opts *o, mc_bundle *b, const char *path, const struct load_report *r,
+	    int rc, const char *line)
 {
 	cJSON *j = cJSON_CreateObject();
+	struct load_report none;
 
 	cJSON_AddStringToObject(j, "bundle", path);
 	cJSON_AddBoolToObject(j, "loaded", r != NULL);
 	cJSON_AddNumberToObject(j, "installed", r != NULL ? (double)r->installed : 0);
 	cJSON_AddNumberToObject(j, "replaced", r != NULL ? (double)r->replaced : 0);
 	cJSON_AddNumberToObject(j, "unchanged", r != NULL ? (double)r->unchanged : 0);
+	memset(&none, 0, sizeof none);
+	gpu_json(&o->gpu, b, r != NULL ? r : &none, j);
 	if (r != NULL) {
 		cJSON_AddNullToObject(j, "error");
 		cJSON_AddNullToObject(j, "message");
@@ -128,7 +136,7 @@ bundle_json(const char *path, const struct load_report *r, int rc, const char *l
 /* Verifies and loads each bundle in turn; the ones loaded stay open in bases[] (the
  * save compares with them). A bundle that fails ends the run unless --allow-cold. */
 static int
-load_bundles(struct tool *t, const struct run_opts *o, mc_bundle **bases, size_t *nbases,
+load_bundles(struct tool *t, struct run_opts *o, mc_bundle **bases, size_t *nbases,
 	     mc_pubkey **keys, struct run_json *rj)
 {
 	size_t i;
@@ -142,26 +150,37 @@ load_bundles(struct tool *t, const struct run_opts *o, mc_bundle **bases, size_t
 		rc = open_trusted(t, o->bundles[i], &b, keys + i * MAX_PUBKEYS);
 		if (rc == MC_OK && o->types != NULL)
 			rc = select_types(t->ctx, b, o->types);
+		if (rc == MC_OK && (rc = gpu_apply(t, &o->gpu, b)) != 0) {
+			mc_bundle_free(b);
+			return rc;
+		}
 		if (rc == MC_OK)
-			rc = mc_bundle_load(b, o->sync ? MC_LOAD_SYNC : 0, on_artifact, &r);
+			rc = mc_bundle_load(b, (o->sync ? MC_LOAD_SYNC : 0) | gpu_flags(&o->gpu),
+					    on_artifact, &r);
 		if (rc != MC_OK) {
 			int status = fail(t->ctx, rc);
-			mc_bundle_free(b);
-			if (!o->allow_cold)
+			if (rc == MC_ERR_GPU_MISMATCH)
+				gpu_mismatch_hint(t, &o->gpu, b, 0);
+			if (!o->allow_cold) {
+				mc_bundle_free(b);
 				return status;
+			}
 			if (rj->bundles != NULL)
-				cJSON_AddItemToArray(rj->bundles, bundle_json(o->bundles[i], NULL, rc,
-									      json_said()));
+				cJSON_AddItemToArray(rj->bundles, bundle_json(o, b, o->bundles[i], NULL,
+									      rc, json_said()));
+			mc_bundle_free(b);
 			json_forget(); /* got past: not the failure the run reports */
 			say(stderr, "%s: --allow-cold: running without %s", PROG, o->bundles[i]);
 			continue;
 		}
-		if (rj->bundles != NULL)
-			cJSON_AddItemToArray(rj->bundles, bundle_json(o->bundles[i], &r, 0, NULL));
-		else if (!t->quiet)
+		if (rj->bundles != NULL) {
+			cJSON_AddItemToArray(rj->bundles, bundle_json(o, b, o->bundles[i], &r, 0, NULL));
+		} else if (!t->quiet) {
 			say(stderr, "%s: warmed %s: %zu file%s installed, %zu replaced, %zu already there",
 			    PROG, o->bundles[i], r.installed, r.installed == 1 ? "" : "s", r.replaced,
 			    r.unchanged);
+			gpu_say(t, &o->gpu, b, &r, stderr);
+		}
 		bases[(*nbases)++] = b;
 	}
 	return 0;
@@ -447,6 +466,7 @@ cmd_run(struct tool *t, int argc, char **argv)
 	cJSON_Delete(rj.bundles);
 	cJSON_Delete(rj.save);
 	record_free(&o.rec);
+	gpu_free(&o.gpu);
 	mc_writer_free(w);
 	return rc;
 }

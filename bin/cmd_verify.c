@@ -124,6 +124,13 @@ verify_ok(const struct tool *t, mc_bundle *b, const char *path)
 		say(stdout, "%s: OK (%zu artifacts, bundle version %" PRIu64 ", %s%s%s%s)",
 		    shown_path(path), mc_bundle_artifact_count(b), mc_bundle_version(b), good,
 		    none ? "" : ", ", none ? "" : other, times);
+	if (mc_bundle_gpu_target_count(b) > 0) {
+		char gt[1024];
+		gpu_targets_text(b, gt, sizeof gt);
+		say(stdout, "GPU targets %s (%s)", gt,
+		    mc_bundle_gpu_targets_known(b) == MC_GPU_RECORDED ? "recorded, matching its kernels"
+		    : "read from its kernels: format 1, or an older bundle, records none");
+	}
 }
 
 /* verify --json: the bundle at path, verified. */
@@ -149,6 +156,9 @@ verify_json(const struct tool *t, mc_bundle *b, const char *path)
 	cJSON_AddItemToObject(j, "signatures", signatures_json(b));
 	cJSON_AddItemToObject(j, "trusted_signers", signers_json(b, MC_SIG_VERIFIED));
 	cJSON_AddItemToObject(j, "untrusted_signers", signers_json(b, MC_SIG_NOT_CHECKED));
+	cJSON_AddItemToObject(j, "gpu_targets", gpu_targets_json(b));
+	cJSON_AddBoolToObject(j, "gpu_targets_recorded",
+			      mc_bundle_gpu_targets_known(b) == MC_GPU_RECORDED);
 	print_json(j);
 }
 

@@ -18,6 +18,12 @@ count_artifact(struct load_report *r, int what, const char *type, uint64_t size)
 		snprintf(r->sums[i].type, sizeof r->sums[i].type, "%s", type);
 		r->nsums++;
 	}
+	if (what == MC_LOAD_SKIPPED) { /* written nowhere */
+		if (i < r->nsums)
+			r->sums[i].skipped++;
+		r->skipped++;
+		return;
+	}
 	if (i < r->nsums) {
 		if (what == MC_LOAD_UNCHANGED)
 			r->sums[i].unchanged++;
@@ -51,6 +57,7 @@ static const struct {
 	[MC_LOAD_PLANNED] = {"would_install", "would install"},
 	[MC_LOAD_REPLACED] = {"replaced", "replaced"},
 	[MC_LOAD_WOULD_REPLACE] = {"would_replace", "would replace"},
+	[MC_LOAD_SKIPPED] = {"skipped", "skipped (GPU)"},
 };
 
 static size_t
@@ -111,6 +118,16 @@ on_artifact(void *ud, int what, const char *type, const char *key, const char *d
 	char full[8192] = "";
 
 	count_artifact(r, what, type, size);
+	if (what == MC_LOAD_SKIPPED) { /* a kernel's files are neighbours: one folder each */
+		const char *slash = strrchr(key, '/');
+		int len = slash != NULL ? (int)(slash - key) : 0;
+		if (strcmp(r->skipped_type, type) != 0 || strlen(r->skipped_dir) != (size_t)len ||
+		    strncmp(r->skipped_dir, key, (size_t)len) != 0) {
+			r->skipped_kernels++;
+			snprintf(r->skipped_type, sizeof r->skipped_type, "%s", type);
+			snprintf(r->skipped_dir, sizeof r->skipped_dir, "%.*s", len, key);
+		}
+	}
 	if (dest != NULL && r->ctx != NULL) {
 		const char *tier = mc_ctx_type_tier(r->ctx, type), *root = NULL;
 		if (tier != NULL && mc_ctx_tier_root(r->ctx, tier, &root) == MC_OK)

@@ -33,7 +33,8 @@ enum {
 	OPT_FROM_TRITON, OPT_KEEP_UNKNOWN, OPT_TRITON_DIR, OPT_TORCH_FORMAT, OPT_LABEL_FROM_ENV,
 	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_SYNC, OPT_ALLOW_COLD, OPT_OWNER,
 	OPT_UNSIGNED, OPT_PROGRESS, OPT_JSON_FILE, OPT_REDIS, OPT_REDIS_PASSWORD_FILE, OPT_TRITON,
-	OPT_TRITON_KEY_FORMAT, OPT_TTL, OPT_MATCH, OPT_FORMAT_VERSION,
+	OPT_TRITON_KEY_FORMAT, OPT_TTL, OPT_MATCH, OPT_FORMAT_VERSION, OPT_GPU_TARGET,
+	OPT_SKIP_OTHER_GPUS,
 	OPT_CAP /* + 0..4 */
 };
 
@@ -269,6 +270,51 @@ cJSON *locations_json(const struct location *loc);
 void say_locations(FILE *f, const struct location *loc);
 int dir_has_entries(const char *path);
 
+struct load_report;
+
+/* gpu.c: --gpu-target and --skip-other-gpus of load, run and list --explain: the host's
+ * GPU targets, given or detected, checked against a bundle's kernels. */
+#define MAX_GPU_TARGETS 16
+struct gpu_opts {
+	const char *given[MAX_GPU_TARGETS]; /* --gpu-target */
+	size_t ngiven;
+	int skip;                           /* --skip-other-gpus */
+	int resolved;                       /* gpu_host() ran: host set */
+	char **detected;                    /* mc_gpu_detect() */
+	size_t ndetected;
+};
+#define GPU_LONG_OPTIONS                                                         \
+	{"gpu-target", required_argument, NULL, OPT_GPU_TARGET},                 \
+	{"skip-other-gpus", no_argument, NULL, OPT_SKIP_OTHER_GPUS}
+
+/* Takes --gpu-target or --skip-other-gpus: 1, or 0 for another option. */
+int gpu_opt(struct gpu_opts *g, int c, const char *arg);
+/* The host's targets (given, else detected once) set on b. Returns 0 or the exit status
+ * of a failure (told). */
+int gpu_apply(struct tool *t, struct gpu_opts *g, mc_bundle *b);
+/* The load flags the options ask for. */
+unsigned gpu_flags(const struct gpu_opts *g);
+/* After a load (dry or not) of b, r its report: a line on f on what the check of its
+ * kernels found (a warning on standard error when none was made), when it has any;
+ * nothing when quiet. */
+void gpu_say(const struct tool *t, const struct gpu_opts *g, const mc_bundle *b,
+	     const struct load_report *r, FILE *f);
+/* The same as members of j: "gpu_targets" (the bundle's, or null when they are not known),
+ * "host_gpu_targets", "gpu_targets_checked", "skipped" (files), "skipped_kernels". */
+void gpu_json(const struct gpu_opts *g, const mc_bundle *b, const struct load_report *r,
+	      cJSON *j);
+/* The bundle's targets: an array, or null when they are not known (an older bundle
+ * not read through). */
+cJSON *gpu_targets_json(const mc_bundle *b);
+/* The bundle's targets as a line's words into buf: "cuda:90, hip:gfx942", "none", or
+ * "not recorded" (an older bundle not read through). */
+void gpu_targets_text(const mc_bundle *b, char *buf, size_t len);
+/* After a load failed with MC_ERR_GPU_MISMATCH: the ways on (standard error; with
+ * --json, the targets in the failure object). */
+void gpu_mismatch_hint(const struct tool *t, const struct gpu_opts *g, const mc_bundle *b,
+		       int dry);
+void gpu_free(struct gpu_opts *g);
+
 /* report.c: what load, list --explain and export tell of the artifacts they handle. */
 struct type_sum {
 	char type[40];
@@ -276,6 +322,7 @@ struct type_sum {
 	uint64_t bytes;
 	size_t replaced; /* written over a file that differed, or to be */
 	size_t unchanged;
+	size_t skipped;  /* left out: kernels for a GPU target the host lacks */
 };
 
 struct load_report {
@@ -289,8 +336,10 @@ struct load_report {
 	cJSON *arts;
 	struct type_sum sums[64];
 	size_t nsums;
-	size_t installed, replaced, unchanged, planned, planned_replace;
+	size_t installed, replaced, unchanged, planned, planned_replace, skipped;
 	uint64_t bytes;
+	size_t skipped_kernels; /* the folders of the skipped files */
+	char skipped_type[40], skipped_dir[1025];
 };
 
 void on_artifact(void *ud, int what, const char *type, const char *key, const char *dest,

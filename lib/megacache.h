@@ -70,8 +70,9 @@ enum {
 	MC_ERR_LABEL = -23,        /* a label the caller requires is missing or differs */
 	MC_ERR_REMOTE = -24,       /* a remote store (Redis) could not be reached or failed */
 	MC_ERR_UNSUPPORTED = -25,  /* this build lacks what the call needs (Redis support) */
-	MC_ERR_UNSUPPORTED_VERSION = -26 /* the bundle's format version is newer than this
-					  * library reads: upgrade megacache */
+	MC_ERR_UNSUPPORTED_VERSION = -26, /* the bundle's format version is newer than this
+					   * library reads: upgrade megacache */
+	MC_ERR_GPU_MISMATCH = -27  /* the bundle holds kernels for a GPU the host lacks */
 };
 
 /* The version of the library in use, MC_VERSION_STRING as it was built: a binding
@@ -87,7 +88,7 @@ MC_API const char *mc_strerror(int status);
  * "untrusted_signature" (MC_ERR_NO_SIGNATURE), "bad_signature", "threshold", "expired",
  * "rollback", "limit", "unknown_type", "bad_key", "conflict", "unsafe_destination",
  * "keyfile", "password", "torch_format", "crypto", "exists", "label", "remote",
- * "unsupported"; "unknown" for a
+ * "unsupported", "unsupported_version", "gpu_mismatch"; "unknown" for a
  * code not listed. Never NULL; static storage. */
 MC_API const char *mc_status_code(int status);
 
@@ -443,6 +444,36 @@ MC_API MC_MUST_CHECK int mc_bundle_artifact_executable(const mc_bundle *b, size_
 MC_API MC_MUST_CHECK int mc_bundle_find_artifact(const mc_bundle *b, const char *type,
 						 const char *key, size_t *index);
 
+/* GPU targets, written as Triton names the target a kernel is compiled for:
+ * "<backend>:<arch>", e.g. "cuda:90" (compute capability 9.0), "hip:gfx942". */
+#define MC_GPU_TARGET_MAX 97 /* the longest, in bytes */
+/* 1 when target has that form (backend 1..32 of [a-z0-9_], arch 1..64 of [A-Za-z0-9_.-]). */
+MC_API int mc_gpu_target_ok(const char *target);
+/* This host's GPU targets, sorted and distinct: "cuda:<major * 10 + minor>" for each
+ * NVIDIA device that the driver's NVML reports (libnvidia-ml.so.1, loaded at run time:
+ * none when it is missing), "hip:<gfx name>" for each AMD GPU in the KFD topology
+ * (/sys/class/kfd). *n is 0 when no GPU is seen. Free *targets with
+ * mc_gpu_targets_free(). */
+MC_API MC_MUST_CHECK int mc_gpu_detect(mc_ctx *ctx, char ***targets, size_t *n);
+MC_API void mc_gpu_targets_free(char **targets, size_t n);
+/* The targets of the bundle's Triton kernels (their metadata's "target"), sorted: the
+ * ones its manifest records (format version 2: mc_bundle_gpu_targets_known() gives
+ * MC_GPU_RECORDED), or else, once a verify or load has read every content, the ones
+ * its kernels name (MC_GPU_DERIVED); before that none (MC_GPU_UNKNOWN). A bundle with
+ * no kernel naming a target records none. The string is held until mc_bundle_free(). */
+/* MC_GPU_RECORDED also for a bundle that holds no kernel metadata file (none to record). */
+enum { MC_GPU_UNKNOWN = 0, MC_GPU_RECORDED = 1, MC_GPU_DERIVED = 2 };
+MC_API int mc_bundle_gpu_targets_known(const mc_bundle *b);
+MC_API size_t mc_bundle_gpu_target_count(const mc_bundle *b);
+MC_API const char *mc_bundle_gpu_target(const mc_bundle *b, size_t i);
+/* The GPU targets mc_bundle_load() takes the host to have (replacing any set before;
+ * mc_gpu_detect() finds them). A load then refuses, with MC_ERR_GPU_MISMATCH and
+ * nothing installed, a bundle holding a kernel for a target not among them, or with
+ * MC_LOAD_SKIP_OTHER_GPUS leaves out each such kernel's folder. n = 0 or no call:
+ * kernels are not checked. */
+MC_API MC_MUST_CHECK int mc_bundle_set_host_gpus(mc_bundle *b, const char *const *targets,
+						 size_t n);
+
 /* Restricts mc_bundle_load() to a type; call once per type. No call: every type. */
 MC_API MC_MUST_CHECK int mc_bundle_select_type(mc_bundle *b, const char *type);
 
@@ -453,7 +484,9 @@ enum {
 	MC_LOAD_UNCHANGED = 1,    /* an identical file was already there */
 	MC_LOAD_PLANNED = 2,      /* dry run: would be written where no file is */
 	MC_LOAD_REPLACED = 3,     /* written over a file that differed */
-	MC_LOAD_WOULD_REPLACE = 4 /* dry run: would be written over a file that differs */
+	MC_LOAD_WOULD_REPLACE = 4, /* dry run: would be written over a file that differs */
+	MC_LOAD_SKIPPED = 5        /* left out: its kernel is for a GPU target the host
+				    * lacks (MC_LOAD_SKIP_OTHER_GPUS), in a dry run too */
 };
 typedef void (*mc_artifact_fn)(void *ud, int what, const char *type, const char *key,
 			       const char *dest, uint64_t size);
@@ -470,6 +503,10 @@ typedef void (*mc_artifact_fn)(void *ud, int what, const char *type, const char 
  * only those on the way to the files that are there (a listing of where the files
  * would go, for any process that can read the cache dirs). */
 #define MC_LOAD_NO_WRITE_CHECK 0x4u
+/* With host GPU targets set (mc_bundle_set_host_gpus()): the files of each kernel for
+ * another target (the kernel's folder, its group file too) are left out, each reported
+ * as MC_LOAD_SKIPPED, and the rest is installed. */
+#define MC_LOAD_SKIP_OTHER_GPUS 0x8u
 
 /* Verifies the bundle and installs the selected artifacts into their tiers. All or
  * nothing: files are staged beside their destinations and renamed into place only

@@ -16,6 +16,22 @@ struct mc_bsig {
 	size_t len;
 };
 
+/* What a bundle's Triton kernels are compiled for (targets.c, SPEC.md section 12.2). A
+ * pass over the contents fills otarget from the kernels' metadata files; after one that
+ * read them all, derived is set and sorted lists the targets found, in order. */
+struct mc_gputargets {
+	int walked;             /* kmeta is set (NULL: the bundle holds no metadata file) */
+	unsigned char *kmeta;   /* per object: an artifact names it as a kernel's metadata */
+	uint16_t *otarget;      /* per object: 1 + the index in found of its target, or 0 */
+	char (*found)[MC_GPU_TARGET_LEN];
+	size_t nfound;
+	int derived;
+	char **sorted;
+	unsigned char *drop;    /* per artifact, from mc__gpu_check(): left out */
+	char (*host)[MC_GPU_TARGET_LEN]; /* mc_bundle_set_host_gpus() */
+	size_t nhost;
+};
+
 struct mc_bundle {
 	mc_ctx *ctx;
 	char *path;
@@ -54,6 +70,7 @@ struct mc_bundle {
 	size_t find_next;    /* the index after the artifact mc_bundle_find_artifact() found */
 	char hex[MC_HASH_HEX]; /* what mc_bundle_artifact() last gave as hash */
 	unsigned char *torch_blob; /* what mc_bundle_export_torch_memory() last gave */
+	struct mc_gputargets gt;
 };
 
 /* Receives each object's content while the reader streams it. */
@@ -139,6 +156,31 @@ MC_HIDDEN int mc__bundle_plan_in(mc_bundle *b, mc_ctx *ctx);
 MC_HIDDEN int mc__artifact_dest(mc_bundle *b, const struct mc_martifact *a, char *buf,
 				size_t len);
 MC_HIDDEN int mc__type_selected(const mc_bundle *b, const char *type);
+
+/* ---- GPU targets (targets.c) ---- */
+
+/* Before a pass: which objects are kernels' metadata files, the targets found so far
+ * forgotten. */
+MC_HIDDEN int mc__gpu_prepare(mc_bundle *b);
+/* Object obj's content (n bytes, checked), during a pass on any worker: the target it
+ * names, noted under lock when it is a kernel's metadata file. */
+MC_HIDDEN int mc__gpu_note(mc_bundle *b, mc_ctx *ctx, void *lock, size_t obj,
+			   const unsigned char *buf, size_t n);
+/* After a pass that read every object: the targets found, sorted; a manifest that
+ * records others is refused (MC_ERR_INTEGRITY). */
+MC_HIDDEN int mc__gpu_derived(mc_bundle *b);
+/* A load's check of the kernels against the host's targets (set: mc_bundle_set_host_gpus()):
+ * before the pass (derived not set), of the targets the manifest records; after it,
+ * of each kernel. A target the host lacks fails the load (MC_ERR_GPU_MISMATCH), or with
+ * skip set marks the kernel's folder's artifacts in gt.drop. */
+MC_HIDDEN int mc__gpu_check(mc_bundle *b, int skip);
+MC_HIDDEN void mc__gpu_free(mc_bundle *b);
+/* Whether artifact i is left out (mc__gpu_check() with skip). */
+static inline int
+mc__gpu_dropped(const mc_bundle *b, size_t i)
+{
+	return b->gt.drop != NULL && b->gt.drop[i];
+}
 
 /* Object contents parked in a temp folder (parts.c). */
 struct mc_parts {

@@ -808,6 +808,7 @@ mc_bundle_free(mc_bundle *b)
 	mc__acur_free(&b->cur);
 	mc__acur_free(&b->fcur);
 	free(b->torch_blob);
+	mc__gpu_free(b);
 	free(b);
 }
 

@@ -451,6 +451,9 @@ job_end(struct job *j)
 		free(j->pass.sp[k].paths);
 	}
 	free(j->pass.sp);
+	for (i = 0; i < j->m.ngpu_targets; i++)
+		free(j->m.gpu_targets[i]);
+	free(j->m.gpu_targets);
 	if (j->m.groups != NULL)
 		for (i = 0; i < j->m.ngroups; i++)
 			free(j->m.groups[i].entries);
@@ -748,6 +751,107 @@ layout_groups(struct job *j)
 	return MC_OK;
 }
 
+/* ---- format version 2: the GPU targets of the kernels ---- */
+
+/* Adds target t to the sorted, distinct list of the manifest model. */
+static int
+add_gpu_target(struct job *j, const char *t)
+{
+	struct mc_manifest *m = &j->m;
+	size_t i;
+	char **v;
+	int c = 1;
+
+	for (i = 0; i < m->ngpu_targets && (c = strcmp(m->gpu_targets[i], t)) < 0; i++)
+		;
+	if (c == 0)
+		return MC_OK;
+	if (m->ngpu_targets == 1024)
+		return mc__err(j->w->ctx, MC_ERR_LIMIT, "%s: kernels for more than 1024 GPU targets",
+			       j->path);
+	if ((v = realloc(m->gpu_targets, (m->ngpu_targets + 1) * sizeof *v)) == NULL)
+		return mc__err(j->w->ctx, MC_ERR_NOMEM, "out of memory");
+	m->gpu_targets = v;
+	memmove(v + i + 1, v + i, (m->ngpu_targets - i) * sizeof *v);
+	if ((v[i] = mc__strdup(t)) == NULL) {
+		memmove(v + i, v + i + 1, (m->ngpu_targets - i) * sizeof *v);
+		return mc__err(j->w->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	m->ngpu_targets++;
+	return MC_OK;
+}
+
+/* The target a kept kernel metadata file names, read again from its source (small:
+ * at most MC_DERIVE_MAX) and checked against the hash the first pass gave it. */
+static int
+meta_target(struct job *j, uint32_t obj, unsigned char **buf, size_t *cap)
+{
+	mc_writer *w = j->w;
+	unsigned char hash[MC_HASH_BYTES];
+	char name[MC_PATH_MAX], t[MC_GPU_TARGET_LEN];
+	struct mc_chash h = {0};
+	struct mc_wsource src;
+	struct mc_wobj o;
+	int rc;
+
+	if ((rc = mc__wobj_get(w, w->ctx, obj, &o)) != MC_OK)
+		return rc;
+	if (o.size == 0 || o.size > MC_DERIVE_MAX)
+		return MC_OK;
+	if (*cap < o.size) {
+		unsigned char *p = realloc(*buf, (size_t)o.size);
+		if (p == NULL)
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+		*buf = p;
+		*cap = (size_t)o.size;
+	}
+	if ((rc = mc__wobj_path(w, w->ctx, &o, name)) != MC_OK ||
+	    (rc = mc__wsource_open(w->ctx, &src, w, &o, name)) != MC_OK)
+		return rc;
+	rc = mc__wsource_read(w->ctx, &src, *buf, (size_t)o.size, o.offset);
+	mc__wsource_close(&src);
+	if (rc != MC_OK)
+		return rc;
+	if (mc__chash_init(&h, w->halg) != MC_OK)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	mc__chash_update(&h, *buf, (size_t)o.size);
+	mc__chash_final(&h, hash);
+	mc__chash_drop(&h);
+	if (memcmp(hash, o.hash, sizeof hash) != 0)
+		return mc__err(w->ctx, MC_ERR_IO, "%s: content changed while packing", name);
+	if (mc__kernel_target(*buf, (size_t)o.size, t))
+		rc = add_gpu_target(j, t);
+	return rc;
+}
+
+/* The targets of the kept artifacts that are Triton kernels' metadata files (SPEC.md
+ * section 12.2), into the manifest model. */
+static int
+gpu_targets(struct job *j)
+{
+	mc_writer *w = j->w;
+	struct mc_sreader r;
+	struct mc_wart a;
+	char key[MC_KEY_MAX + 1];
+	unsigned char *buf = NULL;
+	size_t cap = 0;
+	int rc, got = 1;
+
+	if ((rc = mc__sreader_init(w->ctx, &r, &j->sv.uniq, 0, mc__store_size(&j->sv.uniq),
+				   MC_WSORT_READ)) != MC_OK)
+		return rc;
+	while (rc == MC_OK) {
+		if ((rc = mc__wart_next(w->ctx, &r, &a, (unsigned char *)key, &got)) != MC_OK || !got)
+			break;
+		key[a.key_len] = '\0';
+		if (mc__kernel_meta(mc__find_type(w->ctx, w->types[a.type]), key))
+			rc = meta_target(j, a.obj, &buf, &cap);
+	}
+	free(buf);
+	free(r.buf);
+	return rc;
+}
+
 /* The manifest's model: the sorted tables seen through j->view, the blob's groups
  * when it keeps its layout, and the labels in name order. */
 static int
@@ -914,6 +1018,7 @@ save_once(mc_writer *w, const char *path, int out_fd, int *again)
 	    (rc = w->version == 2 ? block_objects(&j)
 				  : mc__wsort_objects(&j.sv, &j.order, &j.nobjects, &j.total)) ==
 		    MC_OK &&
+	    (w->version == 1 || (rc = gpu_targets(&j)) == MC_OK) &&
 	    (rc = manifest_model(&j)) == MC_OK &&
 	    (w->version == 1 || (rc = make_index(&j)) == MC_OK) &&
 	    (rc = render(&j, NULL, j.prehash, &j.mlen)) == MC_OK &&

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,7 @@ struct sstate {
 	struct sworker *w;
 	_Atomic uint64_t done;
 	uint64_t total;
+	pthread_mutex_t tlock; /* the GPU targets the kernels' metadata name (targets.c) */
 };
 
 static int
@@ -211,6 +213,9 @@ whole_object(struct sworker *w, size_t i, uint64_t off, const char *member)
 		mc__sha256_final(&w->sha, sha);
 		keep_sha(w, i, sha);
 	}
+	if ((rc = mc__gpu_note(w->s->b, w->ctx, &w->s->tlock, i, content, (size_t)o->size)) !=
+	    MC_OK)
+		return rc;
 	if (w->s->ondone != NULL) { /* handed over in one piece once checked */
 		w->told.content = o->size > 0 ? content : (const unsigned char *)"";
 		return MC_OK;
@@ -492,9 +497,14 @@ bobj_end(struct bsplit *sp)
 {
 	struct sworker *w = sp->w;
 
+	int rc;
+
 	mc__sha256_final(&w->sha, w->shabuf);
 	if (sodium_memcmp(w->shabuf, w->obj.hash, MC_HASH_BYTES) != 0)
 		return content_mismatch(w);
+	if (sp->whole && (rc = mc__gpu_note(w->s->b, w->ctx, &w->s->tlock, sp->i, w->out,
+					    (size_t)w->obj.size)) != MC_OK)
+		return rc;
 	return bobj_deliver(sp);
 }
 
@@ -859,6 +869,7 @@ sstate_free(struct sstate *s, unsigned nworkers)
 	free(s->offs);
 	free(s->wants_sha);
 	free(s->sha);
+	pthread_mutex_destroy(&s->tlock);
 }
 
 /* The objects a pass reads when it is given some: a file's are read where they lie,
@@ -893,6 +904,9 @@ stream(mc_bundle *b, unsigned nworkers, struct sstate *s)
 	if (nworkers == 0 || b->seq) /* a stream is read in order, by one worker */
 		nworkers = 1;
 	s->b = b;
+	if ((rc = mc__gpu_prepare(b)) != MC_OK)
+		return rc;
+	pthread_mutex_init(&s->tlock, NULL); /* destroyed by sstate_free() */
 	if ((rc = select_items(s)) == MC_OK && (rc = sstate_init(s, nworkers)) == MC_OK)
 		rc = mc__parallel(b->ctx, s->items != NULL ? s->nitems : nunits(b), nworkers,
 				  work, s);
@@ -902,6 +916,8 @@ stream(mc_bundle *b, unsigned nworkers, struct sstate *s)
 		struct sworker end = {.s = s, .ctx = b->ctx};
 		rc = check_end(&end, s->offs[nunits(b)]);
 	}
+	if (rc == MC_OK && s->want == NULL)
+		rc = mc__gpu_derived(b);
 	/* Only worker 0 reports on the way; a pass that got through ends at its total. */
 	if (rc == MC_OK)
 		mc__progress(b->ctx, "verify", s->total, s->total);

@@ -475,3 +475,21 @@ mc__b64_decode(const char *in, size_t inlen, unsigned char *out, size_t outmax, 
 	free(again);
 	return same ? 0 : -1;
 }
+
+int
+mc__gpu_target_ok(const char *t)
+{
+	size_t i, n;
+
+	for (i = 0; (t[i] >= 'a' && t[i] <= 'z') || (t[i] >= '0' && t[i] <= '9') || t[i] == '_';
+	     i++)
+		;
+	if (i == 0 || i > 32 || t[i] != ':')
+		return 0;
+	t += i + 1;
+	for (n = 0; (t[n] >= 'a' && t[n] <= 'z') || (t[n] >= 'A' && t[n] <= 'Z') ||
+		    (t[n] >= '0' && t[n] <= '9') || t[n] == '_' || t[n] == '.' || t[n] == '-';
+	     n++)
+		;
+	return n > 0 && n <= 64 && t[n] == '\0';
+}

@@ -47,6 +47,7 @@ mc_strerror(int status)
 	case MC_ERR_REMOTE: return "remote store failed";
 	case MC_ERR_UNSUPPORTED: return "not supported by this build";
 	case MC_ERR_UNSUPPORTED_VERSION: return "bundle format newer than this megacache reads";
+	case MC_ERR_GPU_MISMATCH: return "bundle holds kernels for another GPU";
 	default: return "unknown error";
 	}
 }
@@ -82,6 +83,7 @@ mc_status_code(int status)
 	case MC_ERR_REMOTE: return "remote";
 	case MC_ERR_UNSUPPORTED: return "unsupported";
 	case MC_ERR_UNSUPPORTED_VERSION: return "unsupported_version";
+	case MC_ERR_GPU_MISMATCH: return "gpu_mismatch";
 	default: return "unknown";
 	}
 }
@@ -104,6 +106,7 @@ mc_status_is_verification_failure(int status)
 	case MC_ERR_CONFLICT:
 	case MC_ERR_LABEL:
 	case MC_ERR_UNSUPPORTED_VERSION:
+	case MC_ERR_GPU_MISMATCH:
 		return 1;
 	default:
 		return 0;

@@ -155,6 +155,8 @@ struct mc_manifest {
 	int64_t expires;
 	struct mc_label *labels;
 	size_t nlabels;
+	char **gpu_targets;      /* version 2: the kernels' GPU targets, sorted (none: NULL) */
+	size_t ngpu_targets;
 	struct mc_martifact *artifacts;
 	size_t nartifacts;
 	int has_torch_blob;

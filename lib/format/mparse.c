@@ -517,6 +517,41 @@ parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
 	return MC_OK;
 }
 
+/* Format version 2's gpu_targets: 1..1024 targets, each "<backend>:<arch>", strictly
+ * ascending (SPEC.md section 12.2). */
+static int
+parse_gpu_targets(mc_ctx *ctx, const cJSON *t, struct mc_manifest *m)
+{
+	const cJSON *c;
+	size_t n = 0;
+
+	if (t == NULL)
+		return MC_OK;
+	if (!cJSON_IsArray(t))
+		return BAD("manifest: gpu_targets is not an array");
+	for (c = t->child; c != NULL; c = c->next)
+		n++;
+	if (n == 0)
+		return BAD("manifest: gpu_targets is empty (omit it for none)");
+	if (n > 1024)
+		return BAD("manifest: more than 1024 gpu_targets");
+	if ((m->gpu_targets = calloc(n, sizeof *m->gpu_targets)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	for (c = t->child; c != NULL; c = c->next) {
+		if (!cJSON_IsString(c) || !mc__gpu_target_ok(c->valuestring))
+			return BAD("manifest: gpu_targets[%zu] is not a GPU target "
+				   "(<backend>:<arch>, such as cuda:90)", m->ngpu_targets);
+		if (m->ngpu_targets > 0 &&
+		    strcmp(m->gpu_targets[m->ngpu_targets - 1], c->valuestring) >= 0)
+			return BAD("manifest: gpu_targets not in strictly ascending order at '%s'",
+				   c->valuestring);
+		if ((m->gpu_targets[m->ngpu_targets] = mc__strdup(c->valuestring)) == NULL)
+			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		m->ngpu_targets++;
+	}
+	return MC_OK;
+}
+
 /* An artifact's SHA-256 kept: into the arena, or for a spilled table h itself, which
  * art_keep copies. In format version 2 it is the content hash, given to every artifact. */
 static int
@@ -1202,8 +1237,8 @@ walk_doc(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
 					  "!bundle_version", "expires", "!labels", "!artifacts",
 					  "!objects", "torch_blob", NULL};
 	static const char *const top2[] = {"!format", "!format_version", "!created",
-					   "!bundle_version", "expires", "!labels", "!index",
-					   NULL};
+					   "!bundle_version", "expires", "!labels", "gpu_targets",
+					   "!index", NULL};
 	cJSON *root = NULL;
 	struct mc_jtable arts = {0, 0}, objs = {0, 0}, blks = {0, 0};
 	int rc;
@@ -1215,7 +1250,8 @@ walk_doc(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
 		goto out;
 	if (m->version == 1)
 		rc = walk_tables(ctx, d, m, root, &arts, &objs, &blks);
-	else
+	else if ((rc = parse_gpu_targets(ctx, cJSON_GetObjectItemCaseSensitive(root, "gpu_targets"),
+					 m)) == MC_OK)
 		rc = parse_index_desc(ctx, root, m);
 out:
 	cJSON_Delete(root);
@@ -1272,6 +1308,8 @@ out:
 	if (rc != MC_OK && index) { /* the tables go, the head stays */
 		m->labels = NULL;
 		m->nlabels = 0;
+		m->gpu_targets = NULL;
+		m->ngpu_targets = 0;
 		mc__manifest_free(m);
 		*m = head;
 	} else if (rc != MC_OK) {

@@ -150,6 +150,12 @@ render_head(const struct mc_manifest *m, struct sbuf *b)
 	ok = ok && (labels = cJSON_AddObjectToObject(root, "labels")) != NULL;
 	for (i = 0; ok && i < m->nlabels; i++)
 		ok = cJSON_AddStringToObject(labels, m->labels[i].key, m->labels[i].value) != NULL;
+	if (ok && m->version == 2 && m->ngpu_targets > 0) {
+		cJSON *gt = cJSON_AddArrayToObject(root, "gpu_targets");
+		ok = gt != NULL;
+		for (i = 0; ok && i < m->ngpu_targets; i++)
+			ok = cJSON_AddItemToArray(gt, cJSON_CreateString(m->gpu_targets[i]));
+	}
 	if (ok && m->version == 2) {
 		const struct mc_mindex *x = &m->index;
 		cJSON *ix = cJSON_AddObjectToObject(root, "index");

@@ -84,7 +84,7 @@ commit_units(struct loader *L)
 		char dir[MC_PATH_MAX];
 		struct unames n;
 
-		if (!u->made)
+		if (!u->made || mc__gpu_dropped(L->b, u->art))
 			continue;
 		if ((rc = mc__unit_dir(L->ctx, &L->cur, u, dir, sizeof dir)) != MC_OK)
 			break;
@@ -123,6 +123,11 @@ commit_files(struct loader *L, mc_artifact_fn fn, void *ud)
 			continue;
 		if ((rc = mc__staged_names(L, L->ctx, &L->cur, s, &n, &a)) != MC_OK)
 			break;
+		if (mc__gpu_dropped(L->b, s->art)) { /* a kernel for another GPU */
+			remove_staged(L, s);
+			mc__load_report(L->b, fn, ud, MC_LOAD_SKIPPED, a, n.dest);
+			continue;
+		}
 		/* Files of one folder are neighbours in the artifact order: one open each. */
 		if (s->tier != prevtier || strcmp(prev, n.dir) != 0) {
 			if (dfd >= 0)
@@ -166,19 +171,22 @@ mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 		struct staged *s = &L->st[i];
 		struct snames n;
 
+		int dropped;
+
 		if (s->unit == NO_UNIT)
 			continue;
-		if (L->units[s->unit].lost)
+		dropped = mc__gpu_dropped(L->b, L->units[s->unit].art);
+		if (L->units[s->unit].lost || dropped)
 			remove_staged(L, s);
 		s->made = 0;
 		if ((rc = mc__staged_names(L, L->ctx, &L->cur, s, &n, &a)) != MC_OK)
 			break;
-		mc__load_report(L->b, fn, ud,
-				L->units[s->unit].lost ? MC_LOAD_UNCHANGED : MC_LOAD_INSTALLED, a,
-				n.dest);
+		mc__load_report(L->b, fn, ud, dropped ? MC_LOAD_SKIPPED
+					      : L->units[s->unit].lost ? MC_LOAD_UNCHANGED
+					      : MC_LOAD_INSTALLED, a, n.dest);
 	}
 	for (i = 0; i < L->nunits && rc == MC_OK; i++)
-		if (L->units[i].lost)
+		if (L->units[i].lost || mc__gpu_dropped(L->b, L->units[i].art))
 			remove_unit_temp(L, &L->units[i]);
 	return rc;
 }

@@ -65,12 +65,14 @@ loader_free(struct loader *L)
 static int
 planned_action(const struct loader *L, size_t i)
 {
-	return L->found[i] == MC_FOUND_SAME ? MC_LOAD_UNCHANGED
+	return mc__gpu_dropped(L->b, i) ? MC_LOAD_SKIPPED
+	       : L->found[i] == MC_FOUND_SAME ? MC_LOAD_UNCHANGED
 	       : L->found[i] == MC_FOUND_DIFFERS ? MC_LOAD_WOULD_REPLACE : MC_LOAD_PLANNED;
 }
 
-/* Tells fn of the selected artifacts already in place (MC_LOAD_UNCHANGED) and,
- * unless only_unchanged, of the others as MC_LOAD_PLANNED or MC_LOAD_WOULD_REPLACE. */
+/* Tells fn of the selected artifacts already in place (MC_LOAD_UNCHANGED, or
+ * MC_LOAD_SKIPPED for a kernel left out) and, unless only_unchanged, of the others as
+ * MC_LOAD_PLANNED, MC_LOAD_WOULD_REPLACE or MC_LOAD_SKIPPED. */
 static int
 report_selected(struct loader *L, mc_artifact_fn fn, void *ud, int only_unchanged)
 {
@@ -91,9 +93,10 @@ int
 mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 {
 	struct loader L;
-	int rc, dry = (flags & MC_LOAD_DRY_RUN) != 0;
+	int rc, dry = (flags & MC_LOAD_DRY_RUN) != 0, skip = (flags & MC_LOAD_SKIP_OTHER_GPUS) != 0;
 
-	if (b == NULL || (flags & ~(MC_LOAD_DRY_RUN | MC_LOAD_SYNC | MC_LOAD_NO_WRITE_CHECK)) != 0)
+	if (b == NULL || (flags & ~(MC_LOAD_DRY_RUN | MC_LOAD_SYNC | MC_LOAD_NO_WRITE_CHECK |
+				    MC_LOAD_SKIP_OTHER_GPUS)) != 0)
 		return MC_ERR_INVALID;
 	memset(&L, 0, sizeof L);
 	L.b = b;
@@ -104,17 +107,20 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	L.last_tier = (size_t)-1;
 	mc__acur_init(&L.cur, b->ctx, &b->m, mc__find_type);
 	mc__acur_init(&L.ucur, b->ctx, &b->m, mc__find_type);
-	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__bundle_plan(b)) == MC_OK &&
-	    (rc = mc__setup_tiers(&L)) == MC_OK)
+	/* The GPU targets a manifest records are checked before anything is staged; every
+	 * kernel's, once the pass has read them (SPEC.md section 12.2). */
+	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__gpu_check(b, skip)) == MC_OK &&
+	    (rc = mc__bundle_plan(b)) == MC_OK && (rc = mc__setup_tiers(&L)) == MC_OK)
 		rc = mc__plan_staging(&L);
 	if (rc == MC_OK && dry) {
 		/* The folders first, as the load meets them before any content. */
 		if (!(flags & MC_LOAD_NO_WRITE_CHECK))
 			rc = mc__stage_prepare(&L, 1);
-		if (rc == MC_OK && (rc = mc__bundle_stream_par(b, NULL, NULL)) == MC_OK)
+		if (rc == MC_OK && (rc = mc__bundle_stream_par(b, NULL, NULL)) == MC_OK &&
+		    (rc = mc__gpu_check(b, skip)) == MC_OK)
 			rc = report_selected(&L, fn, ud, 0);
 	} else if (rc == MC_OK) {
-		if ((rc = mc__stage_all(&L)) == MC_OK)
+		if ((rc = mc__stage_all(&L)) == MC_OK && (rc = mc__gpu_check(b, skip)) == MC_OK)
 			rc = mc__load_commit(&L, fn, ud);
 		if (rc == MC_OK && (flags & MC_LOAD_SYNC))
 			rc = mc__sync_tiers(&L);

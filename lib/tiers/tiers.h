@@ -110,6 +110,17 @@ MC_HIDDEN int mc__group_remote(const char *key, const unsigned char *in, size_t 
 MC_HIDDEN int mc__group_recorded(const char *key, const unsigned char *in, size_t n,
 				 unsigned char **out, size_t *outn);
 
+/* ---- GPU targets (gpu.c) ---- */
+
+#define MC_GPU_HOST_MAX 64 /* distinct targets a host is taken to have */
+/* Whether the file of key, of type t, is a Triton kernel's metadata: a ".json" file of a
+ * kernel folder that is not a group file (SPEC.md section 12.2). */
+MC_HIDDEN int mc__kernel_meta(const struct mc_type *t, const char *key);
+/* The target a kernel's metadata file of n bytes names ("target": {"backend", "arch"}),
+ * in out as "<backend>:<arch>": 1; 0 (out empty) when it names none in that form. */
+MC_HIDDEN int mc__kernel_target(const unsigned char *buf, size_t n,
+				char out[MC_GPU_TARGET_LEN]);
+
 /* ---- the forms artifacts take in torch's and Triton's Redis caches (remote.c) ---- */
 
 #define MC_RKEY_MAX 1024 /* the longest remote key made or read */

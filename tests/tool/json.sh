@@ -213,7 +213,7 @@ jsrun() {
 	[ "$(tail -c 1 "$T/rerr" | od -An -c | tr -d ' ')" = '\n' ] &&
 		valid "$T/rlast" run "$want" "$expr" && ok || bad "megacache run --json $*: $(tail -c 1500 "$T/rerr")"
 }
-jsrun 0 'j["bundles"] == [{"bundle": j["bundles"][0]["bundle"], "loaded": True, "installed": 10, "replaced": 0, "unchanged": 0, "error": None, "message": None}] and j["child"] == {"argv": ["sh", "-c", "echo child-out; echo child-err >&2"], "started": True, "exit_status": 0, "signal": None} and j["save"] is None and j["error"] is None' \
+jsrun 0 'j["bundles"] == [{"bundle": j["bundles"][0]["bundle"], "loaded": True, "installed": 10, "replaced": 0, "unchanged": 0, "gpu_targets": [], "host_gpu_targets": [], "gpu_targets_checked": False, "skipped": 0, "skipped_kernels": 0, "error": None, "message": None}] and j["child"] == {"argv": ["sh", "-c", "echo child-out; echo child-err >&2"], "started": True, "exit_status": 0, "signal": None} and j["save"] is None and j["error"] is None' \
 	-b "$T/a.mcache" -p "$PUB" --cache-dir "$T/rc" --triton-dir "$T/rt" -- sh -c 'echo child-out; echo child-err >&2'
 [ "$(cat "$T/rout")" = child-out ] && ok || bad "run --json: standard output is not the command's alone: $(cat "$T/rout")"
 grep -qx child-err "$T/rerr" && ! grep -q warmed "$T/rerr" && ok || bad "run --json: standard error: $(cat "$T/rerr")"

@@ -1,0 +1,196 @@
+/* gpu.c - the host's GPU targets for load, run and list --explain: given with
+ * --gpu-target or detected, set on a bundle so that a load checks its kernels, and what
+ * the check found, in words and in JSON. */
+#include "config.h"
+
+#include <string.h>
+
+#include "tool.h"
+
+int
+gpu_opt(struct gpu_opts *g, int c, const char *arg)
+{
+	if (c == OPT_SKIP_OTHER_GPUS) {
+		g->skip = 1;
+		return 1;
+	}
+	if (c != OPT_GPU_TARGET)
+		return 0;
+	if (!mc_gpu_target_ok(arg))
+		usage_error("--gpu-target takes BACKEND:ARCH as Triton names a kernel's target "
+			    "(cuda:90 for compute capability 9.0, hip:gfx942), not '%s'", arg);
+	if (g->ngiven == MAX_GPU_TARGETS)
+		usage_error("too many --gpu-target (at most %d)", MAX_GPU_TARGETS);
+	g->given[g->ngiven++] = arg;
+	return 1;
+}
+
+/* The host's targets: those given, else those detected. */
+static const char *const *
+host_targets(const struct gpu_opts *g, size_t *n)
+{
+	if (g->ngiven > 0) {
+		*n = g->ngiven;
+		return g->given;
+	}
+	*n = g->ndetected;
+	return (const char *const *)g->detected;
+}
+
+int
+gpu_apply(struct tool *t, struct gpu_opts *g, mc_bundle *b)
+{
+	const char *const *host;
+	size_t n;
+	int rc;
+
+	if (!g->resolved && g->ngiven == 0 &&
+	    (rc = mc_gpu_detect(t->ctx, &g->detected, &g->ndetected)) != MC_OK)
+		return fail(t->ctx, rc);
+	g->resolved = 1;
+	host = host_targets(g, &n);
+	if ((rc = mc_bundle_set_host_gpus(b, host, n)) != MC_OK)
+		return fail(t->ctx, rc);
+	return 0;
+}
+
+unsigned
+gpu_flags(const struct gpu_opts *g)
+{
+	return g->skip ? MC_LOAD_SKIP_OTHER_GPUS : 0;
+}
+
+/* Targets joined by ", " into buf; "none" for none. */
+static void
+join(const char *const *v, size_t n, char *buf, size_t len)
+{
+	size_t i, at = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", i > 0 ? ", " : "", v[i]);
+	if (n == 0)
+		snprintf(buf, len, "none");
+}
+
+void
+gpu_targets_text(const mc_bundle *b, char *buf, size_t len)
+{
+	const char *v[64] = {NULL};
+	size_t i, n = mc_bundle_gpu_target_count(b);
+
+	if (mc_bundle_gpu_targets_known(b) == MC_GPU_UNKNOWN) {
+		snprintf(buf, len, "not recorded");
+		return;
+	}
+	for (i = 0; i < n && i < 64; i++)
+		v[i] = mc_bundle_gpu_target(b, i);
+	join(v, i, buf, len);
+	if (n > 64 && strlen(buf) + 8 < len)
+		strcat(buf, ", ...");
+}
+
+cJSON *
+gpu_targets_json(const mc_bundle *b)
+{
+	cJSON *a;
+	size_t i;
+
+	if (mc_bundle_gpu_targets_known(b) == MC_GPU_UNKNOWN)
+		return cJSON_CreateNull();
+	a = cJSON_CreateArray();
+	for (i = 0; i < mc_bundle_gpu_target_count(b); i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(mc_bundle_gpu_target(b, i)));
+	return a;
+}
+
+/* The bundle's targets the host lacks, joined into buf. */
+static void
+lacking(const mc_bundle *b, const char *const *host, size_t nhost, char *buf, size_t len)
+{
+	const char *v[64];
+	size_t i, k, n = 0;
+
+	for (i = 0; i < mc_bundle_gpu_target_count(b) && n < 64; i++) {
+		for (k = 0; k < nhost && strcmp(host[k], mc_bundle_gpu_target(b, i)) != 0; k++)
+			;
+		if (k == nhost)
+			v[n++] = mc_bundle_gpu_target(b, i);
+	}
+	join(v, n, buf, len);
+}
+
+void
+gpu_say(const struct tool *t, const struct gpu_opts *g, const mc_bundle *b,
+	const struct load_report *r, FILE *f)
+{
+	const char *const *host;
+	char bt[1024], ht[1024], lack[1024];
+	size_t n;
+
+	if (t->quiet || t->json)
+		return;
+	host = host_targets(g, &n);
+	join(host, n, ht, sizeof ht);
+	gpu_targets_text(b, bt, sizeof bt);
+	if (mc_bundle_gpu_target_count(b) == 0 && r->skipped == 0)
+		return; /* no kernel names a target */
+	if (n == 0) {
+		say(stderr, "%s: warning: GPU targets not checked: no GPU seen (the bundle's kernels "
+		    "are for %s; --gpu-target T names this host's)", PROG, bt);
+	} else if (r->skipped > 0) {
+		lacking(b, host, n, lack, sizeof lack);
+		say(f, "%sleft out %zu file%s of %zu kernel%s for %s, which this host lacks (this "
+		    "host: %s%s)", f == stderr ? PROG ": " : "", r->skipped, r->skipped == 1 ? "" : "s", r->skipped_kernels,
+		    r->skipped_kernels == 1 ? "" : "s", lack, ht, g->ngiven > 0 ? ", as given" : "");
+	} else {
+		say(f, "%sGPU targets %s: this host has them (%s%s)", f == stderr ? PROG ": " : "", bt, ht,
+		    g->ngiven > 0 ? ", as given" : "");
+	}
+}
+
+void
+gpu_json(const struct gpu_opts *g, const mc_bundle *b, const struct load_report *r, cJSON *j)
+{
+	const char *const *host;
+	cJSON *h = cJSON_CreateArray();
+	size_t i, n;
+
+	host = host_targets(g, &n);
+	for (i = 0; i < n; i++)
+		cJSON_AddItemToArray(h, cJSON_CreateString(host[i]));
+	cJSON_AddItemToObject(j, "gpu_targets", gpu_targets_json(b));
+	cJSON_AddItemToObject(j, "host_gpu_targets", h);
+	cJSON_AddBoolToObject(j, "gpu_targets_checked", n > 0);
+	cJSON_AddNumberToObject(j, "skipped", (double)r->skipped);
+	cJSON_AddNumberToObject(j, "skipped_kernels", (double)r->skipped_kernels);
+}
+
+void
+gpu_mismatch_hint(const struct tool *t, const struct gpu_opts *g, const mc_bundle *b, int dry)
+{
+	const char *const *host;
+	cJSON *h;
+	size_t i, n;
+
+	if (t->json) {
+		host = host_targets(g, &n);
+		h = cJSON_CreateArray();
+		for (i = 0; i < n; i++)
+			cJSON_AddItemToArray(h, cJSON_CreateString(host[i]));
+		json_fail_add("gpu_targets", gpu_targets_json(b));
+		json_fail_add("host_gpu_targets", h);
+		return;
+	}
+	say(stderr, "  %s--skip-other-gpus installs the rest without those kernels%s",
+	    dry ? "" : "nothing was installed; ",
+	    g->ngiven > 0 ? "" : "; --gpu-target T names this host's targets");
+}
+
+void
+gpu_free(struct gpu_opts *g)
+{
+	mc_gpu_targets_free(g->detected, g->ndetected);
+	g->detected = NULL;
+	g->ndetected = 0;
+}
