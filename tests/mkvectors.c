@@ -606,20 +606,26 @@ sha_hex(const void *d, size_t n, char out[65])
 /* A version 2 bundle signed by the test key: its manifest names index, stored as it is
  * (a different member name when iname is given), then the blocks blk[0..n-1] stored as
  * they are (blen[i] bytes; blen NULL: text), and any extra member. */
+/* The gpu_targets member the next v2_bundle() writes into its manifest (its JSON
+ * value), or NULL: none. */
+static const char *v2_gpu;
+
 static void
 v2_bundle(const char *name, const char *index, const char *iname, const char *const *blk,
 	  const size_t *blen, size_t n, const char *extra, const char *cmd, int code,
 	  const char *text)
 {
-	char man[1024], h[65], bn[32];
+	char man[1024], h[65], bn[32], gt[256] = "";
 	struct buf b;
 	size_t i;
 
 	sha_hex(index, strlen(index), h);
+	if (v2_gpu != NULL)
+		snprintf(gt, sizeof gt, ",\"gpu_targets\":%s", v2_gpu);
 	snprintf(man, sizeof man, "{\"format\":\"megacache\",\"format_version\":2,\"created\":%d,"
-		 "\"bundle_version\":0,\"labels\":{},\"index\":{\"encoding\":\"none\",\"size\":%zu,"
-		 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}}", EPOCH, strlen(index),
-		 strlen(index), h);
+		 "\"bundle_version\":0,\"labels\":{}%s,\"index\":{\"encoding\":\"none\","
+		 "\"size\":%zu,\"stored_size\":%zu,\"stored_hash\":\"%s\"}}", EPOCH, gt,
+		 strlen(index), strlen(index), h);
 	start_signed(&b, man);
 	put_member(&b, iname != NULL ? iname : "index.json", index, strlen(index));
 	for (i = 0; i < n; i++) {
@@ -754,6 +760,97 @@ version2_selection(void)
 		  "content does not match its hash");
 	expect(name, "load-types-pgo", 1, "content does not match its hash");
 	free(b0);
+}
+
+/* The GPU targets of Triton kernels (SPEC.md section 12.2). The writer records the set
+ * its kernels' metadata files name; a hand-made manifest that records another set, or
+ * breaks the member's form, is refused; one without the member (format 1, or an older
+ * writer's) is checked against the kernels themselves. */
+#define GPU_META_90 "{\"name\": \"k\", \"target\": {\"backend\": \"cuda\", \"arch\": 90, " \
+	"\"warp_size\": 32}}"
+
+static void
+gpu_targets(void)
+{
+	static const struct triple kernels[] = {
+		{"triton", "0/amd/__grp__a.json",
+		 "{\"child_paths\": {\"a.hsaco\": \"a.hsaco\", \"a.json\": \"a.json\"}}"},
+		{"triton", "0/amd/a.hsaco", "hsaco of a"},
+		{"triton", "0/amd/a.json", "{\"name\": \"a\", \"target\": {\"backend\": \"hip\", "
+		 "\"arch\": \"gfx942\", \"warp_size\": 64}}"},
+		{"triton", "0/kern/__grp__k.json",
+		 "{\"child_paths\": {\"k.cubin\": \"k.cubin\", \"k.json\": \"k.json\"}}"},
+		{"triton", "0/kern/k.cubin", "cubin of k"},
+		{"triton", "0/kern/k.json", GPU_META_90},
+		{"autotune", "vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config",
+		 "{\"XBLOCK\": 64}"}};
+	static const char *const name = "v2-gpu-targets.mcache";
+	char index[2048], h[65];
+	const char *blk[1] = {GPU_META_90};
+	size_t n = strlen(GPU_META_90);
+
+	signed_triples(name, kernels, sizeof kernels / sizeof kernels[0]);
+	expect(name, "load", 0, "");
+	expect(name, "load-gpu-cuda:90,hip:gfx942", 0, "");
+	expect(name, "load-gpu-cuda:90", 1, "v2-gpu-targets.mcache: holds Triton kernels for "
+	       "hip:gfx942, a GPU target this host lacks (this host: cuda:90)");
+	expect(name, "load-gpu-cuda:80", 1, "holds Triton kernels for cuda:90 and hip:gfx942, "
+	       "GPU targets this host lacks (this host: cuda:80)");
+	expect(name, "load-gpu-skip-cuda:90", 0, "");
+	sha_hex(GPU_META_90, n, h);
+	snprintf(index, sizeof index, "{\"artifacts\":[{\"type\":\"triton\",\"key\":"
+		 "\"0/kern/k.json\",\"size\":%zu,\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\","
+		 "\"size\":%zu}],\"blocks\":[{\"encoding\":\"none\",\"objects\":1,"
+		 "\"stored_size\":%zu}]}", n, h, h, n, n);
+	v2_gpu = NULL; /* a writer from before gpu_targets */
+	v2_bundle("v2-gpu-targets-absent.mcache", index, NULL, blk, NULL, 1, NULL, "load", 0, "");
+	expect("v2-gpu-targets-absent.mcache", "load-gpu-cuda:80", 1, "v2-gpu-targets-absent.mcache: "
+	       "holds 1 Triton kernel for cuda:90, a GPU target this host lacks (this host: cuda:80)");
+	v2_gpu = "[\"cuda:80\"]";
+	v2_bundle("v2-gpu-targets-false.mcache", index, NULL, blk, NULL, 1, NULL, "load", 1,
+		  "v2-gpu-targets-false.mcache: the manifest's gpu_targets (cuda:80) are not the "
+		  "targets its kernels name (cuda:90)");
+	v2_gpu = "[\"cuda:80\",\"cuda:90\"]";
+	v2_bundle("v2-gpu-targets-extra.mcache", index, NULL, blk, NULL, 1, NULL, "load", 1,
+		  "gpu_targets (cuda:80, cuda:90) are not the targets its kernels name (cuda:90)");
+	v2_gpu = "[\"cuda:90\",\"cuda:89\"]";
+	v2_bundle("v2-gpu-targets-order.mcache", index, NULL, blk, NULL, 1, NULL, "load", 1,
+		  "manifest: gpu_targets not in strictly ascending order at 'cuda:89'");
+	v2_gpu = "[]";
+	v2_bundle("v2-gpu-targets-empty.mcache", index, NULL, blk, NULL, 1, NULL, "load", 1,
+		  "manifest: gpu_targets is empty (omit it for none)");
+	v2_gpu = "[\"cuda 90\"]";
+	v2_bundle("v2-gpu-targets-form.mcache", index, NULL, blk, NULL, 1, NULL, "load", 1,
+		  "manifest: gpu_targets[0] is not a GPU target");
+	v2_gpu = "[\"cuda:90\"]";
+	v2_bundle("v2-gpu-targets-recorded.mcache", index, NULL, blk, NULL, 1, NULL, "load", 0, "");
+	expect("v2-gpu-targets-recorded.mcache", "load-gpu-cuda:80", 1, "holds Triton kernels for "
+	       "cuda:90, a GPU target this host lacks (this host: cuda:80)");
+	v2_gpu = NULL;
+}
+
+/* Format version 1 records no GPU targets: a load checks its kernels as it reads them,
+ * and a manifest that names gpu_targets is refused as version 1 does any unknown member. */
+static void
+gpu_targets_v1(void)
+{
+	static const struct triple kernel[] = {
+		{"autotune", "vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config",
+		 "{\"XBLOCK\": 64}"},
+		{"triton", "0/kern/k.cubin", "cubin of k"},
+		{"triton", "0/kern/k.json", GPU_META_90}};
+	char h[65];
+
+	signed_triples("gpu-targets-v1.mcache", kernel, 3);
+	expect("gpu-targets-v1.mcache", "load", 0, "");
+	expect("gpu-targets-v1.mcache", "load-gpu-cuda:90", 0, "");
+	expect("gpu-targets-v1.mcache", "load-gpu-cuda:80", 1, "gpu-targets-v1.mcache: holds 1 "
+	       "Triton kernel for cuda:90, a GPU target this host lacks (this host: cuda:80)");
+	expect("gpu-targets-v1.mcache", "load-gpu-skip-cuda:80", 0, "");
+	hexhash(c_vu, n_vu, h);
+	signed_with_manifest("gpu-targets-v1-member.mcache",
+			     manifest_one("autotune", key_vu, n_vu, h, ",\"gpu_targets\":[\"cuda:90\"]"), 1);
+	expect("gpu-targets-v1-member.mcache", "load", 1, "unknown field 'gpu_targets'");
 }
 
 /* Bytes of a version 2 bundle the library made, changed at offset at into name. */
@@ -1347,6 +1444,7 @@ version2(void)
 	block_caps();
 	block_max();
 	zstd_not_smaller();
+	gpu_targets();
 }
 
 int
@@ -1938,6 +2036,7 @@ main(int argc, char **argv)
 #undef HOSTILE
 #undef HOSTILE_SHOWN
 	}
+	gpu_targets_v1();
 	version2();
 	free(plain);
 	free(zst);

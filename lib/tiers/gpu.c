@@ -31,12 +31,21 @@ int
 mc__kernel_target(const unsigned char *buf, size_t n, char out[MC_GPU_TARGET_LEN])
 {
 	const cJSON *t, *backend, *arch;
+	const char *end = NULL;
 	cJSON *doc;
+	size_t i;
 	int found = 0;
 
 	out[0] = '\0';
-	if (n == 0 || n > MC_DERIVE_MAX || (doc = cJSON_ParseWithLength((const char *)buf, n)) == NULL)
+	if (n == 0 || n > MC_DERIVE_MAX ||
+	    (doc = cJSON_ParseWithLengthOpts((const char *)buf, n, &end, 0)) == NULL)
 		return 0;
+	/* One JSON text: after it only whitespace. */
+	for (i = (size_t)(end - (const char *)buf); i < n; i++)
+		if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\n' && buf[i] != '\r') {
+			cJSON_Delete(doc);
+			return 0;
+		}
 	t = cJSON_GetObjectItemCaseSensitive(doc, "target");
 	backend = cJSON_GetObjectItemCaseSensitive(t, "backend");
 	arch = cJSON_GetObjectItemCaseSensitive(t, "arch");

@@ -31,6 +31,12 @@ while IFS="$(printf '\t')" read -r file cmd code text; do
 			--max-total-bytes 18446744073709551615 ;;
 	load-types-*) set -- "$@" -p "$KEYS/test.pub" --types "${cmd#load-types-}" ;;
 	load-triton-dir-cache) set -- "$@" -p "$KEYS/test.pub" --triton-dir "$dest" ;;
+	load-gpu-skip-*) # the host's GPU targets, comma-separated; kernels for others left out
+		set -- "$@" -p "$KEYS/test.pub" --skip-other-gpus
+		for g in $(echo "${cmd#load-gpu-skip-}" | tr , ' '); do set -- "$@" --gpu-target "$g"; done ;;
+	load-gpu-*)
+		set -- "$@" -p "$KEYS/test.pub"
+		for g in $(echo "${cmd#load-gpu-}" | tr , ' '); do set -- "$@" --gpu-target "$g"; done ;;
 	export) set -- export "$V/$file" --torch "$dest" -p "$KEYS/test.pub" ;;
 	*) bad "unknown command $cmd in expected.tsv"; continue ;;
 	esac
