@@ -19,12 +19,13 @@ _megacache_options()
 	keygen) echo "-p -s -W -f --force --json" ;;
 	save) echo "-o --output --dry-run --cache-dir --triton-dir --json $_megacache_record" ;;
 	run) echo "-b --bundle -o --save-to --allow-cold --types --sync --cache-dir --triton-dir
-		--json --json-file $_megacache_trust $_megacache_record" ;;
+		--gpu-target --skip-other-gpus --json --json-file $_megacache_trust $_megacache_record" ;;
 	pack) echo "-o --output --from-torch --from-dir --from-triton-dir --json $_megacache_record" ;;
 	sign) echo "-s -o --output --json $_megacache_trust" ;;
 	verify) echo "--json $_megacache_trust" ;;
-	list) echo "-p --json --explain --cache-dir --triton-dir" ;;
-	load) echo "--types --dry-run --sync --owner --cache-dir --triton-dir --json $_megacache_trust" ;;
+	list) echo "-p --json --explain --cache-dir --triton-dir --gpu-target --skip-other-gpus" ;;
+	load) echo "--types --dry-run --sync --owner --gpu-target --skip-other-gpus --cache-dir --triton-dir
+		--json $_megacache_trust" ;;
 	export) echo "--torch --torch-format --json $_megacache_trust" ;;
 	merge) echo "-o --output -s --unsigned --label --bundle-version --level --expires --json $_megacache_trust" ;;
 	diff) echo "--json" ;;
@@ -68,7 +69,7 @@ _megacache()
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--label-from-env) COMPREPLY=($(compgen -v -- "$cur")); return ;;
 	--threshold|--min-version|--require|--now|--expires|--level|--bundle-version|--owner|\
-	--label|--threads|--max-*|--redis|--ttl|--match|--triton-key-format)
+	--label|--threads|--max-*|--redis|--ttl|--match|--triton-key-format|--gpu-target)
 		return ;;
 	esac
 	if [ "$cmd" = help ]; then
