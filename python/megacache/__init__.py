@@ -28,19 +28,22 @@ import getpass
 import os
 import sys
 import time
+import warnings
 from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _ffi
-from ._errors import Error, LibraryError, UnsupportedVersionError, UsageError, VerificationError
+from ._errors import (Error, GpuMismatchError, LibraryError, UnsupportedVersionError, UsageError,
+                      VerificationError)
 from ._progress import TerminalBar
 from ._version import __version__
 
 # list() is left out of __all__: a star import would hide the builtin.
 __all__ = [
-    "Artifact", "BundleInfo", "Change", "Error", "Folder", "LibraryError", "LoadReport",
+    "Artifact", "BundleInfo", "Change", "Error", "Folder", "GpuMismatchError",
+    "GpuTargetsNotChecked", "LibraryError", "LoadReport",
     "LoadedArtifact", "SaveReport", "Signature", "UnsupportedVersionError", "UsageError",
     "VerificationError", "Warm", "keygen",
-    "library_version", "load", "pack_torch_artifacts", "save", "torch_artifacts",
+    "gpu_targets", "library_version", "load", "pack_torch_artifacts", "save", "torch_artifacts",
     "verify", "warm", "__version__",
 ]
 
@@ -53,7 +56,7 @@ Progress = Union[ProgressFn, bool, None]
 
 ACTIONS = {_ffi.MC_LOAD_INSTALLED: "installed", _ffi.MC_LOAD_REPLACED: "replaced",
            _ffi.MC_LOAD_UNCHANGED: "unchanged", _ffi.MC_LOAD_PLANNED: "would_install",
-           _ffi.MC_LOAD_WOULD_REPLACE: "would_replace"}
+           _ffi.MC_LOAD_WOULD_REPLACE: "would_replace", _ffi.MC_LOAD_SKIPPED: "skipped"}
 TORCH_FORMATS = {"current": _ffi.MC_TORCH_FORMAT_CURRENT, "2.7": _ffi.MC_TORCH_FORMAT_2_7}
 # The folders save reads and load writes by default, in save's order.
 SAVE_TIERS = (("inductor", "torch's cache dir"), ("triton_home", "Triton's own cache"))
@@ -85,7 +88,10 @@ class Signature:
 @dataclasses.dataclass(frozen=True)
 class BundleInfo:
     """A bundle's manifest. verified is True only when :func:`verify` returned it; even
-    then only signatures whose state is "verified" vouch for it."""
+    then only signatures whose state is "verified" vouch for it. gpu_targets: the GPU
+    targets of its Triton kernels ("cuda:90", "hip:gfx942"), as its manifest records
+    them or, for a bundle that records none (format 1, an older one), as :func:`verify`
+    read them from the kernels; None when not known (such a bundle listed)."""
     bundle: str
     created: int
     bundle_version: int
@@ -94,6 +100,7 @@ class BundleInfo:
     signatures: List[Signature]
     artifacts: List[Artifact]
     verified: bool
+    gpu_targets: Optional[List[str]] = None
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -103,8 +110,9 @@ class BundleInfo:
 class LoadedArtifact:
     """What load did with one artifact: action is "installed" (no file was there),
     "replaced" (a file that differed was), "unchanged" (an identical file was there), or
-    in a dry run "would_install" or "would_replace"; dest is the full path; executable:
-    the file is (or would be) made executable."""
+    in a dry run "would_install" or "would_replace"; "skipped": a file of a Triton
+    kernel for a GPU target the host lacks, left out (skip_other_gpus); dest is the full
+    path; executable: the file is (or would be) made executable."""
     action: str
     type: str
     key: str
@@ -117,7 +125,10 @@ class LoadedArtifact:
 class LoadReport:
     """What :func:`load` did: the artifacts installed where no file was, replaced (a file
     that differed was there), unchanged (an identical file was there); in a dry run,
-    would_install and would_replace. bytes counts what was (or would be) written."""
+    would_install and would_replace. bytes counts what was (or would be) written.
+    gpu_targets: the targets of the bundle's Triton kernels; host_gpu_targets: the ones
+    the host was taken to have (given, or detected); gpu_targets_checked: False when
+    none was (no GPU seen); skipped: the kernel files left out (skip_other_gpus)."""
     bundle: str
     dry_run: bool
     synced: bool
@@ -129,6 +140,10 @@ class LoadReport:
     bytes: int
     roots: Dict[str, Optional[str]]
     artifacts: List[LoadedArtifact]
+    gpu_targets: Optional[List[str]] = None
+    host_gpu_targets: List[str] = dataclasses.field(default_factory=lambda: [])
+    gpu_targets_checked: bool = False
+    skipped: int = 0
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -474,7 +489,33 @@ class _Session:
                                  x == 1))
         return BundleInfo(os.fsdecode(_path(path)), lib.mc_bundle_created(b),
                           lib.mc_bundle_version(b), lib.mc_bundle_expires(b), labels, sigs,
-                          arts, verified)
+                          arts, verified, self.bundle_gpus(b))
+
+    def bundle_gpus(self, b) -> Optional[List[str]]:
+        """The targets of b's kernels, or None when they are not known."""
+        lib = self.lib
+        if lib.mc_bundle_gpu_targets_known(b) == _ffi.MC_GPU_UNKNOWN:
+            return None
+        return [_str(lib.mc_bundle_gpu_target(b, i))
+                for i in range(lib.mc_bundle_gpu_target_count(b))]
+
+    def host_gpus(self, given: Optional[Iterable[str]]) -> List[str]:
+        """The host's GPU targets: those given (checked), else those detected."""
+        if given is not None:
+            out = [given] if isinstance(given, str) else [*given]
+            for t in out:
+                if not isinstance(t, str) or self.lib.mc_gpu_target_ok(t.encode()) != 1:
+                    raise UsageError("gpu_targets: %r is not a GPU target (backend:arch as "
+                                     "Triton names a kernel's target: cuda:90, hip:gfx942)"
+                                     % (t,), -2, "invalid")
+            return out
+        arr = ctypes.POINTER(ctypes.c_char_p)()
+        n = ctypes.c_size_t()
+        self.lib.mc_gpu_detect(self.ctx, ctypes.byref(arr), ctypes.byref(n))
+        try:
+            return [_str(arr[i]) for i in range(n.value)]
+        finally:
+            self.lib.mc_gpu_targets_free(arr, n.value)
 
     def roots(self) -> Dict[str, Optional[str]]:
         out: Dict[str, Optional[str]] = {}
@@ -535,10 +576,14 @@ def _select(s: _Session, b, types) -> None:
 
 
 def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, threshold: int,
-             min_version: int, dry_run: bool, sync: bool) -> LoadReport:
-    """Loads the opened bundle b (opened from the path bundle)."""
+             min_version: int, dry_run: bool, sync: bool, host: List[str] = (),
+             skip_other_gpus: bool = False) -> LoadReport:
+    """Loads the opened bundle b (opened from the path bundle); host: the host's GPU
+    targets (none: not checked)."""
     s.policy(b, pubs, threshold, min_version, require)
     _select(s, b, types)
+    arr = (ctypes.c_char_p * max(1, len(host)))(*[t.encode() for t in host])
+    s.lib.mc_bundle_set_host_gpus(b, arr, len(host))
     done: List[LoadedArtifact] = []
 
     def on_artifact(ud, what, type_, key, dest, size):
@@ -548,20 +593,28 @@ def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, thresh
                                    s.full_dest(type_, dest),
                                    s.lib.mc_bundle_artifact_executable(b, i.value) == 1))
 
-    flags = (_ffi.MC_LOAD_DRY_RUN if dry_run else 0) | (_ffi.MC_LOAD_SYNC if sync else 0)
+    flags = ((_ffi.MC_LOAD_DRY_RUN if dry_run else 0) | (_ffi.MC_LOAD_SYNC if sync else 0) |
+             (_ffi.MC_LOAD_SKIP_OTHER_GPUS if skip_other_gpus else 0))
     s.call(s.lib.mc_bundle_load, b, flags, s.callback(_ffi.ARTIFACT_FN, on_artifact), None)
     count = {a: sum(1 for d in done if d.action == a) for a in ACTIONS.values()}
-    nbytes = sum(d.size for d in done if d.action != "unchanged")
+    nbytes = sum(d.size for d in done if d.action not in ("unchanged", "skipped"))
+    if s.bundle_gpus(b) and not host:
+        warnings.warn("megacache: %s: GPU targets not checked: no GPU seen (the bundle's "
+                      "kernels are for %s; gpu_targets= names this host's)"
+                      % (os.fsdecode(_path(bundle)), ", ".join(s.bundle_gpus(b))),
+                      GpuTargetsNotChecked, stacklevel=3)
     return LoadReport(os.fsdecode(_path(bundle)), bool(dry_run), bool(sync) and not dry_run,
                       count["installed"], count["replaced"], count["unchanged"],
-                      count["would_install"], count["would_replace"], nbytes, s.roots(), done)
+                      count["would_install"], count["would_replace"], nbytes, s.roots(), done,
+                      s.bundle_gpus(b), [*host], bool(host), count["skipped"])
 
 
 def load(bundle: PathArg, trusted_keys: Keys, cache_dir: Optional[PathArg] = None,
          triton_dir: Optional[PathArg] = None, types: Union[str, Iterable[str], None] = None,
          require: Union[Mapping[str, str], Iterable[str], None] = None, threshold: int = 1,
          min_version: int = 0, dry_run: bool = False, sync: bool = False,
-         progress: Progress = None) -> LoadReport:
+         progress: Progress = None, gpu_targets: Optional[Iterable[str]] = None,
+         skip_other_gpus: bool = False) -> LoadReport:
     """Verifies a bundle and installs its artifacts into the cache folders.
 
     The folders are those torch and Triton use here ($TORCHINDUCTOR_CACHE_DIR, else
@@ -575,10 +628,31 @@ def load(bundle: PathArg, trusted_keys: Keys, cache_dir: Optional[PathArg] = Non
     ("inductor,autotune" or a list); dry_run: verify and report, write nothing; sync:
     flush the written files to disk before returning; progress: a callable(phase,
     done_bytes, total_bytes), False for none, None for a bar on a terminal.
+
+    The bundle's Triton kernels are checked against this host's GPU targets, detected
+    (:func:`gpu_targets`) or given as gpu_targets (["cuda:90"]: an image built on a
+    machine without the GPU). A kernel for a target the host lacks raises
+    GpuMismatchError with nothing installed, or with skip_other_gpus=True its kernel
+    folder is left out (action "skipped") and the rest installed. With no GPU seen and
+    no gpu_targets, everything is installed and a GpuTargetsNotChecked warning says so.
     """
     with _Session(cache_dir, triton_dir, progress) as s:
         return _load_in(s, s.bundle(bundle), bundle, s.trusted(trusted_keys), types, require,
-                        threshold, min_version, dry_run, sync)
+                        threshold, min_version, dry_run, sync, s.host_gpus(gpu_targets),
+                        skip_other_gpus)
+
+
+class GpuTargetsNotChecked(UserWarning):
+    """A load installed Triton kernels without checking them against the host's GPUs: no
+    GPU was seen and no gpu_targets given."""
+
+
+def gpu_targets() -> List[str]:
+    """This host's GPU targets as Triton names them, sorted: "cuda:<major*10+minor>" per
+    NVIDIA GPU (NVML, loaded at run time), "hip:<gfx name>" per AMD GPU (KFD); [] when
+    none is seen."""
+    with _Session(progress=False) as s:
+        return s.host_gpus(None)
 
 
 def verify(bundle: PathArg, trusted_keys: Keys, threshold: int = 1, min_version: int = 0,
@@ -774,7 +848,8 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
          types: Union[str, Iterable[str], None] = None, allow_cold: bool = False,
          labels: Union[Mapping[str, str], Iterable[str], None] = None,
          password: Password = None, sync: bool = False,
-         progress: Progress = None) -> Iterator[Warm]:
+         progress: Progress = None, gpu_targets: Optional[Iterable[str]] = None,
+         skip_other_gpus: bool = False) -> Iterator[Warm]:
     """Loads bundles before the block and saves what is new in the caches after it::
 
         with megacache.warm("job.mcache", "k.pub", save_to="next.mcache",
@@ -796,6 +871,10 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
     fails after it is kept in w.save_error (and, on Python 3.11 and later, added to it
     as a note).
 
+    Each bundle's Triton kernels are checked against the host's GPU targets as by
+    :func:`load` (gpu_targets, skip_other_gpus); a bundle for another GPU raises
+    GpuMismatchError, or with allow_cold=True goes in w.cold.
+
     It changes this process's environment: do not run two warm() blocks at once, or
     library calls in other threads during one.
     """
@@ -814,10 +893,12 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
             # taken at the save, after the block: its code may set torch's config
             aot_label = not any(k == AOT_REMOTE_LABEL for k, _ in _labels(labels))
         bases = []
+        host = s.host_gpus(gpu_targets) if paths else []
         for p in paths:
             try:
                 b = s.bundle(p)
-                w.loaded.append(_load_in(s, b, p, pubs, types, None, 1, 0, False, sync))
+                w.loaded.append(_load_in(s, b, p, pubs, types, None, 1, 0, False, sync, host,
+                                         skip_other_gpus))
                 bases.append(b)
             except Error as e:
                 # Only the bundle's own fault goes cold: missing, unreadable, untrusted.

@@ -102,6 +102,11 @@ def _parser():
     _trust(p)
     _tiers(p)
     p.add_argument("--types", metavar="T[,T]...", help="install only these types")
+    p.add_argument("--gpu-target", action="append", metavar="T",
+                   help="this host's GPU target, cuda:90 or hip:gfx942 (repeatable; instead "
+                        "of the GPUs detected)")
+    p.add_argument("--skip-other-gpus", action="store_true",
+                   help="leave out the kernels for GPU targets the host lacks")
     p.add_argument("--dry-run", action="store_true", help="verify and report, write nothing")
     p.add_argument("--sync", action="store_true", help="flush the files to disk first")
     p.add_argument("--json", action="store_true")
@@ -179,10 +184,14 @@ def cmd_save(a):
 def cmd_load(a):
     r = megacache.load(a.bundle, a.pubkey, cache_dir=a.cache_dir, triton_dir=a.triton_dir,
                        types=a.types, require=a.require, threshold=a.threshold,
-                       min_version=a.min_version, dry_run=a.dry_run, sync=a.sync)
+                       min_version=a.min_version, dry_run=a.dry_run, sync=a.sync,
+                       gpu_targets=a.gpu_target, skip_other_gpus=a.skip_other_gpus)
     if a.json:
         _json(r.to_dict())
         return
+    if r.skipped:
+        _say("left out %d files of kernels for GPU targets this host lacks (this host: %s)"
+             % (r.skipped, ", ".join(r.host_gpu_targets)))
     if r.dry_run:
         _say("would install %d artifacts, replace %d (%s), %d already there"
              % (r.would_install, r.would_replace, _mb(r.bytes), r.unchanged))

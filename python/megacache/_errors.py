@@ -11,7 +11,7 @@ CODES = {
     -17: "MC_ERR_UNSAFE_DEST", -18: "MC_ERR_KEYFILE", -19: "MC_ERR_PASSWORD",
     -20: "MC_ERR_TORCH_FORMAT", -21: "MC_ERR_CRYPTO", -22: "MC_ERR_EXISTS",
     -23: "MC_ERR_LABEL", -24: "MC_ERR_REMOTE", -25: "MC_ERR_UNSUPPORTED",
-    -26: "MC_ERR_UNSUPPORTED_VERSION",
+    -26: "MC_ERR_UNSUPPORTED_VERSION", -27: "MC_ERR_GPU_MISMATCH",
 }
 
 
@@ -49,6 +49,12 @@ class UnsupportedVersionError(VerificationError):
     (status "unsupported_version"). Refused like any bundle that cannot be verified."""
 
 
+class GpuMismatchError(VerificationError):
+    """The bundle holds Triton kernels for a GPU target this host lacks (status
+    "gpu_mismatch"); nothing was installed. skip_other_gpus=True installs the rest and
+    leaves those kernels out."""
+
+
 class UsageError(Error):
     """Not a verdict on a bundle: a bad argument, a missing or unwritable file, a key
     file or password, or a system or resource error."""
@@ -62,5 +68,6 @@ def error_for(code, message, verification, status=None):
     """The exception for a library status and its message; verification: what
     mc_status_is_verification_failure() says of the code; status: its mc_status_code()."""
     cls = (UnsupportedVersionError if status == "unsupported_version" else
+           GpuMismatchError if status == "gpu_mismatch" else
            VerificationError if verification else UsageError)
     return cls(message, code, status)

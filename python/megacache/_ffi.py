@@ -22,8 +22,9 @@ ENV_LIBRARY = "MEGACACHE_LIBRARY"
 # Status codes and flags of megacache.h.
 MC_OK = 0
 MC_LOAD_INSTALLED, MC_LOAD_UNCHANGED, MC_LOAD_PLANNED = 0, 1, 2
-MC_LOAD_REPLACED, MC_LOAD_WOULD_REPLACE = 3, 4
-MC_LOAD_DRY_RUN, MC_LOAD_SYNC = 0x1, 0x2
+MC_LOAD_REPLACED, MC_LOAD_WOULD_REPLACE, MC_LOAD_SKIPPED = 3, 4, 5
+MC_LOAD_DRY_RUN, MC_LOAD_SYNC, MC_LOAD_SKIP_OTHER_GPUS = 0x1, 0x2, 0x8
+MC_GPU_UNKNOWN = 0
 MC_SCAN_RECORDED, MC_SCAN_SKIPPED = 0, 1
 MC_DIFF_ADDED, MC_DIFF_REMOVED, MC_DIFF_CHANGED = 0, 1, 2
 MC_TORCH_FORMAT_CURRENT, MC_TORCH_FORMAT_2_7 = 1, 2
@@ -160,6 +161,14 @@ _SIGNATURES = [
     ("mc_bundle_find_artifact", [c_handle, c_char_p, c_char_p, POINTER(c_size_t)], c_int,
      _check_handle),
     ("mc_bundle_select_type", [c_handle, c_char_p], c_int, _check_handle),
+    ("mc_gpu_detect", [c_handle, POINTER(POINTER(c_char_p)), POINTER(c_size_t)], c_int,
+     _check_ctx),
+    ("mc_gpu_targets_free", [POINTER(c_char_p), c_size_t], None, None),
+    ("mc_gpu_target_ok", [c_char_p], c_int, None),
+    ("mc_bundle_gpu_targets_known", [c_handle], c_int, None),
+    ("mc_bundle_gpu_target_count", [c_handle], c_size_t, None),
+    ("mc_bundle_gpu_target", [c_handle, c_size_t], c_char_p, None),
+    ("mc_bundle_set_host_gpus", [c_handle, POINTER(c_char_p), c_size_t], c_int, _check_handle),
     ("mc_bundle_load", [c_handle, c_uint, ARTIFACT_FN, c_void_p], c_int, _check_handle),
     ("mc_bundle_export_torch_memory", [c_handle, c_int, POINTER(c_void_p), POINTER(c_size_t),
                                        ARTIFACT_FN, c_void_p], c_int, _check_handle),
