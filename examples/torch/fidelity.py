@@ -5,6 +5,7 @@
 JOB:
   mlp         a static MLP (Linear, GELU, Linear, LayerNorm) under torch.compile, one
               training step (forward, backward, optimizer)
+  blocks      three transformer blocks (attention, MLP), each compiled, one training step
   guard       a torch.compile(dynamic=True) function with a guard on the batch size,
               called with batches 64, 16, 128, 8 and a backward through each call: two
               compiles that share their keys, told apart by the guards stored with them
@@ -39,6 +40,38 @@ def job_mlp(torch, _triton):
     x = torch.randn(256, 1024, device="cuda")
     opt.zero_grad(set_to_none=True)
     torch.nn.functional.mse_loss(step(x), x).backward()
+    opt.step()
+
+
+def job_blocks(torch, _triton):
+    """A training step of three transformer blocks (attention and MLP, pre-norm), each
+    compiled on its own; their MLPs differ in width (2, 3 and 4 times the model's), so
+    that each compile has graphs of its own, forward and backward."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self, d, heads, wide):
+            super().__init__()
+            self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+            self.mlp = nn.Sequential(nn.Linear(d, wide * d), nn.GELU(), nn.Linear(wide * d, d))
+
+        def forward(self, x):
+            h = self.n1(x)
+            x = x + self.attn(h, h, h, need_weights=False)[0]
+            return x + self.mlp(self.n2(x))
+
+    blocks = [Block(256, 4, wide).cuda() for wide in (2, 3, 4)]
+    params = [p for b in blocks for p in b.parameters()]
+    opt = torch.optim.SGD(params, lr=0.01)
+    steps = [torch.compile(b) for b in blocks]
+    x = torch.randn(8, 128, 256, device="cuda")
+    opt.zero_grad(set_to_none=True)
+    y = x
+    for step in steps:
+        y = step(y)
+    y.square().mean().backward()
     opt.step()
 
 
@@ -117,7 +150,7 @@ def artifact_counts(info):
     return {str(k): len(v) for k, v in artifacts.items()}
 
 
-JOBS = {"mlp": job_mlp, "guard": job_guard, "autotune": job_autotune,
+JOBS = {"mlp": job_mlp, "blocks": job_blocks, "guard": job_guard, "autotune": job_autotune,
         "userkernel": job_userkernel}
 
 

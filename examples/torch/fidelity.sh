@@ -1,7 +1,7 @@
 #!/bin/sh
 # fidelity.sh - proves on a GPU machine, side by side, that a cache restored by megacache
 # gives a fresh process the same cache hits as the same cache restored by `cp -a`: for
-# one JOB of examples/torch/fidelity.py (mlp, guard, autotune or userkernel) a cold run
+# one JOB of examples/torch/fidelity.py (mlp, blocks, guard, autotune or userkernel) a cold run
 # fills $W/c/inductor (TORCHINDUCTOR_CACHE_DIR) and $W/c/triton (TRITON_CACHE_DIR); then,
 # for each way of restoring, $W/c is emptied, restored into the SAME paths (Triton's group
 # files hold absolute paths) and the job runs warm in a fresh process:
@@ -22,9 +22,9 @@
 set -eu
 JOB=${1:-}
 case $JOB in
-mlp | guard | autotune | userkernel) ;;
+mlp | blocks | guard | autotune | userkernel) ;;
 *)
-	echo "usage: sh examples/torch/fidelity.sh mlp|guard|autotune|userkernel" >&2
+	echo "usage: sh examples/torch/fidelity.sh mlp|blocks|guard|autotune|userkernel" >&2
 	exit 2
 	;;
 esac
