@@ -138,8 +138,11 @@ gpu_say(const struct tool *t, const struct gpu_opts *g, const mc_bundle *b,
 	if (n == 0) {
 		say(stderr, "%s: warning: GPU targets not checked: no GPU seen (the bundle's kernels "
 		    "are for %s; --gpu-target T names this host's)", PROG, bt);
+	} else if ((lacking(b, host, n, lack, sizeof lack), strcmp(lack, "none") != 0) &&
+		   r->skipped == 0) { /* a load refuses such kernels or skips them: none selected */
+		say(f, "%sGPU targets %s: no kernel selected (--types), none checked (this host: "
+		    "%s)", f == stderr ? PROG ": " : "", bt, ht);
 	} else if (r->skipped > 0) {
-		lacking(b, host, n, lack, sizeof lack);
 		say(f, "%sleft out %zu file%s of %zu kernel%s for %s, which this host lacks (this "
 		    "host: %s%s)", f == stderr ? PROG ": " : "", r->skipped, r->skipped == 1 ? "" : "s", r->skipped_kernels,
 		    r->skipped_kernels == 1 ? "" : "s", lack, ht, g->ngiven > 0 ? ", as given" : "");

@@ -197,6 +197,19 @@ mismatch(mc_bundle *b, char *const *other, const size_t *counts, size_t n)
 		       n == 1 ? "a GPU target" : "GPU targets", host);
 }
 
+/* Whether the load selects a type of Triton kernel folders (no selection: every type). */
+static int
+kernels_selected(const mc_bundle *b)
+{
+	const struct mc_type *t;
+	size_t i;
+
+	for (i = 0; i < b->ntypes; i++)
+		if ((t = mc__find_type(b->ctx, b->types[i])) != NULL && t->derive != NULL)
+			return 1;
+	return b->ntypes == 0;
+}
+
 /* Before the pass: the targets the manifest records. */
 static int
 check_recorded(mc_bundle *b)
@@ -205,6 +218,9 @@ check_recorded(mc_bundle *b)
 	char **other;
 	size_t i, n = 0;
 	int rc;
+
+	if (!kernels_selected(b))
+		return MC_OK; /* --types without kernels: none is installed */
 
 	if ((other = calloc(m->ngpu_targets + 1, sizeof *other)) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
@@ -270,7 +286,7 @@ check_kernels(mc_bundle *b, int skip)
 			}
 		}
 		if (i < b->m.nartifacts && type[0] != '\0' && g->otarget[a->object] > 0 &&
-		    mc__kernel_meta(a->handler, a->key) &&
+		    (b->sel == NULL || b->sel[i]) && mc__kernel_meta(a->handler, a->key) &&
 		    !host_has(b, g->found[g->otarget[a->object] - 1])) {
 			other = 1;
 			counts[g->otarget[a->object] - 1]++;

@@ -135,6 +135,14 @@ run 0 "left out 8 files of 1 kernel for cuda:80, which this host lacks (this hos
 run 0 "" load "$T/m.mcache" -p "$PUB" --cache-dir "$T/m3" --gpu-target cuda:90 --gpu-target cuda:80
 [ "$(find "$T/m3" -type f | wc -l)" = 154 ] && ok || bad "a host of both targets did not get every file"
 
+# A load of types without kernels installs no kernel: nothing to refuse, from the
+# recorded targets or from the kernels read.
+for b in a a1; do
+	run 0 "GPU targets cuda:90: no kernel selected (--types), none checked (this host: cuda:80)" \
+		load "$T/$b.mcache" -p "$PUB" --cache-dir "$T/types-$b" --gpu-target cuda:80 --types inductor,autotune
+done
+run 1 "$MSG1" load "$T/a1.mcache" -p "$PUB" --cache-dir "$T/types-t" --gpu-target cuda:80 --types autotune,triton
+
 # list --explain says what a load here would do.
 run 1 "megacache: a load on this host would refuse it:" list --explain "$T/a.mcache" --gpu-target cuda:80
 grep -qF "$MSG2" "$T/err" && ok || bad "list --explain: $(cat "$T/err")"
