@@ -565,6 +565,79 @@ MC_API MC_MUST_CHECK int mc_writer_drop_known(mc_writer *w, mc_bundle *const *ba
 MC_API MC_MUST_CHECK int mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk,
 						 const char *out_path);
 
+/* ---- What a job used of the loaded artifacts ----
+ *
+ * Which loaded files a job read, and which files it wrote anew, per type, told from the
+ * files' times: it needs no privilege and no hook in the job. mc_usage_start() sets the
+ * access time of each loaded file to a mark a little in the past, which moves its change
+ * time to now: under Linux's default relatime (and strictatime) the next read or mmap of
+ * the file by any process then updates its access time. mc_usage_finish() takes a file
+ * whose access time is no longer the mark as read, and counts as new each file that the
+ * scans of save (mc_writer_add_cache_dir() of the inductor root,
+ * mc_writer_add_triton_cache() of the triton_home root) record and that changed at or
+ * after the start, the loaded files left out. Nothing is opened for writing and no link
+ * is followed. A loaded file whose reads cannot be seen is counted as not seen, with the
+ * reason (MC_UNSEEN_*), never as read or unread. */
+typedef struct mc_usage mc_usage;
+
+/* Why a loaded file's reads could not be seen. Append only. */
+enum {
+	MC_UNSEEN_NOATIME = 0,   /* on a mount with noatime: reads leave its access time */
+	MC_UNSEEN_NOT_OWNER = 1, /* another user's: only its owner (or root) may set its times */
+	MC_UNSEEN_READ_ONLY = 2, /* on a read-only mount */
+	MC_UNSEEN_OVERLAYFS = 3, /* found in place (not written by the load) on overlayfs: it
+				  * may be in a lower layer, whose files never take a read's
+				  * access time, and setting a time would copy it up */
+	MC_UNSEEN_GONE = 4,      /* removed, or replaced by another file, before its access
+				  * time was read again */
+	MC_UNSEEN_OTHER = 5      /* not a regular file, or another error on it */
+};
+#define MC_UNSEEN_KINDS 6
+
+/* The counts of a type (mc_usage_count()). */
+enum {
+	MC_USED_INSTALLED = 0, /* loaded files: installed, replaced or found identical in
+				* place; one per destination, however many bundles hold it */
+	MC_USED_READ = 1,      /* of those, the files read during the job */
+	MC_USED_NEW = 2,       /* files the job wrote that were not loaded */
+	MC_USED_NOT_SEEN = 3   /* loaded files whose reads could not be seen */
+};
+
+MC_API MC_MUST_CHECK int mc_usage_new(mc_ctx *ctx, mc_usage **out);
+MC_API void mc_usage_free(mc_usage *u);
+
+/* Adds a loaded artifact, as an mc_artifact_fn of mc_bundle_load() is told of it: what
+ * (MC_LOAD_INSTALLED, MC_LOAD_REPLACED or MC_LOAD_UNCHANGED), its type, and dest, its
+ * path relative to its type's tier root (mc_ctx_type_tier(), mc_ctx_tier_root()), which
+ * is resolved now. Meant to be called from that callback, which returns nothing: a
+ * failure (another what, an unknown type, out of memory) is kept, and returned by
+ * mc_usage_start(), as well as here. Before mc_usage_start() only. */
+MC_API int mc_usage_add(mc_usage *u, int what, const char *type, const char *dest);
+
+/* Just before the job starts: sets the mark on each loaded file that can take it, and
+ * notes the time. The mark is 2 seconds before now, so that a read's access time differs
+ * from it even where a filesystem keeps times to 2 seconds. Once only. */
+MC_API MC_MUST_CHECK int mc_usage_start(mc_usage *u);
+
+/* After the job: reads the loaded files' access times, then scans the cache folders for
+ * new files (their roots resolved as mc_ctx_tier_root() resolves them; a folder that
+ * does not exist has none). Once only, after mc_usage_start(). On failure (a folder
+ * that cannot be read) what was read stays counted and nothing is counted new. */
+MC_API MC_MUST_CHECK int mc_usage_finish(mc_usage *u);
+
+/* The i-th type counted (0, 1, ...: those of the loaded files and of the new ones, in
+ * byte order of their names), or NULL past the last. Owned by u. */
+MC_API const char *mc_usage_type(const mc_usage *u, size_t i);
+/* A count of the i-th type (MC_USED_*); 0 for an i or a which out of range. The loaded
+ * files and those not seen are counted from mc_usage_start(), the rest by
+ * mc_usage_finish(). */
+MC_API size_t mc_usage_count(const mc_usage *u, size_t i, int which);
+/* How many loaded files, of all types, were not seen for that reason (MC_UNSEEN_*). */
+MC_API size_t mc_usage_not_seen(const mc_usage *u, int why);
+/* A stable snake_case name of a reason: "noatime", "not_owner", "read_only",
+ * "overlayfs", "gone", "other"; "unknown" for another value. Static storage. */
+MC_API const char *mc_unseen_name(int why);
+
 /* ---- The fleet tier: torch's and Triton's Redis remote caches ----
  *
  * torch 2.11 keeps an FX graph, an AOTAutograd entry and a dynamo PGO state under

@@ -1,6 +1,6 @@
 /*
- * interop.h - torch's own formats: the cache blob, read and written, and cache folders;
- * not installed.
+ * interop.h - torch's own formats: the cache blob, read and written, and cache folders,
+ * and what a job used of those folders (usage.c); not installed.
  */
 #ifndef MC_INTEROP_H
 #define MC_INTEROP_H
