@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -26,10 +27,13 @@ struct run_opts {
 	struct gpu_opts gpu;
 };
 
-/* With --json: what the object tells besides the command (doc/json-schema.json, "run"). */
+/* With --json: what the object tells besides the command (doc/json-schema.json, "run");
+ * and what the job used, told in text or JSON. */
 struct run_json {
 	cJSON *bundles; /* one object per bundle, loaded or (--allow-cold) not */
 	cJSON *save;    /* NULL: no --save-to */
+	mc_usage *usage; /* the loads add to it; NULL once it cannot tell */
+	cJSON *used, *not_seen; /* NULL: not told (the command did not start, or failed) */
 };
 
 static const struct option run_long[] = {
@@ -147,6 +151,7 @@ load_bundles(struct tool *t, struct run_opts *o, mc_bundle **bases, size_t *nbas
 		mc_bundle *b = NULL;
 
 		memset(&r, 0, sizeof r);
+		r.usage = rj->usage;
 		rc = open_trusted(t, o->bundles[i], &b, keys + i * MAX_PUBKEYS);
 		if (rc == MC_OK && o->types != NULL)
 			rc = select_types(t->ctx, b, o->types);
@@ -359,6 +364,150 @@ done:
 	return rc == MC_OK ? 0 : fail(t->ctx, rc);
 }
 
+/* What the job used: how it is told of the files it could not be seen reading
+ * (MC_UNSEEN_*), after their count. */
+static const char *const unseen_words[MC_UNSEEN_KINDS] = {
+	[MC_UNSEEN_NOATIME] = "on a noatime mount",
+	[MC_UNSEEN_NOT_OWNER] = "owned by another user",
+	[MC_UNSEEN_READ_ONLY] = "on a read-only mount",
+	[MC_UNSEEN_OVERLAYFS] = "found in place on overlayfs",
+	[MC_UNSEEN_GONE] = "removed or replaced during the job",
+	[MC_UNSEEN_OTHER] = "other",
+};
+
+/* Just before the command starts: the marks on the loaded files. A failure is said and
+ * the run goes on without telling what the job used. */
+static void
+used_start(struct tool *t, struct run_json *rj)
+{
+	int rc = mc_usage_start(rj->usage);
+
+	if (rc == MC_OK)
+		return;
+	if (!t->quiet)
+		say(stderr, "%s: warning: what the job uses cannot be told: %s", PROG,
+		    mc_ctx_error(t->ctx));
+	mc_usage_free(rj->usage);
+	rj->usage = NULL;
+}
+
+/* printf into buf (len bytes) at *at, which never passes len - 1. */
+static void __attribute__((format(printf, 4, 5)))
+append(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *at, len - *at, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*at = *at + (size_t)n < len ? *at + (size_t)n : len - 1;
+}
+
+/* "megacache: the job read R of N loaded artifacts (TYPE r of n, ...); K new", and the
+ * files not seen by reason; nothing when nothing was loaded or new. */
+static void
+say_used(const mc_usage *u)
+{
+	size_t sum[4] = {0, 0, 0, 0}, i, k, at = 0, types = 0;
+	const char *type;
+	char line[4096];
+
+	for (i = 0; mc_usage_type(u, i) != NULL; i++)
+		for (k = 0; k < 4; k++)
+			sum[k] += mc_usage_count(u, i, (int)k);
+	if (sum[MC_USED_INSTALLED] == 0 && sum[MC_USED_NEW] == 0)
+		return;
+	append(line, sizeof line, &at, "the job read %zu of %zu loaded artifact%s", sum[MC_USED_READ],
+	       sum[MC_USED_INSTALLED], sum[MC_USED_INSTALLED] == 1 ? "" : "s");
+	for (i = 0; (type = mc_usage_type(u, i)) != NULL; i++)
+		if (mc_usage_count(u, i, MC_USED_INSTALLED) > 0)
+			append(line, sizeof line, &at, "%s%s %zu of %zu", types++ ? ", " : " (", type,
+			       mc_usage_count(u, i, MC_USED_READ),
+			       mc_usage_count(u, i, MC_USED_INSTALLED));
+	append(line, sizeof line, &at, "%s; %zu new", types ? ")" : "", sum[MC_USED_NEW]);
+	if (sum[MC_USED_NOT_SEEN] > 0) {
+		append(line, sizeof line, &at, "; %zu not seen (", sum[MC_USED_NOT_SEEN]);
+		for (k = 0, types = 0; k < MC_UNSEEN_KINDS; k++)
+			if (mc_usage_not_seen(u, (int)k) > 0)
+				append(line, sizeof line, &at, "%s%zu %s", types++ ? ", " : "",
+				       mc_usage_not_seen(u, (int)k), unseen_words[k]);
+		append(line, sizeof line, &at, ")");
+	}
+	say(stderr, "%s: %s", PROG, line);
+}
+
+/* The types of which the job read no loaded file it could be seen reading: a torch,
+ * Triton or config that differs from the one the bundle was made with. */
+static void
+warn_unread(const mc_usage *u, const char *bundle)
+{
+	size_t i, at = 0, n = 0;
+	const char *type;
+	char list[2048];
+
+	for (i = 0; (type = mc_usage_type(u, i)) != NULL; i++) {
+		size_t seen = mc_usage_count(u, i, MC_USED_INSTALLED) -
+			      mc_usage_count(u, i, MC_USED_NOT_SEEN);
+		if (seen > 0 && mc_usage_count(u, i, MC_USED_READ) == 0)
+			append(list, sizeof list, &at, "%s%s (%zu)", n++ ? ", " : "", type, seen);
+	}
+	if (n > 0)
+		say(stderr, "%s: warning: the job read none of the loaded %s artifacts; the likely "
+		    "cause is a torch, Triton or config mismatch: compare the bundle's labels "
+		    "(megacache list %s) with this host's", PROG, list, bundle);
+}
+
+/* The --json members "used" (per type) and "used_not_seen" (per reason). */
+static void
+used_json(const mc_usage *u, struct run_json *rj)
+{
+	static const char *const counts[4] = {"installed", "read", "new", "not_seen"};
+	const char *type;
+	size_t i;
+	int k;
+
+	rj->used = cJSON_CreateObject();
+	for (i = 0; (type = mc_usage_type(u, i)) != NULL; i++) {
+		cJSON *o = cJSON_CreateObject();
+		for (k = 0; k < 4; k++)
+			cJSON_AddNumberToObject(o, counts[k], (double)mc_usage_count(u, i, k));
+		cJSON_AddItemToObject(rj->used, type, o);
+	}
+	rj->not_seen = cJSON_CreateObject();
+	for (k = 0; k < MC_UNSEEN_KINDS; k++)
+		if (mc_usage_not_seen(u, k) > 0)
+			cJSON_AddNumberToObject(rj->not_seen, mc_unseen_name(k),
+						(double)mc_usage_not_seen(u, k));
+}
+
+/* After the command: what it read of the loaded files and wrote anew, in a line and a
+ * warning (unless -q or --json), or in the JSON. */
+static void
+used_finish(struct tool *t, const struct run_opts *o, struct run_json *rj)
+{
+	/* the bundle whose labels to look at, when there is one to name */
+	const char *bundle = o->nbundles == 1 && strcmp(o->bundles[0], "-") != 0 ? o->bundles[0]
+										 : "BUNDLE";
+	int rc;
+
+	if (rj->usage == NULL)
+		return;
+	if ((rc = mc_usage_finish(rj->usage)) != MC_OK) {
+		if (!t->quiet)
+			say(stderr, "%s: warning: what the job used cannot be told: %s", PROG,
+			    mc_ctx_error(t->ctx));
+		return;
+	}
+	if (t->json) {
+		used_json(rj->usage, rj);
+	} else if (!t->quiet) {
+		say_used(rj->usage);
+		warn_unread(rj->usage, bundle);
+	}
+}
+
 /* The --json object of a run that got to its command: cmd started unless spawn_rc
  * (126/127), with wait status status; its save (when asked for) ended with saved. Its
  * "exit" is the status this process ends with, as a shell shows it. */
@@ -413,7 +562,10 @@ print_run(struct run_json *rj, char **cmd, int spawn_rc, int status, int saved, 
 		cJSON_AddItemToObject(j, "save", rj->save);
 	else
 		cJSON_AddNullToObject(j, "save");
-	rj->bundles = rj->save = NULL;
+	cJSON_AddItemToObject(j, "used", rj->used != NULL ? rj->used : cJSON_CreateNull());
+	cJSON_AddItemToObject(j, "used_not_seen",
+			      rj->not_seen != NULL ? rj->not_seen : cJSON_CreateNull());
+	rj->bundles = rj->save = rj->used = rj->not_seen = NULL;
 	print_json(j);
 }
 
@@ -421,7 +573,7 @@ int
 cmd_run(struct tool *t, int argc, char **argv)
 {
 	struct run_opts o = {.rec.level = 3};
-	struct run_json rj = {NULL, NULL};
+	struct run_json rj = {NULL, NULL, NULL, NULL, NULL};
 	mc_pubkey *keys[MAX_BUNDLES * MAX_PUBKEYS] = {NULL};
 	mc_bundle *bases[MAX_BUNDLES];
 	mc_writer *w = NULL;
@@ -435,6 +587,8 @@ cmd_run(struct tool *t, int argc, char **argv)
 	check_out_folder(o.save_to);
 	if ((rc = tool_start(t)) != 0)
 		return rc;
+	if ((rc = mc_usage_new(t->ctx, &rj.usage)) != MC_OK)
+		return fail(t->ctx, rc);
 	if (t->json)
 		rj.bundles = cJSON_CreateArray();
 	if (o.save_to != NULL && o.rec.signers.n == 0 && !t->quiet)
@@ -449,7 +603,10 @@ cmd_run(struct tool *t, int argc, char **argv)
 		say(stderr, "%s: cannot set the command's environment: %s", PROG, strerror(rc)),
 			rc = EXIT_USAGE;
 	if (rc == 0) {
-		if ((spawn_rc = run_child(argv + optind, &status)) == 0 && o.save_to != NULL)
+		used_start(t, &rj);
+		if ((spawn_rc = run_child(argv + optind, &status)) == 0)
+			used_finish(t, &o, &rj);
+		if (spawn_rc == 0 && o.save_to != NULL)
 			saved = save_new(t, &o, w, bases, nbases, &rj);
 		rc = spawn_rc != 0 ? spawn_rc
 		     : !WIFEXITED(status) ? 128 + WTERMSIG(status)
@@ -465,6 +622,9 @@ cmd_run(struct tool *t, int argc, char **argv)
 		mc_pubkey_free(keys[i]);
 	cJSON_Delete(rj.bundles);
 	cJSON_Delete(rj.save);
+	cJSON_Delete(rj.used);
+	cJSON_Delete(rj.not_seen);
+	mc_usage_free(rj.usage);
 	record_free(&o.rec);
 	gpu_free(&o.gpu);
 	mc_writer_free(w);

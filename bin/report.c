@@ -128,6 +128,9 @@ on_artifact(void *ud, int what, const char *type, const char *key, const char *d
 			snprintf(r->skipped_dir, sizeof r->skipped_dir, "%.*s", len, key);
 		}
 	}
+	/* A file the load put in place or found there; a kernel left out is neither. */
+	if (r->usage != NULL && dest != NULL && what != MC_LOAD_SKIPPED)
+		mc_usage_add(r->usage, what, type, dest); /* a failure is kept for its start */
 	if (dest != NULL && r->ctx != NULL) {
 		const char *tier = mc_ctx_type_tier(r->ctx, type), *root = NULL;
 		if (tier != NULL && mc_ctx_tier_root(r->ctx, tier, &root) == MC_OK)

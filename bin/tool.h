@@ -332,6 +332,7 @@ struct load_report {
 	int quiet;
 	mc_ctx *ctx;
 	mc_bundle *b; /* the bundle loaded, for what --json tells of each artifact; or NULL */
+	mc_usage *usage; /* run: told of each artifact loaded, to tell what the job used; or NULL */
 	const char *root;
 	cJSON *arts;
 	struct type_sum sums[64];
