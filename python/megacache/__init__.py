@@ -42,7 +42,7 @@ __all__ = [
     "Artifact", "BundleInfo", "Change", "Error", "Folder", "GpuMismatchError",
     "GpuTargetsNotChecked", "LibraryError", "LoadReport",
     "LoadedArtifact", "SaveReport", "Signature", "UnsupportedVersionError", "UsageError",
-    "VerificationError", "Warm", "keygen",
+    "Used", "VerificationError", "Warm", "keygen",
     "gpu_targets", "library_version", "load", "pack_torch_artifacts", "save", "torch_artifacts",
     "verify", "warm", "__version__",
 ]
@@ -61,6 +61,11 @@ TORCH_FORMATS = {"current": _ffi.MC_TORCH_FORMAT_CURRENT, "2.7": _ffi.MC_TORCH_F
 # The folders save reads and load writes by default, in save's order.
 SAVE_TIERS = (("inductor", "torch's cache dir"), ("triton_home", "Triton's own cache"))
 ROOT_TIERS = ("inductor", "triton", "triton_home")
+# How Warm's repr tells each reason a loaded file's reads could not be seen (MC_UNSEEN_*),
+# after their count; its keys are the names of Warm.used_not_seen.
+UNSEEN_WORDS = {"noatime": "on a noatime mount", "not_owner": "owned by another user",
+                "read_only": "on a read-only mount", "overlayfs": "found in place on overlayfs",
+                "gone": "removed or replaced during the block", "other": "other"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,6 +188,20 @@ class SaveReport:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Used:
+    """What a :func:`warm` block used of one artifact type. installed: the loaded files
+    (installed, replaced or found identical in place; once per file, however many bundles
+    hold it); read: those read during the block, by any process; new: files of the type
+    written during the block that were not loaded; not_seen: loaded files whose reads
+    could not be seen (:attr:`Warm.used_not_seen` says why), counted neither read nor
+    unread."""
+    installed: int
+    read: int
+    new: int
+    not_seen: int
 
 
 def library_version() -> str:
@@ -442,6 +461,12 @@ class _Session:
         self._keep(self.lib.mc_writer_free, h)
         return h
 
+    def usage(self):
+        h = _ffi.c_handle()
+        self.lib.mc_usage_new(self.ctx, ctypes.byref(h))
+        self._keep(self.lib.mc_usage_free, h)
+        return h
+
     def writer_setup(self, w, secret_keys: Optional[Keys], password: Password, labels,
                      bundle_version: int, expires: int, level: int,
                      env_facts: bool = False) -> int:
@@ -577,9 +602,9 @@ def _select(s: _Session, b, types) -> None:
 
 def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, threshold: int,
              min_version: int, dry_run: bool, sync: bool, host: List[str] = (),
-             skip_other_gpus: bool = False) -> LoadReport:
+             skip_other_gpus: bool = False, usage=None) -> LoadReport:
     """Loads the opened bundle b (opened from the path bundle); host: the host's GPU
-    targets (none: not checked)."""
+    targets (none: not checked); usage (an mc_usage) is told of each artifact loaded."""
     s.policy(b, pubs, threshold, min_version, require)
     _select(s, b, types)
     arr = (ctypes.c_char_p * max(1, len(host)))(*[t.encode() for t in host])
@@ -587,6 +612,8 @@ def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, thresh
     done: List[LoadedArtifact] = []
 
     def on_artifact(ud, what, type_, key, dest, size):
+        if usage is not None and dest is not None and what != _ffi.MC_LOAD_SKIPPED:
+            s.lib.mc_usage_add(usage, what, type_, dest)  # a failure: at mc_usage_start
         i = ctypes.c_size_t()
         s.lib.mc_bundle_find_artifact(b, type_, key, ctypes.byref(i))
         done.append(LoadedArtifact(ACTIONS.get(what, str(what)), _str(type_), _str(key), size,
@@ -796,7 +823,15 @@ class Warm:
     """What a :func:`warm` block did: the loads before it (loaded), the bundles that
     could not be used (cold: (path, error) pairs, with allow_cold), the save after it
     (saved: None when nothing was new or no save_to was given), and the cache folders
-    loaded into and recorded from (roots, as :attr:`LoadReport.roots`)."""
+    loaded into and recorded from (roots, as :attr:`LoadReport.roots`).
+
+    Once the block has ended, what it used: used, per artifact type, a :class:`Used`
+    (the loaded files, how many of them were read, how many files were new), and
+    used_not_seen, per reason, the loaded files whose reads could not be seen:
+    "noatime" (a noatime mount), "not_owner" (another user's file), "read_only",
+    "overlayfs" (found in place on overlayfs, maybe in an image's lower layer), "gone"
+    (removed or replaced during the block), "other". Where that could not be told,
+    both stay empty and used_error says why."""
 
     def __init__(self) -> None:
         self.loaded: List[LoadReport] = []
@@ -804,7 +839,11 @@ class Warm:
         self.saved: Optional[SaveReport] = None
         self.save_error: Optional[Exception] = None
         self.roots: Dict[str, Optional[str]] = {}
+        self.used: Dict[str, Used] = {}
+        self.used_not_seen: Dict[str, int] = {}
+        self.used_error: Optional[Exception] = None
         self._save_to: Optional[str] = None
+        self._bundle = "BUNDLE"  # what `megacache list` is to be run on, to see its labels
         self._ended = False
 
     def __repr__(self) -> str:
@@ -814,9 +853,36 @@ class Warm:
         parts += ["cold %r: %s" % (path, why) for path, why in self.cold]
         if not self.loaded and not self.cold:
             parts.append("no bundle loaded")
+        parts += self._used_lines()
         parts.append(self._save_repr())
         parts.append("roots " + ", ".join("%s=%r" % kv for kv in self.roots.items()))
         return "<megacache.Warm %s>" % "; ".join(parts)
+
+    def _used_lines(self) -> List[str]:
+        """What the block used, as `megacache run` tells it: a line, and a warning for
+        the types it read nothing of; none before the block ended, or when nothing was
+        loaded or new."""
+        if self.used_error is not None:
+            return ["what the block used cannot be told: %s" % self.used_error]
+        sums = {f: sum(getattr(u, f) for u in self.used.values())
+                for f in ("installed", "read", "new", "not_seen")}
+        if sums["installed"] == 0 and sums["new"] == 0:
+            return []
+        line = "the block read %d of %d loaded artifact%s" % (
+            sums["read"], sums["installed"], "" if sums["installed"] == 1 else "s")
+        per = ["%s %d of %d" % (t, u.read, u.installed) for t, u in self.used.items()
+               if u.installed]
+        line += (" (%s)" % ", ".join(per) if per else "") + "; %d new" % sums["new"]
+        if sums["not_seen"]:
+            line += "; %d not seen (%s)" % (sums["not_seen"], ", ".join(
+                "%d %s" % (n, UNSEEN_WORDS.get(why, why)) for why, n in self.used_not_seen.items()))
+        unread = ["%s (%d)" % (t, u.installed - u.not_seen) for t, u in self.used.items()
+                  if u.installed > u.not_seen and u.read == 0]
+        if not unread:
+            return [line]
+        return [line, "read none of the loaded %s artifacts; the likely cause is a torch, "
+                "Triton or config mismatch: compare the bundle's labels (megacache list %s) "
+                "with this host's" % (", ".join(unread), self._bundle)]
 
     def _save_repr(self) -> str:
         if self.saved is not None:
@@ -875,6 +941,19 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
     :func:`load` (gpu_targets, skip_other_gpus); a bundle for another GPU raises
     GpuMismatchError, or with allow_cold=True goes in w.cold.
 
+    After the block, also when it raised, and before the save: what it used (w.used,
+    per artifact type: how many files the loads put or found in place, how many of them
+    were read during the block, how many files it wrote that were not loaded). Just
+    before the block, each loaded file's access time is set to a mark in the past (its
+    change time moves to now), and a file whose access time differs after the block was
+    read, by this process or any other: under the default relatime mounts a read updates
+    it then. No hook in torch is needed, nor any privilege, but a file on a noatime or
+    read-only mount, another user's file, and one found in place on overlayfs (perhaps in
+    an image's lower layer) cannot be seen: those are counted in w.used_not_seen, never as
+    read or unread. repr(w) says it in a line; a type of which nothing was read is said
+    plainly: the likely cause is a torch, Triton or config mismatch, and `megacache list`
+    of the bundle shows the labels to compare with this host's.
+
     It changes this process's environment: do not run two warm() blocks at once, or
     library calls in other threads during one.
     """
@@ -883,6 +962,9 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
     w = Warm()
     with _Session(cache_dir, triton_dir, progress) as s:
         w.roots = s.roots()
+        usage = s.usage()
+        if len(paths) == 1:
+            w._bundle = os.fsdecode(_path(paths[0]))
         # Read now: a bad key file is the caller's mistake, never a cold start.
         pubs = s.trusted(trusted_keys) if paths else []
         wr, nsig, aot_label = None, 0, False
@@ -898,7 +980,7 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
             try:
                 b = s.bundle(p)
                 w.loaded.append(_load_in(s, b, p, pubs, types, None, 1, 0, False, sync, host,
-                                         skip_other_gpus))
+                                         skip_other_gpus, usage))
                 bases.append(b)
             except Error as e:
                 # Only the bundle's own fault goes cold: missing, unreadable, untrusted.
@@ -911,12 +993,15 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
         for var, val in zip(_ENV, (cache_dir, triton_dir)):
             if val is not None:
                 os.environ[var] = val
+        usage = _used_start(s, w, usage)
         try:
             yield w
         except BaseException as body:
+            _warm_used(s, w, usage)
             _warm_save(s, w, wr, nsig, bases, save_to, body, aot_label)
             raise
         else:
+            _warm_used(s, w, usage)
             _warm_save(s, w, wr, nsig, bases, save_to, None, aot_label)
         finally:
             for var, old in saved_env.items():
@@ -924,6 +1009,38 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
                     os.environ.pop(var, None)
                 else:
                     os.environ[var] = old
+
+
+def _used_start(s: _Session, w: Warm, usage):
+    """Sets the marks on the loaded files just before the block: usage, or None (with
+    w.used_error) when what the block uses cannot be told."""
+    try:
+        s.call(s.lib.mc_usage_start, usage)
+    except Error as e:
+        w.used_error = e
+        return None
+    return usage
+
+
+def _warm_used(s: _Session, w: Warm, usage) -> None:
+    """After the block: what it used, into w.used and w.used_not_seen. A failure is kept
+    in w.used_error, never raised: it is a report, not the block's work."""
+    if usage is None:
+        return
+    try:
+        s.call(s.lib.mc_usage_finish, usage)
+    except Error as e:
+        w.used_error = e
+        return
+    lib, i = s.lib, 0
+    while lib.mc_usage_type(usage, i) is not None:
+        counts = [lib.mc_usage_count(usage, i, k) for k in range(4)]  # MC_USED_* order
+        w.used[_str(lib.mc_usage_type(usage, i))] = Used(*counts)
+        i += 1
+    for why in range(_ffi.MC_UNSEEN_KINDS):
+        n = lib.mc_usage_not_seen(usage, why)
+        if n:
+            w.used_not_seen[_str(lib.mc_unseen_name(why))] = n
 
 
 def _warm_save(s: _Session, w: Warm, wr, nsig: int, bases, save_to,

@@ -28,6 +28,8 @@ MC_GPU_UNKNOWN = 0
 MC_SCAN_RECORDED, MC_SCAN_SKIPPED = 0, 1
 MC_DIFF_ADDED, MC_DIFF_REMOVED, MC_DIFF_CHANGED = 0, 1, 2
 MC_TORCH_FORMAT_CURRENT, MC_TORCH_FORMAT_2_7 = 1, 2
+MC_USED_INSTALLED, MC_USED_READ, MC_USED_NEW, MC_USED_NOT_SEEN = 0, 1, 2, 3
+MC_UNSEEN_KINDS = 6
 
 # Callback types.
 PROGRESS_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_uint64, c_uint64)
@@ -36,7 +38,7 @@ SCAN_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p, c_char_p)
 DIFF_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p, c_char_p, c_uint64, c_uint64)
 PASSWORD_FN = CFUNCTYPE(c_int, c_void_p, c_char_p, POINTER(c_char), c_size_t)
 
-# Opaque handles: mc_ctx *, mc_writer *, mc_bundle *, mc_pubkey *, mc_seckey *.
+# Opaque handles: mc_ctx *, mc_writer *, mc_bundle *, mc_pubkey *, mc_seckey *, mc_usage *.
 c_handle = c_void_p
 
 _lock = threading.Lock()
@@ -172,6 +174,16 @@ _SIGNATURES = [
     ("mc_bundle_load", [c_handle, c_uint, ARTIFACT_FN, c_void_p], c_int, _check_handle),
     ("mc_bundle_export_torch_memory", [c_handle, c_int, POINTER(c_void_p), POINTER(c_size_t),
                                        ARTIFACT_FN, c_void_p], c_int, _check_handle),
+    ("mc_usage_new", [c_handle, POINTER(c_handle)], c_int, _check_ctx),
+    ("mc_usage_free", [c_handle], None, None),
+    # told from a load's callback: a failure is kept and raised by mc_usage_start
+    ("mc_usage_add", [c_handle, c_int, c_char_p, c_char_p], c_int, None),
+    ("mc_usage_start", [c_handle], c_int, _check_handle),
+    ("mc_usage_finish", [c_handle], c_int, _check_handle),
+    ("mc_usage_type", [c_handle, c_size_t], c_char_p, None),
+    ("mc_usage_count", [c_handle, c_size_t, c_int], c_size_t, None),
+    ("mc_usage_not_seen", [c_handle, c_int], c_size_t, None),
+    ("mc_unseen_name", [c_int], c_char_p, None),
 ]
 
 

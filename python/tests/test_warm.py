@@ -174,7 +174,14 @@ def test_repr_says_what_the_block_loaded_and_saved_and_where(tmp_path, setup, ke
         str(tmp_path / "triton-home" / ".triton" / "cache"))
     assert "cannot open" in w.cold[0][1]
     assert during == head + "saves new artifacts to %r after the block; " % str(out) + roots
-    assert repr(w) == head + "saved %r: 1 artifact (1 added, 0 changed); " % str(out) + roots
+    # the block read nothing: said plainly; two bundles given, so none is named
+    used = ("the block read 0 of %d loaded artifacts (aot_autograd 0 of 2, autotune 0 of 4, "
+            "inductor 0 of 3, kernel_code 0 of 16, triton 0 of 128); 1 new; read none of the "
+            "loaded aot_autograd (2), autotune (4), inductor (3), kernel_code (16), triton (128) "
+            "artifacts; the likely cause is a torch, Triton or config mismatch: compare the "
+            "bundle's labels (megacache list BUNDLE) with this host's; " % n)
+    assert repr(w) == head + used + "saved %r: 1 artifact (1 added, 0 changed); " % str(
+        out) + roots
 
 
 def test_repr_says_when_nothing_was_saved(tmp_path, setup, keys):
@@ -185,3 +192,51 @@ def test_repr_says_when_nothing_was_saved(tmp_path, setup, keys):
     with megacache.warm(None, None) as w:
         pass
     assert repr(w).startswith("<megacache.Warm no bundle loaded; no save_to; roots inductor=")
+
+
+def _read(paths):
+    for p in paths:
+        with open(p, "rb") as f:
+            f.read()
+
+
+def test_used_tells_what_the_block_read_and_wrote(tmp_path, setup, keys):
+    # The block reads the FX graph entries and one Triton kernel's files, only stats the
+    # generated code, and writes an FX graph entry and a kernel_code file anew.
+    with megacache.warm(setup.bundle, keys.pub) as w:
+        assert w.used == {} and "the block" not in repr(w)
+        c = setup.cache
+        kernel = sorted((c / "triton" / "0").iterdir())[0]
+        _read([*c.glob("fxgraph/*/*/*"), *kernel.iterdir()])
+        for p in c.glob("*/*.py"):
+            os.stat(p)
+        shutil.copytree(setup.aside, c / "fxgraph" / setup.shard)
+        (c / "zz").mkdir()
+        (c / "zz" / "cjobnew.py").write_text("print(1)")
+    assert w.used == {
+        "aot_autograd": megacache.Used(installed=2, read=0, new=0, not_seen=0),
+        "autotune": megacache.Used(installed=4, read=0, new=0, not_seen=0),
+        "inductor": megacache.Used(installed=3, read=3, new=1, not_seen=0),
+        "kernel_code": megacache.Used(installed=16, read=0, new=1, not_seen=0),
+        "triton": megacache.Used(installed=128, read=8, new=0, not_seen=0)}
+    assert w.used_not_seen == {} and w.used_error is None
+    assert ("; the block read 11 of 153 loaded artifacts (aot_autograd 0 of 2, autotune 0 of "
+            "4, inductor 3 of 3, kernel_code 0 of 16, triton 8 of 128); 2 new; read none of "
+            "the loaded aot_autograd (2), autotune (4), kernel_code (16) artifacts; the likely "
+            "cause is a torch, Triton or config mismatch: compare the bundle's labels "
+            "(megacache list %s) with this host's; no save_to; " % setup.bundle) in repr(w)
+
+
+def test_used_is_told_when_the_block_raises_and_before_the_save(tmp_path, setup, keys):
+    # The save reads loaded files to compare them with the bundle: what the block used is
+    # taken before it, and after a block that raised too.
+    out = tmp_path / "next.mcache"
+    with pytest.raises(ValueError):
+        with megacache.warm(setup.bundle, keys.pub, save_to=out, secret_key=keys.sec) as w:
+            _read(setup.cache.glob("aotautograd/*/*"))
+            shutil.copytree(setup.aside, setup.cache / "fxgraph" / setup.shard)
+            raise ValueError("training failed")
+    assert w.saved is not None and w.saved.artifact_count == 1
+    assert w.used["aot_autograd"] == megacache.Used(installed=2, read=2, new=0, not_seen=0)
+    assert w.used["inductor"] == megacache.Used(installed=3, read=0, new=1, not_seen=0)
+    assert sum(u.read for u in w.used.values()) == 2
