@@ -438,19 +438,34 @@ say_used(const mc_usage *u)
 	say(stderr, "%s: %s", PROG, line);
 }
 
+/* Types torch reads only to compile: the autotuning results, the generated code and
+ * the kernels behind an FX graph that its entry does not carry. A job that read its FX
+ * graph entries from the cache has no need of them. */
+static int
+read_on_miss(const char *type)
+{
+	return strcmp(type, "autotune") == 0 || strcmp(type, "gemm_timing") == 0 ||
+	       strcmp(type, "kernel_code") == 0 || strcmp(type, "triton") == 0;
+}
+
 /* The types of which the job read no loaded file it could be seen reading: a torch,
- * Triton or config that differs from the one the bundle was made with. */
+ * Triton or config that differs from the one the bundle was made with. One of the
+ * types read only to compile counts once the job read no FX graph entry either. */
 static void
 warn_unread(const mc_usage *u, const char *bundle)
 {
-	size_t i, at = 0, n = 0;
+	size_t i, at = 0, n = 0, fx_read = 0;
 	const char *type;
 	char list[2048];
 
+	for (i = 0; (type = mc_usage_type(u, i)) != NULL; i++)
+		if (strcmp(type, "inductor") == 0)
+			fx_read = mc_usage_count(u, i, MC_USED_READ);
 	for (i = 0; (type = mc_usage_type(u, i)) != NULL; i++) {
 		size_t seen = mc_usage_count(u, i, MC_USED_INSTALLED) -
 			      mc_usage_count(u, i, MC_USED_NOT_SEEN);
-		if (seen > 0 && mc_usage_count(u, i, MC_USED_READ) == 0)
+		if (seen > 0 && mc_usage_count(u, i, MC_USED_READ) == 0 &&
+		    !(fx_read > 0 && read_on_miss(type)))
 			append(list, sizeof list, &at, "%s%s (%zu)", n++ ? ", " : "", type, seen);
 	}
 	if (n > 0)

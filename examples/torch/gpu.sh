@@ -90,6 +90,11 @@ for job in blocks guard; do
 		"$PY" "$FID" "$job" warm --out "$W/warm-$job.json" 2>"$W/run-$job.txt" || true
 	sed "s|$W|\$W|g" "$W/run-$job.txt"
 done
+# The same as a user sees it: the line on standard error (and no warning).
+"$M" run -b "$W/blocks.mcache" -p "$W/k.pub" --cache-dir "$W/text/inductor" \
+	--triton-dir "$W/text/triton" -- "$PY" "$FID" blocks warm --out "$W/warm-text.json" \
+	2>"$W/run-text.txt" >/dev/null || true
+sed "s|$W|\$W|g" "$W/run-text.txt"
 "$PY" - "$W" >"$W/table.md" <<'EOF'
 import json, os, sys
 W = sys.argv[1]
@@ -108,6 +113,11 @@ for job in ("blocks", "guard"):
         u("inductor", "read"), u("inductor", "installed"), ag.get("autograd_cache_hit", 0),
         ag.get("autograd_cache_miss", 0), u("aot_autograd", "read"),
         u("aot_autograd", "installed"), u("triton", "read"), u("triton", "installed"), new))
+    if (u("inductor", "read"), u("aot_autograd", "read")) != (ind.get("fxgraph_cache_hit", 0),
+                                                           ag.get("autograd_cache_hit", 0)):
+        rows.append("%s: the entries read are not torch's hits" % job)
 print("\n".join(rows))
 EOF
 cat "$W/table.md"
+# The entries read must be torch's hits, one for one.
+! grep -q "are not torch's hits" "$W/table.md"

@@ -876,8 +876,11 @@ class Warm:
         if sums["not_seen"]:
             line += "; %d not seen (%s)" % (sums["not_seen"], ", ".join(
                 "%d %s" % (n, UNSEEN_WORDS.get(why, why)) for why, n in self.used_not_seen.items()))
+        # Types torch reads only to compile are not needed once FX graphs were read.
+        fx_read = self.used["inductor"].read if "inductor" in self.used else 0
         unread = ["%s (%d)" % (t, u.installed - u.not_seen) for t, u in self.used.items()
-                  if u.installed > u.not_seen and u.read == 0]
+                  if u.installed > u.not_seen and u.read == 0 and
+                  not (fx_read and t in _READ_ON_MISS)]
         if not unread:
             return [line]
         return [line, "read none of the loaded %s artifacts; the likely cause is a torch, "
@@ -899,6 +902,10 @@ class Warm:
             return "the save to %r failed: %s" % (self._save_to, self.save_error)
         return "nothing new, %r not written" % self._save_to
 
+
+# The types torch reads only to compile (the autotuning results, the generated code,
+# the kernels an FX graph entry does not carry): unread after FX graph hits.
+_READ_ON_MISS = ("autotune", "gemm_timing", "kernel_code", "triton")
 
 _ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 

@@ -222,7 +222,7 @@ def test_used_tells_what_the_block_read_and_wrote(tmp_path, setup, keys):
     assert w.used_not_seen == {} and w.used_error is None
     assert ("; the block read 11 of 153 loaded artifacts (aot_autograd 0 of 2, autotune 0 of "
             "4, inductor 3 of 3, kernel_code 0 of 16, triton 8 of 128); 2 new; read none of "
-            "the loaded aot_autograd (2), autotune (4), kernel_code (16) artifacts; the likely "
+            "the loaded aot_autograd (2) artifacts; the likely "
             "cause is a torch, Triton or config mismatch: compare the bundle's labels "
             "(megacache list %s) with this host's; no save_to; " % setup.bundle) in repr(w)
 
