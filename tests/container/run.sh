@@ -338,10 +338,14 @@ echo "without libarchive: $(tail -n 1 "$T/slim-vectors"), the same bytes"
 built file "the build from the context" --build-arg BUNDLE_SHA256="$SHA"
 built url "the build through the pipe" --build-arg BUNDLE_URL="$URL/bundle-$SHA.mcache"
 grep -q "GET /bundle-$SHA.mcache HTTP/1.1\" 200" "$T/http.log" && ok || bad "the server sent no bundle"
-built url-sha256 "the build from a URL with BUNDLE_SHA256" \
-	--build-arg BUNDLE_URL="$URL/bundle-$SHA.mcache" --build-arg BUNDLE_SHA256="$SHA"
+built url-sha256 "the build from a URL with BUNDLE_SHA256, for the bundle's GPU" \
+	--build-arg BUNDLE_URL="$URL/bundle-$SHA.mcache" --build-arg BUNDLE_SHA256="$SHA" \
+	--build-arg GPU_TARGET=cuda:90
 
 refused tampered "$T/ctx-bad" "^megacache.*do not match their hash" --build-arg BUNDLE_SHA256="$SHA_BAD"
+# An image for another GPU: the bundle's cuda:90 kernels refuse the build.
+refused gpu "$T/ctx" "^megacache: .*holds Triton kernels for cuda:90, a GPU target this host lacks \(this host: cuda:80\)$" \
+	--build-arg BUNDLE_SHA256="$SHA" --build-arg GPU_TARGET=cuda:80
 refused cut "$T/ctx" "^megacache.*truncated" --build-arg BUNDLE_URL="$URL/cut-$SHA.mcache"
 # A digest that is not the bundle's: the context's, and the download's.
 refused digest "$T/ctx" \
