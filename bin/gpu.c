@@ -143,9 +143,10 @@ gpu_say(const struct tool *t, const struct gpu_opts *g, const mc_bundle *b,
 		say(f, "%sGPU targets %s: no kernel selected (--types), none checked (this host: "
 		    "%s)", f == stderr ? PROG ": " : "", bt, ht);
 	} else if (r->skipped > 0) {
+		size_t k = mc_bundle_gpu_kernels_skipped(b);
 		say(f, "%sleft out %zu file%s of %zu kernel%s for %s, which this host lacks (this "
-		    "host: %s%s)", f == stderr ? PROG ": " : "", r->skipped, r->skipped == 1 ? "" : "s", r->skipped_kernels,
-		    r->skipped_kernels == 1 ? "" : "s", lack, ht, g->ngiven > 0 ? ", as given" : "");
+		    "host: %s%s)", f == stderr ? PROG ": " : "", r->skipped, r->skipped == 1 ? "" : "s",
+		    k, k == 1 ? "" : "s", lack, ht, g->ngiven > 0 ? ", as given" : "");
 	} else {
 		say(f, "%sGPU targets %s: this host has them (%s%s)", f == stderr ? PROG ": " : "", bt, ht,
 		    g->ngiven > 0 ? ", as given" : "");
@@ -166,7 +167,7 @@ gpu_json(const struct gpu_opts *g, const mc_bundle *b, const struct load_report 
 	cJSON_AddItemToObject(j, "host_gpu_targets", h);
 	cJSON_AddBoolToObject(j, "gpu_targets_checked", n > 0);
 	cJSON_AddNumberToObject(j, "skipped", (double)r->skipped);
-	cJSON_AddNumberToObject(j, "skipped_kernels", (double)r->skipped_kernels);
+	cJSON_AddNumberToObject(j, "skipped_kernels", (double)mc_bundle_gpu_kernels_skipped(b));
 }
 
 void

@@ -118,16 +118,6 @@ on_artifact(void *ud, int what, const char *type, const char *key, const char *d
 	char full[8192] = "";
 
 	count_artifact(r, what, type, size);
-	if (what == MC_LOAD_SKIPPED) { /* a kernel's files are neighbours: one folder each */
-		const char *slash = strrchr(key, '/');
-		int len = slash != NULL ? (int)(slash - key) : 0;
-		if (strcmp(r->skipped_type, type) != 0 || strlen(r->skipped_dir) != (size_t)len ||
-		    strncmp(r->skipped_dir, key, (size_t)len) != 0) {
-			r->skipped_kernels++;
-			snprintf(r->skipped_type, sizeof r->skipped_type, "%s", type);
-			snprintf(r->skipped_dir, sizeof r->skipped_dir, "%.*s", len, key);
-		}
-	}
 	/* A file the load put in place or found there; a kernel left out is neither. */
 	if (r->usage != NULL && dest != NULL && what != MC_LOAD_SKIPPED)
 		mc_usage_add(r->usage, what, type, dest); /* a failure is kept for its start */

@@ -339,8 +339,6 @@ struct load_report {
 	size_t nsums;
 	size_t installed, replaced, unchanged, planned, planned_replace, skipped;
 	uint64_t bytes;
-	size_t skipped_kernels; /* the folders of the skipped files */
-	char skipped_type[40], skipped_dir[1025];
 };
 
 void on_artifact(void *ud, int what, const char *type, const char *key, const char *dest,

@@ -473,6 +473,9 @@ MC_API const char *mc_bundle_gpu_target(const mc_bundle *b, size_t i);
  * kernels are not checked. */
 MC_API MC_MUST_CHECK int mc_bundle_set_host_gpus(mc_bundle *b, const char *const *targets,
 						 size_t n);
+/* After a load (dry or not) with MC_LOAD_SKIP_OTHER_GPUS: how many kernels (folders) it
+ * left out. */
+MC_API size_t mc_bundle_gpu_kernels_skipped(const mc_bundle *b);
 
 /* Restricts mc_bundle_load() to a type; call once per type. No call: every type. */
 MC_API MC_MUST_CHECK int mc_bundle_select_type(mc_bundle *b, const char *type);

@@ -16,18 +16,20 @@ struct mc_bsig {
 	size_t len;
 };
 
-/* What a bundle's Triton kernels are compiled for (targets.c, SPEC.md section 12.2). A
+/* What a bundle's Triton kernels are compiled for (targets.c, SPEC.md section 12.6). A
  * pass over the contents fills otarget from the kernels' metadata files; after one that
  * read them all, derived is set and sorted lists the targets found, in order. */
 struct mc_gputargets {
 	int walked;             /* kmeta is set (NULL: the bundle holds no metadata file) */
 	unsigned char *kmeta;   /* per object: an artifact names it as a kernel's metadata */
 	uint16_t *otarget;      /* per object: 1 + the index in found of its target, or 0 */
-	char (*found)[MC_GPU_TARGET_LEN];
+	char (*found)[MC_GPU_TARGET_LEN]; /* by the pass running or last run */
 	size_t nfound;
 	int derived;
-	char **sorted;
+	char **sorted;          /* of the first pass that read every object: kept */
+	size_t nsorted;
 	unsigned char *drop;    /* per artifact, from mc__gpu_check(): left out */
+	size_t nskipped;        /* the kernel folders left out */
 	char (*host)[MC_GPU_TARGET_LEN]; /* mc_bundle_set_host_gpus() */
 	size_t nhost;
 };
@@ -170,10 +172,11 @@ MC_HIDDEN int mc__gpu_note(mc_bundle *b, mc_ctx *ctx, void *lock, size_t obj,
  * records others is refused (MC_ERR_INTEGRITY). */
 MC_HIDDEN int mc__gpu_derived(mc_bundle *b);
 /* A load's check of the kernels against the host's targets (set: mc_bundle_set_host_gpus()):
- * before the pass (derived not set), of the targets the manifest records; after it,
- * of each kernel. A target the host lacks fails the load (MC_ERR_GPU_MISMATCH), or with
- * skip set marks the kernel's folder's artifacts in gt.drop. */
-MC_HIDDEN int mc__gpu_check(mc_bundle *b, int skip);
+ * before the pass, of the bundle's targets as known then (only for a load of every
+ * type, and not with skip); after it (after_pass), of each selected kernel. A target
+ * the host lacks fails the load (MC_ERR_GPU_MISMATCH), or with skip set marks the
+ * kernel's folder's artifacts in gt.drop. */
+MC_HIDDEN int mc__gpu_check(mc_bundle *b, int skip, int after_pass);
 MC_HIDDEN void mc__gpu_free(mc_bundle *b);
 /* Whether artifact i is left out (mc__gpu_check() with skip). */
 static inline int

@@ -825,7 +825,7 @@ meta_target(struct job *j, uint32_t obj, unsigned char **buf, size_t *cap)
 }
 
 /* The targets of the kept artifacts that are Triton kernels' metadata files (SPEC.md
- * section 12.2), into the manifest model. */
+ * section 12.6), into the manifest model. */
 static int
 gpu_targets(struct job *j)
 {

@@ -63,9 +63,8 @@ mc__gpu_prepare(mc_bundle *b)
 
 	if ((rc = walk(b)) != MC_OK)
 		return rc;
-	forget_sorted(b);
+	/* What an earlier pass found stays: the contents, checked, are the same. */
 	b->gt.nfound = 0;
-	b->gt.derived = 0;
 	free(b->gt.otarget);
 	b->gt.otarget = NULL;
 	if (b->gt.kmeta != NULL &&
@@ -132,23 +131,25 @@ mc__gpu_derived(mc_bundle *b)
 	const struct mc_manifest *m = &b->m;
 	size_t i;
 
-	forget_sorted(b);
+	if (g->derived) /* an earlier pass: the same contents, the same targets */
+		return MC_OK;
 	if ((g->sorted = calloc(g->nfound + 1, sizeof *g->sorted)) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < g->nfound; i++)
 		if ((g->sorted[i] = mc__strdup(g->found[i])) == NULL)
 			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	qsort(g->sorted, g->nfound, sizeof *g->sorted, str_cmp);
+	g->nsorted = g->nfound;
 	g->derived = 1;
 	if (m->ngpu_targets == 0)
 		return MC_OK; /* none recorded: a bundle from before gpu_targets, or no kernel */
-	for (i = 0; i < m->ngpu_targets && i < g->nfound; i++)
+	for (i = 0; i < m->ngpu_targets && i < g->nsorted; i++)
 		if (strcmp(m->gpu_targets[i], g->sorted[i]) != 0)
 			break;
-	if (i < m->ngpu_targets || i < g->nfound) {
+	if (i < m->ngpu_targets || i < g->nsorted) {
 		char rec[1024], got[1024];
 		join(m->gpu_targets, m->ngpu_targets, rec, sizeof rec);
-		join(g->sorted, g->nfound, got, sizeof got);
+		join(g->sorted, g->nsorted, got, sizeof got);
 		return mc__err(b->ctx, MC_ERR_INTEGRITY, "%s: the manifest's gpu_targets (%s) are "
 			       "not the targets its kernels name (%s)", b->path, rec, got);
 	}
@@ -197,36 +198,23 @@ mismatch(mc_bundle *b, char *const *other, const size_t *counts, size_t n)
 		       n == 1 ? "a GPU target" : "GPU targets", host);
 }
 
-/* Whether the load selects a type of Triton kernel folders (no selection: every type). */
+/* Before the pass: the bundle's targets as known now (its manifest's, or those an
+ * earlier pass found). Only a load of every type: which targets the kernels of the
+ * types selected are for is known once they were read. */
 static int
-kernels_selected(const mc_bundle *b)
+check_known(mc_bundle *b)
 {
-	const struct mc_type *t;
-	size_t i;
-
-	for (i = 0; i < b->ntypes; i++)
-		if ((t = mc__find_type(b->ctx, b->types[i])) != NULL && t->derive != NULL)
-			return 1;
-	return b->ntypes == 0;
-}
-
-/* Before the pass: the targets the manifest records. */
-static int
-check_recorded(mc_bundle *b)
-{
-	const struct mc_manifest *m = &b->m;
+	size_t i, n = 0, nt = mc_bundle_gpu_target_count(b);
 	char **other;
-	size_t i, n = 0;
 	int rc;
 
-	if (!kernels_selected(b))
-		return MC_OK; /* --types without kernels: none is installed */
-
-	if ((other = calloc(m->ngpu_targets + 1, sizeof *other)) == NULL)
+	if (b->ntypes > 0 || nt == 0)
+		return MC_OK;
+	if ((other = calloc(nt + 1, sizeof *other)) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	for (i = 0; i < m->ngpu_targets; i++)
-		if (!host_has(b, m->gpu_targets[i]))
-			other[n++] = m->gpu_targets[i];
+	for (i = 0; i < nt; i++)
+		if (!host_has(b, mc_bundle_gpu_target(b, i)))
+			other[n++] = (char *)mc_bundle_gpu_target(b, i);
 	rc = n > 0 ? mismatch(b, other, NULL, n) : MC_OK;
 	free(other);
 	return rc;
@@ -274,8 +262,10 @@ check_kernels(mc_bundle *b, int skip)
 			       strncmp(a->key, dir, fl) == 0;
 		}
 		if (!same) { /* the run of the last folder ends */
-			if (other && skip)
+			if (other && skip) {
 				memset(g->drop + run, 1, i - run);
+				g->nskipped++;
+			}
 			run = i;
 			other = 0;
 			type[0] = dir[0] = '\0';
@@ -299,7 +289,7 @@ check_kernels(mc_bundle *b, int skip)
 		if (names == NULL || ncount == NULL)
 			rc = mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 		/* In the sorted order, for the message. */
-		for (k = 0; rc == MC_OK && k < g->nfound; k++)
+		for (k = 0; rc == MC_OK && k < g->nsorted; k++)
 			for (i = 0; i < g->nfound; i++)
 				if (strcmp(g->sorted[k], g->found[i]) == 0 && counts[i] > 0) {
 					names[nother] = g->found[i];
@@ -315,14 +305,15 @@ check_kernels(mc_bundle *b, int skip)
 }
 
 int
-mc__gpu_check(mc_bundle *b, int skip)
+mc__gpu_check(mc_bundle *b, int skip, int after_pass)
 {
 	free(b->gt.drop);
 	b->gt.drop = NULL;
+	b->gt.nskipped = 0;
 	if (b->gt.nhost == 0)
 		return MC_OK;
-	if (!b->gt.derived)
-		return skip ? MC_OK : check_recorded(b);
+	if (!after_pass)
+		return skip ? MC_OK : check_known(b);
 	return check_kernels(b, skip);
 }
 
@@ -381,7 +372,13 @@ mc_bundle_gpu_target_count(const mc_bundle *b)
 		return 0;
 	if (b->m.ngpu_targets > 0)
 		return b->m.ngpu_targets;
-	return b->gt.derived ? b->gt.nfound : 0;
+	return b->gt.derived ? b->gt.nsorted : 0;
+}
+
+size_t
+mc_bundle_gpu_kernels_skipped(const mc_bundle *b)
+{
+	return b != NULL ? b->gt.nskipped : 0;
 }
 
 const char *

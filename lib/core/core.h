@@ -128,7 +128,7 @@ MC_HIDDEN void mc__torch_b32_51(const unsigned char sha256[32], char out[52]);
  * FX graph or AOTAutograd entry. */
 MC_HIDDEN int mc__torch_named_by(const char *path, const unsigned char sha256[32]);
 MC_HIDDEN uint32_t mc__crc32(uint32_t crc, const void *buf, size_t n);
-/* A GPU target as a bundle names one (SPEC.md section 12.2): "<backend>:<arch>", the
+/* A GPU target as a bundle names one (SPEC.md section 12.6): "<backend>:<arch>", the
  * backend 1..32 of [a-z0-9_], the arch 1..64 of [A-Za-z0-9_.-] ("cuda:90", "hip:gfx942"). */
 #define MC_GPU_TARGET_LEN 98 /* the longest, with its NUL */
 MC_HIDDEN int mc__gpu_target_ok(const char *t);

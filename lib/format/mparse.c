@@ -518,7 +518,7 @@ parse_labels(mc_ctx *ctx, const cJSON *labels, struct mc_manifest *m)
 }
 
 /* Format version 2's gpu_targets: 1..1024 targets, each "<backend>:<arch>", strictly
- * ascending (SPEC.md section 12.2). */
+ * ascending (SPEC.md section 12.6). */
 static int
 parse_gpu_targets(mc_ctx *ctx, const cJSON *t, struct mc_manifest *m)
 {

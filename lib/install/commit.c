@@ -46,6 +46,22 @@ remove_unit_temp(struct loader *L, struct unit *u)
 	}
 }
 
+/* Removes the folders this load made that are empty, newest first (one that holds a
+ * file stays: rmdir fails). */
+static void
+remove_made_dirs(struct loader *L)
+{
+	size_t i;
+
+	for (i = L->nmade; i > 0; i--) {
+		struct made_dir *m = &L->made[i - 1];
+		if (m->tier == (size_t)-1)
+			rmdir(m->path);
+		else
+			unlinkat(L->tiers[m->tier].fd, m->path, AT_REMOVEDIR);
+	}
+}
+
 void
 mc__load_rollback(struct loader *L)
 {
@@ -62,13 +78,7 @@ mc__load_rollback(struct loader *L)
 	for (i = 0; i < L->nunits; i++)
 		remove_unit_temp(L, &L->units[i]);
 	/* Newest first; a folder another process filled meanwhile stays. */
-	for (i = L->nmade; i > 0; i--) {
-		struct made_dir *m = &L->made[i - 1];
-		if (m->tier == (size_t)-1)
-			rmdir(m->path);
-		else
-			unlinkat(L->tiers[m->tier].fd, m->path, AT_REMOVEDIR);
-	}
+	remove_made_dirs(L);
 }
 
 /* Renames the units' temp folders into place; one that another writer installed
@@ -188,6 +198,9 @@ mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 	for (i = 0; i < L->nunits && rc == MC_OK; i++)
 		if (L->units[i].lost || mc__gpu_dropped(L->b, L->units[i].art))
 			remove_unit_temp(L, &L->units[i]);
+	/* Kernels left out: the folders made for them alone go too. */
+	if (rc == MC_OK && L->b->gt.drop != NULL)
+		remove_made_dirs(L);
 	return rc;
 }
 

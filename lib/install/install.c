@@ -108,8 +108,8 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	mc__acur_init(&L.cur, b->ctx, &b->m, mc__find_type);
 	mc__acur_init(&L.ucur, b->ctx, &b->m, mc__find_type);
 	/* The GPU targets a manifest records are checked before anything is staged; every
-	 * kernel's, once the pass has read them (SPEC.md section 12.2). */
-	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__gpu_check(b, skip)) == MC_OK &&
+	 * kernel's, once the pass has read them (SPEC.md section 12.6). */
+	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__gpu_check(b, skip, 0)) == MC_OK &&
 	    (rc = mc__bundle_plan(b)) == MC_OK && (rc = mc__setup_tiers(&L)) == MC_OK)
 		rc = mc__plan_staging(&L);
 	if (rc == MC_OK && dry) {
@@ -117,10 +117,10 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		if (!(flags & MC_LOAD_NO_WRITE_CHECK))
 			rc = mc__stage_prepare(&L, 1);
 		if (rc == MC_OK && (rc = mc__bundle_stream_par(b, NULL, NULL)) == MC_OK &&
-		    (rc = mc__gpu_check(b, skip)) == MC_OK)
+		    (rc = mc__gpu_check(b, skip, 1)) == MC_OK)
 			rc = report_selected(&L, fn, ud, 0);
 	} else if (rc == MC_OK) {
-		if ((rc = mc__stage_all(&L)) == MC_OK && (rc = mc__gpu_check(b, skip)) == MC_OK)
+		if ((rc = mc__stage_all(&L)) == MC_OK && (rc = mc__gpu_check(b, skip, 1)) == MC_OK)
 			rc = mc__load_commit(&L, fn, ud);
 		if (rc == MC_OK && (flags & MC_LOAD_SYNC))
 			rc = mc__sync_tiers(&L);

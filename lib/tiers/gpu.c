@@ -27,6 +27,19 @@ mc__kernel_meta(const struct mc_type *t, const char *key)
 	       strncmp(base, "__grp__", 7) != 0;
 }
 
+/* Whether object o has one member named name (JSON readers differ on a repeated one:
+ * such a file names no target). */
+static int
+once(const cJSON *o, const char *name)
+{
+	const cJSON *c;
+	int n = 0;
+
+	for (c = o->child; c != NULL; c = c->next)
+		n += c->string != NULL && strcmp(c->string, name) == 0;
+	return n == 1;
+}
+
 int
 mc__kernel_target(const unsigned char *buf, size_t n, char out[MC_GPU_TARGET_LEN])
 {
@@ -37,7 +50,12 @@ mc__kernel_target(const unsigned char *buf, size_t n, char out[MC_GPU_TARGET_LEN
 	int found = 0;
 
 	out[0] = '\0';
-	if (n == 0 || n > MC_DERIVE_MAX ||
+	/* cJSON would cut a string at an escaped NUL: such a file names no target. */
+	if (n == 0 || n > MC_DERIVE_MAX || memmem(buf, n, "\\u0000", 6) != NULL)
+		return 0;
+	for (i = 0; i < n && strchr(" \t\n\r", buf[i]) != NULL; i++)
+		;
+	if (i == n || buf[i] != '{' ||
 	    (doc = cJSON_ParseWithLengthOpts((const char *)buf, n, &end, 0)) == NULL)
 		return 0;
 	/* One JSON text: after it only whitespace. */
@@ -49,10 +67,12 @@ mc__kernel_target(const unsigned char *buf, size_t n, char out[MC_GPU_TARGET_LEN
 	t = cJSON_GetObjectItemCaseSensitive(doc, "target");
 	backend = cJSON_GetObjectItemCaseSensitive(t, "backend");
 	arch = cJSON_GetObjectItemCaseSensitive(t, "arch");
-	if (cJSON_IsObject(t) && cJSON_IsString(backend) && strlen(backend->valuestring) <= 32) {
+	if (cJSON_IsObject(t) && cJSON_IsString(backend) && strlen(backend->valuestring) <= 32 &&
+	    once(doc, "target") && once(t, "backend") && once(t, "arch")) {
 		double d = cJSON_IsNumber(arch) ? arch->valuedouble : -1;
-		if (d >= 0 && d <= 1e9 && floor(d) == d)
-			snprintf(out, MC_GPU_TARGET_LEN, "%s:%.0f", backend->valuestring, d);
+		if (d >= 0 && d <= 1e9 && floor(d) == d) /* -0 is 0 */
+			snprintf(out, MC_GPU_TARGET_LEN, "%s:%lld", backend->valuestring,
+				 (long long)d);
 		else if (cJSON_IsString(arch) && strlen(arch->valuestring) <= 64)
 			snprintf(out, MC_GPU_TARGET_LEN, "%s:%s", backend->valuestring,
 				 arch->valuestring);

@@ -114,7 +114,7 @@ MC_HIDDEN int mc__group_recorded(const char *key, const unsigned char *in, size_
 
 #define MC_GPU_HOST_MAX 64 /* distinct targets a host is taken to have */
 /* Whether the file of key, of type t, is a Triton kernel's metadata: a ".json" file of a
- * kernel folder that is not a group file (SPEC.md section 12.2). */
+ * kernel folder that is not a group file (SPEC.md section 12.6). */
 MC_HIDDEN int mc__kernel_meta(const struct mc_type *t, const char *key);
 /* The target a kernel's metadata file of n bytes names ("target": {"backend", "arch"}),
  * in out as "<backend>:<arch>": 1; 0 (out empty) when it names none in that form. */

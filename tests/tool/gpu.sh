@@ -105,14 +105,33 @@ r=$?
 for b in a a1; do
 	run 0 "left out 128 files of 16 kernels for cuda:90, which this host lacks (this host: cuda:80, as given)" \
 		load "$T/$b.mcache" -p "$PUB" --cache-dir "$T/skip-$b" --gpu-target cuda:80 --skip-other-gpus
-	[ ! -e "$T/skip-$b/triton/0" ] || [ -z "$(find "$T/skip-$b/triton" -type f)" ] && ok ||
-		bad "--skip-other-gpus ($b) installed kernel files: $(find "$T/skip-$b/triton" -type f | head -3)"
+	# Nothing of the kernels: not even the folders made for them alone.
+	[ ! -e "$T/skip-$b/triton" ] && ok ||
+		bad "--skip-other-gpus ($b) left $(find "$T/skip-$b/triton" | head -3)"
 	[ "$(cd "$T/skip-$b" && tree_sum . | grep -v ' ./triton/')" = "$(cd "$SRC" && src_sum . | grep -v ' ./triton/')" ] &&
 		ok || bad "--skip-other-gpus ($b): the other files differ from the cache's"
 done
 "$MEGACACHE" load --json "$T/a.mcache" -p "$PUB" --cache-dir "$T/skipj" --gpu-target cuda:80 --skip-other-gpus >"$T/s.json"
 [ "$(jsget "$T/s.json" 'j["installed"], j["skipped"], j["skipped_kernels"], j["types"]["triton"]["skipped"], sorted(set(a["type"] for a in j["artifacts"] if a["action"] == "skipped"))')" = "26 128 16 128 ['triton']" ] &&
 	ok || bad "load --json --skip-other-gpus: $(head -c 600 "$T/s.json")"
+
+# Kernel files already in place (one identical, one not): still 16 kernels left out, and
+# the files there are left as they were.
+K1=$(find "$SRC/triton/0" -mindepth 1 -maxdepth 1 -type d | sort | head -1 | xargs basename)
+mkdir -p "$T/part/triton/0/$K1"
+f1=$(cd "$SRC/triton/0/$K1" && ls | grep -v '^__grp__' | sort | head -1)
+f2=$(cd "$SRC/triton/0/$K1" && ls | grep -v '^__grp__' | sort | sed -n 2p)
+cp "$SRC/triton/0/$K1/$f1" "$T/part/triton/0/$K1/$f1"
+echo other >"$T/part/triton/0/$K1/$f2"
+run 0 "left out 128 files of 16 kernels for cuda:90" \
+	load "$T/a.mcache" -p "$PUB" --cache-dir "$T/part" --gpu-target cuda:80 --skip-other-gpus
+[ "$(cat "$T/part/triton/0/$K1/$f2")" = other ] && cmp -s "$SRC/triton/0/$K1/$f1" "$T/part/triton/0/$K1/$f1" &&
+	[ "$(find "$T/part/triton" -type f | wc -l)" = 2 ] && ok ||
+	bad "--skip-other-gpus changed the kernel files there: $(find "$T/part/triton" -type f)"
+# A load of some types is checked once their kernels were read, format 2 too.
+run 1 "a.mcache: holds 16 Triton kernels for cuda:90" \
+	load "$T/a.mcache" -p "$PUB" --cache-dir "$T/types-t2" --gpu-target cuda:80 --types triton
+[ ! -e "$T/types-t2" ] && ok || bad "a refused load of some types left $(find "$T/types-t2" | head -3)"
 
 # Two targets: one kernel's metadata made to name cuda:80. For a cuda:90 host that kernel
 # alone is left out.

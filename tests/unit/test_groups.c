@@ -1,6 +1,7 @@
 /* test_groups.c - Triton's group files: the record and derive hooks of the triton and
  * triton_home types, and a triton_home kernel packed from one folder and loaded into
- * another, from a bundle of this format and from one that kept the absolute paths. */
+ * another, from a bundle of this format and from one that kept the absolute paths; and
+ * the GPU target a kernel's metadata file names. */
 #include "util.h"
 
 static mc_ctx *ctx;
@@ -323,6 +324,62 @@ START_TEST(triton_home_kernel_moves)
 }
 END_TEST
 
+/* A kernel's metadata file and the GPU target it names (SPEC.md section 12.6). */
+static const char *
+target_of(const char *json)
+{
+	static char out[MC_GPU_TARGET_LEN];
+
+	return mc__kernel_target((const unsigned char *)json, strlen(json), out) ? out : NULL;
+}
+
+START_TEST(kernel_targets)
+{
+	const struct mc_type *t = mc__find_type(ctx, "triton"), *a = mc__find_type(ctx, "autotune");
+	const char *s;
+
+	ck_assert_str_eq(target_of("{\"target\": {\"backend\": \"cuda\", \"arch\": 90, "
+				   "\"warp_size\": 32}}"), "cuda:90");
+	ck_assert_str_eq(target_of(" \n{\"target\":{\"backend\":\"hip\",\"arch\":\"gfx942\"}}\r\n"),
+			 "hip:gfx942");
+	/* A whole number, however written; -0 is 0. */
+	ck_assert_str_eq(target_of("{\"target\":{\"backend\":\"cuda\",\"arch\":9e1}}"), "cuda:90");
+	ck_assert_str_eq(target_of("{\"target\":{\"backend\":\"cuda\",\"arch\":90.0}}"), "cuda:90");
+	ck_assert_str_eq(target_of("{\"target\":{\"backend\":\"cuda\",\"arch\":-0}}"), "cuda:0");
+	ck_assert_str_eq(target_of("{\"target\":{\"backend\":\"cuda\",\"arch\":121}}"), "cuda:121");
+	/* None named: out of range, a fraction, a negative, an object (XPU), no target, a
+	 * bad form, a repeated member, an escaped NUL, not one JSON text, empty. */
+	static const char *const none[] = {
+		"{\"target\":{\"backend\":\"cuda\",\"arch\":1000000001}}",
+		"{\"target\":{\"backend\":\"cuda\",\"arch\":90.5}}",
+		"{\"target\":{\"backend\":\"cuda\",\"arch\":-90}}",
+		"{\"target\":{\"backend\":\"xpu\",\"arch\":{\"name\":\"pvc\"}}}",
+		"{\"name\":\"k\"}",
+		"{\"target\":{\"backend\":\"CUDA\",\"arch\":90}}",
+		"{\"target\":{\"backend\":\"hip\",\"arch\":\"gfx90a:sramecc+\"}}",
+		"{\"target\":{\"backend\":\"cuda\",\"arch\":90},\"target\":{\"backend\":\"cuda\",\"arch\":80}}",
+		"{\"target\":{\"backend\":\"cuda\",\"arch\":90,\"arch\":80}}",
+		"{\"target\":{\"backend\":\"cuda\\u0000x\",\"arch\":90}}",
+		"{\"target\":{\"backend\":\"cuda\",\"arch\":90}} {}",
+		"\v{\"target\":{\"backend\":\"cuda\",\"arch\":90}}",
+		"[{\"target\":{\"backend\":\"cuda\",\"arch\":90}}]",
+		""};
+	size_t i;
+
+	for (i = 0; i < sizeof none / sizeof none[0]; i++)
+		ck_assert_msg((s = target_of(none[i])) == NULL, "%s named %s", none[i], s);
+	/* Which files are metadata: a kernel folder's .json, not its group file. */
+	ck_assert(mc__kernel_meta(t, "0/K/k.json"));
+	ck_assert(!mc__kernel_meta(t, "0/K/__grp__k.json"));
+	ck_assert(!mc__kernel_meta(t, "0/K/k.cubin"));
+	ck_assert(!mc__kernel_meta(a, "vu/x.json"));
+	/* The form of a target, as --gpu-target and gpu_targets take it. */
+	ck_assert(mc_gpu_target_ok("cuda:90") && mc_gpu_target_ok("hip:gfx942"));
+	ck_assert(!mc_gpu_target_ok("sm90") && !mc_gpu_target_ok("cuda:") && !mc_gpu_target_ok(":90"));
+	ck_assert(!mc_gpu_target_ok("cuda:9 0") && !mc_gpu_target_ok("Cuda:90"));
+}
+END_TEST
+
 static Suite *
 groups_suite(void)
 {
@@ -336,6 +393,7 @@ groups_suite(void)
 	tcase_add_test(tc, derive_refuses_a_path_that_is_not_utf8);
 	tcase_add_test(tc, which_files_derive);
 	tcase_add_test(tc, triton_home_kernel_moves);
+	tcase_add_test(tc, kernel_targets);
 	suite_add_tcase(s, tc);
 	return s;
 }
