@@ -153,8 +153,9 @@ gpu_say(const struct tool *t, const struct gpu_opts *g, const mc_bundle *b,
 	}
 }
 
-void
-gpu_json(const struct gpu_opts *g, const mc_bundle *b, const struct load_report *r, cJSON *j)
+/* The host's targets as a JSON array. */
+static cJSON *
+host_json(const struct gpu_opts *g)
 {
 	const char *const *host;
 	cJSON *h = cJSON_CreateArray();
@@ -163,8 +164,17 @@ gpu_json(const struct gpu_opts *g, const mc_bundle *b, const struct load_report 
 	host = host_targets(g, &n);
 	for (i = 0; i < n; i++)
 		cJSON_AddItemToArray(h, cJSON_CreateString(host[i]));
+	return h;
+}
+
+void
+gpu_json(const struct gpu_opts *g, const mc_bundle *b, const struct load_report *r, cJSON *j)
+{
+	size_t n;
+
+	host_targets(g, &n);
 	cJSON_AddItemToObject(j, "gpu_targets", gpu_targets_json(b));
-	cJSON_AddItemToObject(j, "host_gpu_targets", h);
+	cJSON_AddItemToObject(j, "host_gpu_targets", host_json(g));
 	cJSON_AddBoolToObject(j, "gpu_targets_checked", n > 0);
 	cJSON_AddNumberToObject(j, "skipped", (double)r->skipped);
 	cJSON_AddNumberToObject(j, "skipped_kernels", (double)mc_bundle_gpu_kernels_skipped(b));
@@ -173,17 +183,9 @@ gpu_json(const struct gpu_opts *g, const mc_bundle *b, const struct load_report 
 void
 gpu_mismatch_hint(const struct tool *t, const struct gpu_opts *g, const mc_bundle *b, int dry)
 {
-	const char *const *host;
-	cJSON *h;
-	size_t i, n;
-
 	if (t->json) {
-		host = host_targets(g, &n);
-		h = cJSON_CreateArray();
-		for (i = 0; i < n; i++)
-			cJSON_AddItemToArray(h, cJSON_CreateString(host[i]));
 		json_fail_add("gpu_targets", gpu_targets_json(b));
-		json_fail_add("host_gpu_targets", h);
+		json_fail_add("host_gpu_targets", host_json(g));
 		return;
 	}
 	say(stderr, "  %s--skip-other-gpus installs the rest without those kernels%s",
