@@ -625,15 +625,16 @@ def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, thresh
     s.call(s.lib.mc_bundle_load, b, flags, s.callback(_ffi.ARTIFACT_FN, on_artifact), None)
     count = {a: sum(1 for d in done if d.action == a) for a in ACTIONS.values()}
     nbytes = sum(d.size for d in done if d.action not in ("unchanged", "skipped"))
-    if s.bundle_gpus(b) and not host:
+    gpus = s.bundle_gpus(b)
+    if gpus and not host:
         warnings.warn("megacache: %s: GPU targets not checked: no GPU seen (the bundle's "
                       "kernels are for %s; gpu_targets= names this host's)"
-                      % (os.fsdecode(_path(bundle)), ", ".join(s.bundle_gpus(b))),
+                      % (os.fsdecode(_path(bundle)), ", ".join(gpus)),
                       GpuTargetsNotChecked, stacklevel=3)
     return LoadReport(os.fsdecode(_path(bundle)), bool(dry_run), bool(sync) and not dry_run,
                       count["installed"], count["replaced"], count["unchanged"],
                       count["would_install"], count["would_replace"], nbytes, s.roots(), done,
-                      s.bundle_gpus(b), [*host], bool(host), count["skipped"])
+                      gpus, [*host], bool(host), count["skipped"])
 
 
 def load(bundle: PathArg, trusted_keys: Keys, cache_dir: Optional[PathArg] = None,
