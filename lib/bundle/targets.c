@@ -172,22 +172,22 @@ host_has(const mc_bundle *b, const char *t)
 static int
 mismatch(mc_bundle *b, char *const *other, const size_t *counts, size_t n)
 {
-	char lack[2048], host[1024];
+	char lack[2048], host[1024], *hv[MC_GPU_HOST_MAX] = {NULL};
 	size_t i, at = 0, kernels = 0;
 
 	lack[0] = '\0';
-	for (i = 0; i < n && at < sizeof lack; i++) {
+	for (i = 0; i < n; i++) {
+		kernels += counts != NULL ? counts[i] : 0;
+		if (at >= sizeof lack) /* the text is cut; the sum goes on */
+			continue;
 		at += (size_t)snprintf(lack + at, sizeof lack - at, "%s%s", i == 0 ? ""
 				       : i + 1 == n ? " and " : ", ", other[i]);
 		if (counts != NULL && n > 1 && at < sizeof lack)
 			at += (size_t)snprintf(lack + at, sizeof lack - at, " (%zu)", counts[i]);
-		kernels += counts != NULL ? counts[i] : 0;
 	}
-	at = 0;
-	host[0] = '\0';
-	for (i = 0; i < b->gt.nhost && at < sizeof host; i++)
-		at += (size_t)snprintf(host + at, sizeof host - at, "%s%s", i > 0 ? ", " : "",
-				       b->gt.host[i]);
+	for (i = 0; i < b->gt.nhost; i++)
+		hv[i] = b->gt.host[i];
+	join(hv, b->gt.nhost, host, sizeof host);
 	if (counts != NULL)
 		return mc__err(b->ctx, MC_ERR_GPU_MISMATCH, "%s: holds %zu Triton kernel%s for %s, "
 			       "%s this host lacks (this host: %s)", b->path, kernels,
