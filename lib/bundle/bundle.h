@@ -168,6 +168,13 @@ MC_HIDDEN int mc__gpu_prepare(mc_bundle *b);
  * names, noted under lock when it is a kernel's metadata file. */
 MC_HIDDEN int mc__gpu_note(mc_bundle *b, mc_ctx *ctx, void *lock, size_t obj,
 			   const unsigned char *buf, size_t n);
+/* Whether mc__gpu_note() reads object obj's content in this pass: it is a kernel's
+ * metadata file. */
+static inline int
+mc__gpu_reads(const mc_bundle *b, size_t obj)
+{
+	return b->gt.otarget != NULL && b->gt.kmeta[obj];
+}
 /* After a pass that read every object: the targets found, sorted; a manifest that
  * records others is refused (MC_ERR_INTEGRITY). */
 MC_HIDDEN int mc__gpu_derived(mc_bundle *b);

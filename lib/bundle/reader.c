@@ -563,10 +563,12 @@ int
 mc__bundle_index(mc_bundle *b)
 {
 	if (b->index_pending) {
+		uint64_t t0 = mc__prof_on(b->ctx) ? mc__now_ns() : 0;
 		b->index_pending = 0;
 		b->index_loading = 1;
 		b->index_rc = index_member(b, 1);
 		b->index_loading = 0;
+		mc__prof_since(b->ctx, "index", t0, 0);
 	}
 	return b->index_rc;
 }
@@ -729,6 +731,7 @@ static int
 open_fd(mc_ctx *ctx, int fd, const struct stat *st, const char *name, mc_bundle **out)
 {
 	mc_bundle *b;
+	uint64_t t0 = mc__prof_on(ctx) ? mc__now_ns() : 0;
 	int rc;
 
 	if ((b = calloc(1, sizeof *b)) == NULL) {
@@ -748,6 +751,7 @@ open_fd(mc_ctx *ctx, int fd, const struct stat *st, const char *name, mc_bundle 
 		mc_bundle_free(b);
 		return rc;
 	}
+	mc__prof_since(ctx, "open", t0, 0);
 	*out = b;
 	return MC_OK;
 }
@@ -785,10 +789,12 @@ mc_bundle_open_fd(mc_ctx *ctx, int fd, const char *name, mc_bundle **out)
 void
 mc_bundle_free(mc_bundle *b)
 {
+	uint64_t t;
 	size_t i;
 
 	if (b == NULL)
 		return;
+	t = mc__prof_on(b->ctx) ? mc__now_ns() : 0;
 	mc__zin_free(b->z);
 	mc__zdec_free(b->dec);
 	if (b->fd >= 0)
@@ -809,6 +815,7 @@ mc_bundle_free(mc_bundle *b)
 	mc__acur_free(&b->fcur);
 	free(b->torch_blob);
 	mc__gpu_free(b);
+	mc__prof_since(b->ctx, "free", t, 0);
 	free(b);
 }
 

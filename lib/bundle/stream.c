@@ -393,15 +393,17 @@ one_object(struct sworker *w, size_t i, uint64_t off)
 
 /* ---- format version 2: blocks (SPEC.md section 12) ----
  * A block's stored bytes are hashed and decompressed in chunks; what comes out is cut
- * into its objects, each hashed (SHA-256) as it passes. An object of up to 1 MiB is held
- * until its hash checked and then handed on whole; a larger one is handed on in pieces
- * and its hash checked at its end. A zstd block's stored hash is checked at its end,
- * before the pass can succeed. */
+ * into its objects, each hashed (SHA-256) as it passes. An object of up to 1 MiB that a
+ * caller waits for whole (done) or that is a kernel's metadata (targets.c reads it) is
+ * held until its hash checked and then handed on whole; any other is handed on in
+ * pieces as it comes, and its hash checked at its end (a sink that writes files is
+ * rolled back when it does not match). A zstd block's stored hash is checked at its
+ * end, before the pass can succeed. */
 
-/* Objects of a block up to this size are held until their hash checked and handed on
- * whole; larger ones in pieces (a worker holds this much, beside its 4 MiB window). The
- * loader's derived files (MC_DERIVE_MAX, 1 MiB) need theirs whole, and get it either
- * way: it collects the pieces of those. */
+/* Objects of a block up to this size can be held until their hash checked and handed
+ * on whole (a worker holds this much, beside its 4 MiB window). The loader's derived
+ * files (MC_DERIVE_MAX, 1 MiB) need theirs whole, and get it either way: it collects
+ * the pieces of those. */
 #define BLOCK_WHOLE_MAX (1u << 20)
 
 struct bsplit {
@@ -477,7 +479,8 @@ bobj_next(struct bsplit *sp)
 			return rc;
 		mc__hex(w->obj.hash, MC_HASH_BYTES, w->hex);
 		sp->got = 0;
-		sp->whole = w->obj.size <= BLOCK_WHOLE_MAX;
+		sp->whole = w->obj.size <= BLOCK_WHOLE_MAX &&
+			    (w->s->ondone != NULL || mc__gpu_reads(w->s->b, sp->i));
 		if (sp->whole &&
 		    (rc = grow(w, &w->out, &w->outcap, (size_t)w->obj.size + 1)) != MC_OK)
 			return rc;
@@ -683,7 +686,7 @@ work(void *ud, unsigned id, mc_ctx *wctx, size_t k)
 	struct sstate *s = ud;
 	struct sworker *w = &s->w[id];
 	size_t i = s->items != NULL ? s->items[k] : k;
-	uint64_t done, n;
+	uint64_t done, n, t0 = mc__prof_on(wctx) ? mc__now_ns() : 0;
 	int rc;
 
 	if (w->ctx != wctx) { /* the first object of this worker in this pass */
@@ -693,6 +696,7 @@ work(void *ud, unsigned id, mc_ctx *wctx, size_t k)
 	}
 	/* a block tells done of its objects itself */
 	rc = s->b->m.version == 2 ? one_block(w, i, s->offs[i]) : object_told(w, i);
+	mc__prof_since(wctx, "stream threads", t0, 1);
 	if (rc != MC_OK)
 		return rc;
 	n = s->b->m.version == 2 ? s->b->m.blocks[i].stored_size : w->obj.stored_size;

@@ -88,7 +88,22 @@ struct mc_ctx {
 	unsigned roots_gen; /* changes with every tier root set: a bundle's plan depends on them */
 	unsigned threads; /* worker threads; 0: one per online CPU, at most MC_MAX_THREADS */
 	long owner_uid, owner_gid; /* what a load gives the files it makes; -1: unchanged */
+	struct mc_prof *prof; /* MEGACACHE_PROFILE: phase times (prof.c); NULL when off */
 };
+
+/* ---- phase times, for MEGACACHE_PROFILE (prof.c) ---- */
+
+MC_HIDDEN uint64_t mc__now_ns(void);
+/* Turns the profile on when MEGACACHE_PROFILE is set (a non-empty value other than 0). */
+MC_HIDDEN void mc__prof_init(mc_ctx *ctx);
+/* Adds ns (and count things done) to phase, a string literal; any thread. */
+MC_HIDDEN void mc__prof_add(mc_ctx *ctx, const char *phase, uint64_t ns, uint64_t count);
+/* Adds the time since t to phase; returns now (0 when the profile is off). */
+MC_HIDDEN uint64_t mc__prof_since(mc_ctx *ctx, const char *phase, uint64_t t, uint64_t count);
+/* Writes the phases to stderr, one line, and ends the profile (mc_ctx_free()). */
+MC_HIDDEN void mc__prof_report(mc_ctx *ctx);
+/* Whether the profile is on. */
+#define mc__prof_on(ctx) ((ctx)->prof != NULL)
 
 #define MC_MAX_THREADS 8
 /* The number of worker threads an operation on ctx uses (at least 1). */

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,9 +16,9 @@ struct par {
 	mc_par_fn fn;
 	void *ud;
 	size_t n;
-	pthread_mutex_t lock;
-	size_t next;
-	int failed;
+	pthread_mutex_t lock;  /* for the failure's record */
+	_Atomic size_t next;   /* items are claimed without it: some are a single rename */
+	_Atomic int failed;
 	size_t err_item;
 	int err_rc;
 	char err_msg[MC_ERRBUF];
@@ -41,13 +42,8 @@ par_run(void *arg)
 		size_t i;
 		int rc;
 
-		pthread_mutex_lock(&p->lock);
-		if (p->failed || p->next >= p->n) {
-			pthread_mutex_unlock(&p->lock);
+		if (atomic_load(&p->failed) || (i = atomic_fetch_add(&p->next, 1)) >= p->n)
 			break;
-		}
-		i = p->next++;
-		pthread_mutex_unlock(&p->lock);
 		if ((rc = p->fn(p->ud, w->id, w->ctx, i)) != MC_OK) {
 			pthread_mutex_lock(&p->lock);
 			if (!p->failed || i < p->err_item) {

@@ -13,6 +13,24 @@
 
 #include "install/install.h"
 
+/* Tells fn (may be NULL) what became of artifact a, with its destination (computed
+ * here when dest is NULL). */
+void
+mc__load_report(mc_bundle *b, mc_artifact_fn fn, void *ud, int what,
+		const struct mc_martifact *a, const char *dest)
+{
+	char buf[MC_PATH_MAX];
+
+	if (fn == NULL)
+		return;
+	if (dest == NULL) {
+		if (mc__artifact_dest(b, a, buf, sizeof buf) != MC_OK)
+			buf[0] = '\0'; /* not reached: the plan computed it */
+		dest = buf;
+	}
+	fn(ud, what, a->type, a->key, dest, a->size);
+}
+
 /* Removes s's staged file (best effort: on the failure paths). */
 static void
 remove_staged(struct loader *L, struct staged *s)
@@ -46,15 +64,33 @@ remove_unit_temp(struct loader *L, struct unit *u)
 	}
 }
 
-/* Removes the folders this load made that are empty, newest first (one that holds a
- * file stays: rmdir fails). */
+/* Deeper folders first; the tier roots' own (absolute paths) last. */
+static int
+made_order(const void *pa, const void *pb)
+{
+	const struct made_dir *a = pa, *b = pb;
+	size_t da = 0, db = 0;
+	const char *p;
+
+	if ((a->tier == (size_t)-1) != (b->tier == (size_t)-1))
+		return a->tier == (size_t)-1 ? 1 : -1;
+	for (p = a->path; *p != '\0'; p++)
+		da += *p == '/';
+	for (p = b->path; *p != '\0'; p++)
+		db += *p == '/';
+	return da < db ? 1 : da > db ? -1 : 0;
+}
+
+/* Removes the folders this load made that are empty, each after those in it (one
+ * that holds a file stays: rmdir fails). The workers made them in no set order. */
 static void
 remove_made_dirs(struct loader *L)
 {
 	size_t i;
 
-	for (i = L->nmade; i > 0; i--) {
-		struct made_dir *m = &L->made[i - 1];
+	qsort(L->made, L->nmade, sizeof *L->made, made_order);
+	for (i = 0; i < L->nmade; i++) {
+		struct made_dir *m = &L->made[i];
 		if (m->tier == (size_t)-1)
 			rmdir(m->path);
 		else
@@ -77,93 +113,105 @@ mc__load_rollback(struct loader *L)
 	}
 	for (i = 0; i < L->nunits; i++)
 		remove_unit_temp(L, &L->units[i]);
-	/* Newest first; a folder another process filled meanwhile stays. */
+	/* A folder another process filled meanwhile stays. */
 	remove_made_dirs(L);
 }
 
-/* Renames the units' temp folders into place; one that another writer installed
- * first is kept, and ours marked lost. */
+/* Item k of the commit on a worker thread: staged file k (outside units) renamed into
+ * place, or removed when it is a kernel left out; past the staged files, unit
+ * k - nst's temp folder renamed into place, or marked lost when another writer
+ * installed the folder first. */
 static int
-commit_units(struct loader *L)
+commit_item(void *ud, unsigned worker, mc_ctx *ctx, size_t k)
 {
-	size_t i;
-	int dfd, rc = MC_OK;
+	struct loader *L = ud;
+	struct lworker *lw = &L->wk[worker];
+	char dir[MC_PATH_MAX], where[MC_PATH_MAX];
+	const char *what, *from, *to;
+	struct snames n;
+	struct unames un;
+	size_t tier;
+	int dfd, rc;
 
-	for (i = 0; i < L->nunits && rc == MC_OK; i++) {
-		struct unit *u = &L->units[i];
-		char dir[MC_PATH_MAX];
-		struct unames n;
-
-		if (!u->made || mc__gpu_dropped(L->b, u->art))
-			continue;
-		if ((rc = mc__unit_dir(L->ctx, &L->cur, u, dir, sizeof dir)) != MC_OK)
-			break;
-		mc__unit_names(L, u, dir, &n);
-		if ((rc = mc__open_dir_of(L, u->tier, n.parent, 0, &dfd)) != MC_OK || dfd < 0) {
-			rc = rc != MC_OK ? rc : mc__err(L->ctx, MC_ERR_IO, "%s/%s: folder vanished during "
-							"the load", L->tiers[u->tier].root, n.parent);
-			break;
+	if (k < L->nst) {
+		struct staged *s = &L->st[k];
+		if (s->unit != NO_UNIT || !s->made)
+			return MC_OK;
+		if (mc__gpu_dropped(L->b, s->art)) { /* a kernel for another GPU */
+			if (mc__staged_names(L, ctx, &lw->cur, s, &n, NULL) == MC_OK &&
+			    mc__dcur_open(L, ctx, &lw->dc, s->tier, n.stage, MC_DIR_OPEN, &dfd) == MC_OK &&
+			    dfd >= 0)
+				unlinkat(dfd, n.tmp, 0);
+			s->made = 0;
+			return MC_OK;
 		}
-		if (renameat(dfd, n.tmp, dfd, n.name) == 0)
-			u->made = 0;
-		else if (errno == EEXIST || errno == ENOTEMPTY)
-			u->lost = 1;
-		else
-			rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s/%s: cannot rename into place: %s",
-				     L->tiers[u->tier].root, n.parent, n.name, strerror(errno));
-		close(dfd);
+		if ((rc = mc__staged_names(L, ctx, &lw->cur, s, &n, NULL)) != MC_OK)
+			return rc;
+		tier = s->tier;
+		what = n.dest;
+		snprintf(where, sizeof where, "%s", n.dir);
+		from = n.tmp;
+		to = n.base;
+	} else {
+		struct unit *u = &L->units[k - L->nst];
+		if (!u->made || mc__gpu_dropped(L->b, u->art))
+			return MC_OK;
+		lw->cur.ctx = ctx;
+		if ((rc = mc__unit_dir(ctx, &lw->cur, u, dir, sizeof dir)) != MC_OK)
+			return rc;
+		mc__unit_names(L, u, dir, &un);
+		tier = u->tier;
+		what = dir; /* un.name points into it */
+		snprintf(where, sizeof where, "%s", un.parent);
+		from = un.tmp;
+		to = un.name;
 	}
-	return rc;
+	if ((rc = mc__dcur_open(L, ctx, &lw->dc, tier, where, MC_DIR_OPEN, &dfd)) != MC_OK)
+		return rc;
+	if (dfd < 0)
+		return mc__err(ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
+			       L->tiers[tier].root, where);
+	if (renameat(dfd, from, dfd, to) == 0) {
+		if (k < L->nst) {
+			L->st[k].made = 0;
+			L->st[k].placed = 1;
+		} else {
+			L->units[k - L->nst].made = 0;
+		}
+		return MC_OK;
+	}
+	if (k >= L->nst && (errno == EEXIST || errno == ENOTEMPTY)) {
+		L->units[k - L->nst].lost = 1;
+		return MC_OK;
+	}
+	return mc__err(ctx, MC_ERR_IO, "%s/%s: cannot rename into place: %s", L->tiers[tier].root,
+		       what, strerror(errno));
 }
 
-/* Renames the staged files outside units into place. */
+/* Tells fn what became of the files outside units: installed, replaced, or left out. */
 static int
-commit_files(struct loader *L, mc_artifact_fn fn, void *ud)
+report_files(struct loader *L, mc_artifact_fn fn, void *ud)
 {
 	const struct mc_martifact *a;
-	char prev[MC_PATH_MAX] = "";
-	size_t i, prevtier = (size_t)-1;
-	int dfd = -1, rc = MC_OK;
+	size_t i;
+	int rc = MC_OK;
 
-	for (i = 0; i < L->nst && rc == MC_OK; i++) {
+	for (i = 0; i < L->nst && rc == MC_OK && fn != NULL; i++) {
 		struct staged *s = &L->st[i];
+		int dropped;
 		struct snames n;
 
 		if (s->unit != NO_UNIT)
 			continue;
+		dropped = mc__gpu_dropped(L->b, s->art);
+		if (!s->placed && !dropped)
+			continue;
 		if ((rc = mc__staged_names(L, L->ctx, &L->cur, s, &n, &a)) != MC_OK)
 			break;
-		if (mc__gpu_dropped(L->b, s->art)) { /* a kernel for another GPU */
-			remove_staged(L, s);
-			mc__load_report(L->b, fn, ud, MC_LOAD_SKIPPED, a, n.dest);
-			continue;
-		}
-		/* Files of one folder are neighbours in the artifact order: one open each. */
-		if (s->tier != prevtier || strcmp(prev, n.dir) != 0) {
-			if (dfd >= 0)
-				close(dfd);
-			if ((rc = mc__open_dir_of(L, s->tier, n.dir, 0, &dfd)) != MC_OK)
-				break;
-			if (dfd < 0) {
-				rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
-					     L->tiers[s->tier].root, n.dir);
-				break;
-			}
-			prevtier = s->tier;
-			snprintf(prev, sizeof prev, "%s", n.dir);
-		}
-		if (renameat(dfd, n.tmp, dfd, n.base) != 0) {
-			rc = mc__err(L->ctx, MC_ERR_IO, "%s/%s: cannot rename into place: %s",
-				     L->tiers[s->tier].root, n.dest, strerror(errno));
-			break;
-		}
-		s->made = 0;
-		mc__load_report(L->b, fn, ud,
-				L->found[s->art] == MC_FOUND_DIFFERS ? MC_LOAD_REPLACED : MC_LOAD_INSTALLED,
-				a, n.dest);
+		mc__load_report(L->b, fn, ud, dropped ? MC_LOAD_SKIPPED
+					      : L->found[s->art] == MC_FOUND_DIFFERS ? MC_LOAD_REPLACED
+					      : MC_LOAD_INSTALLED, a, n.dest);
 	}
-	if (dfd >= 0)
-		close(dfd);
 	return rc;
 }
 
@@ -171,11 +219,17 @@ int
 mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 {
 	const struct mc_martifact *a;
+	uint64_t t;
 	size_t i;
-	int rc;
+	int rc, r;
 
-	if ((rc = commit_files(L, fn, ud)) == MC_OK)
-		rc = commit_units(L);
+	/* The renames spread over the threads: those in different folders do not wait on
+	 * each other. The files are told of afterwards, in order, on this thread. */
+	t = mc__prof_on(L->ctx) ? mc__now_ns() : 0;
+	rc = mc__parallel(L->ctx, L->nst + L->nunits, L->nwk, commit_item, L);
+	t = mc__prof_since(L->ctx, "renames", t, 0);
+	if ((r = report_files(L, fn, ud)) != MC_OK && rc == MC_OK)
+		rc = r;
 	/* The files of the units: installed with their folder, or dropped with it. */
 	for (i = 0; i < L->nst && rc == MC_OK; i++) {
 		struct staged *s = &L->st[i];
@@ -201,6 +255,7 @@ mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 	/* Kernels left out: the folders made for them alone go too. */
 	if (rc == MC_OK && L->b->gt.drop != NULL)
 		remove_made_dirs(L);
+	mc__prof_since(L->ctx, "reports", t, 0);
 	return rc;
 }
 

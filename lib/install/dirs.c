@@ -7,18 +7,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifdef HAVE_LINUX_OPENAT2_H
-#include <linux/openat2.h>
-#endif
 
 #include "install/install.h"
 
@@ -33,18 +29,34 @@ mc__loader_tier(struct loader *L, const char *tier)
 	return (size_t)-1;
 }
 
+/* Any thread: the workers make folders too (stage.c). */
 static int
-remember_dir(struct loader *L, size_t tier, const char *path)
+remember_dir(struct loader *L, mc_ctx *ctx, size_t tier, const char *path)
 {
-	struct made_dir *m = realloc(L->made, (L->nmade + 1) * sizeof *m);
+	struct made_dir *m;
+	char *copy = mc__strdup(path);
+	int rc = MC_OK;
 
-	if (m == NULL)
-		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
-	L->made = m;
-	if ((m[L->nmade].path = mc__strdup(path)) == NULL)
-		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
-	m[L->nmade++].tier = tier;
-	return MC_OK;
+	if (copy == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	pthread_mutex_lock(&L->lock);
+	if (L->nmade == L->madecap) {
+		size_t cap = L->madecap ? 2 * L->madecap : 64;
+		if ((m = realloc(L->made, cap * sizeof *m)) == NULL)
+			rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+		else {
+			L->made = m;
+			L->madecap = cap;
+		}
+	}
+	if (rc == MC_OK) {
+		L->made[L->nmade].path = copy;
+		L->made[L->nmade++].tier = tier;
+	} else {
+		free(copy);
+	}
+	pthread_mutex_unlock(&L->lock);
+	return rc;
 }
 
 int
@@ -111,23 +123,23 @@ probe_mkdir(mc_ctx *ctx, int cur, const char *path)
 	return mc__err(ctx, MC_ERR_IO, "%s: cannot create folder: %s", path, strerror(errno));
 }
 
-/* Walks the folders of path from byte keep on, beneath the open folder start (taken
- * over), one component at a time and never through a link: what comes before keep is
- * the part a caller named. Missing folders are made when create is MC_DIR_MAKE,
+/* Walks the folders of path from byte from (keep or past it, where start is open)
+ * on, beneath the open folder start (taken over), one component at a time and never
+ * through a link: what comes before keep is the part a caller named. Missing folders are made when create is MC_DIR_MAKE,
  * remembered for the rollback, as (tier, path from keep) or, for tier (size_t)-1, as
  * the whole path, and given the owner; with MC_DIR_PROBE the first missing one is
  * checked as probe_mkdir() does. owned checks each folder with check_owner(). *fd is
  * -1 with MC_OK when a folder is missing and none is made. Messages name the whole
  * path. */
 static int
-walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, size_t tier,
-	  int create, int owned, int *fd)
+walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, size_t from,
+	  size_t tier, int create, int owned, int *fd)
 {
 	int cur = start, next, rc = MC_OK;
 	size_t i, j;
 
 	*fd = -1;
-	for (i = keep; rc == MC_OK && cur >= 0; i = j) {
+	for (i = from; rc == MC_OK && cur >= 0; i = j) {
 		char c;
 
 		i += strspn(path + i, "/");
@@ -136,7 +148,7 @@ walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, siz
 		c = path[j];
 		path[j] = '\0';
 		if (strcmp(path + i, ".") != 0) {
-			size_t nmade = L->nmade;
+			int made = 0;
 
 			next = openat(cur, path + i, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (next < 0 && errno == ENOENT && create == MC_DIR_PROBE) {
@@ -148,16 +160,17 @@ walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, siz
 				break;
 			}
 			if (next < 0 && errno == ENOENT && create) {
-				if (mkdirat(cur, path + i, 0777) == 0) /* less the umask */
-					rc = remember_dir(L, tier, tier == (size_t)-1 ? path : path + keep);
-				else if (errno != EEXIST)
+				if (mkdirat(cur, path + i, 0777) == 0) { /* less the umask */
+					made = 1;
+					rc = remember_dir(L, ctx, tier, tier == (size_t)-1 ? path : path + keep);
+				} else if (errno != EEXIST)
 					rc = mc__err(ctx, MC_ERR_IO, "%s: cannot create folder: %s", path,
 						     strerror(errno));
 				if (rc == MC_OK)
 					next = openat(cur, path + i,
 						      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			}
-			if (rc == MC_OK && next >= 0 && L->nmade > nmade) /* made just now */
+			if (rc == MC_OK && next >= 0 && made) /* made just now */
 				rc = mc__give_owner(ctx, next, -1, NULL, "%s", path);
 			if (rc == MC_OK && next < 0 && (create || errno != ENOENT))
 				rc = errno == ELOOP || errno == ENOTDIR
@@ -240,7 +253,7 @@ open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 			char c = *s;
 			*s = '\0';
 			if (mkdir(p, 0777) == 0)
-				rc = remember_dir(L, (size_t)-1, p);
+				rc = remember_dir(L, L->ctx, (size_t)-1, p);
 			else if (errno != EEXIST)
 				rc = mc__errno(L->ctx, MC_ERR_IO, "cannot create folder", p);
 			*s = c;
@@ -256,7 +269,7 @@ open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 		rc = mc__errno(L->ctx, MC_ERR_IO, "cannot open the cache folder", p);
 	p[t->named] = t->root[t->named];
 	if (rc == MC_OK && cur >= 0)
-		rc = walk_dirs(L, L->ctx, cur, p, t->named, (size_t)-1, create, 1, fd);
+		rc = walk_dirs(L, L->ctx, cur, p, t->named, t->named, (size_t)-1, create, 1, fd);
 	free(p);
 	return rc;
 }
@@ -311,7 +324,7 @@ open_rel_dir(struct loader *L, mc_ctx *ctx, size_t tier, const char *rel, int cr
 		return mc__err(ctx, MC_ERR_INVALID, "path too long");
 	if ((start = dup(t->fd)) < 0)
 		return mc__errno(ctx, MC_ERR_IO, "cannot open", t->root);
-	return walk_dirs(L, ctx, start, path, keep, tier, create, 0, fd);
+	return walk_dirs(L, ctx, start, path, keep, keep, tier, create, 0, fd);
 }
 
 int
@@ -340,52 +353,105 @@ mc__open_dir_of(struct loader *L, size_t tier, const char *dir, int create, int 
 	return open_rel_dir(L, L->ctx, tier, dir, create, fd);
 }
 
-/* Creates name in folder dir (relative to the tier root) exclusively, without
- * following a link anywhere on the way: openat2() where the kernel has it, else a
- * folder walk. Its mode is the umask's part of 0666, or of 0777 for an executable,
- * applied by the kernel: a group-shared cache (umask 002) stays group-writable. */
-int
-mc__create_beneath(struct loader *L, mc_ctx *ctx, size_t tier, const char *dir,
-		   const char *name, int executable, int *fd)
+void
+mc__dcur_init(struct dcur *d)
 {
+	d->tier = (size_t)-1;
+	d->n = 0;
+}
+
+/* Closes the cursor's folders past the first keep. */
+static void
+dcur_cut(struct dcur *d, size_t keep)
+{
+	while (d->n > keep)
+		close(d->fd[--d->n]);
+	if (d->n == 0)
+		d->tier = (size_t)-1;
+}
+
+void
+mc__dcur_close(struct dcur *d)
+{
+	dcur_cut(d, 0);
+}
+
+/* Opens folder dir of a tier through the cursor: the folders it shares with the one
+ * opened last are kept open, the rest walked one component at a time, never through
+ * a link (walk_dirs()); create as there (MC_DIR_OPEN or MC_DIR_MAKE). *fd belongs to
+ * the cursor, valid until its next use; -1 with MC_OK when a folder is missing. */
+int
+mc__dcur_open(struct loader *L, mc_ctx *ctx, struct dcur *d, size_t tier, const char *dir,
+	      int create, int *fd)
+{
+	const struct tier_root *t = &L->tiers[tier];
 	char path[2 * MC_PATH_MAX];
-	mode_t mode = executable ? 0777 : 0666;
+	size_t keep = strlen(t->root) + 1, len, k, i, j;
+	int rc;
+
+	*fd = -1;
+	if (t->fd < 0)
+		return MC_OK; /* the root is made before the threads start */
+	if (strcmp(dir, ".") == 0) {
+		*fd = t->fd;
+		return MC_OK;
+	}
+	if ((len = strlen(dir)) >= MC_PATH_MAX ||
+	    (size_t)snprintf(path, sizeof path, "%s/%s", t->root, dir) >= sizeof path)
+		return mc__err(ctx, MC_ERR_INVALID, "%s/%s: path too long", t->root, dir);
+	if (d->tier != tier)
+		dcur_cut(d, 0);
+	/* The folders open already that dir passes through. */
+	for (k = 0; k < d->n; k++) {
+		size_t e = d->end[k];
+		if (e > len || memcmp(d->path, dir, e) != 0 || (dir[e] != '/' && dir[e] != '\0'))
+			break;
+	}
+	dcur_cut(d, k);
+	d->tier = tier;
+	memcpy(d->path, dir, len + 1);
+	for (i = k > 0 ? d->end[k - 1] : 0; dir[i] != '\0'; i = j) {
+		int start = dup(d->n > 0 ? d->fd[d->n - 1] : t->fd), next;
+		size_t stop;
+
+		i += strspn(dir + i, "/");
+		if (dir[i] == '\0')
+			break;
+		j = i + strcspn(dir + i, "/");
+		/* The last slot takes the rest of a deep path in one walk. */
+		stop = d->n + 1 < MC_DCUR_DEPTH ? j : len;
+		if (start < 0)
+			return mc__errno(ctx, MC_ERR_IO, "cannot open", t->root);
+		path[keep + stop] = '\0';
+		rc = walk_dirs(L, ctx, start, path, keep, keep + i, tier, create, 0, &next);
+		path[keep + stop] = dir[stop] == '\0' ? '\0' : '/';
+		if (rc != MC_OK || next < 0) {
+			dcur_cut(d, 0);
+			return rc;
+		}
+		d->end[d->n] = stop;
+		d->fd[d->n++] = next;
+		j = stop;
+	}
+	*fd = d->n > 0 ? d->fd[d->n - 1] : t->fd;
+	return MC_OK;
+}
+
+int
+mc__create_in(struct loader *L, mc_ctx *ctx, struct dcur *d, size_t tier, const char *dir,
+	      const char *name, int executable, int *fd)
+{
 	int dfd, rc;
 
 	*fd = -1;
-#if defined(HAVE_LINUX_OPENAT2_H) && defined(SYS_openat2)
-	if (!L->no_openat2) {
-		struct open_how how;
-		int k;
-
-		memset(&how, 0, sizeof how);
-		how.flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-		how.mode = mode;
-		how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-		if (strcmp(dir, ".") == 0)
-			k = snprintf(path, sizeof path, "%s", name);
-		else
-			k = snprintf(path, sizeof path, "%s/%s", dir, name);
-		if (k < 0 || (size_t)k >= sizeof path)
-			return mc__err(ctx, MC_ERR_INVALID, "%s/%s: path too long", L->tiers[tier].root,
-				       dir);
-		*fd = (int)syscall(SYS_openat2, L->tiers[tier].fd, path, &how, sizeof how);
-		if (*fd >= 0 || errno == EEXIST)
-			return MC_OK;
-		if (errno == ENOSYS || errno == EPERM)
-			L->no_openat2 = 1;
-		/* Anything else: the walk below names the part that is wrong. */
-	}
-#endif
-	if ((rc = open_rel_dir(L, ctx, tier, dir, 0, &dfd)) != MC_OK)
+	if ((rc = mc__dcur_open(L, ctx, d, tier, dir, MC_DIR_OPEN, &dfd)) != MC_OK)
 		return rc;
 	if (dfd < 0)
 		return mc__err(ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
 			       L->tiers[tier].root, dir);
-	*fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	rc = errno;
-	close(dfd);
-	errno = rc;
+	/* One component, no link followed, never an existing file: the folder is safe. */
+	*fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		     executable ? 0777 : 0666);
 	return MC_OK;
 }
 

@@ -14,24 +14,6 @@
 
 #include "install/install.h"
 
-/* Tells fn (may be NULL) what became of artifact a, with its destination (computed
- * here when dest is NULL). */
-void
-mc__load_report(mc_bundle *b, mc_artifact_fn fn, void *ud, int what,
-		const struct mc_martifact *a, const char *dest)
-{
-	char buf[MC_PATH_MAX];
-
-	if (fn == NULL)
-		return;
-	if (dest == NULL) {
-		if (mc__artifact_dest(b, a, buf, sizeof buf) != MC_OK)
-			buf[0] = '\0'; /* not reached: the plan computed it */
-		dest = buf;
-	}
-	fn(ud, what, a->type, a->key, dest, a->size);
-}
-
 static void
 loader_free(struct loader *L)
 {
@@ -53,12 +35,15 @@ loader_free(struct loader *L)
 	mc__acur_free(&L->ucur);
 	for (i = 0; L->wk != NULL && i < L->nwk; i++) {
 		mc__acur_free(&L->wk[i].cur);
+		mc__dcur_close(&L->wk[i].dc);
 		free(L->wk[i].buf);
 	}
 	free(L->wk);
+	free(L->jobs);
 	free(L->by_obj);
 	free(L->obj_first);
 	free(L->found);
+	pthread_mutex_destroy(&L->lock);
 }
 
 /* What a dry run reports of artifact i. */
@@ -93,6 +78,7 @@ int
 mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 {
 	struct loader L;
+	uint64_t t;
 	int rc, dry = (flags & MC_LOAD_DRY_RUN) != 0, skip = (flags & MC_LOAD_SKIP_OTHER_GPUS) != 0;
 
 	if (b == NULL || (flags & ~(MC_LOAD_DRY_RUN | MC_LOAD_SYNC | MC_LOAD_NO_WRITE_CHECK |
@@ -105,13 +91,16 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	L.pid = (long)getpid();
 	L.empty_obj = (size_t)-1;
 	L.last_tier = (size_t)-1;
+	pthread_mutex_init(&L.lock, NULL);
 	mc__acur_init(&L.cur, b->ctx, &b->m, mc__find_type);
 	mc__acur_init(&L.ucur, b->ctx, &b->m, mc__find_type);
 	/* The GPU targets a manifest records are checked before anything is staged; every
 	 * kernel's, once the pass has read them (SPEC.md section 12.6). */
+	t = mc__prof_on(b->ctx) ? mc__now_ns() : 0;
 	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__gpu_check(b, skip, 0)) == MC_OK &&
 	    (rc = mc__bundle_plan(b)) == MC_OK && (rc = mc__setup_tiers(&L)) == MC_OK)
 		rc = mc__plan_staging(&L);
+	t = mc__prof_since(b->ctx, "plan", t, 0);
 	if (rc == MC_OK && dry) {
 		/* The folders first, as the load meets them before any content. */
 		if (!(flags & MC_LOAD_NO_WRITE_CHECK))
@@ -120,15 +109,20 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		    (rc = mc__gpu_check(b, skip, 1)) == MC_OK)
 			rc = report_selected(&L, fn, ud, 0);
 	} else if (rc == MC_OK) {
-		if ((rc = mc__stage_all(&L)) == MC_OK && (rc = mc__gpu_check(b, skip, 1)) == MC_OK)
+		if ((rc = mc__stage_all(&L)) == MC_OK && (rc = mc__gpu_check(b, skip, 1)) == MC_OK) {
+			t = mc__prof_on(b->ctx) ? mc__now_ns() : 0;
 			rc = mc__load_commit(&L, fn, ud);
+			mc__prof_since(b->ctx, "commit", t, L.nst);
+		}
 		if (rc == MC_OK && (flags & MC_LOAD_SYNC))
 			rc = mc__sync_tiers(&L);
 		if (rc == MC_OK)
 			rc = report_selected(&L, fn, ud, 1);
 	}
+	t = mc__prof_on(b->ctx) ? mc__now_ns() : 0;
 	if (rc != MC_OK && !dry)
 		mc__load_rollback(&L);
 	loader_free(&L);
+	mc__prof_since(b->ctx, "free", t, 0);
 	return rc;
 }

@@ -5,6 +5,9 @@
 #ifndef MC_INSTALL_H
 #define MC_INSTALL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "bundle/bundle.h"
 
 /* A tier among the selected artifacts': its root, open (fd) once it exists. */
@@ -32,8 +35,10 @@ struct staged {
 	uint32_t unit;  /* the folder unit it belongs to, or NO_UNIT */
 	int fd;         /* -1 when closed */
 	uint16_t tier;
+	uint32_t job;   /* the job that makes its folder (stage.c) */
 	uint8_t tries;  /* which of its temp names it has (another when one is taken) */
-	uint8_t made;   /* the temp file exists */
+	unsigned made : 1;   /* the temp file exists */
+	unsigned placed : 1; /* renamed into place (a file outside units) */
 };
 
 /* A folder whose files are installed together (MC_TYPE_FOLDER_UNIT): staged in a
@@ -42,14 +47,40 @@ struct staged {
 struct unit {
 	uint64_t hash;  /* of (tier, folder), for the lookup table */
 	uint32_t art;   /* an artifact in the folder */
+	uint32_t job;   /* the job that makes its temp folder (stage.c) */
 	uint16_t tier;
 	uint8_t tries;  /* which of its temp names the temp folder has */
 	uint8_t made;   /* the temp folder exists */
 	uint8_t lost;   /* commit: another writer installed the folder first */
 };
 
+/* A thread's open folders: the one it opened last and those on its way there, so
+ * that the next folder opened shares what it can (a folder's files are mostly
+ * neighbours), and no thread walks from the tier root for each file: the kernel
+ * counts every such walk on the root's shared entry. fd[k] is path's first end[k]
+ * bytes; the last slot takes the rest of a deeper path. */
+#define MC_DCUR_DEPTH 8
+struct dcur {
+	size_t tier; /* (size_t)-1: none open */
+	size_t n;
+	size_t end[MC_DCUR_DEPTH];
+	int fd[MC_DCUR_DEPTH];
+	char path[MC_PATH_MAX];
+};
+
+/* A folder to make before the files in it (stage.c): that of staged file st, or of
+ * its unit's temp folder; clean: the folder (a unit's parent) is scanned for stale temp
+ * files, which is done once per folder. */
+enum { JOB_TODO = 0, JOB_RUNNING = 1, JOB_DONE = 2 };
+struct fjob {
+	uint32_t st;
+	uint8_t clean;
+	_Atomic int state; /* JOB_* */
+};
+
 /* A worker thread's state: the object whose staged files it is writing. */
 struct lworker {
+	struct dcur dc;     /* the folders it writes in */
 	struct mc_acur cur; /* reads the artifacts of its files */
 	size_t obj;         /* the object whose files are open */
 	int open;
@@ -77,17 +108,19 @@ struct loader {
 	long pid;
 	struct tier_root *tiers;
 	size_t ntiers;
+	pthread_mutex_t lock; /* for made, which the workers add to */
 	struct made_dir *made;
-	size_t nmade;
+	size_t nmade, madecap;
 	struct staged *st;
 	size_t nst;
 	uint32_t *by_obj;          /* staged indices sorted by object */
 	uint32_t *obj_first;       /* per object: first position in by_obj, nobjects+1 entries */
 	unsigned char *found;      /* per artifact: what its destination held, MC_FOUND_* */
 	size_t empty_obj;          /* the object of empty content, when a file of it is staged */
+	struct fjob *jobs;         /* the folders to make (stage.c) */
+	size_t njobs;
 	struct lworker *wk;        /* per worker thread */
 	unsigned nwk;
-	_Atomic int no_openat2; /* the kernel lacks it, or a filter refuses it */
 	struct unit *units;
 	size_t nunits;
 	uint32_t *unit_tab; /* open addressing on (tier, folder): unit index + 1, 0 = empty */
@@ -96,13 +129,6 @@ struct loader {
 	size_t last_tier, last_unit;
 	char last_dir[MC_PATH_MAX];
 };
-
-/* ---- the load (install.c) ---- */
-
-/* Tells fn (may be NULL) what became of artifact a, with its destination (computed
- * here when dest is NULL). */
-MC_HIDDEN void mc__load_report(mc_bundle *b, mc_artifact_fn fn, void *ud, int what,
-			       const struct mc_martifact *a, const char *dest);
 
 /* ---- tier roots and folders, never through a link (dirs.c) ---- */
 
@@ -123,11 +149,20 @@ MC_HIDDEN int mc__setup_tiers(struct loader *L);
  * umask). */
 MC_HIDDEN int mc__open_dir_of(struct loader *L, size_t tier, const char *dir, int create,
 			      int *fd);
+MC_HIDDEN void mc__dcur_init(struct dcur *d);
+MC_HIDDEN void mc__dcur_close(struct dcur *d);
+/* Opens folder dir (relative to the tier root, "." for the root) through cursor d, never
+ * through a link, making missing ones when create is MC_DIR_MAKE (any thread, once the
+ * tier root exists); *fd belongs to d, valid until its next use, -1 with MC_OK when a
+ * folder is missing and none is made. */
+MC_HIDDEN int mc__dcur_open(struct loader *L, mc_ctx *ctx, struct dcur *d, size_t tier,
+			    const char *dir, int create, int *fd);
 /* Creates name in folder dir of a tier exclusively, following no link, with mode 0666
- * (0777 when executable) less the umask; *fd is -1 with errno set and MC_OK when the
- * file cannot be made, an error when dir is wrong. */
-MC_HIDDEN int mc__create_beneath(struct loader *L, mc_ctx *ctx, size_t tier, const char *dir,
-				 const char *name, int executable, int *fd);
+ * (0777 when executable) less the umask (applied by the kernel: a group-shared cache,
+ * umask 002, stays group-writable); the folder is opened through d. *fd is -1 with
+ * errno set and MC_OK when the file cannot be made, an error when dir is wrong. */
+MC_HIDDEN int mc__create_in(struct loader *L, mc_ctx *ctx, struct dcur *d, size_t tier,
+			    const char *dir, const char *name, int executable, int *fd);
 /* Gives what this load has just made the owner set on ctx (mc_ctx_set_owner()), if
  * one is: the file or folder open as fd, else name in folder dfd, a link not followed.
  * The message names it as fmt says. */
@@ -179,9 +214,16 @@ MC_HIDDEN int mc__unit_dir(mc_ctx *ctx, struct mc_acur *c, const struct unit *u,
 /* Unit u's names, dir being its folder. */
 MC_HIDDEN void mc__unit_names(const struct loader *L, const struct unit *u, const char *dir,
 			      struct unames *n);
-/* Makes the folders of the staged files and the units' temp folders; probe (a dry
- * run): checks they could be made, and files made in them, writing nothing. */
+/* Lists the folders of the staged files and the units' temp folders to make (the
+ * worker threads make them, L->wk: mc__stage_job()), and makes the tier roots; probe (a
+ * dry run, on the calling thread): checks they could be made, and files made in them,
+ * writing nothing. */
 MC_HIDDEN int mc__stage_prepare(struct loader *L, int probe);
+/* Makes the folder of job (once, whichever thread asks first). */
+MC_HIDDEN int mc__stage_job(struct loader *L, mc_ctx *ctx, struct lworker *lw, uint32_t job);
+/* The jobs not done, in order, on the calling thread: a folder that cannot be made is
+ * told before what failed in the pass. */
+MC_HIDDEN int mc__stage_rest(struct loader *L);
 
 /* ---- the content written into the staged files (write.c) ---- */
 
@@ -207,6 +249,11 @@ MC_HIDDEN int mc__derived_same(struct loader *L, size_t tier, const struct mc_ma
 			       int dfd, const char *dir, const char *base, int *same);
 
 /* ---- into place, or back (commit.c) ---- */
+
+/* Tells fn (may be NULL) what became of artifact a, with its destination (computed
+ * here when dest is NULL). */
+MC_HIDDEN void mc__load_report(mc_bundle *b, mc_artifact_fn fn, void *ud, int what,
+			       const struct mc_martifact *a, const char *dest);
 
 /* Renames the staged files and units into place, telling fn of each. */
 MC_HIDDEN int mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud);

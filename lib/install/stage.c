@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,17 +89,20 @@ mc__staged_names(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct 
 	return MC_OK;
 }
 
-/* Keyed hashes of the folders scanned for stale temp files: each is scanned once.
- * A collision only skips a scan, which is housekeeping. */
+/* Keyed hashes of folders, each with a value: the folders scanned for stale temp
+ * files (each once: a collision only skips a scan, which is housekeeping), and the job
+ * that makes a folder (checked against the job's folder on a hit). */
 struct hset {
 	uint64_t *v; /* 0: empty */
+	uint32_t *val;
 	size_t cap, n;
 	unsigned char key[crypto_shorthash_KEYBYTES];
 };
 
-/* Adds (tier, dir); *added is set when it was not there. */
+/* Finds (tier, dir), adding it when it was not there (*added set); *val points at
+ * its value. */
 static int
-hset_add(struct hset *S, size_t tier, const char *dir, int *added)
+hset_add(struct hset *S, size_t tier, const char *dir, int *added, uint32_t **val)
 {
 	unsigned char in[MC_PATH_MAX + sizeof tier], out[crypto_shorthash_BYTES];
 	size_t n = strlen(dir), i;
@@ -107,16 +112,23 @@ hset_add(struct hset *S, size_t tier, const char *dir, int *added)
 	if (2 * (S->n + 1) > S->cap) {
 		size_t cap = S->cap ? 2 * S->cap : 64, k;
 		uint64_t *v = calloc(cap, sizeof *v);
-		if (v == NULL)
+		uint32_t *nv = calloc(cap, sizeof *nv);
+		if (v == NULL || nv == NULL) {
+			free(v);
+			free(nv);
 			return MC_ERR_NOMEM;
+		}
 		for (k = 0; k < S->cap; k++)
 			if (S->v[k] != 0) {
 				for (i = S->v[k] & (cap - 1); v[i] != 0; i = (i + 1) & (cap - 1))
 					;
 				v[i] = S->v[k];
+				nv[i] = S->val[k];
 			}
 		free(S->v);
+		free(S->val);
 		S->v = v;
+		S->val = nv;
 		S->cap = cap;
 	}
 	if (n >= MC_PATH_MAX)
@@ -127,104 +139,242 @@ hset_add(struct hset *S, size_t tier, const char *dir, int *added)
 	memcpy(&h, out, sizeof h);
 	h += h == 0;
 	for (i = h & (S->cap - 1); S->v[i] != 0; i = (i + 1) & (S->cap - 1))
-		if (S->v[i] == h)
+		if (S->v[i] == h) {
+			*val = &S->val[i];
 			return MC_OK;
+		}
 	S->v[i] = h;
+	S->val[i] = 0;
 	S->n++;
 	*added = 1;
+	*val = &S->val[i];
 	return MC_OK;
 }
 
-/* Opens (making it as needed) folder dir of a tier, and scans it for stale temp files
- * unless it was scanned already. probe: checks instead that it could be made, and
- * files in it, as the load would find it; *dfd is then -1. */
-static int
-open_and_clean(struct loader *L, struct hset *S, size_t tier, const char *dir, int probe,
-	       int *dfd)
+static void
+hset_free(struct hset *S)
 {
-	int rc, added;
+	free(S->v);
+	free(S->val);
+}
 
-	if ((rc = mc__open_dir_of(L, tier, dir, probe ? MC_DIR_PROBE : MC_DIR_MAKE, dfd)) != MC_OK)
+/* The folder job j makes (its staged file's, or its unit's temp folder's parent) and
+ * that staged file's names. */
+static int
+job_folder(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct fjob *j,
+	   struct snames *n, struct unames *un, const char **dir)
+{
+	const struct staged *s = &L->st[j->st];
+	int rc;
+
+	if ((rc = mc__staged_names(L, ctx, c, s, n, NULL)) != MC_OK)
 		return rc;
-	if (probe && *dfd >= 0) { /* one still to make (*dfd -1) would be the load's own */
-		if (faccessat(*dfd, ".", W_OK | X_OK, AT_EACCESS) != 0)
-			rc = mc__cannot_create(L->ctx, L, tier, dir, errno);
-		close(*dfd);
-		*dfd = -1;
+	*dir = n->dir;
+	if (s->unit != NO_UNIT) {
+		mc__unit_names(L, &L->units[s->unit], n->dir, un);
+		*dir = un->parent;
 	}
-	if (probe)
-		return rc;
-	if (hset_add(S, tier, dir, &added) != MC_OK) {
-		close(*dfd);
-		*dfd = -1;
-		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	if (added)
-		mc__clean_stale(*dfd);
 	return MC_OK;
 }
 
-/* Makes the unit's temp folder in its parent (probe: checks it could). */
+/* Makes the unit's temp folder in its parent, open as pfd. */
 static int
-unit_prepare(struct loader *L, struct hset *S, struct unit *u, const char *dir, int probe)
+unit_mkdir(struct loader *L, mc_ctx *ctx, struct unit *u, const char *dir, int pfd)
 {
 	struct unames n;
-	int pfd, rc, err = 0;
+	int err = 0;
 
-	mc__unit_names(L, u, dir, &n);
-	if ((rc = open_and_clean(L, S, u->tier, n.parent, probe, &pfd)) != MC_OK || probe)
-		return rc;
 	for (; u->tries < 16; u->tries++) {
 		mc__unit_names(L, u, dir, &n);
 		if (mkdirat(pfd, n.tmp, 0777) == 0) { /* less the umask: it becomes the folder */
 			u->made = 1;
-			break;
+			return mc__give_owner(ctx, -1, pfd, n.tmp, "%s/%s", L->tiers[u->tier].root,
+					      n.stage);
 		}
 		if ((err = errno) != EEXIST)
 			break;
 	}
-	if (u->made)
-		rc = mc__give_owner(L->ctx, -1, pfd, n.tmp, "%s/%s", L->tiers[u->tier].root, n.stage);
-	close(pfd);
-	if (!u->made)
-		return mc__cannot_create(L->ctx, L, u->tier, n.parent, err);
+	return mc__cannot_create(ctx, L, u->tier, n.parent, err);
+}
+
+/* A dry run's check of job j: its folder could be made, and files in it. */
+static int
+probe_job(struct loader *L, const struct fjob *j)
+{
+	const struct staged *s = &L->st[j->st];
+	struct snames n;
+	struct unames un;
+	const char *dir;
+	int dfd, rc;
+
+	if ((rc = job_folder(L, L->ctx, &L->cur, j, &n, &un, &dir)) != MC_OK)
+		return rc;
+	if ((rc = mc__open_dir_of(L, s->tier, dir, MC_DIR_PROBE, &dfd)) != MC_OK || dfd < 0)
+		return rc; /* one still to make (dfd -1) would be the load's own */
+	if (faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) != 0)
+		rc = mc__cannot_create(L->ctx, L, s->tier, dir, errno);
+	close(dfd);
 	return rc;
 }
 
-/* Before any content arrives: makes the folders (each scanned once for stale temp
- * files) and the units' temp folders, or checks them (probe). Runs on the calling
- * thread. */
-int
-mc__stage_prepare(struct loader *L, int probe)
+/* Job j on a worker thread: its folder made (and those on its way), scanned for stale
+ * temp files when the job says, a unit's temp folder made in it. */
+static int
+run_job(struct loader *L, mc_ctx *ctx, struct lworker *lw, struct fjob *j)
 {
-	struct hset S;
-	char prev[MC_PATH_MAX] = "";
-	size_t i, prevtier = (size_t)-1;
+	struct staged *s = &L->st[j->st];
+	struct snames n;
+	struct unames un;
+	const char *dir;
+	int dfd, rc;
+
+	if ((rc = job_folder(L, ctx, &lw->cur, j, &n, &un, &dir)) != MC_OK ||
+	    (rc = mc__dcur_open(L, ctx, &lw->dc, s->tier, dir, MC_DIR_MAKE, &dfd)) != MC_OK)
+		return rc;
+	if (dfd < 0) /* not reached: made, or an error */
+		return mc__err(ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
+			       L->tiers[s->tier].root, dir);
+	if (j->clean)
+		mc__clean_stale(dfd);
+	return s->unit != NO_UNIT ? unit_mkdir(L, ctx, &L->units[s->unit], n.dir, dfd) : MC_OK;
+}
+
+/* Job j, once: run by the first thread that needs it, while the others wait for it; one
+ * that failed is run again by the next that needs it (and fails as it did). */
+int
+mc__stage_job(struct loader *L, mc_ctx *ctx, struct lworker *lw, uint32_t job)
+{
+	struct fjob *j = &L->jobs[job];
+	int st, rc;
+
+	for (;;) {
+		if ((st = atomic_load(&j->state)) == JOB_DONE)
+			return MC_OK;
+		if (st == JOB_TODO && atomic_compare_exchange_strong(&j->state, &st, JOB_RUNNING))
+			break;
+		sched_yield();
+	}
+	rc = run_job(L, ctx, lw, j);
+	atomic_store(&j->state, rc == MC_OK ? JOB_DONE : JOB_TODO);
+	return rc;
+}
+
+/* The jobs not done, in order, on the calling thread: after a pass that failed, the
+ * first folder that cannot be made is told, as it would be were the folders all made
+ * before any content (the dry run checks them so). */
+int
+mc__stage_rest(struct loader *L)
+{
+	size_t i;
 	int rc = MC_OK;
 
-	memset(&S, 0, sizeof S);
-	crypto_shorthash_keygen(S.key);
+	for (i = 0; i < L->njobs && rc == MC_OK; i++)
+		rc = mc__stage_job(L, L->ctx, &L->wk[0], (uint32_t)i);
+	return rc;
+}
+
+/* Lists the folders to make before the files in them: one job per folder of files
+ * outside units and per unit (its temp folder, in its parent), each staged file given
+ * its job; each folder to scan for stale temp files marked once. */
+static int
+list_jobs(struct loader *L, struct hset *C, struct hset *F)
+{
+	char prev[MC_PATH_MAX] = "";
+	uint32_t *val, prevjob = 0;
+	size_t i, prevtier = (size_t)-1;
+	int rc = MC_OK, added;
+
 	for (i = 0; i < L->nst && rc == MC_OK; i++) {
 		struct staged *s = &L->st[i];
 		struct snames n;
-		int dfd;
+		struct unames un;
+		const char *dir;
 
-		if (s->unit != NO_UNIT && L->units[s->unit].made)
+		if (s->unit != NO_UNIT && L->units[s->unit].job != UINT32_MAX) {
+			s->job = L->units[s->unit].job;
 			continue;
+		}
 		if ((rc = mc__staged_names(L, L->ctx, &L->cur, s, &n, NULL)) != MC_OK)
 			break;
-		/* Files of one folder are mostly neighbours: opened once for them. */
-		if (s->tier == prevtier && strcmp(prev, n.dir) == 0)
+		/* A folder's files are mostly neighbours. */
+		if (s->unit == NO_UNIT && s->tier == prevtier && strcmp(prev, n.dir) == 0) {
+			s->job = prevjob;
 			continue;
-		if (s->unit != NO_UNIT)
-			rc = unit_prepare(L, &S, &L->units[s->unit], n.dir, probe);
-		else if ((rc = open_and_clean(L, &S, s->tier, n.dir, probe, &dfd)) == MC_OK && dfd >= 0)
-			close(dfd);
-		if (rc != MC_OK)
-			break;
+		}
 		prevtier = s->tier;
 		snprintf(prev, sizeof prev, "%s", n.dir);
+		if (s->unit == NO_UNIT) {
+			if (hset_add(F, s->tier, n.dir, &added, &val) != MC_OK)
+				return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+			if (!added) { /* the job of a folder met before, unless a collision */
+				struct snames m;
+				const struct staged *o = &L->st[L->jobs[*val].st];
+				if ((rc = mc__staged_names(L, L->ctx, &L->cur, o, &m, NULL)) != MC_OK)
+					break;
+				if (o->tier == s->tier && strcmp(m.dir, n.dir) == 0) {
+					s->job = prevjob = *val;
+					continue;
+				}
+			} else {
+				*val = (uint32_t)L->njobs;
+			}
+		}
+		dir = prev;
+		if (s->unit != NO_UNIT) {
+			mc__unit_names(L, &L->units[s->unit], prev, &un);
+			dir = un.parent;
+			L->units[s->unit].job = (uint32_t)L->njobs;
+		}
+		if (hset_add(C, s->tier, dir, &added, &val) != MC_OK)
+			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+		L->jobs[L->njobs].st = (uint32_t)i;
+		L->jobs[L->njobs].clean = (uint8_t)added;
+		s->job = prevjob = (uint32_t)L->njobs++;
 	}
-	free(S.v);
+	return rc;
+}
+
+/* Lists the jobs (list_jobs()); the threads run them as their first files arrive
+ * (mc__stage_job()); the tier roots are made now. A dry run (probe) checks the jobs
+ * now instead, on the calling thread, that they could be made and files made in them,
+ * writing nothing. */
+int
+mc__stage_prepare(struct loader *L, int probe)
+{
+	struct hset C, F;
+	char msg[MC_ERRBUF];
+	size_t i, k;
+	int rc, r;
+
+	memset(&C, 0, sizeof C);
+	memset(&F, 0, sizeof F);
+	crypto_shorthash_keygen(C.key);
+	crypto_shorthash_keygen(F.key);
+	if ((L->jobs = calloc(L->nst + 1, sizeof *L->jobs)) == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < L->nunits; i++)
+		L->units[i].job = UINT32_MAX;
+	rc = list_jobs(L, &C, &F);
+	hset_free(&C);
+	hset_free(&F);
+	for (i = 0; i < L->njobs && rc == MC_OK; i++) {
+		const struct staged *s = &L->st[L->jobs[i].st];
+		int fd;
+
+		if (probe)
+			rc = probe_job(L, &L->jobs[i]);
+		else if (L->tiers[s->tier].fd < 0 &&
+			 (rc = mc__open_dir_of(L, s->tier, ".", MC_DIR_MAKE, &fd)) == MC_OK)
+			close(fd);
+	}
+	if (rc == MC_OK || probe)
+		return rc;
+	/* A root that cannot be made is told after the folders of the jobs before it, as
+	 * the dry run checks them. */
+	snprintf(msg, sizeof msg, "%s", L->ctx->err);
+	for (k = 0; k + 1 < i; k++)
+		if ((r = mc__stage_job(L, L->ctx, &L->wk[0], (uint32_t)k)) != MC_OK)
+			return r;
+	snprintf(L->ctx->err, sizeof L->ctx->err, "%s", msg);
 	return rc;
 }

@@ -13,18 +13,23 @@
 /* Creates s's temp file, given the owner; a name another loader took is tried again
  * with the next. *derive is set when the file's content is derived (tiers.h). */
 static int
-stage_open(struct loader *L, mc_ctx *ctx, struct mc_acur *c, struct staged *s, int *derive)
+stage_open(struct loader *L, mc_ctx *ctx, struct lworker *lw, struct staged *s, int *derive)
 {
+	struct mc_acur *c = &lw->cur;
 	const struct mc_martifact *a;
 	struct snames n;
 	int rc, err = 0;
 
+	if ((rc = mc__stage_job(L, ctx, lw, s->job)) != MC_OK)
+		return rc;
 	for (;;) {
 		if ((rc = mc__staged_names(L, ctx, c, s, &n, &a)) != MC_OK)
 			return rc;
 		*derive |= mc__derives(a->handler, a->key);
-		if ((rc = mc__create_beneath(L, ctx, s->tier, n.stage, n.tmp, a->executable,
-					     &s->fd)) != MC_OK)
+		uint64_t t = mc__prof_on(ctx) ? mc__now_ns() : 0;
+		rc = mc__create_in(L, ctx, &lw->dc, s->tier, n.stage, n.tmp, a->executable, &s->fd);
+		mc__prof_since(ctx, "create", t, 1);
+		if (rc != MC_OK)
 			return rc;
 		err = errno;
 		if (s->fd >= 0 || err != EEXIST || s->unit != NO_UNIT || s->tries == 15)
@@ -54,10 +59,12 @@ write_error(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct stage
 static int
 stage_close(struct loader *L, mc_ctx *ctx, struct mc_acur *c, struct staged *s)
 {
+	uint64_t t = mc__prof_on(ctx) ? mc__now_ns() : 0;
 	int rc = MC_OK;
 
 	if (s->fd >= 0 && close(s->fd) != 0)
 		rc = write_error(L, ctx, c, s, errno);
+	mc__prof_since(ctx, "close", t, 1);
 	s->fd = -1;
 	return rc;
 }
@@ -97,7 +104,7 @@ open_object(struct loader *L, mc_ctx *ctx, struct lworker *lw, size_t obj)
 	lw->written = 0;
 	lw->derive = 0;
 	for (k = L->obj_first[obj]; k < L->obj_first[obj + 1]; k++)
-		if ((rc = stage_open(L, ctx, &lw->cur, &L->st[L->by_obj[k]], &lw->derive)) != MC_OK)
+		if ((rc = stage_open(L, ctx, lw, &L->st[L->by_obj[k]], &lw->derive)) != MC_OK)
 			return rc;
 	/* Derived files are small; a larger content is written as it is. */
 	if (lw->size > MC_DERIVE_MAX)
@@ -157,6 +164,7 @@ sink(void *ud, unsigned worker, mc_ctx *ctx, size_t obj, const unsigned char *bu
 {
 	struct loader *L = ud;
 	struct lworker *lw = &L->wk[worker];
+	uint64_t t;
 	size_t k;
 	int rc;
 
@@ -169,11 +177,13 @@ sink(void *ud, unsigned worker, mc_ctx *ctx, size_t obj, const unsigned char *bu
 			return mc__err(ctx, MC_ERR_INTEGRITY, "object %zu is over its size", obj);
 		memcpy(lw->buf + lw->written, buf, n);
 	}
+	t = mc__prof_on(ctx) ? mc__now_ns() : 0;
 	for (k = L->obj_first[obj]; !lw->derive && k < L->obj_first[obj + 1]; k++) {
 		struct staged *s = &L->st[L->by_obj[k]];
 		if (mc__write_all(s->fd, buf, n) != 0)
 			return write_error(L, ctx, &lw->cur, s, errno);
 	}
+	mc__prof_since(ctx, "write", t, 0);
 	lw->written += n;
 	if (lw->written == lw->size)
 		return finish_object(L, ctx, lw);
@@ -186,26 +196,39 @@ int
 mc__stage_all(struct loader *L)
 {
 	unsigned nwk = mc__threads(L->ctx);
+	uint64_t t;
 	size_t i;
-	int rc;
+	int rc, r;
 
-	/* Counted only once there: mc__load_rollback() walks them. */
+	/* Counted only once there: the rollback walks them. */
 	if ((L->wk = calloc(nwk, sizeof *L->wk)) == NULL)
 		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
 	L->nwk = nwk;
-	for (i = 0; i < L->nwk; i++)
+	for (i = 0; i < L->nwk; i++) {
 		mc__acur_init(&L->wk[i].cur, L->ctx, &L->b->m, mc__find_type);
-	rc = mc__stage_prepare(L, 0);
+		mc__dcur_init(&L->wk[i].dc);
+	}
+	t = mc__prof_on(L->ctx) ? mc__now_ns() : 0;
+	if ((rc = mc__stage_prepare(L, 0)) != MC_OK)
+		return rc; /* it told the first folder that cannot be made */
+	t = mc__prof_since(L->ctx, "folders", t, 0);
 	/* Empty content produces no data to stream: staged now. */
-	if (rc == MC_OK && L->empty_obj != (size_t)-1 &&
+	if (L->empty_obj != (size_t)-1 &&
 	    (rc = open_object(L, L->ctx, &L->wk[0], L->empty_obj)) == MC_OK)
 		rc = finish_object(L, L->ctx, &L->wk[0]);
+	/* The folders are made as their first files arrive, beside the other threads'
+	 * decompression. */
 	if (rc == MC_OK)
 		rc = mc__bundle_stream_par(L->b, sink, L);
+	mc__prof_since(L->ctx, "stream", t, 0);
 	for (i = 0; i < L->nwk; i++) {
-		int r = mc__close_object(L, L->ctx, &L->wk[i]);
+		r = mc__close_object(L, L->ctx, &L->wk[i]);
 		if (rc == MC_OK)
 			rc = r;
 	}
+	/* A folder that cannot be made is told before what else failed, as the dry run
+	 * would tell it; on success there is none left. */
+	if ((r = mc__stage_rest(L)) != MC_OK)
+		rc = r;
 	return rc;
 }

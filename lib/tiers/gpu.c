@@ -184,14 +184,17 @@ mc_gpu_detect(mc_ctx *ctx, char ***out, size_t *n)
 {
 	char l[MC_GPU_HOST_MAX][MC_GPU_TARGET_LEN];
 	size_t i, k = 0;
+	uint64_t t;
 	char **v;
 
 	if (ctx == NULL || out == NULL || n == NULL)
 		return MC_ERR_INVALID;
 	*out = NULL;
 	*n = 0;
+	t = mc__prof_on(ctx) ? mc__now_ns() : 0;
 	nvidia_targets(l, &k);
 	amd_targets("/sys/class/kfd/kfd/topology/nodes", l, &k);
+	mc__prof_since(ctx, "gpu detect", t, 0);
 	if ((v = calloc(k + 1, sizeof *v)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < k; i++)

@@ -16,6 +16,7 @@ mc_ctx_free(mc_ctx *ctx)
 
 	if (ctx == NULL)
 		return;
+	mc__prof_report(ctx);
 	for (i = 0; i < ctx->ntypes; i++)
 		free(ctx->types[i].tier);
 	free(ctx->types);
@@ -114,6 +115,7 @@ mc_ctx_new(mc_ctx **out)
 	if (ctx == NULL)
 		return MC_ERR_NOMEM;
 	mc__ctx_init(ctx);
+	mc__prof_init(ctx);
 	if ((rc = mc__crypto_init(ctx)) != MC_OK) {
 		mc_ctx_free(ctx);
 		return rc;
