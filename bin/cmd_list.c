@@ -211,6 +211,8 @@ cmd_list(struct tool *t, int argc, char **argv)
 		usage_error("--gpu-target and --skip-other-gpus go with --explain%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
+	if (o.explain)
+		gpu_detect_start(&o.gpu);
 	if ((rc = open_trusted(t, argv[optind], &b, keys)) != MC_OK) {
 		rc = fail(t->ctx, rc);
 		goto out;

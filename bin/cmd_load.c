@@ -282,6 +282,7 @@ cmd_load(struct tool *t, int argc, char **argv)
 	load_check(t, argc);
 	if ((rc = tool_start(t)) != 0 || (rc = set_owner(t, o.owner)) != 0)
 		return rc;
+	gpu_detect_start(&o.gpu);
 	memset(&r, 0, sizeof r);
 	r.dry = o.dry;
 	r.json = t->json;

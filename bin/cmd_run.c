@@ -602,6 +602,8 @@ cmd_run(struct tool *t, int argc, char **argv)
 	check_out_folder(o.save_to);
 	if ((rc = tool_start(t)) != 0)
 		return rc;
+	if (o.nbundles > 0) /* joined before the first load, so before the job starts */
+		gpu_detect_start(&o.gpu);
 	if ((rc = mc_usage_new(t->ctx, &rj.usage)) != MC_OK)
 		return fail(t->ctx, rc);
 	if (t->json)
@@ -614,7 +616,7 @@ cmd_run(struct tool *t, int argc, char **argv)
 				  (rc = record_setup(t, w, &o.rec)) != MC_OK))
 		rc = fail(t->ctx, rc);
 	else if ((rc = load_bundles(t, &o, bases, &nbases, keys, &rj)) == 0 &&
-		 (rc = child_env(t)) != 0)
+		 (gpu_detect_wait(&o.gpu), rc = child_env(t)) != 0)
 		say(stderr, "%s: cannot set the command's environment: %s", PROG, strerror(rc)),
 			rc = EXIT_USAGE;
 	if (rc == 0) {

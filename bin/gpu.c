@@ -37,6 +37,59 @@ host_targets(const struct gpu_opts *g, size_t *n)
 	return (const char *const *)g->detected;
 }
 
+static void *
+detect(void *arg)
+{
+	struct gpu_opts *g = arg;
+
+	g->drc = g->dctx != NULL ? mc_gpu_detect(g->dctx, &g->detected, &g->ndetected) : MC_OK;
+	return NULL;
+}
+
+void
+gpu_detect_start(struct gpu_opts *g)
+{
+	if (g->ngiven > 0 || g->started || g->resolved)
+		return;
+	/* Without a context of its own or a thread, gpu_apply() detects on its own. */
+	if (mc_ctx_new(&g->dctx) != MC_OK)
+		return;
+	if (pthread_create(&g->thread, NULL, detect, g) == 0) {
+		g->started = 1;
+		g->joined = 0;
+	} else {
+		mc_ctx_free(g->dctx);
+		g->dctx = NULL;
+	}
+}
+
+/* The detection's result: the thread's, once it ended, or detected now. */
+static int
+detected(struct tool *t, struct gpu_opts *g)
+{
+	int rc = MC_OK;
+
+	if (!g->started) {
+		rc = mc_gpu_detect(t->ctx, &g->detected, &g->ndetected);
+		return rc != MC_OK ? fail(t->ctx, rc) : 0;
+	}
+	gpu_detect_wait(g);
+	if (g->drc != MC_OK)
+		rc = fail(g->dctx, g->drc);
+	mc_ctx_free(g->dctx);
+	g->dctx = NULL;
+	g->started = 0;
+	return rc;
+}
+
+void
+gpu_detect_wait(struct gpu_opts *g)
+{
+	if (g->started && !g->joined)
+		pthread_join(g->thread, NULL);
+	g->joined = 1;
+}
+
 int
 gpu_apply(struct tool *t, struct gpu_opts *g, mc_bundle *b)
 {
@@ -44,9 +97,8 @@ gpu_apply(struct tool *t, struct gpu_opts *g, mc_bundle *b)
 	size_t n;
 	int rc;
 
-	if (!g->resolved && g->ngiven == 0 &&
-	    (rc = mc_gpu_detect(t->ctx, &g->detected, &g->ndetected)) != MC_OK)
-		return fail(t->ctx, rc);
+	if (!g->resolved && g->ngiven == 0 && (rc = detected(t, g)) != 0)
+		return rc;
 	g->resolved = 1;
 	host = host_targets(g, &n);
 	if ((rc = mc_bundle_set_host_gpus(b, host, n)) != MC_OK)
@@ -196,6 +248,10 @@ gpu_mismatch_hint(const struct tool *t, const struct gpu_opts *g, const mc_bundl
 void
 gpu_free(struct gpu_opts *g)
 {
+	gpu_detect_wait(g);
+	g->started = 0;
+	mc_ctx_free(g->dctx);
+	g->dctx = NULL;
 	mc_gpu_targets_free(g->detected, g->ndetected);
 	g->detected = NULL;
 	g->ndetected = 0;

@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
@@ -282,6 +283,11 @@ struct gpu_opts {
 	int resolved;                       /* gpu_host() ran: host set */
 	char **detected;                    /* mc_gpu_detect() */
 	size_t ndetected;
+	/* gpu_detect_start(): the thread that detects, its own context and result */
+	pthread_t thread;
+	int started, joined;
+	mc_ctx *dctx;
+	int drc;
 };
 #define GPU_LONG_OPTIONS                                                         \
 	{"gpu-target", required_argument, NULL, OPT_GPU_TARGET},                 \
@@ -289,6 +295,12 @@ struct gpu_opts {
 
 /* Takes --gpu-target or --skip-other-gpus: 1, or 0 for another option. */
 int gpu_opt(struct gpu_opts *g, int c, const char *arg);
+/* Starts detecting the host's targets on a thread of its own when no --gpu-target
+ * names them: NVML takes about a tenth of a second to start on a GPU host, which then
+ * passes while the bundle is opened and its signatures checked. */
+void gpu_detect_start(struct gpu_opts *g);
+/* Waits for that thread to end (before the environment is changed or a child runs). */
+void gpu_detect_wait(struct gpu_opts *g);
 /* The host's targets (given, else detected once) set on b. Returns 0 or the exit status
  * of a failure (told). */
 int gpu_apply(struct tool *t, struct gpu_opts *g, mc_bundle *b);
