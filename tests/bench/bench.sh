@@ -8,21 +8,26 @@
 # COPIES: copies of the real CUDA MLP cache dir (130: about 510 MB in 20,000 files);
 # several give the scaling series, e.g. `130 520 2080` for 1x, 4x and 16x.
 # Environment: RUNS (default 5), LEVEL (3), WORK (/tmp/megacache-bench), SHARED
-# (../shared), THREADS (megacache's --threads, default 0: one per CPU).
+# (../shared), THREADS (megacache's --threads, default 0: one per CPU), FRESH (1).
 # Needs: python3, GNU time (/usr/bin/time), zstd, minisign, tar. Run from a built tree.
 #
-# Each load writes into an empty folder with a clean page cache: the previous output is
-# removed, dirty pages are written back and, when this runs as root, the page cache is
-# dropped; then the bundle is read once so that both sides start from it in memory.
-# (Without this, a load right after removing a large tree measures the file system's
-# search for free inodes more than the loader.) Each pack starts with its source tree
-# read once, and each verify with its bundle, for the same reason (and so that the
-# write-back of a load's output does not compete with the next step).
+# Each load writes into a new folder with a clean page cache: dirty pages are written
+# back and, when this runs as root, the page cache is dropped; then the bundle is read
+# once so that both sides start from it in memory. The outputs stay until the corpus's
+# runs are over (all of them, at the end): on ext4 without a journal the kernel skips the inodes deleted in the
+# last minute (five when their table is unwritten) one by one, with a lookup each, so
+# a tree made right after removing another measures that search more than the loader,
+# and more so with several threads (a new machine or container has no such inodes).
+# FRESH=0 removes each output just before the next load instead, as this did before.
+# Each pack starts with its source tree read once, and each verify with its bundle,
+# for the same reason (and so that the write-back of a load's output does not compete
+# with the next step).
 set -eu
 top=$(pwd)
 RUNS=${RUNS:-5}
 LEVEL=${LEVEL:-3}
 THREADS=${THREADS:-0}
+FRESH=${FRESH:-1}
 WORK=${WORK:-/tmp/megacache-bench}
 SHARED=${SHARED:-$top/../shared}
 M="$top/bin/.libs/megacache"
@@ -67,16 +72,26 @@ pack_base() { t pack-base sh -c "tar -cf - -C '$C' . | zstd -q -$LEVEL -T1 -o '$
 # cap of 64 MiB, on both sides.
 CAP="--max-manifest-bytes 1073741824"
 pack_mc() { t pack-mc "$M" pack $CAP -q -o "$WORK/mc.mcache" -s "$WORK/k.key" --from-dir "$C" --keep-unknown --level "$LEVEL" --threads "$THREADS"; }
+# outdir NAME: the folder the load of this run writes (out-NAME-RUN; with FRESH=0,
+# out-NAME, its last tree removed).
+outdir() {
+	if [ "$FRESH" = 0 ]; then
+		rm -rf "$WORK/out-$1"
+		echo "$WORK/out-$1"
+	else
+		echo "$WORK/out-$1-$i"
+	fi
+}
 load_base() {
-	rm -rf "$WORK/out-base"
-	mkdir -p "$WORK/out-base"
+	ob=$(outdir base)
+	mkdir -p "$ob"
 	settle "$WORK/base.tar.zst"
-	t load-base sh -c "minisign -Vq -p '$WORK/k.pub' -m '$WORK/base.tar.zst' && tar --zstd -xf '$WORK/base.tar.zst' -C '$WORK/out-base'"
+	t load-base sh -c "minisign -Vq -p '$WORK/k.pub' -m '$WORK/base.tar.zst' && tar --zstd -xf '$WORK/base.tar.zst' -C '$ob'"
 }
 load_mc() {
-	rm -rf "$WORK/out-mc"
+	om=$(outdir mc)
 	settle "$WORK/mc.mcache"
-	t load-mc "$M" load $CAP -q "$WORK/mc.mcache" -p "$WORK/k.pub" --cache-dir "$WORK/out-mc" --max-expansion 0 --threads "$THREADS"
+	t load-mc "$M" load $CAP -q "$WORK/mc.mcache" -p "$WORK/k.pub" --cache-dir "$om" --max-expansion 0 --threads "$THREADS"
 }
 verify_base() { settle "$WORK/base.tar.zst"; t verify-base sh -c "zstd -q -d -c '$WORK/base.tar.zst' > /dev/null"; }
 verify_mc() { settle "$WORK/mc.mcache"; t verify-mc "$M" verify $CAP -q "$WORK/mc.mcache" -p "$WORK/k.pub" --max-expansion 0 --threads "$THREADS"; }
@@ -110,7 +125,7 @@ for copies in $copies_list; do
 	done
 	# The two loads must give the same tree, but for Triton's group files, whose absolute
 	# paths megacache points at the folder it installed their kernel into.
-	python3 - "$WORK/out-base" "$WORK/out-mc" <<'EOF'
+	python3 - "$ob" "$om" <<'EOF'
 import json, os, sys
 base, mc = sys.argv[1:]
 def files(top):
@@ -131,7 +146,6 @@ for rel in files(base):
     elif a != b:
         sys.exit("bench: the loads differ in " + rel)
 EOF
-	rm -rf "$WORK/out-base" "$WORK/out-mc"
 	for f in "$WORK"/*.times; do # every run, for the record
 		echo "bench: $copies copies, $(basename "$f" .times) (s): $(cut -d' ' -f1 "$f" | tr '\n' ' ')" >&2
 	done
@@ -145,5 +159,6 @@ EOF
 	done
 	echo "| | bundle size (MB) | $(stat -c %s "$WORK/base.tar.zst" | awk '{ printf "%.1f", $1 / 1e6 }') | $(stat -c %s "$WORK/mc.mcache" | awk '{ printf "%.1f", $1 / 1e6 }') | | | |"
 done
+rm -rf "$WORK"/out-base* "$WORK"/out-mc*
 echo
 echo "medians of $RUNS alternating runs, zstd level $LEVEL; verify's baseline is \`zstd -d\` of the baseline bundle to /dev/null"

@@ -2,7 +2,8 @@
 # compare.sh - two builds of megacache on the same cache dir, alternating: pack, verify
 # and load, each run by A then B or B then A (the order flips every run). Prints the
 # median wall time of each side and the ratio B/A; the two packs must be byte-identical
-# when the builds write the same format.
+# when the builds write the same format. Each load writes a new folder, all removed at the
+# end (bench.sh says why).
 #   sh tests/bench/compare.sh A_MEGACACHE B_MEGACACHE CACHE_DIR
 # Environment: RUNS (default 5), WORK (/tmp/megacache-compare). Needs GNU time.
 set -eu
@@ -42,9 +43,8 @@ step() { # step SIDE BINARY
 	t "$side" pack "$m" pack -q -o "$WORK/$side.mcache" -s "$WORK/k.key" --from-dir "$SRC" --keep-unknown
 	settle "$WORK/$side.mcache"
 	t "$side" verify "$m" verify -q "$WORK/$side.mcache" -p "$WORK/k.pub"
-	rm -rf "$WORK/out"
 	settle "$WORK/$side.mcache"
-	t "$side" load "$m" load -q "$WORK/$side.mcache" -p "$WORK/k.pub" --cache-dir "$WORK/out"
+	t "$side" load "$m" load -q "$WORK/$side.mcache" -p "$WORK/k.pub" --cache-dir "$WORK/out-$side-$i"
 }
 
 i=0
@@ -52,7 +52,7 @@ while [ "$i" -lt "$RUNS" ]; do
 	if [ $((i % 2)) -eq 0 ]; then step a "$A"; step b "$B"; else step b "$B"; step a "$A"; fi
 	i=$((i + 1))
 done
-rm -rf "$WORK/out"
+rm -rf "$WORK"/out-*
 if cmp -s "$WORK/a.mcache" "$WORK/b.mcache"; then same=yes; else same=no; fi
 median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 printf '%-7s %9s %9s %7s\n' op "A (s)" "B (s)" B/A
