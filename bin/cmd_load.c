@@ -282,7 +282,6 @@ cmd_load(struct tool *t, int argc, char **argv)
 	load_check(t, argc);
 	if ((rc = tool_start(t)) != 0 || (rc = set_owner(t, o.owner)) != 0)
 		return rc;
-	gpu_detect_start(&o.gpu);
 	memset(&r, 0, sizeof r);
 	r.dry = o.dry;
 	r.json = t->json;
@@ -290,6 +289,7 @@ cmd_load(struct tool *t, int argc, char **argv)
 	r.ctx = t->ctx;
 	if ((rc = mc_ctx_tier_root(t->ctx, "inductor", &r.root)) != MC_OK)
 		return fail(t->ctx, rc);
+	gpu_detect_start(&o.gpu); /* every way out from here frees o.gpu */
 	rc = open_trusted(t, argv[optind], &b, keys);
 	r.b = b;
 	if (rc == MC_OK && o.types != NULL)

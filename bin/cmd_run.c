@@ -602,10 +602,11 @@ cmd_run(struct tool *t, int argc, char **argv)
 	check_out_folder(o.save_to);
 	if ((rc = tool_start(t)) != 0)
 		return rc;
-	if (o.nbundles > 0) /* joined before the first load, so before the job starts */
-		gpu_detect_start(&o.gpu);
 	if ((rc = mc_usage_new(t->ctx, &rj.usage)) != MC_OK)
 		return fail(t->ctx, rc);
+	/* Waited for before the job's environment is set; every way out frees o.gpu. */
+	if (o.nbundles > 0)
+		gpu_detect_start(&o.gpu);
 	if (t->json)
 		rj.bundles = cJSON_CreateArray();
 	if (o.save_to != NULL && o.rec.signers.n == 0 && !t->quiet)

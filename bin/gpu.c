@@ -25,7 +25,8 @@ gpu_opt(struct gpu_opts *g, int c, const char *arg)
 	return 1;
 }
 
-/* The host's targets: those given, else those detected. */
+/* The host's targets: those given, else those detected (none before gpu_apply() has
+ * waited for the detection). */
 static const char *const *
 host_targets(const struct gpu_opts *g, size_t *n)
 {
@@ -33,8 +34,8 @@ host_targets(const struct gpu_opts *g, size_t *n)
 		*n = g->ngiven;
 		return g->given;
 	}
-	*n = g->ndetected;
-	return (const char *const *)g->detected;
+	*n = g->resolved ? g->ndetected : 0;
+	return g->resolved ? (const char *const *)g->detected : NULL;
 }
 
 static void *

@@ -84,10 +84,13 @@ typedef int (*mc_obj_sink)(void *ud, size_t obj, const unsigned char *buf, size_
 MC_HIDDEN int mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, mc_obj_sink raw, void *ud);
 /* The same on the context's worker threads: sink (may be NULL) is called from any of
  * them, with the worker's number and a context for its error message, and gets each
- * object's content in one piece unless it is over 4 MiB (in format version 2: 1 MiB). */
+ * object's content in one piece, its hash checked first, unless it is over 4 MiB; in
+ * format version 2, in pieces as it is decompressed (its hash checked at its end, the
+ * pass failing after), but for those of up to 1 MiB that hold (may be NULL) marks. */
 typedef int (*mc_par_sink)(void *ud, unsigned worker, mc_ctx *ctx, size_t obj,
 			   const unsigned char *buf, size_t n);
-MC_HIDDEN int mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, void *ud);
+MC_HIDDEN int mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink,
+				    const unsigned char *hold, void *ud);
 /* What done is told of an object: rc MC_OK once its stored and content hashes and its
  * size checked (then its content when it was read in one piece, 4 MiB or less, valid
  * during the call, else content NULL: the sink had its pieces; and its SHA-256 when an

@@ -922,7 +922,7 @@ mc_bundle_verify(mc_bundle *b)
 		return MC_ERR_INVALID;
 	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = mc__bundle_plan(b)) != MC_OK)
 		return rc;
-	return mc__bundle_stream_par(b, NULL, NULL);
+	return mc__bundle_stream_par(b, NULL, NULL, NULL);
 }
 
 /* ---- accessors ---- */

@@ -42,6 +42,7 @@ struct sstate {
 	mc_obj_done ondone;
 	void *ud;
 	const unsigned char *want; /* the objects to read (NULL: all) */
+	const unsigned char *hold; /* those psink takes whole (NULL: none) */
 	size_t *items, nitems;     /* those read: items[k] (NULL: k itself) */
 	uint64_t *offs; /* of each object's header, then of the end blocks */
 	/* Per object: set when an artifact gives its content's SHA-256, which a worker then
@@ -394,16 +395,15 @@ one_object(struct sworker *w, size_t i, uint64_t off)
 /* ---- format version 2: blocks (SPEC.md section 12) ----
  * A block's stored bytes are hashed and decompressed in chunks; what comes out is cut
  * into its objects, each hashed (SHA-256) as it passes. An object of up to 1 MiB that a
- * caller waits for whole (done) or that is a kernel's metadata (targets.c reads it) is
- * held until its hash checked and then handed on whole; any other is handed on in
- * pieces as it comes, and its hash checked at its end (a sink that writes files is
- * rolled back when it does not match). A zstd block's stored hash is checked at its
+ * caller waits for whole (done, or hold), or that is a kernel's metadata (targets.c
+ * reads it), is held until its hash checked and then handed on whole; any other is
+ * handed on in pieces as it comes, and its hash checked at its end (a sink that writes
+ * files is rolled back when it does not match). A zstd block's stored hash is checked at its
  * end, before the pass can succeed. */
 
 /* Objects of a block up to this size can be held until their hash checked and handed
- * on whole (a worker holds this much, beside its 4 MiB window). The loader's derived
- * files (MC_DERIVE_MAX, 1 MiB) need theirs whole, and get it either way: it collects
- * the pieces of those. */
+ * on whole (a worker holds this much, beside its 4 MiB window). The loader holds those
+ * it derives files from (MC_DERIVE_MAX, 1 MiB), so that it parses checked bytes only. */
 #define BLOCK_WHOLE_MAX (1u << 20)
 
 struct bsplit {
@@ -480,7 +480,8 @@ bobj_next(struct bsplit *sp)
 		mc__hex(w->obj.hash, MC_HASH_BYTES, w->hex);
 		sp->got = 0;
 		sp->whole = w->obj.size <= BLOCK_WHOLE_MAX &&
-			    (w->s->ondone != NULL || mc__gpu_reads(w->s->b, sp->i));
+			    (w->s->ondone != NULL || mc__gpu_reads(w->s->b, sp->i) ||
+			     (w->s->hold != NULL && w->s->hold[sp->i]));
 		if (sp->whole &&
 		    (rc = grow(w, &w->out, &w->outcap, (size_t)w->obj.size + 1)) != MC_OK)
 			return rc;
@@ -939,9 +940,9 @@ mc__bundle_stream(mc_bundle *b, mc_obj_sink sink, mc_obj_sink raw, void *ud)
 }
 
 int
-mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, void *ud)
+mc__bundle_stream_par(mc_bundle *b, mc_par_sink sink, const unsigned char *hold, void *ud)
 {
-	struct sstate s = {.psink = sink, .ud = ud};
+	struct sstate s = {.psink = sink, .hold = hold, .ud = ud};
 
 	return stream(b, mc__threads(b->ctx), &s);
 }

@@ -401,12 +401,15 @@ mc__dcur_open(struct loader *L, mc_ctx *ctx, struct dcur *d, size_t tier, const 
 		return mc__err(ctx, MC_ERR_INVALID, "%s/%s: path too long", t->root, dir);
 	if (d->tier != tier)
 		dcur_cut(d, 0);
-	/* The folders open already that dir passes through. */
+	/* The folders open already that dir passes through. The last slot holds the rest
+	 * of a deep path: a folder below it is walked again from the slot before. */
 	for (k = 0; k < d->n; k++) {
 		size_t e = d->end[k];
 		if (e > len || memcmp(d->path, dir, e) != 0 || (dir[e] != '/' && dir[e] != '\0'))
 			break;
 	}
+	if (k == MC_DCUR_DEPTH && dir[d->end[k - 1]] != '\0')
+		k--;
 	dcur_cut(d, k);
 	d->tier = tier;
 	memcpy(d->path, dir, len + 1);
@@ -420,6 +423,11 @@ mc__dcur_open(struct loader *L, mc_ctx *ctx, struct dcur *d, size_t tier, const 
 		j = i + strcspn(dir + i, "/");
 		/* The last slot takes the rest of a deep path in one walk. */
 		stop = d->n + 1 < MC_DCUR_DEPTH ? j : len;
+		if (d->n >= MC_DCUR_DEPTH) { /* not reached: the slot before is walked again */
+			close(start);
+			dcur_cut(d, 0);
+			return mc__err(ctx, MC_ERR_INVALID, "%s/%s: too deep", t->root, dir);
+		}
 		if (start < 0)
 			return mc__errno(ctx, MC_ERR_IO, "cannot open", t->root);
 		path[keep + stop] = '\0';

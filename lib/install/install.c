@@ -43,6 +43,7 @@ loader_free(struct loader *L)
 	free(L->by_obj);
 	free(L->obj_first);
 	free(L->found);
+	free(L->hold);
 	pthread_mutex_destroy(&L->lock);
 }
 
@@ -105,7 +106,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		/* The folders first, as the load meets them before any content. */
 		if (!(flags & MC_LOAD_NO_WRITE_CHECK))
 			rc = mc__stage_prepare(&L, 1);
-		if (rc == MC_OK && (rc = mc__bundle_stream_par(b, NULL, NULL)) == MC_OK &&
+		if (rc == MC_OK && (rc = mc__bundle_stream_par(b, NULL, NULL, NULL)) == MC_OK &&
 		    (rc = mc__gpu_check(b, skip, 1)) == MC_OK)
 			rc = report_selected(&L, fn, ud, 0);
 	} else if (rc == MC_OK) {

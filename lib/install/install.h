@@ -116,6 +116,7 @@ struct loader {
 	uint32_t *by_obj;          /* staged indices sorted by object */
 	uint32_t *obj_first;       /* per object: first position in by_obj, nobjects+1 entries */
 	unsigned char *found;      /* per artifact: what its destination held, MC_FOUND_* */
+	unsigned char *hold;       /* per object: a file is derived from it (taken whole) */
 	size_t empty_obj;          /* the object of empty content, when a file of it is staged */
 	struct fjob *jobs;         /* the folders to make (stage.c) */
 	size_t njobs;
@@ -135,7 +136,8 @@ struct loader {
 /* What mc__open_dir_of() does with a folder that is missing. */
 enum {
 	MC_DIR_OPEN = 0,  /* nothing: *fd is -1 */
-	MC_DIR_MAKE = 1,  /* makes it, and the folders on the way (calling thread only) */
+	MC_DIR_MAKE = 1,  /* makes it, and the folders on the way (a tier root: the calling
+			   * thread only) */
 	MC_DIR_PROBE = 2  /* a dry run: checks the first missing folder could be made, as
 			   * the load would find it; *fd is -1 */
 };

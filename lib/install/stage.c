@@ -158,32 +158,41 @@ hset_free(struct hset *S)
 	free(S->val);
 }
 
-/* The folder job j makes (its staged file's, or its unit's temp folder's parent) and
- * that staged file's names. */
+/* The folder job j makes (its staged file's, or its unit's temp folder's parent); fdir
+ * gets the staged file's folder. Reads nothing that the thread writing the file
+ * changes (its temp name's tries). */
 static int
 job_folder(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct fjob *j,
-	   struct snames *n, struct unames *un, const char **dir)
+	   char fdir[MC_PATH_MAX], struct unames *un, const char **dir)
 {
 	const struct staged *s = &L->st[j->st];
+	char dest[MC_PATH_MAX];
+	const char *base;
 	int rc;
 
-	if ((rc = mc__staged_names(L, ctx, c, s, n, NULL)) != MC_OK)
+	if ((rc = art_dest(ctx, c, s->art, dest, sizeof dest, fdir, MC_PATH_MAX, &base, NULL)) !=
+	    MC_OK)
 		return rc;
-	*dir = n->dir;
+	*dir = fdir;
 	if (s->unit != NO_UNIT) {
-		mc__unit_names(L, &L->units[s->unit], n->dir, un);
+		mc__unit_names(L, &L->units[s->unit], fdir, un);
 		*dir = un->parent;
 	}
 	return MC_OK;
 }
 
-/* Makes the unit's temp folder in its parent, open as pfd. */
+/* Makes the unit's temp folder in its parent, open as pfd; a job run again after the
+ * owner could not be given tries that again, in the folder it made. */
 static int
 unit_mkdir(struct loader *L, mc_ctx *ctx, struct unit *u, const char *dir, int pfd)
 {
 	struct unames n;
 	int err = 0;
 
+	if (u->made) {
+		mc__unit_names(L, u, dir, &n);
+		return mc__give_owner(ctx, -1, pfd, n.tmp, "%s/%s", L->tiers[u->tier].root, n.stage);
+	}
 	for (; u->tries < 16; u->tries++) {
 		mc__unit_names(L, u, dir, &n);
 		if (mkdirat(pfd, n.tmp, 0777) == 0) { /* less the umask: it becomes the folder */
@@ -202,12 +211,12 @@ static int
 probe_job(struct loader *L, const struct fjob *j)
 {
 	const struct staged *s = &L->st[j->st];
-	struct snames n;
+	char fdir[MC_PATH_MAX];
 	struct unames un;
 	const char *dir;
 	int dfd, rc;
 
-	if ((rc = job_folder(L, L->ctx, &L->cur, j, &n, &un, &dir)) != MC_OK)
+	if ((rc = job_folder(L, L->ctx, &L->cur, j, fdir, &un, &dir)) != MC_OK)
 		return rc;
 	if ((rc = mc__open_dir_of(L, s->tier, dir, MC_DIR_PROBE, &dfd)) != MC_OK || dfd < 0)
 		return rc; /* one still to make (dfd -1) would be the load's own */
@@ -223,12 +232,12 @@ static int
 run_job(struct loader *L, mc_ctx *ctx, struct lworker *lw, struct fjob *j)
 {
 	struct staged *s = &L->st[j->st];
-	struct snames n;
+	char fdir[MC_PATH_MAX];
 	struct unames un;
 	const char *dir;
 	int dfd, rc;
 
-	if ((rc = job_folder(L, ctx, &lw->cur, j, &n, &un, &dir)) != MC_OK ||
+	if ((rc = job_folder(L, ctx, &lw->cur, j, fdir, &un, &dir)) != MC_OK ||
 	    (rc = mc__dcur_open(L, ctx, &lw->dc, s->tier, dir, MC_DIR_MAKE, &dfd)) != MC_OK)
 		return rc;
 	if (dfd < 0) /* not reached: made, or an error */
@@ -236,7 +245,7 @@ run_job(struct loader *L, mc_ctx *ctx, struct lworker *lw, struct fjob *j)
 			       L->tiers[s->tier].root, dir);
 	if (j->clean)
 		mc__clean_stale(dfd);
-	return s->unit != NO_UNIT ? unit_mkdir(L, ctx, &L->units[s->unit], n.dir, dfd) : MC_OK;
+	return s->unit != NO_UNIT ? unit_mkdir(L, ctx, &L->units[s->unit], fdir, dfd) : MC_OK;
 }
 
 /* Job j, once: run by the first thread that needs it, while the others wait for it; one

@@ -219,6 +219,8 @@ plan_artifact(struct loader *L, size_t i)
 	s->fd = -1;
 	s->tier = (uint16_t)tier;
 	L->obj_first[a->object + 1]++;
+	if (mc__derives(a->handler, a->key))
+		L->hold[a->object] = 1;
 	if (a->size == 0) /* objects are unique by content: there is one such */
 		L->empty_obj = a->object;
 	return MC_OK;
@@ -237,7 +239,8 @@ mc__plan_staging(struct loader *L)
 
 	if ((L->found = calloc(b->m.nartifacts + 1, sizeof *L->found)) == NULL ||
 	    (L->st = calloc(b->m.nartifacts + 1, sizeof *L->st)) == NULL ||
-	    (L->obj_first = calloc(b->m.nobjects + 2, sizeof *L->obj_first)) == NULL)
+	    (L->obj_first = calloc(b->m.nobjects + 2, sizeof *L->obj_first)) == NULL ||
+	    (L->hold = calloc(b->m.nobjects + 1, 1)) == NULL)
 		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < b->m.nartifacts; i++)
 		if (b->sel[i] && (rc = plan_artifact(L, i)) != MC_OK)

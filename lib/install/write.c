@@ -219,7 +219,7 @@ mc__stage_all(struct loader *L)
 	/* The folders are made as their first files arrive, beside the other threads'
 	 * decompression. */
 	if (rc == MC_OK)
-		rc = mc__bundle_stream_par(L->b, sink, L);
+		rc = mc__bundle_stream_par(L->b, sink, L->hold, L);
 	mc__prof_since(L->ctx, "stream", t, 0);
 	for (i = 0; i < L->nwk; i++) {
 		r = mc__close_object(L, L->ctx, &L->wk[i]);

@@ -198,4 +198,17 @@ check "expand: the zeros alone are stored as is" \
 run 0 "1 file installed" load "$T/zeros.mcache" -p "$PUB" --cache-dir "$T/zeros-out"
 check "expand: the zeros alone load byte for byte" \
 	cmp -s "$T/expand/ab/zeros.bin" "$T/zeros-out/ab/zeros.bin"
+
+# Folders deeper than a worker keeps open (8), and folders below them, in turn: every file
+# in its place, on one thread and on several.
+d="$T/deep/a/b/c/d/e/f/g/h"
+for sub in "" /i /i/j /i/j/k /i2 /i/j2; do
+	mkdir -p "$d$sub"
+	for f in 1 2 3; do printf 'deep%s %s\n' "$sub" "$f" > "$d$sub/f$f.txt"; done
+done
+run 0 "" pack -q -o "$T/deep.mcache" -s "$SEC" --from-dir "$T/deep" --keep-unknown
+for n in 1 2 8; do
+	run 0 "18 files installed" load "$T/deep.mcache" -p "$PUB" --cache-dir "$T/deep-out$n" --threads "$n"
+	check "deep folders, $n threads: the tree as packed" diff -r "$T/deep" "$T/deep-out$n"
+done
 finish

@@ -1,6 +1,7 @@
 /* test_bundle.c - bundles through the public API: record, save, open, verify, load;
  * every single-byte change and every truncation refused with nothing written;
- * all-or-nothing installs; destinations that are links; determinism. */
+ * all-or-nothing installs; destinations that are links; determinism; a loader
+ * thread's open folders. */
 #include "util.h"
 
 #include <errno.h>
@@ -1006,6 +1007,61 @@ START_TEST(graph_entry_from_file)
 }
 END_TEST
 
+/* A worker's open folders (install.h, struct dcur) through paths deeper than it keeps
+ * slots for, and folders below them: each open gives the folder asked for, the cursor
+ * never holds more than its slots, and no descriptor of the process is closed. */
+START_TEST(folder_cursor_deep)
+{
+	static const char *const dirs[] = {
+		"a/b/c/d/e/f/g/h", "a/b/c/d/e/f/g/h/i", "a/b/c/d/e/f/g/h/i/j", "a/b/c/d/e/f/g/h",
+		"a/b/c/d/e/f/g/h/i2", "a/b/c/d/e/f/g/h/i/j/k/l/m", "a/b/c/d/e/f/g/h/i/j/k",
+		"a/b/c/x", "a/b/c/d/e/f/g/h/i/j/k/l/m/n", "a/b", "."};
+	struct tier_root t = {"inductor", NULL, 0, -1, NULL};
+	struct loader L;
+	struct dcur d;
+	char root[4096], p[8192];
+	size_t i;
+	int sentinel, fd;
+
+	snprintf(root, sizeof root, "%s/cursor", dir);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	t.root = root;
+	t.named = strlen(root);
+	ck_assert_int_ge(t.fd = open(root, O_RDONLY | O_DIRECTORY), 0);
+	memset(&L, 0, sizeof L);
+	L.ctx = ctx;
+	L.tiers = &t;
+	L.ntiers = 1;
+	pthread_mutex_init(&L.lock, NULL);
+	/* Descriptors the cursor must leave alone, among the numbers it uses. */
+	ck_assert_int_ge(sentinel = open("/dev/null", O_RDONLY), 0);
+	mc__dcur_init(&d);
+	for (i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+		struct stat a, b;
+
+		ck_assert_int_eq(mc__dcur_open(&L, ctx, &d, 0, dirs[i], MC_DIR_MAKE, &fd), MC_OK);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_uint_le(d.n, MC_DCUR_DEPTH);
+		snprintf(p, sizeof p, "%s/%s", root, dirs[i]);
+		ck_assert_int_eq(fstat(fd, &a), 0);
+		ck_assert_int_eq(stat(p, &b), 0);
+		ck_assert_msg(a.st_ino == b.st_ino && a.st_dev == b.st_dev, "%s: another folder", dirs[i]);
+		ck_assert_int_ne(fcntl(0, F_GETFD), -1);
+		ck_assert_int_ne(fcntl(sentinel, F_GETFD), -1);
+		ck_assert_int_ne(fcntl(t.fd, F_GETFD), -1);
+	}
+	mc__dcur_close(&d);
+	ck_assert_uint_eq(d.n, 0);
+	ck_assert_int_ne(fcntl(sentinel, F_GETFD), -1);
+	close(sentinel);
+	close(t.fd);
+	for (i = 0; i < L.nmade; i++)
+		free(L.made[i].path);
+	free(L.made);
+	pthread_mutex_destroy(&L.lock);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -1034,6 +1090,7 @@ suite(void)
 	tcase_add_test(tc, pipe_index_fails_head_stays);
 	tcase_add_test(tc, misnamed_graph_file);
 	tcase_add_test(tc, misnamed_files_of_one_key);
+	tcase_add_test(tc, folder_cursor_deep);
 	suite_add_tcase(s, tc);
 	return s;
 }
