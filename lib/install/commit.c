@@ -88,7 +88,8 @@ remove_made_dirs(struct loader *L)
 {
 	size_t i;
 
-	qsort(L->made, L->nmade, sizeof *L->made, made_order);
+	if (L->nmade > 1)
+		qsort(L->made, L->nmade, sizeof *L->made, made_order);
 	for (i = 0; i < L->nmade; i++) {
 		struct made_dir *m = &L->made[i];
 		if (m->tier == (size_t)-1)
