@@ -563,7 +563,7 @@ int
 mc__bundle_index(mc_bundle *b)
 {
 	if (b->index_pending) {
-		uint64_t t0 = mc__prof_on(b->ctx) ? mc__now_ns() : 0;
+		uint64_t t0 = mc__prof_start(b->ctx);
 		b->index_pending = 0;
 		b->index_loading = 1;
 		b->index_rc = index_member(b, 1);
@@ -731,7 +731,7 @@ static int
 open_fd(mc_ctx *ctx, int fd, const struct stat *st, const char *name, mc_bundle **out)
 {
 	mc_bundle *b;
-	uint64_t t0 = mc__prof_on(ctx) ? mc__now_ns() : 0;
+	uint64_t t0 = mc__prof_start(ctx);
 	int rc;
 
 	if ((b = calloc(1, sizeof *b)) == NULL) {
@@ -794,7 +794,7 @@ mc_bundle_free(mc_bundle *b)
 
 	if (b == NULL)
 		return;
-	t = mc__prof_on(b->ctx) ? mc__now_ns() : 0;
+	t = mc__prof_start(b->ctx);
 	mc__zin_free(b->z);
 	mc__zdec_free(b->dec);
 	if (b->fd >= 0)

@@ -687,7 +687,7 @@ work(void *ud, unsigned id, mc_ctx *wctx, size_t k)
 	struct sstate *s = ud;
 	struct sworker *w = &s->w[id];
 	size_t i = s->items != NULL ? s->items[k] : k;
-	uint64_t done, n, t0 = mc__prof_on(wctx) ? mc__now_ns() : 0;
+	uint64_t done, n, t0 = mc__prof_start(wctx);
 	int rc;
 
 	if (w->ctx != wctx) { /* the first object of this worker in this pass */

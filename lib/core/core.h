@@ -102,8 +102,12 @@ MC_HIDDEN void mc__prof_add(mc_ctx *ctx, const char *phase, uint64_t ns, uint64_
 MC_HIDDEN uint64_t mc__prof_since(mc_ctx *ctx, const char *phase, uint64_t t, uint64_t count);
 /* Writes the phases to stderr, one line, and ends the profile (mc_ctx_free()). */
 MC_HIDDEN void mc__prof_report(mc_ctx *ctx);
-/* Whether the profile is on. */
-#define mc__prof_on(ctx) ((ctx)->prof != NULL)
+/* The start of a phase for mc__prof_since(): now, or 0 when the profile is off. */
+static inline uint64_t
+mc__prof_start(const mc_ctx *ctx)
+{
+	return ctx->prof != NULL ? mc__now_ns() : 0;
+}
 
 #define MC_MAX_THREADS 8
 /* The number of worker threads an operation on ctx uses (at least 1). */

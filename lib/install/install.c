@@ -97,7 +97,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	mc__acur_init(&L.ucur, b->ctx, &b->m, mc__find_type);
 	/* The GPU targets a manifest records are checked before anything is staged; every
 	 * kernel's, once the pass has read them (SPEC.md section 12.6). */
-	t = mc__prof_on(b->ctx) ? mc__now_ns() : 0;
+	t = mc__prof_start(b->ctx);
 	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__gpu_check(b, skip, 0)) == MC_OK &&
 	    (rc = mc__bundle_plan(b)) == MC_OK && (rc = mc__setup_tiers(&L)) == MC_OK)
 		rc = mc__plan_staging(&L);
@@ -111,7 +111,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 			rc = report_selected(&L, fn, ud, 0);
 	} else if (rc == MC_OK) {
 		if ((rc = mc__stage_all(&L)) == MC_OK && (rc = mc__gpu_check(b, skip, 1)) == MC_OK) {
-			t = mc__prof_on(b->ctx) ? mc__now_ns() : 0;
+			t = mc__prof_start(b->ctx);
 			rc = mc__load_commit(&L, fn, ud);
 			mc__prof_since(b->ctx, "commit", t, L.nst);
 		}
@@ -120,7 +120,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		if (rc == MC_OK)
 			rc = report_selected(&L, fn, ud, 1);
 	}
-	t = mc__prof_on(b->ctx) ? mc__now_ns() : 0;
+	t = mc__prof_start(b->ctx);
 	if (rc != MC_OK && !dry)
 		mc__load_rollback(&L);
 	loader_free(&L);

@@ -26,7 +26,7 @@ stage_open(struct loader *L, mc_ctx *ctx, struct lworker *lw, struct staged *s, 
 		if ((rc = mc__staged_names(L, ctx, c, s, &n, &a)) != MC_OK)
 			return rc;
 		*derive |= mc__derives(a->handler, a->key);
-		uint64_t t = mc__prof_on(ctx) ? mc__now_ns() : 0;
+		uint64_t t = mc__prof_start(ctx);
 		rc = mc__create_in(L, ctx, &lw->dc, s->tier, n.stage, n.tmp, a->executable, &s->fd);
 		mc__prof_since(ctx, "create", t, 1);
 		if (rc != MC_OK)
@@ -59,7 +59,7 @@ write_error(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct stage
 static int
 stage_close(struct loader *L, mc_ctx *ctx, struct mc_acur *c, struct staged *s)
 {
-	uint64_t t = mc__prof_on(ctx) ? mc__now_ns() : 0;
+	uint64_t t = mc__prof_start(ctx);
 	int rc = MC_OK;
 
 	if (s->fd >= 0 && close(s->fd) != 0)
@@ -177,7 +177,7 @@ sink(void *ud, unsigned worker, mc_ctx *ctx, size_t obj, const unsigned char *bu
 			return mc__err(ctx, MC_ERR_INTEGRITY, "object %zu is over its size", obj);
 		memcpy(lw->buf + lw->written, buf, n);
 	}
-	t = mc__prof_on(ctx) ? mc__now_ns() : 0;
+	t = mc__prof_start(ctx);
 	for (k = L->obj_first[obj]; !lw->derive && k < L->obj_first[obj + 1]; k++) {
 		struct staged *s = &L->st[L->by_obj[k]];
 		if (mc__write_all(s->fd, buf, n) != 0)
@@ -208,7 +208,7 @@ mc__stage_all(struct loader *L)
 		mc__acur_init(&L->wk[i].cur, L->ctx, &L->b->m, mc__find_type);
 		mc__dcur_init(&L->wk[i].dc);
 	}
-	t = mc__prof_on(L->ctx) ? mc__now_ns() : 0;
+	t = mc__prof_start(L->ctx);
 	if ((rc = mc__stage_prepare(L, 0)) != MC_OK)
 		return rc; /* it told the first folder that cannot be made */
 	t = mc__prof_since(L->ctx, "folders", t, 0);

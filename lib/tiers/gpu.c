@@ -191,7 +191,7 @@ mc_gpu_detect(mc_ctx *ctx, char ***out, size_t *n)
 		return MC_ERR_INVALID;
 	*out = NULL;
 	*n = 0;
-	t = mc__prof_on(ctx) ? mc__now_ns() : 0;
+	t = mc__prof_start(ctx);
 	nvidia_targets(l, &k);
 	amd_targets("/sys/class/kfd/kfd/topology/nodes", l, &k);
 	mc__prof_since(ctx, "gpu detect", t, 0);
