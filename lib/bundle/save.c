@@ -675,12 +675,14 @@ static int
 first_pass(struct job *j)
 {
 	mc_writer *w = j->w;
+	uint64_t t = mc__prof_start(w->ctx);
 	int rc;
 
 	if (w->version == 2 &&
 	    ((rc = mc__wblocks_plan(&j->bl, &j->sv, j->out_fd >= 0 ? NULL : j->path)) != MC_OK ||
 	     (rc = mc__wblocks_pass(&j->bl)) != MC_OK || (rc = misnamed(j)) != MC_OK))
 		return rc;
+	t = mc__prof_since(w->ctx, "blocks", t, 0);
 	if (j->again)
 		return MC_OK;
 	j->pass.w = w;
@@ -692,6 +694,7 @@ first_pass(struct job *j)
 			       j->nworkers, pass_item, &j->pass)) != MC_OK ||
 	    (rc = mc__wsort_conflicts(&j->sv)) != MC_OK)
 		return rc;
+	mc__prof_since(w->ctx, "pass", t, 0);
 	mc__store_free(&j->sv.dups);
 	j->done = atomic_load(&j->pass.done);
 	return MC_OK;
@@ -1004,6 +1007,7 @@ out:
 static int
 save_once(mc_writer *w, const char *path, int out_fd, int *again)
 {
+	uint64_t t = mc__prof_start(w->ctx);
 	struct job j;
 	int rc;
 
@@ -1014,16 +1018,23 @@ save_once(mc_writer *w, const char *path, int out_fd, int *again)
 	if ((rc = job_start(&j, w, path, out_fd)) == MC_OK &&
 	    (rc = mc__wsort_artifacts(&j.sv)) == MC_OK &&
 	    (rc = mark_layout(&j)) == MC_OK &&
+	    ((t = mc__prof_since(w->ctx, "sort", t, 0)), 1) &&
 	    (rc = first_pass(&j)) == MC_OK && !(*again = j.again) &&
 	    (rc = w->version == 2 ? block_objects(&j)
 				  : mc__wsort_objects(&j.sv, &j.order, &j.nobjects, &j.total)) ==
 		    MC_OK &&
+	    ((t = mc__prof_start(w->ctx)), 1) &&
 	    (w->version == 1 || (rc = gpu_targets(&j)) == MC_OK) &&
+	    ((t = mc__prof_since(w->ctx, "targets", t, 0)), 1) &&
 	    (rc = manifest_model(&j)) == MC_OK &&
 	    (w->version == 1 || (rc = make_index(&j)) == MC_OK) &&
+	    ((t = mc__prof_since(w->ctx, "index", t, 0)), 1) &&
 	    (rc = render(&j, NULL, j.prehash, &j.mlen)) == MC_OK &&
-	    (rc = sign_manifest(&j)) == MC_OK)
+	    (rc = sign_manifest(&j)) == MC_OK) {
+		t = mc__prof_since(w->ctx, "manifest", t, 0);
 		rc = emit_bundle(&j);
+		mc__prof_since(w->ctx, "write", t, 0);
+	}
 	if (rc == MC_OK && !*again) {
 		w->saved_narts = j.sv.nuniq;
 		w->saved_total = j.sv.uniq_bytes;

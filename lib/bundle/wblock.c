@@ -211,7 +211,7 @@ block_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 	struct mc_wblock *b = &bl->b[k];
 	mc_writer *w = bl->w;
 	struct mc_wobj bo; /* the block, as one object of the spool */
-	uint64_t done;
+	uint64_t done, t0 = mc__prof_start(wctx);
 	uint32_t j;
 	int rc;
 
@@ -241,6 +241,7 @@ block_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 		b->spool_off = bo.spool_off;
 		memcpy(b->stored_hash, bo.stored_hash, MC_HASH_BYTES);
 	}
+	mc__prof_since(wctx, "block threads", t0, 1);
 	done = atomic_fetch_add(&bl->done, b->size) + b->size;
 	if (worker == 0)
 		mc__progress(w->ctx, "pack", done, bl->total);

@@ -278,7 +278,9 @@ mc__emit_finish(mc_emit *e)
 	if (rc == MC_OK)
 		rc = emit_flush(e);
 	if (rc == MC_OK && !e->borrowed) {
+		uint64_t t = mc__prof_start(e->ctx);
 		rc = mc__commit_temp(e->ctx, e->fd, e->tmp, e->path);
+		mc__prof_since(e->ctx, "flush and rename", t, 0);
 		e->fd = -1;
 		free(e->tmp);
 		e->tmp = NULL;
