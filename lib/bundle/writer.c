@@ -449,21 +449,23 @@ mc__writer_add_range(mc_writer *w, const char *type, const char *key, const char
 	 * hash, which the save computes. A blob's layout needs the hash now. */
 	want_sha = (t->flags & MC_TYPE_WANTS_SHA256) && w->halg != MC_HALG_SHA256;
 	memset(&o, 0, sizeof o);
-	if ((rc = mc__wsource_open(w->ctx, &src, w, NULL, path)) != MC_OK)
-		return rc;
+	/* A content read only at save is opened only there (a file that cannot be opened
+	 * fails the save as it would here, naming it). */
 	if (want_sha || hashed) {
 		struct mc_wread rd;
 
+		if ((rc = mc__wsource_open(w->ctx, &src, w, NULL, path)) != MC_OK)
+			return rc;
 		memset(&rd, 0, sizeof rd);
 		rd.ctx = w->ctx;
 		rd.halg = w->halg;
 		rc = mc__wsource_digest(&rd, &src, offset, size, hashed ? o.hash : NULL,
 					want_sha ? sha : NULL, NULL, NULL);
 		free(rd.buf);
+		mc__wsource_close(&src);
+		if (rc != MC_OK)
+			return rc;
 	}
-	mc__wsource_close(&src);
-	if (rc != MC_OK)
-		return rc;
 	/* The SHA-256 a type wants: read above in version 1; in version 2 the content hash,
 	 * known here only where the content was read. */
 	known = want_sha ? sha : (t->flags & MC_TYPE_WANTS_SHA256) && hashed ? o.hash : NULL;

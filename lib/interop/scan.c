@@ -24,6 +24,8 @@ struct scan {
 	void *ud;
 	const char *root;
 	size_t rootlen;
+	const char *seen;     /* the entry being visited, and its type as the folder's */
+	unsigned char seen_type; /* listing gave it (DT_UNKNOWN: not given) */
 };
 
 static void
@@ -118,13 +120,15 @@ add_file(struct scan *s, const char *path, const char *type, const char *key)
 	return MC_OK;
 }
 
+/* A listed entry: its type as the listing gives it (d_type), then its name. */
 static int
 name_cmp(const void *x, const void *y)
 {
-	return strcmp(*(char *const *)x, *(char *const *)y);
+	return strcmp(*(char *const *)x + 1, *(char *const *)y + 1);
 }
 
-/* Sorted listing of a folder (without . and ..), so scans are deterministic. */
+/* Sorted listing of a folder (without . and ..), so scans are deterministic: each entry
+ * a byte of its type (d_type), then its name. */
 static int
 list_dir(struct scan *s, const char *path, char ***names, size_t *n)
 {
@@ -146,8 +150,10 @@ list_dir(struct scan *s, const char *path, char ***names, size_t *n)
 				goto nomem;
 			v = nv;
 		}
-		if ((v[k] = mc__strdup(de->d_name)) == NULL)
+		if ((v[k] = malloc(strlen(de->d_name) + 2)) == NULL)
 			goto nomem;
+		v[k][0] = (char)de->d_type;
+		strcpy(v[k] + 1, de->d_name);
 		k++;
 	}
 	closedir(d);
@@ -184,11 +190,15 @@ join(const char *a, const char *b)
 	return p;
 }
 
+/* Whether path is a folder (not a link to one): the listing's word for the entry being
+ * visited, where it gave one, else lstat's. */
 static int
-is_dir(const char *path)
+is_dir(struct scan *s, const char *path)
 {
 	struct stat st;
 
+	if (s->seen != NULL && s->seen_type != DT_UNKNOWN && strcmp(path, s->seen) == 0)
+		return s->seen_type == DT_DIR;
 	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -209,15 +219,19 @@ for_each_child(struct scan *s, const char *dir, visit_fn visit, const void *arg)
 	if ((rc = list_dir(s, dir, &names, &n)) != MC_OK)
 		return rc;
 	for (i = 0; i < n && rc == MC_OK; i++) {
-		char *p = join(dir, names[i]);
+		const char *name = names[i] + 1;
+		char *p = join(dir, name);
 		if (p == NULL) {
 			rc = mc__err(s->ctx, MC_ERR_NOMEM, "out of memory");
 			break;
 		}
-		if (visit != skip_visit && is_transient(names[i]))
+		s->seen = p;
+		s->seen_type = (unsigned char)names[i][0];
+		if (visit != skip_visit && is_transient(name))
 			rc = skip_tree(s, p, "lock or temp file");
 		else
-			rc = visit(s, p, names[i], arg);
+			rc = visit(s, p, name, arg);
+		s->seen = NULL;
 		free(p);
 	}
 	free_list(names, n);
@@ -234,7 +248,7 @@ skip_visit(struct scan *s, const char *path, const char *name, const void *reaso
 static int
 skip_tree(struct scan *s, const char *path, const char *reason)
 {
-	if (!is_dir(path)) {
+	if (!is_dir(s, path)) {
 		report(s, MC_SCAN_SKIPPED, path, reason);
 		return MC_OK;
 	}
@@ -264,7 +278,7 @@ key_dir(struct scan *s, const char *path, const char *name, const void *type)
 {
 	struct keyed k = {type, name};
 
-	if (!is_dir(path))
+	if (!is_dir(s, path))
 		return unknown(s, path, "unexpected file in the cache layout");
 	return for_each_child(s, path, keyed_file, &k);
 }
@@ -273,7 +287,7 @@ key_dir(struct scan *s, const char *path, const char *name, const void *type)
 static int
 prefix_dir(struct scan *s, const char *path, const char *name, const void *type)
 {
-	if (!is_dir(path))
+	if (!is_dir(s, path))
 		return unknown(s, path, "unexpected file in the cache layout");
 	return for_each_child(s, path, key_dir, type);
 }
@@ -285,7 +299,7 @@ dynamo_entry(struct scan *s, const char *path, const char *name, const void *arg
 	char *entry;
 	int rc;
 
-	if (!is_dir(path) && len > 15 && strncmp(name, "code_state_", 11) == 0 &&
+	if (!is_dir(s, path) && len > 15 && strncmp(name, "code_state_", 11) == 0 &&
 	    ends_with(name, ".pkl")) {
 		/* torch's file name replaced the key's special characters by '_'; the name
 		 * part is itself a key that maps to the same file. */
@@ -293,7 +307,7 @@ dynamo_entry(struct scan *s, const char *path, const char *name, const void *arg
 		snprintf(key, sizeof key, "%.*s", (int)(len - 15), name + 11);
 		return add_file(s, path, "pgo", key);
 	}
-	if (!is_dir(path))
+	if (!is_dir(s, path))
 		return unknown(s, path, "unknown dynamo file");
 	if ((entry = join(path, "entry")) == NULL)
 		return mc__err(s->ctx, MC_ERR_NOMEM, "out of memory");
@@ -309,7 +323,7 @@ unknown(struct scan *s, const char *path, const char *reason)
 {
 	if (!s->keep_unknown)
 		return skip_tree(s, path, reason);
-	if (is_dir(path))
+	if (is_dir(s, path))
 		return for_each_child(s, path, unknown_visit, reason);
 	return add_file(s, path, "extra", path + s->rootlen + 1);
 }
@@ -326,7 +340,7 @@ code_entry(struct scan *s, const char *path, const char *name, const void *two)
 {
 	char key[512];
 
-	if (is_dir(path))
+	if (is_dir(s, path))
 		return unknown(s, path, "folder inside a kernel code folder");
 	snprintf(key, sizeof key, "%s/%s", (const char *)two, name);
 	return add_file(s, path, ends_with(name, ".best_config") ? "autotune" : "kernel_code", key);
@@ -345,7 +359,7 @@ triton_file(struct scan *s, const char *path, const char *name, const void *arg)
 	const struct kernel *k = arg;
 	char key[1024];
 
-	if (is_dir(path))
+	if (is_dir(s, path))
 		return unknown(s, path, "folder inside a Triton kernel folder");
 	if (k->dev == NULL)
 		snprintf(key, sizeof key, "%s/%s", k->hash, name);
@@ -362,7 +376,7 @@ triton_kernel(struct scan *s, const char *path, const char *name, const void *de
 	/* Triton stages a kernel in tmp.pid_<pid>_<n>/ before renaming it into place. */
 	if (strncmp(name, "tmp.", 4) == 0)
 		return skip_tree(s, path, "lock or temp file");
-	if (!is_dir(path))
+	if (!is_dir(s, path))
 		return unknown(s, path, "file outside a Triton kernel folder");
 	return for_each_child(s, path, triton_file, &k);
 }
@@ -370,7 +384,7 @@ triton_kernel(struct scan *s, const char *path, const char *name, const void *de
 static int
 triton_device(struct scan *s, const char *path, const char *name, const void *arg)
 {
-	if (!is_dir(path) || strspn(name, "0123456789") != strlen(name))
+	if (!is_dir(s, path) || strspn(name, "0123456789") != strlen(name))
 		return unknown(s, path, "not a Triton device folder");
 	return for_each_child(s, path, triton_kernel, name);
 }
@@ -378,7 +392,7 @@ triton_device(struct scan *s, const char *path, const char *name, const void *ar
 static int
 gemm_entry(struct scan *s, const char *path, const char *name, const void *arg)
 {
-	if (is_dir(path))
+	if (is_dir(s, path))
 		return unknown(s, path, "folder inside the GEMM timing cache");
 	return add_file(s, path, "gemm_timing", name);
 }
@@ -392,19 +406,19 @@ code_dir(struct scan *s, const char *path, const char *name, const void *arg)
 static int
 top_entry(struct scan *s, const char *path, const char *name, const void *arg)
 {
-	if (strcmp(name, "fxgraph") == 0 && is_dir(path))
+	if (strcmp(name, "fxgraph") == 0 && is_dir(s, path))
 		return for_each_child(s, path, prefix_dir, "inductor");
-	if (strcmp(name, "aotautograd") == 0 && is_dir(path))
+	if (strcmp(name, "aotautograd") == 0 && is_dir(s, path))
 		return for_each_child(s, path, key_dir, "aot_autograd");
-	if (strcmp(name, "dynamo") == 0 && is_dir(path))
+	if (strcmp(name, "dynamo") == 0 && is_dir(s, path))
 		return for_each_child(s, path, dynamo_entry, NULL);
-	if (strcmp(name, MC_TRITON_SUBDIR) == 0 && is_dir(path))
+	if (strcmp(name, MC_TRITON_SUBDIR) == 0 && is_dir(s, path))
 		return for_each_child(s, path, triton_device, NULL);
-	if (strcmp(name, "cache") == 0 && is_dir(path))
+	if (strcmp(name, "cache") == 0 && is_dir(s, path))
 		return for_each_child(s, path, gemm_entry, NULL);
 	if (strcmp(name, "locks") == 0)
 		return skip_tree(s, path, "lock or temp file");
-	if (strlen(name) == 2 && is_dir(path))
+	if (strlen(name) == 2 && is_dir(s, path))
 		return code_dir(s, path, name, NULL);
 	return unknown(s, path, "not a known cache file");
 }
@@ -417,6 +431,7 @@ scan_dir(mc_writer *w, const char *dir, int what, mc_scan_fn fn, void *ud)
 {
 	struct scan s;
 	size_t before;
+	uint64_t t;
 	int rc;
 
 	if (w == NULL || dir == NULL)
@@ -431,17 +446,19 @@ scan_dir(mc_writer *w, const char *dir, int what, mc_scan_fn fn, void *ud)
 	s.keep_unknown = mc__writer_keep_unknown(w);
 	while (s.rootlen > 1 && dir[s.rootlen - 1] == '/')
 		s.rootlen--;
-	if (!is_dir(dir))
+	if (!is_dir(&s, dir))
 		return mc__err(s.ctx, MC_ERR_IO, "%s: not a folder", dir);
 	if (what == SCAN_CACHE_DIR)
 		mc__writer_set_scan(w, fn, ud);
 	before = mc_writer_artifact_count(w);
+	t = mc__prof_start(s.ctx);
 	if (what == SCAN_CACHE_DIR)
 		rc = for_each_child(&s, dir, top_entry, NULL);
 	else
 		rc = for_each_child(&s, dir, triton_kernel, what == SCAN_TRITON_FLAT ? "0" : NULL);
 	if (rc == MC_OK)
 		mc__writer_note_source(w, mc_writer_artifact_count(w) - before);
+	mc__prof_since(s.ctx, "scan", t, 0);
 	return rc;
 }
 
