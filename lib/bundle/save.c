@@ -484,6 +484,7 @@ struct itext {
 	uint64_t len;
 	mc_emit *e;
 	int spool;
+	struct mc_pipe *pipe;  /* with spool: the thread that compresses, if any */
 };
 
 static int
@@ -499,12 +500,31 @@ itext_sink(void *ud, const char *p, size_t n)
 			       "manifest cap", (unsigned long long)ctx->max_manifest);
 	if (t->e != NULL)
 		return mc__emit_data(t->e, p, n);
+	if (t->pipe != NULL)
+		return mc__pipe_put(t->pipe, p, n);
 	return t->spool ? mc__wspool_piece(t->j->isp, (const unsigned char *)p, n, 0) : MC_OK;
 }
 
+/* A piece of the index's text into its frame, on the thread that compresses it; the
+ * piece of no bytes that ends the text ends the frame (the renderer hands on none
+ * before). */
 static int
-write_index(struct job *j, mc_emit *e, int spool, unsigned char hash[MC_HASH_BYTES],
-	    uint64_t *len)
+index_piece(void *ud, mc_ctx *wctx, const void *buf, size_t n)
+{
+	struct job *j = ud;
+	int rc;
+
+	(void)wctx; /* the spool was begun with it */
+	if (n > 0)
+		return mc__wspool_piece(j->isp, buf, n, 0);
+	if ((rc = mc__wspool_piece(j->isp, NULL, 0, 1)) != MC_OK)
+		return rc;
+	return mc__wspool_end(j->isp, &j->io);
+}
+
+static int
+write_index(struct job *j, mc_emit *e, int spool, struct mc_pipe *pipe,
+	    unsigned char hash[MC_HASH_BYTES], uint64_t *len)
 {
 	struct itext t;
 	int rc;
@@ -513,6 +533,7 @@ write_index(struct job *j, mc_emit *e, int spool, unsigned char hash[MC_HASH_BYT
 	t.j = j;
 	t.e = e;
 	t.spool = spool;
+	t.pipe = pipe;
 	if (mc__chash_init(&t.h, j->w->halg) != MC_OK)
 		return mc__err(j->w->ctx, MC_ERR_NOMEM, "out of memory");
 	rc = mc__index_write(j->w->ctx, &j->m, itext_sink, &t);
@@ -525,23 +546,38 @@ write_index(struct job *j, mc_emit *e, int spool, unsigned char hash[MC_HASH_BYT
 }
 
 /* The index, compressed into a spool file of its own at a level above 0: what the
- * manifest says of it. */
+ * manifest says of it. With more than one thread, it is compressed on a second one
+ * while the first renders it. */
 static int
 make_index(struct job *j)
 {
 	mc_writer *w = j->w;
 	struct mc_mindex *x = &j->m.index;
-	int rc, spool = w->level > 0;
+	struct mc_pipe *pipe = NULL;
+	int rc, rc2, spool = w->level > 0;
 
 	memset(&j->io, 0, sizeof j->io);
+	if (spool && mc__threads(w->ctx) > 1 &&
+	    (rc = mc__pipe_start(w->ctx, index_piece, j, &pipe)) != MC_OK)
+		return rc;
 	if (spool && ((rc = mc__wspool_new(w->ctx, w->level, w->version, j->out_fd >= 0 ? NULL
 					   : j->path, &j->isp)) != MC_OK ||
-		      (rc = mc__wspool_begin(j->isp, w->ctx, &j->io)) != MC_OK))
+		      (rc = mc__wspool_begin(j->isp, pipe != NULL ? mc__pipe_ctx(pipe) : w->ctx,
+					     &j->io)) != MC_OK)) {
+		mc__pipe_end(pipe);
 		return rc;
-	if ((rc = write_index(j, NULL, spool, j->io.hash, &j->io.size)) != MC_OK)
-		return rc;
-	if (spool && ((rc = mc__wspool_piece(j->isp, NULL, 0, 1)) != MC_OK ||
-		      (rc = mc__wspool_end(j->isp, &j->io)) != MC_OK))
+	}
+	rc = write_index(j, NULL, spool, pipe, j->io.hash, &j->io.size);
+	if (pipe != NULL) {
+		if (rc == MC_OK)
+			rc = mc__pipe_put(pipe, "", 0);
+		rc2 = mc__pipe_end(pipe);
+		rc = rc != MC_OK ? rc : rc2;
+	} else if (rc == MC_OK && spool) {
+		if ((rc = mc__wspool_piece(j->isp, NULL, 0, 1)) == MC_OK)
+			rc = mc__wspool_end(j->isp, &j->io);
+	}
+	if (rc != MC_OK)
 		return rc;
 	if (spool)
 		mc__wspool_done(j->isp);
@@ -572,7 +608,7 @@ emit_index(struct job *j, mc_emit *e)
 	if (x->encoding == MC_ENC_ZSTD)
 		return copy_spooled(j->w, e, mc__wspool_fd(j->isp), j->io.spool_off,
 				    x->stored_size);
-	if ((rc = write_index(j, e, 0, hash, &len)) != MC_OK)
+	if ((rc = write_index(j, e, 0, NULL, hash, &len)) != MC_OK)
 		return rc;
 	if (len != x->size || memcmp(hash, x->stored_hash, sizeof hash) != 0)
 		return mc__err(j->w->ctx, MC_ERR_INVALID, "%s: the index rendered differently "

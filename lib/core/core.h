@@ -122,6 +122,22 @@ typedef int (*mc_par_fn)(void *ud, unsigned worker, mc_ctx *wctx, size_t i);
  * its message on ctx. */
 MC_HIDDEN int mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud);
 
+/* pipe.c: pieces handed from the calling thread to one consumer thread, which calls fn
+ * with each in order (wctx: the context for its error message), while the caller makes
+ * the next; at most two are in flight. Where no thread starts, mc__pipe_put() calls fn
+ * itself. */
+struct mc_pipe;
+typedef int (*mc_pipe_fn)(void *ud, mc_ctx *wctx, const void *buf, size_t n);
+MC_HIDDEN int mc__pipe_start(mc_ctx *ctx, mc_pipe_fn fn, void *ud, struct mc_pipe **out);
+/* The context fn's messages go to: for what fn uses that keeps one. */
+MC_HIDDEN mc_ctx *mc__pipe_ctx(struct mc_pipe *p);
+/* Hands over a copy of n bytes (a piece of none is handed over as one). After fn failed,
+ * pieces are dropped: mc__pipe_end() tells. */
+MC_HIDDEN int mc__pipe_put(struct mc_pipe *p, const void *buf, size_t n);
+/* Waits for the pieces handed over, ends the thread and frees p; fn's first failure,
+ * its message on the context given to mc__pipe_start(). */
+MC_HIDDEN int mc__pipe_end(struct mc_pipe *p);
+
 /* escape.c: the characters mc_escape() makes visible, and that a label value may not
  * hold (SPEC.md section 3.1); whether text of n bytes is UTF-8 without them (0), not
  * valid UTF-8 (-1), or holds one, *cp (1); tab_ok lets TAB through. */
