@@ -121,6 +121,11 @@ typedef int (*mc_par_fn)(void *ud, unsigned worker, mc_ctx *wctx, size_t i);
  * failure no further item starts; the result is that of the lowest item that failed,
  * its message on ctx. */
 MC_HIDDEN int mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud);
+/* The same, the items claimed in the order given (a permutation of 0..n-1): after a
+ * failure, the items below the lowest one that failed still run, the others do not
+ * start; the result is the lowest one's, as in order. */
+MC_HIDDEN int mc__parallel_in(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud,
+			      const size_t *order);
 
 /* pipe.c: pieces handed from the calling thread to one consumer thread, which calls fn
  * with each in order (wctx: the context for its error message), while the caller makes

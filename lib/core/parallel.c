@@ -1,7 +1,9 @@
 /*
- * parallel.c - runs independent items on worker threads. Items are claimed in order;
- * after a failure no further item starts, and the result is the one of the lowest-
- * numbered item that failed, so that what a caller sees does not depend on timing.
+ * parallel.c - runs independent items on worker threads. Items are claimed in order, or
+ * in an order the caller gives (the longest first, so that no long one starts last);
+ * after a failure no item after the lowest-numbered one that failed starts, and the
+ * result is that item's, so that what a caller sees depends neither on timing nor on
+ * the order.
  */
 #include "config.h"
 
@@ -16,6 +18,7 @@ struct par {
 	mc_par_fn fn;
 	void *ud;
 	size_t n;
+	const size_t *order;   /* the items in the order they are claimed; NULL: 0..n-1 */
 	pthread_mutex_t lock;  /* for the failure's record */
 	_Atomic size_t next;   /* items are claimed without it: some are a single rename */
 	_Atomic int failed;
@@ -40,10 +43,23 @@ par_run(void *arg)
 
 	for (;;) {
 		size_t i;
-		int rc;
+		int rc, skip;
 
-		if (atomic_load(&p->failed) || (i = atomic_fetch_add(&p->next, 1)) >= p->n)
+		if ((p->order == NULL && atomic_load(&p->failed)) ||
+		    (i = atomic_fetch_add(&p->next, 1)) >= p->n)
 			break;
+		if (p->order != NULL) {
+			/* Out of order, the items before the lowest failed one still run: the
+			 * failure told is the one the items in order would have met. */
+			i = p->order[i];
+			if (atomic_load(&p->failed)) {
+				pthread_mutex_lock(&p->lock);
+				skip = i > p->err_item;
+				pthread_mutex_unlock(&p->lock);
+				if (skip)
+					continue;
+			}
+		}
 		if ((rc = p->fn(p->ud, w->id, w->ctx, i)) != MC_OK) {
 			pthread_mutex_lock(&p->lock);
 			if (!p->failed || i < p->err_item) {
@@ -53,14 +69,16 @@ par_run(void *arg)
 			}
 			p->failed = 1;
 			pthread_mutex_unlock(&p->lock);
-			break;
+			if (p->order == NULL)
+				break;
 		}
 	}
 	return NULL;
 }
 
 int
-mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud)
+mc__parallel_in(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud,
+		const size_t *order)
 {
 	struct par p;
 	struct par_worker *w;
@@ -75,6 +93,7 @@ mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud)
 	p.fn = fn;
 	p.ud = ud;
 	p.n = n;
+	p.order = order;
 	if ((w = calloc(nworkers, sizeof *w)) == NULL ||
 	    (nworkers > 1 && (own = calloc(nworkers, sizeof *own)) == NULL)) {
 		free(w);
@@ -109,4 +128,10 @@ mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud)
 		return MC_OK;
 	snprintf(ctx->err, sizeof ctx->err, "%s", p.err_msg);
 	return p.err_rc;
+}
+
+int
+mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud)
+{
+	return mc__parallel_in(ctx, n, nworkers, fn, ud, NULL);
 }

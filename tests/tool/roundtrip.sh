@@ -211,4 +211,39 @@ for n in 1 2 8; do
 	run 0 "18 files installed" load "$T/deep.mcache" -p "$PUB" --cache-dir "$T/deep-out$n" --threads "$n"
 	check "deep folders, $n threads: the tree as packed" diff -r "$T/deep" "$T/deep-out$n"
 done
+# Blocks are taken the longest first (the last one, of 1,744 small files, before the
+# first, of one large file), but a bundle damaged in several blocks names the first in
+# the bundle, on one thread or several, as a verify and as a load (which leaves nothing
+# behind).
+/usr/bin/python3 - "$T/order" <<'EOF'
+import os, sys
+top = sys.argv[1]
+os.makedirs(os.path.join(top, "ab"))
+for name in ("a1.bin", "a2.bin"):
+    with open(os.path.join(top, "ab", name), "wb") as f:
+        f.write(os.urandom(15 << 20))
+for i in range(2000):
+    with open(os.path.join(top, "ab", "s%04d.zz" % i), "wb") as f:
+        f.write(os.urandom(4096))
+EOF
+run 0 "" pack -q -o "$T/order.mcache" -s "$SEC" --from-dir "$T/order" --keep-unknown
+tar -xOf "$T/order.mcache" index.json.zst | zstd -dcq > "$T/order.json"
+/usr/bin/python3 -c 'import json, sys
+b = json.load(open(sys.argv[1]))["blocks"]
+sys.exit([x["objects"] for x in b] != [1, 257, 1744])' "$T/order.json" && ok ||
+	bad "order: the blocks are not a large file, one with small files, then small files: $(head -c 300 "$T/order.json")"
+flip_member "$T/order.mcache" "$T/order1.mcache" blocks/0 0x40
+flip_member "$T/order1.mcache" "$T/order12.mcache" blocks/2 0x40
+run 1 "" verify "$T/order1.mcache" -p "$PUB" --threads 1
+sed -n 1p "$T/err" > "$T/order.want"
+[ -s "$T/order.want" ] && ok || bad "order: no error for a damaged block"
+for n in 1 2 4; do
+	run 1 "" verify "$T/order12.mcache" -p "$PUB" --threads "$n"
+	sed -n 1p "$T/err" | sed 's/order12/order1/' > "$T/order.got"
+	check "order: two damaged blocks, $n threads: verify names the first" cmp -s "$T/order.want" "$T/order.got"
+	run 1 "" load "$T/order12.mcache" -p "$PUB" --threads "$n" --cache-dir "$T/order-out$n"
+	sed -n 1p "$T/err" | sed 's/order12/order1/' > "$T/order.got"
+	check "order: two damaged blocks, $n threads: load names the first" cmp -s "$T/order.want" "$T/order.got"
+	check "order: two damaged blocks, $n threads: nothing left" test ! -e "$T/order-out$n"
+done
 finish
