@@ -248,11 +248,59 @@ block_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
 	return MC_OK;
 }
 
+/* The order the workers take the blocks in: the longest first, so that none starts last
+ * while the others are done. A block's time is mostly its bytes, compressed, and its
+ * files, each opened, read and closed (about as long as 8 KiB compressed); the bench
+ * corpus's blocks are all 16 MiB but hold from 33 to 5,074 files. NULL: in order. */
+struct wcost {
+	uint64_t cost;
+	size_t k;
+};
+
+static int
+wcost_cmp(const void *x, const void *y)
+{
+	const struct wcost *a = x, *b = y;
+
+	if (a->cost != b->cost)
+		return a->cost > b->cost ? -1 : 1;
+	return (a->k > b->k) - (a->k < b->k);
+}
+
+static int
+block_order(const struct mc_wblocks *bl, size_t **out)
+{
+	struct wcost *c;
+	size_t k;
+
+	*out = NULL;
+	if (bl->nworkers < 2 || bl->nb < 2)
+		return MC_OK;
+	if ((c = malloc(bl->nb * sizeof *c)) == NULL || (*out = malloc(bl->nb * sizeof **out)) == NULL) {
+		free(c);
+		return mc__err(bl->w->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	for (k = 0; k < bl->nb; k++) {
+		c[k].cost = bl->b[k].size + (uint64_t)bl->b[k].n * 8192;
+		c[k].k = k;
+	}
+	qsort(c, bl->nb, sizeof *c, wcost_cmp);
+	for (k = 0; k < bl->nb; k++)
+		(*out)[k] = c[k].k;
+	free(c);
+	return MC_OK;
+}
+
 int
 mc__wblocks_pass(struct mc_wblocks *bl)
 {
+	size_t *order;
 	unsigned k;
-	int rc = mc__parallel(bl->w->ctx, bl->nb, bl->nworkers, block_item, bl);
+	int rc = block_order(bl, &order);
+
+	if (rc == MC_OK)
+		rc = mc__parallel_in(bl->w->ctx, bl->nb, bl->nworkers, block_item, bl, order);
+	free(order);
 
 	/* The compressors and read buffers are done with: only the spool files stay. */
 	for (k = 0; k < bl->nworkers; k++) {
