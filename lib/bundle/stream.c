@@ -901,43 +901,21 @@ select_items(struct sstate *s)
  * for a load, its files (each created, written and closed: about as long as 16 KiB
  * decompressed and hashed); the bench corpus's blocks are all 16 MiB but hold from 33
  * to 5,074 files. NULL when in order: from a stream, or for one worker. */
-struct bcost {
-	uint64_t cost;
-	size_t k;
-};
-
-static int
-bcost_cmp(const void *x, const void *y)
+static uint64_t
+block_cost(const void *ud, size_t k)
 {
-	const struct bcost *a = x, *b = y;
+	const struct mc_mblock *bk = &((const mc_bundle *)ud)->m.blocks[k];
 
-	if (a->cost != b->cost)
-		return a->cost > b->cost ? -1 : 1;
-	return (a->k > b->k) - (a->k < b->k);
+	return bk->size + (uint64_t)bk->n * 16384;
 }
 
 static int
 block_order(mc_bundle *b, unsigned nworkers, size_t **out)
 {
-	size_t k, n = b->m.nblocks;
-	struct bcost *c;
-
 	*out = NULL;
-	if (b->m.version != 2 || b->seq || nworkers < 2 || n < 2)
+	if (b->m.version != 2 || b->seq || nworkers < 2 || b->m.nblocks < 2)
 		return MC_OK;
-	if ((c = malloc(n * sizeof *c)) == NULL || (*out = malloc(n * sizeof **out)) == NULL) {
-		free(c);
-		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	for (k = 0; k < n; k++) {
-		c[k].cost = b->m.blocks[k].size + (uint64_t)b->m.blocks[k].n * 16384;
-		c[k].k = k;
-	}
-	qsort(c, n, sizeof *c, bcost_cmp);
-	for (k = 0; k < n; k++)
-		(*out)[k] = c[k].k;
-	free(c);
-	return MC_OK;
+	return mc__longest_first(b->ctx, b->m.nblocks, block_cost, b, out);
 }
 
 /* A pass over the bundle's objects, as set in s (its callbacks, want and ud). */

@@ -252,43 +252,21 @@ block_item(void *ud, unsigned worker, mc_ctx *wctx, size_t k)
  * while the others are done. A block's time is mostly its bytes, compressed, and its
  * files, each opened, read and closed (about as long as 8 KiB compressed); the bench
  * corpus's blocks are all 16 MiB but hold from 33 to 5,074 files. NULL: in order. */
-struct wcost {
-	uint64_t cost;
-	size_t k;
-};
-
-static int
-wcost_cmp(const void *x, const void *y)
+static uint64_t
+block_cost(const void *ud, size_t k)
 {
-	const struct wcost *a = x, *b = y;
+	const struct mc_wblock *b = &((const struct mc_wblocks *)ud)->b[k];
 
-	if (a->cost != b->cost)
-		return a->cost > b->cost ? -1 : 1;
-	return (a->k > b->k) - (a->k < b->k);
+	return b->size + (uint64_t)b->n * 8192;
 }
 
 static int
 block_order(const struct mc_wblocks *bl, size_t **out)
 {
-	struct wcost *c;
-	size_t k;
-
 	*out = NULL;
 	if (bl->nworkers < 2 || bl->nb < 2)
 		return MC_OK;
-	if ((c = malloc(bl->nb * sizeof *c)) == NULL || (*out = malloc(bl->nb * sizeof **out)) == NULL) {
-		free(c);
-		return mc__err(bl->w->ctx, MC_ERR_NOMEM, "out of memory");
-	}
-	for (k = 0; k < bl->nb; k++) {
-		c[k].cost = bl->b[k].size + (uint64_t)bl->b[k].n * 8192;
-		c[k].k = k;
-	}
-	qsort(c, bl->nb, sizeof *c, wcost_cmp);
-	for (k = 0; k < bl->nb; k++)
-		(*out)[k] = c[k].k;
-	free(c);
-	return MC_OK;
+	return mc__longest_first(bl->w->ctx, bl->nb, block_cost, bl, out);
 }
 
 int

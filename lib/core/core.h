@@ -126,6 +126,10 @@ MC_HIDDEN int mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn f
  * start; the result is the lowest one's, as in order. */
 MC_HIDDEN int mc__parallel_in(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud,
 			      const size_t *order);
+/* The order of n items for mc__parallel_in(), the costliest first (ties in order):
+ * *out, to free. */
+MC_HIDDEN int mc__longest_first(mc_ctx *ctx, size_t n, uint64_t (*cost)(const void *ud, size_t k),
+				const void *ud, size_t **out);
 
 /* pipe.c: pieces handed from the calling thread to one consumer thread, which calls fn
  * with each in order (wctx: the context for its error message), while the caller makes

@@ -135,3 +135,43 @@ mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud)
 {
 	return mc__parallel_in(ctx, n, nworkers, fn, ud, NULL);
 }
+
+/* An item's cost and place, for mc__longest_first(). */
+struct icost {
+	uint64_t cost;
+	size_t k;
+};
+
+static int
+icost_cmp(const void *x, const void *y)
+{
+	const struct icost *a = x, *b = y;
+
+	if (a->cost != b->cost)
+		return a->cost > b->cost ? -1 : 1;
+	return (a->k > b->k) - (a->k < b->k);
+}
+
+int
+mc__longest_first(mc_ctx *ctx, size_t n, uint64_t (*cost)(const void *ud, size_t k),
+		  const void *ud, size_t **out)
+{
+	struct icost *c;
+	size_t k;
+
+	*out = NULL;
+	if ((c = malloc((n + 1) * sizeof *c)) == NULL ||
+	    (*out = malloc((n + 1) * sizeof **out)) == NULL) {
+		free(c);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	for (k = 0; k < n; k++) {
+		c[k].cost = cost(ud, k);
+		c[k].k = k;
+	}
+	qsort(c, n, sizeof *c, icost_cmp);
+	for (k = 0; k < n; k++)
+		(*out)[k] = c[k].k;
+	free(c);
+	return MC_OK;
+}
