@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 
 #include <sodium.h>
 
@@ -1062,6 +1063,120 @@ START_TEST(folder_cursor_deep)
 }
 END_TEST
 
+/* The consumer of a pipe: the pieces as they arrive, end to end, with their bounds; it
+ * fails at piece fail_at (counting from 1), 0: never. */
+struct pcons {
+	char got[4096];
+	size_t len, pieces, fail_at;
+	size_t bounds[64];
+};
+
+static int
+pipe_consume(void *ud, mc_ctx *wctx, const void *buf, size_t n)
+{
+	struct pcons *c = ud;
+
+	c->pieces++;
+	if (c->fail_at != 0 && c->pieces == c->fail_at)
+		return mc__err(wctx, MC_ERR_IO, "piece %zu: cannot write", c->pieces);
+	ck_assert_uint_le(c->len + n, sizeof c->got);
+	memcpy(c->got + c->len, buf, n);
+	c->len += n;
+	if (c->pieces <= 64)
+		c->bounds[c->pieces - 1] = n;
+	return MC_OK;
+}
+
+START_TEST(pipe_pieces_in_order)
+{
+	struct pcons c;
+	struct mc_pipe *p;
+	char want[4096];
+	size_t i, n, len = 0;
+	int rc;
+
+	/* 40 pieces of 1 to 40 bytes, one empty among them: all arrive, in order, whole. */
+	memset(&c, 0, sizeof c);
+	ck_assert_int_eq(mc__pipe_start(ctx, pipe_consume, &c, &p), MC_OK);
+	for (i = 0; i < 40; i++) {
+		char piece[64];
+		n = i == 7 ? 0 : i + 1;
+		memset(piece, 'a' + (int)(i % 26), n);
+		memcpy(want + len, piece, n);
+		len += n;
+		ck_assert_int_eq(mc__pipe_put(p, piece, n), MC_OK);
+	}
+	ck_assert_int_eq(mc__pipe_end(p), MC_OK);
+	ck_assert_uint_eq(c.pieces, 40);
+	ck_assert_uint_eq(c.len, len);
+	ck_assert_int_eq(memcmp(c.got, want, len), 0);
+	for (i = 0; i < 40; i++)
+		ck_assert_uint_eq(c.bounds[i], i == 7 ? 0 : i + 1);
+
+	/* The consumer fails at the 5th: what follows is dropped, the end tells, with the
+	 * consumer's message on the caller's context. */
+	memset(&c, 0, sizeof c);
+	c.fail_at = 5;
+	ck_assert_int_eq(mc__pipe_start(ctx, pipe_consume, &c, &p), MC_OK);
+	for (i = 0; i < 20; i++)
+		ck_assert_int_eq(mc__pipe_put(p, "xyz", 3), MC_OK);
+	rc = mc__pipe_end(p);
+	ck_assert_int_eq(rc, MC_ERR_IO);
+	ck_assert_str_eq(mc_ctx_error(ctx), "piece 5: cannot write");
+	ck_assert_uint_eq(c.len, 12);
+	ck_assert_uint_eq(c.pieces, 5); /* none handed to it after its failure */
+}
+END_TEST
+
+/* An item of the ordered run: fails where told, counts the runs. */
+struct porder {
+	_Atomic int runs[64];
+	int fails[64];
+};
+
+static int
+order_item(void *ud, unsigned worker, mc_ctx *wctx, size_t i)
+{
+	struct porder *o = ud;
+
+	(void)worker;
+	atomic_fetch_add(&o->runs[i], 1);
+	if (o->fails[i])
+		return mc__err(wctx, MC_ERR_INTEGRITY, "item %zu failed", i);
+	return MC_OK;
+}
+
+START_TEST(parallel_in_order_given)
+{
+	size_t order[64];
+	unsigned threads;
+	size_t i;
+
+	for (i = 0; i < 64; i++) /* the last first */
+		order[i] = 63 - i;
+	for (threads = 1; threads <= 8; threads *= 2) {
+		struct porder o;
+		int rc;
+
+		memset(&o, 0, sizeof o);
+		ck_assert_int_eq(mc__parallel_in(ctx, 64, threads, order_item, &o, order), MC_OK);
+		for (i = 0; i < 64; i++)
+			ck_assert_int_eq(atomic_load(&o.runs[i]), 1);
+		/* Items 10 and 50 fail: 50 is met first, but every item below 10 still runs,
+		 * once, and the failure told is 10's, as in order. */
+		memset(&o, 0, sizeof o);
+		o.fails[10] = o.fails[50] = 1;
+		rc = mc__parallel_in(ctx, 64, threads, order_item, &o, order);
+		ck_assert_int_eq(rc, MC_ERR_INTEGRITY);
+		ck_assert_str_eq(mc_ctx_error(ctx), "item 10 failed");
+		for (i = 0; i <= 10; i++)
+			ck_assert_int_eq(atomic_load(&o.runs[i]), 1);
+		for (i = 11; i < 64; i++)
+			ck_assert_int_le(atomic_load(&o.runs[i]), 1);
+	}
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -1091,6 +1206,8 @@ suite(void)
 	tcase_add_test(tc, misnamed_graph_file);
 	tcase_add_test(tc, misnamed_files_of_one_key);
 	tcase_add_test(tc, folder_cursor_deep);
+	tcase_add_test(tc, pipe_pieces_in_order);
+	tcase_add_test(tc, parallel_in_order_given);
 	suite_add_tcase(s, tc);
 	return s;
 }
