@@ -31,18 +31,18 @@ mc__load_report(mc_bundle *b, mc_artifact_fn fn, void *ud, int what,
 	fn(ud, what, a->type, a->key, dest, a->size);
 }
 
-/* Removes s's staged file (best effort: on the failure paths). */
+/* Removes s's staged file (best effort), its folder opened through dc: a kernel left
+ * out on a worker thread, a file of a unit that was not installed, the failure paths. */
 static void
-remove_staged(struct loader *L, struct staged *s)
+remove_staged(struct loader *L, mc_ctx *ctx, struct mc_acur *cur, struct dcur *dc,
+	      struct staged *s)
 {
 	struct snames n;
 	int dfd;
 
-	if (s->made && mc__staged_names(L, L->ctx, &L->cur, s, &n, NULL) == MC_OK &&
-	    mc__open_dir_of(L, s->tier, n.stage, 0, &dfd) == MC_OK && dfd >= 0) {
+	if (s->made && mc__staged_names(L, ctx, cur, s, &n, NULL) == MC_OK &&
+	    mc__dcur_open(L, ctx, dc, s->tier, n.stage, MC_DIR_OPEN, &dfd) == MC_OK && dfd >= 0)
 		unlinkat(dfd, n.tmp, 0);
-		close(dfd);
-	}
 	s->made = 0;
 }
 
@@ -102,16 +102,19 @@ remove_made_dirs(struct loader *L)
 void
 mc__load_rollback(struct loader *L)
 {
+	struct dcur dc;
 	size_t i;
 
 	for (i = 0; i < L->nwk; i++)
 		mc__close_object(L, L->ctx, &L->wk[i]);
+	mc__dcur_init(&dc);
 	for (i = 0; i < L->nst; i++) {
 		if (L->st[i].fd >= 0)
 			close(L->st[i].fd);
 		L->st[i].fd = -1;
-		remove_staged(L, &L->st[i]);
+		remove_staged(L, L->ctx, &L->cur, &dc, &L->st[i]);
 	}
+	mc__dcur_close(&dc);
 	for (i = 0; i < L->nunits; i++)
 		remove_unit_temp(L, &L->units[i]);
 	/* A folder another process filled meanwhile stays. */
@@ -139,11 +142,7 @@ commit_item(void *ud, unsigned worker, mc_ctx *ctx, size_t k)
 		if (s->unit != NO_UNIT || !s->made)
 			return MC_OK;
 		if (mc__gpu_dropped(L->b, s->art)) { /* a kernel for another GPU */
-			if (mc__staged_names(L, ctx, &lw->cur, s, &n, NULL) == MC_OK &&
-			    mc__dcur_open(L, ctx, &lw->dc, s->tier, n.stage, MC_DIR_OPEN, &dfd) == MC_OK &&
-			    dfd >= 0)
-				unlinkat(dfd, n.tmp, 0);
-			s->made = 0;
+			remove_staged(L, ctx, &lw->cur, &lw->dc, s);
 			return MC_OK;
 		}
 		if ((rc = mc__staged_names(L, ctx, &lw->cur, s, &n, NULL)) != MC_OK)
@@ -220,6 +219,7 @@ int
 mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 {
 	const struct mc_martifact *a;
+	struct dcur dc;
 	uint64_t t;
 	size_t i;
 	int rc, r;
@@ -232,6 +232,7 @@ mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 	if ((r = report_files(L, fn, ud)) != MC_OK && rc == MC_OK)
 		rc = r;
 	/* The files of the units: installed with their folder, or dropped with it. */
+	mc__dcur_init(&dc);
 	for (i = 0; i < L->nst && rc == MC_OK; i++) {
 		struct staged *s = &L->st[i];
 		struct snames n;
@@ -242,7 +243,7 @@ mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 			continue;
 		dropped = mc__gpu_dropped(L->b, L->units[s->unit].art);
 		if (L->units[s->unit].lost || dropped)
-			remove_staged(L, s);
+			remove_staged(L, L->ctx, &L->cur, &dc, s);
 		s->made = 0;
 		if ((rc = mc__staged_names(L, L->ctx, &L->cur, s, &n, &a)) != MC_OK)
 			break;
@@ -250,6 +251,7 @@ mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 					      : L->units[s->unit].lost ? MC_LOAD_UNCHANGED
 					      : MC_LOAD_INSTALLED, a, n.dest);
 	}
+	mc__dcur_close(&dc);
 	for (i = 0; i < L->nunits && rc == MC_OK; i++)
 		if (L->units[i].lost || mc__gpu_dropped(L->b, L->units[i].art))
 			remove_unit_temp(L, &L->units[i]);
