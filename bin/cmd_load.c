@@ -294,7 +294,7 @@ cmd_load(struct tool *t, int argc, char **argv)
 	r.b = b;
 	if (rc == MC_OK && o.types != NULL)
 		rc = select_types(t->ctx, b, o.types);
-	if (rc == MC_OK && (status = gpu_apply(t, &o.gpu, b)) != 0)
+	if (rc == MC_OK && (status = gpu_apply_later(t, &o.gpu, b)) != 0)
 		goto out;
 	if (r.json)
 		r.arts = cJSON_CreateArray();
@@ -302,7 +302,7 @@ cmd_load(struct tool *t, int argc, char **argv)
 		rc = mc_bundle_load(b, (o.dry ? MC_LOAD_DRY_RUN : o.sync ? MC_LOAD_SYNC : 0) |
 					       gpu_flags(&o.gpu), on_load_artifact, &sink);
 	if (rc != MC_OK) {
-		status = fail_signed(t, b, rc);
+		status = gpu_told(&o.gpu) != 0 ? gpu_told(&o.gpu) : fail_signed(t, b, rc);
 		if (rc == MC_ERR_GPU_MISMATCH)
 			gpu_mismatch_hint(t, &o.gpu, b, o.dry);
 	} else if (r.json) {

@@ -155,7 +155,7 @@ load_bundles(struct tool *t, struct run_opts *o, mc_bundle **bases, size_t *nbas
 		rc = open_trusted(t, o->bundles[i], &b, keys + i * MAX_PUBKEYS);
 		if (rc == MC_OK && o->types != NULL)
 			rc = select_types(t->ctx, b, o->types);
-		if (rc == MC_OK && (rc = gpu_apply(t, &o->gpu, b)) != 0) {
+		if (rc == MC_OK && (rc = gpu_apply_later(t, &o->gpu, b)) != 0) {
 			mc_bundle_free(b);
 			return rc;
 		}
@@ -163,7 +163,7 @@ load_bundles(struct tool *t, struct run_opts *o, mc_bundle **bases, size_t *nbas
 			rc = mc_bundle_load(b, (o->sync ? MC_LOAD_SYNC : 0) | gpu_flags(&o->gpu),
 					    on_artifact, &r);
 		if (rc != MC_OK) {
-			int status = fail(t->ctx, rc);
+			int status = gpu_told(&o->gpu) != 0 ? gpu_told(&o->gpu) : fail(t->ctx, rc);
 			if (rc == MC_ERR_GPU_MISMATCH)
 				gpu_mismatch_hint(t, &o->gpu, b, 0);
 			if (!o->allow_cold) {

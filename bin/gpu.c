@@ -107,6 +107,39 @@ gpu_apply(struct tool *t, struct gpu_opts *g, mc_bundle *b)
 	return 0;
 }
 
+/* mc_bundle_load()'s call for the host's targets. */
+static int
+host_fn(void *ud, const char *const **targets, size_t *n)
+{
+	struct gpu_opts *g = ud;
+
+	if (!g->resolved && (g->status = detected(g->tool, g)) != 0)
+		return MC_ERR_NOMEM; /* mc_gpu_detect()'s only failure */
+	g->resolved = 1;
+	*targets = host_targets(g, n);
+	return MC_OK;
+}
+
+int
+gpu_apply_later(struct tool *t, struct gpu_opts *g, mc_bundle *b)
+{
+	int rc;
+
+	g->status = 0;
+	if (g->resolved || g->ngiven > 0 || !g->started)
+		return gpu_apply(t, g, b);
+	g->tool = t;
+	if ((rc = mc_bundle_set_host_gpus_fn(b, host_fn, g)) != MC_OK)
+		return fail(t->ctx, rc);
+	return 0;
+}
+
+int
+gpu_told(const struct gpu_opts *g)
+{
+	return g->status;
+}
+
 unsigned
 gpu_flags(const struct gpu_opts *g)
 {

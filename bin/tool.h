@@ -288,6 +288,10 @@ struct gpu_opts {
 	int started, joined;
 	mc_ctx *dctx;
 	int drc;
+	/* gpu_apply_later(): the tool its failure is told through, and the exit status
+	 * told (0: none) */
+	struct tool *tool;
+	int status;
 };
 #define GPU_LONG_OPTIONS                                                         \
 	{"gpu-target", required_argument, NULL, OPT_GPU_TARGET},                 \
@@ -297,13 +301,20 @@ struct gpu_opts {
 int gpu_opt(struct gpu_opts *g, int c, const char *arg);
 /* Starts detecting the host's targets on a thread of its own when no --gpu-target
  * names them: NVML takes about a tenth of a second to start on a GPU host, which then
- * passes while the bundle is opened and its signatures checked. */
+ * passes while the bundle is opened and its signatures checked, and (gpu_apply_later())
+ * while a load plans. */
 void gpu_detect_start(struct gpu_opts *g);
 /* Waits for that thread to end (before the environment is changed or a child runs). */
 void gpu_detect_wait(struct gpu_opts *g);
 /* The host's targets (given, else detected once) set on b. Returns 0 or the exit status
  * of a failure (told). */
 int gpu_apply(struct tool *t, struct gpu_opts *g, mc_bundle *b);
+/* The same, or, while the detection still runs, set on b to be waited for when
+ * mc_bundle_load() asks for the targets (after its plan), so that NVML's start
+ * overlaps the load's. A load that then fails with gpu_told(g) nonzero failed in the
+ * detection, which was told: that is its exit status. */
+int gpu_apply_later(struct tool *t, struct gpu_opts *g, mc_bundle *b);
+int gpu_told(const struct gpu_opts *g);
 /* The load flags the options ask for. */
 unsigned gpu_flags(const struct gpu_opts *g);
 /* After a load (dry or not) of b, r its report: a line on f on what the check of its

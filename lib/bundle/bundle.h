@@ -32,6 +32,8 @@ struct mc_gputargets {
 	size_t nskipped;        /* the kernel folders left out */
 	char (*host)[MC_GPU_TARGET_LEN]; /* mc_bundle_set_host_gpus() */
 	size_t nhost;
+	mc_host_gpus_fn hostfn; /* mc_bundle_set_host_gpus_fn(): host is set from it */
+	void *hostud;
 };
 
 struct mc_bundle {
@@ -187,6 +189,8 @@ MC_HIDDEN int mc__gpu_derived(mc_bundle *b);
  * the host lacks fails the load (MC_ERR_GPU_MISMATCH), or with skip set marks the
  * kernel's folder's artifacts in gt.drop. */
 MC_HIDDEN int mc__gpu_check(mc_bundle *b, int skip, int after_pass);
+/* The host's targets from the function set (mc_bundle_set_host_gpus_fn()), once. */
+MC_HIDDEN int mc__gpu_host(mc_bundle *b);
 MC_HIDDEN void mc__gpu_free(mc_bundle *b);
 /* Whether artifact i is left out (mc__gpu_check() with skip). */
 static inline int

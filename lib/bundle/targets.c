@@ -347,7 +347,39 @@ mc_bundle_set_host_gpus(mc_bundle *b, const char *const *targets, size_t n)
 	free(b->gt.host);
 	b->gt.host = h;
 	b->gt.nhost = k;
+	b->gt.hostfn = NULL;
+	b->gt.hostud = NULL;
 	return MC_OK;
+}
+
+int
+mc_bundle_set_host_gpus_fn(mc_bundle *b, mc_host_gpus_fn fn, void *ud)
+{
+	int rc;
+
+	if (b == NULL)
+		return MC_ERR_INVALID;
+	if ((rc = mc_bundle_set_host_gpus(b, NULL, 0)) != MC_OK)
+		return rc;
+	b->gt.hostfn = fn;
+	b->gt.hostud = ud;
+	return MC_OK;
+}
+
+int
+mc__gpu_host(mc_bundle *b)
+{
+	mc_host_gpus_fn fn = b->gt.hostfn;
+	const char *const *targets = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (fn == NULL)
+		return MC_OK;
+	b->gt.hostfn = NULL; /* once, whatever it returns */
+	if ((rc = fn(b->gt.hostud, &targets, &n)) != MC_OK)
+		return rc;
+	return mc_bundle_set_host_gpus(b, targets, n);
 }
 
 int

@@ -96,12 +96,16 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	mc__acur_init(&L.cur, b->ctx, &b->m, mc__find_type);
 	mc__acur_init(&L.ucur, b->ctx, &b->m, mc__find_type);
 	/* The GPU targets a manifest records are checked before anything is staged; every
-	 * kernel's, once the pass has read them (SPEC.md section 12.6). */
+	 * kernel's, once the pass has read them (SPEC.md section 12.6). The host's are
+	 * asked for after the plan, which a detection still running can then overlap. */
 	t = mc__prof_start(b->ctx);
-	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__gpu_check(b, skip, 0)) == MC_OK &&
-	    (rc = mc__bundle_plan(b)) == MC_OK && (rc = mc__setup_tiers(&L)) == MC_OK)
+	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__bundle_plan(b)) == MC_OK &&
+	    (rc = mc__setup_tiers(&L)) == MC_OK)
 		rc = mc__plan_staging(&L);
 	t = mc__prof_since(b->ctx, "plan", t, 0);
+	if (rc == MC_OK && (rc = mc__gpu_host(b)) == MC_OK)
+		rc = mc__gpu_check(b, skip, 0);
+	t = mc__prof_since(b->ctx, "host targets", t, 0);
 	if (rc == MC_OK && dry) {
 		/* The folders first, as the load meets them before any content. */
 		if (!(flags & MC_LOAD_NO_WRITE_CHECK))

@@ -1,7 +1,8 @@
 /* test_groups.c - Triton's group files: the record and derive hooks of the triton and
  * triton_home types, and a triton_home kernel packed from one folder and loaded into
  * another, from a bundle of this format and from one that kept the absolute paths; and
- * the GPU target a kernel's metadata file names. */
+ * the GPU target a kernel's metadata file names, and the host's targets asked for by a
+ * load. */
 #include "util.h"
 
 static mc_ctx *ctx;
@@ -380,6 +381,119 @@ START_TEST(kernel_targets)
 }
 END_TEST
 
+/* The host's targets from a function, as the tool gives them while NVML still starts:
+ * asked for once, after the plan; what it gives is checked as mc_bundle_set_host_gpus()'s
+ * targets are, and its error ends the load with nothing written. */
+#define VU "vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config"
+
+struct host_ask {
+	const char *target; /* NULL: fails */
+	int calls;
+};
+
+static int
+host_fn(void *ud, const char *const **targets, size_t *n)
+{
+	struct host_ask *h = ud;
+
+	h->calls++;
+	if (h->target == NULL)
+		return MC_ERR_NOMEM;
+	*targets = &h->target;
+	*n = 1;
+	return MC_OK;
+}
+
+/* Loads bundle into dir/name with the targets from h (and flags); the load's result. */
+static int
+load_asking(const char *bundle, const char *dir, const char *name, struct host_ask *h,
+	    unsigned flags)
+{
+	char root[4096];
+	mc_bundle *b;
+	int rc;
+
+	snprintf(root, sizeof root, "%s/%s", dir, name);
+	ck_assert_int_eq(mc_ctx_set_tier_root(ctx, "triton", root), MC_OK);
+	ck_assert_int_eq(mc_bundle_open(ctx, bundle, &b), MC_OK);
+	ck_assert_int_eq(mc_bundle_set_insecure(b, 1), MC_OK);
+	ck_assert_int_eq(mc_bundle_set_host_gpus_fn(b, host_fn, h), MC_OK);
+	rc = mc_bundle_load(b, flags, NULL, NULL);
+	if (flags & MC_LOAD_SKIP_OTHER_GPUS)
+		ck_assert_uint_eq(mc_bundle_gpu_kernels_skipped(b), rc == MC_OK);
+	mc_bundle_free(b);
+	return rc;
+}
+
+START_TEST(host_targets_asked_for)
+{
+	static const char meta[] = "{\"target\": {\"backend\": \"cuda\", \"arch\": 90}}";
+	char *dir = scratch("hostfn"), bundle[4096], p[4096];
+	struct host_ask h = {"cuda:80", 0};
+	const char *given = "cuda:80";
+	mc_writer *w;
+	mc_bundle *b;
+
+	snprintf(bundle, sizeof bundle, "%s/b.mcache", dir);
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "triton", "0/" H "/k.json", meta, strlen(meta)),
+			 MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "triton", "0/" H "/k.cubin", "cubin", 5), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "autotune", VU, "{}", 2), MC_OK);
+	ck_assert_int_eq(mc_writer_save(w, bundle), MC_OK);
+	mc_writer_free(w);
+	ck_assert_int_eq(mc_ctx_set_tier_root(ctx, "inductor", dir), MC_OK);
+
+	/* Another target: refused, nothing written; asked once. */
+	ck_assert_int_eq(load_asking(bundle, dir, "other", &h, 0), MC_ERR_GPU_MISMATCH);
+	ck_assert_int_eq(h.calls, 1);
+	snprintf(p, sizeof p, "%s/other", dir);
+	ck_assert_int_le(count_tree(p), 0); /* absent or empty */
+	/* The same, leaving the kernel out: the rest is written. */
+	h.calls = 0;
+	ck_assert_int_eq(load_asking(bundle, dir, "skip", &h, MC_LOAD_SKIP_OTHER_GPUS), MC_OK);
+	ck_assert_int_eq(h.calls, 1);
+	snprintf(p, sizeof p, "%s/skip", dir);
+	ck_assert_int_le(count_tree(p), 0); /* absent or empty */
+	snprintf(p, sizeof p, "%s/" VU, dir);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	ck_assert_int_eq(unlink(p), 0);
+	/* Its failure is the load's, with nothing written. */
+	h.target = NULL;
+	h.calls = 0;
+	ck_assert_int_eq(load_asking(bundle, dir, "failed", &h, 0), MC_ERR_NOMEM);
+	ck_assert_int_eq(h.calls, 1);
+	snprintf(p, sizeof p, "%s/failed", dir);
+	ck_assert_int_le(count_tree(p), 0); /* absent or empty */
+	snprintf(p, sizeof p, "%s/" VU, dir);
+	ck_assert_int_eq(access(p, F_OK), -1);
+	/* A load whose plan fails does not wait for the targets: the root is a file. */
+	h.target = "cuda:90";
+	h.calls = 0;
+	snprintf(p, sizeof p, "%s/file", dir);
+	spit(p, "x", 1);
+	ck_assert_int_ne(load_asking(bundle, dir, "file", &h, 0), MC_OK);
+	ck_assert_int_eq(h.calls, 0);
+	/* Its target: everything is written. */
+	ck_assert_int_eq(load_asking(bundle, dir, "same", &h, 0), MC_OK);
+	ck_assert_int_eq(h.calls, 1);
+	snprintf(p, sizeof p, "%s/same/" H "/k.cubin", dir);
+	ck_assert_int_eq(access(p, F_OK), 0);
+	/* mc_bundle_set_host_gpus() after it replaces it: not asked. */
+	h.calls = 0;
+	snprintf(p, sizeof p, "%s/given", dir);
+	ck_assert_int_eq(mc_ctx_set_tier_root(ctx, "triton", p), MC_OK);
+	ck_assert_int_eq(mc_bundle_open(ctx, bundle, &b), MC_OK);
+	ck_assert_int_eq(mc_bundle_set_insecure(b, 1), MC_OK);
+	ck_assert_int_eq(mc_bundle_set_host_gpus_fn(b, host_fn, &h), MC_OK);
+	ck_assert_int_eq(mc_bundle_set_host_gpus(b, &given, 1), MC_OK);
+	ck_assert_int_eq(mc_bundle_load(b, 0, NULL, NULL), MC_ERR_GPU_MISMATCH);
+	ck_assert_int_eq(h.calls, 0);
+	mc_bundle_free(b);
+	free(dir);
+}
+END_TEST
+
 static Suite *
 groups_suite(void)
 {
@@ -394,6 +508,7 @@ groups_suite(void)
 	tcase_add_test(tc, which_files_derive);
 	tcase_add_test(tc, triton_home_kernel_moves);
 	tcase_add_test(tc, kernel_targets);
+	tcase_add_test(tc, host_targets_asked_for);
 	suite_add_tcase(s, tc);
 	return s;
 }
