@@ -190,8 +190,8 @@ enum {
 MC_API MC_MUST_CHECK int mc_ctx_set_limit(mc_ctx *ctx, int which, uint64_t value);
 
 /* Worker threads for packing, verifying and loading: 0 (the default) uses one per
- * online CPU, at most 8; 1 keeps all work on the calling thread. The output of pack
- * does not depend on it. */
+ * online CPU; 1 keeps all work on the calling thread. More than 8 are taken as 8 (each
+ * holds a zstd window of 4 MiB). The output of pack does not depend on it. */
 MC_API MC_MUST_CHECK int mc_ctx_set_threads(mc_ctx *ctx, unsigned n);
 
 /* The owner mc_bundle_load() gives every file and folder it creates, the folders it

@@ -109,11 +109,8 @@ mc_ctx_set_owner(mc_ctx *ctx, long uid, long gid)
 unsigned
 mc__threads(const mc_ctx *ctx)
 {
-	long n;
+	long n = ctx->threads > 0 ? (long)ctx->threads : sysconf(_SC_NPROCESSORS_ONLN);
 
-	if (ctx->threads > 0)
-		return ctx->threads;
-	n = sysconf(_SC_NPROCESSORS_ONLN);
 	if (n < 1)
 		return 1;
 	return n > MC_MAX_THREADS ? MC_MAX_THREADS : (unsigned)n;

@@ -86,7 +86,7 @@ struct mc_ctx {
 	int parsing_index;
 	int triton_flat; /* the triton tier has no device level */
 	unsigned roots_gen; /* changes with every tier root set: a bundle's plan depends on them */
-	unsigned threads; /* worker threads; 0: one per online CPU, at most MC_MAX_THREADS */
+	unsigned threads; /* worker threads; 0: one per online CPU; at most MC_MAX_THREADS run */
 	long owner_uid, owner_gid; /* what a load gives the files it makes; -1: unchanged */
 	struct mc_prof *prof; /* MEGACACHE_PROFILE: phase times (prof.c); NULL when off */
 };
@@ -109,8 +109,12 @@ mc__prof_start(const mc_ctx *ctx)
 	return ctx->prof != NULL ? mc__now_ns() : 0;
 }
 
+/* The most worker threads: each holds a zstd window (4 MiB decoding a block, about
+ * 5.4 MiB compressing one), and eight keep a load, a verify or a pack of any size under
+ * 64 MiB. */
 #define MC_MAX_THREADS 8
-/* The number of worker threads an operation on ctx uses (at least 1). */
+/* The number of worker threads an operation on ctx uses (at least 1): those set, or one
+ * per online CPU, at most MC_MAX_THREADS either way. */
 MC_HIDDEN unsigned mc__threads(const mc_ctx *ctx);
 
 /* One item of parallel work. worker: 0 is the calling thread (the only one that may
