@@ -29,9 +29,13 @@ int
 mc_writer_new(mc_ctx *ctx, mc_writer **out)
 {
 	mc_writer *w;
+	int rc;
 
 	if (ctx == NULL || out == NULL)
 		return MC_ERR_INVALID;
+	/* A bundle that could not be written is told before any work for it. */
+	if ((rc = mc__emit_ready(ctx)) != MC_OK)
+		return rc;
 	if ((w = calloc(1, sizeof *w)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	w->ctx = ctx;

@@ -329,6 +329,9 @@ MC_HIDDEN void mc__object_member(const unsigned char hash[MC_HASH_BYTES], char *
 /* ---- the container writer (emit.c) ---- */
 
 typedef struct mc_emit mc_emit;
+/* Whether bundles can be written: libarchive loaded, in a build that writes through it
+ * (else an error naming why, MC_ERR_IO). Any thread; loaded once. */
+MC_HIDDEN int mc__emit_ready(mc_ctx *ctx);
 
 MC_HIDDEN int mc__emit_open(mc_ctx *ctx, const char *path, mc_emit **out);
 /* The same into fd (a pipe, standard output), written in order; name is for messages. */

@@ -362,9 +362,17 @@ built torch "the build with BASE=$TORCH_BASE" --build-arg BASE="$TORCH_BASE" \
 	--build-arg BUNDLE_SHA256="$SHA"
 on_torch_base torch && ok || bad "the image did not start from BASE=$TORCH_BASE"
 
-# The recipe with libarchive, for its size.
+# The recipe with libarchive, for its size; megacache loads libarchive only to write a
+# bundle, and the image has it: a pack there works.
 built libarchive "the build with libarchive" --build-arg WITH_LIBARCHIVE=yes \
 	--build-arg BUNDLE_SHA256="$SHA"
+ctr=$(B from --pull-never "$IMG:libarchive" 2>/dev/null) &&
+	B run --isolation chroot --user torch "$ctr" -- sh -c 'megacache pack -q -o /tmp/again.mcache \
+		--from-dir "$TORCHINDUCTOR_CACHE_DIR" && megacache list /tmp/again.mcache | tail -n 1' \
+		>"$T/la-pack" 2>&1
+[ -n "$ctr" ] && B rm "$ctr" >/dev/null
+grep -qE '^[0-9]+ artifacts' "$T/la-pack" && ok ||
+	bad "the image with libarchive cannot write a bundle: $(head -n 3 "$T/la-pack")"
 echo "image sizes:"
 B images --format '{{.Name}}:{{.Tag}} {{.Size}}' |
 	grep -E "^($BASE|$IMG:(file|url|url-sha256|libarchive)) " | sed 's/^/  /'
