@@ -474,12 +474,15 @@ MC_API const char *mc_bundle_gpu_target(const mc_bundle *b, size_t i);
 MC_API MC_MUST_CHECK int mc_bundle_set_host_gpus(mc_bundle *b, const char *const *targets,
 						 size_t n);
 /* The same targets from fn, which mc_bundle_load() calls once on the calling thread when
- * it first needs them: after its plan, before anything is staged. A detection still
- * running (mc_gpu_detect() takes about 0.1 s on a GPU host, NVML's start) can then go
- * on beside the load's own start, fn waiting for its end. fn sets *targets and *n
- * (copied before it returns) and returns MC_OK, or an error code that the load returns
- * with nothing staged. Replaces mc_bundle_set_host_gpus() and is replaced by it; fn =
- * NULL: kernels are not checked. */
+ * it needs them: for a bundle read from a file, once the pass has staged every file and
+ * before any is renamed into place; from a pipe, after the plan and before anything is
+ * staged. A detection still running (mc_gpu_detect() takes about 0.1 s on a GPU host,
+ * NVML's start) then goes on beside the load's work, fn waiting for its end. The
+ * targets the manifest records are checked then: a bundle refused is refused with
+ * nothing installed, its staged files removed. fn sets *targets and *n (copied before
+ * it returns) and returns MC_OK, or an error code that the load returns with nothing
+ * installed. Replaces mc_bundle_set_host_gpus() and is replaced by it; fn = NULL:
+ * kernels are not checked. */
 typedef int (*mc_host_gpus_fn)(void *ud, const char *const **targets, size_t *n);
 MC_API MC_MUST_CHECK int mc_bundle_set_host_gpus_fn(mc_bundle *b, mc_host_gpus_fn fn,
 						    void *ud);

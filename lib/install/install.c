@@ -75,6 +75,22 @@ report_selected(struct loader *L, mc_artifact_fn fn, void *ud, int only_unchange
 	return rc;
 }
 
+/* The host's targets, when they were left to ask for after the pass, and the check
+ * of those the manifest records, as before the pass. */
+static int
+late_host(mc_bundle *b, int skip)
+{
+	uint64_t t = mc__prof_start(b->ctx);
+	int rc;
+
+	if (b->gt.hostfn == NULL)
+		return MC_OK;
+	if ((rc = mc__gpu_host(b)) == MC_OK)
+		rc = mc__gpu_check(b, skip, 0);
+	mc__prof_since(b->ctx, "host targets", t, 0);
+	return rc;
+}
+
 int
 mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 {
@@ -96,25 +112,30 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	mc__acur_init(&L.cur, b->ctx, &b->m, mc__find_type);
 	mc__acur_init(&L.ucur, b->ctx, &b->m, mc__find_type);
 	/* The GPU targets a manifest records are checked before anything is staged; every
-	 * kernel's, once the pass has read them (SPEC.md section 12.6). The host's are
-	 * asked for after the plan, which a detection still running can then overlap. */
+	 * kernel's, once the pass has read them (SPEC.md section 12.6). Host targets still
+	 * being found (mc_bundle_set_host_gpus_fn()) are asked for once the pass is over, a
+	 * bundle's from a pipe after the plan: the detection overlaps the load's work, and
+	 * the recorded targets are checked then, before anything is committed. */
 	t = mc__prof_start(b->ctx);
 	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__bundle_plan(b)) == MC_OK &&
 	    (rc = mc__setup_tiers(&L)) == MC_OK)
 		rc = mc__plan_staging(&L);
 	t = mc__prof_since(b->ctx, "plan", t, 0);
-	if (rc == MC_OK && (rc = mc__gpu_host(b)) == MC_OK)
-		rc = mc__gpu_check(b, skip, 0);
-	t = mc__prof_since(b->ctx, "host targets", t, 0);
+	if (rc == MC_OK && (b->gt.hostfn == NULL || b->seq)) {
+		if ((rc = mc__gpu_host(b)) == MC_OK)
+			rc = mc__gpu_check(b, skip, 0);
+		mc__prof_since(b->ctx, "host targets", t, 0);
+	}
 	if (rc == MC_OK && dry) {
 		/* The folders first, as the load meets them before any content. */
 		if (!(flags & MC_LOAD_NO_WRITE_CHECK))
 			rc = mc__stage_prepare(&L, 1);
 		if (rc == MC_OK && (rc = mc__bundle_stream_par(b, NULL, NULL, NULL)) == MC_OK &&
-		    (rc = mc__gpu_check(b, skip, 1)) == MC_OK)
+		    (rc = late_host(b, skip)) == MC_OK && (rc = mc__gpu_check(b, skip, 1)) == MC_OK)
 			rc = report_selected(&L, fn, ud, 0);
 	} else if (rc == MC_OK) {
-		if ((rc = mc__stage_all(&L)) == MC_OK && (rc = mc__gpu_check(b, skip, 1)) == MC_OK) {
+		if ((rc = mc__stage_all(&L)) == MC_OK && (rc = late_host(b, skip)) == MC_OK &&
+		    (rc = mc__gpu_check(b, skip, 1)) == MC_OK) {
 			t = mc__prof_start(b->ctx);
 			rc = mc__load_commit(&L, fn, ud);
 			mc__prof_since(b->ctx, "commit", t, L.nst);

@@ -382,8 +382,9 @@ START_TEST(kernel_targets)
 END_TEST
 
 /* The host's targets from a function, as the tool gives them while NVML still starts:
- * asked for once, after the plan; what it gives is checked as mc_bundle_set_host_gpus()'s
- * targets are, and its error ends the load with nothing written. */
+ * asked for once, when the pass is over; what it gives is checked as
+ * mc_bundle_set_host_gpus()'s targets are, and a refusal or its error ends the load with
+ * nothing written. */
 #define VU "vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config"
 
 struct host_ask {
@@ -467,7 +468,7 @@ START_TEST(host_targets_asked_for)
 	ck_assert_int_le(count_tree(p), 0); /* absent or empty */
 	snprintf(p, sizeof p, "%s/" VU, dir);
 	ck_assert_int_eq(access(p, F_OK), -1);
-	/* A load whose plan fails does not wait for the targets: the root is a file. */
+	/* A load whose plan fails does not ask for the targets: the root is a file. */
 	h.target = "cuda:90";
 	h.calls = 0;
 	snprintf(p, sizeof p, "%s/file", dir);
