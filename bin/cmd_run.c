@@ -152,6 +152,7 @@ load_bundles(struct tool *t, struct run_opts *o, mc_bundle **bases, size_t *nbas
 
 		memset(&r, 0, sizeof r);
 		r.usage = rj->usage;
+		o->gpu.status = 0; /* an earlier bundle's detection told its failure */
 		rc = open_trusted(t, o->bundles[i], &b, keys + i * MAX_PUBKEYS);
 		if (rc == MC_OK && o->types != NULL)
 			rc = select_types(t->ctx, b, o->types);

@@ -473,16 +473,20 @@ MC_API const char *mc_bundle_gpu_target(const mc_bundle *b, size_t i);
  * kernels are not checked. */
 MC_API MC_MUST_CHECK int mc_bundle_set_host_gpus(mc_bundle *b, const char *const *targets,
 						 size_t n);
-/* The same targets from fn, which mc_bundle_load() calls once on the calling thread when
- * it needs them: for a bundle read from a file, once the pass has staged every file and
- * before any is renamed into place; from a pipe, after the plan and before anything is
- * staged. A detection still running (mc_gpu_detect() takes about 0.1 s on a GPU host,
- * NVML's start) then goes on beside the load's work, fn waiting for its end. The
- * targets the manifest records are checked then: a bundle refused is refused with
- * nothing installed, its staged files removed. fn sets *targets and *n (copied before
- * it returns) and returns MC_OK, or an error code that the load returns with nothing
- * installed. Replaces mc_bundle_set_host_gpus() and is replaced by it; fn = NULL:
- * kernels are not checked. */
+/* The same targets from fn, which mc_bundle_load() calls on the calling thread when it
+ * needs them: for a bundle read from a file, once its pass is over (a load's has staged
+ * every file, none renamed into place yet; a dry run's has verified); from a pipe,
+ * after the plan and before anything is staged. A detection still running
+ * (mc_gpu_detect() takes about 0.1 s on a GPU host, NVML's start) then goes on beside
+ * the load's work, fn waiting for its end. The targets the manifest records are
+ * checked then: a bundle refused is refused with nothing installed, its staged files
+ * removed. fn sets *targets and *n, an array and strings that stay valid after it
+ * returns, until mc_bundle_load() does (the load copies them), and returns MC_OK; or an
+ * error code, with its message on the bundle's context or not, which the load returns
+ * with nothing installed. Once it gave targets they replace fn; a load that failed
+ * before asking, or whose fn failed, leaves fn to ask the next load. Replaces
+ * mc_bundle_set_host_gpus() and is replaced by it; fn = NULL: kernels are not
+ * checked. */
 typedef int (*mc_host_gpus_fn)(void *ud, const char *const **targets, size_t *n);
 MC_API MC_MUST_CHECK int mc_bundle_set_host_gpus_fn(mc_bundle *b, mc_host_gpus_fn fn,
 						    void *ud);
@@ -519,9 +523,9 @@ typedef void (*mc_artifact_fn)(void *ud, int what, const char *type, const char 
  * only those on the way to the files that are there (a listing of where the files
  * would go, for any process that can read the cache dirs). */
 #define MC_LOAD_NO_WRITE_CHECK 0x4u
-/* With host GPU targets set (mc_bundle_set_host_gpus()): the files of each kernel for
- * another target (the kernel's folder, its group file too) are left out, each reported
- * as MC_LOAD_SKIPPED, and the rest is installed. */
+/* With host GPU targets set (mc_bundle_set_host_gpus() or _fn()): the files of each
+ * kernel for another target (the kernel's folder, its group file too) are left out,
+ * each reported as MC_LOAD_SKIPPED, and the rest is installed. */
 #define MC_LOAD_SKIP_OTHER_GPUS 0x8u
 
 /* Verifies the bundle and installs the selected artifacts into their tiers. All or

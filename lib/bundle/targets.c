@@ -376,9 +376,14 @@ mc__gpu_host(mc_bundle *b)
 
 	if (fn == NULL)
 		return MC_OK;
-	b->gt.hostfn = NULL; /* once, whatever it returns */
-	if ((rc = fn(b->gt.hostud, &targets, &n)) != MC_OK)
+	b->ctx->err[0] = '\0';
+	if ((rc = fn(b->gt.hostud, &targets, &n)) != MC_OK) {
+		/* Asked again by the next load: a load never goes on unchecked. */
+		if (b->ctx->err[0] == '\0')
+			mc__err(b->ctx, rc, "the host's GPU targets could not be found");
 		return rc;
+	}
+	/* Once they are set (which replaces fn): a failure keeps fn for the next load. */
 	return mc_bundle_set_host_gpus(b, targets, n);
 }
 

@@ -76,7 +76,8 @@ report_selected(struct loader *L, mc_artifact_fn fn, void *ud, int only_unchange
 }
 
 /* The host's targets, when they were left to ask for after the pass, and the check
- * of those the manifest records, as before the pass. */
+ * of those the manifest records, as before the pass; those of a bundle that records
+ * none the check of each kernel after it tells, as it does with the targets named. */
 static int
 late_host(mc_bundle *b, int skip)
 {
@@ -85,7 +86,7 @@ late_host(mc_bundle *b, int skip)
 
 	if (b->gt.hostfn == NULL)
 		return MC_OK;
-	if ((rc = mc__gpu_host(b)) == MC_OK)
+	if ((rc = mc__gpu_host(b)) == MC_OK && b->m.ngpu_targets > 0)
 		rc = mc__gpu_check(b, skip, 0);
 	mc__prof_since(b->ctx, "host targets", t, 0);
 	return rc;

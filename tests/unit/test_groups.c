@@ -405,6 +405,19 @@ host_fn(void *ud, const char *const **targets, size_t *n)
 	return MC_OK;
 }
 
+/* bundle, opened to load into root (the triton tier's), its host's targets from h. */
+static mc_bundle *
+open_asking(const char *bundle, const char *root, struct host_ask *h)
+{
+	mc_bundle *b;
+
+	ck_assert_int_eq(mc_ctx_set_tier_root(ctx, "triton", root), MC_OK);
+	ck_assert_int_eq(mc_bundle_open(ctx, bundle, &b), MC_OK);
+	ck_assert_int_eq(mc_bundle_set_insecure(b, 1), MC_OK);
+	ck_assert_int_eq(mc_bundle_set_host_gpus_fn(b, host_fn, h), MC_OK);
+	return b;
+}
+
 /* Loads bundle into dir/name with the targets from h (and flags); the load's result. */
 static int
 load_asking(const char *bundle, const char *dir, const char *name, struct host_ask *h,
@@ -415,10 +428,7 @@ load_asking(const char *bundle, const char *dir, const char *name, struct host_a
 	int rc;
 
 	snprintf(root, sizeof root, "%s/%s", dir, name);
-	ck_assert_int_eq(mc_ctx_set_tier_root(ctx, "triton", root), MC_OK);
-	ck_assert_int_eq(mc_bundle_open(ctx, bundle, &b), MC_OK);
-	ck_assert_int_eq(mc_bundle_set_insecure(b, 1), MC_OK);
-	ck_assert_int_eq(mc_bundle_set_host_gpus_fn(b, host_fn, h), MC_OK);
+	b = open_asking(bundle, root, h);
 	rc = mc_bundle_load(b, flags, NULL, NULL);
 	if (flags & MC_LOAD_SKIP_OTHER_GPUS)
 		ck_assert_uint_eq(mc_bundle_gpu_kernels_skipped(b), rc == MC_OK);
@@ -468,6 +478,31 @@ START_TEST(host_targets_asked_for)
 	ck_assert_int_le(count_tree(p), 0); /* absent or empty */
 	snprintf(p, sizeof p, "%s/" VU, dir);
 	ck_assert_int_eq(access(p, F_OK), -1);
+	/* On one handle: a load whose function failed leaves it to ask the next load, which
+	 * checks the kernels; the message says what failed. */
+	h.calls = 0;
+	snprintf(p, sizeof p, "%s/again", dir);
+	b = open_asking(bundle, p, &h);
+	ck_assert_int_eq(mc_bundle_load(b, 0, NULL, NULL), MC_ERR_NOMEM);
+	ck_assert_str_eq(mc_ctx_error(ctx), "the host's GPU targets could not be found");
+	h.target = "cuda:80";
+	ck_assert_int_eq(mc_bundle_load(b, 0, NULL, NULL), MC_ERR_GPU_MISMATCH);
+	ck_assert_int_eq(h.calls, 2);
+	mc_bundle_free(b);
+	ck_assert_int_le(count_tree(p), 0); /* absent or empty */
+	/* A bundle that records no targets (format 1) is refused from its kernels, with
+	 * their number, as with the targets named. */
+	snprintf(p, sizeof p, "%s/b1.mcache", dir);
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	ck_assert_int_eq(mc_writer_set_format_version(w, 1), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "triton", "0/" H "/k.json", meta, strlen(meta)),
+			 MC_OK);
+	ck_assert_int_eq(mc_writer_save(w, p), MC_OK);
+	mc_writer_free(w);
+	h.calls = 0;
+	ck_assert_int_eq(load_asking(p, dir, "one", &h, 0), MC_ERR_GPU_MISMATCH);
+	ck_assert_int_eq(h.calls, 1);
+	ck_assert_ptr_nonnull(strstr(mc_ctx_error(ctx), "holds 1 Triton kernel for cuda:90"));
 	/* A load whose plan fails does not ask for the targets: the root is a file. */
 	h.target = "cuda:90";
 	h.calls = 0;
@@ -483,10 +518,7 @@ START_TEST(host_targets_asked_for)
 	/* mc_bundle_set_host_gpus() after it replaces it: not asked. */
 	h.calls = 0;
 	snprintf(p, sizeof p, "%s/given", dir);
-	ck_assert_int_eq(mc_ctx_set_tier_root(ctx, "triton", p), MC_OK);
-	ck_assert_int_eq(mc_bundle_open(ctx, bundle, &b), MC_OK);
-	ck_assert_int_eq(mc_bundle_set_insecure(b, 1), MC_OK);
-	ck_assert_int_eq(mc_bundle_set_host_gpus_fn(b, host_fn, &h), MC_OK);
+	b = open_asking(bundle, p, &h);
 	ck_assert_int_eq(mc_bundle_set_host_gpus(b, &given, 1), MC_OK);
 	ck_assert_int_eq(mc_bundle_load(b, 0, NULL, NULL), MC_ERR_GPU_MISMATCH);
 	ck_assert_int_eq(h.calls, 0);
