@@ -227,6 +227,9 @@ MC_HIDDEN void mc__parts_remove(struct mc_parts *p);
  * soon as the content is read. *object_out (may be NULL) gets its object's index. */
 #define MC_WADD_EXEC 1u
 #define MC_WADD_NAMED 2u
+/* mc_writer_new(), for a writer that saves (the writing checked for first: libarchive
+ * loaded), or not (saves 0: one that only scans folders, mc_usage's). */
+MC_HIDDEN int mc__writer_new(mc_ctx *ctx, mc_writer **out, int saves);
 MC_HIDDEN int mc__writer_add_range(mc_writer *w, const char *type, const char *key,
 				   const char *path, uint64_t offset, uint64_t size,
 				   unsigned how, size_t *object_out);

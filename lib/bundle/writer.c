@@ -26,7 +26,7 @@ struct mc_wslot {
 };
 
 int
-mc_writer_new(mc_ctx *ctx, mc_writer **out)
+mc__writer_new(mc_ctx *ctx, mc_writer **out, int saves)
 {
 	mc_writer *w;
 	int rc;
@@ -34,7 +34,7 @@ mc_writer_new(mc_ctx *ctx, mc_writer **out)
 	if (ctx == NULL || out == NULL)
 		return MC_ERR_INVALID;
 	/* A bundle that could not be written is told before any work for it. */
-	if ((rc = mc__emit_ready(ctx)) != MC_OK)
+	if (saves && (rc = mc__emit_ready(ctx)) != MC_OK)
 		return rc;
 	if ((w = calloc(1, sizeof *w)) == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
@@ -49,6 +49,12 @@ mc_writer_new(mc_ctx *ctx, mc_writer **out)
 	mc__store_init(&w->data, "source list");
 	*out = w;
 	return MC_OK;
+}
+
+int
+mc_writer_new(mc_ctx *ctx, mc_writer **out)
+{
+	return mc__writer_new(ctx, out, 1);
 }
 
 static void

@@ -472,7 +472,7 @@ scan_new(mc_usage *u)
 	size_t named, i;
 	int rc;
 
-	if ((rc = mc_writer_new(u->ctx, &w)) != MC_OK)
+	if ((rc = mc__writer_new(u->ctx, &w, 0)) != MC_OK) /* scans, never saves */
 		return rc;
 	for (i = 0; rc == MC_OK && i < 2; i++) {
 		if ((rc = mc__tier_root(u->ctx, tiers[i], &s.root, &named)) != MC_OK)

@@ -79,8 +79,12 @@ loaded() {
 loaded pack pack -q -o "$T/c.mcache" -s "$KEYS/test.key" --from-dir "$T/src/cache_mlp_cold"
 loaded verify verify -q "$T/c.mcache" -p "$KEYS/test.pub"
 loaded load load -q "$T/c.mcache" -p "$KEYS/test.pub" --cache-dir "$T/c-out"
+# run without a save: it loads, runs the job and tells what it used (a scan of the
+# folders), writing no bundle.
+loaded run run -q -b "$T/c.mcache" -p "$KEYS/test.pub" --cache-dir "$T/r-out/inductor" \
+	--triton-dir "$T/r-out/triton" -- true
 if [ -s "$T/libs.verify" ]; then
-	for op in verify load; do
+	for op in verify load run; do
 		grep -qE "libarchive|libxml2|libicu" "$T/libs.$op" &&
 			bad "$op loaded libarchive or its closure: $(grep -E 'calling init: .*(libarchive|libxml2|libicu)' "$T/libs.$op" | head -3)" || ok
 	done
