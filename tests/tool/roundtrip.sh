@@ -99,13 +99,17 @@ check "--threads 1 and 8 pack the same bytes" cmp -s "$T/dir-cpu.j1" "$T/dir-cpu
 run 2 "--threads takes 0 to 1024" verify "$T/dir-cpu.j1" -p "$PUB" --threads many
 # More than 8 threads are taken as 8 (each holds a zstd window): a bundle of 12 blocks
 # verified and loaded on --threads 16 starts as many threads as on 8, and more than on 4.
-mkdir -p "$T/wide/ab"
-for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
-	head -c 16777216 /dev/zero > "$T/wide/ab/z$i.bin"
-done
-run 0 "" pack -q -o "$T/wide.mcache" -s "$SEC" --from-dir "$T/wide" --keep-unknown
-rm -rf "$T/wide"
-if strace -f -qq -o /dev/null true 2>/dev/null; then
+case "$MEGACACHE" in
+*valgrind*) skip_wide="under valgrind: 192 MiB through seven runs of it take minutes" ;;
+*) strace -f -qq -o /dev/null true 2>/dev/null && skip_wide= || skip_wide="strace cannot trace here" ;;
+esac
+if [ -z "$skip_wide" ]; then
+	mkdir -p "$T/wide/ab"
+	for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
+		head -c 16777216 /dev/zero > "$T/wide/ab/z$i.bin"
+	done
+	run 0 "" pack -q -o "$T/wide.mcache" -s "$SEC" --from-dir "$T/wide" --keep-unknown
+	rm -rf "$T/wide"
 	for op in verify load; do
 		for n in 4 8 16; do
 			extra=
@@ -113,16 +117,17 @@ if strace -f -qq -o /dev/null true 2>/dev/null; then
 			strace -f -qq -e signal=none -e trace=clone,clone3 -o "$T/clones.$n" \
 				"$MEGACACHE" "$op" -q "$T/wide.mcache" -p "$PUB" --threads "$n" $extra \
 				>/dev/null 2>"$T/err" || bad "$op --threads $n of 12 blocks: $(cat "$T/err")"
-			eval "c$n=\$(grep -c clone \"\$T/clones.\$n\")"
+			# each call once: an interrupted one's "resumed" line holds its result
+			eval "c$n=\$(grep -cE 'clone.* = [0-9]+\$' \"\$T/clones.\$n\")"
+			rm -rf "$T/wide-$n"
 		done
 		[ "$c16" = "$c8" ] && [ "$c8" -gt "$c4" ] && ok ||
 			bad "$op: --threads 4, 8 and 16 made $c4, $c8 and $c16 clone calls (16 is to be taken as 8)"
 	done
-	rm -rf "$T"/wide-*
+	rm -f "$T/wide.mcache"
 else
-	echo "roundtrip: strace cannot trace here: the thread cap is not checked"
+	echo "roundtrip: the thread cap is not checked: $skip_wide"
 fi
-rm -f "$T/wide.mcache"
 # Locks are never packed.
 run 0 "" list "$T/dir-cpu.mcache"
 grep -q '\.lock' "$T/out" && bad "a lock file was packed" || ok
