@@ -75,18 +75,17 @@ report_selected(struct loader *L, mc_artifact_fn fn, void *ud, int only_unchange
 	return rc;
 }
 
-/* The host's targets, when they were left to ask for after the pass, and the check
- * of those the manifest records, as before the pass; those of a bundle that records
- * none the check of each kernel after it tells, as it does with the targets named. */
+/* The host's targets (asked for, when a function gives them) and the check of those
+ * the manifest records: before the pass, or after it (after_pass) when they were left
+ * to ask for then, where a bundle that records none is left to the check of each
+ * kernel, as it is with the targets named. */
 static int
-late_host(mc_bundle *b, int skip)
+host_check(mc_bundle *b, int skip, int after_pass)
 {
 	uint64_t t = mc__prof_start(b->ctx);
 	int rc;
 
-	if (b->gt.hostfn == NULL)
-		return MC_OK;
-	if ((rc = mc__gpu_host(b)) == MC_OK && b->m.ngpu_targets > 0)
+	if ((rc = mc__gpu_host(b)) == MC_OK && (!after_pass || b->m.ngpu_targets > 0))
 		rc = mc__gpu_check(b, skip, 0);
 	mc__prof_since(b->ctx, "host targets", t, 0);
 	return rc;
@@ -98,6 +97,8 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	struct loader L;
 	uint64_t t;
 	int rc, dry = (flags & MC_LOAD_DRY_RUN) != 0, skip = (flags & MC_LOAD_SKIP_OTHER_GPUS) != 0;
+	/* the host's targets still being found, for a bundle read from a file */
+	int late = b != NULL && b->gt.hostfn != NULL && !b->seq;
 
 	if (b == NULL || (flags & ~(MC_LOAD_DRY_RUN | MC_LOAD_SYNC | MC_LOAD_NO_WRITE_CHECK |
 				    MC_LOAD_SKIP_OTHER_GPUS)) != 0)
@@ -122,20 +123,19 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	    (rc = mc__setup_tiers(&L)) == MC_OK)
 		rc = mc__plan_staging(&L);
 	t = mc__prof_since(b->ctx, "plan", t, 0);
-	if (rc == MC_OK && (b->gt.hostfn == NULL || b->seq)) {
-		if ((rc = mc__gpu_host(b)) == MC_OK)
-			rc = mc__gpu_check(b, skip, 0);
-		mc__prof_since(b->ctx, "host targets", t, 0);
-	}
+	if (rc == MC_OK && !late)
+		rc = host_check(b, skip, 0);
 	if (rc == MC_OK && dry) {
 		/* The folders first, as the load meets them before any content. */
 		if (!(flags & MC_LOAD_NO_WRITE_CHECK))
 			rc = mc__stage_prepare(&L, 1);
 		if (rc == MC_OK && (rc = mc__bundle_stream_par(b, NULL, NULL, NULL)) == MC_OK &&
-		    (rc = late_host(b, skip)) == MC_OK && (rc = mc__gpu_check(b, skip, 1)) == MC_OK)
+		    (!late || (rc = host_check(b, skip, 1)) == MC_OK) &&
+		    (rc = mc__gpu_check(b, skip, 1)) == MC_OK)
 			rc = report_selected(&L, fn, ud, 0);
 	} else if (rc == MC_OK) {
-		if ((rc = mc__stage_all(&L)) == MC_OK && (rc = late_host(b, skip)) == MC_OK &&
+		if ((rc = mc__stage_all(&L)) == MC_OK &&
+		    (!late || (rc = host_check(b, skip, 1)) == MC_OK) &&
 		    (rc = mc__gpu_check(b, skip, 1)) == MC_OK) {
 			t = mc__prof_start(b->ctx);
 			rc = mc__load_commit(&L, fn, ud);
