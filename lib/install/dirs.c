@@ -124,7 +124,8 @@ probe_mkdir(mc_ctx *ctx, int cur, const char *path)
 }
 
 /* Walks the folders of path from byte from (keep or past it, where start is open)
- * on, beneath the open folder start (taken over), one component at a time and never
+ * on, beneath the open folder start (taken over, or only read when lent: the caller
+ * keeps it, and *fd is then never start itself), one component at a time and never
  * through a link: what comes before keep is the part a caller named. Missing folders are made when create is MC_DIR_MAKE,
  * remembered for the rollback, as (tier, path from keep) or, for tier (size_t)-1, as
  * the whole path, and given the owner; with MC_DIR_PROBE the first missing one is
@@ -132,8 +133,8 @@ probe_mkdir(mc_ctx *ctx, int cur, const char *path)
  * -1 with MC_OK when a folder is missing and none is made. Messages name the whole
  * path. */
 static int
-walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, size_t from,
-	  size_t tier, int create, int owned, int *fd)
+walk_dirs(struct loader *L, mc_ctx *ctx, int start, int lent, char *path, size_t keep,
+	  size_t from, size_t tier, int create, int owned, int *fd)
 {
 	int cur = start, next, rc = MC_OK;
 	size_t i, j;
@@ -154,7 +155,8 @@ walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, siz
 			if (next < 0 && errno == ENOENT && create == MC_DIR_PROBE) {
 				/* The rest this load would make. */
 				rc = probe_mkdir(ctx, cur, path);
-				close(cur);
+				if (!lent || cur != start)
+					close(cur);
 				cur = -1;
 				path[j] = c;
 				break;
@@ -178,7 +180,8 @@ walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, siz
 						       "folder; refusing to write through it", path)
 					     : mc__err(ctx, MC_ERR_IO, "%s: cannot open folder: %s", path,
 						       strerror(errno));
-			close(cur);
+			if (!lent || cur != start)
+				close(cur);
 			cur = next;
 			if (rc == MC_OK && cur >= 0 && owned)
 				rc = check_owner(L, cur, path);
@@ -186,10 +189,12 @@ walk_dirs(struct loader *L, mc_ctx *ctx, int start, char *path, size_t keep, siz
 		path[j] = c;
 	}
 	if (rc != MC_OK) {
-		if (cur >= 0)
+		if (cur >= 0 && (!lent || cur != start))
 			close(cur);
 		return rc;
 	}
+	if (lent && cur >= 0 && cur == start && (cur = dup(start)) < 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot open", path);
 	*fd = cur;
 	return MC_OK;
 }
@@ -269,7 +274,7 @@ open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 		rc = mc__errno(L->ctx, MC_ERR_IO, "cannot open the cache folder", p);
 	p[t->named] = t->root[t->named];
 	if (rc == MC_OK && cur >= 0)
-		rc = walk_dirs(L, L->ctx, cur, p, t->named, t->named, (size_t)-1, create, 1, fd);
+		rc = walk_dirs(L, L->ctx, cur, 0, p, t->named, t->named, (size_t)-1, create, 1, fd);
 	free(p);
 	return rc;
 }
@@ -324,7 +329,7 @@ open_rel_dir(struct loader *L, mc_ctx *ctx, size_t tier, const char *rel, int cr
 		return mc__err(ctx, MC_ERR_INVALID, "path too long");
 	if ((start = dup(t->fd)) < 0)
 		return mc__errno(ctx, MC_ERR_IO, "cannot open", t->root);
-	return walk_dirs(L, ctx, start, path, keep, keep, tier, create, 0, fd);
+	return walk_dirs(L, ctx, start, 0, path, keep, keep, tier, create, 0, fd);
 }
 
 int
@@ -414,7 +419,7 @@ mc__dcur_open(struct loader *L, mc_ctx *ctx, struct dcur *d, size_t tier, const 
 	d->tier = tier;
 	memcpy(d->path, dir, len + 1);
 	for (i = k > 0 ? d->end[k - 1] : 0; dir[i] != '\0'; i = j) {
-		int start = dup(d->n > 0 ? d->fd[d->n - 1] : t->fd), next;
+		int start = d->n > 0 ? d->fd[d->n - 1] : t->fd, next;
 		size_t stop;
 
 		i += strspn(dir + i, "/");
@@ -424,14 +429,11 @@ mc__dcur_open(struct loader *L, mc_ctx *ctx, struct dcur *d, size_t tier, const 
 		/* The last slot takes the rest of a deep path in one walk. */
 		stop = d->n + 1 < MC_DCUR_DEPTH ? j : len;
 		if (d->n >= MC_DCUR_DEPTH) { /* not reached: the slot before is walked again */
-			close(start);
 			dcur_cut(d, 0);
 			return mc__err(ctx, MC_ERR_INVALID, "%s/%s: too deep", t->root, dir);
 		}
-		if (start < 0)
-			return mc__errno(ctx, MC_ERR_IO, "cannot open", t->root);
 		path[keep + stop] = '\0';
-		rc = walk_dirs(L, ctx, start, path, keep, keep + i, tier, create, 0, &next);
+		rc = walk_dirs(L, ctx, start, 1, path, keep, keep + i, tier, create, 0, &next);
 		path[keep + stop] = dir[stop] == '\0' ? '\0' : '/';
 		if (rc != MC_OK || next < 0) {
 			dcur_cut(d, 0);
