@@ -115,12 +115,16 @@ void
 on_artifact(void *ud, int what, const char *type, const char *key, const char *dest, uint64_t size)
 {
 	struct load_report *r = ud;
-	char full[8192] = "";
+	char full[8192];
 
 	count_artifact(r, what, type, size);
 	/* A file the load put in place or found there; a kernel left out is neither. */
 	if (r->usage != NULL && dest != NULL && what != MC_LOAD_SKIPPED)
 		mc_usage_add(r->usage, what, type, dest); /* a failure is kept for its start */
+	/* The whole path only where it is shown: a load's sums need none of it. */
+	if (!r->json && !(r->explain && !r->quiet))
+		return;
+	full[0] = '\0';
 	if (dest != NULL && r->ctx != NULL) {
 		const char *tier = mc_ctx_type_tier(r->ctx, type), *root = NULL;
 		if (tier != NULL && mc_ctx_tier_root(r->ctx, tier, &root) == MC_OK)

@@ -199,18 +199,17 @@ report_files(struct loader *L, mc_artifact_fn fn, void *ud)
 	for (i = 0; i < L->nst && rc == MC_OK && fn != NULL; i++) {
 		struct staged *s = &L->st[i];
 		int dropped;
-		struct snames n;
 
 		if (s->unit != NO_UNIT)
 			continue;
 		dropped = mc__gpu_dropped(L->b, s->art);
 		if (!s->placed && !dropped)
 			continue;
-		if ((rc = mc__staged_names(L, L->ctx, &L->cur, s, &n, &a)) != MC_OK)
+		if ((rc = mc__acur_get(&L->cur, s->art, &a)) != MC_OK)
 			break;
 		mc__load_report(L->b, fn, ud, dropped ? MC_LOAD_SKIPPED
 					      : L->found[s->art] == MC_FOUND_DIFFERS ? MC_LOAD_REPLACED
-					      : MC_LOAD_INSTALLED, a, n.dest);
+					      : MC_LOAD_INSTALLED, a, NULL);
 	}
 	return rc;
 }
@@ -235,8 +234,6 @@ mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 	mc__dcur_init(&dc);
 	for (i = 0; i < L->nst && rc == MC_OK; i++) {
 		struct staged *s = &L->st[i];
-		struct snames n;
-
 		int dropped;
 
 		if (s->unit == NO_UNIT)
@@ -245,11 +242,13 @@ mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 		if (L->units[s->unit].lost || dropped)
 			remove_staged(L, L->ctx, &L->cur, &dc, s);
 		s->made = 0;
-		if ((rc = mc__staged_names(L, L->ctx, &L->cur, s, &n, &a)) != MC_OK)
+		if (fn == NULL)
+			continue;
+		if ((rc = mc__acur_get(&L->cur, s->art, &a)) != MC_OK)
 			break;
 		mc__load_report(L->b, fn, ud, dropped ? MC_LOAD_SKIPPED
 					      : L->units[s->unit].lost ? MC_LOAD_UNCHANGED
-					      : MC_LOAD_INSTALLED, a, n.dest);
+					      : MC_LOAD_INSTALLED, a, NULL);
 	}
 	mc__dcur_close(&dc);
 	for (i = 0; i < L->nunits && rc == MC_OK; i++)
