@@ -2,8 +2,10 @@
 # bench.sh - megacache against the obvious script on the same content at the same zstd
 # level: `tar --zstd` + `minisign` for pack, `minisign -V` + `tar --zstd -x` for load,
 # and `zstd -d` of the baseline bundle for verify. The two sides alternate (which goes
-# first flips every run); the table gives medians of wall time and peak RSS, and the
-# ratios megacache/baseline.
+# first flips every run); the table gives medians of wall time and peak RSS, the
+# ratios megacache/baseline, and the CPU-seconds each side used (user and system, its
+# child processes' too: tar's zstd, say): a step whose CPU-seconds over its wall time
+# come near the machine's CPUs is bound by them.
 #   sh tests/bench/bench.sh [COPIES...]
 # COPIES: copies of the real CUDA MLP cache dir (130: about 510 MB in 20,000 files);
 # several give the scaling series, e.g. `130 520 2080` for 1x, 4x and 16x.
@@ -47,15 +49,15 @@ tar -xzf "$top/tests/data/torch-2.11/mlp-cuda-cachedir.tar.gz" -C "$WORK/src"
 t() {
 	name=$1
 	shift
-	/usr/bin/time -f "%e %M" -o "$WORK/.t" "$@" >/dev/null 2>"$WORK/.err" || {
+	/usr/bin/time -f "%e %M %U %S" -o "$WORK/.t" "$@" >/dev/null 2>"$WORK/.err" || {
 		echo "bench: $name failed: $(tail -3 "$WORK/.err")" >&2
 		exit 1
 	}
 	cat "$WORK/.t" >> "$WORK/$name.times"
 }
 
-median() { # median COLUMN FILE
-	cut -d' ' -f"$1" "$2" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+median() { # median COLUMN FILE (COLUMN 0: user plus system time)
+	awk -v c="$1" '{ print c ? $c : $3 + $4 }' "$2" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # settle FILE...: written-back, dropped (when allowed) page cache, then FILEs read once.
@@ -99,8 +101,8 @@ verify_mc() { settle "$WORK/mc.mcache"; t verify-mc "$M" verify $CAP -q "$WORK/m
 echo "machine: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/^Mem:/ { print $2 }') GiB," \
 	"$(uname -sr), $(df -T "$WORK" | awk 'NR == 2 { print $2 }') at $WORK; megacache --threads $THREADS"
 echo
-echo "| corpus | operation | baseline (s) | megacache (s) | ratio | baseline RSS (MiB) | megacache RSS (MiB) |"
-echo "|---|---|---|---|---|---|---|"
+echo "| corpus | operation | baseline (s) | megacache (s) | ratio | baseline RSS (MiB) | megacache RSS (MiB) | baseline CPU (s) | megacache CPU (s) |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for copies in $copies_list; do
 	C="$WORK/cache-$copies"
 	if [ ! -d "$C" ]; then
@@ -154,10 +156,13 @@ EOF
 		mw=$(median 1 "$WORK/$op-mc.times")
 		br=$(median 2 "$WORK/$op-base.times")
 		mr=$(median 2 "$WORK/$op-mc.times")
+		bc=$(median 0 "$WORK/$op-base.times")
+		mc=$(median 0 "$WORK/$op-mc.times")
 		awk -v c="$size MB, $files files" -v op="$op" -v bw="$bw" -v mw="$mw" -v br="$br" -v mr="$mr" \
-			'BEGIN { printf "| %s | %s | %.2f | %.2f | %.2f | %.1f | %.1f |\n", c, op, bw, mw, mw / bw, br / 1024, mr / 1024 }'
+			-v bc="$bc" -v mc="$mc" \
+			'BEGIN { printf "| %s | %s | %.2f | %.2f | %.2f | %.1f | %.1f | %.2f | %.2f |\n", c, op, bw, mw, mw / bw, br / 1024, mr / 1024, bc, mc }'
 	done
-	echo "| | bundle size (MB) | $(stat -c %s "$WORK/base.tar.zst" | awk '{ printf "%.1f", $1 / 1e6 }') | $(stat -c %s "$WORK/mc.mcache" | awk '{ printf "%.1f", $1 / 1e6 }') | | | |"
+	echo "| | bundle size (MB) | $(stat -c %s "$WORK/base.tar.zst" | awk '{ printf "%.1f", $1 / 1e6 }') | $(stat -c %s "$WORK/mc.mcache" | awk '{ printf "%.1f", $1 / 1e6 }') | | | | | |"
 done
 rm -rf "$WORK"/out-base* "$WORK"/out-mc*
 echo
