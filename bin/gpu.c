@@ -91,6 +91,20 @@ gpu_detect_wait(struct gpu_opts *g)
 	g->joined = 1;
 }
 
+/* The host's targets: those named, else those detected (waited for, once). Nonzero:
+ * the exit status of a failed detection, which was told. */
+static int
+resolve(struct tool *t, struct gpu_opts *g, const char *const **host, size_t *n)
+{
+	int rc;
+
+	if (!g->resolved && g->ngiven == 0 && (rc = detected(t, g)) != 0)
+		return rc;
+	g->resolved = 1;
+	*host = host_targets(g, n);
+	return 0;
+}
+
 int
 gpu_apply(struct tool *t, struct gpu_opts *g, mc_bundle *b)
 {
@@ -98,10 +112,8 @@ gpu_apply(struct tool *t, struct gpu_opts *g, mc_bundle *b)
 	size_t n;
 	int rc;
 
-	if (!g->resolved && g->ngiven == 0 && (rc = detected(t, g)) != 0)
+	if ((rc = resolve(t, g, &host, &n)) != 0)
 		return rc;
-	g->resolved = 1;
-	host = host_targets(g, &n);
 	if ((rc = mc_bundle_set_host_gpus(b, host, n)) != MC_OK)
 		return fail(t->ctx, rc);
 	return 0;
@@ -113,10 +125,8 @@ host_fn(void *ud, const char *const **targets, size_t *n)
 {
 	struct gpu_opts *g = ud;
 
-	if (!g->resolved && (g->status = detected(g->tool, g)) != 0)
+	if ((g->status = resolve(g->tool, g, targets, n)) != 0)
 		return MC_ERR_NOMEM; /* mc_gpu_detect()'s only failure */
-	g->resolved = 1;
-	*targets = host_targets(g, n);
 	return MC_OK;
 }
 
