@@ -754,8 +754,8 @@ workers_init(struct push *p)
 {
 	unsigned k;
 
-	/* as many as the pass may run (it asks mc__threads() again) */
-	p->nworkers = mc__threads(p->ctx) > MC_MAX_THREADS ? mc__threads(p->ctx) : MC_MAX_THREADS;
+	/* as many as the pass may run: mc__threads() gives at most MC_MAX_THREADS */
+	p->nworkers = MC_MAX_THREADS;
 	if ((p->w = calloc(p->nworkers, sizeof *p->w)) == NULL ||
 	    (p->wait = calloc(MC_PIPE_COMMANDS, sizeof *p->wait)) == NULL ||
 	    (p->ready = calloc(PUSH_AHEAD, sizeof *p->ready)) == NULL)
