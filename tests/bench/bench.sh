@@ -45,7 +45,7 @@ mkdir -p "$WORK/src"
 tar -xzf "$top/tests/data/torch-2.11/mlp-cuda-cachedir.tar.gz" -C "$WORK/src"
 "$M" keygen -q -W -f -p "$WORK/k.pub" -s "$WORK/k.key"
 
-# t NAME CMD...: runs CMD under GNU time, appends "wall rss_kb" to $WORK/NAME.times.
+# t NAME CMD...: runs CMD under GNU time, appends "wall rss_kb user sys" to $WORK/NAME.times.
 t() {
 	name=$1
 	shift
