@@ -322,14 +322,11 @@ open_rel_dir(struct loader *L, mc_ctx *ctx, size_t tier, const char *rel, int cr
 	const struct tier_root *t = &L->tiers[tier];
 	char path[2 * MC_PATH_MAX];
 	size_t keep = strlen(t->root) + 1;
-	int start;
 
 	*fd = -1;
 	if ((size_t)snprintf(path, sizeof path, "%s/%s", t->root, rel) >= sizeof path)
 		return mc__err(ctx, MC_ERR_INVALID, "path too long");
-	if ((start = dup(t->fd)) < 0)
-		return mc__errno(ctx, MC_ERR_IO, "cannot open", t->root);
-	return walk_dirs(L, ctx, start, 0, path, keep, keep, tier, create, 0, fd);
+	return walk_dirs(L, ctx, t->fd, 1, path, keep, keep, tier, create, 0, fd);
 }
 
 int
