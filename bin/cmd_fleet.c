@@ -553,6 +553,9 @@ cmd_audit(struct tool *t, int argc, char **argv)
 	redis_check(&o, "audit");
 	if (t->trust.npubs == 0)
 		usage_error("audit needs -p PUBFILE: only trusted bundles vouch for entries%s", "");
+	if (t->trust.insecure)
+		usage_error("audit takes no --insecure-no-verify: only bundles whose signatures "
+			    "verify vouch for entries%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	ta.verbose = t->verbose, ta.quiet = t->quiet, ta.findings = 1;

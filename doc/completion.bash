@@ -33,7 +33,8 @@ _megacache_options()
 		--json $_megacache_trust" ;;
 	pull) echo "-o --output --redis --redis-password-file --triton --triton-key-format --match
 		--json $_megacache_record" ;;
-	audit) echo "--redis --redis-password-file --triton --triton-key-format --json $_megacache_trust" ;;
+	audit) echo "--redis --redis-password-file --triton --triton-key-format --json
+		-p --threshold --min-version --require --now" ;;
 	esac
 	echo "$_megacache_common"
 }

@@ -341,6 +341,8 @@ r=$?
 grep -E '^[!~]' "$T/out" | grep -qF "$planted" && ok || bad "audit: the planted key is not marked: $(cat "$T/out")"
 # an untrusted bundle is refused, as load refuses it
 run 1 "no signature by a trusted key" audit --redis "$URL" -p "$PUB" "$T/u.mcache"
+# nor can --insecure-no-verify make it vouch: refused before any bundle is read
+run 2 "audit takes no --insecure-no-verify" audit --redis "$URL" -p "$PUB" "$T/u.mcache" --insecure-no-verify
 "$MEGACACHE" audit --redis "$URL" -p "$PUB" "$T/a.mcache" --json >"$T/out" 2>"$T/err"
 r=$?
 [ "$r" = 1 ] && ok || bad "audit --json exited $r: $(cat "$T/err")"
