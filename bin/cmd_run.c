@@ -70,7 +70,7 @@ run_opt(struct tool *t, void *opts, int c, char *arg)
 }
 
 /* '+': options end at the command's name, so its own options stay its own. */
-static const struct tool_optspec run_spec = {"+b:s:", run_long, run_opt};
+static const struct tool_optspec run_spec = {"+b:o:s:", run_long, run_opt};
 
 static void
 run_check(const struct tool *t, const struct run_opts *o, int argc)

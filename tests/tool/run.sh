@@ -75,9 +75,9 @@ run 0 "" run -b "$T/bad.mcache" -p "$PUB" --allow-cold -- touch "$T/ran"
 [ -e "$T/ran" ] && ok || bad "--allow-cold did not run the command"
 grep -qF "allow-cold: running without $T/bad.mcache" "$T/err" && ok || bad "--allow-cold did not say so"
 
-# --save-to: only what the command added, with the diff on stderr.
+# --save-to (or -o): only what the command added, with the diff on stderr.
 new="$IND/zz/czznewkernel.py"
-run 0 "" run -b "$T/b.mcache" -p "$PUB" --save-to "$T/next.mcache" -s "$SEC" -- \
+run 0 "" run -b "$T/b.mcache" -p "$PUB" -o "$T/next.mcache" -s "$SEC" -- \
 	sh -c 'mkdir -p "${0%/*}" && echo "print(1)" > "$0"' "$new"
 grep -qF "+ kernel_code" "$T/err" && ok || bad "the new artifact was not listed: $(cat "$T/err")"
 run 0 "" list "$T/next.mcache" --json
