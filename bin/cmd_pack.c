@@ -143,8 +143,9 @@ pack_check(const struct pack_opts *o, int argc, char **argv)
 	if (optind != argc)
 		usage_error("pack: unexpected argument '%s'", argv[optind]);
 	if (o->nsrcs == 0)
-		usage_error("pack needs at least one --from-torch BLOB or --from-dir DIR "
-			    "(`megacache save` records the caches torch and Triton use here)%s", "");
+		usage_error("pack needs at least one --from-torch BLOB, --from-dir DIR or "
+			    "--from-triton-dir DIR (`megacache save` records the caches torch and "
+			    "Triton use here)%s", "");
 }
 
 int
