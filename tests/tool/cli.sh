@@ -150,6 +150,9 @@ done
 for w in 'progress " WHEN"' 'B \-\-version' 'base64 line' 'megacache help load'; do
 	grep -qF -- "$w" "$MAN" && ok || bad "the man page lacks $w"
 done
+# --threads: the commands whose work it spreads, the same in both.
+"$MEGACACHE" --help | grep -qF "worker threads for pack, verify, load, push and pull" &&
+	grep -qxF ".BR pull :" "$MAN" && ok || bad "megacache --help and the man page differ on --threads"
 
 # Long options by their whole names only: any start of one, as getopt_long would take it
 # (verify --insecure for --insecure-no-verify), is a usage error (exit 2) that names the
