@@ -132,7 +132,9 @@ for i, line in enumerate(lines):
     elif entry is not None and i > 0 and lines[i - 1] not in (".TP", ".TQ"):
         entry["text"] += " " + plain(line)
 # --version is the tool's (megacache --version), no command's.
-entries = [e for e in entries if e["head"] != {"--version"}]
+for e in entries:
+    e["head"] -= {"--version", "-V"}
+entries = [e for e in entries if e["head"]]
 for e in entries:
     e["cmds"] = listed(e["text"])
 every = set().union(*(e["head"] for e in entries if e["cmds"] is None))
