@@ -1,9 +1,9 @@
 #!/bin/sh
 # proof.sh - proves on a GPU machine that a megacache bundle turns a cold torch.compile
 # into a warm one. Run from the top of a tree where megacache was built, with the
-# shared libraries it needs in .gpu-libs/ (see the README). Works in $WORK (default
-# /tmp/megacache-proof); copies the JSON of each run and table.md to $OUT (default
-# ./run/proof).
+# shared libraries it needs in .gpu-libs/ (see doc/gpu.md, "Running the proofs").
+# Works in $WORK (default /tmp/megacache-proof); copies the JSON of each run and
+# table.md to $OUT (default ./run/proof).
 set -eu
 top=$(pwd)
 W=${WORK:-/tmp/megacache-proof}
