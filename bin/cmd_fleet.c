@@ -529,7 +529,8 @@ audit_report(const struct tool *t, char **paths, size_t n, const mc_redis *r,
 	if (t->quiet)
 		return;
 	say(stdout, "audit of %s: %zu entr%s, %zu vouched for by a trusted bundle, %zu not (%zu "
-	    "differ, %zu in no bundle, %zu not in their key's form)", mc_redis_where(r), total,
+	    "differ, %zu in no bundle, %zu unreadable by torch: not in their key's form)",
+	    mc_redis_where(r), total,
 	    total == 1 ? "y" : "ies", ta->n[MC_REMOTE_VOUCHED], bad, ta->n[MC_REMOTE_DIFFERS],
 	    ta->n[MC_REMOTE_UNVOUCHED], ta->n[MC_REMOTE_ODD]);
 }

@@ -255,8 +255,9 @@ static const char pull_help[] =
 static const char audit_help[] =
 	"usage: megacache audit --redis URL -p PUBFILE... BUNDLE... [--triton] [--json] [-v]\n"
 	"List every entry of torch's Redis remote cache (and with --triton Triton's) that no\n"
-	"given trusted bundle vouches for: its key in none of them, or other bytes than the\n"
-	"signed manifest lists. Exit status 1 when there is any.\n"
+	"given trusted bundle vouches for: its key in none of them, other bytes than the\n"
+	"signed manifest lists, or unreadable by torch (odd form: a value or key not in the\n"
+	"form torch reads, the check pull skips them by). Exit status 1 when there is any.\n"
 	"  --redis URL, --redis-password-file F, --triton, --triton-key-format F: as push\n"
 	"  -p PUBFILE             a trusted public key; each BUNDLE must verify with them\n"
 	"  --json                 the findings as JSON\n"

@@ -57,6 +57,16 @@ MC_HIDDEN mc_ctx *mc__redis_ctx(const mc_redis *r);
 MC_HIDDEN mc_ctx *mc__redis_use_ctx(mc_redis *r, mc_ctx *ctx);
 MC_HIDDEN const char *mc__redis_triton_format(const mc_redis *r);
 
+/* The artifact an entry of a key space asked for holds (pull.c): as mc__remote_parse()
+ * reads the key and value v (NULL: the key holds no string), and the key as its type's
+ * handler checks it, the check pull and audit share: MC_OK; 1, why said, when torch or
+ * Triton cannot read it (a value not in its key's form, a key they never make); 2 when
+ * rkey is in none of the key spaces; MC_ERR_NOMEM. ctx: the types' (not written). */
+MC_HIDDEN int mc__entry_read(const mc_ctx *ctx, const char *rkey, const unsigned char *v,
+			     size_t vn, const char *triton_fmt, unsigned spaces, const char **type,
+			     char *kbuf, size_t klen, unsigned char **content, size_t *cn,
+			     char *why, size_t whylen);
+
 /* Calls fn with each entry of r whose key matches match (v NULL: the key holds no
  * string, a list or a hash, that GET refuses) (a Redis glob; NULL: the key
  * spaces asked for, MC_SPACE_*), once each, in key order, its value read in pipelined

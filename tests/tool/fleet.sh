@@ -334,7 +334,7 @@ odd=$(rc --scan --pattern 'pt2:fx-graph-v1::*' | grep -vF "$planted" | head -1)
 rc set "$odd" 'not json' >/dev/null
 "$MEGACACHE" audit --redis "$URL" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
 r=$?
-[ "$r" = 1 ] && grep -qxF "audit of $SHOWN: 7 entries, 4 vouched for by a trusted bundle, 3 not (1 differ, 1 in no bundle, 1 not in their key's form)" "$T/out" &&
+[ "$r" = 1 ] && grep -qxF "audit of $SHOWN: 7 entries, 4 vouched for by a trusted bundle, 3 not (1 differ, 1 in no bundle, 1 unreadable by torch: not in their key's form)" "$T/out" &&
 	[ ! -s "$T/err" ] && ok || bad "audit with 3 findings: exit $r: $(cat "$T/out" "$T/err")"
 [ "$(grep -c "$planted" "$T/out")" = 1 ] && [ "$(grep -c "$changed" "$T/out")" = 1 ] &&
 	[ "$(grep -c "$odd" "$T/out")" = 1 ] && ok || bad "audit does not list each finding once: $(cat "$T/out")"
@@ -372,8 +372,38 @@ rc rpush "pt2:fx-graph-v1::f$(printf 'r%.0s' $(seq 51)):c1" x >/dev/null
 run 0 "2 entries skipped: not in the form of their key" pull --redis "$URL" -o "$T/odd2.mcache"
 "$MEGACACHE" audit --redis "$URL" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
 r=$?
-[ "$r" = 1 ] && grep -qF "8 entries, 4 vouched for by a trusted bundle, 4 not (1 differ, 1 in no bundle, 2 not in their key's form)" "$T/out" &&
+[ "$r" = 1 ] && grep -qF "8 entries, 4 vouched for by a trusted bundle, 4 not (1 differ, 1 in no bundle, 2 unreadable by torch: not in their key's form)" "$T/out" &&
 	ok || bad "audit with a list under a pt2 key: exit $r: $(cat "$T/out" "$T/err")"
+# a value in torch's JSON under an FX graph key torch never makes (not 'f' and 51 of
+# [a-z2-7]): nothing reads it. pull and audit judge it by one check: pull skips it as
+# odd, audit counts it unreadable by torch (odd), not as an entry no bundle has.
+nokey="pt2:fx-graph-v1::hello:c1"
+rc set "$nokey" '{"data":"aGVsbG8="}' >/dev/null
+run 0 "3 entries skipped: not in the form of their key" pull -v --redis "$URL" -o "$T/odd3.mcache"
+grep -qxF "! odd form       $nokey" "$T/out" && ok || bad "pull -v of an FX value under a key torch never makes: $(cat "$T/out")"
+"$MEGACACHE" audit -v --redis "$URL" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
+r=$?
+[ "$r" = 1 ] && grep -qxF "! odd form       $nokey" "$T/out" &&
+	grep -qF "9 entries, 4 vouched for by a trusted bundle, 5 not (1 differ, 1 in no bundle, 3 unreadable by torch: not in their key's form)" "$T/out" &&
+	ok || bad "audit of an FX value under a key torch never makes: exit $r: $(cat "$T/out" "$T/err")"
+"$MEGACACHE" audit --redis "$URL" -p "$PUB" "$T/a.mcache" --json >"$T/out" 2>"$T/err"
+r=$?
+$PY - "$T/out" "$nokey" "$MC_SRCDIR/doc/json-schema.json" <<'PY' && [ "$r" = 1 ] && ok || bad "audit --json of an FX value under a key torch never makes: exit $r: $(head -c 1500 "$T/out")"
+import json, sys
+out, nokey, schema = sys.argv[1:]
+j = json.load(open(out))
+s = json.load(open(schema))
+assert "torch cannot read" in s["$defs"]["audit"]["properties"]["odd"]["description"]
+try:
+    import jsonschema
+    jsonschema.Draft202012Validator(s).validate(j)
+except ImportError:
+    pass
+assert (j["entry_count"], j["vouched"], j["unvouched"], j["odd"]) == (9, 4, 1, 3), j
+f = [x for x in j["findings"] if x["redis_key"] == nokey]
+assert len(f) == 1 and f[0]["action"] == "odd" and f[0]["type"] is None, f
+PY
+rc del "$nokey" >/dev/null
 
 # 12. --triton: Triton's kernels under triton:<hash>:<file>, raw; group files with
 # their children's bare names, sorted, as Triton's remote cache writes them.
