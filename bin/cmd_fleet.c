@@ -98,7 +98,7 @@ redis_connect(struct tool *t, const struct redis_opts *o, mc_redis **r)
 struct tally {
 	int verbose, quiet;
 	int findings; /* audit: entries not vouched for are listed without -v */
-	size_t n[MC_REMOTE_UNVOUCHED + 1];
+	size_t n[MC_REMOTE_WOULD_CHANGE_TTL + 1];
 	size_t aot;   /* push: AOTAutograd entries written or there already */
 	uint64_t bytes;
 	cJSON *entries; /* with --json: the entries told (push: those written or compared) */
@@ -122,6 +122,8 @@ static const struct {
 	[MC_REMOTE_VOUCHED] = {"vouched", "vouched", '='},
 	[MC_REMOTE_DIFFERS] = {"differs", "differs", '~'},
 	[MC_REMOTE_UNVOUCHED] = {"unvouched", "unvouched", '!'},
+	[MC_REMOTE_TTL_CHANGED] = {"ttl_changed", "TTL changed", '~'},
+	[MC_REMOTE_WOULD_CHANGE_TTL] = {"would_change_ttl", "would set TTL", '~'},
 };
 
 /* An entry's line: its Redis key; an artifact with none (no remote form), or one another
@@ -151,7 +153,8 @@ on_entry(void *ud, int what, const char *type, const char *key, const char *rkey
 	ta->n[what]++;
 	if (what == MC_REMOTE_SENT || what == MC_REMOTE_REPLACED || what == MC_REMOTE_PULLED)
 		ta->bytes += size;
-	if (what <= MC_REMOTE_WOULD_REPLACE && type != NULL && strcmp(type, "aot_autograd") == 0)
+	if ((what <= MC_REMOTE_WOULD_REPLACE || what >= MC_REMOTE_TTL_CHANGED) && type != NULL &&
+	    strcmp(type, "aot_autograd") == 0)
 		ta->aot++;
 	if (ta->entries != NULL && what != MC_REMOTE_VOUCHED) {
 		cJSON *e = cJSON_CreateObject();
@@ -254,8 +257,16 @@ push_report(const struct tool *t, const struct push_opts *o, const char *path,
 {
 	static const int counts[] = {MC_REMOTE_SENT, MC_REMOTE_REPLACED, MC_REMOTE_UNCHANGED,
 				     MC_REMOTE_WOULD_SEND, MC_REMOTE_WOULD_REPLACE,
-				     MC_REMOTE_NO_FORM, MC_REMOTE_SHADOWED};
-	size_t *n = ta->n;
+				     MC_REMOTE_NO_FORM, MC_REMOTE_SHADOWED,
+				     MC_REMOTE_TTL_CHANGED, MC_REMOTE_WOULD_CHANGE_TTL};
+	size_t *n = ta->n, retimed = n[MC_REMOTE_TTL_CHANGED] + n[MC_REMOTE_WOULD_CHANGE_TTL];
+	size_t changed = n[MC_REMOTE_SENT] + n[MC_REMOTE_REPLACED] + n[MC_REMOTE_WOULD_SEND] +
+			 n[MC_REMOTE_WOULD_REPLACE] + retimed;
+	char ttl[64] = ""; /* the entries whose TTL was set anew, when there are any */
+
+	if (retimed > 0)
+		snprintf(ttl, sizeof ttl, o->dry ? ", set a new TTL on %zu" : ", %zu with a new TTL",
+			 retimed);
 
 	if (warning[0] != '\0' && !t->quiet)
 		say(stderr, "%s: warning: %s", PROG, warning);
@@ -267,6 +278,7 @@ push_report(const struct tool *t, const struct push_opts *o, const char *path,
 		cJSON_AddBoolToObject(j, "dry_run", o->dry);
 		cJSON_AddBoolToObject(j, "triton", o->redis.triton);
 		add_counts(j, ta, counts, sizeof counts / sizeof counts[0]);
+		cJSON_AddBoolToObject(j, "changed", changed > 0);
 		cJSON_AddNumberToObject(j, "bytes", (double)ta->bytes);
 		cJSON_AddItemToObject(j, "entries", ta->entries);
 		ta->entries = NULL;
@@ -279,20 +291,20 @@ push_report(const struct tool *t, const struct push_opts *o, const char *path,
 	if (t->quiet)
 		return;
 	if (o->dry)
-		say(stdout, "%s into %s: would write %zu, replace %zu; %zu unchanged", path,
-		    mc_redis_where(r), n[MC_REMOTE_WOULD_SEND], n[MC_REMOTE_WOULD_REPLACE],
+		say(stdout, "%s into %s: would write %zu, replace %zu%s; %zu unchanged", path,
+		    mc_redis_where(r), n[MC_REMOTE_WOULD_SEND], n[MC_REMOTE_WOULD_REPLACE], ttl,
 		    n[MC_REMOTE_UNCHANGED]);
-	else if (n[MC_REMOTE_SENT] + n[MC_REMOTE_REPLACED] + n[MC_REMOTE_UNCHANGED] == 0)
+	else if (changed + n[MC_REMOTE_UNCHANGED] == 0)
 		say(stdout, "pushed nothing from %s: none of its artifacts has a form in %s", path,
 		    mc_redis_where(r));
-	else if (n[MC_REMOTE_SENT] + n[MC_REMOTE_REPLACED] == 0)
+	else if (changed == 0)
 		say(stdout, "pushed %s into %s: nothing changed (%zu entr%s there already)", path,
 		    mc_redis_where(r), n[MC_REMOTE_UNCHANGED],
 		    n[MC_REMOTE_UNCHANGED] == 1 ? "y" : "ies");
 	else
-		say(stdout, "pushed %s into %s: %zu written, %zu replaced, %zu unchanged", path,
+		say(stdout, "pushed %s into %s: %zu written, %zu replaced, %zu unchanged%s", path,
 		    mc_redis_where(r), n[MC_REMOTE_SENT], n[MC_REMOTE_REPLACED],
-		    n[MC_REMOTE_UNCHANGED]);
+		    n[MC_REMOTE_UNCHANGED], ttl);
 	if (n[MC_REMOTE_NO_FORM] > 0)
 		say(stdout, "  %zu artifact%s of types torch keeps no remote cache of (autotune, "
 		    "kernel code, ...%s) not pushed", n[MC_REMOTE_NO_FORM],
@@ -342,7 +354,8 @@ cmd_push(struct tool *t, int argc, char **argv)
 			push_report(t, &o, shown_path(argv[optind]), r, &ta, warning);
 		} else {
 			rc = fail(t->ctx, rc);
-			if ((done = ta.n[MC_REMOTE_SENT] + ta.n[MC_REMOTE_REPLACED]) > 0)
+			if ((done = ta.n[MC_REMOTE_SENT] + ta.n[MC_REMOTE_REPLACED] +
+				    ta.n[MC_REMOTE_TTL_CHANGED]) > 0)
 				say(stderr, "%s: note: %zu entr%s written before that, each checked; a "
 				    "push again finishes the rest", PROG, done, done == 1 ? "y was" : "ies were");
 		}

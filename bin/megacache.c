@@ -225,15 +225,17 @@ static const char push_help[] =
 	"  --redis-password-file F  the password (first line); else $MEGACACHE_REDIS_PASSWORD\n"
 	"  -p PUBFILE             a trusted public key (a file, its text or its base64 line)\n"
 	"  --types T[,T]...       push only these artifact types\n"
-	"  --ttl S                the entries expire after S seconds (default: never)\n"
+	"  --ttl S                the entries expire after S seconds (default: each keeps\n"
+	"                         its TTL, a new one none); a TTL set anew is a change\n"
 	"  --triton               Triton's kernels too, into Triton's remote cache\n"
 	"  --triton-key-format F  its key format (default $TRITON_REDIS_KEY_FORMAT, else\n"
 	"                         triton:{key}:{filename})\n"
 	"  --dry-run              compare with the store; write nothing\n"
 	"  --json                 the report as JSON\n"
-	"  -v, --verbose          a line per artifact: written, replaced or unchanged (or,\n"
-	"                         --dry-run, would be) with its Redis key, or not pushed\n"
-	"                         (no remote form, shadowed) with its type and key\n"
+	"  -v, --verbose          a line per artifact: written, replaced, unchanged\n"
+	"                         or TTL changed (or, --dry-run, would be) with its\n"
+	"                         Redis key, or not pushed (no remote form, shadowed)\n"
+	"                         with its type and key\n"
 	"example: megacache push cache.mcache -p ci.pub --redis redis://cache-host:6379/0\n";
 
 static const char pull_help[] =

@@ -32,9 +32,15 @@ MC_HIDDEN int mc__redis_append(mc_redis *r, int argc, const char **argv, const s
  * mark's bytes are (mark -1: none). */
 MC_HIDDEN unsigned char *mc__redis_format(int argc, const char **argv, const size_t *lens,
 					  int mark, unsigned char **at, size_t *len);
-/* Sends a command made by mc__redis_format() at once, from its buffer (not copied into
- * a queue); its reply is read as a queued command's. */
-MC_HIDDEN int mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len);
+/* The same as a transaction, so that no other client's command comes between: MULTI,
+ * TTL argv[1], the command, EXEC; its 4 replies are read by mc__redis_reply_ttl(). */
+MC_HIDDEN unsigned char *mc__redis_format_ttl(int argc, const char **argv, const size_t *lens,
+					      int mark, unsigned char **at, size_t *len);
+/* Sends a command made by mc__redis_format() (replies: 1) or mc__redis_format_ttl() (4)
+ * at once, from its buffer (not copied into a queue); its replies are read as a queued
+ * command's. */
+MC_HIDDEN int mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len,
+				 size_t replies);
 /* The number of commands queued whose replies are not read, and whether to read them. */
 MC_HIDDEN size_t mc__redis_pending(const mc_redis *r);
 MC_HIDDEN int mc__redis_full(const mc_redis *r);
@@ -42,6 +48,11 @@ MC_HIDDEN int mc__redis_full(const mc_redis *r);
  * error naming the server and what (the command) it refused; the reply is to be freed
  * then too (rep->error set when the server answered with an error). */
 MC_HIDDEN int mc__redis_reply(mc_redis *r, const char *what, struct mc_rreply *rep);
+/* Reads the replies of a command made by mc__redis_format_ttl(): the command's in rep as
+ * mc__redis_reply() gives it (an error: the first refusal, of the transaction or of the
+ * command), the TTL the key had just before it in *ttl (seconds; -1: none, -2: no key). */
+MC_HIDDEN int mc__redis_reply_ttl(mc_redis *r, const char *what, struct mc_rreply *rep,
+				  long long *ttl);
 MC_HIDDEN void mc__redis_reply_free(struct mc_rreply *rep);
 /* Reads and drops the replies still awaited (after a failure), leaving the context's
  * message the failure's. */

@@ -235,6 +235,64 @@ ttl=$(rc ttl "pt2:dynamo-pgo::$pgokey:c1")
 ttl=$(rc ttl "$(rc --scan --pattern 'pt2:fx-graph-v1::*' | head -1)")
 [ "$ttl" -ge 1 ] 2>/dev/null && [ "$ttl" -le 100 ] && ok || bad "--ttl 100: fx graph TTL $ttl"
 
+# 5b. a push without --ttl keeps the TTL each entry has (KEEPTTL); one with --ttl sets
+# it anew, and that is a change, said as one (--dry-run says the same and writes
+# nothing); so over entries that had none. Each entry's TTL is read and its value
+# written in one transaction.
+# ttls LOW HIGH: every pt2 key's TTL, read as torch's client reads it, is in [LOW, HIGH]
+# (-1: none)
+ttls() {
+	$PY - "$PORT" "$1" "$2" <<'PY'
+import sys
+import redis
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+lo, hi = int(sys.argv[2]), int(sys.argv[3])
+t = {k: r.ttl(k) for k in r.scan_iter("pt2:*")}
+assert len(t) == 6 and all(lo <= v <= hi for v in t.values()), t
+PY
+}
+rc flushall >/dev/null
+run 0 "6 written" push "$T/a.mcache" -p "$PUB" --redis "$URL" --ttl 120
+run 0 "pushed $T/a.mcache into $SHOWN: nothing changed (6 entries there already)" \
+	push "$T/a.mcache" -p "$PUB" --redis "$URL"
+check "a push without --ttl took the TTL of 120 away" ttls 60 120
+run 0 "would write 0, replace 0, set a new TTL on 6; 0 unchanged" \
+	push "$T/a.mcache" -p "$PUB" --redis "$URL" --ttl 300 --dry-run
+check "a dry run with --ttl 300 changed the TTL" ttls 60 120
+run 0 "pushed $T/a.mcache into $SHOWN: 0 written, 0 replaced, 0 unchanged, 6 with a new TTL" \
+	push "$T/a.mcache" -p "$PUB" --redis "$URL" --ttl 300
+check "push --ttl 300 over a TTL of 120" ttls 240 300
+# --json: the counts, each entry's action, and whether the store changed
+"$MEGACACHE" push "$T/a.mcache" -p "$PUB" --redis "$URL" --ttl 60 --json >"$T/out" 2>"$T/err"
+r=$?
+"$MEGACACHE" push "$T/a.mcache" -p "$PUB" --redis "$URL" --json >"$T/out2" 2>>"$T/err"
+r2=$?
+$PY - "$T/out" "$T/out2" "$MC_SRCDIR/doc/json-schema.json" <<'PY' && [ "$r$r2" = 00 ] && ok || bad "push --ttl 60 --json: exit $r $r2: $(head -c 1500 "$T/out" "$T/err")"
+import json, sys
+j, k = (json.load(open(f)) for f in sys.argv[1:3])
+s = json.load(open(sys.argv[3]))
+try:
+    import jsonschema
+    for x in (j, k):
+        jsonschema.Draft202012Validator(s).validate(x)
+except ImportError:
+    pass
+assert (j["written"], j["replaced"], j["unchanged"], j["ttl_changed"]) == (0, 0, 0, 6), j
+assert j["changed"] is True and j["would_change_ttl"] == 0, j
+assert sorted(e["action"] for e in j["entries"] if e["redis_key"]) == ["ttl_changed"] * 6, j
+assert (k["unchanged"], k["ttl_changed"], k["changed"]) == (6, 0, False), k
+PY
+check "push --ttl 60, then a push without --ttl" ttls 1 60
+rc flushall >/dev/null
+run 0 "6 written" push "$T/a.mcache" -p "$PUB" --redis "$URL"
+check "push without --ttl gave a TTL" ttls -1 -1
+run 0 "" push "$T/a.mcache" -p "$PUB" --redis "$URL" --ttl 60 --dry-run --json
+grep -q '"changed":[[:space:]]*true' "$T/out" && grep -q '"would_change_ttl":[[:space:]]*6' "$T/out" &&
+	ok || bad "push --ttl 60 --dry-run --json over entries without a TTL: $(cat "$T/out")"
+check "a dry run with --ttl 60 set a TTL" ttls -1 -1
+run 0 "0 written, 0 replaced, 0 unchanged, 6 with a new TTL" push "$T/a.mcache" -p "$PUB" --redis "$URL" --ttl 60
+check "push --ttl 60 over entries without one" ttls 1 60
+
 # 6. an untrusted bundle: nothing sent.
 run 0 "" pack -q -o "$T/u.mcache" -s "$KEYS/test2.key" --from-torch "$BLOB"
 n=$(dbsize)
@@ -900,7 +958,7 @@ run 0 "1 entry skipped" pull -v --redis "$V" -o "$T/v.mcache"
 "$MEGACACHE" audit --redis "$V" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
 [ $? = 1 ] && [ "$(told)" = "$(line '!' "odd form" "$odd")" ] && ok || bad "audit: $(cat "$T/out" "$T/err")"
 # and the help says so
-"$MEGACACHE" push --help | grep -qF "a line per artifact: written, replaced or unchanged" && ok ||
+"$MEGACACHE" push --help | grep -qF "a line per artifact: written, replaced, unchanged" && ok ||
 	bad "push --help does not say what -v prints"
 "$MEGACACHE" pull --help | grep -qF "a line per entry: pulled, or skipped" && ok ||
 	bad "pull --help does not say what -v prints"
