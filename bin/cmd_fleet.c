@@ -225,30 +225,41 @@ static const struct tool_optspec push_spec = {"", push_long, push_opt};
 /* torch 2.11 keys an AOTAutograd entry by its functorch config, which holds
  * TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE as read (None unset, True "1", False "0"): workers
  * with the remote caches on ("1") find only entries a run with "1" made. The warning, in
- * buf, when the entries pushed were made otherwise or the bundle does not say; "" else. */
+ * buf, when the entries pushed were made otherwise or the bundle does not say (no label,
+ * or "unknown": pulled); "" else. */
 static void
 aot_remote_warning(const mc_bundle *b, const char *path, size_t naot, char *buf, size_t len)
 {
-	const char *made = bundle_label(b, AOT_REMOTE_LABEL);
-	char how[160];
+	static const char make[] = "Make the bundle in a run with " AOT_REMOTE_LABEL "=1 (no "
+				   "Redis needed there), as the workers have it";
+	const char *made = bundle_label(b, AOT_REMOTE_LABEL), *unless = "";
+	char how[200], advice[300];
 
 	buf[0] = '\0';
 	if (naot == 0 || (made != NULL && strcmp(made, "1") == 0))
 		return;
-	if (made == NULL)
+	snprintf(advice, sizeof advice, "%s", make);
+	if (made == NULL) {
 		snprintf(how, sizeof how, "made under a " AOT_REMOTE_LABEL " the bundle does not "
 			 "record (save and run record it as a label)");
-	else if (strcmp(made, "unset") == 0)
+		snprintf(advice, sizeof advice, "%s; if it was made so, pack it with --label "
+			 AOT_REMOTE_LABEL "=1", make);
+	} else if (strcmp(made, "unknown") == 0) {
+		snprintf(how, sizeof how, "pulled from a Redis cache, which does not record the "
+			 AOT_REMOTE_LABEL " they were made with (label " AOT_REMOTE_LABEL "=unknown)");
+		unless = "unless it was 1, ";
+		snprintf(advice, sizeof advice, "torch itself writes AOTAutograd entries there only "
+			 "from runs with " AOT_REMOTE_LABEL "=1: if nothing else wrote that cache, "
+			 "pull it with --label " AOT_REMOTE_LABEL "=1");
+	} else if (strcmp(made, "unset") == 0) {
 		snprintf(how, sizeof how, "made with " AOT_REMOTE_LABEL " unset");
-	else
+	} else {
 		snprintf(how, sizeof how, "made with " AOT_REMOTE_LABEL "=%.20s", made);
+	}
 	snprintf(buf, len, "%s: its %zu AOTAutograd entr%s %s; torch keys AOTAutograd entries by "
-		 "that setting, so workers with " AOT_REMOTE_LABEL "=1 (torch's remote caches on) "
-		 "look them up under other keys and miss (their FX graphs hit). Make the bundle in "
-		 "a run with " AOT_REMOTE_LABEL "=1 (no Redis needed there), as the workers have it%s",
-		 path, naot, naot == 1 ? "y was" : "ies were", how,
-		 made == NULL ? "; if it was made so, pack it with --label " AOT_REMOTE_LABEL "=1"
-			      : "");
+		 "that setting, so %sworkers with " AOT_REMOTE_LABEL "=1 (torch's remote caches on) "
+		 "look them up under other keys and miss (their FX graphs hit). %s", path, naot,
+		 naot == 1 ? "y was" : "ies were", how, unless, advice);
 }
 
 static void
@@ -347,7 +358,7 @@ cmd_push(struct tool *t, int argc, char **argv)
 	    (rc = redis_connect(t, &o.redis, &r)) == 0) {
 		unsigned flags = (o.dry ? MC_PUSH_DRY_RUN : 0) | (o.redis.triton ? MC_PUSH_TRITON : 0);
 		size_t done;
-		char warning[1024];
+		char warning[2048];
 		if ((rc = mc_bundle_push(b, r, flags, o.ttl, on_entry, &ta)) == MC_OK) {
 			aot_remote_warning(b, shown_path(argv[optind]), ta.aot, warning,
 					   sizeof warning);
@@ -483,9 +494,10 @@ cmd_pull(struct tool *t, int argc, char **argv)
 	memset(&ta, 0, sizeof ta);
 	o.rec.level = 3;
 	tool_parse(t, argc, argv, &pull_spec, &o);
-	/* What is in torch's remote cache is what workers with it on look up: torch puts an
-	 * AOTAutograd entry there only from a run with TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1. */
-	o.rec.aot_remote = "1";
+	/* How the AOTAutograd entries were made is not in the store: torch puts them there only
+	 * from runs with TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1, but a push from a bundle made
+	 * otherwise does too. A signed label says only what is known; --label, given, wins. */
+	o.rec.aot_remote = "unknown";
 	if (o.out == NULL || optind != argc)
 		usage_error("pull needs -o BUNDLE and no other argument%s", "");
 	redis_check(&o.redis, "pull");

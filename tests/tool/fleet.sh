@@ -909,16 +909,30 @@ run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" list "$W17/m-same.mcache"
 run 2 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE differs between the inputs" \
 	merge -o "$W17/m-mixed.mcache" -p "$PUB" -s "$SEC" "$W17/off.mcache" "$W17/on.mcache"
 [ ! -e "$W17/m-mixed.mcache" ] && ok || bad "a merge of differing settings was written"
-# pull: what torch's remote cache holds is what remote-on workers look up ("1"); a key
-# that names an entry is not torch's, and is skipped as odd
+# pull: the store does not record how its AOTAutograd entries were made (torch writes
+# them only from runs with "1", but a push of a bundle made with it unset put these
+# there), so the label says unknown, not 1, and a push of what was pulled warns; a
+# --label given says what the user knows. A key that names an entry is not torch's,
+# and is skipped as odd.
+rc flushall >/dev/null
+run 0 "" push "$W17/off.mcache" -p "$PUB" --redis "$URL" -q
 rc set "pt2:fx-graph-v1::fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i/$(printf 'a%.0s' $(seq 51)):c1" \
 	'{"data": "aGVsbG8=", "time_taken_ms": 0}' >/dev/null
 run 0 "" pull --redis "$URL" -o "$W17/pulled.mcache" -s "$SEC" --json
 grep -q '"odd":[[:space:]]*1' "$T/out" && ok || bad "pull of a key with an entry: $(cat "$T/out")"
-run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" list "$W17/pulled.mcache"
+run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=unknown" list "$W17/pulled.mcache"
+grep -q "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" "$T/out" && bad "pull of entries made unset says =1: $(cat "$T/out")" || ok
 run 0 "" load "$W17/pulled.mcache" -p "$PUB" --cache-dir "$W17/pulled"
-run 0 "" push "$W17/pulled.mcache" -p "$PUB" --redis "$URL"
-[ ! -s "$T/err" ] && ok || bad "push of a pulled bundle warned: $(cat "$T/err")"
+rc -n 8 flushdb >/dev/null
+run 0 "6 written" push "$W17/pulled.mcache" -p "$PUB" --redis "$URL/8"
+grep -qF "megacache: warning: $W17/pulled.mcache: its 2 AOTAutograd entries were pulled from a Redis cache, which does not record the TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE they were made with" "$T/err" &&
+	grep -qF "if nothing else wrote that cache, pull it with --label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" "$T/err" &&
+	ok || bad "push of a pulled bundle did not warn: $(cat "$T/err")"
+run 0 "" pull --redis "$URL" -o "$W17/pulled1.mcache" -s "$SEC" --label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1
+run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" list "$W17/pulled1.mcache"
+run 0 "" push "$W17/pulled1.mcache" -p "$PUB" --redis "$URL/8"
+[ ! -s "$T/err" ] && ok || bad "push of a bundle pulled with --label ...=1 warned: $(cat "$T/err")"
+rc -n 8 flushdb >/dev/null
 
 # 18. -v: a line per entry, as the help says: a mark, what was done in words and the
 # entry's Redis key (an artifact with no remote form: its type and key), then the
