@@ -27,18 +27,15 @@ struct mc_rreply {
 MC_HIDDEN int mc__redis_again(const mc_redis *r, mc_ctx *ctx, mc_redis **out);
 /* Queues a command (argc arguments of lens bytes); errors name the server. */
 MC_HIDDEN int mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens);
-/* A command in Redis's protocol, in a new buffer (*len bytes; NULL when out of memory).
- * An argument whose argv is NULL is left for the caller to write; *at: where argument
- * mark's bytes are (mark -1: none). */
-MC_HIDDEN unsigned char *mc__redis_format(int argc, const char **argv, const size_t *lens,
-					  int mark, unsigned char **at, size_t *len);
-/* The same as a transaction, so that no other client's command comes between: MULTI,
- * TTL argv[1], the command, EXEC; its 4 replies are read by mc__redis_reply_ttl(). */
+/* A command in Redis's protocol, in a new buffer (*len bytes; NULL when out of memory),
+ * as a transaction, so that no other client's command comes between: MULTI, TTL argv[1],
+ * the command, EXEC; its 4 replies are read by mc__redis_reply_ttl(). An argument whose
+ * argv is NULL is left for the caller to write; *at: where argument mark's bytes are
+ * (mark -1: none). */
 MC_HIDDEN unsigned char *mc__redis_format_ttl(int argc, const char **argv, const size_t *lens,
 					      int mark, unsigned char **at, size_t *len);
-/* Sends a command made by mc__redis_format() (replies: 1) or mc__redis_format_ttl() (4)
- * at once, from its buffer (not copied into a queue); its replies are read as a queued
- * command's. */
+/* Sends a command made by mc__redis_format_ttl() (replies: 4) at once, from its buffer
+ * (not copied into a queue); its replies are read as a queued command's. */
 MC_HIDDEN int mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len,
 				 size_t replies);
 /* The number of commands queued whose replies are not read, and whether to read them. */

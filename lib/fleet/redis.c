@@ -169,19 +169,6 @@ put_cmd(unsigned char *o, int argc, const char **argv, const size_t *lens, int m
 	return o;
 }
 
-unsigned char *
-mc__redis_format(int argc, const char **argv, const size_t *lens, int mark,
-		 unsigned char **at, size_t *len)
-{
-	size_t need = cmd_size(argc, lens);
-	unsigned char *buf;
-
-	if (need == 0 || (buf = malloc(need)) == NULL)
-		return NULL;
-	*len = (size_t)(put_cmd(buf, argc, argv, lens, mark, at) - buf);
-	return buf;
-}
-
 static const char multi[] = "*1\r\n$5\r\nMULTI\r\n", exec[] = "*1\r\n$4\r\nEXEC\r\n";
 
 unsigned char *
