@@ -98,7 +98,7 @@ redis_connect(struct tool *t, const struct redis_opts *o, mc_redis **r)
 struct tally {
 	int verbose, quiet;
 	int findings; /* audit: entries not vouched for are listed without -v */
-	size_t n[MC_REMOTE_UNVOUCHED + 1];
+	size_t n[MC_REMOTE_WOULD_CHANGE_TTL + 1];
 	size_t aot;   /* push: AOTAutograd entries written or there already */
 	uint64_t bytes;
 	cJSON *entries; /* with --json: the entries told (push: those written or compared) */
@@ -122,6 +122,8 @@ static const struct {
 	[MC_REMOTE_VOUCHED] = {"vouched", "vouched", '='},
 	[MC_REMOTE_DIFFERS] = {"differs", "differs", '~'},
 	[MC_REMOTE_UNVOUCHED] = {"unvouched", "unvouched", '!'},
+	[MC_REMOTE_TTL_CHANGED] = {"ttl_changed", "TTL changed", '~'},
+	[MC_REMOTE_WOULD_CHANGE_TTL] = {"would_change_ttl", "would set TTL", '~'},
 };
 
 /* An entry's line: its Redis key; an artifact with none (no remote form), or one another
@@ -151,7 +153,8 @@ on_entry(void *ud, int what, const char *type, const char *key, const char *rkey
 	ta->n[what]++;
 	if (what == MC_REMOTE_SENT || what == MC_REMOTE_REPLACED || what == MC_REMOTE_PULLED)
 		ta->bytes += size;
-	if (what <= MC_REMOTE_WOULD_REPLACE && type != NULL && strcmp(type, "aot_autograd") == 0)
+	if ((what <= MC_REMOTE_WOULD_REPLACE || what >= MC_REMOTE_TTL_CHANGED) && type != NULL &&
+	    strcmp(type, "aot_autograd") == 0)
 		ta->aot++;
 	if (ta->entries != NULL && what != MC_REMOTE_VOUCHED) {
 		cJSON *e = cJSON_CreateObject();
@@ -222,30 +225,41 @@ static const struct tool_optspec push_spec = {"", push_long, push_opt};
 /* torch 2.11 keys an AOTAutograd entry by its functorch config, which holds
  * TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE as read (None unset, True "1", False "0"): workers
  * with the remote caches on ("1") find only entries a run with "1" made. The warning, in
- * buf, when the entries pushed were made otherwise or the bundle does not say; "" else. */
+ * buf, when the entries pushed were made otherwise or the bundle does not say (no label,
+ * or "unknown": pulled); "" else. */
 static void
 aot_remote_warning(const mc_bundle *b, const char *path, size_t naot, char *buf, size_t len)
 {
-	const char *made = bundle_label(b, AOT_REMOTE_LABEL);
-	char how[160];
+	static const char make[] = "Make the bundle in a run with " AOT_REMOTE_LABEL "=1 (no "
+				   "Redis needed there), as the workers have it";
+	const char *made = bundle_label(b, AOT_REMOTE_LABEL), *unless = "";
+	char how[200], advice[300];
 
 	buf[0] = '\0';
 	if (naot == 0 || (made != NULL && strcmp(made, "1") == 0))
 		return;
-	if (made == NULL)
+	snprintf(advice, sizeof advice, "%s", make);
+	if (made == NULL) {
 		snprintf(how, sizeof how, "made under a " AOT_REMOTE_LABEL " the bundle does not "
 			 "record (save and run record it as a label)");
-	else if (strcmp(made, "unset") == 0)
+		snprintf(advice, sizeof advice, "%s; if it was made so, pack it with --label "
+			 AOT_REMOTE_LABEL "=1", make);
+	} else if (strcmp(made, "unknown") == 0) {
+		snprintf(how, sizeof how, "pulled from a Redis cache, which does not record the "
+			 AOT_REMOTE_LABEL " they were made with (label " AOT_REMOTE_LABEL "=unknown)");
+		unless = "unless it was 1, ";
+		snprintf(advice, sizeof advice, "torch itself writes AOTAutograd entries there only "
+			 "from runs with " AOT_REMOTE_LABEL "=1: if nothing else wrote that cache, "
+			 "pull it with --label " AOT_REMOTE_LABEL "=1");
+	} else if (strcmp(made, "unset") == 0) {
 		snprintf(how, sizeof how, "made with " AOT_REMOTE_LABEL " unset");
-	else
+	} else {
 		snprintf(how, sizeof how, "made with " AOT_REMOTE_LABEL "=%.20s", made);
+	}
 	snprintf(buf, len, "%s: its %zu AOTAutograd entr%s %s; torch keys AOTAutograd entries by "
-		 "that setting, so workers with " AOT_REMOTE_LABEL "=1 (torch's remote caches on) "
-		 "look them up under other keys and miss (their FX graphs hit). Make the bundle in "
-		 "a run with " AOT_REMOTE_LABEL "=1 (no Redis needed there), as the workers have it%s",
-		 path, naot, naot == 1 ? "y was" : "ies were", how,
-		 made == NULL ? "; if it was made so, pack it with --label " AOT_REMOTE_LABEL "=1"
-			      : "");
+		 "that setting, so %sworkers with " AOT_REMOTE_LABEL "=1 (torch's remote caches on) "
+		 "look them up under other keys and miss (their FX graphs hit). %s", path, naot,
+		 naot == 1 ? "y was" : "ies were", how, unless, advice);
 }
 
 static void
@@ -254,8 +268,16 @@ push_report(const struct tool *t, const struct push_opts *o, const char *path,
 {
 	static const int counts[] = {MC_REMOTE_SENT, MC_REMOTE_REPLACED, MC_REMOTE_UNCHANGED,
 				     MC_REMOTE_WOULD_SEND, MC_REMOTE_WOULD_REPLACE,
-				     MC_REMOTE_NO_FORM, MC_REMOTE_SHADOWED};
-	size_t *n = ta->n;
+				     MC_REMOTE_NO_FORM, MC_REMOTE_SHADOWED,
+				     MC_REMOTE_TTL_CHANGED, MC_REMOTE_WOULD_CHANGE_TTL};
+	size_t *n = ta->n, retimed = n[MC_REMOTE_TTL_CHANGED] + n[MC_REMOTE_WOULD_CHANGE_TTL];
+	size_t changed = n[MC_REMOTE_SENT] + n[MC_REMOTE_REPLACED] + n[MC_REMOTE_WOULD_SEND] +
+			 n[MC_REMOTE_WOULD_REPLACE] + retimed;
+	char ttl[64] = ""; /* the entries whose TTL was set anew, when there are any */
+
+	if (retimed > 0)
+		snprintf(ttl, sizeof ttl, o->dry ? ", set a new TTL on %zu" : ", %zu with a new TTL",
+			 retimed);
 
 	if (warning[0] != '\0' && !t->quiet)
 		say(stderr, "%s: warning: %s", PROG, warning);
@@ -267,6 +289,7 @@ push_report(const struct tool *t, const struct push_opts *o, const char *path,
 		cJSON_AddBoolToObject(j, "dry_run", o->dry);
 		cJSON_AddBoolToObject(j, "triton", o->redis.triton);
 		add_counts(j, ta, counts, sizeof counts / sizeof counts[0]);
+		cJSON_AddBoolToObject(j, "changed", changed > 0);
 		cJSON_AddNumberToObject(j, "bytes", (double)ta->bytes);
 		cJSON_AddItemToObject(j, "entries", ta->entries);
 		ta->entries = NULL;
@@ -279,20 +302,20 @@ push_report(const struct tool *t, const struct push_opts *o, const char *path,
 	if (t->quiet)
 		return;
 	if (o->dry)
-		say(stdout, "%s into %s: would write %zu, replace %zu; %zu unchanged", path,
-		    mc_redis_where(r), n[MC_REMOTE_WOULD_SEND], n[MC_REMOTE_WOULD_REPLACE],
+		say(stdout, "%s into %s: would write %zu, replace %zu%s; %zu unchanged", path,
+		    mc_redis_where(r), n[MC_REMOTE_WOULD_SEND], n[MC_REMOTE_WOULD_REPLACE], ttl,
 		    n[MC_REMOTE_UNCHANGED]);
-	else if (n[MC_REMOTE_SENT] + n[MC_REMOTE_REPLACED] + n[MC_REMOTE_UNCHANGED] == 0)
+	else if (changed + n[MC_REMOTE_UNCHANGED] == 0)
 		say(stdout, "pushed nothing from %s: none of its artifacts has a form in %s", path,
 		    mc_redis_where(r));
-	else if (n[MC_REMOTE_SENT] + n[MC_REMOTE_REPLACED] == 0)
+	else if (changed == 0)
 		say(stdout, "pushed %s into %s: nothing changed (%zu entr%s there already)", path,
 		    mc_redis_where(r), n[MC_REMOTE_UNCHANGED],
 		    n[MC_REMOTE_UNCHANGED] == 1 ? "y" : "ies");
 	else
-		say(stdout, "pushed %s into %s: %zu written, %zu replaced, %zu unchanged", path,
+		say(stdout, "pushed %s into %s: %zu written, %zu replaced, %zu unchanged%s", path,
 		    mc_redis_where(r), n[MC_REMOTE_SENT], n[MC_REMOTE_REPLACED],
-		    n[MC_REMOTE_UNCHANGED]);
+		    n[MC_REMOTE_UNCHANGED], ttl);
 	if (n[MC_REMOTE_NO_FORM] > 0)
 		say(stdout, "  %zu artifact%s of types torch keeps no remote cache of (autotune, "
 		    "kernel code, ...%s) not pushed", n[MC_REMOTE_NO_FORM],
@@ -335,14 +358,15 @@ cmd_push(struct tool *t, int argc, char **argv)
 	    (rc = redis_connect(t, &o.redis, &r)) == 0) {
 		unsigned flags = (o.dry ? MC_PUSH_DRY_RUN : 0) | (o.redis.triton ? MC_PUSH_TRITON : 0);
 		size_t done;
-		char warning[1024];
+		char warning[2048];
 		if ((rc = mc_bundle_push(b, r, flags, o.ttl, on_entry, &ta)) == MC_OK) {
 			aot_remote_warning(b, shown_path(argv[optind]), ta.aot, warning,
 					   sizeof warning);
 			push_report(t, &o, shown_path(argv[optind]), r, &ta, warning);
 		} else {
 			rc = fail(t->ctx, rc);
-			if ((done = ta.n[MC_REMOTE_SENT] + ta.n[MC_REMOTE_REPLACED]) > 0)
+			if ((done = ta.n[MC_REMOTE_SENT] + ta.n[MC_REMOTE_REPLACED] +
+				    ta.n[MC_REMOTE_TTL_CHANGED]) > 0)
 				say(stderr, "%s: note: %zu entr%s written before that, each checked; a "
 				    "push again finishes the rest", PROG, done, done == 1 ? "y was" : "ies were");
 		}
@@ -470,9 +494,10 @@ cmd_pull(struct tool *t, int argc, char **argv)
 	memset(&ta, 0, sizeof ta);
 	o.rec.level = 3;
 	tool_parse(t, argc, argv, &pull_spec, &o);
-	/* What is in torch's remote cache is what workers with it on look up: torch puts an
-	 * AOTAutograd entry there only from a run with TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1. */
-	o.rec.aot_remote = "1";
+	/* How the AOTAutograd entries were made is not in the store: torch puts them there only
+	 * from runs with TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1, but a push from a bundle made
+	 * otherwise does too. A signed label says only what is known; --label, given, wins. */
+	o.rec.aot_remote = "unknown";
 	if (o.out == NULL || optind != argc)
 		usage_error("pull needs -o BUNDLE and no other argument%s", "");
 	redis_check(&o.redis, "pull");
@@ -529,7 +554,8 @@ audit_report(const struct tool *t, char **paths, size_t n, const mc_redis *r,
 	if (t->quiet)
 		return;
 	say(stdout, "audit of %s: %zu entr%s, %zu vouched for by a trusted bundle, %zu not (%zu "
-	    "differ, %zu in no bundle, %zu not in their key's form)", mc_redis_where(r), total,
+	    "differ, %zu in no bundle, %zu unreadable by torch: not in their key's form)",
+	    mc_redis_where(r), total,
 	    total == 1 ? "y" : "ies", ta->n[MC_REMOTE_VOUCHED], bad, ta->n[MC_REMOTE_DIFFERS],
 	    ta->n[MC_REMOTE_UNVOUCHED], ta->n[MC_REMOTE_ODD]);
 }

@@ -218,7 +218,7 @@ struct record_opts {
 
 /* torch 2.11 keys AOTAutograd entries by TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE as it reads
  * it (its functorch config's enable_remote_autograd_cache: None, True or False), so save
- * and run record it as this label ("1", "0" or "unset"; pull "1"), merge refuses inputs
+ * and run record it as this label ("1", "0" or "unset"; pull "unknown"), merge refuses inputs
  * that disagree on it, and push warns when the entries it writes were not made with the
  * remote caches' setting, "1". */
 #define AOT_REMOTE_LABEL "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE"

@@ -700,7 +700,9 @@ enum {
 	MC_REMOTE_ODD,           /* pull, audit: a value not in its key's form (skipped) */
 	MC_REMOTE_VOUCHED,       /* audit: a bundle has it, with these bytes */
 	MC_REMOTE_DIFFERS,       /* audit: a bundle has its key with other bytes */
-	MC_REMOTE_UNVOUCHED      /* audit: no bundle has its key */
+	MC_REMOTE_UNVOUCHED,     /* audit: no bundle has its key */
+	MC_REMOTE_TTL_CHANGED,   /* push: the store had these bytes, with another TTL (or none) */
+	MC_REMOTE_WOULD_CHANGE_TTL /* push dry run: the same, not written */
 };
 /* type and key: the artifact's (NULL for an entry of no type); rkey: its Redis key;
  * size: its content's bytes. */
@@ -718,7 +720,9 @@ typedef void (*mc_remote_fn)(void *ud, int what, const char *type, const char *k
  * object that fails stops the push with the entries of the objects before it written
  * and none after, whatever the number of threads. fn is called for one entry at a time,
  * in that order, from the calling thread or a worker. ttl_seconds > 0: each entry
- * expires then; 0: never. Two
+ * expires then, and one whose bytes the store had with another TTL (or none) is told
+ * MC_REMOTE_TTL_CHANGED; 0: each keeps the TTL it had (a new entry: none). Each
+ * entry's TTL is read and its value written in one transaction. Two
  * artifacts with one remote key (an FX graph key with two entries): the last in the
  * bundle's order is written, the other told as MC_REMOTE_SHADOWED. A second push of
  * the same bundle writes the same bytes: each told MC_REMOTE_UNCHANGED. Progress

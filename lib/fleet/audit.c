@@ -90,11 +90,9 @@ audit_entry(void *ud, const char *rkey, const unsigned char *v, size_t vn)
 	size_t cn = 0;
 	int rc, what = MC_REMOTE_UNVOUCHED;
 
-	rc = v == NULL ? 1 : mc__remote_parse(rkey, v, vn, au->tformat, au->spaces, &type, key,
-					      sizeof key, &c, &cn, why, sizeof why);
-	if (rc == 2 || (v == NULL && mc__remote_parse(rkey, (const unsigned char *)"", 0,
-						      au->tformat, au->spaces, &type, key,
-						      sizeof key, &c, &cn, why, sizeof why) == 2))
+	rc = mc__entry_read(au->ctx, rkey, v, vn, au->tformat, au->spaces, &type, key, sizeof key,
+			    &c, &cn, why, sizeof why);
+	if (rc == 2)
 		return MC_OK;
 	if (rc < 0)
 		return mc__err(au->ctx, rc, "out of memory");

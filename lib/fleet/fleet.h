@@ -27,14 +27,17 @@ struct mc_rreply {
 MC_HIDDEN int mc__redis_again(const mc_redis *r, mc_ctx *ctx, mc_redis **out);
 /* Queues a command (argc arguments of lens bytes); errors name the server. */
 MC_HIDDEN int mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens);
-/* A command in Redis's protocol, in a new buffer (*len bytes; NULL when out of memory).
- * An argument whose argv is NULL is left for the caller to write; *at: where argument
- * mark's bytes are (mark -1: none). */
-MC_HIDDEN unsigned char *mc__redis_format(int argc, const char **argv, const size_t *lens,
-					  int mark, unsigned char **at, size_t *len);
-/* Sends a command made by mc__redis_format() at once, from its buffer (not copied into
- * a queue); its reply is read as a queued command's. */
-MC_HIDDEN int mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len);
+/* A command in Redis's protocol, in a new buffer (*len bytes; NULL when out of memory),
+ * as a transaction, so that no other client's command comes between: MULTI, TTL argv[1],
+ * the command, EXEC; its 4 replies are read by mc__redis_reply_ttl(). An argument whose
+ * argv is NULL is left for the caller to write; *at: where argument mark's bytes are
+ * (mark -1: none). */
+MC_HIDDEN unsigned char *mc__redis_format_ttl(int argc, const char **argv, const size_t *lens,
+					      int mark, unsigned char **at, size_t *len);
+/* Sends a command made by mc__redis_format_ttl() (replies: 4) at once, from its buffer
+ * (not copied into a queue); its replies are read as a queued command's. */
+MC_HIDDEN int mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len,
+				 size_t replies);
 /* The number of commands queued whose replies are not read, and whether to read them. */
 MC_HIDDEN size_t mc__redis_pending(const mc_redis *r);
 MC_HIDDEN int mc__redis_full(const mc_redis *r);
@@ -42,6 +45,11 @@ MC_HIDDEN int mc__redis_full(const mc_redis *r);
  * error naming the server and what (the command) it refused; the reply is to be freed
  * then too (rep->error set when the server answered with an error). */
 MC_HIDDEN int mc__redis_reply(mc_redis *r, const char *what, struct mc_rreply *rep);
+/* Reads the replies of a command made by mc__redis_format_ttl(): the command's in rep as
+ * mc__redis_reply() gives it (an error: the first refusal, of the transaction or of the
+ * command), the TTL the key had just before it in *ttl (seconds; -1: none, -2: no key). */
+MC_HIDDEN int mc__redis_reply_ttl(mc_redis *r, const char *what, struct mc_rreply *rep,
+				  long long *ttl);
 MC_HIDDEN void mc__redis_reply_free(struct mc_rreply *rep);
 /* Reads and drops the replies still awaited (after a failure), leaving the context's
  * message the failure's. */
@@ -56,6 +64,16 @@ MC_HIDDEN mc_ctx *mc__redis_ctx(const mc_redis *r);
  * gives back the context it had. */
 MC_HIDDEN mc_ctx *mc__redis_use_ctx(mc_redis *r, mc_ctx *ctx);
 MC_HIDDEN const char *mc__redis_triton_format(const mc_redis *r);
+
+/* The artifact an entry of a key space asked for holds (pull.c): as mc__remote_parse()
+ * reads the key and value v (NULL: the key holds no string), and the key as its type's
+ * handler checks it, the check pull and audit share: MC_OK; 1, why said, when torch or
+ * Triton cannot read it (a value not in its key's form, a key they never make); 2 when
+ * rkey is in none of the key spaces; MC_ERR_NOMEM. ctx: the types' (not written). */
+MC_HIDDEN int mc__entry_read(const mc_ctx *ctx, const char *rkey, const unsigned char *v,
+			     size_t vn, const char *triton_fmt, unsigned spaces, const char **type,
+			     char *kbuf, size_t klen, unsigned char **content, size_t *cn,
+			     char *why, size_t whylen);
 
 /* Calls fn with each entry of r whose key matches match (v NULL: the key holds no
  * string, a list or a hash, that GET refuses) (a Redis glob; NULL: the key

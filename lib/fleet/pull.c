@@ -131,6 +131,32 @@ mc__store_each(mc_redis *r, const char *match, unsigned spaces, const char *phas
 	return rc;
 }
 
+int
+mc__entry_read(const mc_ctx *ctx, const char *rkey, const unsigned char *v, size_t vn,
+	       const char *triton_fmt, unsigned spaces, const char **type, char *kbuf,
+	       size_t klen, unsigned char **content, size_t *cn, char *why, size_t whylen)
+{
+	const struct mc_type *t;
+	int rc;
+
+	/* no string there: in a key space or not, as an empty value's key is */
+	rc = mc__remote_parse(rkey, v != NULL ? v : (const unsigned char *)"", v != NULL ? vn : 0,
+			      triton_fmt, spaces, type, kbuf, klen, content, cn, why, whylen);
+	if (rc == MC_OK && v == NULL) {
+		snprintf(why, whylen, "the key holds no string");
+		rc = 1;
+	} else if (rc == MC_OK && ((t = mc__find_type(ctx, *type)) == NULL ||
+				   t->key_check(t->ud, kbuf, why, whylen) != MC_OK)) {
+		rc = 1; /* a key torch or Triton never makes: nothing looks it up */
+	}
+	if (rc == 1 || v == NULL) {
+		free(*content);
+		*content = NULL;
+		*cn = 0;
+	}
+	return rc;
+}
+
 /* ---- pull ---- */
 
 /* The entries go to the workers in batches of consecutive keys (at most PULL_BATCH),
@@ -217,8 +243,8 @@ take_back(struct pull *p, unsigned id, mc_ctx *wctx, size_t i, const unsigned ch
 	int rc;
 
 	res->vn = vn;
-	rc = v == NULL ? 1 : mc__remote_parse(p->keys[i], v, vn, p->tformat, p->spaces,
-					      &res->type, key, sizeof key, &c, &cn, why, sizeof why);
+	rc = mc__entry_read(p->ctx, p->keys[i], v, vn, p->tformat, p->spaces, &res->type, key,
+			    sizeof key, &c, &cn, why, sizeof why);
 	if (rc == 2)
 		return MC_OK; /* a key of no cache's (--match wider than them) */
 	res->what = MC_REMOTE_ODD;

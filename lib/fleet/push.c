@@ -2,6 +2,11 @@
  * remote form written in it, once its object checked, pipelined; what the store had is
  * compared with what is written, so a second push says it changed nothing.
  *
+ * Each entry is one transaction (MULTI, TTL, SET ... GET, EXEC): the bytes and the TTL
+ * told are what the SET replaced, with no other client's write between. An entry keeps
+ * its TTL (KEEPTTL) unless one is given, so that a push without one leaves alone what
+ * a push with one set; a TTL set anew over the same bytes is a change, told as one.
+ *
  * Only the objects to send are read (all of a bundle read in order). The context's
  * workers check them and make their commands side by side, and leave them in a slot
  * for their turn (an object's place among those sent); one worker at a time sends the
@@ -17,6 +22,7 @@
  * and tells. */
 #include "config.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +85,8 @@ struct push {
 	mc_redis *r;
 	mc_ctx *ctx;
 	unsigned flags;
-	char ttl[24];
+	char ttl[24];    /* the TTL given, as the command takes it; "": none */
+	long long ttl_s; /* and in seconds; 0: none */
 	mc_remote_fn fn;
 	void *ud;
 	struct pent *e;
@@ -159,9 +166,10 @@ one_reply(struct push *p, int *refused)
 	struct pcmd *w = &p->wait[p->whead];
 	struct mc_rreply rep;
 	const struct pent *e = &p->e[w->ent];
+	long long ttl;
 	int rc, what, dry = (p->flags & MC_PUSH_DRY_RUN) != 0, same = 0;
 
-	rc = mc__redis_reply(p->r, e->rkey, &rep);
+	rc = mc__redis_reply_ttl(p->r, e->rkey, &rep, &ttl);
 	*refused = rc != MC_OK && rep.error != NULL;
 	p->whead = (p->whead + 1) % MC_PIPE_COMMANDS; /* this reply is read, whatever it was */
 	p->nwait--;
@@ -177,8 +185,12 @@ one_reply(struct push *p, int *refused)
 	}
 	if (rep.nil || rep.str == NULL)
 		what = dry ? MC_REMOTE_WOULD_SEND : MC_REMOTE_SENT;
+	else if (!same)
+		what = dry ? MC_REMOTE_WOULD_REPLACE : MC_REMOTE_REPLACED;
+	else if (p->ttl_s > 0 && ttl != p->ttl_s) /* none before, or another */
+		what = dry ? MC_REMOTE_WOULD_CHANGE_TTL : MC_REMOTE_TTL_CHANGED;
 	else
-		what = same ? MC_REMOTE_UNCHANGED : dry ? MC_REMOTE_WOULD_REPLACE : MC_REMOTE_REPLACED;
+		what = MC_REMOTE_UNCHANGED;
 	mc__redis_reply_free(&rep);
 	tell(p, what, e, w->size);
 	return MC_OK;
@@ -227,14 +239,14 @@ drop_waiting(struct push *p)
 
 /* Makes in c the command for entry i, its value from content (n bytes): SET with GET
  * (the old value comes back to be compared), or in a dry run GET alone (the value made
- * beside it, to be compared). */
+ * beside it, to be compared); either after TTL, in one transaction. */
 static int
 make_command(struct push *p, mc_ctx *ctx, size_t i, const unsigned char *content, size_t n,
 	     struct pcmd *c)
 {
 	const struct pent *e = &p->e[i];
-	const char *argv[6];
-	size_t lens[6], argc = 0, vn = 0;
+	const char *argv[7];
+	size_t lens[7], argc = 0, vn = 0;
 	unsigned char *made = NULL, *at = NULL;
 	int rc, dry = (p->flags & MC_PUSH_DRY_RUN) != 0;
 
@@ -255,13 +267,15 @@ make_command(struct push *p, mc_ctx *ctx, size_t i, const unsigned char *content
 		if (p->ttl[0] != '\0') {
 			ARG("EX", 2);
 			ARG(p->ttl, strlen(p->ttl));
+		} else {
+			ARG("KEEPTTL", 7);
 		}
 		ARG("GET", 3);
 	}
 #undef ARG
 	c->ent = i;
 	c->size = n;
-	c->buf = mc__redis_format((int)argc, argv, lens, dry ? -1 : 2, &at, &c->len);
+	c->buf = mc__redis_format_ttl((int)argc, argv, lens, dry ? -1 : 2, &at, &c->len);
 	if (c->buf != NULL && !dry) {
 		if (made == NULL)
 			mc__remote_fill(e->type, content, n, at);
@@ -328,7 +342,7 @@ send_commands(struct push *p, struct pcmds *l, unsigned id)
 
 	for (k = 0; k < l->n && rc == MC_OK; k++) {
 		struct pcmd *c = &l->c[k];
-		if ((rc = mc__redis_send_cmd(p->r, c->buf, c->len)) != MC_OK)
+		if ((rc = mc__redis_send_cmd(p->r, c->buf, c->len, 4)) != MC_OK)
 			break;
 		p->wait[(p->whead + p->nwait) % MC_PIPE_COMMANDS] = *c;
 		c->buf = c->val = NULL; /* the ring's now */
@@ -820,13 +834,18 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 
 	if (b == NULL || r == NULL)
 		return MC_ERR_INVALID;
+	if (ttl_seconds > LLONG_MAX / 1000) /* Redis keeps expiries in milliseconds */
+		return mc__err(b->ctx, MC_ERR_INVALID, "push: a TTL of %llu seconds is more than "
+			       "Redis takes", (unsigned long long)ttl_seconds);
 	snprintf(before, sizeof before, "%s", b->ctx->err);
 	do {
 		memset(&p, 0, sizeof p);
 		p.b = b, p.r = r, p.ctx = b->ctx, p.flags = flags, p.fn = fn, p.ud = ud;
 		p.failed = SIZE_MAX;
-		if (ttl_seconds > 0)
+		if (ttl_seconds > 0) {
 			snprintf(p.ttl, sizeof p.ttl, "%llu", (unsigned long long)ttl_seconds);
+			p.ttl_s = (long long)ttl_seconds;
+		}
 		if ((rc = workers_init(&p)) == MC_OK && !again)
 			rc = mc__bundle_policy(b);
 		if (rc == MC_OK && (again || !early_start(&p)))

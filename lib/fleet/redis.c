@@ -134,22 +134,29 @@ resp_head(unsigned char *o, char c, size_t n)
 	return len + 3;
 }
 
-unsigned char *
-mc__redis_format(int argc, const char **argv, const size_t *lens, int mark,
-		 unsigned char **at, size_t *len)
+/* The bytes a command takes in Redis's protocol (at most), or 0 when too many. */
+static size_t
+cmd_size(int argc, const size_t *lens)
 {
-	unsigned char *buf, *o;
 	size_t need = 24;
 	int i;
 
 	for (i = 0; i < argc; i++) {
 		if (lens[i] > SIZE_MAX - need - 32)
-			return NULL;
+			return 0;
 		need += lens[i] + 24 + 2;
 	}
-	if ((buf = malloc(need)) == NULL)
-		return NULL;
-	o = buf + resp_head(buf, '*', (size_t)argc);
+	return need;
+}
+
+/* Writes a command at o (argument mark's place in *at): where it ends. */
+static unsigned char *
+put_cmd(unsigned char *o, int argc, const char **argv, const size_t *lens, int mark,
+	unsigned char **at)
+{
+	int i;
+
+	o += resp_head(o, '*', (size_t)argc);
 	for (i = 0; i < argc; i++) {
 		o += resp_head(o, '$', lens[i]);
 		if (i == mark)
@@ -159,7 +166,27 @@ mc__redis_format(int argc, const char **argv, const size_t *lens, int mark,
 		o += lens[i];
 		*o++ = '\r', *o++ = '\n';
 	}
-	*len = (size_t)(o - buf);
+	return o;
+}
+
+static const char multi[] = "*1\r\n$5\r\nMULTI\r\n", exec[] = "*1\r\n$4\r\nEXEC\r\n";
+
+unsigned char *
+mc__redis_format_ttl(int argc, const char **argv, const size_t *lens, int mark,
+		     unsigned char **at, size_t *len)
+{
+	const char *ttl[2] = {"TTL", argv[1]};
+	size_t tlens[2] = {3, lens[1]}, need = cmd_size(argc, lens), tneed = cmd_size(2, tlens);
+	unsigned char *buf, *o, *unused;
+
+	if (need == 0 || tneed == 0 || need > SIZE_MAX - tneed - sizeof multi - sizeof exec ||
+	    (buf = malloc(need + tneed + sizeof multi + sizeof exec)) == NULL)
+		return NULL;
+	memcpy(buf, multi, sizeof multi - 1);
+	o = put_cmd(buf + sizeof multi - 1, 2, ttl, tlens, -1, &unused);
+	o = put_cmd(o, argc, argv, lens, mark, at);
+	memcpy(o, exec, sizeof exec - 1);
+	*len = (size_t)(o + sizeof exec - 1 - buf);
 	return buf;
 }
 
@@ -204,13 +231,19 @@ mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens)
 }
 
 int
-mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len)
+mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len, size_t replies)
 {
 	return unsupported(r->ctx);
 }
 
 int
 mc__redis_reply(mc_redis *r, const char *what, struct mc_rreply *rep)
+{
+	return unsupported(r->ctx);
+}
+
+int
+mc__redis_reply_ttl(mc_redis *r, const char *what, struct mc_rreply *rep, long long *ttl)
 {
 	return unsupported(r->ctx);
 }
@@ -701,7 +734,7 @@ mc__redis_append(mc_redis *r, int argc, const char **argv, const size_t *lens)
 }
 
 int
-mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len)
+mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len, size_t replies)
 {
 	struct pipe_hold h;
 	size_t left = len;
@@ -714,7 +747,7 @@ mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len)
 	if (sdslen(r->c->obuf) > 0 && !r->broken) {
 		if (redisAppendFormattedCommand(r->c, (const char *)cmd, len) != REDIS_OK)
 			return conn_error(r, "sending");
-		r->pending++;
+		r->pending += replies;
 		r->pending_bytes += len;
 		return MC_OK;
 	}
@@ -742,9 +775,18 @@ mc__redis_send_cmd(mc_redis *r, const unsigned char *cmd, size_t len)
 			       r->where);
 	if (err != 0)
 		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: sending: %s", r->where, strerror(err));
-	r->pending++;
+	r->pending += replies;
 	r->pending_bytes += len;
 	return MC_OK;
+}
+
+/* The server refused what (error: its reply). */
+static int
+refused(mc_redis *r, const char *what, const char *error)
+{
+	return mc__err(r->ctx, MC_ERR_REMOTE, "%s: %s refused: %s%s", r->where, what, error,
+		       strncmp(error, "ERR syntax error", 16) == 0
+			       ? " (push needs Redis 6.2 or later, for SET ... GET)" : "");
 }
 
 int
@@ -765,14 +807,72 @@ mc__redis_reply(mc_redis *r, const char *what, struct mc_rreply *out)
 	out->raw = rep;
 	if (rep->type == REDIS_REPLY_ERROR) {
 		out->error = rep->str;
-		return mc__err(r->ctx, MC_ERR_REMOTE, "%s: %s refused: %s%s", r->where, what, rep->str,
-			       strncmp(rep->str, "ERR syntax error", 16) == 0
-				       ? " (push needs Redis 6.2 or later, for SET ... GET)" : "");
+		return refused(r, what, rep->str);
 	}
 	out->nil = rep->type == REDIS_REPLY_NIL;
 	if (rep->type == REDIS_REPLY_STRING || rep->type == REDIS_REPLY_STATUS) {
 		out->str = (const unsigned char *)rep->str;
 		out->len = rep->len;
+	}
+	return MC_OK;
+}
+
+/* Reads n replies into rep[] (each awaited): MC_OK, or the connection's failure. */
+static int
+get_replies(mc_redis *r, const char *what, redisReply **rep, int n)
+{
+	int k, rc = MC_OK;
+
+	for (k = 0; k < n && rc == MC_OK; k++) {
+		if (r->pending == 0)
+			return mc__err(r->ctx, MC_ERR_INVALID, "%s: no reply awaited", r->where);
+		rc = get_reply(r, &rep[k]) == REDIS_OK ? MC_OK : conn_error(r, what);
+		r->pending--;
+		if (r->pending == 0)
+			r->pending_bytes = 0;
+	}
+	return rc;
+}
+
+int
+mc__redis_reply_ttl(mc_redis *r, const char *what, struct mc_rreply *out, long long *ttl)
+{
+	redisReply *rep[4] = {NULL, NULL, NULL, NULL}, *keep, *v = NULL;
+	const char *err = NULL;
+	int k, rc;
+
+	memset(out, 0, sizeof *out);
+	*ttl = -2;
+	rc = get_replies(r, what, rep, 4);
+	for (k = 0; k < 4 && rc != MC_OK; k++)
+		if (rep[k] != NULL)
+			freeReplyObject(rep[k]);
+	if (rc != MC_OK)
+		return rc;
+	/* A command refused as it was queued aborts the transaction: its refusal tells. */
+	for (keep = rep[3], k = 0; k < 3 && err == NULL; k++)
+		if (rep[k]->type == REDIS_REPLY_ERROR)
+			keep = rep[k], err = rep[k]->str;
+	if (err == NULL && rep[3]->type == REDIS_REPLY_ARRAY && rep[3]->elements == 2) {
+		if (rep[3]->element[0]->type == REDIS_REPLY_INTEGER)
+			*ttl = rep[3]->element[0]->integer;
+		v = rep[3]->element[1];
+		err = v->type == REDIS_REPLY_ERROR ? v->str : NULL;
+	} else if (err == NULL) {
+		err = rep[3]->type == REDIS_REPLY_ERROR ? rep[3]->str : "EXEC gave no results";
+	}
+	for (k = 0; k < 4; k++)
+		if (rep[k] != keep)
+			freeReplyObject(rep[k]);
+	out->raw = keep;
+	if (err != NULL) {
+		out->error = err;
+		return refused(r, what, err);
+	}
+	out->nil = v->type == REDIS_REPLY_NIL;
+	if (v->type == REDIS_REPLY_STRING || v->type == REDIS_REPLY_STATUS) {
+		out->str = (const unsigned char *)v->str;
+		out->len = v->len;
 	}
 	return MC_OK;
 }

@@ -235,6 +235,64 @@ ttl=$(rc ttl "pt2:dynamo-pgo::$pgokey:c1")
 ttl=$(rc ttl "$(rc --scan --pattern 'pt2:fx-graph-v1::*' | head -1)")
 [ "$ttl" -ge 1 ] 2>/dev/null && [ "$ttl" -le 100 ] && ok || bad "--ttl 100: fx graph TTL $ttl"
 
+# 5b. a push without --ttl keeps the TTL each entry has (KEEPTTL); one with --ttl sets
+# it anew, and that is a change, said as one (--dry-run says the same and writes
+# nothing); so over entries that had none. Each entry's TTL is read and its value
+# written in one transaction.
+# ttls LOW HIGH: every pt2 key's TTL, read as torch's client reads it, is in [LOW, HIGH]
+# (-1: none)
+ttls() {
+	$PY - "$PORT" "$1" "$2" <<'PY'
+import sys
+import redis
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+lo, hi = int(sys.argv[2]), int(sys.argv[3])
+t = {k: r.ttl(k) for k in r.scan_iter("pt2:*")}
+assert len(t) == 6 and all(lo <= v <= hi for v in t.values()), t
+PY
+}
+rc flushall >/dev/null
+run 0 "6 written" push "$T/a.mcache" -p "$PUB" --redis "$URL" --ttl 120
+run 0 "pushed $T/a.mcache into $SHOWN: nothing changed (6 entries there already)" \
+	push "$T/a.mcache" -p "$PUB" --redis "$URL"
+check "a push without --ttl took the TTL of 120 away" ttls 60 120
+run 0 "would write 0, replace 0, set a new TTL on 6; 0 unchanged" \
+	push "$T/a.mcache" -p "$PUB" --redis "$URL" --ttl 300 --dry-run
+check "a dry run with --ttl 300 changed the TTL" ttls 60 120
+run 0 "pushed $T/a.mcache into $SHOWN: 0 written, 0 replaced, 0 unchanged, 6 with a new TTL" \
+	push "$T/a.mcache" -p "$PUB" --redis "$URL" --ttl 300
+check "push --ttl 300 over a TTL of 120" ttls 240 300
+# --json: the counts, each entry's action, and whether the store changed
+"$MEGACACHE" push "$T/a.mcache" -p "$PUB" --redis "$URL" --ttl 60 --json >"$T/out" 2>"$T/err"
+r=$?
+"$MEGACACHE" push "$T/a.mcache" -p "$PUB" --redis "$URL" --json >"$T/out2" 2>>"$T/err"
+r2=$?
+$PY - "$T/out" "$T/out2" "$MC_SRCDIR/doc/json-schema.json" <<'PY' && [ "$r$r2" = 00 ] && ok || bad "push --ttl 60 --json: exit $r $r2: $(head -c 1500 "$T/out" "$T/err")"
+import json, sys
+j, k = (json.load(open(f)) for f in sys.argv[1:3])
+s = json.load(open(sys.argv[3]))
+try:
+    import jsonschema
+    for x in (j, k):
+        jsonschema.Draft202012Validator(s).validate(x)
+except ImportError:
+    pass
+assert (j["written"], j["replaced"], j["unchanged"], j["ttl_changed"]) == (0, 0, 0, 6), j
+assert j["changed"] is True and j["would_change_ttl"] == 0, j
+assert sorted(e["action"] for e in j["entries"] if e["redis_key"]) == ["ttl_changed"] * 6, j
+assert (k["unchanged"], k["ttl_changed"], k["changed"]) == (6, 0, False), k
+PY
+check "push --ttl 60, then a push without --ttl" ttls 1 60
+rc flushall >/dev/null
+run 0 "6 written" push "$T/a.mcache" -p "$PUB" --redis "$URL"
+check "push without --ttl gave a TTL" ttls -1 -1
+run 0 "" push "$T/a.mcache" -p "$PUB" --redis "$URL" --ttl 60 --dry-run --json
+grep -q '"changed":[[:space:]]*true' "$T/out" && grep -q '"would_change_ttl":[[:space:]]*6' "$T/out" &&
+	ok || bad "push --ttl 60 --dry-run --json over entries without a TTL: $(cat "$T/out")"
+check "a dry run with --ttl 60 set a TTL" ttls -1 -1
+run 0 "0 written, 0 replaced, 0 unchanged, 6 with a new TTL" push "$T/a.mcache" -p "$PUB" --redis "$URL" --ttl 60
+check "push --ttl 60 over entries without one" ttls 1 60
+
 # 6. an untrusted bundle: nothing sent.
 run 0 "" pack -q -o "$T/u.mcache" -s "$KEYS/test2.key" --from-torch "$BLOB"
 n=$(dbsize)
@@ -334,7 +392,7 @@ odd=$(rc --scan --pattern 'pt2:fx-graph-v1::*' | grep -vF "$planted" | head -1)
 rc set "$odd" 'not json' >/dev/null
 "$MEGACACHE" audit --redis "$URL" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
 r=$?
-[ "$r" = 1 ] && grep -qxF "audit of $SHOWN: 7 entries, 4 vouched for by a trusted bundle, 3 not (1 differ, 1 in no bundle, 1 not in their key's form)" "$T/out" &&
+[ "$r" = 1 ] && grep -qxF "audit of $SHOWN: 7 entries, 4 vouched for by a trusted bundle, 3 not (1 differ, 1 in no bundle, 1 unreadable by torch: not in their key's form)" "$T/out" &&
 	[ ! -s "$T/err" ] && ok || bad "audit with 3 findings: exit $r: $(cat "$T/out" "$T/err")"
 [ "$(grep -c "$planted" "$T/out")" = 1 ] && [ "$(grep -c "$changed" "$T/out")" = 1 ] &&
 	[ "$(grep -c "$odd" "$T/out")" = 1 ] && ok || bad "audit does not list each finding once: $(cat "$T/out")"
@@ -374,8 +432,38 @@ rc rpush "pt2:fx-graph-v1::f$(printf 'r%.0s' $(seq 51)):c1" x >/dev/null
 run 0 "2 entries skipped: not in the form of their key" pull --redis "$URL" -o "$T/odd2.mcache"
 "$MEGACACHE" audit --redis "$URL" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
 r=$?
-[ "$r" = 1 ] && grep -qF "8 entries, 4 vouched for by a trusted bundle, 4 not (1 differ, 1 in no bundle, 2 not in their key's form)" "$T/out" &&
+[ "$r" = 1 ] && grep -qF "8 entries, 4 vouched for by a trusted bundle, 4 not (1 differ, 1 in no bundle, 2 unreadable by torch: not in their key's form)" "$T/out" &&
 	ok || bad "audit with a list under a pt2 key: exit $r: $(cat "$T/out" "$T/err")"
+# a value in torch's JSON under an FX graph key torch never makes (not 'f' and 51 of
+# [a-z2-7]): nothing reads it. pull and audit judge it by one check: pull skips it as
+# odd, audit counts it unreadable by torch (odd), not as an entry no bundle has.
+nokey="pt2:fx-graph-v1::hello:c1"
+rc set "$nokey" '{"data":"aGVsbG8="}' >/dev/null
+run 0 "3 entries skipped: not in the form of their key" pull -v --redis "$URL" -o "$T/odd3.mcache"
+grep -qxF "! odd form       $nokey" "$T/out" && ok || bad "pull -v of an FX value under a key torch never makes: $(cat "$T/out")"
+"$MEGACACHE" audit -v --redis "$URL" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
+r=$?
+[ "$r" = 1 ] && grep -qxF "! odd form       $nokey" "$T/out" &&
+	grep -qF "9 entries, 4 vouched for by a trusted bundle, 5 not (1 differ, 1 in no bundle, 3 unreadable by torch: not in their key's form)" "$T/out" &&
+	ok || bad "audit of an FX value under a key torch never makes: exit $r: $(cat "$T/out" "$T/err")"
+"$MEGACACHE" audit --redis "$URL" -p "$PUB" "$T/a.mcache" --json >"$T/out" 2>"$T/err"
+r=$?
+$PY - "$T/out" "$nokey" "$MC_SRCDIR/doc/json-schema.json" <<'PY' && [ "$r" = 1 ] && ok || bad "audit --json of an FX value under a key torch never makes: exit $r: $(head -c 1500 "$T/out")"
+import json, sys
+out, nokey, schema = sys.argv[1:]
+j = json.load(open(out))
+s = json.load(open(schema))
+assert "torch cannot read" in s["$defs"]["audit"]["properties"]["odd"]["description"]
+try:
+    import jsonschema
+    jsonschema.Draft202012Validator(s).validate(j)
+except ImportError:
+    pass
+assert (j["entry_count"], j["vouched"], j["unvouched"], j["odd"]) == (9, 4, 1, 3), j
+f = [x for x in j["findings"] if x["redis_key"] == nokey]
+assert len(f) == 1 and f[0]["action"] == "odd" and f[0]["type"] is None, f
+PY
+rc del "$nokey" >/dev/null
 
 # 12. --triton: Triton's kernels under triton:<hash>:<file>, raw; group files with
 # their children's bare names, sorted, as Triton's remote cache writes them.
@@ -823,16 +911,30 @@ run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" list "$W17/m-same.mcache"
 run 2 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE differs between the inputs" \
 	merge -o "$W17/m-mixed.mcache" -p "$PUB" -s "$SEC" "$W17/off.mcache" "$W17/on.mcache"
 [ ! -e "$W17/m-mixed.mcache" ] && ok || bad "a merge of differing settings was written"
-# pull: what torch's remote cache holds is what remote-on workers look up ("1"); a key
-# that names an entry is not torch's, and is skipped as odd
+# pull: the store does not record how its AOTAutograd entries were made (torch writes
+# them only from runs with "1", but a push of a bundle made with it unset put these
+# there), so the label says unknown, not 1, and a push of what was pulled warns; a
+# --label given says what the user knows. A key that names an entry is not torch's,
+# and is skipped as odd.
+rc flushall >/dev/null
+run 0 "" push "$W17/off.mcache" -p "$PUB" --redis "$URL" -q
 rc set "pt2:fx-graph-v1::fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i/$(printf 'a%.0s' $(seq 51)):c1" \
 	'{"data": "aGVsbG8=", "time_taken_ms": 0}' >/dev/null
 run 0 "" pull --redis "$URL" -o "$W17/pulled.mcache" -s "$SEC" --json
 grep -q '"odd":[[:space:]]*1' "$T/out" && ok || bad "pull of a key with an entry: $(cat "$T/out")"
-run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" list "$W17/pulled.mcache"
+run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=unknown" list "$W17/pulled.mcache"
+grep -q "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" "$T/out" && bad "pull of entries made unset says =1: $(cat "$T/out")" || ok
 run 0 "" load "$W17/pulled.mcache" -p "$PUB" --cache-dir "$W17/pulled"
-run 0 "" push "$W17/pulled.mcache" -p "$PUB" --redis "$URL"
-[ ! -s "$T/err" ] && ok || bad "push of a pulled bundle warned: $(cat "$T/err")"
+rc -n 8 flushdb >/dev/null
+run 0 "6 written" push "$W17/pulled.mcache" -p "$PUB" --redis "$URL/8"
+grep -qF "megacache: warning: $W17/pulled.mcache: its 2 AOTAutograd entries were pulled from a Redis cache, which does not record the TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE they were made with" "$T/err" &&
+	grep -qF "if nothing else wrote that cache, pull it with --label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" "$T/err" &&
+	ok || bad "push of a pulled bundle did not warn: $(cat "$T/err")"
+run 0 "" pull --redis "$URL" -o "$W17/pulled1.mcache" -s "$SEC" --label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1
+run 0 "label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1" list "$W17/pulled1.mcache"
+run 0 "" push "$W17/pulled1.mcache" -p "$PUB" --redis "$URL/8"
+[ ! -s "$T/err" ] && ok || bad "push of a bundle pulled with --label ...=1 warned: $(cat "$T/err")"
+rc -n 8 flushdb >/dev/null
 
 # 18. -v: a line per entry, as the help says: a mark, what was done in words and the
 # entry's Redis key (an artifact with no remote form: its type and key), then the
@@ -872,7 +974,7 @@ run 0 "1 entry skipped" pull -v --redis "$V" -o "$T/v.mcache"
 "$MEGACACHE" audit --redis "$V" -p "$PUB" "$T/a.mcache" >"$T/out" 2>"$T/err"
 [ $? = 1 ] && [ "$(told)" = "$(line '!' "odd form" "$odd")" ] && ok || bad "audit: $(cat "$T/out" "$T/err")"
 # and the help says so
-"$MEGACACHE" push --help | grep -qF "a line per artifact: written, replaced or unchanged" && ok ||
+"$MEGACACHE" push --help | grep -qF "a line per artifact: written, replaced, unchanged" && ok ||
 	bad "push --help does not say what -v prints"
 "$MEGACACHE" pull --help | grep -qF "a line per entry: pulled, or skipped" && ok ||
 	bad "pull --help does not say what -v prints"
