@@ -450,6 +450,11 @@ class _Session:
         # the distinct keys is no bundle's failure but the caller's, as in the tool.
         distinct = sum(1 for i, pk in enumerate(pubs)
                        if not any(self.lib.mc_pubkey_equal(q, pk) for q in pubs[:i]))
+        if type(threshold) is int and threshold > distinct:
+            again = ("" if distinct == len(pubs) else ", %d distinct (a key given again, under "
+                     "any key id, counts once)" % distinct)
+            raise UsageError("threshold=%d needs at least %d trusted keys; %d given%s"
+                             % (threshold, threshold, len(pubs), again))
         self.lib.mc_bundle_set_threshold(b, _int(threshold, "threshold", 1, distinct))
         self.lib.mc_bundle_set_min_version(b, _int(min_version, "min_version", 0, U64))
         for k, v in _labels(require):
@@ -532,7 +537,7 @@ class _Session:
                 if not isinstance(t, str) or self.lib.mc_gpu_target_ok(t.encode()) != 1:
                     raise UsageError("gpu_targets: %r is not a GPU target (backend:arch as "
                                      "Triton names a kernel's target: cuda:90, hip:gfx942)"
-                                     % (t,), -2, "invalid")
+                                     % (t,), "usage", -2)
             return out
         arr = ctypes.POINTER(ctypes.c_char_p)()
         n = ctypes.c_size_t()
@@ -577,8 +582,8 @@ def _password_fn(password: Password):
         if len(b) >= buflen:
             key = p[len("Password for "):-2] if p.startswith("Password for ") else "the key"
             raise UsageError("%s: the password given is %d bytes, over the %d a password "
-                             "may have" % (key, len(b), buflen - 1), code=_MC_ERR_PASSWORD,
-                             status="password")
+                             "may have" % (key, len(b), buflen - 1), "password",
+                             _MC_ERR_PASSWORD)
         ctypes.memmove(buf, b + b"\0", len(b) + 1)
         return 0
     return ask
@@ -597,7 +602,7 @@ def _select(s: _Session, b, types) -> None:
         try:
             s.lib.mc_bundle_select_type(b, _text(t, "type"))
         except Error as e:
-            raise UsageError(e.message, -2) from None
+            raise UsageError(e.message, "usage", -2) from None
 
 
 def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, threshold: int,
@@ -737,7 +742,7 @@ def _record(s: _Session, w, keep_unknown: bool, on_skip) -> tuple:
 
 def _nothing(folders: Sequence[Folder]) -> UsageError:
     parts = ["%s (%s)" % (f.path, "empty" if f.exists else "not there") for f in folders]
-    return UsageError("nothing to save: no artifacts in " + " or ".join(parts))
+    return UsageError("nothing to save: no artifacts in " + " or ".join(parts), "no_artifacts")
 
 
 def save(path: PathArg, secret_key: Optional[Keys], *, cache_dir: Optional[PathArg] = None,

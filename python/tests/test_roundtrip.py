@@ -106,7 +106,7 @@ def test_save_of_nothing_names_both_folders(tmp_path, keys, with_env):
     try:
         megacache.save(tmp_path / "x.mcache", keys.sec)
     except megacache.UsageError as e:
-        assert e.code is None
+        assert e.code == "no_artifacts" and e.number is None
         assert "nothing to save" in e.message and str(tmp_path / "none") in e.message
         assert "triton-home" in e.message
     else:

@@ -51,7 +51,7 @@ def test_garbage_bytes_are_refused_and_nothing_is_written(tmp_path, keys):
     out = tmp_path / "b.mcache"
     with pytest.raises(megacache.UsageError) as e:
         megacache.pack_torch_artifacts(b"\x00\x01 not a blob at all", out, keys.sec)
-    assert e.value.name == "MC_ERR_TORCH_FORMAT" and e.value.code == -20
+    assert e.value.name == "MC_ERR_TORCH_FORMAT" and e.value.number == -20
     assert "torch blob in memory" in e.value.message
     assert not out.exists() and os.listdir(tmp_path) == []
 
