@@ -176,15 +176,23 @@ class Change:
 @dataclasses.dataclass(frozen=True)
 class SaveReport:
     """What :func:`save` or :func:`pack_torch_artifacts` wrote (dry_run: would write);
-    artifact_count is a number, as in the tool's --json."""
+    artifact_count is a number, as in the tool's --json. signatures: a list of
+    :class:`Signature`, as :attr:`BundleInfo.signatures` is (earlier versions of this
+    package gave a number): one per secret key, in state "not_checked", as :func:`list`
+    of the bundle gives them with no trusted key; none in a dry run. signature_count:
+    their number (the tool's --json name)."""
     bundle: str
     dry_run: bool
     artifact_count: int
     bytes: int
-    signatures: int
+    signatures: List[Signature]
     folders: List[Folder]
     skipped_files: int
     changes: List[Change] = dataclasses.field(default_factory=lambda: [])
+
+    @property
+    def signature_count(self) -> int:
+        return len(self.signatures)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -474,7 +482,7 @@ class _Session:
 
     def writer_setup(self, w, secret_keys: Optional[Keys], password: Password, labels,
                      bundle_version: int, expires: int, level: int,
-                     env_facts: bool = False) -> int:
+                     env_facts: bool = False) -> List[Signature]:
         self.lib.mc_writer_set_created(w, _created())
         self.lib.mc_writer_set_bundle_version(w, _int(bundle_version, "bundle_version", 0, U64))
         self.lib.mc_writer_set_expires(w, _int(expires, "expires", 0, (1 << 63) - 1))
@@ -483,20 +491,22 @@ class _Session:
             self.lib.mc_writer_set_label(w, AOT_REMOTE_LABEL.encode(), _aot_remote().encode())
         for k, v in _labels(labels):
             self.lib.mc_writer_set_label(w, _text(k, "label key"), _text(v, "label value"))
-        keys = _key_list(secret_keys)
-        for k in keys:
-            self.lib.mc_writer_add_signer(w, self.seckey(k, password))
-        return len(keys)
+        sigs = []
+        for k in _key_list(secret_keys):
+            sk = self.seckey(k, password)
+            self.lib.mc_writer_add_signer(w, sk)
+            sigs.append(Signature(_str(self.lib.mc_seckey_id(sk)), "not_checked"))
+        return sigs
 
-    def report(self, w, path: PathArg, dry_run: bool, nsig: int, folders=(), skipped: int = 0,
-               changes=()) -> SaveReport:
+    def report(self, w, path: PathArg, dry_run: bool, sigs: List[Signature], folders=(),
+               skipped: int = 0, changes=()) -> SaveReport:
         """What the writer w holds, as saved (or, dry_run, as it would be) to path: once
         saved, what the bundle holds (a type and key recorded again, the last kept)."""
         lib = self.lib
         count, size = ((lib.mc_writer_artifact_count, lib.mc_writer_total_bytes) if dry_run
                        else (lib.mc_writer_saved_count, lib.mc_writer_saved_bytes))
         return SaveReport(os.fsdecode(_path(path)), bool(dry_run), count(w), size(w),
-                          nsig, [*folders], skipped, [*changes])
+                          [*sigs], [*folders], skipped, [*changes])
 
     def info(self, b, path: PathArg, verified: bool) -> BundleInfo:
         lib = self.lib
@@ -764,14 +774,14 @@ def save(path: PathArg, secret_key: Optional[Keys], *, cache_dir: Optional[PathA
     """
     with _Session(cache_dir, triton_dir, progress) as s:
         w = s.writer()
-        nsig = 0 if dry_run else s.writer_setup(w, secret_key, password, labels, bundle_version,
+        sigs = [] if dry_run else s.writer_setup(w, secret_key, password, labels, bundle_version,
                                                 expires, level, env_facts=True)
         folders, skipped = _record(s, w, keep_unknown, on_skip)
         if s.lib.mc_writer_artifact_count(w) == 0:
             raise _nothing(folders)
         if not dry_run:
             s.call(s.lib.mc_writer_save, w, _path(path, "bundle path"))
-        return s.report(w, path, dry_run, nsig, folders, skipped[0])
+        return s.report(w, path, dry_run, sigs, folders, skipped[0])
 
 
 def pack_torch_artifacts(blob: Union[bytes, bytearray, memoryview], out: PathArg,
@@ -785,10 +795,10 @@ def pack_torch_artifacts(blob: Union[bytes, bytearray, memoryview], out: PathArg
     data = bytes(blob)
     with _Session(progress=progress) as s:
         w = s.writer()
-        nsig = s.writer_setup(w, secret_key, password, labels, bundle_version, expires, level)
+        sigs = s.writer_setup(w, secret_key, password, labels, bundle_version, expires, level)
         s.lib.mc_writer_add_torch_blob_memory(w, data, len(data))
         s.call(s.lib.mc_writer_save, w, _path(out, "bundle path"))
-        return s.report(w, out, False, nsig)
+        return s.report(w, out, False, sigs)
 
 
 def torch_artifacts(bundle: PathArg, trusted_keys: Keys, threshold: int = 1,
@@ -980,11 +990,11 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
             w._bundle = os.fsdecode(_path(paths[0]))
         # Read now: a bad key file is the caller's mistake, never a cold start.
         pubs = s.trusted(trusted_keys) if paths else []
-        wr, nsig, aot_label = None, 0, False
+        wr, sigs, aot_label = None, [], False
         if save_to is not None:
             w._save_to = os.fsdecode(_path(save_to, "save_to"))
             wr = s.writer()
-            nsig = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
+            sigs = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
             # taken at the save, after the block: its code may set torch's config
             aot_label = not any(k == AOT_REMOTE_LABEL for k, _ in _labels(labels))
         bases = []
@@ -1011,11 +1021,11 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
             yield w
         except BaseException as body:
             _warm_used(s, w, usage)
-            _warm_save(s, w, wr, nsig, bases, save_to, body, aot_label)
+            _warm_save(s, w, wr, sigs, bases, save_to, body, aot_label)
             raise
         else:
             _warm_used(s, w, usage)
-            _warm_save(s, w, wr, nsig, bases, save_to, None, aot_label)
+            _warm_save(s, w, wr, sigs, bases, save_to, None, aot_label)
         finally:
             for var, old in saved_env.items():
                 if old is None:
@@ -1056,7 +1066,7 @@ def _warm_used(s: _Session, w: Warm, usage) -> None:
             w.used_not_seen[_str(lib.mc_unseen_name(why))] = n
 
 
-def _warm_save(s: _Session, w: Warm, wr, nsig: int, bases, save_to,
+def _warm_save(s: _Session, w: Warm, wr, sigs: List[Signature], bases, save_to,
                body: Optional[BaseException], aot_label: bool) -> None:
     w._ended = True
     if wr is None:
@@ -1064,7 +1074,7 @@ def _warm_save(s: _Session, w: Warm, wr, nsig: int, bases, save_to,
     try:
         if aot_label:
             s.lib.mc_writer_set_label(wr, AOT_REMOTE_LABEL.encode(), _aot_remote().encode())
-        w.saved = _save_new(s, wr, nsig, bases, save_to)
+        w.saved = _save_new(s, wr, sigs, bases, save_to)
     except Exception as e:  # noqa: B902 - the block's exception goes on instead
         if body is None:
             raise
@@ -1075,7 +1085,8 @@ def _warm_save(s: _Session, w: Warm, wr, nsig: int, bases, save_to,
     w.save_error = None
 
 
-def _save_new(s: _Session, wr, nsig: int, bases, save_to) -> Optional[SaveReport]:
+def _save_new(s: _Session, wr, sigs: List[Signature], bases,
+              save_to) -> Optional[SaveReport]:
     folders, skipped = _record(s, wr, False, None)
     changes: List[Change] = []
 
@@ -1089,7 +1100,7 @@ def _save_new(s: _Session, wr, nsig: int, bases, save_to) -> Optional[SaveReport
     if s.lib.mc_writer_artifact_count(wr) == 0:
         return None
     s.call(s.lib.mc_writer_save, wr, _path(save_to, "save_to"))
-    return s.report(wr, save_to, False, nsig, folders, skipped[0], changes)
+    return s.report(wr, save_to, False, sigs, folders, skipped[0], changes)
 
 
 # Last, so that the code above never calls it by mistake for the builtin.

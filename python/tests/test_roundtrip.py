@@ -32,7 +32,10 @@ def test_save_gives_the_tool_s_bundle_byte_for_byte(tmp_path, cuda_cache, keys, 
     tool("save", "-o", str(cli), "-s", keys.sec, "--label", "job=a", env=env)
     assert py.read_bytes() == cli.read_bytes()
     j = tool_json("list", str(cli))
-    assert r.artifact_count == len(j["artifacts"]) and r.signatures == 1
+    assert r.artifact_count == len(j["artifacts"])
+    # the signatures in one shape, whoever reads them: as list() gives them
+    assert r.signatures == megacache.list(py).signatures and r.signature_count == 1
+    assert [dataclasses.asdict(x) for x in r.signatures] == j["signatures"]
     assert [f.tier for f in r.folders] == ["inductor", "triton_home"]
     assert r.folders[0].path == cuda_cache and r.folders[0].exists
     assert r.folders[0].artifact_count == r.artifact_count and not r.folders[1].exists
@@ -42,7 +45,7 @@ def test_save_gives_the_tool_s_bundle_byte_for_byte(tmp_path, cuda_cache, keys, 
 def test_save_dry_run_writes_nothing(tmp_path, cuda_cache, keys, with_env):
     with_env(cuda_cache)
     r = megacache.save(tmp_path / "x.mcache", keys.sec, dry_run=True)
-    assert r.dry_run and r.artifact_count > 0 and r.signatures == 0
+    assert r.dry_run and r.artifact_count > 0 and r.signatures == [] and r.signature_count == 0
     assert not (tmp_path / "x.mcache").exists()
 
 
