@@ -44,8 +44,16 @@ __all__ = [
     "LoadedArtifact", "SaveReport", "Signature", "UnsupportedVersionError", "UsageError",
     "Used", "VerificationError", "Warm", "keygen",
     "gpu_targets", "library_version", "load", "pack_torch_artifacts", "save", "torch_artifacts",
-    "verify", "warm", "__version__",
+    "verify", "warm", "AOT_REMOTE_LABEL", "__version__",
 ]
+
+
+def __dir__() -> List[str]:
+    """The package's API: what __all__ names, and list(); not the typing names and
+    modules the code imports, nor its own constants."""
+    return sorted({*__all__, "list", "list_bundle"} |
+                  {n for n in globals() if n.startswith("__") and n.endswith("__")})
+
 
 PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 KeyArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
