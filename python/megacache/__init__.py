@@ -651,7 +651,7 @@ def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, thresh
     gpus = s.bundle_gpus(b)
     if gpus and not host:
         warnings.warn("megacache: %s: GPU targets not checked: no GPU seen (the bundle's "
-                      "kernels are for %s; gpu_targets= names this host's)"
+                      "kernels are for %s; give this host's targets to check them)"
                       % (os.fsdecode(_path(bundle)), ", ".join(gpus)),
                       GpuTargetsNotChecked, stacklevel=3)
     return LoadReport(os.fsdecode(_path(bundle)), bool(dry_run), bool(sync) and not dry_run,
