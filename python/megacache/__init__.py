@@ -44,8 +44,16 @@ __all__ = [
     "LoadedArtifact", "SaveReport", "Signature", "UnsupportedVersionError", "UsageError",
     "Used", "VerificationError", "Warm", "keygen",
     "gpu_targets", "library_version", "load", "pack_torch_artifacts", "save", "torch_artifacts",
-    "verify", "warm", "__version__",
+    "verify", "warm", "AOT_REMOTE_LABEL", "__version__",
 ]
+
+
+def __dir__() -> List[str]:
+    """The package's API: what __all__ names, and list(); not the typing names and
+    modules the code imports, nor its own constants."""
+    return sorted({*__all__, "list", "list_bundle"} |
+                  {n for n in globals() if n.startswith("__") and n.endswith("__")})
+
 
 PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 KeyArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
@@ -176,15 +184,23 @@ class Change:
 @dataclasses.dataclass(frozen=True)
 class SaveReport:
     """What :func:`save` or :func:`pack_torch_artifacts` wrote (dry_run: would write);
-    artifact_count is a number, as in the tool's --json."""
+    artifact_count is a number, as in the tool's --json. signatures: a list of
+    :class:`Signature`, as :attr:`BundleInfo.signatures` is (earlier versions of this
+    package gave a number): one per secret key, in state "not_checked", as :func:`list`
+    of the bundle gives them with no trusted key; none in a dry run. signature_count:
+    their number (the tool's --json name)."""
     bundle: str
     dry_run: bool
     artifact_count: int
     bytes: int
-    signatures: int
+    signatures: List[Signature]
     folders: List[Folder]
     skipped_files: int
     changes: List[Change] = dataclasses.field(default_factory=lambda: [])
+
+    @property
+    def signature_count(self) -> int:
+        return len(self.signatures)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -450,6 +466,11 @@ class _Session:
         # the distinct keys is no bundle's failure but the caller's, as in the tool.
         distinct = sum(1 for i, pk in enumerate(pubs)
                        if not any(self.lib.mc_pubkey_equal(q, pk) for q in pubs[:i]))
+        if type(threshold) is int and threshold > distinct:
+            again = ("" if distinct == len(pubs) else ", %d distinct (a key given again, under "
+                     "any key id, counts once)" % distinct)
+            raise UsageError("threshold=%d needs at least %d trusted keys; %d given%s"
+                             % (threshold, threshold, len(pubs), again))
         self.lib.mc_bundle_set_threshold(b, _int(threshold, "threshold", 1, distinct))
         self.lib.mc_bundle_set_min_version(b, _int(min_version, "min_version", 0, U64))
         for k, v in _labels(require):
@@ -469,7 +490,7 @@ class _Session:
 
     def writer_setup(self, w, secret_keys: Optional[Keys], password: Password, labels,
                      bundle_version: int, expires: int, level: int,
-                     env_facts: bool = False) -> int:
+                     env_facts: bool = False) -> List[Signature]:
         self.lib.mc_writer_set_created(w, _created())
         self.lib.mc_writer_set_bundle_version(w, _int(bundle_version, "bundle_version", 0, U64))
         self.lib.mc_writer_set_expires(w, _int(expires, "expires", 0, (1 << 63) - 1))
@@ -478,20 +499,22 @@ class _Session:
             self.lib.mc_writer_set_label(w, AOT_REMOTE_LABEL.encode(), _aot_remote().encode())
         for k, v in _labels(labels):
             self.lib.mc_writer_set_label(w, _text(k, "label key"), _text(v, "label value"))
-        keys = _key_list(secret_keys)
-        for k in keys:
-            self.lib.mc_writer_add_signer(w, self.seckey(k, password))
-        return len(keys)
+        sigs = []
+        for k in _key_list(secret_keys):
+            sk = self.seckey(k, password)
+            self.lib.mc_writer_add_signer(w, sk)
+            sigs.append(Signature(_str(self.lib.mc_seckey_id(sk)), "not_checked"))
+        return sigs
 
-    def report(self, w, path: PathArg, dry_run: bool, nsig: int, folders=(), skipped: int = 0,
-               changes=()) -> SaveReport:
+    def report(self, w, path: PathArg, dry_run: bool, sigs: List[Signature], folders=(),
+               skipped: int = 0, changes=()) -> SaveReport:
         """What the writer w holds, as saved (or, dry_run, as it would be) to path: once
         saved, what the bundle holds (a type and key recorded again, the last kept)."""
         lib = self.lib
         count, size = ((lib.mc_writer_artifact_count, lib.mc_writer_total_bytes) if dry_run
                        else (lib.mc_writer_saved_count, lib.mc_writer_saved_bytes))
         return SaveReport(os.fsdecode(_path(path)), bool(dry_run), count(w), size(w),
-                          nsig, [*folders], skipped, [*changes])
+                          [*sigs], [*folders], skipped, [*changes])
 
     def info(self, b, path: PathArg, verified: bool) -> BundleInfo:
         lib = self.lib
@@ -532,7 +555,7 @@ class _Session:
                 if not isinstance(t, str) or self.lib.mc_gpu_target_ok(t.encode()) != 1:
                     raise UsageError("gpu_targets: %r is not a GPU target (backend:arch as "
                                      "Triton names a kernel's target: cuda:90, hip:gfx942)"
-                                     % (t,), -2, "invalid")
+                                     % (t,), "usage", -2)
             return out
         arr = ctypes.POINTER(ctypes.c_char_p)()
         n = ctypes.c_size_t()
@@ -577,8 +600,8 @@ def _password_fn(password: Password):
         if len(b) >= buflen:
             key = p[len("Password for "):-2] if p.startswith("Password for ") else "the key"
             raise UsageError("%s: the password given is %d bytes, over the %d a password "
-                             "may have" % (key, len(b), buflen - 1), code=_MC_ERR_PASSWORD,
-                             status="password")
+                             "may have" % (key, len(b), buflen - 1), "password",
+                             _MC_ERR_PASSWORD)
         ctypes.memmove(buf, b + b"\0", len(b) + 1)
         return 0
     return ask
@@ -597,7 +620,7 @@ def _select(s: _Session, b, types) -> None:
         try:
             s.lib.mc_bundle_select_type(b, _text(t, "type"))
         except Error as e:
-            raise UsageError(e.message, -2) from None
+            raise UsageError(e.message, "usage", -2) from None
 
 
 def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, threshold: int,
@@ -628,7 +651,7 @@ def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, thresh
     gpus = s.bundle_gpus(b)
     if gpus and not host:
         warnings.warn("megacache: %s: GPU targets not checked: no GPU seen (the bundle's "
-                      "kernels are for %s; gpu_targets= names this host's)"
+                      "kernels are for %s; give this host's targets to check them)"
                       % (os.fsdecode(_path(bundle)), ", ".join(gpus)),
                       GpuTargetsNotChecked, stacklevel=3)
     return LoadReport(os.fsdecode(_path(bundle)), bool(dry_run), bool(sync) and not dry_run,
@@ -737,7 +760,7 @@ def _record(s: _Session, w, keep_unknown: bool, on_skip) -> tuple:
 
 def _nothing(folders: Sequence[Folder]) -> UsageError:
     parts = ["%s (%s)" % (f.path, "empty" if f.exists else "not there") for f in folders]
-    return UsageError("nothing to save: no artifacts in " + " or ".join(parts))
+    return UsageError("nothing to save: no artifacts in " + " or ".join(parts), "no_artifacts")
 
 
 def save(path: PathArg, secret_key: Optional[Keys], *, cache_dir: Optional[PathArg] = None,
@@ -759,14 +782,14 @@ def save(path: PathArg, secret_key: Optional[Keys], *, cache_dir: Optional[PathA
     """
     with _Session(cache_dir, triton_dir, progress) as s:
         w = s.writer()
-        nsig = 0 if dry_run else s.writer_setup(w, secret_key, password, labels, bundle_version,
+        sigs = [] if dry_run else s.writer_setup(w, secret_key, password, labels, bundle_version,
                                                 expires, level, env_facts=True)
         folders, skipped = _record(s, w, keep_unknown, on_skip)
         if s.lib.mc_writer_artifact_count(w) == 0:
             raise _nothing(folders)
         if not dry_run:
             s.call(s.lib.mc_writer_save, w, _path(path, "bundle path"))
-        return s.report(w, path, dry_run, nsig, folders, skipped[0])
+        return s.report(w, path, dry_run, sigs, folders, skipped[0])
 
 
 def pack_torch_artifacts(blob: Union[bytes, bytearray, memoryview], out: PathArg,
@@ -780,10 +803,10 @@ def pack_torch_artifacts(blob: Union[bytes, bytearray, memoryview], out: PathArg
     data = bytes(blob)
     with _Session(progress=progress) as s:
         w = s.writer()
-        nsig = s.writer_setup(w, secret_key, password, labels, bundle_version, expires, level)
+        sigs = s.writer_setup(w, secret_key, password, labels, bundle_version, expires, level)
         s.lib.mc_writer_add_torch_blob_memory(w, data, len(data))
         s.call(s.lib.mc_writer_save, w, _path(out, "bundle path"))
-        return s.report(w, out, False, nsig)
+        return s.report(w, out, False, sigs)
 
 
 def torch_artifacts(bundle: PathArg, trusted_keys: Keys, threshold: int = 1,
@@ -975,11 +998,11 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
             w._bundle = os.fsdecode(_path(paths[0]))
         # Read now: a bad key file is the caller's mistake, never a cold start.
         pubs = s.trusted(trusted_keys) if paths else []
-        wr, nsig, aot_label = None, 0, False
+        wr, sigs, aot_label = None, [], False
         if save_to is not None:
             w._save_to = os.fsdecode(_path(save_to, "save_to"))
             wr = s.writer()
-            nsig = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
+            sigs = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
             # taken at the save, after the block: its code may set torch's config
             aot_label = not any(k == AOT_REMOTE_LABEL for k, _ in _labels(labels))
         bases = []
@@ -1006,11 +1029,11 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
             yield w
         except BaseException as body:
             _warm_used(s, w, usage)
-            _warm_save(s, w, wr, nsig, bases, save_to, body, aot_label)
+            _warm_save(s, w, wr, sigs, bases, save_to, body, aot_label)
             raise
         else:
             _warm_used(s, w, usage)
-            _warm_save(s, w, wr, nsig, bases, save_to, None, aot_label)
+            _warm_save(s, w, wr, sigs, bases, save_to, None, aot_label)
         finally:
             for var, old in saved_env.items():
                 if old is None:
@@ -1051,7 +1074,7 @@ def _warm_used(s: _Session, w: Warm, usage) -> None:
             w.used_not_seen[_str(lib.mc_unseen_name(why))] = n
 
 
-def _warm_save(s: _Session, w: Warm, wr, nsig: int, bases, save_to,
+def _warm_save(s: _Session, w: Warm, wr, sigs: List[Signature], bases, save_to,
                body: Optional[BaseException], aot_label: bool) -> None:
     w._ended = True
     if wr is None:
@@ -1059,7 +1082,7 @@ def _warm_save(s: _Session, w: Warm, wr, nsig: int, bases, save_to,
     try:
         if aot_label:
             s.lib.mc_writer_set_label(wr, AOT_REMOTE_LABEL.encode(), _aot_remote().encode())
-        w.saved = _save_new(s, wr, nsig, bases, save_to)
+        w.saved = _save_new(s, wr, sigs, bases, save_to)
     except Exception as e:  # noqa: B902 - the block's exception goes on instead
         if body is None:
             raise
@@ -1070,7 +1093,8 @@ def _warm_save(s: _Session, w: Warm, wr, nsig: int, bases, save_to,
     w.save_error = None
 
 
-def _save_new(s: _Session, wr, nsig: int, bases, save_to) -> Optional[SaveReport]:
+def _save_new(s: _Session, wr, sigs: List[Signature], bases,
+              save_to) -> Optional[SaveReport]:
     folders, skipped = _record(s, wr, False, None)
     changes: List[Change] = []
 
@@ -1084,7 +1108,7 @@ def _save_new(s: _Session, wr, nsig: int, bases, save_to) -> Optional[SaveReport
     if s.lib.mc_writer_artifact_count(wr) == 0:
         return None
     s.call(s.lib.mc_writer_save, wr, _path(save_to, "save_to"))
-    return s.report(wr, save_to, False, nsig, folders, skipped[0], changes)
+    return s.report(wr, save_to, False, sigs, folders, skipped[0], changes)
 
 
 # Last, so that the code above never calls it by mistake for the builtin.

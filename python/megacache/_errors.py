@@ -18,20 +18,28 @@ CODES = {
 class Error(Exception):
     """A megacache failure.
 
-    code: the library's status (a negative MC_ERR_* number), or None when the failure
-    was found by this package (no library, nothing to save, a bad argument).
-    name: "MC_ERR_..." for a library status, else None.
-    status: the stable snake_case name of a library status (mc_status_code(): the
-    "error" the tool's --json gives, "untrusted_signature", "expired", ...), else None.
+    code: what failed, by the name the tool's --json gives as "error", never None: for a
+    library status its stable snake_case name (mc_status_code(): "untrusted_signature",
+    "expired", "io", ...); for a failure found by this package, the tool's name for it
+    ("usage" for a bad argument, "no_artifacts" for nothing to save; "failed" when the
+    library cannot be loaded). status: the same, under its earlier name.
+    number: the library's status (a negative MC_ERR_* number), or None when the failure
+    was found by this package; name: "MC_ERR_..." for it, else None.
     message: the library's text, naming the file and the reason.
     """
 
-    def __init__(self, message, code=None, status=None):
+    _code = "failed"
+
+    def __init__(self, message, code=None, number=None):
         super().__init__(message)
         self.message = message
-        self.code = code
-        self.status = status
-        self.name = CODES.get(code, "MC_ERR_%d" % code) if code is not None else None
+        self.code = code or self._code
+        self.number = number
+        self.name = CODES.get(number, "MC_ERR_%d" % number) if number is not None else None
+
+    @property
+    def status(self):
+        return self.code
 
     def __str__(self):
         if self.name is None:
@@ -59,15 +67,19 @@ class UsageError(Error):
     """Not a verdict on a bundle: a bad argument, a missing or unwritable file, a key
     file or password, or a system or resource error."""
 
+    _code = "usage"
+
 
 class LibraryError(UsageError):
     """libmegacache could not be loaded, or is not the version of this package."""
 
+    _code = "failed"
 
-def error_for(code, message, verification, status=None):
+
+def error_for(number, message, verification, code):
     """The exception for a library status and its message; verification: what
-    mc_status_is_verification_failure() says of the code; status: its mc_status_code()."""
-    cls = (UnsupportedVersionError if status == "unsupported_version" else
-           GpuMismatchError if status == "gpu_mismatch" else
+    mc_status_is_verification_failure() says of it; code: its mc_status_code()."""
+    cls = (UnsupportedVersionError if code == "unsupported_version" else
+           GpuMismatchError if code == "gpu_mismatch" else
            VerificationError if verification else UsageError)
-    return cls(message, code, status)
+    return cls(message, code, number)

@@ -1,6 +1,7 @@
 """Failures raise the right class, with the library's code and message, and write
 nothing."""
 
+import json
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import textwrap
 import pytest
 
 import megacache
-from conftest import SRCDIR
+from conftest import SRCDIR, tool
 
 
 def test_wrong_key_is_a_verification_error_and_installs_nothing(tmp_path, bundle, keys):
@@ -17,8 +18,8 @@ def test_wrong_key_is_a_verification_error_and_installs_nothing(tmp_path, bundle
     with pytest.raises(megacache.VerificationError) as e:
         megacache.load(bundle, keys.other_pub, cache_dir=dest)
     assert isinstance(e.value, megacache.Error)
-    assert (e.value.code, e.value.name) == (-8, "MC_ERR_NO_SIGNATURE")
-    assert e.value.status == "untrusted_signature"  # the tool's --json "error"
+    assert (e.value.number, e.value.name) == (-8, "MC_ERR_NO_SIGNATURE")
+    assert e.value.code == e.value.status == "untrusted_signature"  # the tool's --json "error"
     assert str(bundle) in e.value.message
     assert "[MC_ERR_NO_SIGNATURE]" in str(e.value)
     assert not dest.exists()
@@ -122,7 +123,8 @@ def test_missing_library_names_both_places(tmp_path):
             megacache.load("b.mcache", "k.pub")
         except megacache.LibraryError as e:
             assert not installed, "fell back to nothing though the library is installed"
-            assert isinstance(e, megacache.UsageError) and e.code is None
+            assert isinstance(e, megacache.UsageError) and e.number is None
+            assert e.code == "failed"
             print(e.message)
         except megacache.UsageError as e:
             assert installed, e
@@ -146,13 +148,22 @@ def test_bad_arguments_name_the_parameter(tmp_path, bundle, keys, cuda_cache, wi
                      ({"min_version": -1}, "min_version")):
         with pytest.raises(megacache.UsageError, match=word):
             megacache.verify(bundle, keys.pub, **kw)
+    # what is wrong, as the tool says it: too few keys for the threshold
+    with pytest.raises(megacache.UsageError) as e:
+        megacache.verify(bundle, keys.pub, threshold=2)
+    assert e.value.message == "threshold=2 needs at least 2 trusted keys; 1 given"
+    assert e.value.code == "usage"
     # the same key twice is one key: a threshold of 2 is as impossible as with one
-    with pytest.raises(megacache.UsageError, match="threshold must be an integer from 1 to 1"):
+    again = ("threshold=2 needs at least 2 trusted keys; 2 given, 1 distinct (a key given "
+             "again, under any key id, counts once)")
+    with pytest.raises(megacache.UsageError) as e:
         megacache.verify(bundle, [keys.pub, keys.pub], threshold=2)
+    assert e.value.message == again
     # and so is one key under another key id
     alias = os.path.join(os.path.dirname(keys.pub), "test-alias.pub")
-    with pytest.raises(megacache.UsageError, match="threshold must be an integer from 1 to 1"):
+    with pytest.raises(megacache.UsageError) as e:
         megacache.verify(bundle, [keys.pub, alias], threshold=2)
+    assert e.value.message == again
     with_env(cuda_cache)
     megacache.keygen(tmp_path / "e.pub", tmp_path / "e.key", password="pw")
     out = tmp_path / "x.mcache"
@@ -188,3 +199,77 @@ def test_a_newer_format_asks_for_an_upgrade(tmp_path, keys):
     with pytest.raises(megacache.VerificationError) as e:
         megacache.verify(broken, keys.pub)
     assert e.value.status == "manifest"
+
+
+def test_every_library_status_gives_its_code_and_class():
+    lib = megacache._ffi.lib()
+    for number, name in megacache._errors.CODES.items():
+        e = megacache._ffi.status_error(number)
+        assert (e.number, e.name) == (number, name)
+        assert e.code == lib.mc_status_code(number).decode() != "unknown"
+        assert isinstance(e, megacache.VerificationError) == (
+            lib.mc_status_is_verification_failure(number) == 1), name
+
+
+def test_each_error_has_the_code_the_tool_s_json_gives(tmp_path, bundle, keys, env_for):
+    """The same failure through the tool (--json) and the package: the tool's "error" is
+    the exception's code, and its exit status the exception's class."""
+    vectors = os.path.join(SRCDIR, "format", "vectors")
+    text = tmp_path / "text.mcache"
+    text.write_text("not a bundle\n")
+    missing, d = str(tmp_path / "missing.mcache"), str(tmp_path / "d")
+    tampered = tmp_path / "tampered.mcache"
+    data = bytearray(bundle.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    tampered.write_bytes(bytes(data))
+    env = env_for(str(tmp_path / "none"))
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "none2")
+    enc_pub, enc_sec, pw = tmp_path / "e.pub", tmp_path / "e.key", tmp_path / "pw"
+    megacache.keygen(enc_pub, enc_sec, password="right")
+    pw.write_text("wrong\n")
+    b = str(bundle)
+    cases = [
+        (["verify", b, "-p", keys.other_pub], lambda: megacache.verify(b, keys.other_pub)),
+        (["verify", b, "-p", keys.pub, "--threshold", "2"],
+         lambda: megacache.verify(b, keys.pub, threshold=2)),
+        (["verify", b, "-p", keys.pub, "--min-version", "5"],
+         lambda: megacache.verify(b, keys.pub, min_version=5)),
+        (["verify", b, "-p", keys.pub, "--require", "a=b"],
+         lambda: megacache.verify(b, keys.pub, require=["a=b"])),
+        (["verify", missing, "-p", keys.pub], lambda: megacache.verify(missing, keys.pub)),
+        (["verify", str(text), "-p", keys.pub], lambda: megacache.verify(text, keys.pub)),
+        (["verify", str(tampered), "-p", keys.pub],
+         lambda: megacache.verify(tampered, keys.pub)),
+        (["verify", b, "-p", str(text)], lambda: megacache.verify(b, text)),
+        (["verify", os.path.join(vectors, "manifest-future-version.mcache"), "-p", keys.pub],
+         lambda: megacache.verify(os.path.join(vectors, "manifest-future-version.mcache"),
+                                  keys.pub)),
+        (["verify", os.path.join(vectors, "manifest-duplicate.mcache"), "-p", keys.pub],
+         lambda: megacache.verify(os.path.join(vectors, "manifest-duplicate.mcache"),
+                                  keys.pub)),
+        (["load", b, "-p", keys.pub, "--cache-dir", d, "--types", "nope"],
+         lambda: megacache.load(b, keys.pub, cache_dir=d, types="nope")),
+        (["load", b, "-p", keys.pub, "--cache-dir", d, "--gpu-target", "nope"],
+         lambda: megacache.load(b, keys.pub, cache_dir=d, gpu_targets=["nope"])),
+        (["load", b, "-p", keys.pub, "--cache-dir", d, "--gpu-target", "hip:gfx942"],
+         lambda: megacache.load(b, keys.pub, cache_dir=d, gpu_targets=["hip:gfx942"])),
+        (["save", "-o", str(tmp_path / "x.mcache"), "-s", keys.sec],
+         lambda: megacache.save(tmp_path / "x.mcache", keys.sec, cache_dir=tmp_path / "none",
+                                triton_dir=tmp_path / "none2")),
+        (["save", "-o", str(tmp_path / "x.mcache"), "-s", str(enc_sec), "--password-file",
+          str(pw), "--cache-dir", os.path.join(vectors)],
+         lambda: megacache.save(tmp_path / "x.mcache", enc_sec, password="wrong",
+                                cache_dir=vectors)),
+        (["keygen", "-p", str(enc_pub), "-s", str(enc_sec), "-W"],
+         lambda: megacache.keygen(enc_pub, enc_sec)),
+    ]
+    exits = {1: megacache.VerificationError, 2: megacache.UsageError,
+             3: megacache.UnsupportedVersionError}
+    for args, call in cases:
+        r = tool(*args, "--json", env=env, check=False)
+        j = json.loads(r.stdout)
+        with pytest.raises(megacache.Error) as e:
+            call()
+        assert e.value.code == j["error"], (args, e.value.message, j)
+        assert isinstance(e.value, exits[r.returncode]), args
+    assert not (tmp_path / "d").exists() and not (tmp_path / "x.mcache").exists()

@@ -74,9 +74,14 @@ def test_no_gpu_installs_everything_and_warns(tmp_path, bundle, cuda_cache, keys
         warnings.simplefilter("always")
         r = megacache.load(bundle, keys.pub, cache_dir=cache)
     assert not r.gpu_targets_checked and r.host_gpu_targets == []
+    # the tool's words, up to the hint on how to name the targets, which names no argument
+    said = tool("load", str(bundle), "-p", keys.pub, "--cache-dir", str(tmp_path / "c2"),
+                "--dry-run").stderr
+    line = [x for x in said.splitlines() if "GPU targets not checked" in x]
+    assert len(line) == 1 and line[0].startswith("megacache: warning: "), said
+    fact = line[0][len("megacache: warning: "):].split("; ")[0]
     assert [str(x.message) for x in w if issubclass(x.category, megacache.GpuTargetsNotChecked)] \
-        == ["megacache: %s: GPU targets not checked: no GPU seen (the bundle's kernels are for "
-            "cuda:90; gpu_targets= names this host's)" % bundle]
+        == ["megacache: %s: %s; give this host's targets to check them)" % (bundle, fact)]
     assert tree(cache) == tree(cuda_cache)
 
 

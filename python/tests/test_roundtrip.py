@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 import megacache
-from conftest import SRCDIR, pymod, tool, tool_json, tree
+from conftest import SRCDIR, tool, tool_json, tree
 
 
 def test_version_is_the_library_and_configure_version():
@@ -32,7 +32,10 @@ def test_save_gives_the_tool_s_bundle_byte_for_byte(tmp_path, cuda_cache, keys, 
     tool("save", "-o", str(cli), "-s", keys.sec, "--label", "job=a", env=env)
     assert py.read_bytes() == cli.read_bytes()
     j = tool_json("list", str(cli))
-    assert r.artifact_count == len(j["artifacts"]) and r.signatures == 1
+    assert r.artifact_count == len(j["artifacts"])
+    # the signatures in one shape, whoever reads them: as list() gives them
+    assert r.signatures == megacache.list(py).signatures and r.signature_count == 1
+    assert [dataclasses.asdict(x) for x in r.signatures] == j["signatures"]
     assert [f.tier for f in r.folders] == ["inductor", "triton_home"]
     assert r.folders[0].path == cuda_cache and r.folders[0].exists
     assert r.folders[0].artifact_count == r.artifact_count and not r.folders[1].exists
@@ -42,7 +45,7 @@ def test_save_gives_the_tool_s_bundle_byte_for_byte(tmp_path, cuda_cache, keys, 
 def test_save_dry_run_writes_nothing(tmp_path, cuda_cache, keys, with_env):
     with_env(cuda_cache)
     r = megacache.save(tmp_path / "x.mcache", keys.sec, dry_run=True)
-    assert r.dry_run and r.artifact_count > 0 and r.signatures == 0
+    assert r.dry_run and r.artifact_count > 0 and r.signatures == [] and r.signature_count == 0
     assert not (tmp_path / "x.mcache").exists()
 
 
@@ -106,7 +109,7 @@ def test_save_of_nothing_names_both_folders(tmp_path, keys, with_env):
     try:
         megacache.save(tmp_path / "x.mcache", keys.sec)
     except megacache.UsageError as e:
-        assert e.code is None
+        assert e.code == "no_artifacts" and e.number is None
         assert "nothing to save" in e.message and str(tmp_path / "none") in e.message
         assert "triton-home" in e.message
     else:
@@ -195,11 +198,6 @@ def test_signature_states(tmp_path, bundle, keys):
     j = tool_json("list", str(broken), "-p", keys.pub, "-p", keys.other_pub)
     assert sorted(j["signatures"], key=str) == sorted(
         [dataclasses.asdict(x) for x in info.signatures], key=str)
-    r = pymod("verify", str(two), "-p", keys.other_pub)
-    assert r.returncode == 0 and "%s (not checked)" % ci in r.stdout, r.stdout + r.stderr
-    assert "%s (verified)" % other in r.stdout
-    r = pymod("list", str(broken), "-p", keys.pub)
-    assert r.returncode == 0 and "%s (broken)" % ci in r.stdout, r.stdout + r.stderr
 
 
 def test_keys_as_text(tmp_path, cuda_cache, keys, with_env):

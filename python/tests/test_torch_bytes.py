@@ -13,7 +13,8 @@ def test_blob_round_trips_byte_for_byte(tmp_path, keys, name):
     blob = open(os.path.join(DATA, name), "rb").read()
     out = tmp_path / "b.mcache"
     r = megacache.pack_torch_artifacts(blob, out, keys.sec, labels=["torch=2.11.0"])
-    assert r.signatures == 1 and r.artifact_count > 0
+    assert r.signatures == megacache.list(out).signatures and r.signature_count == 1
+    assert r.artifact_count > 0
     # what the bundle holds (the pgo blob repeats a key: the last is kept)
     listed = megacache.list(out).artifacts
     assert (r.artifact_count, r.bytes) == (len(listed), sum(a.size for a in listed))
@@ -51,7 +52,7 @@ def test_garbage_bytes_are_refused_and_nothing_is_written(tmp_path, keys):
     out = tmp_path / "b.mcache"
     with pytest.raises(megacache.UsageError) as e:
         megacache.pack_torch_artifacts(b"\x00\x01 not a blob at all", out, keys.sec)
-    assert e.value.name == "MC_ERR_TORCH_FORMAT" and e.value.code == -20
+    assert e.value.name == "MC_ERR_TORCH_FORMAT" and e.value.number == -20
     assert "torch blob in memory" in e.value.message
     assert not out.exists() and os.listdir(tmp_path) == []
 
