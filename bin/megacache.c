@@ -434,19 +434,27 @@ static const struct command {
 	{"audit", cmd_audit, TOOL_TRUST | TOOL_JSON, audit_help, NULL},
 };
 
-/* Whether --json (or a prefix getopt takes for it: --j, --js, --jso) is among the
- * options of cmd (before a "--"), seen before they are parsed so that a usage error is
- * told in JSON too. */
+/* Whether --json (or a prefix getopt takes for it: --j, --js, --jso; or --json=ARG) is
+ * among argv[1..] (before a "--"), seen before the options are parsed so that a usage
+ * error is told in JSON too, whatever it is. */
 static int
-wants_json(const struct command *cmd, int argc, char **argv)
+json_asked(int argc, char **argv)
 {
 	size_t n;
 	int i;
 
-	for (i = 1; (cmd->flags & TOOL_JSON) && i < argc && strcmp(argv[i], "--") != 0; i++)
-		if ((n = strlen(argv[i])) >= 3 && n <= 6 && strncmp(argv[i], "--json", n) == 0)
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (((n = strlen(argv[i])) >= 3 && n <= 6 && strncmp(argv[i], "--json", n) == 0) ||
+		    strncmp(argv[i], "--json=", 7) == 0)
 			return 1;
 	return 0;
+}
+
+/* The same among the options of cmd, when it takes --json. */
+static int
+wants_json(const struct command *cmd, int argc, char **argv)
+{
+	return (cmd->flags & TOOL_JSON) && json_asked(argc, argv);
 }
 
 /* Runs cmd on argv (argv[0] its name), with its own option state, and frees what it set up. */
@@ -503,6 +511,8 @@ static int
 help_command(int argc, char **argv)
 {
 	if (argc > 2 && find_command(argv[2]) == NULL) {
+		if (json_asked(argc, argv))
+			json_begin("");
 		say(stderr, "%s: unknown command '%s'", PROG, argv[2]);
 		try_help();
 	}
@@ -530,6 +540,13 @@ main(int argc, char **argv)
 	}
 	if ((cmd = find_command(argv[1])) != NULL)
 		return run_command(cmd, argc - 1, argv + 1);
-	say(stderr, "%s: unknown command '%s'", PROG, argv[1]);
+	/* No command: with --json, the failure object names none ("command": ""). */
+	if (json_asked(argc, argv))
+		json_begin("");
+	if (argv[1][0] == '-')
+		say(stderr, "%s: no command given: megacache COMMAND [OPTIONS], not '%s' first", PROG,
+		    argv[1]);
+	else
+		say(stderr, "%s: unknown command '%s'", PROG, argv[1]);
 	try_help();
 }
