@@ -20,6 +20,20 @@ no_dash() {
 	[ ! -e ./- ] && ok || { bad "$1 made a file named '-'"; rm -f ./-; }
 }
 
+# ---- 3. keygen: one file for both keys is refused, whatever its names ----
+run 2 "are one file: the secret key would be lost" keygen -W -f -p "$T/same.k" -s "$T/same.k"
+[ ! -e "$T/same.k" ] && ok || bad "keygen -p F -s F wrote F"
+run 2 "are one file" keygen -W -p "$T/new.k" -s "$T/cwd/../new.k"
+[ ! -e "$T/new.k" ] && ok || bad "keygen -p F -s DIR/../F wrote F"
+run 0 "" keygen -W -p "$T/k.pub" -s "$T/k.key"
+cp "$T/k.key" "$T/k.key.was"
+ln -s "$T/k.key" "$T/link.pub"
+ln "$T/k.key" "$T/hard.pub"
+for other in "$T/link.pub" "$T/hard.pub"; do
+	run 2 "are one file" keygen -W -f -p "$other" -s "$T/k.key"
+	check "keygen -f -p $other -s its target left the secret key" cmp -s "$T/k.key" "$T/k.key.was"
+done
+
 # ---- 4. a usage error under --json, whatever it is: the failure object on stdout ----
 # fails CMD ARGS...: megacache ARGS exits 2, standard output is a failure object valid
 # against the schema, its command CMD, its error "usage".
