@@ -23,8 +23,14 @@ keygen_opt(struct tool *t, void *opts, int c, char *arg)
 	struct keygen_opts *o = opts;
 
 	switch (c) {
-	case 'p': o->pub = arg; return 1;
-	case 's': o->sec = arg; return 1;
+	case 'p':
+		refuse_dash("-p", arg, "keygen writes each key to a file, not to standard output");
+		o->pub = arg;
+		return 1;
+	case 's':
+		refuse_dash("-s", arg, "keygen writes each key to a file, not to standard output");
+		o->sec = arg;
+		return 1;
 	case 'W': o->unencrypted = 1; return 1;
 	case 'f': o->force = 1; return 1;
 	default: return 0;

@@ -16,6 +16,7 @@
 
 struct merge_opts {
 	const char *out;
+	int out_fd; /* -o -: standard output's descriptor (take_stdout()); else -1 */
 	struct signers signers;
 	char *labels[MAX_MERGE_LABELS]; /* KEY=VALUE */
 	size_t nlabels;
@@ -206,7 +207,13 @@ add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, si
 	size_t i;
 	int rc = MC_OK;
 
-	if ((dir = strdup(o->out)) == NULL)
+	/* -o -: beside no file; in $TMPDIR (or /tmp) */
+	if (o->out_fd >= 0)
+		dir = strdup(getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] ? getenv("TMPDIR")
+									       : "/tmp");
+	else
+		dir = strdup(o->out);
+	if (dir == NULL)
 		usage_error("out of memory%s", "");
 	slash = strrchr(dir, '/');
 	if (slash == NULL)
@@ -257,18 +264,14 @@ merge_json(const struct merge_opts *o, size_t n, char **inputs, int ninputs, siz
 	print_json(j);
 }
 
-/* The line that tells of a merge done: the artifacts counted in the bundle written. */
+/* The line that tells of a merge done: the artifacts of the bundle written. */
 static void
-merge_report(struct tool *t, const struct merge_opts *o, char **inputs, int ninputs,
-	     size_t conflicts)
+merge_report(struct tool *t, const struct merge_opts *o, const mc_writer *w, char **inputs,
+	     int ninputs, size_t conflicts)
 {
 	const char *out = o->out;
-	mc_bundle *m = NULL;
-	size_t n = 0;
+	size_t n = mc_writer_saved_count(w);
 
-	if (mc_bundle_open(t->ctx, out, &m) == MC_OK)
-		n = mc_bundle_artifact_count(m);
-	mc_bundle_free(m);
 	if (t->json)
 		merge_json(o, n, inputs, ninputs, conflicts);
 	if (!t->quiet && !t->json)
@@ -279,7 +282,7 @@ merge_report(struct tool *t, const struct merge_opts *o, char **inputs, int ninp
 int
 cmd_merge(struct tool *t, int argc, char **argv)
 {
-	struct merge_opts o = {.level = 3};
+	struct merge_opts o = {.level = 3, .out_fd = -1};
 	struct conflicts conflicts = {0, 0};
 	mc_writer *w = NULL;
 	int rc;
@@ -292,6 +295,10 @@ cmd_merge(struct tool *t, int argc, char **argv)
 	if (o.unsigned_ok && o.signers.n > 0)
 		usage_error("-s and --unsigned do not go together%s", "");
 	check_out_folder(o.out);
+	if (strcmp(o.out, "-") == 0) {
+		o.out_fd = take_stdout(t, "a bundle");
+		o.out = "standard output";
+	}
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if ((rc = mc_writer_new(t->ctx, &w)) != MC_OK)
@@ -316,7 +323,7 @@ cmd_merge(struct tool *t, int argc, char **argv)
 	if (rc == MC_OK)
 		rc = add_signers(t, w, &o.signers);
 	if (rc == MC_OK)
-		rc = mc_writer_save(w, o.out);
+		rc = o.out_fd >= 0 ? mc_writer_save_fd(w, o.out_fd, o.out) : mc_writer_save(w, o.out);
 	if (rc == EXIT_USAGE) {
 		/* refused, and said so */
 	} else if (rc != MC_OK) {
@@ -324,7 +331,7 @@ cmd_merge(struct tool *t, int argc, char **argv)
 	} else {
 		if (o.signers.n == 0)
 			warn_unsigned(t);
-		merge_report(t, &o, argv + optind, argc - optind, conflicts.n);
+		merge_report(t, &o, w, argv + optind, argc - optind, conflicts.n);
 		rc = 0;
 	}
 	free_signers(&o.signers);

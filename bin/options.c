@@ -208,6 +208,8 @@ common_opt(struct tool *t, int c, char *arg)
 			usage_error("--progress takes tty, plain or none, not '%s'", arg);
 		return 1;
 	case OPT_PASSWORD_FILE:
+		refuse_dash("--password-file", arg, "a password is not read from standard input "
+			    "(without the option it is asked on the terminal)");
 		if (t->npassword_files == MAX_SIGNERS)
 			usage_error("too many --password-file (at most %s)", "16");
 		if (t->password_file == NULL)
@@ -232,9 +234,20 @@ common_opt(struct tool *t, int c, char *arg)
 	}
 }
 
+/* An option that names a file, given "-": standard input or output is not that file
+ * here (why says so), and no file named "-" is read or made: a usage error. */
+void
+refuse_dash(const char *opt, const char *arg, const char *why)
+{
+	if (strcmp(arg, "-") == 0)
+		usage_error("%s -: %s; name a file", opt, why);
+}
+
 void
 pubkey_opt(struct trust *tr, const char *arg)
 {
+	refuse_dash("-p", arg, "a public key is not read from standard input (give a file, "
+		    "its text or its base64 line)");
 	if (tr->npubs == MAX_PUBKEYS)
 		usage_error("too many public keys (at most %s)", "32");
 	tr->pubs[tr->npubs++] = arg;

@@ -89,7 +89,10 @@ record_opt(struct record_opts *o, int c, char *arg)
 		o->labels[o->nlabels++] = arg;
 		return 1;
 	case OPT_LABEL_FROM_ENV: add_env_label(o, arg); return 1;
-	case OPT_LABELS_JSON: o->labels_json = arg; return 1;
+	case OPT_LABELS_JSON:
+		refuse_dash("--labels-json", arg, "labels are not read from standard input");
+		o->labels_json = arg;
+		return 1;
 	case OPT_NO_COMPRESS: o->level = 0; return 1;
 	case OPT_KEEP_UNKNOWN: o->keep_unknown = 1; return 1;
 	default: return number_opt(o, c, arg);

@@ -255,6 +255,7 @@ select_types(mc_ctx *ctx, mc_bundle *b, const char *types)
 void
 signer_opt(struct signers *s, const char *path)
 {
+	refuse_dash("-s", path, "a secret key is not read from standard input");
 	if (s->n == MAX_SIGNERS)
 		usage_error("too many signing keys (at most %s)", "16");
 	s->secs[s->n++] = path;

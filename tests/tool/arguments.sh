@@ -20,6 +20,100 @@ no_dash() {
 	[ ! -e ./- ] && ok || { bad "$1 made a file named '-'"; rm -f ./-; }
 }
 
+# ---- 1. -o -: the bundle on standard output, the report on standard error ----
+"$MEGACACHE" sign "$T/a.mcache" -s "$KEYS/test2.key" -p "$PUB" -o - >"$T/signed-out" 2>"$T/err"
+[ $? = 0 ] && ok || bad "sign -o - failed: $(cat "$T/err")"
+no_dash "sign -o -"
+grep -qF "signed standard output with key" "$T/err" && ok ||
+	bad "sign -o - does not report on standard error: $(cat "$T/err")"
+run 0 "" sign "$T/a.mcache" -s "$KEYS/test2.key" -p "$PUB" -o "$T/signed.mcache"
+check "sign -o - writes the bytes sign -o FILE writes" cmp -s "$T/signed-out" "$T/signed.mcache"
+run 0 "2 signatures verified" verify "$T/signed-out" -p "$PUB" -p "$KEYS/test2.pub" --threshold 2
+
+"$MEGACACHE" merge -o - "$T/a.mcache" "$T/signed.mcache" -p "$PUB" -s "$SEC" >"$T/merged-out" \
+	2>"$T/err"
+[ $? = 0 ] && ok || bad "merge -o - failed: $(cat "$T/err")"
+no_dash "merge -o -"
+grep -qF "merged 2 bundles into standard output: 7 artifacts" "$T/err" && ok ||
+	bad "merge -o - does not report on standard error: $(cat "$T/err")"
+run 0 "" merge -o "$T/merged.mcache" "$T/a.mcache" "$T/signed.mcache" -p "$PUB" -s "$SEC"
+check "merge -o - writes the bytes merge -o FILE writes" cmp -s "$T/merged-out" "$T/merged.mcache"
+ls -A "$T/cwd" | grep -q . && bad "merge -o - left files in the working folder: $(ls -A)" || ok
+
+for c in "sign $T/a.mcache -s $SEC -p $PUB -o -" "merge -o - $T/a.mcache -p $PUB -s $SEC"; do
+	# shellcheck disable=SC2086
+	run 2 "--json cannot be used when a bundle goes to standard output" $c --json
+	no_dash "$c --json"
+	if command -v script >/dev/null 2>&1; then
+		script -qec "'$MEGACACHE' $c" /dev/null >"$T/tty" 2>&1
+		[ $? = 2 ] && grep -qF "refusing to write a bundle to a terminal" "$T/tty" && ok ||
+			bad "$c on a terminal: $(cat "$T/tty")"
+		no_dash "$c on a terminal"
+	fi
+done
+[ "$("$MEGACACHE" list "$T/a.mcache" --json |
+	/usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["signatures"]))')" = 1 ] &&
+	ok || bad "sign -o - changed its input"
+
+# pull -o -, against a redis-server of its own on a socket
+if command -v redis-server >/dev/null 2>&1 &&
+	"$MEGACACHE" push "$T/none" -p "$PUB" --redis redis://127.0.0.1:1 2>&1 |
+	grep -qvF "built without Redis support"; then
+	redis-server --port 0 --unixsocket "$T/redis.sock" --save '' --appendonly no \
+		--daemonize no >"$T/redis.log" 2>&1 &
+	RPID=$!
+	for _ in 1 2 3 4 5 6 7 8 9 10; do [ -S "$T/redis.sock" ] && break; sleep 0.2; done
+	R="unix://$T/redis.sock"
+	run 0 "" push "$T/a.mcache" -p "$PUB" --redis "$R"
+	TMPDIR="$T" "$MEGACACHE" pull --redis "$R" -o - -s "$SEC" >"$T/pulled-out" 2>"$T/err"
+	[ $? = 0 ] && ok || bad "pull -o - failed: $(cat "$T/err")"
+	no_dash "pull -o -"
+	grep -qF "into standard output, 1 signature" "$T/err" && ok ||
+		bad "pull -o - does not report on standard error: $(cat "$T/err")"
+	TMPDIR="$T" run 0 "" pull --redis "$R" -o "$T/pulled.mcache" -s "$SEC"
+	check "pull -o - writes the bytes pull -o FILE writes" cmp -s "$T/pulled-out" "$T/pulled.mcache"
+	run 2 "--json cannot be used when a bundle goes to standard output" \
+		pull --redis "$R" -o - --json
+	kill "$RPID" 2>/dev/null
+	wait "$RPID" 2>/dev/null
+fi
+
+# ---- 2. "-" where standard input or output cannot be the file: a usage error ----
+# refused WHY ARGS...: exit 2, WHY said, no file named "-" made, nothing written.
+refused() {
+	why=$1; shift
+	rm -rf "$T/made"
+	run 2 "$why" "$@"
+	no_dash "megacache $*"
+	[ ! -e "$T/made" ] && ok || bad "megacache $* wrote $T/made"
+}
+refused "-p -: keygen writes each key to a file, not to standard output" \
+	keygen -W -p - -s "$T/made"
+refused "-s -: keygen writes each key to a file, not to standard output" \
+	keygen -W -p "$T/made" -s -
+refused "--password-file -: a password is not read from standard input" \
+	keygen -p "$T/made" -s "$T/made.key" --password-file -
+refused "-p -: a public key is not read from standard input" verify "$T/a.mcache" -p -
+refused "-p -: a public key is not read from standard input" list "$T/a.mcache" -p -
+refused "-p -: a public key is not read from standard input" \
+	sign "$T/a.mcache" -s "$SEC" -p - -o "$T/made"
+refused "-s -: a secret key is not read from standard input" \
+	sign "$T/a.mcache" -s - -p "$PUB" -o "$T/made"
+for c in pack merge; do
+	set -- pack -o "$T/made" --from-torch "$BLOB"
+	[ $c = merge ] && set -- merge -o "$T/made" "$T/a.mcache" -p "$PUB"
+	refused "-s -: a secret key is not read from standard input" "$@" -s -
+	refused "--password-file -: a password is not read from standard input" "$@" -s "$SEC" \
+		--password-file -
+done
+refused "--labels-json -: labels are not read from standard input" \
+	pack -o "$T/made" --from-torch "$BLOB" --labels-json -
+refused "--from-torch -: a torch blob is not read from standard input" \
+	pack -o "$T/made" --from-torch -
+refused "-s -: a secret key is not read from standard input" save -o "$T/made" -s -
+refused "--save-to -: standard output is the command's" run --save-to - -- true
+refused "--json-file -: standard output is the command's" run --json-file - -- true
+
 # ---- 3. keygen: one file for both keys is refused, whatever its names ----
 run 2 "are one file: the secret key would be lost" keygen -W -f -p "$T/same.k" -s "$T/same.k"
 [ ! -e "$T/same.k" ] && ok || bad "keygen -p F -s F wrote F"
