@@ -2,7 +2,8 @@
 # output where a command can give it its bundle (sign, merge and pull -o -, as pack's),
 # and a usage error everywhere else, never a file named "-"; keygen refuses one file for
 # both keys, whatever its names; and every usage error under --json, a command named or
-# not, is the failure object on standard output.
+# not, is the failure object on standard output. A public key that is neither a file nor
+# a key says both; a torch blob where a bundle is wanted says what it is.
 . "$(dirname "$0")/lib.sh"
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
@@ -161,5 +162,21 @@ for c in $CMDS; do
 	fails "$c" "$c" --json=1
 done
 fails verify verify "$T/a.mcache" --json
+
+# ---- 6. -p that is neither a file nor a key: both said ----
+run 2 "RWQbogus: neither a readable file (No such file or directory) nor a public key (its base64 line" \
+	verify "$T/a.mcache" -p RWQbogus
+run 2 "$T/none.pub: neither a readable file" load "$T/a.mcache" -p "$T/none.pub" --dry-run
+
+# ---- 7. a torch blob where a bundle is wanted: said, with what to do ----
+blob="not a megacache bundle but a torch cache blob (of torch.compiler.save_cache_artifacts()); record it into one with megacache pack --from-torch"
+run 2 "$BLOB: $blob" list "$BLOB"
+run 2 "$DATA/mlp-cuda.megacache: $blob" verify "$DATA/mlp-cuda.megacache" -p "$PUB"
+run 2 "$blob" load "$DATA/mlp-cuda-precompile.megacache" -p "$PUB" --cache-dir "$T/made"
+[ ! -e "$T/made" ] && ok || bad "load of a torch blob made $T/made"
+run 2 "standard input: $blob" load - -p "$PUB" --cache-dir "$T/made" <"$BLOB"
+printf 'x%.0s' $(seq 1 600) >"$T/noise"
+run 2 "not a megacache bundle (no tar header)" list "$T/noise"
+
 
 finish
