@@ -61,11 +61,7 @@ merge_opt(struct tool *t, void *opts, int c, char *arg)
 	switch (c) {
 	case 'o': o->out = arg; return 1;
 	case 's': signer_opt(&o->signers, arg); return 1;
-	case OPT_LABEL:
-		if (strchr(arg, '=') == NULL || o->nlabels == MAX_MERGE_LABELS)
-			usage_error("--label takes KEY=VALUE (at most 64), not '%s'", arg);
-		o->labels[o->nlabels++] = arg;
-		return 1;
+	case OPT_LABEL: label_opt(o->labels, &o->nlabels, MAX_MERGE_LABELS, arg); return 1;
 	case OPT_BUNDLE_VERSION:
 		if (parse_u64(arg, &o->bver) != 0)
 			usage_error("--bundle-version takes a whole number, not '%s'", arg);
@@ -76,7 +72,7 @@ merge_opt(struct tool *t, void *opts, int c, char *arg)
 		if (parse_time(arg, (int64_t)time(NULL), &o->expires) != 0 ||
 		    o->expires <= (int64_t)time(NULL))
 			usage_error("--expires takes a time after now: a Unix time, an ISO 8601 UTC "
-				    "time (2026-12-01T12:00:00Z) or +N[dhms], not '%s'", arg);
+				    "time (2026-12-01T12:00:00Z) or +N[wdhms], not '%s'", arg);
 		o->expires_given = 1;
 		return 1;
 	case OPT_LEVEL:

@@ -105,27 +105,30 @@ parse_iso(const char *s, int64_t *v)
 }
 
 /* A time as --expires and --now take it: a Unix time; an ISO 8601 date or time in UTC
- * (2026-12-01, 2026-12-01T12:00:00Z); or +N with d, h, m or s: that many days, hours,
- * minutes or seconds after now. Returns 0, or -1 for anything else. */
+ * (2026-12-01, 2026-12-01T12:00:00Z); or +N or -N with w, d, h, m or s: that many weeks,
+ * days, hours, minutes or seconds after or before now. Returns 0, or -1 for anything
+ * else. */
 int
 parse_time(const char *s, int64_t now, int64_t *v)
 {
-	static const char units[] = "dhms";
-	static const uint64_t secs[] = {86400, 3600, 60, 1};
+	static const char units[] = "wdhms";
+	static const uint64_t secs[] = {604800, 86400, 3600, 60, 1};
 	size_t len = strlen(s);
 	char num[24];
 	const char *u;
-	uint64_t n;
+	uint64_t n, d;
 
-	if (s[0] == '+') {
+	if (s[0] == '+' || s[0] == '-') {
 		if (len < 3 || len - 2 >= sizeof num || (u = strchr(units, s[len - 1])) == NULL)
 			return -1;
 		memcpy(num, s + 1, len - 2);
 		num[len - 2] = '\0';
-		if (parse_u64(num, &n) != 0 || now < 0 ||
-		    n > (uint64_t)(INT64_MAX - now) / secs[u - units])
+		if (parse_u64(num, &n) != 0 || now < 0 || n > (uint64_t)INT64_MAX / secs[u - units])
 			return -1;
-		*v = now + (int64_t)(n * secs[u - units]);
+		d = n * secs[u - units];
+		if (s[0] == '+' ? d > (uint64_t)(INT64_MAX - now) : d > (uint64_t)now)
+			return -1;
+		*v = s[0] == '+' ? now + (int64_t)d : now - (int64_t)d;
 		return 0;
 	}
 	if (strchr(s, '-') != NULL)
@@ -285,7 +288,8 @@ trust_opt(struct trust *tr, int c, char *arg)
 	case OPT_NOW:
 		if (parse_time(arg, (int64_t)time(NULL), &tr->now) != 0)
 			usage_error("--now takes a Unix time, an ISO 8601 UTC time (2026-12-01, "
-				    "2026-12-01T12:00:00Z) or +N[dhms], not '%s'", arg);
+				    "2026-12-01T12:00:00Z) or one from now, +N or -N with w, d, h, m "
+				    "or s (-1d, +12h), not '%s'", arg);
 		tr->have_now = 1;
 		return 1;
 	default:

@@ -201,6 +201,7 @@ void signer_opt(struct signers *s, const char *path);
 int add_signers(struct tool *t, mc_writer *w, struct signers *s);
 void free_signers(struct signers *s);
 int set_created(mc_writer *w);
+void label_opt(char **labels, size_t *n, size_t max, char *arg);
 int set_labels(mc_writer *w, char **labels, size_t n);
 
 /* record.c: what pack, save and run share to write a bundle. */

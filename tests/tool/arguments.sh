@@ -2,8 +2,9 @@
 # output where a command can give it its bundle (sign, merge and pull -o -, as pack's),
 # and a usage error everywhere else, never a file named "-"; keygen refuses one file for
 # both keys, whatever its names; and every usage error under --json, a command named or
-# not, is the failure object on standard output. A public key that is neither a file nor
-# a key says both; a torch blob where a bundle is wanted says what it is.
+# not, is the failure object on standard output. A label given twice is refused; a public
+# key that is neither a file nor a key says both; a torch blob where a bundle is wanted
+# says what it is; --now and --expires take times relative to now.
 . "$(dirname "$0")/lib.sh"
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
@@ -163,6 +164,16 @@ for c in $CMDS; do
 done
 fails verify verify "$T/a.mcache" --json
 
+# ---- 5. a label given twice: refused, naming it, whatever the command ----
+twice="label a given twice ('a=1', then 'a=2')"
+refused "$twice" pack -o "$T/made" --from-torch "$BLOB" --label a=1 --label a=2
+a=2 refused "label a given twice ('a=1', then 'a=2')" \
+	pack -o "$T/made" --from-torch "$BLOB" --label a=1 --label-from-env a
+refused "$twice" save -o "$T/made" --label a=1 --label a=2
+refused "$twice" merge -o "$T/made" "$T/a.mcache" -p "$PUB" --label a=1 --label a=2
+refused "$twice" run --save-to "$T/made" --label a=1 --label a=2 -- true
+refused "$twice" pull --redis redis://127.0.0.1:1 -o "$T/made" --label a=1 --label a=2
+
 # ---- 6. -p that is neither a file nor a key: both said ----
 run 2 "RWQbogus: neither a readable file (No such file or directory) nor a public key (its base64 line" \
 	verify "$T/a.mcache" -p RWQbogus
@@ -178,5 +189,16 @@ run 2 "standard input: $blob" load - -p "$PUB" --cache-dir "$T/made" <"$BLOB"
 printf 'x%.0s' $(seq 1 600) >"$T/noise"
 run 2 "not a megacache bundle (no tar header)" list "$T/noise"
 
+# ---- 8. --now and --expires: times relative to now ----
+run 0 "" pack -q -o "$T/e.mcache" -s "$SEC" --from-torch "$BLOB" --expires +2w
+for now in -1d -30m +45s +12h +7d +13d; do
+	run 0 "OK" verify "$T/e.mcache" -p "$PUB" --now "$now"
+done
+for now in +15d +3w; do
+	run 1 "expired at" verify "$T/e.mcache" -p "$PUB" --now "$now"
+done
+run 2 "--now takes a Unix time" verify "$T/e.mcache" -p "$PUB" --now +2w1
+run 2 "--expires -1d is not in the future" pack -o "$T/made" --from-torch "$BLOB" --expires -1d
+run 2 "--now takes a Unix time" verify "$T/e.mcache" -p "$PUB" --now -1y
 
 finish
