@@ -136,9 +136,11 @@ labels_from_json(mc_writer *w, const char *path, int quiet)
 
 /* Sets up w from the options: its fields, labels and signers (whose passwords are
  * asked for now). */
-/* A (type, key) recorded twice with different contents (two sources with one key, a
- * torch blob that repeats a key): said, not lost silently. The entries of one FX graph
- * or AOTAutograd key have keys of their own, so never meet here. */
+/* A (type, key) recorded twice with different contents (two sources with one key): said,
+ * not lost silently. A torch blob's own repeats of a key are its file's successive states
+ * (torch records a PGO state as it changes), of which the last counts, and are not told;
+ * the entries of one FX graph or AOTAutograd key have keys of their own, so never meet
+ * here. */
 static void
 on_twice(void *ud, const char *type, const char *key)
 {

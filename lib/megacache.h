@@ -309,7 +309,9 @@ MC_API MC_MUST_CHECK int mc_writer_set_keep_unknown(mc_writer *w, int keep);
  * mc_writer_set_conflict_fn); a label set again takes the new value. */
 MC_API MC_MUST_CHECK int mc_writer_add_bundle(mc_writer *w, mc_bundle *b, const char *spool_dir);
 /* Called at save for each (type, key) that was recorded more than once with different
- * contents; the one recorded last is kept. */
+ * contents; the one recorded last is kept. A torch blob that records a key again (torch
+ * records a PGO state each time it writes it) counts as its last record: its earlier
+ * ones are in conflict with nothing. */
 typedef void (*mc_conflict_fn)(void *ud, const char *type, const char *key);
 MC_API void mc_writer_set_conflict_fn(mc_writer *w, mc_conflict_fn fn, void *ud);
 

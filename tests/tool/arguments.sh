@@ -4,7 +4,8 @@
 # both keys, whatever its names; and every usage error under --json, a command named or
 # not, is the failure object on standard output. A label given twice is refused; a public
 # key that is neither a file nor a key says both; a torch blob where a bundle is wanted
-# says what it is; --now and --expires take times relative to now.
+# says what it is; --now and --expires take times relative to now. A torch blob that
+# records a key again (torch's PGO state, written as it changes) is no conflict.
 . "$(dirname "$0")/lib.sh"
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
@@ -200,5 +201,55 @@ done
 run 2 "--now takes a Unix time" verify "$T/e.mcache" -p "$PUB" --now +2w1
 run 2 "--expires -1d is not in the future" pack -o "$T/made" --from-torch "$BLOB" --expires -1d
 run 2 "--now takes a Unix time" verify "$T/e.mcache" -p "$PUB" --now -1y
+
+# ---- 9. a key a torch blob records again is its last state, not a conflict ----
+# The pgo blob records its probe's PGO state twice: as first written, then with a
+# dimension marked dynamic. Loading the blob leaves the last; so does the bundle, and
+# nothing is said of it. Another source with other contents for that key is a conflict.
+run 0 "" pack -o "$T/pgo.mcache" --from-torch "$BLOB"
+grep -q "recorded twice" "$T/err" && bad "pack of the pgo blob warned: $(cat "$T/err")" || ok
+pgo_hash() { # pgo_hash BUNDLE: the hash of its pgo artifact
+	"$MEGACACHE" list "$1" --json | /usr/bin/python3 -c 'import json, sys
+print(*[a["hash"] for a in json.load(sys.stdin)["artifacts"] if a["type"] == "pgo"])'
+}
+# blob_pgo OUT WHICH: a torch blob of the pgo blob's WHICH-th (0, 1) pgo record alone,
+# or with WHICH "other", of other bytes
+/usr/bin/python3 - "$BLOB" "$T" <<'PY'
+import base64, struct, sys, zlib
+d = open(sys.argv[1], "rb").read()
+p = 12
+def u64():
+    global p
+    p += 8
+    return struct.unpack(">Q", d[p - 8:p])[0]
+def s():
+    n = u64()
+    global p
+    p += n
+    return d[p - n:p]
+pgo = []
+while p < len(d):
+    t, n = base64.b64decode(s()), u64()
+    for _ in range(n):
+        k, b = base64.b64decode(s()), s()
+        if t == b"pgo":
+            pgo.append((k, b))
+def blob(name, k, b):
+    def st(x):
+        x = base64.b64encode(x)
+        return struct.pack(">Q", len(x)) + x
+    rest = struct.pack(">Q", 1) + st(b"pgo") + struct.pack(">Q", 1) + st(k) + struct.pack(">Q", len(b)) + b
+    open(sys.argv[2] + "/" + name, "wb").write(struct.pack(">I", zlib.crc32(rest)) + rest)
+blob("pgo-last.blob", *pgo[1])
+blob("pgo-other.blob", pgo[1][0], pgo[1][1].replace(b"forward", b"backward"))
+PY
+run 0 "" pack -q -o "$T/pgo-last.mcache" --from-torch "$T/pgo-last.blob"
+[ "$(pgo_hash "$T/pgo.mcache")" = "$(pgo_hash "$T/pgo-last.mcache")" ] && ok ||
+	bad "the bundle of the pgo blob does not keep its last PGO state"
+run 0 "" pack -o "$T/pgo2.mcache" --from-torch "$BLOB" --from-torch "$BLOB"
+grep -q "recorded twice" "$T/err" && bad "pack of the pgo blob twice warned: $(cat "$T/err")" || ok
+run 0 "" pack -o "$T/pgo3.mcache" --from-torch "$BLOB" --from-torch "$T/pgo-other.blob"
+grep -qF "warning: pgo megacache-probe:None:: recorded twice with different contents" "$T/err" &&
+	ok || bad "pack of two blobs with other PGO states did not warn: $(cat "$T/err")"
 
 finish
