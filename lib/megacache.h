@@ -172,8 +172,10 @@ MC_API const char *mc_ctx_type_tier(const mc_ctx *ctx, const char *type);
  * a --types option may name. */
 MC_API const char *mc_ctx_type_name(const mc_ctx *ctx, size_t i);
 
-/* Progress of long operations: phase is a short word ("pack", "verify", "load"),
- * done and total are bytes of artifact content. Called from the calling thread. */
+/* Progress of long operations: phase is a short word ("pack", "verify", "push",
+ * "pull"), done and total are bytes of artifact content; a load's "verify" is followed
+ * by "install", the putting in place of what it staged, whose done and total count
+ * files and folders. Called from the calling thread. */
 typedef void (*mc_progress_fn)(void *ud, const char *phase, uint64_t done, uint64_t total);
 MC_API void mc_ctx_set_progress(mc_ctx *ctx, mc_progress_fn fn, void *ud);
 

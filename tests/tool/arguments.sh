@@ -6,6 +6,7 @@
 # key that is neither a file nor a key says both; a torch blob where a bundle is wanted
 # says what it is; --now and --expires take times relative to now. A torch blob that
 # records a key again (torch's PGO state, written as it changes) is no conflict.
+# --progress plain tells a load's install, after its verify.
 . "$(dirname "$0")/lib.sh"
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
@@ -251,5 +252,10 @@ grep -q "recorded twice" "$T/err" && bad "pack of the pgo blob twice warned: $(c
 run 0 "" pack -o "$T/pgo3.mcache" --from-torch "$BLOB" --from-torch "$T/pgo-other.blob"
 grep -qF "warning: pgo megacache-probe:None:: recorded twice with different contents" "$T/err" &&
 	ok || bad "pack of two blobs with other PGO states did not warn: $(cat "$T/err")"
+
+# ---- 10. --progress plain: a load's install is told too, after its verify ----
+run 0 "" load "$T/a.mcache" -p "$PUB" --cache-dir "$T/progress" --progress plain
+[ "$(sed -n 's/^\([a-z]*\): [0-9]*%$/\1/p' "$T/err" | uniq | tr '\n' ' ')" = "verify install " ] &&
+	grep -qx "install: 100%" "$T/err" && ok || bad "load --progress plain: $(cat "$T/err")"
 
 finish
