@@ -60,8 +60,8 @@ sign_report(const struct tool *t, const char *bundle, const char *path, mc_secke
 	print_json(j);
 }
 
-/* sign -o -: the signed copy is made in a temp file in $TMPDIR (or /tmp), path, then
- * sent to fd (copy_out()). Returns 0 or the exit status of a failure it has said. */
+/* A temp file for the signed copy of sign -o - (sign_to_fd()), in $TMPDIR (or /tmp),
+ * its name into path. Returns 0 or the exit status of a failure it has said. */
 static int
 stdout_temp(char *path, size_t len)
 {
@@ -118,13 +118,30 @@ copy_out(const char *path, int fd)
 	return 0;
 }
 
+/* sign -o -: the signed copy of b is made in a temp file (the signature goes before the
+ * objects, and the copy is checked as it is made), then sent to fd. Returns 0 or the
+ * exit status of a failure it has said. */
+static int
+sign_to_fd(struct tool *t, mc_bundle *b, const mc_seckey *sk, int fd)
+{
+	char tmp[4096];
+	int rc;
+
+	if ((rc = stdout_temp(tmp, sizeof tmp)) != 0)
+		return rc;
+	if ((rc = mc_bundle_add_signature(b, sk, tmp)) != MC_OK) {
+		unlink(tmp);
+		return fail_signed(t, b, rc);
+	}
+	return copy_out(tmp, fd);
+}
+
 int
 cmd_sign(struct tool *t, int argc, char **argv)
 {
 	struct sign_opts o = {0};
 	mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
 	const char *path, *out;
-	char tmp[4096];
 	mc_seckey *sk = NULL;
 	mc_bundle *b = NULL;
 	int rc, out_fd = -1;
@@ -140,17 +157,12 @@ cmd_sign(struct tool *t, int argc, char **argv)
 			    "--insecure-no-verify to sign it unchecked)%s", "");
 	check_out_folder(o.out);
 	out = o.out != NULL ? o.out : path;
-	if (o.out != NULL && strcmp(o.out, "-") == 0) {
+	if (strcmp(out, "-") == 0) {
 		out_fd = take_stdout(t, "a bundle");
-		if ((rc = stdout_temp(tmp, sizeof tmp)) != 0)
-			return rc;
-		out = tmp;
+		out = "standard output";
 	}
-	if ((rc = tool_start(t)) != 0) {
-		if (out_fd >= 0)
-			unlink(tmp);
+	if ((rc = tool_start(t)) != 0)
 		return rc;
-	}
 	if (t->trust.insecure && !t->quiet)
 		say(stderr, "%s: warning: signing %s unchecked (--insecure-no-verify): the signature "
 		    "endorses whatever it holds", PROG, shown_path(path));
@@ -159,13 +171,12 @@ cmd_sign(struct tool *t, int argc, char **argv)
 	if ((rc = mc_seckey_load(t->ctx, o.sec, read_password, t, &sk)) != MC_OK ||
 	    (rc = open_trusted(t, path, &b, keys)) != MC_OK ||
 	    (rc = mc_bundle_verify(b)) != MC_OK ||
-	    (rc = mc_bundle_add_signature(b, sk, out)) != MC_OK) {
+	    (out_fd < 0 && (rc = mc_bundle_add_signature(b, sk, out)) != MC_OK))
 		rc = fail_signed(t, b, rc);
-		if (out_fd >= 0)
-			unlink(tmp);
-	} else if (out_fd < 0 || (rc = copy_out(tmp, out_fd)) == 0) {
-		sign_report(t, path, out_fd >= 0 ? "standard output" : out, sk);
-	}
+	else if (out_fd >= 0)
+		rc = sign_to_fd(t, b, sk, out_fd);
+	if (rc == 0)
+		sign_report(t, path, out, sk);
 	mc_bundle_free(b);
 	mc_seckey_free(sk);
 	free_keys(keys, t->trust.npubs);

@@ -25,9 +25,12 @@ no_dash() {
 }
 
 # ---- 1. -o -: the bundle on standard output, the report on standard error ----
-"$MEGACACHE" sign "$T/a.mcache" -s "$KEYS/test2.key" -p "$PUB" -o - >"$T/signed-out" 2>"$T/err"
+mkdir -p "$T/tmp"
+TMPDIR="$T/tmp" "$MEGACACHE" sign "$T/a.mcache" -s "$KEYS/test2.key" -p "$PUB" -o - \
+	>"$T/signed-out" 2>"$T/err"
 [ $? = 0 ] && ok || bad "sign -o - failed: $(cat "$T/err")"
 no_dash "sign -o -"
+[ -z "$(ls -A "$T/tmp")" ] && ok || bad "sign -o - left files in TMPDIR: $(ls -A "$T/tmp")"
 grep -qF "signed standard output with key" "$T/err" && ok ||
 	bad "sign -o - does not report on standard error: $(cat "$T/err")"
 run 0 "" sign "$T/a.mcache" -s "$KEYS/test2.key" -p "$PUB" -o "$T/signed.mcache"
