@@ -193,24 +193,18 @@ refuse_unsigned(const struct merge_opts *o)
 	return EXIT_USAGE;
 }
 
-/* Adds the input bundles to w, each checked with the trust options, and raises o->bver
- * to the highest of their versions unless --bundle-version was given, counting the signed
- * ones. Their contents wait beside the output. */
-static int
-add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, size_t n)
+/* The folder the inputs' contents wait in (for freeing): the output's, or with -o -
+ * $TMPDIR (or /tmp). */
+static char *
+spool_dir(const struct merge_opts *o)
 {
+	const char *tmp = getenv("TMPDIR");
 	char *dir, *slash;
-	size_t i;
-	int rc = MC_OK;
 
-	/* -o -: beside no file; in $TMPDIR (or /tmp) */
-	if (o->out_fd >= 0)
-		dir = strdup(getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] ? getenv("TMPDIR")
-									       : "/tmp");
-	else
-		dir = strdup(o->out);
-	if (dir == NULL)
+	if ((dir = strdup(o->out_fd < 0 ? o->out : tmp != NULL && tmp[0] ? tmp : "/tmp")) == NULL)
 		usage_error("out of memory%s", "");
+	if (o->out_fd >= 0)
+		return dir;
 	slash = strrchr(dir, '/');
 	if (slash == NULL)
 		strcpy(dir, ".");
@@ -218,6 +212,19 @@ add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, si
 		dir[1] = '\0';
 	else
 		*slash = '\0';
+	return dir;
+}
+
+/* Adds the input bundles to w, each checked with the trust options, and raises o->bver
+ * to the highest of their versions unless --bundle-version was given, counting the signed
+ * ones. Their contents wait beside the output. */
+static int
+add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, size_t n)
+{
+	char *dir = spool_dir(o);
+	size_t i;
+	int rc = MC_OK;
+
 	for (i = 0; rc == MC_OK && i < n; i++) {
 		mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
 		mc_bundle *b = NULL;
