@@ -14,6 +14,10 @@ BLOB="$DATA/mlp-cpu-pgo.megacache"
 SCHEMA="$MC_SRCDIR/doc/json-schema.json"
 CMDS="keygen save pack sign verify list load export merge diff push pull audit"
 export SOURCE_DATE_EPOCH=1700000000
+# the temp files of -o -, here rather than in the system's temp folder (exitcodes.sh
+# watches that one)
+export TMPDIR="$T/tmp"
+mkdir -p "$TMPDIR"
 "$MEGACACHE" pack -q -o "$T/a.mcache" -s "$SEC" --from-torch "$BLOB" 2>/dev/null ||
 	bad "pack of a.mcache"
 mkdir -p "$T/cwd"
@@ -25,12 +29,12 @@ no_dash() {
 }
 
 # ---- 1. -o -: the bundle on standard output, the report on standard error ----
-mkdir -p "$T/tmp"
-TMPDIR="$T/tmp" "$MEGACACHE" sign "$T/a.mcache" -s "$KEYS/test2.key" -p "$PUB" -o - \
+mkdir -p "$T/tmp-sign"
+TMPDIR="$T/tmp-sign" "$MEGACACHE" sign "$T/a.mcache" -s "$KEYS/test2.key" -p "$PUB" -o - \
 	>"$T/signed-out" 2>"$T/err"
 [ $? = 0 ] && ok || bad "sign -o - failed: $(cat "$T/err")"
 no_dash "sign -o -"
-[ -z "$(ls -A "$T/tmp")" ] && ok || bad "sign -o - left files in TMPDIR: $(ls -A "$T/tmp")"
+[ -z "$(ls -A "$T/tmp-sign")" ] && ok || bad "sign -o - left files in TMPDIR: $(ls -A "$T/tmp-sign")"
 grep -qF "signed standard output with key" "$T/err" && ok ||
 	bad "sign -o - does not report on standard error: $(cat "$T/err")"
 run 0 "" sign "$T/a.mcache" -s "$KEYS/test2.key" -p "$PUB" -o "$T/signed.mcache"
@@ -75,12 +79,12 @@ if command -v redis-server >/dev/null 2>&1 &&
 	for _ in 1 2 3 4 5 6 7 8 9 10; do [ -S "$T/redis.sock" ] && break; sleep 0.2; done
 	R="unix://$T/redis.sock"
 	run 0 "" push "$T/a.mcache" -p "$PUB" --redis "$R"
-	TMPDIR="$T" "$MEGACACHE" pull --redis "$R" -o - -s "$SEC" >"$T/pulled-out" 2>"$T/err"
+	"$MEGACACHE" pull --redis "$R" -o - -s "$SEC" >"$T/pulled-out" 2>"$T/err"
 	[ $? = 0 ] && ok || bad "pull -o - failed: $(cat "$T/err")"
 	no_dash "pull -o -"
 	grep -qF "into standard output, 1 signature" "$T/err" && ok ||
 		bad "pull -o - does not report on standard error: $(cat "$T/err")"
-	TMPDIR="$T" run 0 "" pull --redis "$R" -o "$T/pulled.mcache" -s "$SEC"
+	run 0 "" pull --redis "$R" -o "$T/pulled.mcache" -s "$SEC"
 	check "pull -o - writes the bytes pull -o FILE writes" cmp -s "$T/pulled-out" "$T/pulled.mcache"
 	run 2 "--json cannot be used when a bundle goes to standard output" \
 		pull --redis "$R" -o - --json
@@ -264,4 +268,5 @@ run 0 "" load "$T/a.mcache" -p "$PUB" --cache-dir "$T/progress" --progress plain
 [ "$(sed -n 's/^\([a-z]*\): [0-9]*%$/\1/p' "$T/err" | uniq | tr '\n' ' ')" = "verify install " ] &&
 	grep -qx "install: 100%" "$T/err" && ok || bad "load --progress plain: $(cat "$T/err")"
 
+[ -z "$(ls -A "$TMPDIR")" ] && ok || bad "temp files left in TMPDIR: $(ls -A "$TMPDIR")"
 finish
