@@ -385,6 +385,7 @@ cmd_push(struct tool *t, int argc, char **argv)
 struct pull_opts {
 	struct redis_opts redis;
 	const char *out, *match;
+	int out_fd; /* -o -: standard output's descriptor (take_stdout()); else -1 */
 	struct record_opts rec;
 };
 
@@ -474,7 +475,8 @@ pull_into(struct tool *t, struct pull_opts *o, mc_redis *r, mc_writer *w, struct
 	if (rc == MC_OK && o->rec.signers.n == 0)
 		warn_unsigned(t);
 	if (rc == MC_OK)
-		rc = mc_writer_save(w, o->out);
+		rc = o->out_fd >= 0 ? mc_writer_save_fd(w, o->out_fd, o->out)
+				    : mc_writer_save(w, o->out);
 	if (rc != MC_OK)
 		return fail(t->ctx, rc);
 	pull_report(t, o, r, ta, w);
@@ -502,6 +504,11 @@ cmd_pull(struct tool *t, int argc, char **argv)
 		usage_error("pull needs -o BUNDLE and no other argument%s", "");
 	redis_check(&o.redis, "pull");
 	check_out_folder(o.out);
+	o.out_fd = -1;
+	if (strcmp(o.out, "-") == 0) {
+		o.out_fd = take_stdout(t, "a bundle");
+		o.out = "standard output";
+	}
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	ta.verbose = t->verbose, ta.quiet = t->quiet || t->json;

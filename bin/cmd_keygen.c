@@ -2,7 +2,10 @@
  * with a password unless -W. */
 #include "config.h"
 
+#include <libgen.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tool.h"
 
@@ -20,8 +23,14 @@ keygen_opt(struct tool *t, void *opts, int c, char *arg)
 	struct keygen_opts *o = opts;
 
 	switch (c) {
-	case 'p': o->pub = arg; return 1;
-	case 's': o->sec = arg; return 1;
+	case 'p':
+		refuse_dash("-p", arg, "keygen writes each key to a file, not to standard output");
+		o->pub = arg;
+		return 1;
+	case 's':
+		refuse_dash("-s", arg, "keygen writes each key to a file, not to standard output");
+		o->sec = arg;
+		return 1;
 	case 'W': o->unencrypted = 1; return 1;
 	case 'f': o->force = 1; return 1;
 	default: return 0;
@@ -29,6 +38,36 @@ keygen_opt(struct tool *t, void *opts, int c, char *arg)
 }
 
 static const struct tool_optspec keygen_spec = {"p:s:Wf", keygen_long, keygen_opt};
+
+/* Whether the folder of path a and that of b are one, and the names in them the same. */
+static int
+same_place(const char *a, const char *b)
+{
+	char *ca = strdup(a), *cb = strdup(b), *na = strdup(a), *nb = strdup(b);
+	struct stat sa, sb;
+	int same = 0;
+
+	if (ca != NULL && cb != NULL && na != NULL && nb != NULL &&
+	    strcmp(basename(na), basename(nb)) == 0 && stat(dirname(ca), &sa) == 0 &&
+	    stat(dirname(cb), &sb) == 0)
+		same = sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	free(ca), free(cb), free(na), free(nb);
+	return same;
+}
+
+/* Whether paths a and b name one file: the same name; the same file, when both are
+ * there (a link to the other, another name of it); or the same name in one folder. */
+static int
+same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (strcmp(a, b) == 0)
+		return 1;
+	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	return same_place(a, b);
+}
 
 /* Reads the password into buf; one that cannot be had is one line naming the key's file
  * sec, and why (read_password() leaves that in password_why). */
@@ -97,6 +136,9 @@ cmd_keygen(struct tool *t, int argc, char **argv)
 	tool_parse(t, argc, argv, &keygen_spec, &o);
 	if (o.pub == NULL || o.sec == NULL || optind != argc)
 		usage_error("keygen needs -p PUBFILE and -s SECFILE%s", "");
+	if (same_file(o.pub, o.sec))
+		usage_error("-p %s and -s %s are one file: the secret key would be lost; name "
+			    "two files", o.pub, o.sec);
 	check_out_folder(o.pub);
 	check_out_folder(o.sec);
 	if ((rc = tool_start(t)) != 0)

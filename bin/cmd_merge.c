@@ -16,6 +16,7 @@
 
 struct merge_opts {
 	const char *out;
+	int out_fd; /* -o -: standard output's descriptor (take_stdout()); else -1 */
 	struct signers signers;
 	char *labels[MAX_MERGE_LABELS]; /* KEY=VALUE */
 	size_t nlabels;
@@ -60,11 +61,7 @@ merge_opt(struct tool *t, void *opts, int c, char *arg)
 	switch (c) {
 	case 'o': o->out = arg; return 1;
 	case 's': signer_opt(&o->signers, arg); return 1;
-	case OPT_LABEL:
-		if (strchr(arg, '=') == NULL || o->nlabels == MAX_MERGE_LABELS)
-			usage_error("--label takes KEY=VALUE (at most 64), not '%s'", arg);
-		o->labels[o->nlabels++] = arg;
-		return 1;
+	case OPT_LABEL: label_opt(o->labels, &o->nlabels, MAX_MERGE_LABELS, arg); return 1;
 	case OPT_BUNDLE_VERSION:
 		if (parse_u64(arg, &o->bver) != 0)
 			usage_error("--bundle-version takes a whole number, not '%s'", arg);
@@ -75,7 +72,7 @@ merge_opt(struct tool *t, void *opts, int c, char *arg)
 		if (parse_time(arg, (int64_t)time(NULL), &o->expires) != 0 ||
 		    o->expires <= (int64_t)time(NULL))
 			usage_error("--expires takes a time after now: a Unix time, an ISO 8601 UTC "
-				    "time (2026-12-01T12:00:00Z) or +N[dhms], not '%s'", arg);
+				    "time (2026-12-01T12:00:00Z) or +N[wdhms], not '%s'", arg);
 		o->expires_given = 1;
 		return 1;
 	case OPT_LEVEL:
@@ -196,18 +193,18 @@ refuse_unsigned(const struct merge_opts *o)
 	return EXIT_USAGE;
 }
 
-/* Adds the input bundles to w, each checked with the trust options, and raises o->bver
- * to the highest of their versions unless --bundle-version was given, counting the signed
- * ones. Their contents wait beside the output. */
-static int
-add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, size_t n)
+/* The folder the inputs' contents wait in (for freeing): the output's, or with -o -
+ * $TMPDIR (or /tmp). */
+static char *
+spool_dir(const struct merge_opts *o)
 {
+	const char *tmp = getenv("TMPDIR");
 	char *dir, *slash;
-	size_t i;
-	int rc = MC_OK;
 
-	if ((dir = strdup(o->out)) == NULL)
+	if ((dir = strdup(o->out_fd < 0 ? o->out : tmp != NULL && tmp[0] ? tmp : "/tmp")) == NULL)
 		usage_error("out of memory%s", "");
+	if (o->out_fd >= 0)
+		return dir;
 	slash = strrchr(dir, '/');
 	if (slash == NULL)
 		strcpy(dir, ".");
@@ -215,6 +212,19 @@ add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, si
 		dir[1] = '\0';
 	else
 		*slash = '\0';
+	return dir;
+}
+
+/* Adds the input bundles to w, each checked with the trust options, and raises o->bver
+ * to the highest of their versions unless --bundle-version was given, counting the signed
+ * ones. Their contents wait beside the output. */
+static int
+add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, size_t n)
+{
+	char *dir = spool_dir(o);
+	size_t i;
+	int rc = MC_OK;
+
 	for (i = 0; rc == MC_OK && i < n; i++) {
 		mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
 		mc_bundle *b = NULL;
@@ -257,18 +267,14 @@ merge_json(const struct merge_opts *o, size_t n, char **inputs, int ninputs, siz
 	print_json(j);
 }
 
-/* The line that tells of a merge done: the artifacts counted in the bundle written. */
+/* The line that tells of a merge done: the artifacts of the bundle written. */
 static void
-merge_report(struct tool *t, const struct merge_opts *o, char **inputs, int ninputs,
-	     size_t conflicts)
+merge_report(struct tool *t, const struct merge_opts *o, const mc_writer *w, char **inputs,
+	     int ninputs, size_t conflicts)
 {
 	const char *out = o->out;
-	mc_bundle *m = NULL;
-	size_t n = 0;
+	size_t n = mc_writer_saved_count(w);
 
-	if (mc_bundle_open(t->ctx, out, &m) == MC_OK)
-		n = mc_bundle_artifact_count(m);
-	mc_bundle_free(m);
 	if (t->json)
 		merge_json(o, n, inputs, ninputs, conflicts);
 	if (!t->quiet && !t->json)
@@ -279,7 +285,7 @@ merge_report(struct tool *t, const struct merge_opts *o, char **inputs, int ninp
 int
 cmd_merge(struct tool *t, int argc, char **argv)
 {
-	struct merge_opts o = {.level = 3};
+	struct merge_opts o = {.level = 3, .out_fd = -1};
 	struct conflicts conflicts = {0, 0};
 	mc_writer *w = NULL;
 	int rc;
@@ -292,6 +298,10 @@ cmd_merge(struct tool *t, int argc, char **argv)
 	if (o.unsigned_ok && o.signers.n > 0)
 		usage_error("-s and --unsigned do not go together%s", "");
 	check_out_folder(o.out);
+	if (strcmp(o.out, "-") == 0) {
+		o.out_fd = take_stdout(t, "a bundle");
+		o.out = "standard output";
+	}
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if ((rc = mc_writer_new(t->ctx, &w)) != MC_OK)
@@ -316,7 +326,7 @@ cmd_merge(struct tool *t, int argc, char **argv)
 	if (rc == MC_OK)
 		rc = add_signers(t, w, &o.signers);
 	if (rc == MC_OK)
-		rc = mc_writer_save(w, o.out);
+		rc = o.out_fd >= 0 ? mc_writer_save_fd(w, o.out_fd, o.out) : mc_writer_save(w, o.out);
 	if (rc == EXIT_USAGE) {
 		/* refused, and said so */
 	} else if (rc != MC_OK) {
@@ -324,7 +334,7 @@ cmd_merge(struct tool *t, int argc, char **argv)
 	} else {
 		if (o.signers.n == 0)
 			warn_unsigned(t);
-		merge_report(t, &o, argv + optind, argc - optind, conflicts.n);
+		merge_report(t, &o, w, argv + optind, argc - optind, conflicts.n);
 		rc = 0;
 	}
 	free_signers(&o.signers);

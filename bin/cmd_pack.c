@@ -42,6 +42,8 @@ pack_opt(struct tool *t, void *opts, int c, char *arg)
 				    "torch's and Triton's caches itself",
 				    c == OPT_FROM_TORCH ? "--from-torch"
 				    : c == OPT_FROM_DIR ? "--from-dir" : "--from-triton-dir");
+		if (c == OPT_FROM_TORCH)
+			refuse_dash("--from-torch", arg, "a torch blob is not read from standard input");
 		o->srckind[o->nsrcs] = c;
 		o->srcs[o->nsrcs++] = arg;
 		return 1;

@@ -59,7 +59,10 @@ run_opt(struct tool *t, void *opts, int c, char *arg)
 			usage_error("too many bundles (at most %s)", "16");
 		o->bundles[o->nbundles++] = arg;
 		return 1;
-	case 'o': o->save_to = arg; return 1;
+	case 'o':
+		refuse_dash("--save-to", arg, "standard output is the command's");
+		o->save_to = arg;
+		return 1;
 	case OPT_ALLOW_COLD: o->allow_cold = 1; return 1;
 	case OPT_TYPES: o->types = arg; return 1;
 	case OPT_SYNC: o->sync = 1; return 1;
@@ -99,6 +102,8 @@ json_target(struct tool *t, struct run_opts *o, int argc, char **argv)
 	const char *path = NULL;
 
 	if (tool_prescan(t, argc, argv, &run_spec, OPT_JSON_FILE, &path)) {
+		refuse_dash("--json-file", path, "standard output is the command's (--json puts "
+			    "the object at the end of standard error)");
 		if ((o->json_file = fopen(path, "we")) == NULL) {
 			say(stderr, "%s: cannot write %s: %s", PROG, path, strerror(errno));
 			exit(EXIT_USAGE);

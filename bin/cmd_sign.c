@@ -2,7 +2,11 @@
  * the bundle verified under the trusted keys given: a co-signature is an endorsement. */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tool.h"
 
@@ -19,7 +23,10 @@ sign_opt(struct tool *t, void *opts, int c, char *arg)
 	struct sign_opts *o = opts;
 
 	switch (c) {
-	case 's': o->sec = arg; return 1;
+	case 's':
+		refuse_dash("-s", arg, "a secret key is not read from standard input");
+		o->sec = arg;
+		return 1;
 	case 'o': o->out = arg; return 1;
 	default: return 0;
 	}
@@ -53,15 +60,91 @@ sign_report(const struct tool *t, const char *bundle, const char *path, mc_secke
 	print_json(j);
 }
 
+/* A temp file for the signed copy of sign -o - (sign_to_fd()), in $TMPDIR (or /tmp),
+ * its name into path. Returns 0 or the exit status of a failure it has said. */
+static int
+stdout_temp(char *path, size_t len)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd;
+
+	snprintf(path, len, "%s/megacache-sign-XXXXXX", dir != NULL && dir[0] ? dir : "/tmp");
+	if ((fd = mkstemp(path)) < 0) {
+		json_error("io");
+		say(stderr, "%s: cannot make a temp file %s: %s", PROG, path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Writes n bytes at p to fd: 0, or -1 (errno set). */
+static int
+write_all(int fd, const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		if ((w = write(fd, p, n)) < 0 && errno != EINTR)
+			return -1;
+		if (w > 0)
+			p += w, n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Sends the file at path to fd and removes it. Returns 0 or the exit status of a
+ * failure it has said. */
+static int
+copy_out(const char *path, int fd)
+{
+	char buf[65536];
+	int in = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = -1;
+
+	unlink(path);
+	while (in >= 0 && ((n = read(in, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+		if (n > 0 && write_all(fd, buf, (size_t)n) != 0) {
+			n = -1;
+			break;
+		}
+	if (in >= 0)
+		close(in);
+	if (n != 0) {
+		json_error("io");
+		say(stderr, "%s: cannot write standard output: %s", PROG, strerror(errno));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* sign -o -: the signed copy of b is made in a temp file (the signature goes before the
+ * objects, and the copy is checked as it is made), then sent to fd. Returns 0 or the
+ * exit status of a failure it has said. */
+static int
+sign_to_fd(struct tool *t, mc_bundle *b, const mc_seckey *sk, int fd)
+{
+	char tmp[4096];
+	int rc;
+
+	if ((rc = stdout_temp(tmp, sizeof tmp)) != 0)
+		return rc;
+	if ((rc = mc_bundle_add_signature(b, sk, tmp)) != MC_OK) {
+		unlink(tmp);
+		return fail_signed(t, b, rc);
+	}
+	return copy_out(tmp, fd);
+}
+
 int
 cmd_sign(struct tool *t, int argc, char **argv)
 {
 	struct sign_opts o = {0};
 	mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
-	const char *path;
+	const char *path, *out;
 	mc_seckey *sk = NULL;
 	mc_bundle *b = NULL;
-	int rc;
+	int rc, out_fd = -1;
 
 	tool_parse(t, argc, argv, &sign_spec, &o);
 	if (optind + 1 != argc || o.sec == NULL)
@@ -73,6 +156,11 @@ cmd_sign(struct tool *t, int argc, char **argv)
 		usage_error("sign needs -p PUBFILE to verify the bundle it endorses (or "
 			    "--insecure-no-verify to sign it unchecked)%s", "");
 	check_out_folder(o.out);
+	out = o.out != NULL ? o.out : path;
+	if (strcmp(out, "-") == 0) {
+		out_fd = take_stdout(t, "a bundle");
+		out = "standard output";
+	}
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if (t->trust.insecure && !t->quiet)
@@ -83,12 +171,12 @@ cmd_sign(struct tool *t, int argc, char **argv)
 	if ((rc = mc_seckey_load(t->ctx, o.sec, read_password, t, &sk)) != MC_OK ||
 	    (rc = open_trusted(t, path, &b, keys)) != MC_OK ||
 	    (rc = mc_bundle_verify(b)) != MC_OK ||
-	    (rc = mc_bundle_add_signature(b, sk, o.out ? o.out : path)) != MC_OK) {
+	    (out_fd < 0 && (rc = mc_bundle_add_signature(b, sk, out)) != MC_OK))
 		rc = fail_signed(t, b, rc);
-	} else {
-		sign_report(t, path, o.out ? o.out : path, sk);
-		rc = 0;
-	}
+	else if (out_fd >= 0)
+		rc = sign_to_fd(t, b, sk, out_fd);
+	if (rc == 0)
+		sign_report(t, path, out, sk);
 	mc_bundle_free(b);
 	mc_seckey_free(sk);
 	free_keys(keys, t->trust.npubs);

@@ -99,10 +99,11 @@ const char tool_usage[] =
 	"                     several: one per encrypted -s key, in order (the rest are\n"
 	"                     asked on the terminal)\n"
 	"  --expires TIME     (pack, save, run --save-to, merge, pull) a Unix time, an ISO\n"
-	"                     8601 UTC time (2026-12-01, 2026-12-01T12:00:00Z) or +N[dhms]\n"
-	"                     from now (+30d, +12h); one not after now is refused\n"
+	"                     8601 UTC time (2026-12-01, 2026-12-01T12:00:00Z) or +N[wdhms]\n"
+	"                     from now (+2w, +30d, +12h); one not after now is refused\n"
 	"  --now TIME         (verify, load, export, sign, merge, run, push, audit) check\n"
-	"                     expiry as of this time, in the forms of --expires (the past too)\n"
+	"                     expiry as of this time, in the forms of --expires or -N[wdhms]\n"
+	"                     before now (-1d, -30m)\n"
 	"  --max-manifest-bytes N, --max-artifacts N, --max-artifact-bytes N,\n"
 	"  --max-total-bytes N, --max-expansion N\n"
 	"                     caps on what a bundle may declare (defaults 64 MiB, 1000000,\n"
@@ -121,7 +122,8 @@ const char tool_usage[] =
 	"                     push, pull and audit each entry by its Redis key; accepted\n"
 	"                     by the others, with no extra output\n"
 	"  --progress WHEN    tty (the default: a line redrawn on a terminal), plain\n"
-	"                     (\"verify: 25%\" lines every 5%, for CI logs) or none\n"
+	"                     (\"verify: 25%\" lines every 5%, for CI logs; a load's\n"
+	"                     \"verify\", then \"install\") or none\n"
 	"  -p PUBFILE         a public key file, or the key itself: its base64 line\n"
 	"                     (RW...), as minisign prints it, or the file's whole text\n"
 	"  -h, --help         this text (after a command: its own help)\n"
@@ -143,8 +145,9 @@ const char tool_usage[] =
 	"Pipes: BUNDLE - (load, verify, list, export, diff, merge, push, audit, run -b) reads\n"
 	"standard input, in order and once, with every check of a file; nothing is installed\n"
 	"unless all of it verified, and a stream cut short is refused whole (exit 1): curl\n"
-	"-fsSL URL | megacache load - -p KEY. -o - (pack, save) and --torch - (export) write\n"
-	"to standard output, never to a terminal; the report then goes to standard error.\n"
+	"-fsSL URL | megacache load - -p KEY. -o - (pack, save, sign, merge, pull) and --torch -\n"
+	"(export) write to standard output, never to a terminal; the report then goes to\n"
+	"standard error. Any other option naming a file refuses - (exit 2).\n"
 	"\n"
 	"exit status: 0 success; 1 verification or integrity failure; 2 usage or system error;\n"
 	"3 a bundle of a newer format than this megacache reads (upgrade megacache);\n"
@@ -157,7 +160,8 @@ static const char keygen_help[] =
 	"usage: megacache keygen -p PUBFILE -s SECFILE [-W] [-f] [--json]\n"
 	"Make a key pair in minisign's format.\n"
 	"  -p PUBFILE        where to write the public key\n"
-	"  -s SECFILE        where to write the secret key (encrypted with a password)\n"
+	"  -s SECFILE        where to write the secret key (encrypted with a password); not\n"
+	"                    PUBFILE, by any name\n"
 	"  -W                leave the secret key unencrypted (no password)\n"
 	"  -f, --force       replace keys that are already there\n"
 	"  --json            the result as JSON\n"
@@ -255,7 +259,7 @@ static const char pull_help[] =
 	"AOTAutograd entries were made (push warns): where only torch's workers with it 1\n"
 	"write the store, pull with --label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1.\n"
 	"  --redis URL, --redis-password-file F, --triton, --triton-key-format F: as push\n"
-	"  -o, --output BUNDLE    the bundle to write\n"
+	"  -o, --output BUNDLE    the bundle to write (- : standard output)\n"
 	"  -s SECFILE             sign it with this key (several: co-sign)\n"
 	"  --match GLOB           only keys matching this Redis glob (e.g. 'pt2:fx-graph-v1::*')\n"
 	"  --label K=V, --label-from-env VAR, --labels-json FILE, --bundle-version N,\n"
@@ -291,7 +295,7 @@ static const char pack_help[] =
 	"  --from-dir DIR            a torch cache folder ($TORCHINDUCTOR_CACHE_DIR)\n"
 	"  --from-triton-dir DIR     a Triton cache folder ($TRITON_CACHE_DIR)\n"
 	"  --keep-unknown            record files of no known type too\n"
-	"  --label K=V               a label (several)\n"
+	"  --label K=V               a label (several; each key once)\n"
 	"  --label-from-env VAR      a label VAR=its value from the environment\n"
 	"  --labels-json FILE        labels from a JSON object (its string members)\n"
 	"  --bundle-version N        the bundle's version (load and verify can ask a minimum)\n"
@@ -312,7 +316,8 @@ static const char sign_help[] =
 	"  -p PUBFILE            a trusted public key (a file, its text or its base64 line)\n"
 	"  --threshold K, --min-version N, --require K=V, --now TIME   the policy, as verify's\n"
 	"  --insecure-no-verify  sign without checking the signatures (warns)\n"
-	"  -o, --output OUT      write the signed bundle to OUT (default: BUNDLE, in place)\n"
+	"  -o, --output OUT      write the signed bundle to OUT (default: BUNDLE, in place;\n"
+	"                        - : standard output)\n"
 	"  --json                the result as JSON\n"
 	"  -v, --verbose         no extra output\n"
 	"example: megacache sign cache.mcache -s release.key -p ci.pub\n";
@@ -397,11 +402,12 @@ static const char merge_help[] =
 	"Merge bundles into one; for a (type, key) in several, the later bundle wins. A\n"
 	"label the inputs do not all hold alike is refused (exit 2) unless --label sets it;\n"
 	"OUT expires with the earliest of its inputs.\n"
-	"  -o, --output OUT      the bundle to write\n"
+	"  -o, --output OUT      the bundle to write (- : standard output)\n"
 	"  -p PUBFILE            a trusted public key, to verify the inputs\n"
 	"  -s SECFILE            sign OUT with this key\n"
 	"  --unsigned            write OUT unsigned though its inputs are signed\n"
-	"  --label K=V           a label (several): the merged value of one that differs\n"
+	"  --label K=V           a label (several, each key once): the merged value of one\n"
+	"                        that differs\n"
 	"  --expires TIME        OUT's expiry (default: the inputs' earliest)\n"
 	"  --bundle-version N    OUT's version (default: the inputs' highest)\n"
 	"  --level N             zstd level (default 3; 0: none)\n"
@@ -454,19 +460,27 @@ static const struct command {
 	{"audit", cmd_audit, TOOL_TRUST | TOOL_JSON, audit_help, NULL},
 };
 
-/* Whether --json (or a prefix getopt takes for it: --j, --js, --jso) is among the
- * options of cmd (before a "--"), seen before they are parsed so that a usage error is
- * told in JSON too. */
+/* Whether --json (or a prefix getopt takes for it: --j, --js, --jso; or --json=ARG) is
+ * among argv[1..] (before a "--"), seen before the options are parsed so that a usage
+ * error is told in JSON too, whatever it is. */
 static int
-wants_json(const struct command *cmd, int argc, char **argv)
+json_asked(int argc, char **argv)
 {
 	size_t n;
 	int i;
 
-	for (i = 1; (cmd->flags & TOOL_JSON) && i < argc && strcmp(argv[i], "--") != 0; i++)
-		if ((n = strlen(argv[i])) >= 3 && n <= 6 && strncmp(argv[i], "--json", n) == 0)
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (((n = strlen(argv[i])) >= 3 && n <= 6 && strncmp(argv[i], "--json", n) == 0) ||
+		    strncmp(argv[i], "--json=", 7) == 0)
 			return 1;
 	return 0;
+}
+
+/* The same among the options of cmd, when it takes --json. */
+static int
+wants_json(const struct command *cmd, int argc, char **argv)
+{
+	return (cmd->flags & TOOL_JSON) && json_asked(argc, argv);
 }
 
 /* Runs cmd on argv (argv[0] its name), with its own option state, and frees what it set up. */
@@ -523,6 +537,8 @@ static int
 help_command(int argc, char **argv)
 {
 	if (argc > 2 && find_command(argv[2]) == NULL) {
+		if (json_asked(argc, argv))
+			json_begin("");
 		say(stderr, "%s: unknown command '%s'", PROG, argv[2]);
 		try_help();
 	}
@@ -550,6 +566,13 @@ main(int argc, char **argv)
 	}
 	if ((cmd = find_command(argv[1])) != NULL)
 		return run_command(cmd, argc - 1, argv + 1);
-	say(stderr, "%s: unknown command '%s'", PROG, argv[1]);
+	/* No command: with --json, the failure object names none ("command": ""). */
+	if (json_asked(argc, argv))
+		json_begin("");
+	if (argv[1][0] == '-')
+		say(stderr, "%s: no command given: megacache COMMAND [OPTIONS], not '%s' first", PROG,
+		    argv[1]);
+	else
+		say(stderr, "%s: unknown command '%s'", PROG, argv[1]);
 	try_help();
 }

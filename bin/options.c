@@ -105,27 +105,30 @@ parse_iso(const char *s, int64_t *v)
 }
 
 /* A time as --expires and --now take it: a Unix time; an ISO 8601 date or time in UTC
- * (2026-12-01, 2026-12-01T12:00:00Z); or +N with d, h, m or s: that many days, hours,
- * minutes or seconds after now. Returns 0, or -1 for anything else. */
+ * (2026-12-01, 2026-12-01T12:00:00Z); or +N or -N with w, d, h, m or s: that many weeks,
+ * days, hours, minutes or seconds after or before now. Returns 0, or -1 for anything
+ * else. */
 int
 parse_time(const char *s, int64_t now, int64_t *v)
 {
-	static const char units[] = "dhms";
-	static const uint64_t secs[] = {86400, 3600, 60, 1};
+	static const char units[] = "wdhms";
+	static const uint64_t secs[] = {604800, 86400, 3600, 60, 1};
 	size_t len = strlen(s);
 	char num[24];
 	const char *u;
-	uint64_t n;
+	uint64_t n, d;
 
-	if (s[0] == '+') {
+	if (s[0] == '+' || s[0] == '-') {
 		if (len < 3 || len - 2 >= sizeof num || (u = strchr(units, s[len - 1])) == NULL)
 			return -1;
 		memcpy(num, s + 1, len - 2);
 		num[len - 2] = '\0';
-		if (parse_u64(num, &n) != 0 || now < 0 ||
-		    n > (uint64_t)(INT64_MAX - now) / secs[u - units])
+		if (parse_u64(num, &n) != 0 || now < 0 || n > (uint64_t)INT64_MAX / secs[u - units])
 			return -1;
-		*v = now + (int64_t)(n * secs[u - units]);
+		d = n * secs[u - units];
+		if (s[0] == '+' ? d > (uint64_t)(INT64_MAX - now) : d > (uint64_t)now)
+			return -1;
+		*v = s[0] == '+' ? now + (int64_t)d : now - (int64_t)d;
 		return 0;
 	}
 	if (strchr(s, '-') != NULL)
@@ -208,6 +211,8 @@ common_opt(struct tool *t, int c, char *arg)
 			usage_error("--progress takes tty, plain or none, not '%s'", arg);
 		return 1;
 	case OPT_PASSWORD_FILE:
+		refuse_dash("--password-file", arg, "a password is not read from standard input "
+			    "(without the option it is asked on the terminal)");
 		if (t->npassword_files == MAX_SIGNERS)
 			usage_error("too many --password-file (at most %s)", "16");
 		if (t->password_file == NULL)
@@ -232,9 +237,20 @@ common_opt(struct tool *t, int c, char *arg)
 	}
 }
 
+/* An option that names a file, given "-": standard input or output is not that file
+ * here (why says so), and no file named "-" is read or made: a usage error. */
+void
+refuse_dash(const char *opt, const char *arg, const char *why)
+{
+	if (strcmp(arg, "-") == 0)
+		usage_error("%s -: %s; name a file", opt, why);
+}
+
 void
 pubkey_opt(struct trust *tr, const char *arg)
 {
+	refuse_dash("-p", arg, "a public key is not read from standard input (give a file, "
+		    "its text or its base64 line)");
 	if (tr->npubs == MAX_PUBKEYS)
 		usage_error("too many public keys (at most %s)", "32");
 	tr->pubs[tr->npubs++] = arg;
@@ -272,7 +288,8 @@ trust_opt(struct trust *tr, int c, char *arg)
 	case OPT_NOW:
 		if (parse_time(arg, (int64_t)time(NULL), &tr->now) != 0)
 			usage_error("--now takes a Unix time, an ISO 8601 UTC time (2026-12-01, "
-				    "2026-12-01T12:00:00Z) or +N[dhms], not '%s'", arg);
+				    "2026-12-01T12:00:00Z) or one from now, +N or -N with w, d, h, m "
+				    "or s (-1d, +12h), not '%s'", arg);
 		tr->have_now = 1;
 		return 1;
 	default:

@@ -18,16 +18,16 @@ add_env_label(struct record_opts *o, const char *var)
 {
 	const char *v = getenv(var);
 	size_t n;
+	char *label;
 
 	if (v == NULL)
 		usage_error("--label-from-env %s: the variable is not set", var);
-	if (o->nlabels == MAX_LABELS)
-		usage_error("too many labels (at most %s)", "256");
 	n = strlen(var) + strlen(v) + 2;
-	if ((o->labels[o->nlabels] = malloc(n)) == NULL)
+	if ((label = malloc(n)) == NULL)
 		usage_error("out of memory%s", "");
-	snprintf(o->labels[o->nlabels], n, "%s=%s", var, v);
-	o->owned[o->nlabels++] = 1;
+	snprintf(label, n, "%s=%s", var, v);
+	label_opt(o->labels, &o->nlabels, MAX_LABELS, label);
+	o->owned[o->nlabels - 1] = 1;
 }
 
 /* --expires: a time after now (parse_time's forms). */
@@ -39,7 +39,7 @@ expires_opt(struct record_opts *o, const char *arg)
 
 	if (parse_time(arg, now, &e) != 0)
 		usage_error("--expires takes a Unix time, an ISO 8601 UTC time (2026-12-01, "
-			    "2026-12-01T12:00:00Z) or +N[dhms] from now, not '%s'", arg);
+			    "2026-12-01T12:00:00Z) or +N[wdhms] from now (+30d, +12h), not '%s'", arg);
 	if (e <= now) {
 		iso_time(e, when, sizeof when);
 		iso_time(now, at, sizeof at);
@@ -81,15 +81,12 @@ record_opt(struct record_opts *o, int c, char *arg)
 {
 	switch (c) {
 	case 's': signer_opt(&o->signers, arg); return 1;
-	case OPT_LABEL:
-		if (o->nlabels == MAX_LABELS)
-			usage_error("too many labels (at most %s)", "256");
-		if (strchr(arg, '=') == NULL)
-			usage_error("--label takes KEY=VALUE, not '%s'", arg);
-		o->labels[o->nlabels++] = arg;
-		return 1;
+	case OPT_LABEL: label_opt(o->labels, &o->nlabels, MAX_LABELS, arg); return 1;
 	case OPT_LABEL_FROM_ENV: add_env_label(o, arg); return 1;
-	case OPT_LABELS_JSON: o->labels_json = arg; return 1;
+	case OPT_LABELS_JSON:
+		refuse_dash("--labels-json", arg, "labels are not read from standard input");
+		o->labels_json = arg;
+		return 1;
 	case OPT_NO_COMPRESS: o->level = 0; return 1;
 	case OPT_KEEP_UNKNOWN: o->keep_unknown = 1; return 1;
 	default: return number_opt(o, c, arg);
@@ -139,9 +136,11 @@ labels_from_json(mc_writer *w, const char *path, int quiet)
 
 /* Sets up w from the options: its fields, labels and signers (whose passwords are
  * asked for now). */
-/* A (type, key) recorded twice with different contents (two sources with one key, a
- * torch blob that repeats a key): said, not lost silently. The entries of one FX graph
- * or AOTAutograd key have keys of their own, so never meet here. */
+/* A (type, key) recorded twice with different contents (two sources with one key): said,
+ * not lost silently. A torch blob's own repeats of a key are its file's successive states
+ * (torch records a PGO state as it changes), of which the last counts, and are not told;
+ * the entries of one FX graph or AOTAutograd key have keys of their own, so never meet
+ * here. */
 static void
 on_twice(void *ud, const char *type, const char *key)
 {

@@ -255,6 +255,7 @@ select_types(mc_ctx *ctx, mc_bundle *b, const char *types)
 void
 signer_opt(struct signers *s, const char *path)
 {
+	refuse_dash("-s", path, "a secret key is not read from standard input");
 	if (s->n == MAX_SIGNERS)
 		usage_error("too many signing keys (at most %s)", "16");
 	s->secs[s->n++] = path;
@@ -293,6 +294,24 @@ set_created(mc_writer *w)
 	if (sde != NULL && sde[0] != '\0' && parse_u64(sde, &t) != 0)
 		usage_error("SOURCE_DATE_EPOCH is not a Unix time: '%s'", sde);
 	return mc_writer_set_created(w, (int64_t)t);
+}
+
+/* --label KEY=VALUE into labels[n] (at most max): one given before with the same KEY is
+ * a usage error naming it (which of two values to keep is the user's to say). */
+void
+label_opt(char **labels, size_t *n, size_t max, char *arg)
+{
+	size_t i, klen = strcspn(arg, "=");
+
+	if (arg[klen] != '=' || klen == 0)
+		usage_error("--label takes KEY=VALUE, not '%s'", arg);
+	for (i = 0; i < *n; i++)
+		if (strncmp(labels[i], arg, klen) == 0 && labels[i][klen] == '=')
+			usage_error("label %.*s given twice ('%s', then '%s'); give it once",
+				    (int)klen, arg, labels[i], arg);
+	if (*n == max)
+		usage_error("too many labels (at most %zu)", max);
+	labels[(*n)++] = arg;
 }
 
 /* Sets the labels given as KEY=VALUE (each has an '='). */

@@ -171,6 +171,7 @@ int fail_signed(struct tool *t, mc_bundle *b, int rc);
 /* options.c */
 int parse_u64(const char *s, uint64_t *v);
 int parse_time(const char *s, int64_t now, int64_t *v);
+void refuse_dash(const char *opt, const char *arg, const char *why);
 /* -p PUBFILE into tr (at most MAX_PUBKEYS): of the trust options, and of list. */
 void pubkey_opt(struct trust *tr, const char *arg);
 void iso_time(int64_t t, char *buf, size_t len);
@@ -200,6 +201,7 @@ void signer_opt(struct signers *s, const char *path);
 int add_signers(struct tool *t, mc_writer *w, struct signers *s);
 void free_signers(struct signers *s);
 int set_created(mc_writer *w);
+void label_opt(char **labels, size_t *n, size_t max, char *arg);
 int set_labels(mc_writer *w, char **labels, size_t n);
 
 /* record.c: what pack, save and run share to write a bundle. */

@@ -172,8 +172,10 @@ MC_API const char *mc_ctx_type_tier(const mc_ctx *ctx, const char *type);
  * a --types option may name. */
 MC_API const char *mc_ctx_type_name(const mc_ctx *ctx, size_t i);
 
-/* Progress of long operations: phase is a short word ("pack", "verify", "load"),
- * done and total are bytes of artifact content. Called from the calling thread. */
+/* Progress of long operations: phase is a short word ("pack", "verify", "push",
+ * "pull"), done and total are bytes of artifact content; a load's "verify" is followed
+ * by "install", the putting in place of what it staged, whose done and total count
+ * files and folders. Called from the calling thread. */
 typedef void (*mc_progress_fn)(void *ud, const char *phase, uint64_t done, uint64_t total);
 MC_API void mc_ctx_set_progress(mc_ctx *ctx, mc_progress_fn fn, void *ud);
 
@@ -309,7 +311,9 @@ MC_API MC_MUST_CHECK int mc_writer_set_keep_unknown(mc_writer *w, int keep);
  * mc_writer_set_conflict_fn); a label set again takes the new value. */
 MC_API MC_MUST_CHECK int mc_writer_add_bundle(mc_writer *w, mc_bundle *b, const char *spool_dir);
 /* Called at save for each (type, key) that was recorded more than once with different
- * contents; the one recorded last is kept. */
+ * contents; the one recorded last is kept. A torch blob that records a key again (torch
+ * records a PGO state each time it writes it) counts as its last record: its earlier
+ * ones are in conflict with nothing. */
 typedef void (*mc_conflict_fn)(void *ud, const char *type, const char *key);
 MC_API void mc_writer_set_conflict_fn(mc_writer *w, mc_conflict_fn fn, void *ud);
 

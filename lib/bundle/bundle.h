@@ -330,6 +330,7 @@ struct mc_wart {
 	uint32_t seq;         /* the order recorded: its place in the writer's arts */
 	uint32_t has_sha256;
 	uint32_t executable;  /* the source file had the owner's execute bit */
+	uint32_t blob;        /* from a torch blob: 1 + the sources before it; else 0 */
 	unsigned char sha256[32];
 };
 
@@ -362,6 +363,7 @@ struct mc_writer {
 	/* A bundle made from exactly one torch blob and nothing else keeps its layout. */
 	size_t nsources;
 	int only_blob;
+	int in_blob;            /* a torch blob's artifacts are being recorded */
 	struct mc_mgroup *groups;
 	size_t ngroups;
 	uint64_t total;

@@ -337,6 +337,7 @@ add_artifact(mc_writer *w, const char *type, const char *key, uint32_t obj, uint
 	a.seq = w->narts;
 	a.size = size;
 	a.executable = executable != 0;
+	a.blob = w->in_blob ? (uint32_t)w->nsources + 1 : 0;
 	if (sha != NULL) {
 		a.has_sha256 = 1;
 		memcpy(a.sha256, sha, 32);
@@ -575,6 +576,7 @@ mc__writer_blob_groups(mc_writer *w, char *const *gtypes, size_t n)
 	size_t g;
 
 	free_groups(w);
+	w->in_blob = 1;
 	if (n > 0 && (w->groups = calloc(n, sizeof *w->groups)) == NULL)
 		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	w->ngroups = n;
@@ -607,6 +609,7 @@ mc__writer_blob_done(mc_writer *w, int layout)
 	/* Only the current format's groups are a layout export can reproduce. */
 	if (!layout)
 		w->only_blob = 0;
+	w->in_blob = 0;
 	w->nsources++;
 }
 

@@ -231,8 +231,20 @@ heap_down(struct mrun **h, size_t n, size_t i)
 
 /* An artifact recorded before the last of its (type, key). */
 struct wmember {
-	uint32_t obj, seq;
+	uint32_t obj, seq, blob;
 };
+
+/* Whether member i of a (type, key)'s artifacts (ngrp before the last, a) is followed
+ * by one from the same torch blob: torch records a key again as its file changes (a
+ * PGO state each time it is written), and loading the blob leaves the last, so only
+ * that one is compared with other sources. */
+static int
+restated(const struct wmember *grp, size_t ngrp, const struct mc_wart *a, size_t i)
+{
+	uint32_t next = i + 1 < ngrp ? grp[i + 1].blob : a->blob;
+
+	return i < ngrp && grp[i].blob != 0 && grp[i].blob == next;
+}
 
 /* The end of a (type, key): its last recorded artifact is kept; when there were more,
  * all of them are listed in sv->dups for the conflict check. */
@@ -242,7 +254,7 @@ end_group(struct mc_wsave *sv, const struct mc_wart *a, const unsigned char *key
 {
 	mc_writer *w = sv->w;
 	struct wdup d;
-	size_t i;
+	size_t i, n;
 	int rc;
 
 	if ((rc = mc__store_append(w->ctx, &sv->uniq, a, sizeof *a, &d.uniq_off)) != MC_OK ||
@@ -258,9 +270,15 @@ end_group(struct mc_wsave *sv, const struct mc_wart *a, const unsigned char *key
 		sv->kept[i < ngrp ? grp[i].seq : a->seq] = a->seq;
 	if (ngrp == 0 || w->conflict == NULL)
 		return MC_OK;
-	for (i = 0; i <= ngrp; i++) {
+	for (i = 0, n = 0; i < ngrp; i++)
+		n += !restated(grp, ngrp, a, i);
+	if (n == 0)
+		return MC_OK;
+	for (i = 0, n = 0; i <= ngrp; i++) {
+		if (restated(grp, ngrp, a, i))
+			continue;
 		d.obj = i < ngrp ? grp[i].obj : a->obj;
-		d.first = i == 0;
+		d.first = n++ == 0;
 		if (sv->oi[d.obj] == 0)
 			sv->oi[d.obj] = MC_WMARK_HASH;
 		if ((rc = mc__store_append(w->ctx, &sv->dups, &d, sizeof d, NULL)) != MC_OK)
@@ -328,6 +346,7 @@ merge_take(struct sorter *so, struct merge *mg, const struct mrun *t)
 			mg->capgrp = cap;
 		}
 		mg->grp[mg->ngrp].obj = mg->cur.obj;
+		mg->grp[mg->ngrp].blob = mg->cur.blob;
 		mg->grp[mg->ngrp++].seq = mg->cur.seq;
 	} else {
 		if (mg->have &&

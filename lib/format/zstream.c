@@ -62,6 +62,17 @@ zin_fill(mc_zin *z)
 	return MC_OK;
 }
 
+/* Whether the n bytes at p start as a torch cache blob does (format/SPEC.md section
+ * 10): version 1 as a big-endian u64, after the CRC-32 or (torch 2.7's without one)
+ * first. */
+static int
+torch_blob_start(const unsigned char *p, size_t n)
+{
+	static const unsigned char v1[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+
+	return (n >= 12 && memcmp(p + 4, v1, 8) == 0) || (n >= 8 && memcmp(p, v1, 8) == 0);
+}
+
 /* Input that is not a bundle's first block: empty, cut inside a bundle's first header
  * (every bundle starts with the name of its manifest member), or something else. */
 static int
@@ -74,6 +85,10 @@ first_block_error(mc_zin *z)
 		return mc__err(z->ctx, MC_ERR_NOT_BUNDLE, "%s: empty; not a megacache bundle", z->path);
 	if (z->len < MC_TAR_BLOCK && memcmp(z->buf, first, n) == 0)
 		return mc__truncated(z->ctx, z->path, z->len, MIN_BUNDLE, 0);
+	if (torch_blob_start(z->buf, z->len))
+		return mc__err(z->ctx, MC_ERR_NOT_BUNDLE, "%s: not a megacache bundle but a torch "
+			       "cache blob (of torch.compiler.save_cache_artifacts()); record it into "
+			       "one with megacache pack --from-torch", z->path);
 	return mc__err(z->ctx, MC_ERR_NOT_BUNDLE, "%s: not a megacache bundle (no tar header)",
 		       z->path);
 }

@@ -126,9 +126,8 @@ mc__load_rollback(struct loader *L)
  * k - nst's temp folder renamed into place, or marked lost when another writer
  * installed the folder first. */
 static int
-commit_item(void *ud, unsigned worker, mc_ctx *ctx, size_t k)
+commit_one(struct loader *L, unsigned worker, mc_ctx *ctx, size_t k)
 {
-	struct loader *L = ud;
 	struct lworker *lw = &L->wk[worker];
 	char dir[MC_PATH_MAX], where[MC_PATH_MAX];
 	const char *what, *from, *to;
@@ -188,6 +187,20 @@ commit_item(void *ud, unsigned worker, mc_ctx *ctx, size_t k)
 		       what, strerror(errno));
 }
 
+/* commit_one(), and progress "install" (items done of all), told by the calling
+ * thread's worker, as the callback is called from the calling thread only. */
+static int
+commit_item(void *ud, unsigned worker, mc_ctx *ctx, size_t k)
+{
+	struct loader *L = ud;
+	int rc = commit_one(L, worker, ctx, k);
+	uint64_t done = atomic_fetch_add(&L->committed, 1) + 1;
+
+	if (worker == 0)
+		mc__progress(ctx, "install", done, L->nst + L->nunits);
+	return rc;
+}
+
 /* Tells fn what became of the files outside units: installed, replaced, or left out. */
 static int
 report_files(struct loader *L, mc_artifact_fn fn, void *ud)
@@ -226,7 +239,11 @@ mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 	/* The renames spread over the threads: those in different folders do not wait on
 	 * each other. The files are told of afterwards, in order, on this thread. */
 	t = mc__prof_start(L->ctx);
+	atomic_store(&L->committed, 0);
+	mc__progress(L->ctx, "install", 0, L->nst + L->nunits);
 	rc = mc__parallel(L->ctx, L->nst + L->nunits, L->nwk, commit_item, L);
+	if (rc == MC_OK)
+		mc__progress(L->ctx, "install", L->nst + L->nunits, L->nst + L->nunits);
 	t = mc__prof_since(L->ctx, "renames", t, 0);
 	if ((r = report_files(L, fn, ud)) != MC_OK && rc == MC_OK)
 		rc = r;

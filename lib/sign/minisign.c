@@ -308,6 +308,11 @@ mc_pubkey_load(mc_ctx *ctx, const char *arg, mc_pubkey **out)
 	if (strncmp(arg, "untrusted comment:", 18) == 0 && strchr(arg, '\n') != NULL &&
 	    access(arg, F_OK) != 0)
 		return pubkey_text(ctx, "public key text", arg, 0, out);
+	/* Neither a key nor a file: both said, as the argument may have meant either. */
+	if (access(arg, F_OK) != 0 && (errno == ENOENT || errno == ENOTDIR))
+		return mc__err(ctx, MC_ERR_IO, "%s: neither a readable file (%s) nor a public key "
+			       "(its base64 line: 56 characters, RW...; or a key file's text)", arg,
+			       strerror(errno));
 	if ((rc = mc__read_small_file(ctx, arg, KEYFILE_MAX, &text, &n)) != MC_OK)
 		return rc;
 	rc = pubkey_text(ctx, arg, text, 0, out);

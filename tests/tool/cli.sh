@@ -89,7 +89,8 @@ run 0 "" verify "$T/a.mcache" -p "$PUB"
 [ -s "$T/err" ] && bad "no --progress, not a terminal: wrote $(cat "$T/err")" || ok
 run 2 "--progress takes tty, plain or none, not 'bogus'" verify "$T/a.mcache" -p "$PUB" --progress bogus
 # The writing of a bundle is told in the command's word: pack's "pack", save's and run's
-# (its --save-to) "save", merge's "merge"; verify's reading "verify".
+# (its --save-to) "save", merge's "merge"; verify's reading "verify", and a load's putting
+# in place of what it verified "install".
 phases() { sed -n 's/^\([a-z]*\): [0-9]*%$/\1/p' "$T/err" | uniq | tr '\n' ' '; }
 run 0 "" pack -o "$T/p.mcache" --from-dir "$SRC" -s "$SEC" --progress plain
 [ "$(phases)" = "pack " ] && ok || bad "pack --progress plain: phases $(phases)"
@@ -97,7 +98,7 @@ run 0 "" save -o "$T/s.mcache" --cache-dir "$SRC" --triton-dir "$T/none" -s "$SE
 [ "$(phases)" = "save " ] && ok || bad "save --progress plain: phases $(phases)"
 run 0 "" run -b "$T/a.mcache" -p "$PUB" --cache-dir "$T/rc" --triton-dir "$T/none" --save-to "$T/r.mcache" \
 	-s "$SEC" --progress plain -- sh -c 'mkdir -p "$0/zz" && echo "print(3)" > "$0/zz/cprogress.py"' "$T/rc"
-[ "$(phases)" = "verify save " ] && ok || bad "run --progress plain: phases $(phases)"
+[ "$(phases)" = "verify install save " ] && ok || bad "run --progress plain: phases $(phases)"
 run 0 "" merge -o "$T/m.mcache" "$T/s.mcache" "$T/r.mcache" -p "$PUB" -s "$SEC" --progress plain
 [ "$(phases | tr ' ' '\n' | sort -u | tr '\n' ' ')" = "merge verify " ] && ok ||
 	bad "merge --progress plain: phases $(phases)"

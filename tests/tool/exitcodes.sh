@@ -187,7 +187,7 @@ for past in 1 2001-01-01 2001-01-01T00:00:00Z +0s; do
 done
 run 2 "it is 2001-01-01T00:00:00Z" save -o "$T/y.mcache" --cache-dir "$CACHE" --expires 2001-01-01
 run 2 "is not in the future" run --save-to "$T/y.mcache" --expires +0m -- true
-for bad in 2100-02-30 2100-1-01 2100-01-01T24:00:00Z 2100-01-01T00:00:00 +5 +5w 5d x -1 ""; do
+for bad in 2100-02-30 2100-1-01 2100-01-01T24:00:00Z 2100-01-01T00:00:00 +5 +5y 5d x -1 ""; do
 	run 2 "--expires takes a Unix time, an ISO 8601 UTC time" pack -o "$T/y.mcache" \
 		--from-torch "$BLOB" --expires "$bad"
 done
