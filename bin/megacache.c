@@ -81,8 +81,9 @@ const char tool_usage[] =
 	"        are refused unless --label sets them; signed inputs without -s are refused\n"
 	"        unless --unsigned\n"
 	"  diff A B [--json]\n"
-	"        artifacts added, removed and changed from A to B, per type; exit status\n"
-	"        0 when the same, 1 when they differ (as diff(1)), 2 on an error\n"
+	"        artifacts added, removed and changed from A to B, per type, and the facts\n"
+	"        that differ (format and bundle version, expiry, labels, signers); exit\n"
+	"        status 0 when the same, 1 when they differ (as diff(1)), 2 on an error\n"
 	"  push BUNDLE -p PUBFILE... --redis URL [--types T[,T]...] [--ttl S] [--triton]\n"
 	"       [--dry-run] [--json]\n"
 	"        verify, then write the bundle's FX graphs, AOTAutograd entries and PGO\n"
@@ -393,7 +394,8 @@ static const char merge_help[] =
 
 static const char diff_help[] =
 	"usage: megacache diff A B [--json]\n"
-	"Artifacts added, removed and changed from bundle A to B (exit 0 same, 1 differ).\n"
+	"Artifacts added, removed and changed from bundle A to B, and the facts that differ:\n"
+	"format and bundle version, expiry, labels, signers (exit 0 same, 1 differ).\n"
 	"  --json                the differences as JSON\n"
 	"  -v, --verbose         no extra output\n"
 	"example: megacache diff old.mcache new.mcache\n";
