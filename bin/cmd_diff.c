@@ -179,13 +179,15 @@ on_diff(void *ud, int what, const char *type, const char *key, uint64_t size_a, 
 		d->types[i].n[what]++;
 	d->total[what]++;
 	if (d->json) {
-		cJSON *a = cJSON_CreateObject();
+		cJSON *a = cJSON_CreateObject(), *sizes;
 		cJSON_AddStringToObject(a, "type", type);
 		cJSON_AddStringToObject(a, "key", key);
-		if (what != MC_DIFF_ADDED)
-			cJSON_AddNumberToObject(a, "size_a", (double)size_a);
-		if (what != MC_DIFF_REMOVED)
-			cJSON_AddNumberToObject(a, "size_b", (double)size_b);
+		/* its size in each bundle, as "bundles" names them; null: not in it */
+		sizes = cJSON_AddArrayToObject(a, "sizes");
+		cJSON_AddItemToArray(sizes, what != MC_DIFF_ADDED ? cJSON_CreateNumber((double)size_a)
+								   : cJSON_CreateNull());
+		cJSON_AddItemToArray(sizes, what != MC_DIFF_REMOVED ? cJSON_CreateNumber((double)size_b)
+								     : cJSON_CreateNull());
 		cJSON_AddItemToArray(d->lists[what], a);
 	} else if (!d->quiet) {
 		say(stdout, "%c %-12s %s", mark[what], type, key);
@@ -198,11 +200,13 @@ static void
 diff_json(struct diff_report *d, const char *a, const char *b, int status)
 {
 	static const char *const names[] = {"added", "removed", "changed"};
-	cJSON *j = json_object(), *types;
+	cJSON *j = json_object(), *types, *paths;
 	size_t i, k;
 
-	cJSON_AddStringToObject(j, "a", a);
-	cJSON_AddStringToObject(j, "b", b);
+	json_status(j, status);
+	paths = cJSON_AddArrayToObject(j, "bundles");
+	cJSON_AddItemToArray(paths, cJSON_CreateString(a));
+	cJSON_AddItemToArray(paths, cJSON_CreateString(b));
 	cJSON_AddBoolToObject(j, "same", status == 0);
 	cJSON_AddItemToObject(j, "facts", d->facts);
 	d->facts = NULL;

@@ -34,6 +34,26 @@ signatures_json(mc_bundle *b)
 }
 
 void
+bundle_facts_json(cJSON *j, mc_bundle *b)
+{
+	cJSON *labels;
+	const char *k, *v;
+	size_t i;
+
+	cJSON_AddNumberToObject(j, "format_version", mc_bundle_format_version(b));
+	cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
+	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
+	if (mc_bundle_expires(b) != 0)
+		cJSON_AddNumberToObject(j, "expires", (double)mc_bundle_expires(b));
+	labels = cJSON_AddObjectToObject(j, "labels");
+	for (i = 0; i < mc_bundle_label_count(b); i++)
+		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
+			cJSON_AddStringToObject(labels, k, v);
+	cJSON_AddItemToObject(j, "signatures", signatures_json(b));
+	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_bundle_artifact_count(b));
+}
+
+void
 say_signatures(FILE *f, mc_bundle *b, const char *prefix, int checked)
 {
 	size_t i;
@@ -137,23 +157,12 @@ verify_ok(const struct tool *t, mc_bundle *b, const char *path)
 static void
 verify_json(const struct tool *t, mc_bundle *b, const char *path)
 {
-	cJSON *j = json_object(), *labels;
-	const char *k, *v;
-	size_t i;
+	cJSON *j = json_object();
 
 	cJSON_AddStringToObject(j, "bundle", path);
-	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_bundle_artifact_count(b));
-	cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
-	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
-	if (mc_bundle_expires(b) != 0)
-		cJSON_AddNumberToObject(j, "expires", (double)mc_bundle_expires(b));
-	labels = cJSON_AddObjectToObject(j, "labels");
-	for (i = 0; i < mc_bundle_label_count(b); i++)
-		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
-			cJSON_AddStringToObject(labels, k, v);
+	bundle_facts_json(j, b);
 	cJSON_AddBoolToObject(j, "signatures_checked", !t->trust.insecure);
 	cJSON_AddNumberToObject(j, "signature_count", (double)mc_bundle_signature_count(b));
-	cJSON_AddItemToObject(j, "signatures", signatures_json(b));
 	cJSON_AddItemToObject(j, "trusted_signers", signers_json(b, MC_SIG_VERIFIED));
 	cJSON_AddItemToObject(j, "untrusted_signers", signers_json(b, MC_SIG_NOT_CHECKED));
 	cJSON_AddItemToObject(j, "gpu_targets", gpu_targets_json(b));

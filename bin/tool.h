@@ -145,10 +145,12 @@ int exit_code(int rc);
 int fail(mc_ctx *ctx, int rc);
 void human_bytes(uint64_t n, char *buf, size_t len);
 void print_json(cJSON *j);
-#define JSON_SCHEMA 2 /* the version of doc/json-schema.json */
+#define JSON_SCHEMA 3 /* the version of doc/json-schema.json */
 void json_begin(const char *command);
 void json_error(const char *code);
 cJSON *json_object(void);
+void json_status(cJSON *j, int status);
+cJSON *json_failure(int status);
 int json_finish(int status);
 void json_exit(int status) __attribute__((noreturn));
 void json_to(FILE *f);
@@ -161,6 +163,10 @@ void json_fail_add(const char *name, cJSON *item);
  * (mc_bundle_signature_state()), for verify, list, sign and load. */
 /* [{"key_id", "state"}, ...] */
 cJSON *signatures_json(mc_bundle *b);
+/* The facts of b every report of a bundle read carries, as members of j:
+ * "format_version", "bundle_version", "created", "expires" (when it has an expiry),
+ * "labels", "signatures" and "artifact_count". */
+void bundle_facts_json(cJSON *j, mc_bundle *b);
 /* A line per signature: "<prefix>signature by key ID: <state>". checked: keys were
  * given, so one not checked is by a key not trusted. */
 void say_signatures(FILE *f, mc_bundle *b, const char *prefix, int checked);
