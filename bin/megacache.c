@@ -42,9 +42,10 @@ const char tool_usage[] =
 	"        (without -s: unsigned, with a warning; --json: \"signed\")\n"
 	"  sign BUNDLE -s SECFILE [-o OUT] [--json]\n"
 	"        add a signature to a bundle (in place unless -o)\n"
-	"  verify BUNDLE -p PUBFILE [-p PUBFILE]... [--threshold K] [--min-version N]\n"
+	"  verify BUNDLE... -p PUBFILE [-p PUBFILE]... [--threshold K] [--min-version N]\n"
 	"       [--require K=V]... [--insecure-no-verify] [--json]\n"
-	"        check signatures, policy and every byte of a bundle; tells each signature's\n"
+	"        check signatures, policy and every byte of bundles, each told by name, the\n"
+	"        worst status the exit status (2, then 3, then 1); tells each signature's\n"
 	"        state: verified (by a trusted key), not checked (key not trusted) or broken\n"
 	"        (a trusted key's, and it does not verify; --json: signatures); a\n"
 	"        --threshold above the distinct keys given is refused (exit 2) before the\n"
@@ -301,11 +302,13 @@ static const char sign_help[] =
 	"example: megacache sign cache.mcache -s release.key -p ci.pub\n";
 
 static const char verify_help[] =
-	"usage: megacache verify BUNDLE -p PUBFILE [-p PUBFILE]... [--threshold K]\n"
+	"usage: megacache verify BUNDLE... -p PUBFILE [-p PUBFILE]... [--threshold K]\n"
 	"       [--min-version N] [--require K=V]... [--now TIME] [--insecure-no-verify] [--json]\n"
 	"Check a bundle's signatures, policy and every byte. Each signature is verified (by\n"
 	"a trusted key), not checked (its key is not trusted: it vouches for nothing) or\n"
-	"broken (by a trusted key id, and it does not verify: the verify fails).\n"
+	"broken (by a trusted key id, and it does not verify: the verify fails). Several\n"
+	"bundles (- once: standard input) are each checked and told; the exit status is the\n"
+	"worst: 2 (one could not be checked), then 3 (a newer format), then 1, then 0.\n"
 	"  -p PUBFILE            a trusted public key (a file, its text or its base64 line)\n"
 	"  --threshold K         need K signatures by trusted keys (default 1)\n"
 	"  --min-version N       refuse a bundle version below N\n"

@@ -132,6 +132,19 @@ js 1 verify 'j["error"] == "untrusted_signature" and j["exit"] == 1' verify "$T/
 js 1 verify 'j["error"] == "rollback"' verify "$T/a.mcache" -p "$PUB" --min-version 5
 js 1 verify 'j["error"] == "threshold"' verify "$T/two.mcache" -p "$PUB" -p "$KEYS/test2.pub" -p "$T/k.pub" --threshold 3
 js 2 verify 'j["error"] == "not_bundle"' verify "$T/notabundle.mcache" -p "$PUB"
+# several bundles: one report, "bundles" each one's object in order (a failure naming
+# its bundle), the worst status: 2 over 3 over 1 over 0
+js 0 verify '"bundles" not in j and j["bundle"].endswith("a.mcache")' verify "$T/a.mcache" -p "$PUB"
+js 0 verify "[b['bundle'] for b in j['bundles']] == ['$T/a.mcache', '$T/two.mcache'] and all(b['ok'] and b['command'] == 'verify' and b['artifact_count'] == 10 for b in j['bundles'])" \
+	verify "$T/a.mcache" "$T/two.mcache" -p "$PUB"
+js 1 verify "'error' not in j and [(b['bundle'], b['exit'], b.get('error')) for b in j['bundles']] == [('$T/a.mcache', 0, None), ('$T/tampered-label.mcache', 1, 'bad_signature'), ('$T/two.mcache', 0, None)] and j['bundles'][1]['signatures'] == [{'key_id': '$ID1', 'state': 'broken'}]" \
+	verify "$T/a.mcache" "$T/tampered-label.mcache" "$T/two.mcache" -p "$PUB"
+js 3 verify "[b['exit'] for b in j['bundles']] == [1, 3] and j['bundles'][1]['error'] == 'unsupported_version'" \
+	verify "$T/tampered-label.mcache" "$FUT" -p "$PUB"
+js 2 verify "[b['exit'] for b in j['bundles']] == [3, 2, 1, 0] and j['bundles'][1]['error'] == 'not_bundle'" \
+	verify "$FUT" "$T/notabundle.mcache" "$T/tampered-label.mcache" "$T/a.mcache" -p "$PUB"
+js 0 verify "[b['bundle'] for b in j['bundles']] == ['$T/a.mcache', '-']" verify "$T/a.mcache" - -p "$PUB" <"$T/two.mcache"
+js 2 verify 'j["error"] == "usage" and "only one of the bundles" in j["message"]' verify - - -p "$PUB"
 head -c 3000 "$T/a.mcache" >"$T/cut.mcache"
 js 1 verify 'j["error"] == "malformed"' verify "$T/cut.mcache" -p "$PUB"
 
