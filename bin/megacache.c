@@ -125,7 +125,8 @@ const char tool_usage[] =
 	"  -p PUBFILE         a public key file, or the key itself: its base64 line\n"
 	"                     (RW...), as minisign prints it, or the file's whole text\n"
 	"  -h, --help         this text (after a command: its own help)\n"
-	"  --version          the version\n"
+	"  --version          the version; --version --json: with the bundle formats read\n"
+	"                     and written, Redis support and the commands, as JSON\n"
 	"\n"
 	"The folders are torch's and Triton's: $TORCHINDUCTOR_CACHE_DIR, else\n"
 	"<tmp>/torchinductor_<user>, <tmp> chosen as Python's tempfile.gettempdir() does\n"
@@ -515,6 +516,48 @@ help_command(int argc, char **argv)
 	return 0;
 }
 
+/* megacache --version [--json]: the versions of the tool, its library and the bundle
+ * formats; --json: an object with what a pipeline checks before it counts on this
+ * megacache (the formats it reads and writes, Redis support, the commands). */
+static int
+version_command(int argc, char **argv)
+{
+	cJSON *j, *f, *a;
+	size_t i;
+	int v;
+
+	if (argc > 3 || (argc == 3 && strcmp(argv[2], "--json") != 0)) {
+		say(stderr, "%s: --version takes no option but --json", PROG);
+		try_help();
+	}
+	if (argc == 2) {
+		say(stdout, "megacache %s (bundle format %d)", MC_VERSION_STRING, MC_FORMAT_VERSION);
+		return 0;
+	}
+	json_begin("version");
+	j = json_object();
+	cJSON_AddStringToObject(j, "version", MC_VERSION_STRING);
+	cJSON_AddStringToObject(j, "library_version", mc_version());
+	f = cJSON_AddObjectToObject(j, "format_versions");
+	a = cJSON_AddArrayToObject(f, "read");
+	for (v = 1; v <= MC_FORMAT_VERSION; v++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(v));
+	a = cJSON_AddArrayToObject(f, "write"); /* mc_writer_set_format_version(): 1 or the default */
+	cJSON_AddItemToArray(a, cJSON_CreateNumber(1));
+	if (MC_FORMAT_VERSION > 1)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(MC_FORMAT_VERSION));
+	cJSON_AddNumberToObject(f, "default", MC_FORMAT_VERSION);
+	a = cJSON_AddArrayToObject(j, "torch_formats");
+	cJSON_AddItemToArray(a, cJSON_CreateString("2.7"));
+	cJSON_AddItemToArray(a, cJSON_CreateString("current"));
+	cJSON_AddBoolToObject(j, "redis", mc_redis_supported() != 0);
+	a = cJSON_AddArrayToObject(j, "commands");
+	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(commands[i].name));
+	print_json(j);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -529,10 +572,8 @@ main(int argc, char **argv)
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "help") == 0)
 		return help_command(argc, argv);
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
-		say(stdout, "megacache %s (bundle format %d)", MC_VERSION_STRING, MC_FORMAT_VERSION);
-		return 0;
-	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
+		return version_command(argc, argv);
 	if ((cmd = find_command(argv[1])) != NULL)
 		return run_command(cmd, argc - 1, argv + 1);
 	say(stderr, "%s: unknown command '%s'", PROG, argv[1]);

@@ -47,6 +47,13 @@ js() {
 mkdir -p "$T/empty"
 printf 'not a bundle\n' >"$T/notabundle.mcache"
 
+# --version --json: what this megacache reads and writes, for a pipeline to check
+js 0 version "j['format_versions'] == {'read': [1, 2], 'write': [1, 2], 'default': 2} and j['version'] == j['library_version'] == '$("$MEGACACHE" --version | cut -d' ' -f2)' and 'verify' in j['commands'] and j['torch_formats'] == ['2.7', 'current'] and isinstance(j['redis'], bool)" \
+	--version
+"$MEGACACHE" --version --bogus >"$T/out" 2>"$T/err"
+[ $? = 2 ] && grep -qF -- "--version takes no option but --json" "$T/err" && [ ! -s "$T/out" ] && ok ||
+	bad "--version --bogus: $(cat "$T/out" "$T/err")"
+
 # keygen
 js 0 keygen 'j["encrypted"] is False and len(j["key_id"]) == 16' keygen -p "$T/k.pub" -s "$T/k.key" -W
 js 2 keygen 'j["error"] == "exists" and j["exit"] == 2 and "k.key" in j["message"]' \
