@@ -22,39 +22,26 @@ struct diff_report {
 };
 
 static cJSON *
-fact_format(mc_bundle *b)
+fact_format(const mc_bundle *b)
 {
 	return cJSON_CreateNumber(mc_bundle_format_version(b));
 }
 
 static cJSON *
-fact_version(mc_bundle *b)
+fact_version(const mc_bundle *b)
 {
 	return cJSON_CreateNumber((double)mc_bundle_version(b));
 }
 
 static cJSON *
-fact_expires(mc_bundle *b)
+fact_expires(const mc_bundle *b)
 {
 	return mc_bundle_expires(b) != 0 ? cJSON_CreateNumber((double)mc_bundle_expires(b))
 					 : cJSON_CreateNull();
 }
 
 static cJSON *
-fact_labels(mc_bundle *b)
-{
-	cJSON *o = cJSON_CreateObject();
-	const char *k, *v;
-	size_t i;
-
-	for (i = 0; i < mc_bundle_label_count(b); i++)
-		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
-			cJSON_AddStringToObject(o, k, v);
-	return o;
-}
-
-static cJSON *
-fact_signers(mc_bundle *b)
+fact_signers(const mc_bundle *b)
 {
 	cJSON *a = cJSON_CreateArray();
 	size_t i;
@@ -69,13 +56,13 @@ fact_signers(mc_bundle *b)
 static const struct fact {
 	const char *name;  /* its member of "facts" (--json) */
 	const char *words; /* in text */
-	cJSON *(*get)(mc_bundle *b);
+	cJSON *(*get)(const mc_bundle *b);
 	int time;          /* a Unix time, shown in ISO 8601 */
 } facts[] = {
 	{"format_version", "format version", fact_format, 0},
 	{"bundle_version", "bundle version", fact_version, 0},
 	{"expires", "expires", fact_expires, 1},
-	{"labels", "labels", fact_labels, 0},
+	{"labels", "labels", labels_json, 0},
 	{"signers", "signers", fact_signers, 0},
 };
 #define NFACTS (sizeof facts / sizeof facts[0])

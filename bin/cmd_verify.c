@@ -33,22 +33,28 @@ signatures_json(mc_bundle *b)
 	return a;
 }
 
-void
-bundle_facts_json(cJSON *j, mc_bundle *b)
+cJSON *
+labels_json(const mc_bundle *b)
 {
-	cJSON *labels;
+	cJSON *o = cJSON_CreateObject();
 	const char *k, *v;
 	size_t i;
 
+	for (i = 0; i < mc_bundle_label_count(b); i++)
+		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
+			cJSON_AddStringToObject(o, k, v);
+	return o;
+}
+
+void
+bundle_facts_json(cJSON *j, mc_bundle *b)
+{
 	cJSON_AddNumberToObject(j, "format_version", mc_bundle_format_version(b));
 	cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
 	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
 	if (mc_bundle_expires(b) != 0)
 		cJSON_AddNumberToObject(j, "expires", (double)mc_bundle_expires(b));
-	labels = cJSON_AddObjectToObject(j, "labels");
-	for (i = 0; i < mc_bundle_label_count(b); i++)
-		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
-			cJSON_AddStringToObject(labels, k, v);
+	cJSON_AddItemToObject(j, "labels", labels_json(b));
 	cJSON_AddItemToObject(j, "signatures", signatures_json(b));
 	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_bundle_artifact_count(b));
 }

@@ -160,9 +160,11 @@ void json_forget(void);
 void json_fail_add(const char *name, cJSON *item);
 
 /* cmd_verify.c: the signatures of a bundle, each verified, not checked or broken
- * (mc_bundle_signature_state()), for verify, list, sign and load. */
+ * (mc_bundle_signature_state()), and its facts, for every report of a bundle read. */
 /* [{"key_id", "state"}, ...] */
 cJSON *signatures_json(mc_bundle *b);
+/* {"KEY": "VALUE", ...}: b's labels. */
+cJSON *labels_json(const mc_bundle *b);
 /* The facts of b every report of a bundle read carries, as members of j:
  * "format_version", "bundle_version", "created", "expires" (when it has an expiry),
  * "labels", "signatures" and "artifact_count". */
