@@ -177,17 +177,16 @@ verify_json(const struct tool *t, mc_bundle *b, const char *path)
 	return j;
 }
 
-/* Verifies the bundle at path and tells it: its lines (text), or with --json into *j its
- * report, or when several are verified its failure object too (one bundle's failure is
- * the run's: json_finish()). Returns the exit status. */
+/* Verifies the bundle at path under keys and tells it: its lines (text), or with --json
+ * into *j its report, or when several are verified its failure object too (one bundle's
+ * failure is the run's: json_finish()). Returns the exit status. */
 static int
-verify_one(struct tool *t, const char *path, int several, cJSON **j)
+verify_one(struct tool *t, const char *path, mc_pubkey **keys, int several, cJSON **j)
 {
-	mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
 	mc_bundle *b = NULL;
 	int rc;
 
-	rc = open_trusted(t, path, &b, keys);
+	rc = open_under(t, path, &b, keys);
 	if (rc == MC_OK)
 		rc = mc_bundle_verify(b);
 	if (rc != MC_OK) {
@@ -204,7 +203,6 @@ verify_one(struct tool *t, const char *path, int several, cJSON **j)
 		rc = 0;
 	}
 	mc_bundle_free(b);
-	free_keys(keys, t->trust.npubs);
 	return rc;
 }
 
@@ -222,6 +220,7 @@ worse(int a, int b)
 int
 cmd_verify(struct tool *t, int argc, char **argv)
 {
+	mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
 	cJSON *each = NULL, *j;
 	int rc = 0, i, n, stdin_seen = 0, several, ok = 0;
 
@@ -236,6 +235,11 @@ cmd_verify(struct tool *t, int argc, char **argv)
 			    "only)%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
+	/* the keys once: one that cannot be read fails the command, not each bundle */
+	if ((rc = load_keys(t->ctx, &t->trust, keys)) != MC_OK) {
+		free_keys(keys, t->trust.npubs);
+		return fail(t->ctx, rc);
+	}
 	n = argc - optind;
 	several = n > 1;
 	if (t->json && several)
@@ -244,8 +248,7 @@ cmd_verify(struct tool *t, int argc, char **argv)
 		int status;
 
 		j = NULL;
-		status = verify_one(t, argv[i], several, &j);
-
+		status = verify_one(t, argv[i], keys, several, &j);
 		ok += status == 0;
 		rc = worse(rc, status);
 		if (j != NULL && several)
@@ -262,5 +265,6 @@ cmd_verify(struct tool *t, int argc, char **argv)
 	} else if (several && !t->quiet) {
 		say(stdout, "%d of %d bundles verified", ok, n);
 	}
+	free_keys(keys, t->trust.npubs);
 	return rc;
 }

@@ -194,6 +194,11 @@ int read_password(void *ud, const char *prompt, char *buf, size_t len);
 extern char password_why[256];
 int open_bundle(struct tool *t, const char *path, mc_bundle **b);
 int open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
+/* The two steps of open_trusted(), for a command that opens several bundles under the
+ * keys loaded once: the -p keys into keys (for free_keys(), whatever it returns), and a
+ * bundle opened under them. */
+int load_keys(mc_ctx *ctx, const struct trust *t, mc_pubkey **keys);
+int open_under(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
 void free_keys(mc_pubkey **keys, size_t n);
 int select_types(mc_ctx *ctx, mc_bundle *b, const char *types);
 

@@ -95,6 +95,9 @@ grep -q "do not match their hash" "$T/err" && grep -q "upgrade megacache" "$T/er
 run 0 "$T/a.mcache: OK" verify - "$T/a.mcache" -p "$PUB" <"$T/b.mcache"
 grep -q "^standard input: OK (" "$T/out" && ok || bad "verify of standard input among others: $(cat "$T/out")"
 run 2 "standard input (-) can be only one of the bundles" verify - "$T/a.mcache" - -p "$PUB"
+# a -p key that cannot be read fails the command once, not each bundle
+run 2 "notabundle.mcache: first line is not an untrusted comment" verify "$T/a.mcache" "$T/b.mcache" -p "$T/notabundle.mcache"
+[ "$(wc -l <"$T/err")" = 1 ] && [ ! -s "$T/out" ] && ok || bad "verify of two with a bad key: $(cat "$T/out" "$T/err")"
 
 run 0 "artifacts" list "$T/a.mcache"
 run 2 "list needs exactly one BUNDLE" list
