@@ -136,9 +136,11 @@ run 0 "would write 1, replace 0; 5 unchanged" push "$T/a.mcache" -p "$PUB" --red
 # 11a. push --json: its counts.
 "$MEGACACHE" push "$T/a.mcache" -p "$PUB" --redis "$URL" --json >"$T/out" 2>"$T/err"
 [ $? = 0 ] && ok || bad "push --json failed: $(cat "$T/err")"
-$PY - "$T/out" "$SHOWN" "$first" <<'PY' && ok || bad "push --json: $(head -c 1500 "$T/out")"
+$PY - "$T/out" "$SHOWN" "$first" "$MC_SRCDIR/doc/json-schema.json" <<'PY' && ok || bad "push --json: $(head -c 1500 "$T/out")"
 import json, sys
+import jsonschema
 j = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator(json.load(open(sys.argv[4]))).validate(j)
 assert j["schema"] == 3 and j["command"] == "push" and j["ok"] is True and j["exit"] == 0, j
 assert j["bundle"].endswith("a.mcache") and j["artifact_count"] == 10 and j["format_version"] == 2, j
 assert [s["state"] for s in j["signatures"]] == ["verified"] and j["labels"] == {}, j
@@ -177,9 +179,11 @@ run 0 "pushed $T/m1.mcache into $SHOWN: nothing changed (1 entry there already)"
 # 11b. pull --json.
 "$MEGACACHE" pull --redis "$URL" -o "$T/p2.mcache" --json >"$T/out" 2>"$T/err"
 [ $? = 0 ] && ok || bad "pull --json failed: $(cat "$T/err")"
-$PY - "$T/out" "$SHOWN" <<'PY' && ok || bad "pull --json: $(head -c 1500 "$T/out")"
+$PY - "$T/out" "$SHOWN" "$MC_SRCDIR/doc/json-schema.json" <<'PY' && ok || bad "pull --json: $(head -c 1500 "$T/out")"
 import json, sys
+import jsonschema
 j = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator(json.load(open(sys.argv[3]))).validate(j)
 assert j["schema"] == 3 and j["command"] == "pull" and j["ok"] is True and j["exit"] == 0, j
 assert j["output"].endswith("p2.mcache") and "bundle" not in j, j
 assert j["redis"] == sys.argv[2] and j["artifact_count"] == 6 and j["odd"] == 0, j
