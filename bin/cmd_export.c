@@ -48,6 +48,7 @@ export_json(const struct tool *t, const struct export_opts *o, const char *path,
 	size_t i, n = 0;
 
 	cJSON_AddStringToObject(j, "bundle", path);
+	bundle_facts_json(j, b);
 	cJSON_AddStringToObject(j, "output", o->out);
 	cJSON_AddStringToObject(j, "torch_format",
 				o->format == MC_TORCH_FORMAT_2_7 ? "2.7" : "current");
@@ -57,7 +58,7 @@ export_json(const struct tool *t, const struct export_opts *o, const char *path,
 		cJSON_AddNumberToObject(types, left->sums[i].type, (double)left->sums[i].count);
 		n += left->sums[i].count;
 	}
-	cJSON_AddNumberToObject(j, "artifact_count", (double)(mc_bundle_artifact_count(b) - n));
+	cJSON_AddNumberToObject(j, "exported", (double)(mc_bundle_artifact_count(b) - n));
 	print_json(j);
 }
 

@@ -263,7 +263,7 @@ aot_remote_warning(const mc_bundle *b, const char *path, size_t naot, char *buf,
 }
 
 static void
-push_report(const struct tool *t, const struct push_opts *o, const char *path,
+push_report(const struct tool *t, const struct push_opts *o, mc_bundle *b, const char *path,
 	    const mc_redis *r, struct tally *ta, const char *warning)
 {
 	static const int counts[] = {MC_REMOTE_SENT, MC_REMOTE_REPLACED, MC_REMOTE_UNCHANGED,
@@ -285,6 +285,7 @@ push_report(const struct tool *t, const struct push_opts *o, const char *path,
 		cJSON *w = cJSON_CreateArray();
 		cJSON *j = json_object();
 		cJSON_AddStringToObject(j, "bundle", path);
+		bundle_facts_json(j, b);
 		cJSON_AddStringToObject(j, "redis", mc_redis_where(r));
 		cJSON_AddBoolToObject(j, "dry_run", o->dry);
 		cJSON_AddBoolToObject(j, "triton", o->redis.triton);
@@ -362,7 +363,7 @@ cmd_push(struct tool *t, int argc, char **argv)
 		if ((rc = mc_bundle_push(b, r, flags, o.ttl, on_entry, &ta)) == MC_OK) {
 			aot_remote_warning(b, shown_path(argv[optind]), ta.aot, warning,
 					   sizeof warning);
-			push_report(t, &o, shown_path(argv[optind]), r, &ta, warning);
+			push_report(t, &o, b, shown_path(argv[optind]), r, &ta, warning);
 		} else {
 			rc = fail(t->ctx, rc);
 			if ((done = ta.n[MC_REMOTE_SENT] + ta.n[MC_REMOTE_REPLACED] +
@@ -418,7 +419,7 @@ pull_report(const struct tool *t, const struct pull_opts *o, const mc_redis *r,
 
 	if (t->json) {
 		cJSON *j = json_object();
-		cJSON_AddStringToObject(j, "bundle", o->out);
+		cJSON_AddStringToObject(j, "output", o->out);
 		cJSON_AddStringToObject(j, "redis", mc_redis_where(r));
 		cJSON_AddBoolToObject(j, "triton", o->redis.triton);
 		cJSON_AddNumberToObject(j, "artifact_count", (double)mc_writer_artifact_count(w));
@@ -546,6 +547,7 @@ audit_report(const struct tool *t, char **paths, size_t n, const mc_redis *r,
 
 	if (t->json) {
 		cJSON *j = json_object(), *bs = cJSON_CreateArray();
+		json_status(j, bad > 0 ? EXIT_VERIFY : 0);
 		cJSON_AddStringToObject(j, "redis", mc_redis_where(r));
 		for (i = 0; i < n; i++)
 			cJSON_AddItemToArray(bs, cJSON_CreateString(paths[i]));

@@ -115,25 +115,14 @@ json_artifacts(mc_bundle *b, cJSON *arts)
 static int
 list_json(const struct tool *t, mc_bundle *b, const char *path)
 {
-	cJSON *j = json_object(), *labels, *sigs;
+	cJSON *j = json_object(), *sigs;
 	size_t i;
 	int rc;
 
 	cJSON_AddStringToObject(j, "bundle", path);
 	cJSON_AddBoolToObject(j, "signatures_checked", 0);
-	cJSON_AddNumberToObject(j, "format_version", mc_bundle_format_version(b));
-	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
-	cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
-	if (mc_bundle_expires(b) != 0)
-		cJSON_AddNumberToObject(j, "expires", (double)mc_bundle_expires(b));
-	labels = cJSON_AddObjectToObject(j, "labels");
-	for (i = 0; i < mc_bundle_label_count(b); i++) {
-		const char *k, *v;
-		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
-			cJSON_AddStringToObject(labels, k, v);
-	}
+	bundle_facts_json(j, b);
 	cJSON_AddNumberToObject(j, "signature_count", (double)mc_bundle_signature_count(b));
-	cJSON_AddItemToObject(j, "signatures", signatures_json(b));
 	cJSON_AddBoolToObject(j, "keys_given", t->trust.npubs > 0);
 	sigs = cJSON_AddArrayToObject(j, "signers");
 	for (i = 0; i < mc_bundle_signature_count(b); i++)
@@ -141,7 +130,6 @@ list_json(const struct tool *t, mc_bundle *b, const char *path)
 	cJSON_AddItemToObject(j, "gpu_targets", gpu_targets_json(b));
 	cJSON_AddBoolToObject(j, "gpu_targets_recorded",
 			      mc_bundle_gpu_targets_known(b) == MC_GPU_RECORDED);
-	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_bundle_artifact_count(b));
 	if ((rc = json_artifacts(b, cJSON_AddArrayToObject(j, "artifacts"))) != MC_OK) {
 		cJSON_Delete(j);
 		return rc;

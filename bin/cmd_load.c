@@ -125,6 +125,7 @@ load_json(const struct tool *t, struct load_report *r, const struct load_opts *o
 	size_t i;
 
 	cJSON_AddStringToObject(j, "bundle", path);
+	bundle_facts_json(j, r->b);
 	cJSON_AddStringToObject(j, "cache_dir", r->root);
 	/* Where each tier's files go; null for one whose root cannot be told. */
 	roots = cJSON_AddObjectToObject(j, "roots");

@@ -255,8 +255,8 @@ merge_json(const struct merge_opts *o, size_t n, char **inputs, int ninputs, siz
 	cJSON *j = json_object(), *in;
 	int i;
 
-	cJSON_AddStringToObject(j, "bundle", o->out);
-	in = cJSON_AddArrayToObject(j, "inputs");
+	cJSON_AddStringToObject(j, "output", o->out);
+	in = cJSON_AddArrayToObject(j, "bundles");
 	for (i = 0; i < ninputs; i++)
 		cJSON_AddItemToArray(in, cJSON_CreateString(inputs[i]));
 	cJSON_AddNumberToObject(j, "artifact_count", (double)n);

@@ -106,7 +106,7 @@ pack_report(const struct tool *t, mc_writer *w, const struct pack_opts *o,
 		warn_unsigned(t);
 	if (t->json) {
 		cJSON *j = json_object();
-		cJSON_AddStringToObject(j, "bundle", o->out);
+		cJSON_AddStringToObject(j, "output", o->out);
 		cJSON_AddNumberToObject(j, "artifact_count", (double)n);
 		cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_saved_bytes(w));
 		cJSON_AddNumberToObject(j, "superseded", (double)again);

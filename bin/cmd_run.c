@@ -126,6 +126,8 @@ bundle_json(const struct run_opts *o, mc_bundle *b, const char *path, const stru
 	struct load_report none;
 
 	cJSON_AddStringToObject(j, "bundle", path);
+	if (r != NULL)
+		bundle_facts_json(j, b);
 	cJSON_AddBoolToObject(j, "loaded", r != NULL);
 	cJSON_AddNumberToObject(j, "installed", r != NULL ? (double)r->installed : 0);
 	cJSON_AddNumberToObject(j, "replaced", r != NULL ? (double)r->replaced : 0);
@@ -323,7 +325,7 @@ save_json(const struct run_opts *o, mc_writer *w, int written)
 {
 	cJSON *j = cJSON_CreateObject();
 
-	cJSON_AddStringToObject(j, "bundle", o->save_to);
+	cJSON_AddStringToObject(j, "output", o->save_to);
 	cJSON_AddBoolToObject(j, "written", written);
 	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_writer_artifact_count(w));
 	cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_total_bytes(w));
@@ -556,8 +558,7 @@ print_run(struct run_json *rj, char **cmd, int spawn_rc, int status, int saved, 
 	} else {
 		failed = 0;
 	}
-	cJSON_ReplaceItemInObject(j, "ok", cJSON_CreateBool(!failed));
-	cJSON_AddNumberToObject(j, "exit", exit);
+	json_status(j, exit);
 	if (failed) {
 		cJSON_AddStringToObject(j, "error", json_code());
 		cJSON_AddStringToObject(j, "message", line);

@@ -44,7 +44,7 @@ save_report(const struct tool *t, mc_writer *w, const struct save_opts *o,
 		warn_unsigned(t);
 	if (t->json) {
 		cJSON *j = json_object();
-		cJSON_AddStringToObject(j, "bundle", o->out);
+		cJSON_AddStringToObject(j, "output", o->out);
 		cJSON_AddBoolToObject(j, "dry_run", o->dry);
 		cJSON_AddItemToObject(j, "folders", locations_json(loc));
 		cJSON_AddNumberToObject(j, "artifact_count", (double)n);

@@ -34,10 +34,11 @@ sign_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec sign_spec = {"s:o:", sign_long, sign_opt};
 
-/* The line, or with --json the object, of a signature added: to the bundle at path
- * (given as bundle), the signatures it now has counted. */
+/* The line, or with --json the object, of a signature added to src, the bundle given
+ * as bundle, into the one at path: src's facts, and the signatures path now has counted. */
 static void
-sign_report(const struct tool *t, const char *bundle, const char *path, mc_seckey *sk)
+sign_report(const struct tool *t, mc_bundle *src, const char *bundle, const char *path,
+	    mc_seckey *sk)
 {
 	mc_bundle *b = NULL;
 	cJSON *j;
@@ -51,6 +52,7 @@ sign_report(const struct tool *t, const char *bundle, const char *path, mc_secke
 	}
 	j = json_object();
 	cJSON_AddStringToObject(j, "bundle", bundle);
+	bundle_facts_json(j, src);
 	cJSON_AddStringToObject(j, "output", path);
 	cJSON_AddStringToObject(j, "key_id", mc_seckey_id(sk));
 	cJSON_AddBoolToObject(j, "signatures_checked", !t->trust.insecure);
@@ -176,7 +178,7 @@ cmd_sign(struct tool *t, int argc, char **argv)
 	else if (out_fd >= 0)
 		rc = sign_to_fd(t, b, sk, out_fd);
 	if (rc == 0)
-		sign_report(t, path, out, sk);
+		sign_report(t, b, path, out, sk);
 	mc_bundle_free(b);
 	mc_seckey_free(sk);
 	free_keys(keys, t->trust.npubs);

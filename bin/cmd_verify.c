@@ -33,6 +33,32 @@ signatures_json(mc_bundle *b)
 	return a;
 }
 
+cJSON *
+labels_json(const mc_bundle *b)
+{
+	cJSON *o = cJSON_CreateObject();
+	const char *k, *v;
+	size_t i;
+
+	for (i = 0; i < mc_bundle_label_count(b); i++)
+		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
+			cJSON_AddStringToObject(o, k, v);
+	return o;
+}
+
+void
+bundle_facts_json(cJSON *j, mc_bundle *b)
+{
+	cJSON_AddNumberToObject(j, "format_version", mc_bundle_format_version(b));
+	cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
+	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
+	if (mc_bundle_expires(b) != 0)
+		cJSON_AddNumberToObject(j, "expires", (double)mc_bundle_expires(b));
+	cJSON_AddItemToObject(j, "labels", labels_json(b));
+	cJSON_AddItemToObject(j, "signatures", signatures_json(b));
+	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_bundle_artifact_count(b));
+}
+
 void
 say_signatures(FILE *f, mc_bundle *b, const char *prefix, int checked)
 {
@@ -133,63 +159,112 @@ verify_ok(const struct tool *t, mc_bundle *b, const char *path)
 	}
 }
 
-/* verify --json: the bundle at path, verified. */
-static void
+/* verify --json: the report of the bundle at path, verified. */
+static cJSON *
 verify_json(const struct tool *t, mc_bundle *b, const char *path)
 {
-	cJSON *j = json_object(), *labels;
-	const char *k, *v;
-	size_t i;
+	cJSON *j = json_object();
 
 	cJSON_AddStringToObject(j, "bundle", path);
-	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_bundle_artifact_count(b));
-	cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
-	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
-	if (mc_bundle_expires(b) != 0)
-		cJSON_AddNumberToObject(j, "expires", (double)mc_bundle_expires(b));
-	labels = cJSON_AddObjectToObject(j, "labels");
-	for (i = 0; i < mc_bundle_label_count(b); i++)
-		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
-			cJSON_AddStringToObject(labels, k, v);
+	bundle_facts_json(j, b);
 	cJSON_AddBoolToObject(j, "signatures_checked", !t->trust.insecure);
 	cJSON_AddNumberToObject(j, "signature_count", (double)mc_bundle_signature_count(b));
-	cJSON_AddItemToObject(j, "signatures", signatures_json(b));
 	cJSON_AddItemToObject(j, "trusted_signers", signers_json(b, MC_SIG_VERIFIED));
 	cJSON_AddItemToObject(j, "untrusted_signers", signers_json(b, MC_SIG_NOT_CHECKED));
 	cJSON_AddItemToObject(j, "gpu_targets", gpu_targets_json(b));
 	cJSON_AddBoolToObject(j, "gpu_targets_recorded",
 			      mc_bundle_gpu_targets_known(b) == MC_GPU_RECORDED);
-	print_json(j);
+	return j;
+}
+
+/* Verifies the bundle at path under keys and tells it: its lines (text), or with --json
+ * into *j its report, or when several are verified its failure object too (one bundle's
+ * failure is the run's: json_finish()). Returns the exit status. */
+static int
+verify_one(struct tool *t, const char *path, mc_pubkey **keys, int several, cJSON **j)
+{
+	mc_bundle *b = NULL;
+	int rc;
+
+	rc = open_under(t, path, &b, keys);
+	if (rc == MC_OK)
+		rc = mc_bundle_verify(b);
+	if (rc != MC_OK) {
+		rc = fail_signed(t, b, rc);
+		if (t->json && several) {
+			*j = json_failure(rc);
+			cJSON_AddStringToObject(*j, "bundle", path);
+		}
+	} else {
+		if (t->json)
+			*j = verify_json(t, b, path);
+		else if (!t->quiet)
+			verify_ok(t, b, path);
+		rc = 0;
+	}
+	mc_bundle_free(b);
+	return rc;
+}
+
+/* The exit status of several bundles verified, of a and b the worse: 2 (one could not be
+ * checked: an I/O or other error) over 3 (one needs a newer megacache) over 1 (one did
+ * not verify) over 0. */
+static int
+worse(int a, int b)
+{
+	static const int rank[] = {0, 1, 3, 2}; /* of the statuses 0, 1, 2, 3 */
+
+	return rank[b] > rank[a] ? b : a;
 }
 
 int
 cmd_verify(struct tool *t, int argc, char **argv)
 {
 	mc_pubkey *keys[MAX_PUBKEYS] = {NULL};
-	mc_bundle *b = NULL;
-	int rc;
+	cJSON *each = NULL, *j;
+	int rc = 0, i, n, stdin_seen = 0, several, ok = 0;
 
 	tool_parse(t, argc, argv, NULL, NULL);
-	if (optind + 1 != argc)
-		usage_error("verify needs exactly one BUNDLE%s", "");
+	if (optind == argc)
+		usage_error("verify needs a BUNDLE%s", "");
+	for (i = optind; i < argc; i++)
+		if (strcmp(argv[i], "-") == 0 && stdin_seen++)
+			usage_error("verify: standard input (-) can be only one of the bundles%s", "");
 	if (t->trust.npubs == 0 && !t->trust.insecure)
 		usage_error("verify needs at least one -p PUBFILE (or --insecure-no-verify: integrity "
 			    "only)%s", "");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
-	rc = open_trusted(t, argv[optind], &b, keys);
-	if (rc == MC_OK)
-		rc = mc_bundle_verify(b);
-	if (rc != MC_OK) {
-		rc = fail_signed(t, b, rc);
-	} else {
-		if (t->json)
-			verify_json(t, b, argv[optind]);
-		else if (!t->quiet)
-			verify_ok(t, b, argv[optind]);
-		rc = 0;
+	/* the keys once: one that cannot be read fails the command, not each bundle */
+	if ((rc = load_keys(t->ctx, &t->trust, keys)) != MC_OK) {
+		free_keys(keys, t->trust.npubs);
+		return fail(t->ctx, rc);
 	}
-	mc_bundle_free(b);
+	n = argc - optind;
+	several = n > 1;
+	if (t->json && several)
+		each = cJSON_CreateArray();
+	for (i = optind; i < argc; i++) {
+		int status;
+
+		j = NULL;
+		status = verify_one(t, argv[i], keys, several, &j);
+		ok += status == 0;
+		rc = worse(rc, status);
+		if (j != NULL && several)
+			cJSON_AddItemToArray(each, j);
+		else if (j != NULL)
+			print_json(j);
+		fflush(stdout); /* each bundle's line before the next one's errors */
+	}
+	if (each != NULL) {
+		j = json_object();
+		json_status(j, rc);
+		cJSON_AddItemToObject(j, "bundles", each);
+		print_json(j);
+	} else if (several && !t->quiet) {
+		say(stdout, "%d of %d bundles verified", ok, n);
+	}
 	free_keys(keys, t->trust.npubs);
 	return rc;
 }

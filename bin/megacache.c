@@ -43,9 +43,10 @@ const char tool_usage[] =
 	"  sign BUNDLE -s SECFILE (-p PUBFILE... | --insecure-no-verify) [-o OUT] [--json]\n"
 	"        verify a bundle as verify does, then add a signature to it (in place\n"
 	"        unless -o)\n"
-	"  verify BUNDLE (-p PUBFILE... | --insecure-no-verify) [--threshold K]\n"
+	"  verify BUNDLE... (-p PUBFILE... | --insecure-no-verify) [--threshold K]\n"
 	"       [--min-version N] [--require K=V]... [--now TIME] [--json]\n"
-	"        check signatures, policy and every byte of a bundle; tells each signature's\n"
+	"        check signatures, policy and every byte of bundles, each told by name, the\n"
+	"        worst status the exit status (2, then 3, then 1); tells each signature's\n"
 	"        state: verified (by a trusted key), not checked (key not trusted) or broken\n"
 	"        (a trusted key's, and it does not verify; --json: signatures); a\n"
 	"        --threshold above the distinct keys given is refused (exit 2) before the\n"
@@ -82,8 +83,9 @@ const char tool_usage[] =
 	"        are refused unless --label sets them; signed inputs without -s are refused\n"
 	"        unless --unsigned\n"
 	"  diff A B [--json]\n"
-	"        artifacts added, removed and changed from A to B, per type; exit status\n"
-	"        0 when the same, 1 when they differ (as diff(1)), 2 on an error\n"
+	"        artifacts added, removed and changed from A to B, per type, and the facts\n"
+	"        that differ (format and bundle version, expiry, labels, signers); exit\n"
+	"        status 0 when the same, 1 when they differ (as diff(1)), 2 on an error\n"
 	"  push BUNDLE (-p PUBFILE... | --insecure-no-verify) [--redis URL] [--types T[,T]...]\n"
 	"       [--ttl S] [--triton] [--dry-run] [--json]\n"
 	"        verify, then write the bundle's FX graphs, AOTAutograd entries and PGO\n"
@@ -127,7 +129,8 @@ const char tool_usage[] =
 	"  -p PUBFILE         a public key file, or the key itself: its base64 line\n"
 	"                     (RW...), as minisign prints it, or the file's whole text\n"
 	"  -h, --help         this text (after a command: its own help)\n"
-	"  --version          the version\n"
+	"  --version          the version; --version --json: with the bundle formats read\n"
+	"                     and written, Redis support and the commands, as JSON\n"
 	"\n"
 	"The folders are torch's and Triton's: $TORCHINDUCTOR_CACHE_DIR, else\n"
 	"<tmp>/torchinductor_<user>, <tmp> chosen as Python's tempfile.gettempdir() does\n"
@@ -323,11 +326,13 @@ static const char sign_help[] =
 	"example: megacache sign cache.mcache -s release.key -p ci.pub\n";
 
 static const char verify_help[] =
-	"usage: megacache verify BUNDLE (-p PUBFILE... | --insecure-no-verify) [--threshold K]\n"
+	"usage: megacache verify BUNDLE... (-p PUBFILE... | --insecure-no-verify) [--threshold K]\n"
 	"       [--min-version N] [--require K=V]... [--now TIME] [--json]\n"
 	"Check a bundle's signatures, policy and every byte. Each signature is verified (by\n"
 	"a trusted key), not checked (its key is not trusted: it vouches for nothing) or\n"
-	"broken (by a trusted key id, and it does not verify: the verify fails).\n"
+	"broken (by a trusted key id, and it does not verify: the verify fails). Several\n"
+	"bundles (- once: standard input) are each checked and told; the exit status is the\n"
+	"worst: 2 (one could not be checked), then 3 (a newer format), then 1, then 0.\n"
 	"  -p PUBFILE            a trusted public key (a file, its text or its base64 line)\n"
 	"  --threshold K         need K signatures by trusted keys (default 1)\n"
 	"  --min-version N       refuse a bundle version below N\n"
@@ -419,7 +424,8 @@ static const char merge_help[] =
 
 static const char diff_help[] =
 	"usage: megacache diff A B [--json]\n"
-	"Artifacts added, removed and changed from bundle A to B (exit 0 same, 1 differ).\n"
+	"Artifacts added, removed and changed from bundle A to B, and the facts that differ:\n"
+	"format and bundle version, expiry, labels, signers (exit 0 same, 1 differ).\n"
 	"  --json                the differences as JSON\n"
 	"  -v, --verbose         no extra output\n"
 	"example: megacache diff old.mcache new.mcache\n";
@@ -546,6 +552,48 @@ help_command(int argc, char **argv)
 	return 0;
 }
 
+/* megacache --version [--json]: the versions of the tool, its library and the bundle
+ * formats; --json: an object with what a pipeline checks before it counts on this
+ * megacache (the formats it reads and writes, Redis support, the commands). */
+static int
+version_command(int argc, char **argv)
+{
+	cJSON *j, *f, *a;
+	size_t i;
+	int v;
+
+	if (argc > 3 || (argc == 3 && strcmp(argv[2], "--json") != 0)) {
+		say(stderr, "%s: --version takes no option but --json", PROG);
+		try_help();
+	}
+	if (argc == 2) {
+		say(stdout, "megacache %s (bundle format %d)", MC_VERSION_STRING, MC_FORMAT_VERSION);
+		return 0;
+	}
+	json_begin("version");
+	j = json_object();
+	cJSON_AddStringToObject(j, "version", MC_VERSION_STRING);
+	cJSON_AddStringToObject(j, "library_version", mc_version());
+	f = cJSON_AddObjectToObject(j, "format_versions");
+	a = cJSON_AddArrayToObject(f, "read");
+	for (v = 1; v <= MC_FORMAT_VERSION; v++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(v));
+	a = cJSON_AddArrayToObject(f, "write"); /* mc_writer_set_format_version(): 1 or the default */
+	cJSON_AddItemToArray(a, cJSON_CreateNumber(1));
+	if (MC_FORMAT_VERSION > 1)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(MC_FORMAT_VERSION));
+	cJSON_AddNumberToObject(f, "default", MC_FORMAT_VERSION);
+	a = cJSON_AddArrayToObject(j, "torch_formats");
+	cJSON_AddItemToArray(a, cJSON_CreateString("2.7"));
+	cJSON_AddItemToArray(a, cJSON_CreateString("current"));
+	cJSON_AddBoolToObject(j, "redis", mc_redis_supported() != 0);
+	a = cJSON_AddArrayToObject(j, "commands");
+	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(commands[i].name));
+	print_json(j);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -560,10 +608,8 @@ main(int argc, char **argv)
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "help") == 0)
 		return help_command(argc, argv);
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
-		say(stdout, "megacache %s (bundle format %d)", MC_VERSION_STRING, MC_FORMAT_VERSION);
-		return 0;
-	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
+		return version_command(argc, argv);
 	if ((cmd = find_command(argv[1])) != NULL)
 		return run_command(cmd, argc - 1, argv + 1);
 	/* No command: with --json, the failure object names none ("command": ""). */

@@ -154,8 +154,9 @@ json_fail_add(const char *name, cJSON *item)
 	cJSON_AddItemToObject(js.extra, name, item);
 }
 
-/* A command's report with --json: an object with the schema version, the command and
- * "ok": true, for the command to add to and print_json(). */
+/* A command's report with --json: an object with the schema version, the command,
+ * "ok": true and "exit": 0, for the command to add to and print_json(); one that ends
+ * with another status says so with json_status(). */
 cJSON *
 json_object(void)
 {
@@ -164,6 +165,35 @@ json_object(void)
 	cJSON_AddNumberToObject(j, "schema", JSON_SCHEMA);
 	cJSON_AddStringToObject(j, "command", js.command != NULL ? js.command : "");
 	cJSON_AddBoolToObject(j, "ok", 1);
+	cJSON_AddNumberToObject(j, "exit", 0);
+	return j;
+}
+
+/* The exit status status into the report j: "ok" is true exactly when it is 0. */
+void
+json_status(cJSON *j, int status)
+{
+	cJSON_ReplaceItemInObject(j, "ok", cJSON_CreateBool(status == 0));
+	cJSON_ReplaceItemInObject(j, "exit", cJSON_CreateNumber(status));
+}
+
+/* The failure object of the failure noted (code, line and extras), ending with status;
+ * the failure is then forgotten, for a command that goes on to another bundle. */
+cJSON *
+json_failure(int status)
+{
+	cJSON *j = json_object(), *x;
+
+	json_status(j, status);
+	cJSON_AddStringToObject(j, "error", js.code != NULL ? js.code : "failed");
+	cJSON_AddStringToObject(j, "message", js.message);
+	while (js.extra != NULL && (x = js.extra->child) != NULL) {
+		char name[64]; /* cJSON before 1.7.4 frees an item's name before copying it */
+		snprintf(name, sizeof name, "%s", x->string);
+		cJSON_DetachItemViaPointer(js.extra, x);
+		cJSON_AddItemToObject(j, name, x);
+	}
+	json_forget();
 	return j;
 }
 
@@ -172,24 +202,9 @@ json_object(void)
 int
 json_finish(int status)
 {
-	cJSON *j, *x;
-
 	if (js.command == NULL || js.printed || status == 0)
 		return status;
-	j = json_object();
-	cJSON_ReplaceItemInObject(j, "ok", cJSON_CreateFalse());
-	cJSON_AddStringToObject(j, "error", js.code != NULL ? js.code : "failed");
-	cJSON_AddStringToObject(j, "message", js.message);
-	cJSON_AddNumberToObject(j, "exit", status);
-	while (js.extra != NULL && (x = js.extra->child) != NULL) {
-		char name[64]; /* cJSON before 1.7.4 frees an item's name before copying it */
-		snprintf(name, sizeof name, "%s", x->string);
-		cJSON_DetachItemViaPointer(js.extra, x);
-		cJSON_AddItemToObject(j, name, x);
-	}
-	cJSON_Delete(js.extra);
-	js.extra = NULL;
-	print_json(j);
+	print_json(json_failure(status));
 	return status;
 }
 

@@ -137,7 +137,7 @@ read_password(void *ud, const char *prompt, char *buf, size_t len)
  * the library counts a key given twice once, and would fail every bundle (exit 1) for
  * a policy none can meet. Keys are told apart as the library does, by the Ed25519 key
  * (one key under two key ids is one). */
-static int
+int
 load_keys(mc_ctx *ctx, const struct trust *t, mc_pubkey **keys)
 {
 	size_t i, j, distinct = 0;
@@ -203,7 +203,15 @@ open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys)
 	int rc = load_keys(t->ctx, &t->trust, keys);
 
 	if (rc == MC_OK)
-		rc = open_bundle(t, path, b);
+		rc = open_under(t, path, b, keys);
+	return rc;
+}
+
+int
+open_under(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys)
+{
+	int rc = open_bundle(t, path, b);
+
 	if (rc == MC_OK)
 		rc = apply_trust(*b, &t->trust, keys);
 	return rc;

@@ -145,10 +145,12 @@ int exit_code(int rc);
 int fail(mc_ctx *ctx, int rc);
 void human_bytes(uint64_t n, char *buf, size_t len);
 void print_json(cJSON *j);
-#define JSON_SCHEMA 2 /* the version of doc/json-schema.json */
+#define JSON_SCHEMA 3 /* the version of doc/json-schema.json */
 void json_begin(const char *command);
 void json_error(const char *code);
 cJSON *json_object(void);
+void json_status(cJSON *j, int status);
+cJSON *json_failure(int status);
 int json_finish(int status);
 void json_exit(int status) __attribute__((noreturn));
 void json_to(FILE *f);
@@ -158,9 +160,15 @@ void json_forget(void);
 void json_fail_add(const char *name, cJSON *item);
 
 /* cmd_verify.c: the signatures of a bundle, each verified, not checked or broken
- * (mc_bundle_signature_state()), for verify, list, sign and load. */
+ * (mc_bundle_signature_state()), and its facts, for every report of a bundle read. */
 /* [{"key_id", "state"}, ...] */
 cJSON *signatures_json(mc_bundle *b);
+/* {"KEY": "VALUE", ...}: b's labels. */
+cJSON *labels_json(const mc_bundle *b);
+/* The facts of b every report of a bundle read carries, as members of j:
+ * "format_version", "bundle_version", "created", "expires" (when it has an expiry),
+ * "labels", "signatures" and "artifact_count". */
+void bundle_facts_json(cJSON *j, mc_bundle *b);
 /* A line per signature: "<prefix>signature by key ID: <state>". checked: keys were
  * given, so one not checked is by a key not trusted. */
 void say_signatures(FILE *f, mc_bundle *b, const char *prefix, int checked);
@@ -187,6 +195,11 @@ int read_password(void *ud, const char *prompt, char *buf, size_t len);
 extern char password_why[256];
 int open_bundle(struct tool *t, const char *path, mc_bundle **b);
 int open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
+/* The two steps of open_trusted(), for a command that opens several bundles under the
+ * keys loaded once: the -p keys into keys (for free_keys(), whatever it returns), and a
+ * bundle opened under them. */
+int load_keys(mc_ctx *ctx, const struct trust *t, mc_pubkey **keys);
+int open_under(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
 void free_keys(mc_pubkey **keys, size_t n);
 int select_types(mc_ctx *ctx, mc_bundle *b, const char *types);
 

@@ -50,6 +50,7 @@ _megacache()
 		return
 	fi
 	cmd=${COMP_WORDS[1]}
+	case $cmd in -V|--version) COMPREPLY=($(compgen -W "--json" -- "$cur")); return ;; esac
 	# After run's --, the command run: leave it to bash.
 	for ((i = 2; i < COMP_CWORD; i++)); do
 		[ "${COMP_WORDS[i]}" = "--" ] && { COMPREPLY=($(compgen -c -- "$cur")); return; }

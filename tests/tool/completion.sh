@@ -30,6 +30,7 @@ expect "2.7" megacache export --torch-format 2
 expect "load" megacache help lo
 expect "--force" megacache keygen --fo
 expect "" megacache diff --types
+expect "--json" megacache --version --
 mkdir -p "$T/bundles" && : >"$T/bundles/a.mcache" && : >"$T/bundles/b.mcache"
 expect "bundles/a.mcache" megacache load bundles/a
 expect "bundles/b.mcache" megacache verify x -p bundles/b

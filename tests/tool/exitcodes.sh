@@ -79,6 +79,25 @@ run 2 "absent.mcache" verify "$T/absent.mcache" -p "$PUB"
 run 2 "not a megacache bundle" verify "$T/notabundle.mcache" -p "$PUB"
 run 1 "do not match their hash" verify "$T/tampered.mcache" -p "$PUB"
 run 1 "no signature by a trusted key" verify "$T/a.mcache" -p "$KEYS/other.pub"
+# Several bundles: each verified and told by name, the worst status: 2 (one could not
+# be checked) over 3 (a newer format) over 1 (one did not verify) over 0.
+run 0 "2 of 2 bundles verified" verify "$T/a.mcache" "$T/b.mcache" -p "$PUB"
+grep -q "^$T/a.mcache: OK (" "$T/out" && grep -q "^$T/b.mcache: OK (" "$T/out" && ok ||
+	bad "verify of two bundles: $(cat "$T/out")"
+run 1 "$T/tampered.mcache: " verify "$T/a.mcache" "$T/tampered.mcache" "$T/b.mcache" -p "$PUB"
+grep -q "^$T/b.mcache: OK (" "$T/out" && grep -qx "2 of 3 bundles verified" "$T/out" && ok ||
+	bad "verify went on after a bundle that failed: $(cat "$T/out")"
+FUT="$MC_SRCDIR/format/vectors/manifest-future-version.mcache"
+run 3 "upgrade megacache" verify "$T/tampered.mcache" "$FUT" -p "$PUB"
+run 2 "not a megacache bundle" verify "$FUT" "$T/notabundle.mcache" "$T/tampered.mcache" -p "$PUB"
+grep -q "do not match their hash" "$T/err" && grep -q "upgrade megacache" "$T/err" && ok ||
+	bad "verify did not tell each bundle's failure: $(cat "$T/err")"
+run 0 "$T/a.mcache: OK" verify - "$T/a.mcache" -p "$PUB" <"$T/b.mcache"
+grep -q "^standard input: OK (" "$T/out" && ok || bad "verify of standard input among others: $(cat "$T/out")"
+run 2 "standard input (-) can be only one of the bundles" verify - "$T/a.mcache" - -p "$PUB"
+# a -p key that cannot be read fails the command once, not each bundle
+run 2 "notabundle.mcache: first line is not an untrusted comment" verify "$T/a.mcache" "$T/b.mcache" -p "$T/notabundle.mcache"
+[ "$(wc -l <"$T/err")" = 1 ] && [ ! -s "$T/out" ] && ok || bad "verify of two with a bad key: $(cat "$T/out" "$T/err")"
 
 run 0 "artifacts" list "$T/a.mcache"
 run 2 "list needs exactly one BUNDLE" list

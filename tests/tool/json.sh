@@ -14,8 +14,8 @@ ID2=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$
 
 # valid FILE COMMAND EXIT ASSERTION: FILE is one object valid against the schema, laid
 # out as every command lays it out (a lone "{", a member a line indented by a tab, a lone
-# "}"), with "command" COMMAND, ok as exit status EXIT says, and the Python expression
-# ASSERTION on it (j; "" for none) true.
+# "}"), with "command" COMMAND, "exit" EXIT and ok true exactly when that is 0, and the
+# Python expression ASSERTION on it (j; "" for none) true.
 valid() {
 	/usr/bin/python3 - "$SCHEMA" "$@" <<'PY'
 import json, sys
@@ -28,12 +28,8 @@ lines = text.split("\n")
 assert lines[0] == "{" and lines[-2:] == ["}", ""], text[:200]
 assert all(x.startswith("\t") for x in lines[1:-2]), text[:200]
 jsonschema.Draft202012Validator(json.load(open(schema))).validate(j)
-assert j["schema"] == 2 and j["command"] == cmd, j
-# diff's and audit's exit 1 is a report (they differ, unvouched entries); audit's is
-# also a bundle that does not verify
-assert (cmd == "audit" and want == "1") or j["ok"] is (want == "0" or (cmd == "diff" and want == "1")), j
-assert j["ok"] or j["exit"] == int(want), j
-assert cmd != "run" or j["exit"] == int(want), j
+assert j["schema"] == 3 and j["command"] == cmd, j
+assert j["exit"] == int(want) and j["ok"] is (want == "0"), j
 assert eval(expr or "True"), (expr, j)
 PY
 }
@@ -50,6 +46,13 @@ js() {
 
 mkdir -p "$T/empty"
 printf 'not a bundle\n' >"$T/notabundle.mcache"
+
+# --version --json: what this megacache reads and writes, for a pipeline to check
+js 0 version "j['format_versions'] == {'read': [1, 2], 'write': [1, 2], 'default': 2} and j['version'] == j['library_version'] == '$("$MEGACACHE" --version | cut -d' ' -f2)' and 'verify' in j['commands'] and j['torch_formats'] == ['2.7', 'current'] and isinstance(j['redis'], bool)" \
+	--version
+"$MEGACACHE" --version --bogus >"$T/out" 2>"$T/err"
+[ $? = 2 ] && grep -qF -- "--version takes no option but --json" "$T/err" && [ ! -s "$T/out" ] && ok ||
+	bad "--version --bogus: $(cat "$T/out" "$T/err")"
 
 # keygen
 js 0 keygen 'j["encrypted"] is False and len(j["key_id"]) == 16' keygen -p "$T/k.pub" -s "$T/k.key" -W
@@ -136,6 +139,19 @@ js 1 verify 'j["error"] == "untrusted_signature" and j["exit"] == 1' verify "$T/
 js 1 verify 'j["error"] == "rollback"' verify "$T/a.mcache" -p "$PUB" --min-version 5
 js 1 verify 'j["error"] == "threshold"' verify "$T/two.mcache" -p "$PUB" -p "$KEYS/test2.pub" -p "$T/k.pub" --threshold 3
 js 2 verify 'j["error"] == "not_bundle"' verify "$T/notabundle.mcache" -p "$PUB"
+# several bundles: one report, "bundles" each one's object in order (a failure naming
+# its bundle), the worst status: 2 over 3 over 1 over 0
+js 0 verify '"bundles" not in j and j["bundle"].endswith("a.mcache")' verify "$T/a.mcache" -p "$PUB"
+js 0 verify "[b['bundle'] for b in j['bundles']] == ['$T/a.mcache', '$T/two.mcache'] and all(b['ok'] and b['command'] == 'verify' and b['artifact_count'] == 10 for b in j['bundles'])" \
+	verify "$T/a.mcache" "$T/two.mcache" -p "$PUB"
+js 1 verify "'error' not in j and [(b['bundle'], b['exit'], b.get('error')) for b in j['bundles']] == [('$T/a.mcache', 0, None), ('$T/tampered-label.mcache', 1, 'bad_signature'), ('$T/two.mcache', 0, None)] and j['bundles'][1]['signatures'] == [{'key_id': '$ID1', 'state': 'broken'}]" \
+	verify "$T/a.mcache" "$T/tampered-label.mcache" "$T/two.mcache" -p "$PUB"
+js 3 verify "[b['exit'] for b in j['bundles']] == [1, 3] and j['bundles'][1]['error'] == 'unsupported_version'" \
+	verify "$T/tampered-label.mcache" "$FUT" -p "$PUB"
+js 2 verify "[b['exit'] for b in j['bundles']] == [3, 2, 1, 0] and j['bundles'][1]['error'] == 'not_bundle'" \
+	verify "$FUT" "$T/notabundle.mcache" "$T/tampered-label.mcache" "$T/a.mcache" -p "$PUB"
+js 0 verify "[b['bundle'] for b in j['bundles']] == ['$T/a.mcache', '-']" verify "$T/a.mcache" - -p "$PUB" <"$T/two.mcache"
+js 2 verify 'j["error"] == "usage" and "only one of the bundles" in j["message"]' verify - - -p "$PUB"
 head -c 3000 "$T/a.mcache" >"$T/cut.mcache"
 js 1 verify 'j["error"] == "malformed"' verify "$T/cut.mcache" -p "$PUB"
 
@@ -162,12 +178,12 @@ js 2 load 'j["error"] == "invalid" and "nosuchuser-json" in j["message"]' \
 js 0 load 'j["unchanged"] == 10' load -q "$T/a.mcache" -p "$PUB" --cache-dir "$T/c" --triton-dir "$T/t"
 
 # export
-js 0 export 'j["artifact_count"] == 10 and j["torch_format"] == "current" and j["left_out"] == {}' \
+js 0 export 'j["exported"] == 10 and j["artifact_count"] == 10 and j["torch_format"] == "current" and j["left_out"] == {}' \
 	export "$T/a.mcache" --torch "$T/x.blob" -p "$PUB"
 js 1 export 'j["error"] == "untrusted_signature"' export "$T/a.mcache" --torch "$T/y.blob" -p "$KEYS/test2.pub"
 
 # merge
-js 0 merge 'j["artifact_count"] == 10 and j["inputs"][1].endswith("two.mcache") and j["signed"] and j["conflicts"] == 0' \
+js 0 merge 'j["artifact_count"] == 10 and j["bundles"][1].endswith("two.mcache") and j["output"].endswith("m.mcache") and j["signed"] and j["conflicts"] == 0' \
 	merge -o "$T/m.mcache" "$T/a.mcache" "$T/two.mcache" -p "$PUB" -s "$SEC"
 js 2 merge 'j["error"] == "unsigned_output"' merge -o "$T/u.mcache" "$T/a.mcache" -p "$PUB"
 
@@ -184,6 +200,40 @@ IND=$(find "$T/ic" -mindepth 1 -maxdepth 1 -type d | head -n 1)
 js 0 save 'j["dry_run"] and j["artifact_count"] > 0 and j["folders"][0]["artifact_count"] == j["artifact_count"]' \
 	save -o "$T/s.mcache" --dry-run --cache-dir "$IND" --triton-dir "$T/none"
 js 2 save 'j["error"] == "no_artifacts"' save -o "$T/s.mcache" --cache-dir "$T/empty" --triton-dir "$T/none"
+
+# One rule for every report of a bundle read: "bundle" names it and its facts are told
+# alike (those of a verified bundle with the signatures' states as verified); "output"
+# is the path written; a report that ends with exit 1 has ok false and no error.
+js 0 verify 'j["format_version"] == 2' verify "$T/labelled.mcache" -p "$PUB"
+cp "$T/out" "$T/f-verify"
+js 0 load 'j["bundle"].endswith("labelled.mcache")' load "$T/labelled.mcache" -p "$PUB" --cache-dir "$T/fc" --triton-dir "$T/ft"
+cp "$T/out" "$T/f-load"
+js 0 export 'j["output"].endswith("f.blob")' export "$T/labelled.mcache" -p "$PUB" --torch "$T/f.blob"
+cp "$T/out" "$T/f-export"
+js 0 sign 'j["output"].endswith("f2.mcache") and j["signature_count"] == 2' \
+	sign "$T/labelled.mcache" -p "$PUB" -s "$KEYS/test2.key" -o "$T/f2.mcache"
+cp "$T/out" "$T/f-sign"
+js 0 list 'j["keys_given"]' list "$T/labelled.mcache" -p "$PUB"
+cp "$T/out" "$T/f-list"
+"$MEGACACHE" run --json-file "$T/f-run" -b "$T/labelled.mcache" -p "$PUB" --cache-dir "$T/fc" --triton-dir "$T/ft" -- true 2>"$T/err"
+/usr/bin/python3 - "$T" "$ID1" <<'PY' && ok || bad "the facts of labelled.mcache differ between reports: $(cat "$T/f-verify" "$T/f-load")"
+import json, sys
+t, id1 = sys.argv[1:]
+facts = ("format_version", "bundle_version", "created", "expires", "labels", "signatures", "artifact_count")
+want = {"format_version": 2, "bundle_version": 0, "created": 1700000000, "labels": {"team": "ml"},
+        "signatures": [{"key_id": id1, "state": "verified"}], "artifact_count": 10}
+for c in ("verify", "load", "export", "sign", "list", "run"):
+    j = json.load(open(t + "/f-" + c))
+    if c == "run":
+        j = j["bundles"][0]
+    assert j["bundle"].endswith("labelled.mcache"), (c, j)
+    got = {k: j[k] for k in facts if k in j}
+    assert got.pop("expires") > want["created"], (c, got)
+    assert got == want, (c, got)
+PY
+js 0 pack 'j["output"].endswith("o.mcache") and "bundle" not in j' pack -o "$T/o.mcache" -s "$SEC" --from-torch "$BLOB"
+js 1 diff 'j["bundles"] == ["'"$T/a.mcache"'", "'"$T/labelled.mcache"'"] and "error" not in j and j["facts"] == {"labels": [{}, {"team": "ml"}], "expires": [None, j["facts"]["expires"][1]]}' \
+	diff "$T/a.mcache" "$T/labelled.mcache"
 
 # push, pull, audit: their failures before a server is reached (tests/tool/fleet.sh has
 # their reports, against a real Redis)
@@ -213,12 +263,12 @@ jsrun() {
 	[ "$(tail -c 1 "$T/rerr" | od -An -c | tr -d ' ')" = '\n' ] &&
 		valid "$T/rlast" run "$want" "$expr" && ok || bad "megacache run --json $*: $(tail -c 1500 "$T/rerr")"
 }
-jsrun 0 'j["bundles"] == [{"bundle": j["bundles"][0]["bundle"], "loaded": True, "installed": 10, "replaced": 0, "unchanged": 0, "gpu_targets": [], "host_gpu_targets": [], "gpu_targets_checked": False, "skipped": 0, "skipped_kernels": 0, "error": None, "message": None}] and j["child"] == {"argv": ["sh", "-c", "echo child-out; echo child-err >&2"], "started": True, "exit_status": 0, "signal": None} and j["save"] is None and j["error"] is None' \
+jsrun 0 'len(j["bundles"]) == 1 and {k: v for k, v in j["bundles"][0].items() if k not in ("bundle", "created", "signatures")} == {"format_version": 2, "bundle_version": 0, "labels": {}, "artifact_count": 10, "loaded": True, "installed": 10, "replaced": 0, "unchanged": 0, "gpu_targets": [], "host_gpu_targets": [], "gpu_targets_checked": False, "skipped": 0, "skipped_kernels": 0, "error": None, "message": None} and j["bundles"][0]["signatures"] == [{"key_id": "'"$ID1"'", "state": "verified"}] and j["child"] == {"argv": ["sh", "-c", "echo child-out; echo child-err >&2"], "started": True, "exit_status": 0, "signal": None} and j["save"] is None and j["error"] is None' \
 	-b "$T/a.mcache" -p "$PUB" --cache-dir "$T/rc" --triton-dir "$T/rt" -- sh -c 'echo child-out; echo child-err >&2'
 [ "$(cat "$T/rout")" = child-out ] && ok || bad "run --json: standard output is not the command's alone: $(cat "$T/rout")"
 grep -qx child-err "$T/rerr" && ! grep -q warmed "$T/rerr" && ok || bad "run --json: standard error: $(cat "$T/rerr")"
 # The command fails after adding an artifact: its status, and the save still made
-jsrun 3 'j["error"] == "command_failed" and "exited with status 3" in j["message"] and j["child"]["exit_status"] == 3 and j["bundles"][0]["unchanged"] == 10 and j["save"] == {"bundle": j["save"]["bundle"], "written": True, "artifact_count": 1, "bytes": 9, "signature_count": 1, "signed": True}' \
+jsrun 3 'j["error"] == "command_failed" and "exited with status 3" in j["message"] and j["child"]["exit_status"] == 3 and j["bundles"][0]["unchanged"] == 10 and j["save"] == {"output": j["save"]["output"], "written": True, "artifact_count": 1, "bytes": 9, "signature_count": 1, "signed": True}' \
 	-b "$T/a.mcache" -p "$PUB" --cache-dir "$T/rc" --triton-dir "$T/rt" --save-to "$T/new.mcache" -s "$SEC" -- \
 	sh -c 'mkdir -p "$0/zz" && echo "print(1)" > "$0/zz/cjsonnew.py" && exit 3' "$T/rc"
 run 0 "" verify "$T/new.mcache" -p "$PUB"
