@@ -11,18 +11,19 @@ ID2=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$
 X1=4102444800 # 2100-01-01
 X2=4102531200 # 2100-01-02
 
-# pk NAME [pack options]: a bundle of the same artifacts, the options given over these
+# pk NAME TEAM [pack options]: a bundle of the same artifacts, labelled team=TEAM, the
+# options given over these (a label cannot be given twice)
 pk() {
-	name=$1; shift
+	name=$1 team=$2; shift 2
 	"$MEGACACHE" pack -q -o "$T/$name.mcache" -s "$SEC" --from-torch "$BLOB" --bundle-version 1 \
-		--label team=ml --expires 2100-01-01 "$@" || bad "pack of $name"
+		--label team="$team" --expires 2100-01-01 "$@" || bad "pack of $name"
 }
-pk base
-pk again
-pk version --bundle-version 2
-pk label --label team=ai
-pk expires --expires 2100-01-02
-pk format --format-version 1
+pk base ml
+pk again ml
+pk version ml --bundle-version 2
+pk label ai
+pk expires ml --expires 2100-01-02
+pk format ml --format-version 1
 # signed by another key alone (pk's -s would add one)
 "$MEGACACHE" pack -q -o "$T/signer.mcache" -s "$KEYS/test2.key" --from-torch "$BLOB" \
 	--bundle-version 1 --label team=ml --expires 2100-01-01 || bad "pack of signer"
