@@ -226,7 +226,7 @@ mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 	/* The renames spread over the threads: those in different folders do not wait on
 	 * each other. The files are told of afterwards, in order, on this thread. */
 	t = mc__prof_start(L->ctx);
-	rc = mc__parallel(L->ctx, L->nst + L->nunits, L->nwk, commit_item, L);
+	rc = mc__parallel_all(L->ctx, L->nst + L->nunits, L->nwk, commit_item, L);
 	t = mc__prof_since(L->ctx, "renames", t, 0);
 	if ((r = report_files(L, fn, ud)) != MC_OK && rc == MC_OK)
 		rc = r;
