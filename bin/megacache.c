@@ -146,6 +146,8 @@ const char tool_usage[] =
 	"\n"
 	"exit status: 0 success; 1 verification or integrity failure; 2 usage or system error;\n"
 	"3 a bundle of a newer format than this megacache reads (upgrade megacache);\n"
+	"129, 130, 143: stopped by SIGHUP, SIGINT, SIGTERM (it ends by that signal), what it had\n"
+	"staged or begun to write removed;\n"
 	"run: the command's own (126/127: it could not be started; killed by a signal: the\n"
 	"same signal, or 128 + its number for one that dumps core).\n";
 
@@ -468,6 +470,7 @@ run_command(const struct command *cmd, int argc, char **argv)
 	if (wants_json(cmd, argc, argv))
 		json_begin(cmd->name);
 	rc = cmd->fn(&t, argc, argv);
+	interrupt_watch(NULL);
 	mc_ctx_free(t.ctx);
 	return json_finish(rc);
 }
@@ -517,6 +520,7 @@ main(int argc, char **argv)
 
 	/* A file-size limit must give a clear error (EFBIG), not kill the process. */
 	signal(SIGXFSZ, SIG_IGN);
+	interrupt_catch();
 	if (argc < 2) {
 		fputs(tool_usage, stderr);
 		return EXIT_USAGE;
@@ -528,8 +532,11 @@ main(int argc, char **argv)
 		say(stdout, "megacache %s (bundle format %d)", MC_VERSION_STRING, MC_FORMAT_VERSION);
 		return 0;
 	}
-	if ((cmd = find_command(argv[1])) != NULL)
-		return run_command(cmd, argc - 1, argv + 1);
+	if ((cmd = find_command(argv[1])) != NULL) {
+		int rc = run_command(cmd, argc - 1, argv + 1);
+		interrupt_end();
+		return rc;
+	}
 	say(stderr, "%s: unknown command '%s'", PROG, argv[1]);
 	try_help();
 }
