@@ -108,6 +108,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	L.ctx = b->ctx;
 	L.token = randombytes_random();
 	L.pid = (long)getpid();
+	L.nskey = mc__pid_ns_key();
 	L.empty_obj = (size_t)-1;
 	L.last_tier = (size_t)-1;
 	pthread_mutex_init(&L.lock, NULL);

@@ -1,6 +1,7 @@
 # signals.sh - SIGINT, SIGTERM and SIGHUP stop a load, a pack and a save part way: each
 # exits 130, 143 or 129, having removed what it staged or wrote, the cache folder and
-# the output as they were before.
+# the output as they were before; a load killed with -9 leaves temp files and folders
+# that the next load into the same folders removes, sparing those of a live process.
 . "$(dirname "$0")/lib.sh"
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
@@ -106,5 +107,39 @@ sums "$T/cache_cpu_cold" > "$T/after.sums"
 cmp -s "$T/src.sums" "$T/after.sums" && ok || bad "the packed cache changed"
 [ "$(ls -A "$T/dest" | wc -l)" = 3 ] && ok || bad "files left beside the outputs: $(ls -A "$T/dest")"
 
-rm -rf "$T"/load-* "$T/dest"
+# 3. A load killed with -9 half way leaves temp files and folders; the next load into
+# the same folders removes them, but not one named for a live process (this shell) nor
+# a young one of another pid namespace (a container sharing the cache), nor what it did
+# not make.
+d="$T/killed"
+env $DFL "$BIN" load -q - -p "$PUB" --cache-dir "$d" < "$T/fifo" 2>/dev/null &
+pid=$!
+exec 7>"$T/fifo"
+head -c "$half" "$T/all.mcache" >&7
+wait_for "$d" '.*.tmp'
+sleep 0.2
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+exec 7>&-
+[ -n "$(find "$d" -name '.*.tmp' -type f)" ] && ok || bad "the killed load left no temp file"
+dir=$(find "$d" -name '.*.tmp' -type d | head -n 1)
+[ -n "$dir" ] && ok || bad "the killed load left no temp folder"
+# Its names end ".mc<pid>-<random>-<namespace>.tmp": the same names, another pid.
+one=$(find "$d" -name '.*.tmp' -type f | head -n 1)
+live=$(dirname "$one")/$(basename "$one" | sed "s/\.mc[0-9]*-/.mc$$-/")
+foreign=$(dirname "$one")/$(basename "$one" | sed 's/\.mc[0-9]*-/.mc999999999-/; s/-[0-9a-f]*\.tmp$/-00000001.tmp/')
+printf 'live\n' > "$live"
+printf 'foreign\n' > "$foreign"
+mkdir "$(echo "$dir" | sed "s/\.mc[0-9]*-/.mc$$-/")"
+mine=$(dirname "$one")/.not-a-loader.tmp
+printf 'mine\n' > "$mine"
+run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$d"
+temps "$d" | LC_ALL=C sort > "$T/left"
+printf '%s\n' "$(echo "$dir" | sed "s/\.mc[0-9]*-/.mc$$-/")" "$foreign" "$live" "$mine" |
+	LC_ALL=C sort > "$T/spared"
+cmp -s "$T/left" "$T/spared" && ok || bad "after the next load: $(diff "$T/spared" "$T/left")"
+rm -rf "$(echo "$dir" | sed "s/\.mc[0-9]*-/.mc$$-/")" "$foreign" "$live" "$mine"
+run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/ref"
+[ "$(sums "$d")" = "$(sums "$T/ref")" ] && ok || bad "the next load did not complete the tree"
+rm -rf "$T"/load-* "$d" "$T/ref" "$T/dest"
 finish
