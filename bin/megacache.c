@@ -148,8 +148,8 @@ const char tool_usage[] =
 	"3 a bundle of a newer format than this megacache reads (upgrade megacache);\n"
 	"129, 130, 143: stopped by SIGHUP, SIGINT, SIGTERM (it ends by that signal), what it had\n"
 	"staged or begun to write removed;\n"
-	"run: the command's own (126/127: it could not be started; killed by a signal: the\n"
-	"same signal, or 128 + its number for one that dumps core).\n";
+	"run: the command's own (126/127: it could not be started, nothing loaded; killed by a\n"
+	"signal: the same signal, or 128 + its number for one that dumps core).\n";
 
 /* Each command's own help (megacache CMD --help, megacache help CMD): its usage, one line
  * per option, an example. The common options close every one (common_help). */
