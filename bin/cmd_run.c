@@ -220,7 +220,8 @@ load_bundles(struct tool *t, struct run_opts *o, mc_bundle **bases, size_t *nbas
 			int status = gpu_told(&o->gpu) != 0 ? gpu_told(&o->gpu) : fail(t->ctx, rc);
 			if (rc == MC_ERR_GPU_MISMATCH)
 				gpu_mismatch_hint(t, &o->gpu, b, 0);
-			if (!o->allow_cold) {
+			/* Stopped by a signal: the command is not run, cold or not. */
+			if (!o->allow_cold || rc == MC_ERR_CANCELLED) {
 				mc_bundle_free(b);
 				return status;
 			}

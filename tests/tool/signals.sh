@@ -46,7 +46,7 @@ for sig in INT TERM HUP; do
 	d="$T/load-$sig"
 	run 0 "" load -q "$T/blob.mcache" -p "$PUB" --cache-dir "$d"
 	sums "$d" > "$T/before.sums"
-	env $DFL "$BIN" load -q - -p "$PUB" --cache-dir "$d" < "$T/fifo" 2>"$T/err" &
+	env $DFL "$BIN" load --json - -p "$PUB" --cache-dir "$d" < "$T/fifo" >"$T/json" 2>"$T/err" &
 	pid=$!
 	exec 7>"$T/fifo"
 	head -c "$half" "$T/all.mcache" >&7
@@ -59,10 +59,26 @@ for sig in INT TERM HUP; do
 	want=$((128 + $(kill -l "$sig")))
 	[ "$rc" = "$want" ] && ok || bad "load ($sig): exit $rc, expected $want: $(cat "$T/err")"
 	grep -q "interrupted by SIG$sig" "$T/err" && ok || bad "load ($sig): said $(cat "$T/err")"
+	grep -q '"error":.*"cancelled"' "$T/json" && grep -q "\"exit\":.*$want" "$T/json" && ok ||
+		bad "load ($sig): --json gave $(cat "$T/json")"
 	[ -z "$(temps "$d")" ] && ok || bad "load ($sig): left $(temps "$d" | head -n 3)"
 	sums "$d" > "$T/after.sums"
 	cmp -s "$T/before.sums" "$T/after.sums" && ok || bad "load ($sig): the cache changed"
 done
+
+# run stopped in its load does not run its command, even with --allow-cold.
+env $DFL "$BIN" run -q --allow-cold -b - -p "$PUB" --cache-dir "$T/run" -- touch "$T/ran" \
+	< "$T/fifo" 2>"$T/err" &
+pid=$!
+exec 7>"$T/fifo"
+head -c "$half" "$T/all.mcache" >&7
+wait_for "$T/run" '.*.tmp'
+kill -INT "$pid"
+reap "$pid"
+rc=$?
+exec 7>&-
+[ "$rc" = 130 ] && ok || bad "run (INT): exit $rc, expected 130: $(cat "$T/err")"
+[ ! -e "$T/ran" ] && [ ! -e "$T/run" ] && ok || bad "run (INT): ran its command or left the cache"
 
 # 2. pack and save: the signal comes while the first pass reads the caches (its progress
 # said on a FIFO); an older OUT stays as it was, and nothing is left beside it. A run
