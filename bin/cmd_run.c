@@ -680,6 +680,8 @@ cmd_run(struct tool *t, int argc, char **argv)
 		 (gpu_detect_wait(&o.gpu), rc = child_env(t)) != 0)
 		say(stderr, "%s: cannot set the command's environment: %s", PROG, strerror(rc)),
 			rc = EXIT_USAGE;
+	if (rc == 0 && interrupted()) /* a signal between the load and the command */
+		rc = 128 + interrupted();
 	if (rc == 0) {
 		used_start(t, &rj);
 		if ((spawn_rc = run_child(argv + optind, &status)) == 0)
