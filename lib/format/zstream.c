@@ -49,7 +49,7 @@ zin_fill(mc_zin *z)
 
 	if (z->pos < z->len || z->eof)
 		return MC_OK;
-	/* A signal that interrupts a read from a pipe ends it once it asked to cancel. */
+	/* A read from a pipe that a signal interrupts ends there once ctx is cancelled. */
 	do
 		r = mc__cancelled(z->ctx) ? 0 : read(z->fd, z->buf, z->cap);
 	while (r < 0 && errno == EINTR);
