@@ -97,6 +97,8 @@ export_stdout(struct tool *t, mc_bundle *b, const struct export_opts *o, int fd,
 			say(stderr, "%s: cannot write standard output: %s", PROG, strerror(errno));
 			return EXIT_USAGE;
 		}
+		if (interrupted()) /* a reader that stopped reading: ends by the signal */
+			return 128 + interrupted();
 		n = 0;
 	}
 	return 0;

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,6 +94,58 @@ run_check(const struct tool *t, const struct run_opts *o, int argc)
 		usage_error("-s and --label apply to the bundle of --save-to; none given%s", "");
 }
 
+/* Whether file can be run: a regular file executable by us. */
+static int
+runnable(const char *file)
+{
+	struct stat st;
+
+	if (stat(file, &st) != 0)
+		return errno;
+	if (!S_ISREG(st.st_mode) || access(file, X_OK) != 0)
+		return EACCES;
+	return 0;
+}
+
+/* CMD found before anything is loaded, as posix_spawnp() will look for it: a name with
+ * a slash as it is, else in each folder of $PATH (unset: the system's default). Returns
+ * 0, or 127 (not found) or 126 (not executable), as a shell does, having said so. */
+static int
+command_check(const char *cmd)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char file[PATH_MAX], dflt[256];
+	int err = ENOENT, e;
+
+	if (strchr(cmd, '/') != NULL) {
+		err = runnable(cmd);
+	} else {
+		if (path == NULL && confstr(_CS_PATH, dflt, sizeof dflt) > 0)
+			path = dflt;
+		for (p = path != NULL ? path : ""; err != 0; p = end + 1) {
+			end = strchr(p, ':');
+			if (end == NULL)
+				end = p + strlen(p);
+			/* an empty entry is the working folder */
+			snprintf(file, sizeof file, "%.*s%s%s", (int)(end - p), p, end > p ? "/" : "",
+				 cmd);
+			if ((e = runnable(file)) == 0 || (e != ENOENT && e != ENOTDIR))
+				err = e == 0 ? 0 : EACCES;
+			if (*end == '\0')
+				break;
+		}
+	}
+	if (err == 0)
+		return 0;
+	json_error("command_not_started");
+	if (err == ENOENT || err == ENOTDIR)
+		say(stderr, "%s: cannot run %s: %s; nothing was loaded", PROG, cmd,
+		    strchr(cmd, '/') != NULL ? "no such file" : "command not found in PATH");
+	else
+		say(stderr, "%s: cannot run %s: %s; nothing was loaded", PROG, cmd, strerror(err));
+	return err == ENOENT || err == ENOTDIR ? 127 : 126;
+}
+
 /* --json and --json-file, found before the options are parsed so that a usage error is
  * told in JSON too: the object goes to standard error (standard output is the
  * command's), after all else, or to the file, which is written over. */
@@ -174,7 +227,8 @@ load_bundles(struct tool *t, struct run_opts *o, mc_bundle **bases, size_t *nbas
 			int status = gpu_told(&o->gpu) != 0 ? gpu_told(&o->gpu) : fail(t->ctx, rc);
 			if (rc == MC_ERR_GPU_MISMATCH)
 				gpu_mismatch_hint(t, &o->gpu, b, 0);
-			if (!o->allow_cold) {
+			/* Stopped by a signal: the command is not run, cold or not. */
+			if (!o->allow_cold || rc == MC_ERR_CANCELLED) {
 				mc_bundle_free(b);
 				return status;
 			}
@@ -619,14 +673,21 @@ cmd_run(struct tool *t, int argc, char **argv)
 	if (o.save_to != NULL && o.rec.signers.n == 0 && !t->quiet)
 		say(stderr, "%s: warning: %s will be unsigned: loads will need --insecure-no-verify "
 		    "(sign it with -s SECFILE)", PROG, o.save_to);
-	/* The signing keys' passwords are asked for now, not after the command. */
-	if (o.save_to != NULL && ((rc = mc_writer_new(t->ctx, &w)) != MC_OK ||
+	/* CMD is looked for before anything is loaded; the signing keys' passwords are asked
+	 * for now, not after the command. */
+	if ((spawn_rc = command_check(argv[optind])) != 0) {
+		rc = spawn_rc;
+		if (t->json)
+			print_run(&rj, argv + optind, spawn_rc, 0, 0, rc);
+	} else if (o.save_to != NULL && ((rc = mc_writer_new(t->ctx, &w)) != MC_OK ||
 				  (rc = record_setup(t, w, &o.rec)) != MC_OK))
 		rc = fail(t->ctx, rc);
 	else if ((rc = load_bundles(t, &o, bases, &nbases, keys, &rj)) == 0 &&
 		 (gpu_detect_wait(&o.gpu), rc = child_env(t)) != 0)
 		say(stderr, "%s: cannot set the command's environment: %s", PROG, strerror(rc)),
 			rc = EXIT_USAGE;
+	if (rc == 0 && interrupted()) /* a signal between the load and the command */
+		rc = 128 + interrupted();
 	if (rc == 0) {
 		used_start(t, &rj);
 		if ((spawn_rc = run_child(argv + optind, &status)) == 0)

@@ -55,7 +55,7 @@ gpu_detect_start(struct gpu_opts *g)
 	/* Without a context of its own or a thread, gpu_apply() detects on its own. */
 	if (mc_ctx_new(&g->dctx) != MC_OK)
 		return;
-	if (pthread_create(&g->thread, NULL, detect, g) == 0) {
+	if (start_thread(&g->thread, detect, g) == 0) {
 		g->started = 1;
 		g->joined = 0;
 	} else {

@@ -154,8 +154,10 @@ const char tool_usage[] =
 	"\n"
 	"exit status: 0 success; 1 verification or integrity failure; 2 usage or system error;\n"
 	"3 a bundle of a newer format than this megacache reads (upgrade megacache);\n"
-	"run: the command's own (126/127: it could not be started; killed by a signal: the\n"
-	"same signal, or 128 + its number for one that dumps core).\n";
+	"129, 130, 143: stopped by SIGHUP, SIGINT, SIGTERM (it ends by that signal), what it had\n"
+	"staged or begun to write removed;\n"
+	"run: the command's own (126/127: it could not be started, nothing loaded; killed by a\n"
+	"signal: the same signal, or 128 + its number for one that dumps core).\n";
 
 /* Each command's own help (megacache CMD --help, megacache help CMD): its usage, one line
  * per option, an example. The common options close every one (common_help). */
@@ -508,6 +510,7 @@ run_command(const struct command *cmd, int argc, char **argv)
 	if (wants_json(cmd, argc, argv))
 		json_begin(cmd->name);
 	rc = cmd->fn(&t, argc, argv);
+	interrupt_watch(NULL);
 	mc_ctx_free(t.ctx);
 	return json_finish(rc);
 }
@@ -601,6 +604,7 @@ main(int argc, char **argv)
 
 	/* A file-size limit must give a clear error (EFBIG), not kill the process. */
 	signal(SIGXFSZ, SIG_IGN);
+	interrupt_catch();
 	if (argc < 2) {
 		fputs(tool_usage, stderr);
 		return EXIT_USAGE;
@@ -610,8 +614,11 @@ main(int argc, char **argv)
 		return help_command(argc, argv);
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
 		return version_command(argc, argv);
-	if ((cmd = find_command(argv[1])) != NULL)
-		return run_command(cmd, argc - 1, argv + 1);
+	if ((cmd = find_command(argv[1])) != NULL) {
+		int rc = run_command(cmd, argc - 1, argv + 1);
+		interrupt_end();
+		return rc;
+	}
 	/* No command: with --json, the failure object names none ("command": ""). */
 	if (json_asked(argc, argv))
 		json_begin("");

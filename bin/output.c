@@ -319,10 +319,12 @@ warn_unsigned(const struct tool *t)
 }
 
 /* The exit status for a library error: 3 for a bundle of a newer format, 1 for one not
- * to be trusted, else 2. */
+ * to be trusted, 128 + the signal for work a signal cancelled, else 2. */
 int
 exit_code(int rc)
 {
+	if (rc == MC_ERR_CANCELLED && interrupted())
+		return 128 + interrupted();
 	if (rc == MC_ERR_UNSUPPORTED_VERSION)
 		return EXIT_VERSION;
 	return mc_status_is_verification_failure(rc) ? EXIT_VERIFY : EXIT_USAGE;
@@ -337,7 +339,10 @@ fail(mc_ctx *ctx, int rc)
 
 	json_error(mc_status_code(rc));
 	js.message[0] = '\0';
-	if (rc == MC_ERR_PASSWORD && password_why[0] != '\0')
+	if (rc == MC_ERR_CANCELLED && interrupted())
+		say(stderr, "%s: interrupted by %s; what it had begun is undone", PROG,
+		    interrupt_name());
+	else if (rc == MC_ERR_PASSWORD && password_why[0] != '\0')
 		say(stderr, "%s: %s: %s", PROG, msg[0] ? msg : mc_strerror(rc), password_why);
 	else
 		say(stderr, "%s: %s", PROG, msg[0] ? msg : mc_strerror(rc));

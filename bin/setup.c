@@ -64,6 +64,7 @@ tool_start(struct tool *t)
 			 : isatty(STDERR_FILENO) ? PROGRESS_TTY : 0;
 	t->progress.last = -1;
 	mc_ctx_set_progress(t->ctx, on_progress, &t->progress);
+	interrupt_watch(t->ctx);
 	if (mc_ctx_set_threads(t->ctx, t->threads) != MC_OK)
 		usage_error("--threads: %u is not valid", t->threads);
 	for (i = 0; i < TOOL_NCAPS; i++)
@@ -126,6 +127,10 @@ read_password(void *ud, const char *prompt, char *buf, size_t len)
 		fputs("\n", f);
 	}
 	fclose(f);
+	if (interrupted()) {
+		snprintf(password_why, sizeof password_why, "interrupted");
+		return MC_ERR_CANCELLED;
+	}
 	n = strlen(buf);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = '\0';

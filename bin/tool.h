@@ -188,6 +188,23 @@ int tool_prescan(const struct tool *t, int argc, char **argv, const struct tool_
 void tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spec,
 		void *opts);
 
+/* interrupt.c */
+/* Catches SIGHUP, SIGINT and SIGTERM (main, before anything else): each cancels the
+ * context watched, which then fails with MC_ERR_CANCELLED; one that was ignored stays
+ * ignored. */
+void interrupt_catch(void);
+/* The context a signal cancels (NULL: none, before it is freed). */
+void interrupt_watch(mc_ctx *ctx);
+/* The signal caught, or 0. */
+int interrupted(void);
+/* Its name ("SIGINT"). */
+const char *interrupt_name(void);
+/* pthread_create() for the tool's own threads, which leave those signals to the main one
+ * (where they interrupt a read). */
+int start_thread(pthread_t *thread, void *(*fn)(void *), void *arg);
+/* After the command: ends the process by the signal caught, if any. */
+void interrupt_end(void);
+
 /* setup.c */
 int tool_start(struct tool *t);
 int read_password(void *ud, const char *prompt, char *buf, size_t len);

@@ -72,7 +72,8 @@ enum {
 	MC_ERR_UNSUPPORTED = -25,  /* this build lacks what the call needs (Redis support) */
 	MC_ERR_UNSUPPORTED_VERSION = -26, /* the bundle's format version is newer than this
 					   * library reads: upgrade megacache */
-	MC_ERR_GPU_MISMATCH = -27  /* the bundle holds kernels for a GPU the host lacks */
+	MC_ERR_GPU_MISMATCH = -27, /* the bundle holds kernels for a GPU the host lacks */
+	MC_ERR_CANCELLED = -28     /* mc_ctx_cancel() stopped the operation */
 };
 
 /* The version of the library in use, MC_VERSION_STRING as it was built: a binding
@@ -88,7 +89,7 @@ MC_API const char *mc_strerror(int status);
  * "untrusted_signature" (MC_ERR_NO_SIGNATURE), "bad_signature", "threshold", "expired",
  * "rollback", "limit", "unknown_type", "bad_key", "conflict", "unsafe_destination",
  * "keyfile", "password", "torch_format", "crypto", "exists", "label", "remote",
- * "unsupported", "unsupported_version", "gpu_mismatch"; "unknown" for a
+ * "unsupported", "unsupported_version", "gpu_mismatch", "cancelled"; "unknown" for a
  * code not listed. Never NULL; static storage. */
 MC_API const char *mc_status_code(int status);
 
@@ -205,6 +206,16 @@ MC_API MC_MUST_CHECK int mc_ctx_set_threads(mc_ctx *ctx, unsigned n);
  * earlier load gave it) where it takes only the caller's or root's. Refused unless
  * the process runs as root (effective uid 0), and for a number above 2^32 - 2. */
 MC_API MC_MUST_CHECK int mc_ctx_set_owner(mc_ctx *ctx, long uid, long gid);
+
+/* Asks the operations on ctx (and on what was made from it) to stop: one running, or
+ * started later, returns MC_ERR_CANCELLED soon, having undone what it began as after
+ * any failure: a load removes what it staged, a bundle or file being written is never
+ * put in place, its temp file removed. A read waiting on a pipe stops when a signal
+ * interrupts it (a handler installed without SA_RESTART). It stays asked. Safe from
+ * any thread and from a signal handler: it only sets a flag. The library installs no
+ * signal handler; its own worker threads block the asynchronous signals, so that a
+ * signal reaches the application's threads. */
+MC_API void mc_ctx_cancel(mc_ctx *ctx);
 
 /* ------------------------------------------------------------------------- */
 /* Keys, in minisign's formats.                                               */

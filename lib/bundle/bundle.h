@@ -202,6 +202,7 @@ mc__gpu_dropped(const mc_bundle *b, size_t i)
 /* Object contents parked in a temp folder (parts.c). */
 struct mc_parts {
 	mc_ctx *ctx;
+	const char *name; /* what a failure to write names: the output they are for */
 	int dfd;
 	char *dirpath;
 	char *need; /* per object, or NULL: all */
@@ -210,8 +211,10 @@ struct mc_parts {
 	size_t nobjects;
 };
 
-/* Streams b (checking it) and writes each needed object to <prefix>XXXXXX/<index>. */
-MC_HIDDEN int mc__parts_extract(mc_bundle *b, const char *prefix, char *need, struct mc_parts *p);
+/* Streams b (checking it) and writes each needed object to <prefix>XXXXXX/<index>; a
+ * failure to write names name (not owned; the output the parts are for, or their folder). */
+MC_HIDDEN int mc__parts_extract(mc_bundle *b, const char *prefix, const char *name, char *need,
+				struct mc_parts *p);
 MC_HIDDEN void mc__parts_path(const struct mc_parts *p, size_t obj, char *buf, size_t len);
 /* Opens object obj's part for reading. */
 MC_HIDDEN int mc__parts_open(const struct mc_parts *p, size_t obj, int *fd);
@@ -247,7 +250,7 @@ MC_HIDDEN mc_ctx *mc__writer_ctx(mc_writer *w);
 struct mc_wspool;
 struct mc_wobj;
 /* version: the bundle format the spool is for, which decides the hash of the stored
- * bytes and the compressor's window. */
+ * bytes and the compressor's window. Its failures name the file beside (the output). */
 MC_HIDDEN int mc__wspool_new(mc_ctx *ctx, int level, int version, const char *beside,
 			     struct mc_wspool **out);
 MC_HIDDEN void mc__wspool_free(struct mc_wspool *sp);

@@ -38,7 +38,7 @@ mc_writer_add_bundle(mc_writer *w, mc_bundle *b, const char *spool_dir)
 	p->fd = p->dfd = -1;
 	snprintf(prefix, sizeof prefix, "%s/.megacache-merge-", spool_dir);
 	if ((rc = mc__bundle_policy(b)) == MC_OK)
-		rc = mc__parts_extract(b, prefix, NULL, p);
+		rc = mc__parts_extract(b, prefix, spool_dir, NULL, p);
 	/* The writer removes the parked contents when it is freed, whatever happens now. */
 	if (mc__writer_adopt(w, parts_cleanup, p) != MC_OK) {
 		parts_cleanup(p);

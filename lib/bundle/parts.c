@@ -26,22 +26,24 @@ parts_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)
 		snprintf(name, sizeof name, "%zu", obj);
 		p->fd = openat(p->dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (p->fd < 0)
-			return mc__errno(p->ctx, MC_ERR_IO, "cannot create a temp file in", p->dirpath);
+			return mc__errno(p->ctx, MC_ERR_IO, "cannot write (a temp file)", p->name);
 		p->cur = obj;
 	}
 	if (mc__write_all(p->fd, buf, n) != 0)
-		return mc__errno(p->ctx, MC_ERR_IO, "cannot write a temp file in", p->dirpath);
+		return mc__errno(p->ctx, MC_ERR_IO, "cannot write (a temp file)", p->name);
 	return MC_OK;
 }
 
 int
-mc__parts_extract(mc_bundle *b, const char *prefix, char *need, struct mc_parts *p)
+mc__parts_extract(mc_bundle *b, const char *prefix, const char *name, char *need,
+		  struct mc_parts *p)
 {
 	size_t i;
 	int rc;
 
 	memset(p, 0, sizeof *p);
 	p->ctx = b->ctx;
+	p->name = name;
 	p->dfd = -1;
 	p->fd = -1;
 	p->need = need;
@@ -50,7 +52,7 @@ mc__parts_extract(mc_bundle *b, const char *prefix, char *need, struct mc_parts 
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	sprintf(p->dirpath, "%sXXXXXX", prefix);
 	if (mkdtemp(p->dirpath) == NULL) {
-		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot create a temp folder", p->dirpath);
+		rc = mc__errno(b->ctx, MC_ERR_IO, "cannot write (a temp folder)", name);
 		free(p->dirpath);
 		p->dirpath = NULL;
 		return rc;

@@ -176,7 +176,7 @@ parse_hashing(mc_bundle *b, int fd, uint64_t size, const struct mc_mcheck *chk,
 	h.fd = fd;
 	h.size = size;
 	h.prehash = prehash;
-	thread = pthread_create(&h.thread, NULL, mhash_run, &h) == 0;
+	thread = mc__thread_create(&h.thread, mhash_run, &h) == 0;
 	rc = mc__manifest_parse_fd(b->ctx, fd, size, chk, &b->m);
 	if (thread)
 		pthread_join(h.thread, NULL);

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 struct mc_wspool {
 	int fd;
+	char *beside;    /* the file it is beside, which its messages name; NULL: $TMPDIR */
 	int level;       /* 0: contents are kept as they are */
 	uint64_t len;
 	mc_zenc *z;
@@ -45,6 +47,10 @@ mc__wspool_new(mc_ctx *ctx, int level, int version, const char *beside, struct m
 		free(sp);
 		return MC_ERR_IO;
 	}
+	if (beside != NULL && (sp->beside = mc__strdup(beside)) == NULL) {
+		mc__wspool_free(sp);
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	}
 	*out = sp;
 	return MC_OK;
 }
@@ -65,6 +71,7 @@ mc__wspool_free(struct mc_wspool *sp)
 	mc__chash_drop(&sp->gs);
 	if (sp->fd >= 0)
 		close(sp->fd);
+	free(sp->beside);
 	free(sp);
 }
 
@@ -74,13 +81,26 @@ mc__wspool_fd(const struct mc_wspool *sp)
 	return sp->fd;
 }
 
+/* A write to the spool failed (errno): told as a failure to write the file it is
+ * beside, the one the caller named (its temp file is nameless), or of $TMPDIR. */
+static int
+spool_error(const struct mc_wspool *sp, mc_ctx *ctx)
+{
+	int e = errno;
+
+	if (sp->beside != NULL)
+		return mc__errno(ctx, MC_ERR_IO, "cannot write", sp->beside);
+	return mc__err(ctx, MC_ERR_IO, "%s: cannot write a temp file there: %s", mc__tmpdir(),
+		       e != 0 ? strerror(e) : "unexpected end of file");
+}
+
 static int
 spool_out(void *ud, const unsigned char *buf, size_t n)
 {
 	struct mc_wspool *sp = ud;
 
 	if (mc__write_all(sp->fd, buf, n) != 0)
-		return mc__errno(sp->ctx, MC_ERR_IO, "cannot write the spool file", "temp");
+		return spool_error(sp, sp->ctx);
 	mc__chash_update(&sp->gs, buf, n);
 	sp->len += n;
 	return MC_OK;
@@ -128,7 +148,7 @@ mc__wspool_end(struct mc_wspool *sp, struct mc_wobj *o)
 	/* Stored as is: the spool forgets the frame. */
 	if (ftruncate(sp->fd, (off_t)o->spool_off) != 0 ||
 	    lseek(sp->fd, (off_t)o->spool_off, SEEK_SET) < 0)
-		return mc__errno(sp->ctx, MC_ERR_IO, "cannot rewind the spool file", "temp");
+		return spool_error(sp, sp->ctx);
 	sp->len = o->spool_off;
 	return MC_OK;
 }
@@ -152,7 +172,7 @@ mc__wspool_put(struct mc_wspool *sp, mc_ctx *ctx, const unsigned char *c, size_t
 		return rc;
 	o->spool_off = sp->len; /* kept as it is */
 	if (n > 0 && mc__write_all(sp->fd, c, n) != 0)
-		return mc__errno(ctx, MC_ERR_IO, "cannot write the spool file", "temp");
+		return spool_error(sp, ctx);
 	sp->len += n;
 	return MC_OK;
 }

@@ -30,6 +30,20 @@ mc__ctx_init(mc_ctx *ctx)
 	ctx->objects_in_memory = MC_OBJECTS_IN_MEMORY;
 	ctx->owner_uid = -1;
 	ctx->owner_gid = -1;
+	ctx->cancel = &ctx->cancel_flag;
+}
+
+void
+mc_ctx_cancel(mc_ctx *ctx)
+{
+	if (ctx != NULL && ctx->cancel != NULL)
+		atomic_store(ctx->cancel, 1);
+}
+
+int
+mc__cancel_err(mc_ctx *ctx)
+{
+	return mc__err(ctx, MC_ERR_CANCELLED, "cancelled");
 }
 
 int

@@ -9,7 +9,9 @@
 #error "core/core.h is internal to libmegacache"
 #endif
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -89,7 +91,24 @@ struct mc_ctx {
 	unsigned threads; /* worker threads; 0: one per online CPU; at most MC_MAX_THREADS run */
 	long owner_uid, owner_gid; /* what a load gives the files it makes; -1: unchanged */
 	struct mc_prof *prof; /* MEGACACHE_PROFILE: phase times (prof.c); NULL when off */
+	/* mc_ctx_cancel()'s flag, and the flag checked: the context's own, which the
+	 * copies the workers write their messages on point to as well */
+	_Atomic int cancel_flag;
+	_Atomic int *cancel;
 };
+
+/* Whether mc_ctx_cancel() was called on ctx (or the context it is a copy of). */
+static inline int
+mc__cancelled(const mc_ctx *ctx)
+{
+	return ctx->cancel != NULL && atomic_load_explicit(ctx->cancel, memory_order_relaxed);
+}
+/* MC_ERR_CANCELLED, said on ctx. */
+MC_HIDDEN int mc__cancel_err(mc_ctx *ctx);
+/* pthread_create() for the library's own threads: they block the asynchronous signals,
+ * which go to the application's threads (a read those interrupt can then see
+ * mc__cancelled()). */
+MC_HIDDEN int mc__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* ---- phase times, for MEGACACHE_PROFILE (prof.c) ---- */
 
@@ -123,8 +142,11 @@ MC_HIDDEN unsigned mc__threads(const mc_ctx *ctx);
 typedef int (*mc_par_fn)(void *ud, unsigned worker, mc_ctx *wctx, size_t i);
 /* Runs fn for i = 0..n-1 on up to nworkers threads, claiming items in order. After a
  * failure no further item starts; the result is that of the lowest item that failed,
- * its message on ctx. */
+ * its message on ctx. Once ctx is cancelled (mc_ctx_cancel()), the items not started
+ * fail with MC_ERR_CANCELLED. */
 MC_HIDDEN int mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud);
+/* The same, never cancelled: work that, once begun, must end (a load's renames). */
+MC_HIDDEN int mc__parallel_all(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud);
 /* The same, the items claimed in the order given (a permutation of 0..n-1): after a
  * failure, the items below the lowest one that failed still run, the others do not
  * start; the result is the lowest one's, as in order. */

@@ -48,6 +48,7 @@ mc_strerror(int status)
 	case MC_ERR_UNSUPPORTED: return "not supported by this build";
 	case MC_ERR_UNSUPPORTED_VERSION: return "bundle format newer than this megacache reads";
 	case MC_ERR_GPU_MISMATCH: return "bundle holds kernels for another GPU";
+	case MC_ERR_CANCELLED: return "cancelled";
 	default: return "unknown error";
 	}
 }
@@ -84,6 +85,7 @@ mc_status_code(int status)
 	case MC_ERR_UNSUPPORTED: return "unsupported";
 	case MC_ERR_UNSUPPORTED_VERSION: return "unsupported_version";
 	case MC_ERR_GPU_MISMATCH: return "gpu_mismatch";
+	case MC_ERR_CANCELLED: return "cancelled";
 	default: return "unknown";
 	}
 }

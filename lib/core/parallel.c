@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ struct par {
 	void *ud;
 	size_t n;
 	const size_t *order;   /* the items in the order they are claimed; NULL: 0..n-1 */
+	int cancellable;       /* mc_ctx_cancel() stops the items not started */
 	pthread_mutex_t lock;  /* for the failure's record */
 	_Atomic size_t next;   /* items are claimed without it: some are a single rename */
 	_Atomic int failed;
@@ -48,6 +50,18 @@ par_run(void *arg)
 		if ((p->order == NULL && atomic_load(&p->failed)) ||
 		    (i = atomic_fetch_add(&p->next, 1)) >= p->n)
 			break;
+		/* Cancelled: the items left fail, as the first of them would. */
+		if (p->cancellable && mc__cancelled(w->ctx)) {
+			pthread_mutex_lock(&p->lock);
+			if (!p->failed) {
+				p->err_item = i;
+				p->err_rc = mc__cancel_err(w->ctx);
+				snprintf(p->err_msg, sizeof p->err_msg, "%s", w->ctx->err);
+			}
+			p->failed = 1;
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
 		if (p->order != NULL) {
 			/* Out of order, the items before the lowest failed one still run: the
 			 * failure told is the one the items in order would have met. */
@@ -76,9 +90,9 @@ par_run(void *arg)
 	return NULL;
 }
 
-int
-mc__parallel_in(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud,
-		const size_t *order)
+static int
+par_go(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud, const size_t *order,
+       int cancellable)
 {
 	struct par p;
 	struct par_worker *w;
@@ -94,6 +108,7 @@ mc__parallel_in(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud
 	p.ud = ud;
 	p.n = n;
 	p.order = order;
+	p.cancellable = cancellable;
 	if ((w = calloc(nworkers, sizeof *w)) == NULL ||
 	    (nworkers > 1 && (own = calloc(nworkers, sizeof *own)) == NULL)) {
 		free(w);
@@ -116,7 +131,7 @@ mc__parallel_in(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud
 		}
 	}
 	for (k = 1; k < nworkers; k++)
-		w[k].started = pthread_create(&w[k].thread, NULL, par_run, &w[k]) == 0;
+		w[k].started = mc__thread_create(&w[k].thread, par_run, &w[k]) == 0;
 	par_run(&w[0]);
 	for (k = 1; k < nworkers; k++)
 		if (w[k].started)
@@ -131,9 +146,40 @@ mc__parallel_in(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud
 }
 
 int
+mc__thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int rc;
+
+	/* The new thread inherits the mask; faults stay deliverable to it. */
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+int
+mc__parallel_in(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud,
+		const size_t *order)
+{
+	return par_go(ctx, n, nworkers, fn, ud, order, 1);
+}
+
+int
 mc__parallel(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud)
 {
-	return mc__parallel_in(ctx, n, nworkers, fn, ud, NULL);
+	return par_go(ctx, n, nworkers, fn, ud, NULL, 1);
+}
+
+int
+mc__parallel_all(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_fn fn, void *ud)
+{
+	return par_go(ctx, n, nworkers, fn, ud, NULL, 0);
 }
 
 /* An item's cost and place, for mc__longest_first(). */

@@ -79,7 +79,7 @@ mc__pipe_start(mc_ctx *ctx, mc_pipe_fn fn, void *ud, struct mc_pipe **out)
 		free(p);
 		return mc__err(ctx, MC_ERR_NOMEM, "cannot create a condition variable");
 	}
-	p->threaded = pthread_create(&p->thread, NULL, consume, p) == 0;
+	p->threaded = mc__thread_create(&p->thread, consume, p) == 0;
 	*out = p;
 	return MC_OK;
 }

@@ -672,7 +672,7 @@ early_start(struct push *p)
 		return 0;
 	e->b = p->b;
 	e->ctx = *ctx;
-	if (pthread_create(&e->thread, NULL, early_plan, e) != 0) {
+	if (mc__thread_create(&e->thread, early_plan, e) != 0) {
 		free(e);
 		return 0;
 	}

@@ -49,9 +49,12 @@ zin_fill(mc_zin *z)
 
 	if (z->pos < z->len || z->eof)
 		return MC_OK;
+	/* A read from a pipe that a signal interrupts ends there once ctx is cancelled. */
 	do
-		r = read(z->fd, z->buf, z->cap);
+		r = mc__cancelled(z->ctx) ? 0 : read(z->fd, z->buf, z->cap);
 	while (r < 0 && errno == EINTR);
+	if (mc__cancelled(z->ctx))
+		return mc__cancel_err(z->ctx);
 	if (r < 0)
 		return mc__errno(z->ctx, MC_ERR_IO, "cannot read", z->path);
 	z->base += z->len;
@@ -110,11 +113,12 @@ mc__zin_new(mc_ctx *ctx, int fd, const char *path, mc_zin **out)
 	z->cap = MC_IO_CHUNK;
 	/* Gather the first block to tell whether this is a tar archive at all. */
 	while (z->len < MC_TAR_BLOCK && !z->eof) {
-		ssize_t r = read(fd, z->buf + z->len, z->cap - z->len);
-		if (r < 0 && errno == EINTR)
+		ssize_t r = mc__cancelled(ctx) ? -1 : read(fd, z->buf + z->len, z->cap - z->len);
+		if (r < 0 && errno == EINTR && !mc__cancelled(ctx))
 			continue;
 		if (r < 0) {
-			rc = mc__errno(ctx, MC_ERR_IO, "cannot read", path);
+			rc = mc__cancelled(ctx) ? mc__cancel_err(ctx)
+						: mc__errno(ctx, MC_ERR_IO, "cannot read", path);
 			mc__zin_free(z);
 			return rc;
 		}

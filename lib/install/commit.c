@@ -241,7 +241,7 @@ mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 	t = mc__prof_start(L->ctx);
 	atomic_store(&L->committed, 0);
 	mc__progress(L->ctx, "install", 0, L->nst + L->nunits);
-	rc = mc__parallel(L->ctx, L->nst + L->nunits, L->nwk, commit_item, L);
+	rc = mc__parallel_all(L->ctx, L->nst + L->nunits, L->nwk, commit_item, L);
 	if (rc == MC_OK)
 		mc__progress(L->ctx, "install", L->nst + L->nunits, L->nst + L->nunits);
 	t = mc__prof_since(L->ctx, "renames", t, 0);

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "install/install.h"
 
 size_t
@@ -476,11 +478,79 @@ mc__split_dest(const char *dest, char *dir, size_t dirlen, const char **base)
 	}
 }
 
-/* Temp files and folders of loaders that were killed: ".<name>.mc<pid>-<rand>.tmp",
- * older than an hour, whose process is gone. Removed from the folders a load stages
- * into, so crashed loads leave no garbage for long. The age test keeps a live loader
- * in another pid namespace (a container sharing the cache) from losing its files. */
+/* Temp files and folders of loaders that were killed: ".<name>.mc<pid>-<rand>-<ns>.tmp"
+ * (older ones lack "-<ns>"), whose process is gone. Removed from the folders a load
+ * stages into, so a crashed or killed load leaves no garbage for long. <ns> tells the
+ * host's boot and the pid namespace the loader ran in: a pid is asked about only where
+ * it is one of ours, and otherwise (a loader in another container sharing the cache,
+ * whose pid means nothing here, or an older name) the temp must also be an hour old,
+ * so that a live loader never loses its files. */
 #define STALE_SECONDS 3600
+
+uint32_t
+mc__pid_ns_key(void)
+{
+	unsigned char h[crypto_generichash_BYTES_MIN], in[40 + 2 * sizeof(uint64_t)];
+	uint64_t ns[2];
+	struct stat st;
+	ssize_t n;
+	uint32_t key;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, in, 40);
+	close(fd);
+	if (n < 32 || stat("/proc/self/ns/pid", &st) != 0)
+		return 0;
+	ns[0] = (uint64_t)st.st_dev;
+	ns[1] = (uint64_t)st.st_ino;
+	memcpy(in + n, ns, sizeof ns);
+	crypto_generichash(h, sizeof h, in, (size_t)n + sizeof ns, NULL, 0);
+	key = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
+	return key + (key == 0); /* 0: unknown */
+}
+
+/* Whether the name ending before end has a field "-" and 8 lower-case hex digits last. */
+static int
+hex_field(const char *n, const char *end)
+{
+	const char *p;
+
+	if (end - n < 9 || end[-9] != '-')
+		return 0;
+	for (p = end - 8; p < end; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* Whether n is a loader's temp name: its pid, and its <ns> key (0 when it has none).
+ * Read backwards: <name> may hold ".mc" itself. */
+static int
+temp_owner(const char *n, long *pid, uint32_t *key)
+{
+	size_t len = strlen(n);
+	const char *end, *dig;
+
+	if (n[0] != '.' || len < 4 || strcmp(n + len - 4, ".tmp") != 0)
+		return 0;
+	end = n + len - 4;
+	*key = 0;
+	if (hex_field(n, end) && hex_field(n, end - 9)) {
+		*key = (uint32_t)strtoul(end - 8, NULL, 16); /* stops at the ".tmp" */
+		end -= 9;
+	}
+	if (!hex_field(n, end))
+		return 0;
+	end -= 9;
+	for (dig = end; dig > n && dig[-1] >= '0' && dig[-1] <= '9'; dig--)
+		;
+	if (dig == end || end - dig > 10 || dig - n < 4 || memcmp(dig - 3, ".mc", 3) != 0)
+		return 0;
+	*pid = strtol(dig, NULL, 10); /* stops at the "-" */
+	return *pid > 0;
+}
 
 static void
 remove_tree_at(int dfd, const char *name)
@@ -505,7 +575,7 @@ remove_tree_at(int dfd, const char *name)
 }
 
 void
-mc__clean_stale(int dfd)
+mc__clean_stale(int dfd, uint32_t key)
 {
 	int fd = dup(dfd);
 	DIR *d;
@@ -519,19 +589,15 @@ mc__clean_stale(int dfd)
 		return;
 	}
 	while ((e = readdir(d)) != NULL) {
-		const char *mc, *n = e->d_name;
+		const char *n = e->d_name;
 		struct stat st;
-		char *end;
+		uint32_t ns;
 		long pid;
-		size_t len;
 
-		if (n[0] != '.' || (len = strlen(n)) < 8 || strcmp(n + len - 4, ".tmp") != 0 ||
-		    (mc = strstr(n, ".mc")) == NULL)
+		if (!temp_owner(n, &pid, &ns) || pid == self)
 			continue;
-		pid = strtol(mc + 3, &end, 10);
-		if (end == mc + 3 || *end != '-' || pid <= 0 || pid == self)
-			continue;
-		if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 || now - st.st_mtime < STALE_SECONDS)
+		if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    ((ns == 0 || ns != key) && now - st.st_mtime < STALE_SECONDS))
 			continue;
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;

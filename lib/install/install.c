@@ -108,6 +108,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	L.ctx = b->ctx;
 	L.token = randombytes_random();
 	L.pid = (long)getpid();
+	L.nskey = mc__pid_ns_key();
 	L.empty_obj = (size_t)-1;
 	L.last_tier = (size_t)-1;
 	pthread_mutex_init(&L.lock, NULL);
@@ -134,9 +135,11 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 		    (rc = mc__gpu_check(b, skip, 1)) == MC_OK)
 			rc = report_selected(&L, fn, ud, 0);
 	} else if (rc == MC_OK) {
+		/* Cancelled before the renames, it undoes the staging; after, it ends them. */
 		if ((rc = mc__stage_all(&L)) == MC_OK &&
 		    (!late || (rc = host_check(b, skip, 1)) == MC_OK) &&
-		    (rc = mc__gpu_check(b, skip, 1)) == MC_OK) {
+		    (rc = mc__gpu_check(b, skip, 1)) == MC_OK &&
+		    (rc = mc__cancelled(L.ctx) ? mc__cancel_err(L.ctx) : MC_OK) == MC_OK) {
 			t = mc__prof_start(b->ctx);
 			rc = mc__load_commit(&L, fn, ud);
 			mc__prof_since(b->ctx, "commit", t, L.nst);

@@ -106,6 +106,7 @@ struct loader {
 	struct mc_acur ucur; /* find_unit()'s check of a unit's folder */
 	uint32_t token;      /* random, part of this load's temp names */
 	long pid;
+	uint32_t nskey;      /* mc__pid_ns_key(), part of them too */
 	struct tier_root *tiers;
 	size_t ntiers;
 	pthread_mutex_t lock; /* for made, which the workers add to */
@@ -177,8 +178,12 @@ MC_HIDDEN int mc__cannot_create(mc_ctx *ctx, const struct loader *L, size_t tier
 				int err);
 /* Splits dest into its folder ("." for none) and its last component. */
 MC_HIDDEN void mc__split_dest(const char *dest, char *dir, size_t dirlen, const char **base);
-/* Removes the temp files and folders that killed loaders left in folder dfd. */
-MC_HIDDEN void mc__clean_stale(int dfd);
+/* The key of this host's boot and this process's pid namespace that a load's temp
+ * names carry (0: unknown), so that a later load knows which pids it can ask about. */
+MC_HIDDEN uint32_t mc__pid_ns_key(void);
+/* Removes the temp files and folders that killed loaders left in folder dfd: at once
+ * those of a process gone that carry key, else once they are an hour old. */
+MC_HIDDEN void mc__clean_stale(int dfd, uint32_t key);
 
 /* ---- what is staged (survey.c) ---- */
 

@@ -16,12 +16,14 @@
 
 #include "install/install.h"
 
-/* The temp name for name at try tries: hidden, with this load's pid and token, so a
- * later load can tell a killed loader's leftovers (dirs.c, mc__clean_stale()). */
+/* The temp name for name at try tries: hidden, with this load's pid, token and pid
+ * namespace, so a later load can tell a killed loader's leftovers (dirs.c,
+ * mc__clean_stale()). */
 static void
 temp_name(const struct loader *L, char *buf, size_t len, const char *name, unsigned tries)
 {
-	snprintf(buf, len, ".%.200s.mc%ld-%08x.tmp", name, L->pid, (unsigned)(L->token + tries));
+	snprintf(buf, len, ".%.200s.mc%ld-%08x-%08x.tmp", name, L->pid,
+		 (unsigned)(L->token + tries), (unsigned)L->nskey);
 }
 
 /* Artifact art's destination and its folder (relative to its tier root), computed
@@ -244,7 +246,7 @@ run_job(struct loader *L, mc_ctx *ctx, struct lworker *lw, struct fjob *j)
 		return mc__err(ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
 			       L->tiers[s->tier].root, dir);
 	if (j->clean)
-		mc__clean_stale(dfd);
+		mc__clean_stale(dfd, L->nskey);
 	return s->unit != NO_UNIT ? unit_mkdir(L, ctx, &L->units[s->unit], fdir, dfd) : MC_OK;
 }
 

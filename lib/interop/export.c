@@ -257,9 +257,10 @@ struct xplan {
 };
 
 /* Contents arrive in hash order but are written in blob order: the objects of the
- * groups are parked on disk in a folder <prefix>XXXXXX, so memory stays bounded. */
+ * groups are parked on disk in a folder <prefix>XXXXXX, so memory stays bounded; a
+ * failure to write them names name (the blob's file, or the temp folder). */
 static int
-park_contents(mc_bundle *b, const char *prefix, struct xplan *x)
+park_contents(mc_bundle *b, const char *prefix, const char *name, struct xplan *x)
 {
 	size_t i, j;
 
@@ -268,14 +269,14 @@ park_contents(mc_bundle *b, const char *prefix, struct xplan *x)
 	for (i = 0; i < x->ng; i++)
 		for (j = 0; j < x->g[i].n; j++)
 			x->need[x->g[i].ents[j].object] = 1;
-	return mc__parts_extract(b, prefix, x->need, &x->p);
+	return mc__parts_extract(b, prefix, name, x->need, &x->p);
 }
 
 /* The checks of an export, then its groups and their contents parked (see
  * park_contents); export_done() undoes it, failed or not. */
 static int
-export_prepare(mc_bundle *b, int format, const char *prefix, mc_artifact_fn left_out,
-	       void *ud, struct xplan *x)
+export_prepare(mc_bundle *b, int format, const char *prefix, const char *name,
+	       mc_artifact_fn left_out, void *ud, struct xplan *x)
 {
 	int rc;
 
@@ -290,7 +291,7 @@ export_prepare(mc_bundle *b, int format, const char *prefix, mc_artifact_fn left
 	if (rc == MC_OK && x->ng == 0)
 		rc = mc__err(b->ctx, MC_ERR_INVALID, "%s: no torch artifacts to export", b->path);
 	if (rc == MC_OK)
-		rc = park_contents(b, prefix, x);
+		rc = park_contents(b, prefix, name, x);
 	return rc;
 }
 
@@ -426,7 +427,7 @@ mc_bundle_export_torch_as(mc_bundle *b, const char *out_path, int format, mc_art
 	if ((prefix = malloc(strlen(out_path) + 4)) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	sprintf(prefix, "%s.mc", out_path);
-	if ((rc = export_prepare(b, format, prefix, left_out, ud, &x)) == MC_OK)
+	if ((rc = export_prepare(b, format, prefix, out_path, left_out, ud, &x)) == MC_OK)
 		rc = write_file(b, out_path, format, &x);
 	export_done(&x);
 	free(prefix);
@@ -453,7 +454,7 @@ mc_bundle_export_torch_memory(mc_bundle *b, int format, const void **data, size_
 	if ((prefix = malloc(strlen(tmpdir) + sizeof "/megacache-export.")) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	sprintf(prefix, "%s/megacache-export.", tmpdir);
-	if ((rc = export_prepare(b, format, prefix, left_out, ud, &x)) == MC_OK)
+	if ((rc = export_prepare(b, format, prefix, tmpdir, left_out, ud, &x)) == MC_OK)
 		rc = write_memory(b, format, &x, &buf, &n);
 	export_done(&x);
 	free(prefix);

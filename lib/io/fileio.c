@@ -240,10 +240,15 @@ mc__commit_temp(mc_ctx *ctx, int fd, const char *tmp, const char *path)
 {
 	/* The file tmp stands for, beside it: the target mc__open_temp_beside() found. */
 	size_t n = strlen(tmp) > TEMP_SUFFIX_LEN ? strlen(tmp) - TEMP_SUFFIX_LEN : 0;
-	char *target = malloc(n + 1);
+	char *target;
 	int dfd = -1, rc;
 
-	if (target != NULL) {
+	if (mc__cancelled(ctx)) { /* the last moment to take it back */
+		close(fd);
+		unlink(tmp);
+		return mc__cancel_err(ctx);
+	}
+	if ((target = malloc(n + 1)) != NULL) {
 		memcpy(target, tmp, n);
 		target[n] = '\0';
 	}

@@ -34,7 +34,8 @@ MC_HIDDEN int mc__open_temp_here(mc_ctx *ctx, const char *path, char **tmp_out, 
  * path, durably: its data flushed, fd closed, tmp renamed over the file it was made
  * beside (path, or what a link at path points to: the link stays), and the folder's
  * entry flushed. fd is closed and tmp gone either way; on a failure before the rename
- * tmp is removed and path left as it was. path names it in messages. */
+ * (a context cancelled: MC_ERR_CANCELLED) tmp is removed and path left as it was. path
+ * names it in messages. */
 MC_HIDDEN int mc__commit_temp(mc_ctx *ctx, int fd, const char *tmp, const char *path);
 /* The folder for temporary files: $TMPDIR, or /tmp when it is unset or empty. */
 MC_HIDDEN const char *mc__tmpdir(void);

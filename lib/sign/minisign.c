@@ -166,6 +166,8 @@ write_key_file(mc_ctx *ctx, const char *path, const char *comment, const unsigne
 		rc = mc__errno(ctx, MC_ERR_IO, "cannot write", path);
 	if (close(fd) != 0 && rc == MC_OK)
 		rc = mc__errno(ctx, MC_ERR_IO, "cannot write", path);
+	if (rc == MC_OK && mc__cancelled(ctx))
+		rc = mc__cancel_err(ctx);
 	if (rc == MC_OK) {
 		/* link() refuses to replace, so a racing writer cannot be overwritten. */
 		if (overwrite ? rename(tmp, path) != 0 : link(tmp, path) != 0)

@@ -66,8 +66,11 @@ done
 echo "kill trials: $TRIALS; killed while running: $interrupted; left staged temp files: $staged; left some final files but not all: $partial"
 [ "$interrupted" -ge $((TRIALS / 2)) ] && ok || bad "only $interrupted of $TRIALS kills hit a running load"
 
-# Temp files of killed loaders are removed by a later load once they are an hour old.
-# A loader is killed as soon as its temp files appear (tried again if it finished first).
+# Temp files of killed loaders of another pid namespace (a container sharing the cache,
+# whose pids mean nothing here) are removed by a later load once they are an hour old;
+# signals.sh has those of this one, removed at once. A loader is killed as soon as its
+# temp files appear (tried again if it finished first), its names then given another
+# namespace.
 left=0
 for try in 1 2 3 4 5 6 7 8; do
 	rm -rf "$T/st"
@@ -84,6 +87,9 @@ for try in 1 2 3 4 5 6 7 8; do
 done
 [ "$left" = 1 ] && ok || bad "no killed loader left temp files to clean up"
 if [ "$left" = 1 ]; then
+	find "$T/st" -depth -name '.*.tmp' | while IFS= read -r f; do
+		mv "$f" "$(printf '%s' "$f" | sed 's/-[0-9a-f]*\.tmp$/-00000001.tmp/')"
+	done
 	"$BIN" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/st"
 	[ -n "$(find "$T/st" -name '.*.tmp' | head -n 1)" ] && ok || bad "fresh temp files were removed"
 	find "$T/st" -name '.*.tmp' -exec touch -h -d '2 hours ago' {} +
@@ -110,6 +116,48 @@ grep -q "File too large" "$T/err" && ok || bad "full disk: no clear error: $(cat
 )
 [ "$(cat "$T/rc")" = 2 ] && ok || bad "full disk pack: exit $(cat "$T/rc"), expected 2"
 [ -z "$(find "$T" -maxdepth 1 -name 'full.mcache*')" ] && ok || bad "full disk pack left a file"
+
+# A full disk is told of the file the command was asked to write, with the reason, not
+# of a temp file; nothing is left. A file-size limit (EFBIG) always, and a small tmpfs
+# (ENOSPC) where this user may mount one. full_out WHAT DIR LIMIT SIGNED: the commands
+# write into DIR under ulimit -f LIMIT (none: 0), sign a copy of bundle SIGNED there.
+full_out() {
+	what=$1; dir=$2; lim=$3
+	cp "$4" "$dir/signed.mcache"
+	[ "$lim" != 0 ] || head -c 2000000 /dev/zero > "$dir/filler" 2>/dev/null # the rest
+	ls -A "$dir" > "$T/full.before"
+	for c in pack save export merge sign; do
+		case $c in
+		pack) set -- pack -o "$dir/p.mcache" --from-dir "$T/cache_cpu_cold"; out="$dir/p.mcache" ;;
+		save) set -- save -o "$dir/s.mcache" --cache-dir "$T/cache_cpu_cold"; out="$dir/s.mcache" ;;
+		export) set -- export "$T/all.mcache" -p "$PUB" --torch "$dir/blob"; out="$dir/blob" ;;
+		merge) set -- merge -o "$dir/m.mcache" -p "$PUB" "$T/all.mcache"; out="$dir" ;;
+		sign) set -- sign -s "$SEC" -p "$PUB" "$dir/signed.mcache"; out="$dir/signed.mcache" ;;
+		esac
+		(
+			[ "$lim" = 0 ] || ulimit -f "$lim"
+			"$BIN" "$@" 2>"$T/err"
+			echo $? > "$T/rc"
+		)
+		[ "$(cat "$T/rc")" = 2 ] && ok || bad "$what: $c exited $(cat "$T/rc"), expected 2"
+		grep -q "^megacache: $out[:/].*cannot write.*: $why" "$T/err" && ! grep -q '\.tmp\|\.mc[A-Za-z0-9]\{6\}\|megacache-merge\|spool' "$T/err" &&
+			ok || bad "$what: $c did not name $out and why: $(cat "$T/err")"
+		ls -A "$dir" | cmp -s - "$T/full.before" && ok || bad "$what: $c left $(ls -A "$dir")"
+	done
+	rm -f "$dir/signed.mcache" "$dir/filler"
+}
+mkdir -p "$T/fsize"
+why="File too large"
+full_out "file-size limit" "$T/fsize" 300 "$T/all.mcache"
+mkdir -p "$T/tmpfs"
+if mount -t tmpfs -o size=1m tmpfs "$T/tmpfs" 2>/dev/null; then
+	why="No space left on device"
+	run 0 "" pack -q -o "$T/small.mcache" -s "$SEC" --from-torch "$DATA/mlp-cpu-pgo.megacache"
+	full_out "full tmpfs" "$T/tmpfs" 0 "$T/small.mcache"
+	umount "$T/tmpfs"
+else
+	echo "no tmpfs could be mounted here: the full disk was a file-size limit only"
+fi
 
 # 3. Eight loaders of one bundle into one empty root, five rounds.
 round=0

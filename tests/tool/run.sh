@@ -63,6 +63,14 @@ grep -qF "warmed $T/b.mcache" "$T/err" && ok || bad "run did not say what it loa
 # Options after the command's name are the command's.
 run 3 "" run -- sh -c 'exit 3' -p nothing --json
 run 127 "cannot run" run -- "$T/no-such-program"
+# A command that cannot start is looked for before anything is loaded: nothing installed.
+rm -rf "$IND" "$HOME/.triton"
+run 127 "cannot run nosuchcmd-mc: command not found in PATH; nothing was loaded" \
+	run -b "$T/b.mcache" -p "$PUB" -- nosuchcmd-mc
+run 127 "no such file; nothing was loaded" run -b "$T/b.mcache" -p "$PUB" -- "$T/no-such-program"
+run 126 "Permission denied; nothing was loaded" run -b "$T/b.mcache" -p "$PUB" -- "$T/b.mcache"
+[ ! -e "$IND" ] && [ ! -e "$HOME/.triton" ] && ok || bad "run loaded for a command that cannot start"
+run 0 "" run -q -b "$T/b.mcache" -p "$PUB" -- true
 run 2 "run needs a command" run -b "$T/b.mcache" -p "$PUB"
 run 2 "needs -p" run -b "$T/b.mcache" -- true
 

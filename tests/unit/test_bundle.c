@@ -262,6 +262,36 @@ START_TEST(all_or_nothing)
 }
 END_TEST
 
+/* A cancelled context: a load installs nothing and leaves the root as it was, a save
+ * writes nothing beside its output, both MC_ERR_CANCELLED. */
+START_TEST(cancelled)
+{
+	char path[4096], root[4096], f[4096], out[4096];
+	mc_writer *w;
+	int before;
+
+	snprintf(path, sizeof path, "%s/c.mcache", dir);
+	snprintf(root, sizeof root, "%s/root", dir);
+	snprintf(out, sizeof out, "%s/out", dir);
+	make_bundle(path, 3);
+	mkdir(root, 0755);
+	mkdir(out, 0755);
+	snprintf(f, sizeof f, "%s/mine", root);
+	spit(f, "keep", 4);
+	before = count_tree(root);
+	mc_ctx_cancel(ctx);
+	ck_assert_int_eq(load_into(path, root, 0), MC_ERR_CANCELLED);
+	ck_assert_str_eq(mc_status_code(MC_ERR_CANCELLED), "cancelled");
+	ck_assert_int_eq(count_tree(root), before);
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	ck_assert_int_eq(mc_writer_add_memory(w, "autotune", VU, "{}", 2), MC_OK);
+	snprintf(f, sizeof f, "%s/b.mcache", out);
+	ck_assert_int_eq(mc_writer_save(w, f), MC_ERR_CANCELLED);
+	mc_writer_free(w);
+	ck_assert_int_eq(count_tree(out), 0);
+}
+END_TEST
+
 START_TEST(symlinks_in_destination)
 {
 	char path[4096], root[4096], out[4096], f[4096];
@@ -1186,6 +1216,7 @@ suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, save_open_load);
+	tcase_add_test(tc, cancelled);
 	tcase_add_test(tc, graph_entry_from_file);
 	tcase_add_test(tc, deterministic);
 	tcase_add_test(tc, spooled_objects);

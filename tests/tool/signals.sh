@@ -1,0 +1,161 @@
+# signals.sh - SIGINT, SIGTERM and SIGHUP stop a load, a pack and a save part way: each
+# exits 130, 143 or 129, having removed what it staged or wrote, the cache folder and
+# the output as they were before; a load killed with -9 leaves temp files and folders
+# that the next load into the same folders removes, sparing those of a live process.
+. "$(dirname "$0")/lib.sh"
+PUB="$KEYS/test.pub"
+SEC="$KEYS/test.key"
+tar -xzf "$DATA/mlp-cuda-cachedir.tar.gz" -C "$T"
+tar -xzf "$DATA/mlp-cpu-cachedir.tar.gz" -C "$T"
+run 0 "" pack -q -o "$T/all.mcache" -s "$SEC" --from-dir "$T/cache_mlp_cold" --from-dir "$T/cache_cpu_cold"
+run 0 "" pack -q -o "$T/blob.mcache" -s "$SEC" --from-torch "$DATA/mlp-cuda.megacache"
+# The binary itself, so that the signals reach it and not a wrapper script; started with
+# the signals' default actions, which a shell's background job would have ignored.
+BIN="$MC_BUILDDIR/bin/.libs/megacache"
+[ -x "$BIN" ] || BIN="$MC_BUILDDIR/bin/megacache"
+export LD_LIBRARY_PATH="$MC_BUILDDIR/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+DFL=--default-signal=HUP,INT,TERM
+sums() { tree_sum "$1" | LC_ALL=C sort; }
+temps() { find "$@" -name '*.tmp' 2>/dev/null; }
+half=$(($(wc -c < "$T/all.mcache") / 2))
+
+# Waits (at most 10 s) until a file matching NAME appears under DIR: wait_for DIR NAME.
+wait_for() {
+	n=0
+	while [ -z "$(find "$1" -name "$2" 2>/dev/null | head -n 1)" ] && [ "$n" -lt 100 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+}
+
+# Waits for process PID (at most 30 s: then it is killed); its exit status.
+reap() {
+	n=0
+	while kill -0 "$1" 2>/dev/null && [ "$n" -lt 300 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	kill -9 "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# 1. load - from a FIFO held open, half the bundle written: the load has staged files
+# and waits for the rest when the signal comes. The cache held another bundle's files.
+mkfifo "$T/fifo"
+for sig in INT TERM HUP; do
+	d="$T/load-$sig"
+	run 0 "" load -q "$T/blob.mcache" -p "$PUB" --cache-dir "$d"
+	sums "$d" > "$T/before.sums"
+	env $DFL "$BIN" load --json - -p "$PUB" --cache-dir "$d" < "$T/fifo" >"$T/json" 2>"$T/err" &
+	pid=$!
+	exec 7>"$T/fifo"
+	head -c "$half" "$T/all.mcache" >&7
+	wait_for "$d" '.*.tmp'
+	[ -n "$(temps "$d")" ] && ok || bad "load ($sig): nothing staged before the signal"
+	kill -"$sig" "$pid"
+	reap "$pid"
+	rc=$?
+	exec 7>&-
+	want=$((128 + $(kill -l "$sig")))
+	[ "$rc" = "$want" ] && ok || bad "load ($sig): exit $rc, expected $want: $(cat "$T/err")"
+	grep -q "interrupted by SIG$sig" "$T/err" && ok || bad "load ($sig): said $(cat "$T/err")"
+	grep -q '"error":.*"cancelled"' "$T/json" && grep -q "\"exit\":.*$want" "$T/json" && ok ||
+		bad "load ($sig): --json gave $(cat "$T/json")"
+	[ -z "$(temps "$d")" ] && ok || bad "load ($sig): left $(temps "$d" | head -n 3)"
+	sums "$d" > "$T/after.sums"
+	cmp -s "$T/before.sums" "$T/after.sums" && ok || bad "load ($sig): the cache changed"
+done
+
+# run stopped in its load does not run its command, even with --allow-cold.
+env $DFL "$BIN" run -q --allow-cold -b - -p "$PUB" --cache-dir "$T/run" -- touch "$T/ran" \
+	< "$T/fifo" 2>"$T/err" &
+pid=$!
+exec 7>"$T/fifo"
+head -c "$half" "$T/all.mcache" >&7
+wait_for "$T/run" '.*.tmp'
+kill -INT "$pid"
+reap "$pid"
+rc=$?
+exec 7>&-
+[ "$rc" = 130 ] && ok || bad "run (INT): exit $rc, expected 130: $(cat "$T/err")"
+[ ! -e "$T/ran" ] && [ ! -e "$T/run" ] && ok || bad "run (INT): ran its command or left the cache"
+
+# 2. pack and save: the signal comes while the first pass reads the caches (its progress
+# said on a FIFO); an older OUT stays as it was, and nothing is left beside it. A run
+# that ended before the signal (a busy machine) is tried again.
+# interrupt SIG OUT COMMAND...: runs a command writing OUT, with the signal.
+interrupt() {
+	sig=$1; out=$2; shift 2
+	printf 'the previous bundle\n' > "$out"
+	hit=0
+	for try in 1 2 3 4 5; do
+		rm -f "$T/progress"
+		mkfifo "$T/progress"
+		env $DFL "$BIN" "$@" --progress plain 2>"$T/progress" &
+		pid=$!
+		exec 8<"$T/progress"
+		while IFS= read -r line <&8; do
+			case $line in *": "[0-9]*%) kill -"$sig" "$pid"; break ;; esac
+		done
+		cat <&8 > "$T/err"
+		exec 8<&-
+		reap "$pid"
+		rc=$?
+		[ "$rc" = 0 ] && { printf 'the previous bundle\n' > "$out"; continue; }
+		hit=1
+		want=$((128 + $(kill -l "$sig")))
+		[ "$rc" = "$want" ] && ok || bad "$1 ($sig): exit $rc, expected $want: $(cat "$T/err")"
+		break
+	done
+	[ "$hit" = 1 ] && ok || bad "$1 ($sig): never interrupted in 5 tries"
+	[ "$(cat "$out")" = "the previous bundle" ] && ok || bad "$1 ($sig): $out was changed"
+	[ -z "$(temps "$(dirname "$out")")" ] && ok ||
+		bad "$1 ($sig): left $(temps "$(dirname "$out")" | head -n 3)"
+}
+mkdir -p "$T/dest"
+sums "$T/cache_cpu_cold" > "$T/src.sums"
+interrupt INT "$T/dest/p.mcache" pack -o "$T/dest/p.mcache" -s "$SEC" --from-dir "$T/cache_cpu_cold" \
+	--from-dir "$T/cache_mlp_cold"
+interrupt TERM "$T/dest/s.mcache" save -o "$T/dest/s.mcache" --cache-dir "$T/cache_cpu_cold"
+interrupt HUP "$T/dest/m.mcache" merge -o "$T/dest/m.mcache" -p "$PUB" -s "$SEC" "$T/all.mcache" \
+	"$T/blob.mcache"
+sums "$T/cache_cpu_cold" > "$T/after.sums"
+cmp -s "$T/src.sums" "$T/after.sums" && ok || bad "the packed cache changed"
+[ "$(ls -A "$T/dest" | wc -l)" = 3 ] && ok || bad "files left beside the outputs: $(ls -A "$T/dest")"
+
+# 3. A load killed with -9 half way leaves temp files and folders; the next load into
+# the same folders removes them, but not one named for a live process (this shell) nor
+# a young one of another pid namespace (a container sharing the cache), nor what it did
+# not make.
+d="$T/killed"
+env $DFL "$BIN" load -q - -p "$PUB" --cache-dir "$d" < "$T/fifo" 2>/dev/null &
+pid=$!
+exec 7>"$T/fifo"
+head -c "$half" "$T/all.mcache" >&7
+wait_for "$d" '.*.tmp'
+sleep 0.2
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+exec 7>&-
+[ -n "$(find "$d" -name '.*.tmp' -type f)" ] && ok || bad "the killed load left no temp file"
+dir=$(find "$d" -name '.*.tmp' -type d | head -n 1)
+[ -n "$dir" ] && ok || bad "the killed load left no temp folder"
+# Its names end ".mc<pid>-<random>-<namespace>.tmp": the same names, another pid.
+one=$(find "$d" -name '.*.tmp' -type f | head -n 1)
+live=$(dirname "$one")/$(basename "$one" | sed "s/\.mc[0-9]*-/.mc$$-/")
+foreign=$(dirname "$one")/$(basename "$one" | sed 's/\.mc[0-9]*-/.mc999999999-/; s/-[0-9a-f]*\.tmp$/-00000001.tmp/')
+printf 'live\n' > "$live"
+printf 'foreign\n' > "$foreign"
+mkdir "$(echo "$dir" | sed "s/\.mc[0-9]*-/.mc$$-/")"
+mine=$(dirname "$one")/.not-a-loader.tmp
+printf 'mine\n' > "$mine"
+run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$d"
+temps "$d" | LC_ALL=C sort > "$T/left"
+printf '%s\n' "$(echo "$dir" | sed "s/\.mc[0-9]*-/.mc$$-/")" "$foreign" "$live" "$mine" |
+	LC_ALL=C sort > "$T/spared"
+cmp -s "$T/left" "$T/spared" && ok || bad "after the next load: $(diff "$T/spared" "$T/left")"
+rm -rf "$(echo "$dir" | sed "s/\.mc[0-9]*-/.mc$$-/")" "$foreign" "$live" "$mine"
+run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/ref"
+[ "$(sums "$d")" = "$(sums "$T/ref")" ] && ok || bad "the next load did not complete the tree"
+rm -rf "$T"/load-* "$d" "$T/ref" "$T/dest"
+finish
