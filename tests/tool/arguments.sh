@@ -51,7 +51,7 @@ run 0 "" merge -o "$T/merged.mcache" "$T/a.mcache" "$T/signed.mcache" -p "$PUB" 
 check "merge -o - writes the bytes merge -o FILE writes" cmp -s "$T/merged-out" "$T/merged.mcache"
 ls -A "$T/cwd" | grep -q . && bad "merge -o - left files in the working folder: $(ls -A)" || ok
 # the inputs' contents wait in TMPDIR, there being no folder of the output's
-TMPDIR="$T/no-such-folder" run 2 "$T/no-such-folder/.megacache-merge-" \
+TMPDIR="$T/no-such-folder" run 2 "$T/no-such-folder: cannot write (a temp folder)" \
 	merge -o - "$T/a.mcache" -p "$PUB" -s "$SEC"
 
 for c in "sign $T/a.mcache -s $SEC -p $PUB -o -" "merge -o - $T/a.mcache -p $PUB -s $SEC"; do
