@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -597,6 +598,22 @@ version_command(int argc, char **argv)
 	return 0;
 }
 
+/* What a command printed is part of its result: output that could not all be written (a
+ * full disk, a pipe closed with SIGPIPE ignored) fails it, exit 2, as a failed write of a
+ * bundle does. Returns rc, or 2 then. */
+static int
+flush_stdout(int rc)
+{
+	int lost = ferror(stdout);
+
+	errno = 0;
+	if (fflush(stdout) == 0 && !lost)
+		return rc;
+	say(stderr, "%s: cannot write standard output%s%s", PROG, errno != 0 ? ": " : "",
+	    errno != 0 ? strerror(errno) : "");
+	return rc == 0 ? EXIT_USAGE : rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -611,13 +628,13 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "help") == 0)
-		return help_command(argc, argv);
+		return flush_stdout(help_command(argc, argv));
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
-		return version_command(argc, argv);
+		return flush_stdout(version_command(argc, argv));
 	if ((cmd = find_command(argv[1])) != NULL) {
 		int rc = run_command(cmd, argc - 1, argv + 1);
 		interrupt_end();
-		return rc;
+		return flush_stdout(rc);
 	}
 	/* No command: with --json, the failure object names none ("command": ""). */
 	if (json_asked(argc, argv))

@@ -184,4 +184,13 @@ run 2 "unknown option '--label-from' (options are never abbreviated: did you mea
 sed -n 2p "$PUB" | grep -q "^RW" && "$MEGACACHE" --help | grep -qF "(RW...)" && ok ||
 	bad "megacache --help does not say how a public key's line starts"
 
+# Output that cannot be written fails the command (exit 2, said on stderr), never exit 0
+# with the report lost: standard output a full device.
+for c in "list $T/a.mcache" "verify $T/a.mcache -p $PUB --json" "--help" "--version"; do
+	# shellcheck disable=SC2086
+	"$MEGACACHE" $c >/dev/full 2>"$T/err"; rc=$?
+	[ "$rc" = 2 ] && grep -q "cannot write standard output" "$T/err" && ok ||
+		bad "megacache $c >/dev/full exited $rc: $(head -c 300 "$T/err")"
+done
+
 finish
