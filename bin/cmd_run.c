@@ -345,15 +345,8 @@ pass_status(int status)
 		return WEXITSTATUS(status);
 	sig = WTERMSIG(status);
 	if (sig != SIGQUIT && sig != SIGILL && sig != SIGABRT && sig != SIGFPE && sig != SIGSEGV &&
-	    sig != SIGBUS && sig != SIGSYS && sig != SIGTRAP && sig != SIGXCPU && sig != SIGXFSZ) {
-		sigset_t set;
-		fflush(NULL);
-		signal(sig, SIG_DFL);
-		sigemptyset(&set);
-		sigaddset(&set, sig);
-		sigprocmask(SIG_UNBLOCK, &set, NULL);
-		raise(sig);
-	}
+	    sig != SIGBUS && sig != SIGSYS && sig != SIGTRAP && sig != SIGXCPU && sig != SIGXFSZ)
+		end_by_signal(sig);
 	return 128 + sig;
 }
 

@@ -87,11 +87,15 @@ start_thread(pthread_t *thread, void *(*fn)(void *), void *arg)
 void
 interrupt_end(void)
 {
-	sigset_t set;
-	int sig = caught;
+	if (caught != 0)
+		end_by_signal(caught);
+}
 
-	if (sig == 0)
-		return;
+void
+end_by_signal(int sig)
+{
+	sigset_t set;
+
 	fflush(NULL);
 	signal(sig, SIG_DFL);
 	sigemptyset(&set);

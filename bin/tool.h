@@ -204,6 +204,9 @@ const char *interrupt_name(void);
 int start_thread(pthread_t *thread, void *(*fn)(void *), void *arg);
 /* After the command: ends the process by the signal caught, if any. */
 void interrupt_end(void);
+/* Ends the process by sig's default action, what was printed flushed first (returns
+ * only for a signal whose default action does not end it). */
+void end_by_signal(int sig);
 
 /* setup.c */
 int tool_start(struct tool *t);
