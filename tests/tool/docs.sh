@@ -141,11 +141,6 @@ for d in docs:
         print("ok")
 EOF
 [ $? -eq 0 ] && ok || bad "the document checks did not run to the end"
-while IFS= read -r line; do
-	case $line in
-	ok) ok ;;
-	*) bad "$line" ;;
-	esac
-done <"$T/results"
+tally "$T/results"
 
 finish

@@ -107,6 +107,17 @@ with open(out, "r+b") as f:
 EOF
 }
 
+# tally FILE: each line of FILE tells a check a helper program made: "ok" passed, any
+# other line (its "FAIL: " left off) the failure.
+tally() {
+	while IFS= read -r line; do
+		case $line in
+		ok) ok ;;
+		*) bad "${line#FAIL: }" ;;
+		esac
+	done <"$1"
+}
+
 finish() {
 	echo "$PASSED passed, $FAILED failed"
 	[ "$FAILED" -eq 0 ]

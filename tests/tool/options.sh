@@ -229,11 +229,6 @@ for m in re.finditer(r"^  (-.*?)  +(\(.*)", ov_common, re.M):
             "it are %s" % (o, ", ".join(sorted(cmds)), ", ".join(sorted(takes))))
 EOF
 [ $? = 0 ] || bad "the check of the options failed: $(tail -n 3 "$T/results")"
-while IFS= read -r line; do
-	case $line in
-	ok) ok ;;
-	*) bad "${line#FAIL: }" ;;
-	esac
-done <"$T/results"
+tally "$T/results"
 
 finish
