@@ -1,6 +1,7 @@
 /* interrupt.c - SIGHUP, SIGINT and SIGTERM: the work in hand cancelled (mc_ctx_cancel()),
  * so that it undoes what it began as after any failure, and the process then ends by the
- * same signal, as a shell expects of a program stopped (128 + its number). */
+ * same signal, as a shell expects of a program stopped (128 + its number). A signal that
+ * comes too late to stop the work leaves it done, and the command's status stands. */
 #include "config.h"
 
 #include <signal.h>
@@ -84,11 +85,17 @@ start_thread(pthread_t *thread, void *(*fn)(void *), void *arg)
 	return rc;
 }
 
-void
-interrupt_end(void)
+int
+interrupt_end(int rc)
 {
-	if (caught != 0)
+	if (caught == 0)
+		return rc;
+	if (rc != 0)
 		end_by_signal(caught);
+	/* Caught past the last point it could stop at (an output renamed into place, a
+	 * load's renames begun): the work is whole, and its report said so. */
+	say(stderr, "%s: %s came once the work was done: it is complete", PROG, interrupt_name());
+	return rc;
 }
 
 void

@@ -633,8 +633,7 @@ main(int argc, char **argv)
 		return flush_stdout(version_command(argc, argv));
 	if ((cmd = find_command(argv[1])) != NULL) {
 		int rc = run_command(cmd, argc - 1, argv + 1);
-		interrupt_end();
-		return flush_stdout(rc);
+		return flush_stdout(interrupt_end(rc));
 	}
 	/* No command: with --json, the failure object names none ("command": ""). */
 	if (json_asked(argc, argv))

@@ -202,8 +202,9 @@ const char *interrupt_name(void);
 /* pthread_create() for the tool's own threads, which leave those signals to the main one
  * (where they interrupt a read). */
 int start_thread(pthread_t *thread, void *(*fn)(void *), void *arg);
-/* After the command: ends the process by the signal caught, if any. */
-void interrupt_end(void);
+/* After the command, with its status rc: ends the process by the signal caught, if any
+ * and rc tells of a failure; else says the work was done first and returns rc. */
+int interrupt_end(int rc);
 /* Ends the process by sig's default action, what was printed flushed first (returns
  * only for a signal whose default action does not end it). */
 void end_by_signal(int sig);
