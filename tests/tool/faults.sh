@@ -151,6 +151,7 @@ why="File too large"
 full_out "file-size limit" "$T/fsize" 300 "$T/all.mcache"
 mkdir -p "$T/tmpfs"
 if mount -t tmpfs -o size=1m tmpfs "$T/tmpfs" 2>/dev/null; then
+	trap 'umount "$T/tmpfs" 2>/dev/null' EXIT
 	why="No space left on device"
 	run 0 "" pack -q -o "$T/small.mcache" -s "$SEC" --from-torch "$DATA/mlp-cpu-pgo.megacache"
 	full_out "full tmpfs" "$T/tmpfs" 0 "$T/small.mcache"
