@@ -20,7 +20,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	python3-pytest python3-pytest-forked python3-venv python3-jsonschema \
 	python3-pip python3-setuptools python3-wheel \
 	clang libclang-rt-14-dev buildah mmdebstrap \
-	libhiredis-dev redis-server redis-tools python3-redis libssl-dev zstd >/dev/null
+	libhiredis-dev redis-server redis-tools python3-redis libssl-dev zstd procps >/dev/null
 autoreconf -fi
 ./configure --enable-werror --with-hiredis --with-openssl
 make -j"$(nproc)"

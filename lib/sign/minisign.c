@@ -142,20 +142,23 @@ scrypt_xor(unsigned char *skbin, unsigned char *stream, const char *password, ui
 	return 0;
 }
 
+/* Writes a key file's text into a temp file beside path, on disk (fsync), named in *tmp
+ * (the caller removes it). */
 static int
-write_key_file(mc_ctx *ctx, const char *path, const char *comment, const unsigned char *bin,
-	       size_t n, int mode, int overwrite)
+stage_key_file(mc_ctx *ctx, const char *path, const char *comment, const unsigned char *bin,
+	       size_t n, int mode, int overwrite, char **tmp)
 {
-	char *b64 = mc__b64_encode(bin, n), *tmp = NULL;
+	char *b64 = mc__b64_encode(bin, n);
 	int fd, rc = MC_OK;
 
+	*tmp = NULL;
 	if (b64 == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	if (!overwrite && access(path, F_OK) == 0) {
 		free(b64);
 		return mc__err(ctx, MC_ERR_EXISTS, "%s: file exists (not replaced)", path);
 	}
-	if ((fd = mc__open_temp_here(ctx, path, &tmp, mode)) < 0) {
+	if ((fd = mc__open_temp_here(ctx, path, tmp, mode)) < 0) {
 		free(b64);
 		return MC_ERR_IO;
 	}
@@ -166,19 +169,56 @@ write_key_file(mc_ctx *ctx, const char *path, const char *comment, const unsigne
 		rc = mc__errno(ctx, MC_ERR_IO, "cannot write", path);
 	if (close(fd) != 0 && rc == MC_OK)
 		rc = mc__errno(ctx, MC_ERR_IO, "cannot write", path);
-	if (rc == MC_OK && mc__cancelled(ctx))
-		rc = mc__cancel_err(ctx);
-	if (rc == MC_OK) {
-		/* link() refuses to replace, so a racing writer cannot be overwritten. */
-		if (overwrite ? rename(tmp, path) != 0 : link(tmp, path) != 0)
-			rc = errno == EEXIST ? mc__err(ctx, MC_ERR_EXISTS, "%s: file exists (not replaced)", path)
-					     : mc__errno(ctx, MC_ERR_IO, "cannot create", path);
-	}
-	if (!(rc == MC_OK && overwrite))
-		unlink(tmp);
-	free(tmp);
 	sodium_memzero(b64, strlen(b64));
 	free(b64);
+	return rc;
+}
+
+/* Puts the staged key file tmp at path: renamed over what is there (overwrite), else
+ * linked, which refuses to replace, so a racing writer cannot be overwritten. */
+static int
+place_key_file(mc_ctx *ctx, const char *tmp, const char *path, int overwrite)
+{
+	if (overwrite ? rename(tmp, path) == 0 : link(tmp, path) == 0)
+		return MC_OK;
+	return errno == EEXIST ? mc__err(ctx, MC_ERR_EXISTS, "%s: file exists (not replaced)", path)
+			       : mc__errno(ctx, MC_ERR_IO, "cannot create", path);
+}
+
+/* Both key files staged and on disk before either is put in place, a cancel heeded only
+ * then: once the secret key is in place the public key follows. A new secret key whose
+ * public key could not be put in place is removed, unless it replaced one (-f), which
+ * would then be lost too: it is kept, and said. */
+static int
+save_key_files(mc_ctx *ctx, const char *sec_path, const unsigned char *skbin,
+	       const char *pub_path, const char *comment, const unsigned char *pkbin, int overwrite)
+{
+	char *stmp = NULL, *ptmp = NULL;
+	int rc;
+
+	rc = stage_key_file(ctx, sec_path, "minisign encrypted secret key", skbin, SK_BYTES, 0600,
+			    overwrite, &stmp);
+	if (rc == MC_OK)
+		rc = stage_key_file(ctx, pub_path, comment, pkbin, PK_BYTES, 0644, overwrite, &ptmp);
+	if (rc == MC_OK && mc__cancelled(ctx))
+		rc = mc__cancel_err(ctx);
+	if (rc == MC_OK && (rc = place_key_file(ctx, stmp, sec_path, overwrite)) == MC_OK &&
+	    (rc = place_key_file(ctx, ptmp, pub_path, overwrite)) != MC_OK) {
+		char msg[MC_ERRBUF];
+
+		if (!overwrite) {
+			unlink(sec_path);
+		} else {
+			snprintf(msg, sizeof msg, "%s", mc_ctx_error(ctx));
+			mc__err(ctx, rc, "%s (the new secret key is in %s)", msg, sec_path);
+		}
+	}
+	if (stmp != NULL && (rc != MC_OK || !overwrite))
+		unlink(stmp);
+	if (ptmp != NULL && (rc != MC_OK || !overwrite))
+		unlink(ptmp);
+	free(stmp);
+	free(ptmp);
 	return rc;
 }
 
@@ -222,13 +262,7 @@ mc_keypair_save(mc_ctx *ctx, const mc_seckey *sk, const mc_pubkey *pk, const cha
 	memcpy(pkbin + 2, pk->keynum, 8);
 	memcpy(pkbin + 10, pk->pk, 32);
 	snprintf(comment, sizeof comment, "minisign public key %s", pk->id);
-	rc = write_key_file(ctx, sec_path, "minisign encrypted secret key", skbin, SK_BYTES, 0600,
-			    overwrite);
-	if (rc == MC_OK) {
-		rc = write_key_file(ctx, pub_path, comment, pkbin, PK_BYTES, 0644, overwrite);
-		if (rc != MC_OK)
-			unlink(sec_path);
-	}
+	rc = save_key_files(ctx, sec_path, skbin, pub_path, comment, pkbin, overwrite);
 	sodium_free(skbin);
 	return rc;
 }

@@ -161,4 +161,31 @@ rm -rf "$(echo "$dir" | sed "s/\.mc[0-9]*-/.mc$$-/")" "$foreign" "$live" "$mine"
 run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/ref"
 [ "$(sums "$d")" = "$(sums "$T/ref")" ] && ok || bad "the next load did not complete the tree"
 rm -rf "$T"/load-* "$d" "$T/ref" "$T/dest"
+
+# 4. keygen -f stopped once its new secret key is on disk, while its public key is
+# written (strace holds that fsync): the old pair stays whole, and no temp file is left.
+if strace -f -qq -o /dev/null true 2>/dev/null; then
+	k="$T/kg"
+	mkdir "$k"
+	"$BIN" keygen -q -W -p "$k/a.pub" -s "$k/a.key" || bad "keygen of the old pair"
+	cp "$k/a.pub" "$T/old.pub"
+	cp "$k/a.key" "$T/old.key"
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq -o /dev/null \
+		-e trace=fsync -e inject=fsync:delay_exit=3000000:when=2 \
+		env $DFL "$BIN" keygen -q -W -f -p "$k/a.pub" -s "$k/a.key" 2>"$T/err" &
+	spid=$!
+	n=0
+	while [ "$(ls -A "$k" | wc -l)" -lt 4 ] && [ "$n" -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+	kpid=$(pgrep -P "$spid" -f "keygen" | head -n 1)
+	[ -n "$kpid" ] && [ "$(ls -A "$k" | wc -l)" = 4 ] && ok ||
+		bad "keygen -f: no process ($kpid) with both keys staged: $(ls -A "$k")"
+	kill -INT "$kpid"
+	reap "$spid"
+	grep -q "interrupted by SIGINT" "$T/err" && ok || bad "keygen -f (INT): said $(cat "$T/err")"
+	cmp -s "$k/a.key" "$T/old.key" && cmp -s "$k/a.pub" "$T/old.pub" && ok ||
+		bad "keygen -f (INT): the old pair changed or is gone: $(ls -A "$k")"
+	[ "$(ls -A "$k" | wc -l)" = 2 ] && ok || bad "keygen -f (INT): left $(ls -A "$k")"
+fi
+
+
 finish
