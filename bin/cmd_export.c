@@ -82,26 +82,13 @@ static int
 export_stdout(struct tool *t, mc_bundle *b, const struct export_opts *o, int fd,
 	      struct load_report *left)
 {
-	const unsigned char *p;
 	const void *data;
 	size_t len;
-	ssize_t n;
 	int rc;
 
 	if ((rc = mc_bundle_export_torch_memory(b, o->format, &data, &len, on_artifact, left)) != MC_OK)
 		return fail(t->ctx, rc);
-	for (p = data; len > 0; p += n, len -= (size_t)n) {
-		if ((n = write(fd, p, len)) >= 0)
-			continue;
-		if (errno != EINTR) {
-			say(stderr, "%s: cannot write standard output: %s", PROG, strerror(errno));
-			return EXIT_USAGE;
-		}
-		if (interrupted()) /* a reader that stopped reading: ends by the signal */
-			return 128 + interrupted();
-		n = 0;
-	}
-	return 0;
+	return put_stdout(fd, data, len);
 }
 
 int

@@ -80,44 +80,28 @@ stdout_temp(char *path, size_t len)
 	return 0;
 }
 
-/* Writes n bytes at p to fd: 0, or -1 (errno set). */
-static int
-write_all(int fd, const char *p, size_t n)
-{
-	ssize_t w;
-
-	while (n > 0) {
-		if ((w = write(fd, p, n)) < 0 && errno != EINTR)
-			return -1;
-		if (w > 0)
-			p += w, n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Sends the file at path to fd and removes it. Returns 0 or the exit status of a
  * failure it has said. */
 static int
 copy_out(const char *path, int fd)
 {
 	char buf[65536];
-	int in = open(path, O_RDONLY | O_CLOEXEC);
+	int in = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
 	ssize_t n = -1;
 
 	unlink(path);
-	while (in >= 0 && ((n = read(in, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
-		if (n > 0 && write_all(fd, buf, (size_t)n) != 0) {
-			n = -1;
-			break;
-		}
+	while (rc == 0 && in >= 0 &&
+	       ((n = read(in, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+		if (n > 0)
+			rc = put_stdout(fd, buf, (size_t)n);
 	if (in >= 0)
 		close(in);
-	if (n != 0) {
+	if (rc == 0 && n != 0) {
 		json_error("io");
-		say(stderr, "%s: cannot write standard output: %s", PROG, strerror(errno));
-		return EXIT_USAGE;
+		say(stderr, "%s: cannot read the signed copy (a temp file): %s", PROG, strerror(errno));
+		rc = EXIT_USAGE;
 	}
-	return 0;
+	return rc;
 }
 
 /* sign -o -: the signed copy of b is made in a temp file (the signature goes before the

@@ -309,6 +309,32 @@ take_stdout(const struct tool *t, const char *what)
 	return fd;
 }
 
+/* Writes n bytes at buf to fd, the file take_stdout() gave: 0, or the exit status of a
+ * failure it has said. A signal caught while the reader stalls ends the wait (128 + the
+ * signal, the command's work undone by its caller). */
+int
+put_stdout(int fd, const void *buf, size_t n)
+{
+	const unsigned char *p = buf;
+	ssize_t w;
+
+	while (n > 0 && !interrupted()) {
+		if ((w = write(fd, p, n)) >= 0) {
+			p += w;
+			n -= (size_t)w;
+		} else if (errno != EINTR) {
+			json_error("io");
+			say(stderr, "%s: cannot write standard output: %s", PROG, strerror(errno));
+			return EXIT_USAGE;
+		}
+	}
+	if (n == 0)
+		return 0;
+	json_error("cancelled");
+	say(stderr, "%s: interrupted by %s; what it had begun is undone", PROG, interrupt_name());
+	return 128 + interrupted();
+}
+
 /* The warning of a command about to write a bundle with no signature (not under -q). */
 void
 warn_unsigned(const struct tool *t)

@@ -141,6 +141,7 @@ const char *shown_path(const char *path);
 void warn_unsigned(const struct tool *t);
 void check_out_folder(const char *path);
 int take_stdout(const struct tool *t, const char *what);
+int put_stdout(int fd, const void *buf, size_t n);
 int exit_code(int rc);
 int fail(mc_ctx *ctx, int rc);
 void human_bytes(uint64_t n, char *buf, size_t len);

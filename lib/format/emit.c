@@ -45,11 +45,20 @@ struct mc_emit {
 #endif
 };
 
+/* The failure of a write to the output: a cancel that ended it, or the error. */
+static int
+emit_failed(mc_emit *e)
+{
+	if (errno == ECANCELED && mc__cancelled(e->ctx))
+		return mc__cancel_err(e->ctx);
+	return mc__errno(e->ctx, MC_ERR_IO, "cannot write", e->path);
+}
+
 static int
 emit_flush(mc_emit *e)
 {
-	if (e->len > 0 && mc__write_all(e->fd, e->buf, e->len) != 0)
-		return mc__errno(e->ctx, MC_ERR_IO, "cannot write", e->path);
+	if (e->len > 0 && mc__write_out(e->ctx, e->fd, e->buf, e->len) != 0)
+		return emit_failed(e);
 	e->len = 0;
 	return MC_OK;
 }
@@ -58,13 +67,12 @@ emit_flush(mc_emit *e)
 static int
 emit_put(mc_emit *e, const void *buf, size_t n)
 {
-	if (e->len + n > MC_IO_CHUNK && emit_flush(e) != MC_OK)
-		return MC_ERR_IO;
-	if (n >= MC_IO_CHUNK) {
-		if (mc__write_all(e->fd, buf, n) != 0)
-			return mc__errno(e->ctx, MC_ERR_IO, "cannot write", e->path);
-		return MC_OK;
-	}
+	int rc;
+
+	if (e->len + n > MC_IO_CHUNK && (rc = emit_flush(e)) != MC_OK)
+		return rc;
+	if (n >= MC_IO_CHUNK)
+		return mc__write_out(e->ctx, e->fd, buf, n) != 0 ? emit_failed(e) : MC_OK;
 	memcpy(e->buf + e->len, buf, n);
 	e->len += n;
 	return MC_OK;
@@ -156,8 +164,8 @@ ustar_start(mc_emit *e)
 static int
 archive_fail(mc_emit *e, const char *what)
 {
-	if (e->failed)
-		return MC_ERR_IO; /* the write callback set the message */
+	if (e->failed) /* the write callback set the message */
+		return mc__cancelled(e->ctx) ? MC_ERR_CANCELLED : MC_ERR_IO;
 	return mc__err(e->ctx, MC_ERR_IO, "%s: %s: %s", e->path, what, la.archive_error_string(e->a));
 }
 

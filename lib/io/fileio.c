@@ -16,18 +16,25 @@
 
 #include "io/io.h"
 
-/* Writes n bytes at off (or, with at_off unset, at the file position). */
+/* Writes n bytes at off (or, with at_off unset, at the file position). A write a signal
+ * interrupts is tried again; with ctx, none is begun once ctx is cancelled (the signal
+ * that cancels it interrupts the write under way): then -1, errno ECANCELED. */
 static int
-write_all(int fd, const void *buf, size_t n, int at_off, uint64_t off)
+write_all(mc_ctx *ctx, int fd, const void *buf, size_t n, int at_off, uint64_t off)
 {
 	const unsigned char *p = buf;
 
 	while (n > 0) {
-		ssize_t w = at_off ? pwrite(fd, p, n, (off_t)off) : write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
+		ssize_t w;
+
+		if (ctx != NULL && mc__cancelled(ctx)) {
+			errno = ECANCELED;
 			return -1;
+		}
+		if ((w = at_off ? pwrite(fd, p, n, (off_t)off) : write(fd, p, n)) < 0) {
+			if (errno != EINTR)
+				return -1;
+			continue;
 		}
 		p += w;
 		off += (uint64_t)w;
@@ -39,13 +46,19 @@ write_all(int fd, const void *buf, size_t n, int at_off, uint64_t off)
 int
 mc__write_all(int fd, const void *buf, size_t n)
 {
-	return write_all(fd, buf, n, 0, 0);
+	return write_all(NULL, fd, buf, n, 0, 0);
+}
+
+int
+mc__write_out(mc_ctx *ctx, int fd, const void *buf, size_t n)
+{
+	return write_all(ctx, fd, buf, n, 0, 0);
 }
 
 int
 mc__pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
 {
-	return write_all(fd, buf, n, 1, off);
+	return write_all(NULL, fd, buf, n, 1, off);
 }
 
 /* Reads n bytes at off (or, with at_off unset, at the file position). */

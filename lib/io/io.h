@@ -18,6 +18,9 @@ MC_HIDDEN int mc__check_input(mc_ctx *ctx, int fd, const char *path, struct stat
 /* ---- file helpers (fileio.c) ---- */
 
 MC_HIDDEN int mc__write_all(int fd, const void *buf, size_t n);
+/* mc__write_all() for output whose reader may stall (a pipe): a signal that cancelled ctx
+ * ends the wait, -1 with errno ECANCELED. */
+MC_HIDDEN int mc__write_out(mc_ctx *ctx, int fd, const void *buf, size_t n);
 /* Reads exactly n bytes; returns 0, or -1 with errno (EIO-like short read: errno 0). */
 MC_HIDDEN int mc__read_full(int fd, void *buf, size_t n);
 /* n bytes at off; -1 with errno (0 at the end of the file) when they cannot be had. */

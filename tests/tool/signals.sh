@@ -187,5 +187,26 @@ if strace -f -qq -o /dev/null true 2>/dev/null; then
 	[ "$(ls -A "$k" | wc -l)" = 2 ] && ok || bad "keygen -f (INT): left $(ls -A "$k")"
 fi
 
+# 5. -o - into a pipe whose reader stopped reading: the signal ends the stalled write.
+mkfifo "$T/stall"
+for c in "pack -q -o - -s $SEC --from-dir $T/cache_cpu_cold" "sign $T/all.mcache -q -s $SEC -p $PUB -o -" \
+	"merge -q -o - $T/all.mcache -p $PUB -s $SEC" "export $T/blob.mcache -p $PUB --torch -"; do
+	# shellcheck disable=SC2086
+	env $DFL "$BIN" $c >"$T/stall" 2>"$T/err" &
+	pid=$!
+	exec 9<"$T/stall"
+	n=0
+	while ! grep -q pipe_write "/proc/$pid/wchan" 2>/dev/null && [ "$n" -lt 100 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	grep -q pipe_write "/proc/$pid/wchan" && ok || bad "${c%% *} -o -: never stalled in a write"
+	kill -TERM "$pid"
+	reap "$pid"
+	rc=$?
+	exec 9<&-
+	[ "$rc" = 143 ] && grep -q "interrupted by SIGTERM" "$T/err" && ok ||
+		bad "${c%% *} -o - stalled (TERM): exit $rc: $(cat "$T/err")"
+done
 
 finish
