@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -549,7 +550,7 @@ temp_owner(const char *n, long *pid, uint32_t *key)
 	if (dig == end || end - dig > 10 || dig - n < 4 || memcmp(dig - 3, ".mc", 3) != 0)
 		return 0;
 	*pid = strtol(dig, NULL, 10); /* stops at the "-" */
-	return *pid > 0;
+	return *pid > 0 && *pid <= INT_MAX; /* a pid_t: none a process can have is read as one */
 }
 
 static void
