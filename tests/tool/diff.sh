@@ -6,8 +6,8 @@ SEC="$KEYS/test.key"
 BLOB="$DATA/mlp-cuda.megacache"
 SCHEMA="$MC_SRCDIR/doc/json-schema.json"
 export SOURCE_DATE_EPOCH=1700000000
-ID1=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$KEYS/test.pub")
-ID2=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$KEYS/test2.pub")
+ID1=$(key_id "$KEYS/test.pub")
+ID2=$(key_id "$KEYS/test2.pub")
 X1=4102444800 # 2100-01-01
 X2=4102531200 # 2100-01-02
 

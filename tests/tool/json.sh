@@ -9,8 +9,8 @@ SEC="$KEYS/test.key"
 BLOB="$DATA/mlp-cuda.megacache"
 SCHEMA="$MC_SRCDIR/doc/json-schema.json"
 export SOURCE_DATE_EPOCH=1700000000
-ID1=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$PUB")
-ID2=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$KEYS/test2.pub")
+ID1=$(key_id "$PUB")
+ID2=$(key_id "$KEYS/test2.pub")
 
 # valid FILE COMMAND EXIT ASSERTION: FILE is one object valid against the schema, laid
 # out as every command lays it out (a lone "{", a member a line indented by a tab, a lone

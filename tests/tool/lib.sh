@@ -107,6 +107,9 @@ with open(out, "r+b") as f:
 EOF
 }
 
+# key_id PUBFILE: the key id a minisign public key file's comment names.
+key_id() { sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$1"; }
+
 # tally FILE: each line of FILE tells a check a helper program made: "ok" passed, any
 # other line (its "FAIL: " left off) the failure.
 tally() {

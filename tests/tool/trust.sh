@@ -26,8 +26,8 @@ run 1 "no signature by a trusted key" export "$T/a.mcache" --torch "$T/z.blob" -
 # 2. verify tells trusted signatures from the others, in text and JSON.
 cp "$T/a.mcache" "$T/two.mcache"
 run 0 "" sign -q "$T/two.mcache" -s "$KEYS/test2.key" -p "$KEYS/test.pub"
-ID1=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$PUB")
-ID2=$(sed -n 's/^untrusted comment: minisign public key \([0-9A-F]*\).*/\1/p' "$KEYS/test2.pub")
+ID1=$(key_id "$PUB")
+ID2=$(key_id "$KEYS/test2.pub")
 [ -n "$ID1" ] && [ -n "$ID2" ] && ok || bad "no key ids in the public keys"
 run 0 "1 signature verified ($ID1), 1 not checked: key not trusted ($ID2), created " verify "$T/two.mcache" -p "$PUB"
 run 0 "2 signatures verified (" verify "$T/two.mcache" -p "$PUB" -p "$KEYS/test2.pub"
