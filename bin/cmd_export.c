@@ -104,10 +104,7 @@ cmd_export(struct tool *t, int argc, char **argv)
 	if (optind + 1 != argc || o.out == NULL)
 		usage_error("export needs BUNDLE and --torch OUTFILE%s", "");
 	check_out_folder(o.out);
-	if (strcmp(o.out, "-") == 0) {
-		out_fd = take_stdout(t, "a torch blob");
-		o.out = "standard output";
-	}
+	out_fd = take_stdout(t, &o.out, "a torch blob");
 	/* torch unpickles what export writes: as load, it needs keys or a plain opt-out. */
 	if (t->trust.npubs == 0 && !t->trust.insecure)
 		usage_error("export needs -p PUBFILE: torch unpickles the blob it writes, so the "

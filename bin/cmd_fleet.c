@@ -506,10 +506,7 @@ cmd_pull(struct tool *t, int argc, char **argv)
 	redis_check(&o.redis, "pull");
 	check_out_folder(o.out);
 	o.out_fd = -1;
-	if (strcmp(o.out, "-") == 0) {
-		o.out_fd = take_stdout(t, "a bundle");
-		o.out = "standard output";
-	}
+	o.out_fd = take_stdout(t, &o.out, "a bundle");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	ta.verbose = t->verbose, ta.quiet = t->quiet || t->json;

@@ -298,10 +298,7 @@ cmd_merge(struct tool *t, int argc, char **argv)
 	if (o.unsigned_ok && o.signers.n > 0)
 		usage_error("-s and --unsigned do not go together%s", "");
 	check_out_folder(o.out);
-	if (strcmp(o.out, "-") == 0) {
-		o.out_fd = take_stdout(t, "a bundle");
-		o.out = "standard output";
-	}
+	o.out_fd = take_stdout(t, &o.out, "a bundle");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if ((rc = mc_writer_new(t->ctx, &w)) != MC_OK)

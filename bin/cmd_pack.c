@@ -161,10 +161,7 @@ cmd_pack(struct tool *t, int argc, char **argv)
 	tool_parse(t, argc, argv, &pack_spec, &o);
 	pack_check(&o, argc, argv);
 	check_out_folder(o.out);
-	if (strcmp(o.out, "-") == 0) {
-		out_fd = take_stdout(t, "a bundle");
-		o.out = "standard output";
-	}
+	out_fd = take_stdout(t, &o.out, "a bundle");
 	memset(&tally, 0, sizeof tally);
 	tally.verbose = t->verbose;
 	if ((rc = tool_start(t)) != 0)

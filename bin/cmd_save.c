@@ -96,10 +96,8 @@ cmd_save(struct tool *t, int argc, char **argv)
 			    "use; pack takes explicit sources)", argv[optind]);
 	if (!o.dry)
 		check_out_folder(o.out);
-	if (strcmp(o.out, "-") == 0 && !o.dry) {
-		out_fd = take_stdout(t, "a bundle");
-		o.out = "standard output";
-	}
+	if (!o.dry)
+		out_fd = take_stdout(t, &o.out, "a bundle");
 	memset(&tally, 0, sizeof tally);
 	tally.verbose = t->verbose;
 	if ((rc = tool_start(t)) != 0)

@@ -143,10 +143,7 @@ cmd_sign(struct tool *t, int argc, char **argv)
 			    "--insecure-no-verify to sign it unchecked)%s", "");
 	check_out_folder(o.out);
 	out = o.out != NULL ? o.out : path;
-	if (strcmp(out, "-") == 0) {
-		out_fd = take_stdout(t, "a bundle");
-		out = "standard output";
-	}
+	out_fd = take_stdout(t, &out, "a bundle");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if (t->trust.insecure && !t->quiet)

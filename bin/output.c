@@ -287,14 +287,18 @@ shown_path(const char *path)
 	return strcmp(path, "-") == 0 ? "standard input" : path;
 }
 
-/* Standard output as the file a command writes (-o -, --torch -): refused on a terminal
- * and with --json. Returns a descriptor to write that file to, and points standard
- * output at standard error, so that nothing else the command prints mixes into it. */
+/* Standard output as the file a command writes, when *path is "-" (-o -, --torch -):
+ * refused on a terminal and with --json. Returns a descriptor to write that file to,
+ * *path then "standard output", and points standard output at standard error, so that
+ * nothing else the command prints mixes into it; -1 for any other path. */
 int
-take_stdout(const struct tool *t, const char *what)
+take_stdout(const struct tool *t, const char **path, const char *what)
 {
 	int fd;
 
+	if (strcmp(*path, "-") != 0)
+		return -1;
+	*path = "standard output";
 	if (isatty(STDOUT_FILENO))
 		usage_error("refusing to write %s to a terminal; redirect standard output or name a "
 			    "file", what);

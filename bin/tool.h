@@ -140,7 +140,7 @@ void try_help(void) __attribute__((noreturn));
 const char *shown_path(const char *path);
 void warn_unsigned(const struct tool *t);
 void check_out_folder(const char *path);
-int take_stdout(const struct tool *t, const char *what);
+int take_stdout(const struct tool *t, const char **path, const char *what);
 int put_stdout(int fd, const void *buf, size_t n);
 int exit_code(int rc);
 int fail(mc_ctx *ctx, int rc);
