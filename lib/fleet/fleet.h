@@ -5,7 +5,7 @@
 #ifndef MC_FLEET_H
 #define MC_FLEET_H
 
-#include "bundle/bundle.h"
+#include "write/write.h"
 
 /* A reply read: a bulk string (str, len), or nil; for an error reply (MC_ERR_REMOTE)
  * its text in error, until mc__redis_reply_free(). */

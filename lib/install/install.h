@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "bundle/bundle.h"
+#include "read/read.h"
 
 /* A tier among the selected artifacts': its root, open (fd) once it exists. */
 struct tier_root {

@@ -5,7 +5,7 @@
 #ifndef MC_INTEROP_H
 #define MC_INTEROP_H
 
-#include "bundle/bundle.h"
+#include "write/write.h"
 
 /* ---- torch blob (torchblob.c) ---- */
 

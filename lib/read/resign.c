@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bundle/bundle.h"
+#include "read/read.h"
 
 struct resign {
 	mc_bundle *b;

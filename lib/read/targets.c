@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bundle/bundle.h"
+#include "read/read.h"
 
 /* The most targets one bundle's kernels may name, as its manifest may record. */
 #define MAX_TARGETS 1024

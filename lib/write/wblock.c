@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bundle/bundle.h"
+#include "write/write.h"
 
 /* What a worker keeps from block to block. */
 struct mc_wbworker {

@@ -14,7 +14,7 @@
 
 #include <sodium.h>
 
-#include "bundle/bundle.h"
+#include "write/write.h"
 
 /* ---- the first pass, on the worker threads ----
  * Each used object is read once: hashed (its hash is known only now for most) and

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bundle/bundle.h"
+#include "write/write.h"
 
 struct mc_wspool {
 	int fd;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bundle/bundle.h"
+#include "write/write.h"
 
 /* A base bundle as the walk reads it: its artifacts before next are passed. */
 struct kbase {

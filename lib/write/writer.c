@@ -16,7 +16,7 @@
 
 #include <sodium.h>
 
-#include "bundle/bundle.h"
+#include "write/write.h"
 
 /* An object whose hash is known as it is recorded, for deduplication: its index + 1
  * (0 = empty) and the first 4 bytes of its hash. */

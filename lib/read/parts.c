@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bundle/bundle.h"
+#include "read/read.h"
 
 static int
 parts_sink(void *ud, size_t obj, const unsigned char *buf, size_t n)

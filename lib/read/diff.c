@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "bundle/bundle.h"
+#include "read/read.h"
 
 /* Whether two artifacts' contents are the same, from their manifests: by content hash
  * when the bundles hash alike; across format versions 1 and 2 by the SHA-256 a version 1

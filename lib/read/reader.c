@@ -16,7 +16,7 @@
 
 #include <sodium.h>
 
-#include "bundle/bundle.h"
+#include "read/read.h"
 
 #define SIG_MEMBER_MAX 16384
 #define SIG_COUNT_MAX 64

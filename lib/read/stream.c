@@ -13,7 +13,7 @@
 
 #include <sodium.h>
 
-#include "bundle/bundle.h"
+#include "read/read.h"
 
 /* Each object member is read with pread at the offset the manifest implies, so that
  * workers check and decode objects independently. The outcome is the one of the

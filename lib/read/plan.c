@@ -12,7 +12,7 @@
 
 #include <sodium.h>
 
-#include "bundle/bundle.h"
+#include "read/read.h"
 
 /* An artifact's destination, relative to its tier's root: computed again from the
  * signed type, key and SHA-256 wherever it is needed, never stored. */

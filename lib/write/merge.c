@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bundle/bundle.h"
+#include "write/write.h"
 
 static void
 parts_cleanup(void *arg)

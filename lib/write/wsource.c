@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bundle/bundle.h"
+#include "write/write.h"
 
 int
 mc__wsource_open(mc_ctx *ctx, struct mc_wsource *src, const mc_writer *w, const struct mc_wobj *o,

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bundle/bundle.h"
+#include "write/write.h"
 
 /* Artifacts are sorted by (type, key, order recorded) in runs of at most RUN_ARTS
  * records and RUN_KEYS bytes of keys, which are then merged. */
