@@ -680,6 +680,13 @@ early_start(struct push *p)
 	return 1;
 }
 
+/* The plan of the push's checks: on a thread of its own where it can be, else now. */
+static int
+plan_early(mc_bundle *b, void *ud)
+{
+	return early_start(ud) ? MC_OK : mc__bundle_plan(b);
+}
+
 /* The gate, before anything is sent or told (by the one sender, or by the caller when
  * there is nothing to send): the plan is waited for; it must have passed and left
  * nothing out, else the gate closes (-1) and this pass stops. */
@@ -846,10 +853,8 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 			snprintf(p.ttl, sizeof p.ttl, "%llu", (unsigned long long)ttl_seconds);
 			p.ttl_s = (long long)ttl_seconds;
 		}
-		if ((rc = workers_init(&p)) == MC_OK && !again)
-			rc = mc__bundle_policy(b);
-		if (rc == MC_OK && (again || !early_start(&p)))
-			rc = mc__bundle_plan(b); /* made already when starting over */
+		if ((rc = workers_init(&p)) == MC_OK) /* the plan is made already when starting over */
+			rc = again ? mc__bundle_plan(b) : mc__bundle_checks(b, plan_early, &p);
 		if (rc == MC_OK && (rc = collect(&p)) == MC_OK &&
 		    (rc = index_objects(&p)) == MC_OK && p.n > 0)
 			rc = mc__bundle_stream_some(b, p.want, object_piece, object_done, &p);

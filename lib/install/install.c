@@ -120,8 +120,7 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	 * bundle's from a pipe after the plan: the detection overlaps the load's work, and
 	 * the recorded targets are checked then, before anything is committed. */
 	t = mc__prof_start(b->ctx);
-	if ((rc = mc__bundle_policy(b)) == MC_OK && (rc = mc__bundle_plan(b)) == MC_OK &&
-	    (rc = mc__setup_tiers(&L)) == MC_OK)
+	if ((rc = mc__bundle_checks(b, NULL, NULL)) == MC_OK && (rc = mc__setup_tiers(&L)) == MC_OK)
 		rc = mc__plan_staging(&L);
 	t = mc__prof_since(b->ctx, "plan", t, 0);
 	if (rc == MC_OK && !late)

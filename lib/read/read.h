@@ -175,6 +175,12 @@ MC_HIDDEN int mc__bundle_plan_in(mc_bundle *b, mc_ctx *ctx);
 MC_HIDDEN int mc__artifact_dest(mc_bundle *b, const struct mc_martifact *a, char *buf,
 				size_t len);
 
+/* ---- the checks every use of the contents starts with (verify.c) ---- */
+
+/* Signatures and policy (mc__bundle_policy()), then the plan: made by plan(b, ud) when
+ * it is given (a caller that makes it its own way), else by mc__bundle_plan(). */
+MC_HIDDEN int mc__bundle_checks(mc_bundle *b, int (*plan)(mc_bundle *b, void *ud), void *ud);
+
 /* ---- GPU targets (targets.c) ---- */
 
 /* Before a pass: which objects are kernels' metadata files, the targets found so far

@@ -913,18 +913,6 @@ mc_bundle_check_signatures(mc_bundle *b)
 	return mc__bundle_policy(b);
 }
 
-int
-mc_bundle_verify(mc_bundle *b)
-{
-	int rc;
-
-	if (b == NULL)
-		return MC_ERR_INVALID;
-	if ((rc = mc__bundle_policy(b)) != MC_OK || (rc = mc__bundle_plan(b)) != MC_OK)
-		return rc;
-	return mc__bundle_stream_par(b, NULL, NULL, NULL);
-}
-
 /* ---- accessors ---- */
 
 int
