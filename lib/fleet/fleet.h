@@ -7,6 +7,8 @@
 
 #include "write/write.h"
 
+/* ---- the connection, its pipeline and replies (redis.c) ---- */
+
 /* A reply read: a bulk string (str, len), or nil; for an error reply (MC_ERR_REMOTE)
  * its text in error, until mc__redis_reply_free(). */
 struct mc_rreply {
@@ -65,7 +67,9 @@ MC_HIDDEN mc_ctx *mc__redis_ctx(const mc_redis *r);
 MC_HIDDEN mc_ctx *mc__redis_use_ctx(mc_redis *r, mc_ctx *ctx);
 MC_HIDDEN const char *mc__redis_triton_format(const mc_redis *r);
 
-/* The artifact an entry of a key space asked for holds (pull.c): as mc__remote_parse()
+/* ---- entries read back (pull.c) ---- */
+
+/* The artifact an entry of a key space asked for holds: as mc__remote_parse()
  * reads the key and value v (NULL: the key holds no string), and the key as its type's
  * handler checks it, the check pull and audit share: MC_OK; 1, why said, when torch or
  * Triton cannot read it (a value not in its key's form, a key they never make); 2 when

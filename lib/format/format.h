@@ -313,7 +313,7 @@ typedef size_t (*mc_jfast_fn)(mc_ctx *ctx, const char *p, size_t n, size_t idx, 
 MC_HIDDEN int mc__jdoc_array(mc_ctx *ctx, struct mc_jdoc *d, mc_jfast_fn fast, mc_jelem_fn fn,
 			     void *ud, size_t *count);
 
-/* ---- bundle member names ---- */
+/* ---- bundle member names (tar.c) ---- */
 
 #define MC_MEMBER_MANIFEST "manifest.json"
 #define MC_MEMBER_SIG_PREFIX "signatures/"

@@ -6,6 +6,8 @@
 
 #include "core/core.h"
 
+/* ---- opening what is read (fileio.c) ---- */
+
 struct stat;
 /* Opens path to read; refuses (without blocking) anything but a regular file. */
 MC_HIDDEN int mc__open_regular(mc_ctx *ctx, const char *path, int *fd, struct stat *st);
