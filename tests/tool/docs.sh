@@ -139,6 +139,16 @@ for d in docs:
             print("%s:%d: %s: %s" % (d, n, why, line.strip()[:100]))
     if not found:
         print("ok")
+
+# doc/internals.md names the library's parts as lib/README.md's layer table lists them.
+with open(os.path.join(top, "lib/README.md"), encoding="utf-8") as f:
+    table = f.read().split("<!-- layers -->")[1].split("<!-- end layers -->")[0]
+parts = [line.split()[0] for line in table.splitlines() if re.match(r"^[a-z]+( |$)", line)]
+with open(os.path.join(top, "doc/internals.md"), encoding="utf-8") as f:
+    m = re.search(r"in parts that depend one way \(([a-z, \n]+)\)", f.read())
+named = [w for w in re.split(r"[,\s]+", m.group(1)) if w] if m else []
+print("ok" if named == parts else "doc/internals.md names the parts %s, lib/README.md %s"
+      % (", ".join(named) or "nowhere", ", ".join(parts)))
 EOF
 [ $? -eq 0 ] && ok || bad "the document checks did not run to the end"
 tally "$T/results"
