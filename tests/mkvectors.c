@@ -1447,42 +1447,26 @@ version2(void)
 	gpu_targets();
 }
 
-int
-main(int argc, char **argv)
+/* ---- format version 1: the valid vectors, then the must-fail ones by family ---- */
+
+static void
+valid_v1(void)
 {
-	unsigned char *plain, *zst;
-	size_t nplain, nzst, pos;
-	char path[4096], h[65], m[16384];
-	struct buf b;
-
-	if (argc != 3) {
-		fprintf(stderr, "usage: mkvectors SRCDIR OUTDIR\n");
-		return 2;
-	}
-	srcdir = argv[1];
-	outdir = argv[2];
-	if (mc_ctx_new(&ctx) != MC_OK)
-		return 1;
-	k_test = key("test.key");
-	k_test2 = key("test2.key");
-	k_other = key("other.key");
-	c_vu = slurp("tests/data/small/vu.best_config", &n_vu);
-	c_ig = slurp("tests/data/small/ig.best_config", &n_ig);
-	c_pgo = slurp("tests/data/small/code_state.pkl", &n_pgo);
-	snprintf(path, sizeof path, "%s/expected.tsv", outdir);
-	if ((tsv = fopen(path, "w")) == NULL)
-		die(path);
-	fprintf(tsv, "# file\tcommand\texit\terror text (substring of stderr)\n");
-
-	/* Valid. */
 	valid_trio("");
 	valid("valid-unsigned.mcache", 3, NULL, NULL);
 	expect("valid-unsigned.mcache", "load-insecure", 0, "");
 	expect("valid-unsigned.mcache", "load", 1, "not signed");
 	graph_entries("");
 	graph_key_forms();
+}
 
-	/* 1. Flipped bytes in each region. */
+/* 1. Flipped bytes in each region of the valid bundles stored as is and compressed. */
+static void
+flips(void)
+{
+	unsigned char *plain, *zst;
+	size_t nplain, nzst, pos;
+
 	plain = read_out("valid-plain.mcache", &nplain);
 	zst = read_out("valid-signed.mcache", &nzst);
 	pos = find(plain, nplain, "\"bundle_version\":7");
@@ -1501,8 +1485,21 @@ main(int argc, char **argv)
 	pos = find(zst, nzst, "objects/");
 	flipped("flip-zstd-frame-header.mcache", zst, nzst, pos + 512 + 4, "object");
 	flipped("flip-zstd-block.mcache", zst, nzst, pos + 512 + 17, "object");
+	free(plain);
+	free(zst);
+}
 
-	/* 2. Truncations. */
+/* 2. Truncations: at a member's boundary, inside one, before the end, and inside the
+ * compressed bundle's object (cut at the plain one's offset of it). */
+static void
+truncations(void)
+{
+	unsigned char *plain, *zst;
+	size_t nplain, nzst, pos;
+
+	plain = read_out("valid-plain.mcache", &nplain);
+	zst = read_out("valid-signed.mcache", &nzst);
+	pos = find(zst, nzst, "objects/");
 	spit("trunc-member-boundary.mcache", plain, 1024);
 	expect("trunc-member-boundary.mcache", "load", 1, "truncated");
 	spit("trunc-inside-member.mcache", plain, pos + 512 + 100);
@@ -1511,121 +1508,155 @@ main(int argc, char **argv)
 	expect("trunc-before-end.mcache", "load", 1, "truncated");
 	spit("trunc-compressed.mcache", zst, pos + 512 + 20);
 	expect("trunc-compressed.mcache", "load", 1, "truncated");
+	free(plain);
+	free(zst);
+}
 
-	/* 3. Signatures. */
+/* The manifest of the vu config alone (manifest_one()'s buffer), its object's member
+ * name in obj. */
+static const char *
+vu_manifest(char obj[80])
+{
+	char h[65];
+
+	hexhash(c_vu, n_vu, h);
+	snprintf(obj, 80, "objects/%s", h);
+	return manifest_one("autotune", key_vu, n_vu, h, NULL);
+}
+
+/* A bundle of the vu config whose manifest is signed by sk, under the trusted comment tc
+ * (NULL: the usual one). */
+static void
+vu_signed_by(const char *name, const mc_seckey *sk, const char *tc, const char *cmd, int code,
+	     const char *text)
+{
+	char obj[80];
+	const char *man = vu_manifest(obj);
+	struct buf b;
+
+	start(&b, man);
+	put_sig(&b, sk, man, strlen(man), tc);
+	put_member(&b, obj, c_vu, n_vu);
+	finish(&b, name, cmd, code, text);
+}
+
+/* 3. Signatures: by another key, under the test key's id, over other bytes, with the
+ * trusted comment edited after signing, and the same signature twice. */
+static void
+sig_forged(void)
+{
+	mc_seckey forged = *k_other;
+	struct mc_sig sig;
+	char obj[80], path[128], *text;
+	const char *man = vu_manifest(obj);
+	struct buf b;
+	size_t len;
+
 	valid("sig-untrusted.mcache", 3, k_other, NULL);
 	expect("sig-untrusted.mcache", "load", 1, "no signature by a trusted key");
-	{
-		/* The test key's id on a signature made by another key. */
-		mc_seckey forged = *k_other;
-		const char *man;
-		memcpy(forged.keynum, k_test->keynum, 8);
-		hexhash(c_vu, n_vu, h);
-		man = manifest_one("autotune", key_vu, n_vu, h, NULL);
-		start(&b, man);
-		put_sig(&b, &forged, man, strlen(man), NULL);
-		snprintf(m, sizeof m, "objects/%s", h);
-		put_member(&b, m, c_vu, n_vu);
-		finish(&b, "sig-wrong-key.mcache", "load", 1, "does not verify");
+	/* The test key's id on a signature made by another key. */
+	memcpy(forged.keynum, k_test->keynum, 8);
+	vu_signed_by("sig-wrong-key.mcache", &forged, NULL, "load", 1, "does not verify");
 
-		/* A valid signature over other bytes. */
-		start(&b, man);
-		put_sig(&b, k_test, "{}", 2, NULL);
-		put_member(&b, m, c_vu, n_vu);
-		finish(&b, "sig-other-bytes.mcache", "load", 1, "does not verify");
+	/* A valid signature over other bytes. */
+	start(&b, man);
+	put_sig(&b, k_test, "{}", 2, NULL);
+	put_member(&b, obj, c_vu, n_vu);
+	finish(&b, "sig-other-bytes.mcache", "load", 1, "does not verify");
 
-		/* The trusted comment edited after signing (still canonical text). */
-		{
-			struct mc_sig sig;
-			char *text;
-			size_t len;
-			if (mc__sig_make(ctx, k_test, (const unsigned char *)man, strlen(man),
-					 "timestamp:1700000000\tfile:manifest.json\thashed", &sig) != MC_OK)
-				die("sign");
-			free(sig.trusted_comment);
-			sig.trusted_comment = mc__strdup("timestamp:1900000000\tfile:manifest.json\thashed");
-			text = mc__sig_render(&sig, &len);
-			start(&b, man);
-			snprintf(path, sizeof path, "signatures/%s.minisig", sig.id);
-			put_member(&b, path, text, len);
-			put_member(&b, m, c_vu, n_vu);
-			finish(&b, "sig-edited-comment.mcache", "load", 1, "does not verify");
-			free(text);
-			mc__sig_clear(&sig);
-		}
+	/* The trusted comment edited after signing (still canonical text). */
+	if (mc__sig_make(ctx, k_test, (const unsigned char *)man, strlen(man),
+			 "timestamp:1700000000\tfile:manifest.json\thashed", &sig) != MC_OK)
+		die("sign");
+	free(sig.trusted_comment);
+	sig.trusted_comment = mc__strdup("timestamp:1900000000\tfile:manifest.json\thashed");
+	text = mc__sig_render(&sig, &len);
+	start(&b, man);
+	snprintf(path, sizeof path, "signatures/%s.minisig", sig.id);
+	put_member(&b, path, text, len);
+	put_member(&b, obj, c_vu, n_vu);
+	finish(&b, "sig-edited-comment.mcache", "load", 1, "does not verify");
+	free(text);
+	mc__sig_clear(&sig);
 
-		/* The same signature twice, as if to meet a threshold of two with one key:
-		 * members must have distinct, ordered key ids. */
-		start_signed(&b, man);
-		put_sig(&b, k_test, man, strlen(man), NULL);
-		put_member(&b, m, c_vu, n_vu);
-		finish(&b, "sig-same-key-twice.mcache", "load-threshold2", 1, "repeated");
-		{
-			/* Trusted comments: the longest stock minisign verifies, one byte more, and each
-			 * kind of line break or control character, all validly signed. */
-			static const struct {
-				const char *file, *tc;
-			} bad[] = {
-				{"sig-comment-cr.mcache", "timestamp:1700000000\rfile:manifest.json"},
-				{"sig-comment-nel.mcache", "timestamp:1700000000\xc2\x85" "file:manifest.json"},
-				{"sig-comment-ls.mcache", "timestamp:1700000000\xe2\x80\xa8" "file:manifest.json"},
-				{"sig-comment-ps.mcache", "timestamp:1700000000\xe2\x80\xa9" "file:manifest.json"},
-				{"sig-comment-esc.mcache", "timestamp:1700000000\x1b[2Jfile:manifest.json"},
-				{"sig-comment-del.mcache", "timestamp:1700000000\x7f"},
-				{"sig-comment-csi.mcache", "timestamp:1700000000\xc2\x9b" "2J"},
-			};
-			static char tc[8175];
-			size_t i;
+	/* The same signature twice, as if to meet a threshold of two with one key:
+	 * members must have distinct, ordered key ids. */
+	start_signed(&b, man);
+	put_sig(&b, k_test, man, strlen(man), NULL);
+	put_member(&b, obj, c_vu, n_vu);
+	finish(&b, "sig-same-key-twice.mcache", "load-threshold2", 1, "repeated");
+}
 
-			for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-				start(&b, man);
-				put_sig(&b, k_test, man, strlen(man), bad[i].tc);
-				put_member(&b, m, c_vu, n_vu);
-				finish(&b, bad[i].file, "load", 1,
-				       "trusted comment contains a line break or control character");
-			}
-			memset(tc, 'c', 8173);
-			start(&b, man);
-			put_sig(&b, k_test, man, strlen(man), tc);
-			put_member(&b, m, c_vu, n_vu);
-			finish(&b, "sig-comment-8173.mcache", "load", 0, "");
-			tc[8173] = 'c';
-			start(&b, man);
-			put_sig(&b, k_test, man, strlen(man), tc);
-			put_member(&b, m, c_vu, n_vu);
-			finish(&b, "sig-comment-8174.mcache", "load", 1, "trusted comment is longer than 8173 bytes");
-		}
-		{
-			/* One key under two key ids: the test key, and its public key given again under
-			 * the id of keys/test-alias.pub. It is one signer, however many ids it has. */
-			mc_seckey alias = *k_test;
-			mc_pubkey *pk;
+/* Trusted comments: the longest stock minisign verifies, one byte more, and each
+ * kind of line break or control character, all validly signed. */
+static void
+sig_comments(void)
+{
+	static const struct {
+		const char *file, *tc;
+	} bad[] = {
+		{"sig-comment-cr.mcache", "timestamp:1700000000\rfile:manifest.json"},
+		{"sig-comment-nel.mcache", "timestamp:1700000000\xc2\x85" "file:manifest.json"},
+		{"sig-comment-ls.mcache", "timestamp:1700000000\xe2\x80\xa8" "file:manifest.json"},
+		{"sig-comment-ps.mcache", "timestamp:1700000000\xe2\x80\xa9" "file:manifest.json"},
+		{"sig-comment-esc.mcache", "timestamp:1700000000\x1b[2Jfile:manifest.json"},
+		{"sig-comment-del.mcache", "timestamp:1700000000\x7f"},
+		{"sig-comment-csi.mcache", "timestamp:1700000000\xc2\x9b" "2J"},
+	};
+	static char tc[8175];
+	size_t i;
 
-			snprintf(path, sizeof path, "%s/format/vectors/keys/test-alias.pub", srcdir);
-			if (mc_pubkey_load(ctx, path, &pk) != MC_OK)
-				die(path);
-			memcpy(alias.keynum, pk->keynum, 8);
-			mc_pubkey_free(pk);
-			start(&b, man);
-			put_sig(&b, &alias, man, strlen(man), NULL);
-			put_sig(&b, k_test, man, strlen(man), NULL);
-			put_member(&b, m, c_vu, n_vu);
-			/* given as the trusted keys, the two ids are one key too: a threshold
-			 * of 2 no bundle can meet, refused before the bundle is read */
-			finish(&b, "sig-one-key-two-ids.mcache", "load-threshold2-alias", 2,
-			       "2 given with -p, 1 distinct");
-			expect("sig-one-key-two-ids.mcache", "load-threshold2-alias-test2", 1,
-			       "1 valid trusted signature, 2 required");
-			expect("sig-one-key-two-ids.mcache", "load", 0, "");
-			expect("valid-two-signers.mcache", "load-threshold2-alias-test2", 0, "");
-		}
-	}
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		vu_signed_by(bad[i].file, k_test, bad[i].tc, "load", 1,
+			     "trusted comment contains a line break or control character");
+	memset(tc, 'c', 8173);
+	vu_signed_by("sig-comment-8173.mcache", k_test, tc, "load", 0, "");
+	tc[8173] = 'c';
+	vu_signed_by("sig-comment-8174.mcache", k_test, tc, "load", 1,
+		     "trusted comment is longer than 8173 bytes");
+}
+
+/* One key under two key ids: the test key, and its public key given again under the id
+ * of keys/test-alias.pub. It is one signer, however many ids it has. Then thresholds the
+ * valid bundle cannot meet. */
+static void
+sig_one_signer(void)
+{
+	mc_seckey alias = *k_test;
+	mc_pubkey *pk;
+	char path[4096], obj[80];
+	const char *man = vu_manifest(obj);
+	struct buf b;
+
+	snprintf(path, sizeof path, "%s/format/vectors/keys/test-alias.pub", srcdir);
+	if (mc_pubkey_load(ctx, path, &pk) != MC_OK)
+		die(path);
+	memcpy(alias.keynum, pk->keynum, 8);
+	mc_pubkey_free(pk);
+	start(&b, man);
+	put_sig(&b, &alias, man, strlen(man), NULL);
+	put_sig(&b, k_test, man, strlen(man), NULL);
+	put_member(&b, obj, c_vu, n_vu);
+	/* given as the trusted keys, the two ids are one key too: a threshold
+	 * of 2 no bundle can meet, refused before the bundle is read */
+	finish(&b, "sig-one-key-two-ids.mcache", "load-threshold2-alias", 2,
+	       "2 given with -p, 1 distinct");
+	expect("sig-one-key-two-ids.mcache", "load-threshold2-alias-test2", 1,
+	       "1 valid trusted signature, 2 required");
+	expect("sig-one-key-two-ids.mcache", "load", 0, "");
+	expect("valid-two-signers.mcache", "load-threshold2-alias-test2", 0, "");
 	expect("valid-signed.mcache", "load-threshold2", 1, "1 valid trusted signature, 2 required");
 	/* One key given twice is one key: a threshold of two cannot be met, a usage error
 	 * said before the bundle is read. */
 	expect("valid-signed.mcache", "load-threshold2-same", 2, "2 given with -p, 1 distinct");
+}
 
-	/* 4. Hostile manifests, validly signed by the trusted key. */
+/* 4. Hostile manifests, validly signed by the trusted key: keys and types. */
+static void
+manifest_keys(void)
+{
+	char longkey[3000];
+
 	hostile_manifest("manifest-dotdot.mcache", "autotune",
 			 "../3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config",
 			 "refused");
@@ -1637,15 +1668,24 @@ main(int argc, char **argv)
 			 "refused");
 	hostile_manifest("manifest-nul.mcache", "pgo", "job\\u0000:0:", "escaped NUL");
 	hostile_manifest("manifest-empty-key.mcache", "pgo", "", "key is empty");
-	{
-		char longkey[3000];
-		memset(longkey, 'a', sizeof longkey - 1);
-		longkey[sizeof longkey - 1] = '\0';
-		hostile_manifest("manifest-long-key.mcache", "pgo", longkey, "key is empty or longer");
-	}
+	memset(longkey, 'a', sizeof longkey - 1);
+	longkey[sizeof longkey - 1] = '\0';
+	hostile_manifest("manifest-long-key.mcache", "pgo", longkey, "key is empty or longer");
 	hostile_manifest("manifest-wrong-shape.mcache", "precompile", "abc", "refused");
 	hostile_manifest("manifest-unknown-type.mcache", "evil", "x", "has no handler");
+}
+
+/* Artifacts and objects that do not agree: listed twice, of another size, an object
+ * missing, absent, unlisted, or under a hash name wrong for its content. */
+static void
+manifest_objects(void)
+{
+	char h[65], h2[65], m[16384], path[4096];
+	const char *man;
+	struct buf b;
+
 	hexhash(c_vu, n_vu, h);
+	hexhash(c_ig, n_ig, h2);
 	snprintf(m, sizeof m,
 		 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
 		 "\"labels\":{},\"artifacts\":[{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,"
@@ -1657,35 +1697,38 @@ main(int argc, char **argv)
 	expect("manifest-duplicate.mcache", "load", 1, "duplicate artifact");
 	signed_with_manifest("manifest-size-mismatch.mcache", manifest_one("autotune", key_vu, n_vu + 1, h, NULL), 1);
 	expect("manifest-size-mismatch.mcache", "load", 1, "the manifest says");
-	{
-		char h2[65];
-		hexhash(c_ig, n_ig, h2);
-		/* Listed with the ig config's hash; the archive carries the vu config. */
-		signed_with_manifest("manifest-object-missing.mcache", manifest_one("autotune", key_vu, n_ig, h2, NULL), 1);
-		expect("manifest-object-missing.mcache", "load", 1, "");
-	}
+	/* Listed with the ig config's hash; the archive carries the vu config. */
+	signed_with_manifest("manifest-object-missing.mcache", manifest_one("autotune", key_vu, n_ig, h2, NULL), 1);
+	expect("manifest-object-missing.mcache", "load", 1, "");
 	signed_with_manifest("manifest-object-absent.mcache", manifest_one("autotune", key_vu, n_vu, h, NULL), 0);
 	expect("manifest-object-absent.mcache", "load", 1, "is missing");
-	{
-		/* The listed object, then one more nobody listed. */
-		const char *man = manifest_one("autotune", key_vu, n_vu, h, NULL);
-		char h2[65];
-		hexhash(c_ig, n_ig, h2);
-		start_signed(&b, man);
-		snprintf(path, sizeof path, "objects/%s", h);
-		put_member(&b, path, c_vu, n_vu);
-		snprintf(path, sizeof path, "objects/%s", h2);
-		put_member(&b, path, c_ig, n_ig);
-		finish(&b, "manifest-object-unlisted.mcache", "load", 1, "not listed in the manifest");
-		/* Same object content under a hash name that is wrong for it. */
-		memset(&b, 0, sizeof b);
-		man = manifest_one("autotune", key_vu, n_vu, h2, NULL);
-		put_member(&b, "manifest.json", man, strlen(man));
-		put_sig(&b, k_test, man, strlen(man), NULL);
-		snprintf(path, sizeof path, "objects/%s", h2);
-		put_member(&b, path, c_vu, n_vu);
-		finish(&b, "manifest-hash-mismatch.mcache", "load", 1, "do not match their hash");
-	}
+	/* The listed object, then one more nobody listed. */
+	man = manifest_one("autotune", key_vu, n_vu, h, NULL);
+	start_signed(&b, man);
+	snprintf(path, sizeof path, "objects/%s", h);
+	put_member(&b, path, c_vu, n_vu);
+	snprintf(path, sizeof path, "objects/%s", h2);
+	put_member(&b, path, c_ig, n_ig);
+	finish(&b, "manifest-object-unlisted.mcache", "load", 1, "not listed in the manifest");
+	/* Same object content under a hash name that is wrong for it. */
+	man = manifest_one("autotune", key_vu, n_vu, h2, NULL);
+	start_signed(&b, man);
+	snprintf(path, sizeof path, "objects/%s", h2);
+	put_member(&b, path, c_vu, n_vu);
+	finish(&b, "manifest-hash-mismatch.mcache", "load", 1, "do not match their hash");
+}
+
+/* JSON a manifest may not be: a field twice, nested too deep, not UTF-8, and sizes no
+ * integer field may hold. */
+static void
+json_syntax(void)
+{
+	static const char *const bad[] = {"1e400", "-1", "1.5", "18446744073709551616"};
+	static const char *const names[] = {"json-number-huge.mcache", "json-number-negative.mcache",
+					    "json-number-fraction.mcache", "json-number-2e64.mcache"};
+	char h[65], m[16384];
+	size_t i;
+
 	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format\":\"megacache\",\"format_version\":1,"
 		 "\"created\":%d,\"bundle_version\":0,\"labels\":{},\"artifacts\":[],\"objects\":[]}", EPOCH);
 	signed_with_manifest("json-duplicate-field.mcache", m, 0);
@@ -1698,348 +1741,468 @@ main(int argc, char **argv)
 		 "\"bundle_version\":0,\"labels\":{\"a\":\"\xff\xfe\"},\"artifacts\":[],\"objects\":[]}", EPOCH);
 	signed_with_manifest("json-non-utf8.mcache", m, 0);
 	expect("json-non-utf8.mcache", "load", 1, "not valid UTF-8");
-	{
-		/* Replace the size by numbers no integer field may hold. */
-		static const char *const bad[] = {"1e400", "-1", "1.5", "18446744073709551616"};
-		static const char *const names[] = {"json-number-huge.mcache", "json-number-negative.mcache",
-						    "json-number-fraction.mcache", "json-number-2e64.mcache"};
-		size_t i;
-		for (i = 0; i < 4; i++) {
-			snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, 12345, h, NULL));
-			signed_with_manifest(names[i], edited(m, "12345", bad[i]), 1);
-			expect(names[i], "load", 1, "not an integer");
-		}
+	/* Replace the size by numbers no integer field may hold. */
+	hexhash(c_vu, n_vu, h);
+	for (i = 0; i < 4; i++) {
+		snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, 12345, h, NULL));
+		signed_with_manifest(names[i], edited(m, "12345", bad[i]), 1);
+		expect(names[i], "load", 1, "not an integer");
 	}
-	{
-		/* An integer has one form, plain digits; a number RFC 8259 does not allow is
-		 * refused wherever it is; a label value holds no control character (SPEC.md
-		 * section 3.1). Each of these manifests is otherwise valid. */
-		static const struct {
-			const char *name, *from, *to, *msg;
-		} forms[] = {
-			{"json-number-leading-zero.mcache", "\"size\":#,", "\"size\":0#,",
-			 "has a leading zero"},
-			{"json-number-minus-zero.mcache", "\"bundle_version\":0,", "\"bundle_version\":-0,",
-			 "bundle_version is not an integer in plain decimal digits ('-0')"},
-			{"json-number-point-zero.mcache", "\"size\":#,", "\"size\":#.0,",
-			 "size is not an integer in plain decimal digits"},
-			{"json-number-exponent.mcache", "\"size\":#,", "\"size\":#e0,",
-			 "size is not an integer in plain decimal digits"},
-			{"json-number-exponent-upper.mcache", "\"created\":1700000000,", "\"created\":17E8,",
-			 "created is not an integer in plain decimal digits ('17E8')"},
-			{"json-number-trailing-point.mcache", "\"size\":#,", "\"size\":#.,",
-			 "is not a JSON number"},
-			{"json-number-label-leading-zero.mcache", "\"labels\":{}", "\"labels\":{\"a\":07}",
-			 "not valid JSON: the number '07' at byte 95 has a leading zero"},
-			/* cJSON takes these; RFC 8259 does not: a byte below 0x20 other than
-			 * space, tab, LF and CR between tokens, a byte order mark before a value,
-			 * a raw control byte inside a string. */
-			{"json-control-between-tokens.mcache", "\"labels\":{}",
-			 "\"labels\":{\x0b\"k\"\x01:\x0c\"v\"}",
-			 "not valid JSON: byte 0x0b between tokens at byte 91"},
-			{"json-bom-before-value.mcache", "\"created\":", "\"created\":\xef\xbb\xbf",
-			 "not valid JSON: byte 0xef between tokens at byte 51"},
-			{"json-control-in-string.mcache", "\"key\":\"", "\"key\":\"\x1b[2J",
-			 "not valid JSON: a raw control byte 0x1b inside a string at byte 132"},
-			{"manifest-label-esc.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\\u001by\"}",
-			 "label 'a' contains control character U+001B"},
-			{"manifest-label-c1.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xc2\x85y\"}",
-			 "label 'a' contains control character U+0085"},
-			{"manifest-label-bidi.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xe2\x80\xaey\"}",
-			 "label 'a' contains control character U+202E"},
-		};
-		char from[64], to[64], size[24];
-		size_t i;
-		/* # stands for the artifact's size. */
-		snprintf(size, sizeof size, "%zu", n_vu);
-		for (i = 0; i < sizeof forms / sizeof forms[0]; i++) {
-			const char *f = forms[i].from, *t = forms[i].to;
-			snprintf(from, sizeof from, "%s", strchr(f, '#') ? edited(f, "#", size) : f);
-			snprintf(to, sizeof to, "%s", strchr(t, '#') ? edited(t, "#", size) : t);
-			snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, n_vu, h, NULL));
-			signed_with_manifest(forms[i].name, edited(m, from, to), 1);
-			expect(forms[i].name, "load", 1, forms[i].msg);
-		}
+}
+
+/* An integer has one form, plain digits; a number RFC 8259 does not allow is refused
+ * wherever it is; a label value holds no control character (SPEC.md section 3.1). Each
+ * of these manifests is otherwise valid. */
+static void
+json_forms(void)
+{
+	static const struct {
+		const char *name, *from, *to, *msg;
+	} forms[] = {
+		{"json-number-leading-zero.mcache", "\"size\":#,", "\"size\":0#,",
+		 "has a leading zero"},
+		{"json-number-minus-zero.mcache", "\"bundle_version\":0,", "\"bundle_version\":-0,",
+		 "bundle_version is not an integer in plain decimal digits ('-0')"},
+		{"json-number-point-zero.mcache", "\"size\":#,", "\"size\":#.0,",
+		 "size is not an integer in plain decimal digits"},
+		{"json-number-exponent.mcache", "\"size\":#,", "\"size\":#e0,",
+		 "size is not an integer in plain decimal digits"},
+		{"json-number-exponent-upper.mcache", "\"created\":1700000000,", "\"created\":17E8,",
+		 "created is not an integer in plain decimal digits ('17E8')"},
+		{"json-number-trailing-point.mcache", "\"size\":#,", "\"size\":#.,",
+		 "is not a JSON number"},
+		{"json-number-label-leading-zero.mcache", "\"labels\":{}", "\"labels\":{\"a\":07}",
+		 "not valid JSON: the number '07' at byte 95 has a leading zero"},
+		/* cJSON takes these; RFC 8259 does not: a byte below 0x20 other than
+		 * space, tab, LF and CR between tokens, a byte order mark before a value,
+		 * a raw control byte inside a string. */
+		{"json-control-between-tokens.mcache", "\"labels\":{}",
+		 "\"labels\":{\x0b\"k\"\x01:\x0c\"v\"}",
+		 "not valid JSON: byte 0x0b between tokens at byte 91"},
+		{"json-bom-before-value.mcache", "\"created\":", "\"created\":\xef\xbb\xbf",
+		 "not valid JSON: byte 0xef between tokens at byte 51"},
+		{"json-control-in-string.mcache", "\"key\":\"", "\"key\":\"\x1b[2J",
+		 "not valid JSON: a raw control byte 0x1b inside a string at byte 132"},
+		{"manifest-label-esc.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\\u001by\"}",
+		 "label 'a' contains control character U+001B"},
+		{"manifest-label-c1.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xc2\x85y\"}",
+		 "label 'a' contains control character U+0085"},
+		{"manifest-label-bidi.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xe2\x80\xaey\"}",
+		 "label 'a' contains control character U+202E"},
+	};
+	char from[64], to[64], size[24], h[65], m[16384];
+	size_t i;
+
+	hexhash(c_vu, n_vu, h);
+	/* # stands for the artifact's size. */
+	snprintf(size, sizeof size, "%zu", n_vu);
+	for (i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+		const char *f = forms[i].from, *t = forms[i].to;
+		snprintf(from, sizeof from, "%s", strchr(f, '#') ? edited(f, "#", size) : f);
+		snprintf(to, sizeof to, "%s", strchr(t, '#') ? edited(t, "#", size) : t);
+		snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, n_vu, h, NULL));
+		signed_with_manifest(forms[i].name, edited(m, from, to), 1);
+		expect(forms[i].name, "load", 1, forms[i].msg);
 	}
+}
+
+/* A format version from the future; policy: expiry and rollback. */
+static void
+manifest_policy(void)
+{
+	char h[65], m[16384];
+
 	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":3,\"created\":%d,"
 		 "\"bundle_version\":0,\"labels\":{},\"artifacts\":[],\"objects\":[]}", EPOCH);
 	signed_with_manifest("manifest-future-version.mcache", m, 0);
 	expect("manifest-future-version.mcache", "load", 3,
 	       "bundle format version 3 is newer than this megacache reads (1 to 2): upgrade");
 
-	/* Policy: expiry and rollback. */
+	hexhash(c_vu, n_vu, h);
 	snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, n_vu, h, ",\"expires\":1700000001"));
 	signed_with_manifest("policy-expired.mcache", m, 1);
 	expect("policy-expired.mcache", "load", 1, "expired");
 	expect("valid-signed.mcache", "load-min-version-8", 1, "below the minimum");
 	expect("valid-signed.mcache", "load-min-version-7", 0, "");
+}
 
-	/* 5. Hostile archive members, after a valid signed manifest. */
-	{
-		const char *man = manifest_one("autotune", key_vu, n_vu, h, NULL);
-		static const struct {
-			const char *file, *name;
-			char type;
-			const char *msg;
-		} arch[] = {
-			{"archive-dotdot.mcache", "objects/../../../../tmp/x", '0', "unexpected member"},
-			{"archive-absolute.mcache", "/tmp/megacache-evil", '0', "unexpected member"},
-			{"archive-symlink.mcache", "objects/link", '2', "canonical"},
-			{"archive-hardlink.mcache", "objects/hard", '1', "canonical"},
-			{"archive-device.mcache", "objects/dev", '3', "canonical"},
-			{"archive-fifo.mcache", "objects/fifo", '6', "canonical"},
-			{"archive-pax.mcache", "PaxHeader/x", 'x', "canonical"},
-		};
-		size_t i;
+/* In hdr, a ustar header of the member name of the given type ('2' and '1' linked to
+ * /etc/passwd) holding n bytes, its checksum made good. */
+static void
+typed_header(unsigned char hdr[512], const char *name, char type, size_t n)
+{
+	unsigned sum = 0;
+	size_t k;
 
-		for (i = 0; i < sizeof arch / sizeof arch[0]; i++) {
-			unsigned char hdr[512];
-			unsigned sum = 0;
-			size_t k;
-			const char *pax = "30 path=objects/../../../tmp/x\n";
+	mc__tar_header_render(name, n, hdr);
+	hdr[156] = (unsigned char)type;
+	if (type == '2' || type == '1')
+		memcpy(hdr + 157, "/etc/passwd", 11);
+	memset(hdr + 148, ' ', 8);
+	for (k = 0; k < 512; k++)
+		sum += hdr[k];
+	snprintf((char *)hdr + 148, 8, "%06o", sum);
+	hdr[155] = ' ';
+}
 
-			start_signed(&b, man);
-			mc__tar_header_render(arch[i].name, arch[i].type == 'x' ? strlen(pax) : 0, hdr);
-			hdr[156] = (unsigned char)arch[i].type;
-			if (arch[i].type == '2' || arch[i].type == '1')
-				memcpy(hdr + 157, "/etc/passwd", 11);
-			memset(hdr + 148, ' ', 8);
-			for (k = 0; k < 512; k++)
-				sum += hdr[k];
-			snprintf((char *)hdr + 148, 8, "%06o", sum);
-			hdr[155] = ' ';
-			put_member_hdr(&b, hdr, pax, arch[i].type == 'x' ? strlen(pax) : 0);
-			snprintf(path, sizeof path, "objects/%s", h);
-			put_member(&b, path, c_vu, n_vu);
-			finish(&b, arch[i].file, "load", 1, arch[i].msg);
-		}
-		start_signed(&b, man);
-		put_member(&b, path, c_vu, n_vu);
-		put_member(&b, path, c_vu, n_vu);
-		finish(&b, "archive-duplicate-member.mcache", "load", 1, "not listed in the manifest");
-		start_signed(&b, man);
-		put_member(&b, path, c_vu, n_vu);
-		put_end(&b);
-		put_member(&b, "objects/after-the-end", c_ig, n_ig);
-		save_raw("archive-after-end.mcache", &b);
-		expect("archive-after-end.mcache", "load", 1, "data after the end");
-		free(b.p);
-		/* Bytes appended to a valid bundle. */
-		{
-			unsigned char *more = malloc(nzst + 1);
-			memcpy(more, zst, nzst);
-			more[nzst] = 'x';
-			spit("archive-trailing-byte.mcache", more, nzst + 1);
-			expect("archive-trailing-byte.mcache", "load", 1, "data after the end");
-			free(more);
-		}
-		/* The manifest not first. */
-		memset(&b, 0, sizeof b);
-		put_member(&b, path, c_vu, n_vu);
-		put_member(&b, "manifest.json", man, strlen(man));
-		finish(&b, "archive-manifest-not-first.mcache", "load", 1, "not manifest.json");
-	}
+/* 5. Hostile archive members, after a valid signed manifest: names out of the tree and
+ * members that are not regular files. */
+static void
+archive_members(void)
+{
+	static const struct {
+		const char *file, *name;
+		char type;
+		const char *msg;
+	} arch[] = {
+		{"archive-dotdot.mcache", "objects/../../../../tmp/x", '0', "unexpected member"},
+		{"archive-absolute.mcache", "/tmp/megacache-evil", '0', "unexpected member"},
+		{"archive-symlink.mcache", "objects/link", '2', "canonical"},
+		{"archive-hardlink.mcache", "objects/hard", '1', "canonical"},
+		{"archive-device.mcache", "objects/dev", '3', "canonical"},
+		{"archive-fifo.mcache", "objects/fifo", '6', "canonical"},
+		{"archive-pax.mcache", "PaxHeader/x", 'x', "canonical"},
+	};
+	const char *pax = "30 path=objects/../../../tmp/x\n";
+	char obj[80];
+	const char *man = vu_manifest(obj);
+	size_t i;
 
-	/* 6. Bombs. */
-	{
-		size_t big = 64u << 20, ztiny = 0;
-		unsigned char *zeros = calloc(1, big), *zbuf;
-		mc_zenc *z;
-		struct buf out = {0};
-
-		if (zeros == NULL || mc__zenc_new(ctx, 3, &z) != MC_OK)
-			die("bomb");
-		if (mc__zenc_run(z, zeros, big, 1, (mc_out_fn)bomb_out, &out) != MC_OK)
-			die("bomb");
-		mc__zenc_free(z);
-		zbuf = out.p;
-		ztiny = out.n;
-		/* 64 MiB declared from a few kB stored: over the expansion cap, refused before
-		 * anything is written. */
-		zstd_object("bomb-expansion.mcache", "bomb:0:", zbuf, ztiny, zeros, big, NULL,
-			    "more than the expansion cap");
-		/* A frame that expands past the size it declares: stopped at the declared size. */
-		zstd_object("bomb-overflow.mcache", "bomb:0:", zbuf, ztiny, zeros, 4096, NULL,
-			    "expands past its declared 4096 bytes");
-		free(zbuf);
-		free(zeros);
-	}
-	/* 6b. zstd frames: one zstd frame per member, decoded by the same rules whatever
-	 * the object's size. */
-	{
-		static const unsigned char skip[] = {0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 'n', 'o', 'p', 'e'};
-		struct buf f, c, two = {0};
-		mc_zenc *z;
-
-		/* A block of 200,000 bytes, over the 128 KiB block maximum: the content is
-		 * held whole (small) or streamed (over 4 MiB). */
-		rle_frame(&f, 64, 0, 200000, &c);
-		zstd_object("zstd-block-over-max.mcache", "zstd:0:", f.p, f.n, c.p, c.n, NULL,
-			    "corrupt compressed data (Data corruption detected)");
-		free(f.p);
-		free(c.p);
-		rle_frame(&f, 2048, 33, 200000, &c);
-		zstd_object("zstd-block-over-max-large.mcache", "zstd:0:", f.p, f.n, c.p, c.n, NULL,
-			    "corrupt compressed data (Data corruption detected)");
-		free(f.p);
-		free(c.p);
-		/* A valid frame of a streamed content: after a skippable frame, or under a
-		 * false content hash. */
-		rle_frame(&f, 2048, 33, 131072, &c);
-		put(&two, skip, sizeof skip);
-		put(&two, f.p, f.n);
-		zstd_object("zstd-skippable-before-large.mcache", "zstd:0:", two.p, two.n, c.p, c.n,
-			    NULL, "a skippable frame, where one zstd frame must be");
-		two.n = 0;
-		hexhash(c_vu, n_vu, h);
-		zstd_object("manifest-hash-false-large.mcache", "zstd:0:", f.p, f.n, c.p, c.n, h,
-			    "content does not match its hash");
-		free(f.p);
-		free(c.p);
-		/* Skippable frames: alone, before the frame, after it. */
-		zstd_object("zstd-skippable-alone.mcache", "zstd:0:", skip, sizeof skip,
-			    (const unsigned char *)"", 0, NULL, "a skippable frame, where one zstd frame must be");
-		memset(&f, 0, sizeof f);
-		if (mc__zenc_new(ctx, 3, &z) != MC_OK ||
-		    mc__zenc_run(z, c_vu, n_vu, 1, (mc_out_fn)bomb_out, &f) != MC_OK)
-			die("zstd");
-		mc__zenc_free(z);
-		put(&two, skip, sizeof skip);
-		put(&two, f.p, f.n);
-		zstd_object("zstd-skippable-before.mcache", "zstd:0:", two.p, two.n, c_vu, n_vu, NULL,
-			    "a skippable frame, where one zstd frame must be");
-		two.n = 0;
-		put(&two, f.p, f.n);
-		put(&two, skip, sizeof skip);
-		zstd_object("zstd-skippable-after.mcache", "zstd:0:", two.p, two.n, c_vu, n_vu, NULL,
-			    "bytes after the end of the zstd frame");
-		/* Stored bytes that match, decompressing to other bytes than the manifest's
-		 * content hash names. */
-		hexhash(c_ig, n_ig, h);
-		zstd_object("manifest-hash-false.mcache", "zstd:0:", f.p, f.n, c_vu, n_vu, h,
-			    "content does not match its hash");
-		free(two.p);
-		free(f.p);
-	}
-	{
-		/* An inductor artifact whose sha256 (which names its file) is another
-		 * content's. (h stays the vu config's hash, which what follows uses.) */
-		hexhash(c_vu, n_vu, h);
-		inductor_manifest(m, sizeof m, FX_KEY, c_ig, n_ig);
-		signed_with_manifest("manifest-sha256-false.mcache", m, 1);
-		expect("manifest-sha256-false.mcache", "load", 1, "content does not match its sha256");
-	}
-	{
-		/* A manifest member that claims 100 MB: refused before it is read. */
+	for (i = 0; i < sizeof arch / sizeof arch[0]; i++) {
+		size_t n = arch[i].type == 'x' ? strlen(pax) : 0;
 		unsigned char hdr[512];
-		memset(&b, 0, sizeof b);
-		mc__tar_header_render("manifest.json", 100u << 20, hdr);
-		put(&b, hdr, 512);
-		put(&b, "{}", 2);
-		save_raw("bomb-manifest-size.mcache", &b);
-		expect("bomb-manifest-size.mcache", "load", 1, "over the cap");
-		free(b.p);
-	}
-	{
-		/* Many tiny artifacts: 1,001 against a cap of 1,000. */
-		mc_writer *w;
-		char key[64], p2[4096];
-		int i;
-		snprintf(p2, sizeof p2, "%s/many-artifacts.mcache", outdir);
-		if (new_writer(&w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK)
-			die("many");
-		for (i = 0; i < 1001; i++) {
-			snprintf(key, sizeof key, "job:%d:", i);
-			if (mc_writer_add_memory(w, "pgo", key, key, strlen(key)) != MC_OK)
-				die("many");
-		}
-		if (mc_writer_add_signer(w, k_test) != MC_OK || mc_writer_save(w, p2) != MC_OK)
-			die("many");
-		mc_writer_free(w);
-		expect("many-artifacts.mcache", "load-max-artifacts-1000", 1, "over the cap of 1000");
-		expect("many-artifacts.mcache", "load", 0, "");
-	}
-	{
-		/* A key of PATH_MAX + 1 bytes. */
-		char longkey[4098];
-		memset(longkey, 'k', 4097);
-		longkey[4097] = '\0';
-		hostile_manifest("manifest-key-path-max.mcache", "pgo", longkey, "key is empty or longer");
-	}
+		struct buf b;
 
+		start_signed(&b, man);
+		typed_header(hdr, arch[i].name, arch[i].type, n);
+		put_member_hdr(&b, hdr, pax, n);
+		put_member(&b, obj, c_vu, n_vu);
+		finish(&b, arch[i].file, "load", 1, arch[i].msg);
+	}
+}
+
+/* Members where they may not be: an object twice, data after the end (a member, a
+ * byte), the manifest not first. */
+static void
+archive_order(void)
+{
+	char obj[80];
+	const char *man = vu_manifest(obj);
+	unsigned char *zst, *more;
+	struct buf b;
+	size_t nzst;
+
+	start_signed(&b, man);
+	put_member(&b, obj, c_vu, n_vu);
+	put_member(&b, obj, c_vu, n_vu);
+	finish(&b, "archive-duplicate-member.mcache", "load", 1, "not listed in the manifest");
+	start_signed(&b, man);
+	put_member(&b, obj, c_vu, n_vu);
+	put_end(&b);
+	put_member(&b, "objects/after-the-end", c_ig, n_ig);
+	save_raw("archive-after-end.mcache", &b);
+	expect("archive-after-end.mcache", "load", 1, "data after the end");
+	free(b.p);
+	/* Bytes appended to a valid bundle. */
+	zst = read_out("valid-signed.mcache", &nzst);
+	more = malloc(nzst + 1);
+	memcpy(more, zst, nzst);
+	more[nzst] = 'x';
+	spit("archive-trailing-byte.mcache", more, nzst + 1);
+	expect("archive-trailing-byte.mcache", "load", 1, "data after the end");
+	free(more);
+	free(zst);
+	/* The manifest not first. */
+	memset(&b, 0, sizeof b);
+	put_member(&b, obj, c_vu, n_vu);
+	put_member(&b, "manifest.json", man, strlen(man));
+	finish(&b, "archive-manifest-not-first.mcache", "load", 1, "not manifest.json");
+}
+
+/* 6. Bombs. */
+static void
+bombs(void)
+{
+	size_t big = 64u << 20, ztiny = 0;
+	unsigned char *zeros = calloc(1, big), *zbuf;
+	mc_zenc *z;
+	struct buf out = {0};
+
+	if (zeros == NULL || mc__zenc_new(ctx, 3, &z) != MC_OK)
+		die("bomb");
+	if (mc__zenc_run(z, zeros, big, 1, (mc_out_fn)bomb_out, &out) != MC_OK)
+		die("bomb");
+	mc__zenc_free(z);
+	zbuf = out.p;
+	ztiny = out.n;
+	/* 64 MiB declared from a few kB stored: over the expansion cap, refused before
+	 * anything is written. */
+	zstd_object("bomb-expansion.mcache", "bomb:0:", zbuf, ztiny, zeros, big, NULL,
+		    "more than the expansion cap");
+	/* A frame that expands past the size it declares: stopped at the declared size. */
+	zstd_object("bomb-overflow.mcache", "bomb:0:", zbuf, ztiny, zeros, 4096, NULL,
+		    "expands past its declared 4096 bytes");
+	free(zbuf);
+	free(zeros);
+}
+
+/* A skippable frame, put where one zstd frame must be. */
+static const unsigned char skip[] = {0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 'n', 'o', 'p', 'e'};
+
+/* 6b. zstd frames: one zstd frame per member, decoded by the same rules whatever the
+ * object's size. Here those over 4 MiB, which are streamed. */
+static void
+zstd_frames_large(void)
+{
+	struct buf f, c, two = {0};
+	char h[65];
+
+	/* A block of 200,000 bytes, over the 128 KiB block maximum: the content is
+	 * held whole (small) or streamed (over 4 MiB). */
+	rle_frame(&f, 64, 0, 200000, &c);
+	zstd_object("zstd-block-over-max.mcache", "zstd:0:", f.p, f.n, c.p, c.n, NULL,
+		    "corrupt compressed data (Data corruption detected)");
+	free(f.p);
+	free(c.p);
+	rle_frame(&f, 2048, 33, 200000, &c);
+	zstd_object("zstd-block-over-max-large.mcache", "zstd:0:", f.p, f.n, c.p, c.n, NULL,
+		    "corrupt compressed data (Data corruption detected)");
+	free(f.p);
+	free(c.p);
+	/* A valid frame of a streamed content: after a skippable frame, or under a
+	 * false content hash. */
+	rle_frame(&f, 2048, 33, 131072, &c);
+	put(&two, skip, sizeof skip);
+	put(&two, f.p, f.n);
+	zstd_object("zstd-skippable-before-large.mcache", "zstd:0:", two.p, two.n, c.p, c.n,
+		    NULL, "a skippable frame, where one zstd frame must be");
+	hexhash(c_vu, n_vu, h);
+	zstd_object("manifest-hash-false-large.mcache", "zstd:0:", f.p, f.n, c.p, c.n, h,
+		    "content does not match its hash");
+	free(f.p);
+	free(c.p);
+	free(two.p);
+}
+
+/* The small ones: skippable frames alone, before the frame, after it, and a frame under
+ * a false content hash. */
+static void
+zstd_frames_small(void)
+{
+	struct buf f = {0}, two = {0};
+	char h[65];
+	mc_zenc *z;
+
+	zstd_object("zstd-skippable-alone.mcache", "zstd:0:", skip, sizeof skip,
+		    (const unsigned char *)"", 0, NULL, "a skippable frame, where one zstd frame must be");
+	if (mc__zenc_new(ctx, 3, &z) != MC_OK ||
+	    mc__zenc_run(z, c_vu, n_vu, 1, (mc_out_fn)bomb_out, &f) != MC_OK)
+		die("zstd");
+	mc__zenc_free(z);
+	put(&two, skip, sizeof skip);
+	put(&two, f.p, f.n);
+	zstd_object("zstd-skippable-before.mcache", "zstd:0:", two.p, two.n, c_vu, n_vu, NULL,
+		    "a skippable frame, where one zstd frame must be");
+	two.n = 0;
+	put(&two, f.p, f.n);
+	put(&two, skip, sizeof skip);
+	zstd_object("zstd-skippable-after.mcache", "zstd:0:", two.p, two.n, c_vu, n_vu, NULL,
+		    "bytes after the end of the zstd frame");
+	/* Stored bytes that match, decompressing to other bytes than the manifest's
+	 * content hash names. */
+	hexhash(c_ig, n_ig, h);
+	zstd_object("manifest-hash-false.mcache", "zstd:0:", f.p, f.n, c_vu, n_vu, h,
+		    "content does not match its hash");
+	free(two.p);
+	free(f.p);
+}
+
+/* An inductor artifact whose sha256 (which names its file) is another content's. */
+static void
+inductor_sha256_false(void)
+{
+	char m[16384];
+
+	inductor_manifest(m, sizeof m, FX_KEY, c_ig, n_ig);
+	signed_with_manifest("manifest-sha256-false.mcache", m, 1);
+	expect("manifest-sha256-false.mcache", "load", 1, "content does not match its sha256");
+}
+
+/* Many tiny artifacts: 1,001 against a cap of 1,000. */
+static void
+many_artifacts(void)
+{
+	mc_writer *w;
+	char key[64], path[4096];
+	int i;
+
+	snprintf(path, sizeof path, "%s/many-artifacts.mcache", outdir);
+	if (new_writer(&w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK)
+		die("many");
+	for (i = 0; i < 1001; i++) {
+		snprintf(key, sizeof key, "job:%d:", i);
+		if (mc_writer_add_memory(w, "pgo", key, key, strlen(key)) != MC_OK)
+			die("many");
+	}
+	if (mc_writer_add_signer(w, k_test) != MC_OK || mc_writer_save(w, path) != MC_OK)
+		die("many");
+	mc_writer_free(w);
+	expect("many-artifacts.mcache", "load-max-artifacts-1000", 1, "over the cap of 1000");
+	expect("many-artifacts.mcache", "load", 0, "");
+}
+
+/* Caps: a manifest member that claims 100 MB (refused before it is read), too many
+ * artifacts, a key of PATH_MAX + 1 bytes. */
+static void
+limits(void)
+{
+	unsigned char hdr[512];
+	char longkey[4098];
+	struct buf b = {0};
+
+	mc__tar_header_render("manifest.json", 100u << 20, hdr);
+	put(&b, hdr, 512);
+	put(&b, "{}", 2);
+	save_raw("bomb-manifest-size.mcache", &b);
+	expect("bomb-manifest-size.mcache", "load", 1, "over the cap");
+	free(b.p);
+	many_artifacts();
+	memset(longkey, 'k', 4097);
+	longkey[4097] = '\0';
+	hostile_manifest("manifest-key-path-max.mcache", "pgo", longkey, "key is empty or longer");
+}
+
+/* 7. Not bundles at all. */
+static void
+not_bundles(void)
+{
+	static const unsigned char gz[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	static const unsigned char zip[] = "PK\005\006\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0";
+	unsigned char rnd[4096];
+	size_t n;
+	unsigned char *blob;
+
+	spit("not-bundle-empty.bin", "", 0);
+	expect("not-bundle-empty.bin", "load", 2, "not a megacache bundle");
+	spit("not-bundle-gzip.bin", gz, sizeof gz);
+	expect("not-bundle-gzip.bin", "load", 2, "not a megacache bundle");
+	spit("not-bundle-zip.bin", zip, 22);
+	expect("not-bundle-zip.bin", "load", 2, "not a megacache bundle");
+	randombytes_buf_deterministic(rnd, sizeof rnd, (const unsigned char *)"megacache-vectors-random-bytes!!");
+	spit("not-bundle-random.bin", rnd, sizeof rnd);
+	expect("not-bundle-random.bin", "load", 2, "not a megacache bundle");
+	blob = slurp("tests/data/torch-2.11/mlp-cpu-pgo.megacache", &n);
+	spit("not-bundle-torch-blob.bin", blob, 4096);
+	expect("not-bundle-torch-blob.bin", "load", 2, "not a megacache bundle");
+	free(blob);
+}
+
+/* 8. Text that must reach a terminal escaped: validly signed bundles whose keys, types,
+ * labels, member names carry terminal commands (OSC 52 sets the clipboard), a forged
+ * line, a C1 control (CSI) and a right-to-left override. Each error must show them as
+ * the visible escapes given. */
+#define HOSTILE "\\u001b]52;c;cm0gLXJmIH4=\\u0007\\nmegacache: OK\xc2\x9b" "31m\xe2\x80\xae"
+#define HOSTILE_SHOWN "\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0amegacache: OK\\u009b31m\\u202e"
+
+static void
+escaped_text(void)
+{
+	char h[65], obj[80];
+	const char *man;
+	struct buf b;
+
+	hostile_manifest("print-key-autotune.mcache", "autotune", "ab/" HOSTILE ".best_config",
+			 "autotune key 'ab/" HOSTILE_SHOWN ".best_config' refused");
+	hostile_manifest("print-key-extra.mcache", "extra", "logs/" HOSTILE ".txt",
+			 "extra key 'logs/" HOSTILE_SHOWN ".txt' refused");
+	hostile_manifest("print-type.mcache", "auto\\u001b[31mtune", key_vu,
+			 "type 'auto\\x1b[31mtune' is not");
+	hexhash(c_vu, n_vu, h);
+	man = manifest_one("autotune", key_vu, n_vu, h, NULL);
+	signed_with_manifest("print-label-name.mcache",
+			     with_labels(man, "{\"\\u001b]0;megacache: OK\\u0007\":\"1\"}"), 1);
+	expect("print-label-name.mcache", "load", 1, "label name '\\x1b]0;megacache: OK\\x07'");
+	/* A label value with a C1 and a bidi control: refused by the reader, which
+	 * names the character rather than printing it. */
+	signed_with_manifest("print-label-value.mcache",
+			     with_labels(man, "{\"torch\":\"2.11.0\xc2\x9b" "31m\xe2\x80\xae" "evil\"}"), 1);
+	expect("print-label-value.mcache", "load", 1,
+	       "label 'torch' contains control character U+009B");
+	signed_with_manifest("print-unknown-member.mcache",
+			     manifest_one("autotune", key_vu, n_vu, h,
+					  ",\"\\u001b[2J\\u001b[Hmegacache: OK\":1"), 1);
+	expect("print-unknown-member.mcache", "load", 1,
+	       "unknown field '\\x1b[2J\\x1b[Hmegacache: OK'");
+	/* Member names are raw header bytes: here an ESC, a BEL, a line feed, a lone
+	 * C1 byte (not UTF-8) and a U+202E. */
+	man = vu_manifest(obj);
+	start_signed(&b, man);
+	put_member(&b, "signatures/\x1b]52;c;cm0gLXJmIH4=\x07\n\x9b\xe2\x80\xae.minisig", "x", 1);
+	put_member(&b, obj, c_vu, n_vu);
+	finish(&b, "print-sig-member.mcache", "load", 1,
+	       "bad signature member name 'signatures/\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0a\\x9b\\u202e.minisig'");
+}
+
+#undef HOSTILE
+#undef HOSTILE_SHOWN
+
+/* The keys, the test artifacts' contents, and expected.tsv begun. */
+static void
+set_up(void)
+{
+	char path[4096];
+
+	k_test = key("test.key");
+	k_test2 = key("test2.key");
+	k_other = key("other.key");
+	c_vu = slurp("tests/data/small/vu.best_config", &n_vu);
+	c_ig = slurp("tests/data/small/ig.best_config", &n_ig);
+	c_pgo = slurp("tests/data/small/code_state.pkl", &n_pgo);
+	snprintf(path, sizeof path, "%s/expected.tsv", outdir);
+	if ((tsv = fopen(path, "w")) == NULL)
+		die(path);
+	fprintf(tsv, "# file\tcommand\texit\terror text (substring of stderr)\n");
+}
+
+/* The families in the order expected.tsv lists them. */
+int
+main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: mkvectors SRCDIR OUTDIR\n");
+		return 2;
+	}
+	srcdir = argv[1];
+	outdir = argv[2];
+	if (mc_ctx_new(&ctx) != MC_OK)
+		return 1;
+	set_up();
+	valid_v1();
+	flips();
+	truncations();
+	sig_forged();
+	sig_comments();
+	sig_one_signer();
+	manifest_keys();
+	manifest_objects();
+	json_syntax();
+	json_forms();
+	manifest_policy();
+	archive_members();
+	archive_order();
+	bombs();
+	zstd_frames_large();
+	zstd_frames_small();
+	inductor_sha256_false();
+	limits();
 	nested_tiers();
 	triton_groups();
 	export_keys();
 	executable_bit();
-
-	/* 7. Not bundles at all. */
-	spit("not-bundle-empty.bin", "", 0);
-	expect("not-bundle-empty.bin", "load", 2, "not a megacache bundle");
-	{
-		static const unsigned char gz[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-		static const unsigned char zip[] = "PK\005\006\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0";
-		unsigned char rnd[4096];
-		size_t n;
-		unsigned char *blob;
-		spit("not-bundle-gzip.bin", gz, sizeof gz);
-		expect("not-bundle-gzip.bin", "load", 2, "not a megacache bundle");
-		spit("not-bundle-zip.bin", zip, 22);
-		expect("not-bundle-zip.bin", "load", 2, "not a megacache bundle");
-		randombytes_buf_deterministic(rnd, sizeof rnd, (const unsigned char *)"megacache-vectors-random-bytes!!");
-		spit("not-bundle-random.bin", rnd, sizeof rnd);
-		expect("not-bundle-random.bin", "load", 2, "not a megacache bundle");
-		blob = slurp("tests/data/torch-2.11/mlp-cpu-pgo.megacache", &n);
-		spit("not-bundle-torch-blob.bin", blob, 4096);
-		expect("not-bundle-torch-blob.bin", "load", 2, "not a megacache bundle");
-		free(blob);
-	}
-
-	/* 8. Text that must reach a terminal escaped: validly signed bundles whose keys,
-	 * types, labels, member names carry terminal commands (OSC 52 sets the clipboard),
-	 * a forged line, a C1 control (CSI) and a right-to-left override. Each error must
-	 * show them as the visible escapes given. */
-	{
-#define HOSTILE "\\u001b]52;c;cm0gLXJmIH4=\\u0007\\nmegacache: OK\xc2\x9b" "31m\xe2\x80\xae"
-#define HOSTILE_SHOWN "\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0amegacache: OK\\u009b31m\\u202e"
-		const char *man;
-
-		hostile_manifest("print-key-autotune.mcache", "autotune", "ab/" HOSTILE ".best_config",
-				 "autotune key 'ab/" HOSTILE_SHOWN ".best_config' refused");
-		hostile_manifest("print-key-extra.mcache", "extra", "logs/" HOSTILE ".txt",
-				 "extra key 'logs/" HOSTILE_SHOWN ".txt' refused");
-		hostile_manifest("print-type.mcache", "auto\\u001b[31mtune", key_vu,
-				 "type 'auto\\x1b[31mtune' is not");
-		man = manifest_one("autotune", key_vu, n_vu, h, NULL);
-		signed_with_manifest("print-label-name.mcache",
-				     with_labels(man, "{\"\\u001b]0;megacache: OK\\u0007\":\"1\"}"), 1);
-		expect("print-label-name.mcache", "load", 1, "label name '\\x1b]0;megacache: OK\\x07'");
-		/* A label value with a C1 and a bidi control: refused by the reader, which
-		 * names the character rather than printing it. */
-		signed_with_manifest("print-label-value.mcache",
-				     with_labels(man, "{\"torch\":\"2.11.0\xc2\x9b" "31m\xe2\x80\xae" "evil\"}"), 1);
-		expect("print-label-value.mcache", "load", 1,
-		       "label 'torch' contains control character U+009B");
-		signed_with_manifest("print-unknown-member.mcache",
-				     manifest_one("autotune", key_vu, n_vu, h,
-						  ",\"\\u001b[2J\\u001b[Hmegacache: OK\":1"), 1);
-		expect("print-unknown-member.mcache", "load", 1,
-		       "unknown field '\\x1b[2J\\x1b[Hmegacache: OK'");
-		/* Member names are raw header bytes: here an ESC, a BEL, a line feed, a lone
-		 * C1 byte (not UTF-8) and a U+202E. */
-		man = manifest_one("autotune", key_vu, n_vu, h, NULL);
-		start_signed(&b, man);
-		put_member(&b, "signatures/\x1b]52;c;cm0gLXJmIH4=\x07\n\x9b\xe2\x80\xae.minisig", "x", 1);
-		snprintf(path, sizeof path, "objects/%s", h);
-		put_member(&b, path, c_vu, n_vu);
-		finish(&b, "print-sig-member.mcache", "load", 1,
-		       "bad signature member name 'signatures/\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0a\\x9b\\u202e.minisig'");
-#undef HOSTILE
-#undef HOSTILE_SHOWN
-	}
+	not_bundles();
+	escaped_text();
 	gpu_targets_v1();
 	version2();
-	free(plain);
-	free(zst);
 	fclose(tsv);
 	mc_seckey_free(k_test);
 	mc_seckey_free(k_test2);
