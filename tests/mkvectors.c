@@ -4,226 +4,12 @@
  * key, hostile archive members, tampering, truncation, non-bundles), with
  * expected.tsv naming the command, exit status and error text each must give.
  * Usage: mkvectors SRCDIR OUTDIR   (SRCDIR holds tests/data and format/vectors/keys)
+ * Here: main() and the vectors of format version 1; mkvectors_v2.c makes those of
+ * version 2, mkvectors_common.c holds what both use.
  */
-#define MC_BUILDING_LIBRARY 1
-#include "config.h"
+#include "mkvectors.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <sodium.h>
-
-#include "interop/interop.h"
-#include "install/install.h"
-
-static const char *srcdir, *outdir;
-static mc_ctx *ctx;
-static mc_seckey *k_test, *k_test2, *k_other;
-static FILE *tsv;
-/* The format version the library's writer makes here: 1 for the vectors of version 1,
- * which must stay byte for byte what they are; 2 for those of section 12. */
-static int fmt_version = 1;
-
-#define EPOCH 1700000000
-
-static void
-die(const char *what)
-{
-	fprintf(stderr, "mkvectors: %s: %s\n", what, ctx ? mc_ctx_error(ctx) : "");
-	exit(1);
-}
-
-/* A writer of the format version in fmt_version. */
-static int
-new_writer(mc_writer **w)
-{
-	int rc = mc_writer_new(ctx, w);
-
-	return rc == MC_OK ? mc_writer_set_format_version(*w, fmt_version) : rc;
-}
-
-static unsigned char *
-read_in(const char *dir, const char *rel, size_t *len)
-{
-	char path[4096];
-	char *buf;
-
-	snprintf(path, sizeof path, "%s/%s", dir, rel);
-	if (mc__read_small_file(ctx, path, 1 << 26, &buf, len) != MC_OK)
-		die(path);
-	return (unsigned char *)buf;
-}
-
-static unsigned char *
-slurp(const char *rel, size_t *len)
-{
-	return read_in(srcdir, rel, len);
-}
-
-static void
-spit(const char *name, const void *buf, size_t n)
-{
-	char path[4096];
-	FILE *f;
-
-	snprintf(path, sizeof path, "%s/%s", outdir, name);
-	if ((f = fopen(path, "wb")) == NULL || fwrite(buf, 1, n, f) != n || fclose(f) != 0)
-		die(path);
-}
-
-static void
-expect(const char *file, const char *cmd, int code, const char *text)
-{
-	fprintf(tsv, "%s\t%s\t%d\t%s\n", file, cmd, code, text);
-}
-
-static mc_seckey *
-key(const char *name)
-{
-	char path[4096];
-	mc_seckey *sk;
-
-	snprintf(path, sizeof path, "%s/format/vectors/keys/%s", srcdir, name);
-	if (mc_seckey_load(ctx, path, NULL, NULL, &sk) != MC_OK)
-		die(path);
-	return sk;
-}
-
-/* ---- a raw bundle builder: any manifest, any members, any headers ---- */
-
-struct buf {
-	unsigned char *p;
-	size_t n, cap;
-};
-
-static void
-put(struct buf *b, const void *d, size_t n)
-{
-	if (b->n + n > b->cap) {
-		b->cap = (b->n + n) * 2 + 4096;
-		if ((b->p = realloc(b->p, b->cap)) == NULL)
-			die("out of memory");
-	}
-	memcpy(b->p + b->n, d, n);
-	b->n += n;
-}
-
-static void
-put_member_hdr(struct buf *b, const unsigned char hdr[512], const void *data, size_t n)
-{
-	static const unsigned char zero[512];
-
-	put(b, hdr, 512);
-	put(b, data, n);
-	put(b, zero, (512 - n % 512) % 512);
-}
-
-static void
-put_member(struct buf *b, const char *name, const void *data, size_t n)
-{
-	unsigned char hdr[512];
-
-	if (mc__tar_header_render(name, n, hdr) != MC_OK)
-		die(name);
-	put_member_hdr(b, hdr, data, n);
-}
-
-static void
-put_end(struct buf *b)
-{
-	static const unsigned char zero[1024];
-
-	put(b, zero, sizeof zero);
-}
-
-/* A signature member by sk; tc, when given, is a trusted comment signed as it is, even one
- * the library's writer refuses to sign. */
-static void
-put_sig(struct buf *b, const mc_seckey *sk, const char *manifest, size_t mlen, const char *tc)
-{
-	struct mc_sig sig;
-	char name[64], deftc[128], *text;
-	unsigned char *both;
-	size_t len;
-
-	snprintf(deftc, sizeof deftc, "timestamp:%d\tfile:manifest.json\thashed", EPOCH);
-	if (mc__sig_make(ctx, sk, (const unsigned char *)manifest, mlen, deftc, &sig) != MC_OK)
-		die("sign");
-	if (tc != NULL) {
-		len = strlen(tc);
-		free(sig.trusted_comment);
-		if ((sig.trusted_comment = mc__strdup(tc)) == NULL || (both = malloc(64 + len)) == NULL)
-			die("out of memory");
-		memcpy(both, sig.sig, 64);
-		memcpy(both + 64, tc, len);
-		crypto_sign_detached(sig.global_sig, NULL, both, 64 + len, sk->sk);
-		free(both);
-	}
-	text = mc__sig_render(&sig, &len);
-	snprintf(name, sizeof name, "signatures/%s.minisig", sig.id);
-	put_member(b, name, text, len);
-	free(text);
-	mc__sig_clear(&sig);
-}
-
-static int
-bomb_out(struct buf *b, const unsigned char *d, size_t n)
-{
-	put(b, d, n);
-	return MC_OK;
-}
-
-static void
-save_raw(const char *name, const struct buf *tar)
-{
-	spit(name, tar->p, tar->n);
-}
-
-/* A bundle under construction: the manifest member first, signed by the test key. */
-static void
-start(struct buf *b, const char *man)
-{
-	memset(b, 0, sizeof *b);
-	put_member(b, "manifest.json", man, strlen(man));
-}
-
-static void
-start_signed(struct buf *b, const char *man)
-{
-	start(b, man);
-	put_sig(b, k_test, man, strlen(man), NULL);
-}
-
-/* Ends the archive, writes the vector and records what loading it must give. */
-static void
-finish(struct buf *b, const char *name, const char *cmd, int code, const char *text)
-{
-	put_end(b);
-	save_raw(name, b);
-	expect(name, cmd, code, text);
-	free(b->p);
-	b->p = NULL;
-}
-
-/* Content of the small test artifacts. */
-static unsigned char *c_vu, *c_ig, *c_pgo;
-static size_t n_vu, n_ig, n_pgo;
-static const char *key_vu = "vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config";
-static const char *key_ig = "ig/4284062ea9a84465a56e21b40068c15a3f8fb827c0ab27e61d71153e3e3fadcc.best_config";
-
-static void
-hexhash(const unsigned char *d, size_t n, char out[65])
-{
-	unsigned char h[32];
-
-	crypto_generichash(h, 32, d, n, NULL, 0);
-	mc__hex(h, 32, out);
-}
+/* ---- format version 1 manifests and members, crafted ---- */
 
 /* A signed bundle of one artifact whose manifest is given as text: the object is the
  * vu config unless the manifest says otherwise. */
@@ -296,51 +82,12 @@ with_labels(const char *man, const char *labels)
 	return m;
 }
 
-/* A signed bundle of one pgo artifact (key) stored as zstd: stored is the member's
- * bytes, content what they are meant to decompress to, hash (NULL: the content's) what
- * the manifest calls it; everything else is consistent. */
-static void
-zstd_object_as(const char *name, const char *key, const unsigned char *stored, size_t sn,
-	       const unsigned char *content, size_t n, const char *hash, int code,
-	       const char *msg)
-{
-	struct buf b;
-	char man[16384], ch[65], sh[65], obj[128];
-
-	if (hash == NULL)
-		hexhash(content, n, ch);
-	else
-		snprintf(ch, sizeof ch, "%s", hash);
-	hexhash(stored, sn, sh);
-	snprintf(man, sizeof man,
-		 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
-		 "\"labels\":{},\"artifacts\":[{\"type\":\"pgo\",\"key\":\"%s\",\"size\":%zu,"
-		 "\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%zu,\"encoding\":\"zstd\","
-		 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
-		 EPOCH, key, n, ch, ch, n, sn, sh);
-	start_signed(&b, man);
-	snprintf(obj, sizeof obj, "objects/%s", ch);
-	put_member(&b, obj, stored, sn);
-	finish(&b, name, "load", code, msg);
-}
-
-/* The same, refused with msg. */
+/* zstd_object_as()'s bundle, refused with msg. */
 static void
 zstd_object(const char *name, const char *key, const unsigned char *stored, size_t sn,
 	    const unsigned char *content, size_t n, const char *hash, const char *msg)
 {
 	zstd_object_as(name, key, stored, sn, content, n, hash, 1, msg);
-}
-
-/* Appends a zstd block header (RFC 8878 3.1.1.2): last flag, type (0 raw, 1 RLE),
- * and size. */
-static void
-put_block(struct buf *f, int last, int type, uint32_t size)
-{
-	uint32_t v = size << 3 | (uint32_t)type << 1 | (uint32_t)(last != 0);
-	unsigned char h[3] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16)};
-
-	put(f, h, 3);
 }
 
 /* A frame of a raw block of nraw bytes 'a', nrle RLE blocks of 128 KiB of 'b', and a
@@ -374,50 +121,699 @@ rle_frame(struct buf *f, size_t nraw, size_t nrle, uint32_t big, struct buf *con
 	free(fill);
 }
 
-/* ---- valid bundles, made by the library ---- */
-
-static void
-valid(const char *name, int level, const mc_seckey *s1, const mc_seckey *s2)
+static unsigned char *
+read_out(const char *name, size_t *len)
 {
-	char path[4096];
-	mc_writer *w;
-
-	snprintf(path, sizeof path, "%s/%s", outdir, name);
-	if (new_writer(&w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK ||
-	    mc_writer_set_compression(w, level) != MC_OK ||
-	    mc_writer_set_label(w, "torch", "2.11.0+cu130") != MC_OK ||
-	    mc_writer_set_bundle_version(w, 7) != MC_OK ||
-	    mc_writer_add_memory(w, "autotune", key_vu, c_vu, n_vu) != MC_OK ||
-	    mc_writer_add_memory(w, "autotune", key_ig, c_ig, n_ig) != MC_OK ||
-	    mc_writer_add_memory(w, "pgo", "megacache-probe:None:", c_pgo, n_pgo) != MC_OK ||
-	    (s1 && mc_writer_add_signer(w, s1) != MC_OK) || (s2 && mc_writer_add_signer(w, s2) != MC_OK) ||
-	    mc_writer_save(w, path) != MC_OK)
-		die(name);
-	mc_writer_free(w);
+	return read_in(outdir, name, len);
 }
 
-/* A signed bundle of the given (type, key, content) triples, made by the library:
- * what a trusted but careless or hostile producer can sign. */
-struct triple {
-	const char *type, *key, *data;
-};
+static size_t
+find(const unsigned char *hay, size_t n, const char *needle)
+{
+	size_t k = strlen(needle), i;
+
+	for (i = 0; i + k <= n; i++)
+		if (memcmp(hay + i, needle, k) == 0)
+			return i;
+	die(needle);
+	return 0;
+}
 
 static void
-signed_triples(const char *name, const struct triple *t, size_t n)
+flipped(const char *name, const unsigned char *src, size_t n, size_t pos, const char *msg)
 {
-	char path[4096];
-	mc_writer *w;
+	unsigned char *c = malloc(n);
+
+	memcpy(c, src, n);
+	c[pos] ^= 0x01;
+	spit(name, c, n);
+	free(c);
+	expect(name, "load", 1, msg);
+}
+
+/* In m, a format version 1 manifest of one inductor artifact keyed key, whose content is
+ * the vu config and whose sha256 is the SHA-256 of sha_of (sha_n bytes). */
+static void
+inductor_manifest(char *m, size_t mlen, const char *key, const unsigned char *sha_of,
+		  size_t sha_n)
+{
+	unsigned char sha[32];
+	char shahex[65], h[65];
+
+	hexhash(c_vu, n_vu, h);
+	crypto_hash_sha256(sha, sha_of, sha_n);
+	mc__hex(sha, 32, shahex);
+	snprintf(m, mlen,
+		 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
+		 "\"labels\":{},\"artifacts\":[{\"type\":\"inductor\",\"key\":\"%s\",\"size\":%zu,"
+		 "\"hash\":\"%s\",\"sha256\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%zu,"
+		 "\"encoding\":\"none\",\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
+		 EPOCH, key, n_vu, h, shahex, h, n_vu, n_vu, h);
+}
+
+/* ---- format version 1: the valid vectors, then the must-fail ones by family ---- */
+
+/* An inductor artifact keyed by torch's key alone, as bundles were before entries were
+ * kept; and one keyed with an entry that is not its content's hash. */
+static void
+graph_key_forms(void)
+{
+	unsigned char sha[32];
+	char key[128], entry[52], m[16384];
+
+	inductor_manifest(m, sizeof m, FX_KEY, c_vu, n_vu);
+	signed_with_manifest("valid-graph-key-alone.mcache", m, 1);
+	expect("valid-graph-key-alone.mcache", "load", 0, "");
+	crypto_hash_sha256(sha, c_ig, n_ig);
+	mc__torch_b32_51(sha, entry);
+	snprintf(key, sizeof key, FX_KEY "/%s", entry);
+	inductor_manifest(m, sizeof m, key, c_vu, n_vu);
+	signed_with_manifest("manifest-entry-false.mcache", m, 1);
+	expect("manifest-entry-false.mcache", "load", 1,
+	       "its entry is not named after its content's hash");
+}
+
+static void
+valid_v1(void)
+{
+	valid_trio("");
+	valid("valid-unsigned.mcache", 3, NULL, NULL);
+	expect("valid-unsigned.mcache", "load-insecure", 0, "");
+	expect("valid-unsigned.mcache", "load", 1, "not signed");
+	graph_entries("");
+	graph_key_forms();
+}
+
+/* 1. Flipped bytes in each region of the valid bundles stored as is and compressed. */
+static void
+flips(void)
+{
+	unsigned char *plain, *zst;
+	size_t nplain, nzst, pos;
+
+	plain = read_out("valid-plain.mcache", &nplain);
+	zst = read_out("valid-signed.mcache", &nzst);
+	pos = find(plain, nplain, "\"bundle_version\":7");
+	flipped("flip-manifest.mcache", plain, nplain, pos + 17, "does not verify");
+	flipped("flip-manifest-syntax.mcache", plain, nplain, 512, "not valid JSON");
+	pos = find(plain, nplain, "untrusted comment");
+	flipped("flip-sig-comment.mcache", plain, nplain, pos + 25, "canonical");
+	pos = find(plain, nplain, "trusted comment: timestamp");
+	flipped("flip-sig-trusted.mcache", plain, nplain, pos + 20, "does not verify");
+	pos = find(plain, nplain, "objects/");
+	flipped("flip-obj-header.mcache", plain, nplain, pos + 110, "canonical");
+	flipped("flip-obj-content.mcache", plain, nplain, pos + 512 + 10, "do not match their hash");
+	flipped("flip-padding.mcache", plain, nplain, pos + 512 + n_vu + 1, "padding");
+	flipped("flip-end.mcache", plain, nplain, nplain - 3, "end-of-archive");
+	/* Inside a zstd-compressed object: its stored bytes are hashed in the manifest. */
+	pos = find(zst, nzst, "objects/");
+	flipped("flip-zstd-frame-header.mcache", zst, nzst, pos + 512 + 4, "object");
+	flipped("flip-zstd-block.mcache", zst, nzst, pos + 512 + 17, "object");
+	free(plain);
+	free(zst);
+}
+
+/* 2. Truncations: at a member's boundary, inside one, before the end, and inside the
+ * compressed bundle's object (cut at the plain one's offset of it). */
+static void
+truncations(void)
+{
+	unsigned char *plain, *zst;
+	size_t nplain, nzst, pos;
+
+	plain = read_out("valid-plain.mcache", &nplain);
+	zst = read_out("valid-signed.mcache", &nzst);
+	pos = find(zst, nzst, "objects/");
+	spit("trunc-member-boundary.mcache", plain, 1024);
+	expect("trunc-member-boundary.mcache", "load", 1, "truncated");
+	spit("trunc-inside-member.mcache", plain, pos + 512 + 100);
+	expect("trunc-inside-member.mcache", "load", 1, "truncated");
+	spit("trunc-before-end.mcache", plain, nplain - 512);
+	expect("trunc-before-end.mcache", "load", 1, "truncated");
+	spit("trunc-compressed.mcache", zst, pos + 512 + 20);
+	expect("trunc-compressed.mcache", "load", 1, "truncated");
+	free(plain);
+	free(zst);
+}
+
+/* The manifest of the vu config alone (manifest_one()'s buffer), its object's member
+ * name in obj. */
+static const char *
+vu_manifest(char obj[80])
+{
+	char h[65];
+
+	hexhash(c_vu, n_vu, h);
+	snprintf(obj, 80, "objects/%s", h);
+	return manifest_one("autotune", key_vu, n_vu, h, NULL);
+}
+
+/* A bundle of the vu config whose manifest is signed by sk, under the trusted comment tc
+ * (NULL: the usual one). */
+static void
+vu_signed_by(const char *name, const mc_seckey *sk, const char *tc, const char *cmd, int code,
+	     const char *text)
+{
+	char obj[80];
+	const char *man = vu_manifest(obj);
+	struct buf b;
+
+	start(&b, man);
+	put_sig(&b, sk, man, strlen(man), tc);
+	put_member(&b, obj, c_vu, n_vu);
+	finish(&b, name, cmd, code, text);
+}
+
+/* 3. Signatures: by another key, under the test key's id, over other bytes, with the
+ * trusted comment edited after signing, and the same signature twice. */
+static void
+sig_forged(void)
+{
+	mc_seckey forged = *k_other;
+	struct mc_sig sig;
+	char obj[80], path[128], *text;
+	const char *man = vu_manifest(obj);
+	struct buf b;
+	size_t len;
+
+	valid("sig-untrusted.mcache", 3, k_other, NULL);
+	expect("sig-untrusted.mcache", "load", 1, "no signature by a trusted key");
+	/* The test key's id on a signature made by another key. */
+	memcpy(forged.keynum, k_test->keynum, 8);
+	vu_signed_by("sig-wrong-key.mcache", &forged, NULL, "load", 1, "does not verify");
+
+	/* A valid signature over other bytes. */
+	start(&b, man);
+	put_sig(&b, k_test, "{}", 2, NULL);
+	put_member(&b, obj, c_vu, n_vu);
+	finish(&b, "sig-other-bytes.mcache", "load", 1, "does not verify");
+
+	/* The trusted comment edited after signing (still canonical text). */
+	if (mc__sig_make(ctx, k_test, (const unsigned char *)man, strlen(man),
+			 "timestamp:1700000000\tfile:manifest.json\thashed", &sig) != MC_OK)
+		die("sign");
+	free(sig.trusted_comment);
+	sig.trusted_comment = mc__strdup("timestamp:1900000000\tfile:manifest.json\thashed");
+	text = mc__sig_render(&sig, &len);
+	start(&b, man);
+	snprintf(path, sizeof path, "signatures/%s.minisig", sig.id);
+	put_member(&b, path, text, len);
+	put_member(&b, obj, c_vu, n_vu);
+	finish(&b, "sig-edited-comment.mcache", "load", 1, "does not verify");
+	free(text);
+	mc__sig_clear(&sig);
+
+	/* The same signature twice, as if to meet a threshold of two with one key:
+	 * members must have distinct, ordered key ids. */
+	start_signed(&b, man);
+	put_sig(&b, k_test, man, strlen(man), NULL);
+	put_member(&b, obj, c_vu, n_vu);
+	finish(&b, "sig-same-key-twice.mcache", "load-threshold2", 1, "repeated");
+}
+
+/* Trusted comments: the longest stock minisign verifies, one byte more, and each
+ * kind of line break or control character, all validly signed. */
+static void
+sig_comments(void)
+{
+	static const struct {
+		const char *file, *tc;
+	} bad[] = {
+		{"sig-comment-cr.mcache", "timestamp:1700000000\rfile:manifest.json"},
+		{"sig-comment-nel.mcache", "timestamp:1700000000\xc2\x85" "file:manifest.json"},
+		{"sig-comment-ls.mcache", "timestamp:1700000000\xe2\x80\xa8" "file:manifest.json"},
+		{"sig-comment-ps.mcache", "timestamp:1700000000\xe2\x80\xa9" "file:manifest.json"},
+		{"sig-comment-esc.mcache", "timestamp:1700000000\x1b[2Jfile:manifest.json"},
+		{"sig-comment-del.mcache", "timestamp:1700000000\x7f"},
+		{"sig-comment-csi.mcache", "timestamp:1700000000\xc2\x9b" "2J"},
+	};
+	static char tc[8175];
 	size_t i;
 
-	snprintf(path, sizeof path, "%s/%s", outdir, name);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		vu_signed_by(bad[i].file, k_test, bad[i].tc, "load", 1,
+			     "trusted comment contains a line break or control character");
+	memset(tc, 'c', 8173);
+	vu_signed_by("sig-comment-8173.mcache", k_test, tc, "load", 0, "");
+	tc[8173] = 'c';
+	vu_signed_by("sig-comment-8174.mcache", k_test, tc, "load", 1,
+		     "trusted comment is longer than 8173 bytes");
+}
+
+/* One key under two key ids: the test key, and its public key given again under the id
+ * of keys/test-alias.pub. It is one signer, however many ids it has. Then thresholds the
+ * valid bundle cannot meet. */
+static void
+sig_one_signer(void)
+{
+	mc_seckey alias = *k_test;
+	mc_pubkey *pk;
+	char path[4096], obj[80];
+	const char *man = vu_manifest(obj);
+	struct buf b;
+
+	snprintf(path, sizeof path, "%s/format/vectors/keys/test-alias.pub", srcdir);
+	if (mc_pubkey_load(ctx, path, &pk) != MC_OK)
+		die(path);
+	memcpy(alias.keynum, pk->keynum, 8);
+	mc_pubkey_free(pk);
+	start(&b, man);
+	put_sig(&b, &alias, man, strlen(man), NULL);
+	put_sig(&b, k_test, man, strlen(man), NULL);
+	put_member(&b, obj, c_vu, n_vu);
+	/* given as the trusted keys, the two ids are one key too: a threshold
+	 * of 2 no bundle can meet, refused before the bundle is read */
+	finish(&b, "sig-one-key-two-ids.mcache", "load-threshold2-alias", 2,
+	       "2 given with -p, 1 distinct");
+	expect("sig-one-key-two-ids.mcache", "load-threshold2-alias-test2", 1,
+	       "1 valid trusted signature, 2 required");
+	expect("sig-one-key-two-ids.mcache", "load", 0, "");
+	expect("valid-two-signers.mcache", "load-threshold2-alias-test2", 0, "");
+	expect("valid-signed.mcache", "load-threshold2", 1, "1 valid trusted signature, 2 required");
+	/* One key given twice is one key: a threshold of two cannot be met, a usage error
+	 * said before the bundle is read. */
+	expect("valid-signed.mcache", "load-threshold2-same", 2, "2 given with -p, 1 distinct");
+}
+
+/* 4. Hostile manifests, validly signed by the trusted key: keys and types. */
+static void
+manifest_keys(void)
+{
+	char longkey[3000];
+
+	hostile_manifest("manifest-dotdot.mcache", "autotune",
+			 "../3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config",
+			 "refused");
+	hostile_manifest("manifest-absolute.mcache", "autotune",
+			 "/e/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config",
+			 "refused");
+	hostile_manifest("manifest-backslash.mcache", "precompile",
+			 "..\\\\..\\\\3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a7",
+			 "refused");
+	hostile_manifest("manifest-nul.mcache", "pgo", "job\\u0000:0:", "escaped NUL");
+	hostile_manifest("manifest-empty-key.mcache", "pgo", "", "key is empty");
+	memset(longkey, 'a', sizeof longkey - 1);
+	longkey[sizeof longkey - 1] = '\0';
+	hostile_manifest("manifest-long-key.mcache", "pgo", longkey, "key is empty or longer");
+	hostile_manifest("manifest-wrong-shape.mcache", "precompile", "abc", "refused");
+	hostile_manifest("manifest-unknown-type.mcache", "evil", "x", "has no handler");
+}
+
+/* Artifacts and objects that do not agree: listed twice, of another size, an object
+ * missing, absent, unlisted, or under a hash name wrong for its content. */
+static void
+manifest_objects(void)
+{
+	char h[65], h2[65], m[16384], path[4096];
+	const char *man;
+	struct buf b;
+
+	hexhash(c_vu, n_vu, h);
+	hexhash(c_ig, n_ig, h2);
+	snprintf(m, sizeof m,
+		 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
+		 "\"labels\":{},\"artifacts\":[{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,"
+		 "\"hash\":\"%s\"},{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,\"hash\":\"%s\"}],"
+		 "\"objects\":[{\"hash\":\"%s\",\"size\":%zu,\"encoding\":\"none\",\"stored_size\":%zu,"
+		 "\"stored_hash\":\"%s\"}]}",
+		 EPOCH, key_vu, n_vu, h, key_vu, n_vu, h, h, n_vu, n_vu, h);
+	signed_with_manifest("manifest-duplicate.mcache", m, 1);
+	expect("manifest-duplicate.mcache", "load", 1, "duplicate artifact");
+	signed_with_manifest("manifest-size-mismatch.mcache", manifest_one("autotune", key_vu, n_vu + 1, h, NULL), 1);
+	expect("manifest-size-mismatch.mcache", "load", 1, "the manifest says");
+	/* Listed with the ig config's hash; the archive carries the vu config. */
+	signed_with_manifest("manifest-object-missing.mcache", manifest_one("autotune", key_vu, n_ig, h2, NULL), 1);
+	expect("manifest-object-missing.mcache", "load", 1, "");
+	signed_with_manifest("manifest-object-absent.mcache", manifest_one("autotune", key_vu, n_vu, h, NULL), 0);
+	expect("manifest-object-absent.mcache", "load", 1, "is missing");
+	/* The listed object, then one more nobody listed. */
+	man = manifest_one("autotune", key_vu, n_vu, h, NULL);
+	start_signed(&b, man);
+	snprintf(path, sizeof path, "objects/%s", h);
+	put_member(&b, path, c_vu, n_vu);
+	snprintf(path, sizeof path, "objects/%s", h2);
+	put_member(&b, path, c_ig, n_ig);
+	finish(&b, "manifest-object-unlisted.mcache", "load", 1, "not listed in the manifest");
+	/* Same object content under a hash name that is wrong for it. */
+	man = manifest_one("autotune", key_vu, n_vu, h2, NULL);
+	start_signed(&b, man);
+	snprintf(path, sizeof path, "objects/%s", h2);
+	put_member(&b, path, c_vu, n_vu);
+	finish(&b, "manifest-hash-mismatch.mcache", "load", 1, "do not match their hash");
+}
+
+/* JSON a manifest may not be: a field twice, nested too deep, not UTF-8, and sizes no
+ * integer field may hold. */
+static void
+json_syntax(void)
+{
+	static const char *const bad[] = {"1e400", "-1", "1.5", "18446744073709551616"};
+	static const char *const names[] = {"json-number-huge.mcache", "json-number-negative.mcache",
+					    "json-number-fraction.mcache", "json-number-2e64.mcache"};
+	char h[65], m[16384];
+	size_t i;
+
+	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format\":\"megacache\",\"format_version\":1,"
+		 "\"created\":%d,\"bundle_version\":0,\"labels\":{},\"artifacts\":[],\"objects\":[]}", EPOCH);
+	signed_with_manifest("json-duplicate-field.mcache", m, 0);
+	expect("json-duplicate-field.mcache", "load", 1, "twice");
+	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,"
+		 "\"bundle_version\":0,\"labels\":{\"a\":[[[[[[[[[[1]]]]]]]]]]},\"artifacts\":[],\"objects\":[]}", EPOCH);
+	signed_with_manifest("json-deep.mcache", m, 0);
+	expect("json-deep.mcache", "load", 1, "nests deeper");
+	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,"
+		 "\"bundle_version\":0,\"labels\":{\"a\":\"\xff\xfe\"},\"artifacts\":[],\"objects\":[]}", EPOCH);
+	signed_with_manifest("json-non-utf8.mcache", m, 0);
+	expect("json-non-utf8.mcache", "load", 1, "not valid UTF-8");
+	/* Replace the size by numbers no integer field may hold. */
+	hexhash(c_vu, n_vu, h);
+	for (i = 0; i < 4; i++) {
+		snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, 12345, h, NULL));
+		signed_with_manifest(names[i], edited(m, "12345", bad[i]), 1);
+		expect(names[i], "load", 1, "not an integer");
+	}
+}
+
+/* An integer has one form, plain digits; a number RFC 8259 does not allow is refused
+ * wherever it is; a label value holds no control character (SPEC.md section 3.1). Each
+ * of these manifests is otherwise valid. */
+static void
+json_forms(void)
+{
+	static const struct {
+		const char *name, *from, *to, *msg;
+	} forms[] = {
+		{"json-number-leading-zero.mcache", "\"size\":#,", "\"size\":0#,",
+		 "has a leading zero"},
+		{"json-number-minus-zero.mcache", "\"bundle_version\":0,", "\"bundle_version\":-0,",
+		 "bundle_version is not an integer in plain decimal digits ('-0')"},
+		{"json-number-point-zero.mcache", "\"size\":#,", "\"size\":#.0,",
+		 "size is not an integer in plain decimal digits"},
+		{"json-number-exponent.mcache", "\"size\":#,", "\"size\":#e0,",
+		 "size is not an integer in plain decimal digits"},
+		{"json-number-exponent-upper.mcache", "\"created\":1700000000,", "\"created\":17E8,",
+		 "created is not an integer in plain decimal digits ('17E8')"},
+		{"json-number-trailing-point.mcache", "\"size\":#,", "\"size\":#.,",
+		 "is not a JSON number"},
+		{"json-number-label-leading-zero.mcache", "\"labels\":{}", "\"labels\":{\"a\":07}",
+		 "not valid JSON: the number '07' at byte 95 has a leading zero"},
+		/* cJSON takes these; RFC 8259 does not: a byte below 0x20 other than
+		 * space, tab, LF and CR between tokens, a byte order mark before a value,
+		 * a raw control byte inside a string. */
+		{"json-control-between-tokens.mcache", "\"labels\":{}",
+		 "\"labels\":{\x0b\"k\"\x01:\x0c\"v\"}",
+		 "not valid JSON: byte 0x0b between tokens at byte 91"},
+		{"json-bom-before-value.mcache", "\"created\":", "\"created\":\xef\xbb\xbf",
+		 "not valid JSON: byte 0xef between tokens at byte 51"},
+		{"json-control-in-string.mcache", "\"key\":\"", "\"key\":\"\x1b[2J",
+		 "not valid JSON: a raw control byte 0x1b inside a string at byte 132"},
+		{"manifest-label-esc.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\\u001by\"}",
+		 "label 'a' contains control character U+001B"},
+		{"manifest-label-c1.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xc2\x85y\"}",
+		 "label 'a' contains control character U+0085"},
+		{"manifest-label-bidi.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xe2\x80\xaey\"}",
+		 "label 'a' contains control character U+202E"},
+	};
+	char from[64], to[64], size[24], h[65], m[16384];
+	size_t i;
+
+	hexhash(c_vu, n_vu, h);
+	/* # stands for the artifact's size. */
+	snprintf(size, sizeof size, "%zu", n_vu);
+	for (i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+		const char *f = forms[i].from, *t = forms[i].to;
+		snprintf(from, sizeof from, "%s", strchr(f, '#') ? edited(f, "#", size) : f);
+		snprintf(to, sizeof to, "%s", strchr(t, '#') ? edited(t, "#", size) : t);
+		snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, n_vu, h, NULL));
+		signed_with_manifest(forms[i].name, edited(m, from, to), 1);
+		expect(forms[i].name, "load", 1, forms[i].msg);
+	}
+}
+
+/* A format version from the future; policy: expiry and rollback. */
+static void
+manifest_policy(void)
+{
+	char h[65], m[16384];
+
+	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":3,\"created\":%d,"
+		 "\"bundle_version\":0,\"labels\":{},\"artifacts\":[],\"objects\":[]}", EPOCH);
+	signed_with_manifest("manifest-future-version.mcache", m, 0);
+	expect("manifest-future-version.mcache", "load", 3,
+	       "bundle format version 3 is newer than this megacache reads (1 to 2): upgrade");
+
+	hexhash(c_vu, n_vu, h);
+	snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, n_vu, h, ",\"expires\":1700000001"));
+	signed_with_manifest("policy-expired.mcache", m, 1);
+	expect("policy-expired.mcache", "load", 1, "expired");
+	expect("valid-signed.mcache", "load-min-version-8", 1, "below the minimum");
+	expect("valid-signed.mcache", "load-min-version-7", 0, "");
+}
+
+/* In hdr, a ustar header of the member name of the given type ('2' and '1' linked to
+ * /etc/passwd) holding n bytes, its checksum made good. */
+static void
+typed_header(unsigned char hdr[512], const char *name, char type, size_t n)
+{
+	unsigned sum = 0;
+	size_t k;
+
+	mc__tar_header_render(name, n, hdr);
+	hdr[156] = (unsigned char)type;
+	if (type == '2' || type == '1')
+		memcpy(hdr + 157, "/etc/passwd", 11);
+	memset(hdr + 148, ' ', 8);
+	for (k = 0; k < 512; k++)
+		sum += hdr[k];
+	snprintf((char *)hdr + 148, 8, "%06o", sum);
+	hdr[155] = ' ';
+}
+
+/* 5. Hostile archive members, after a valid signed manifest: names out of the tree and
+ * members that are not regular files. */
+static void
+archive_members(void)
+{
+	static const struct {
+		const char *file, *name;
+		char type;
+		const char *msg;
+	} arch[] = {
+		{"archive-dotdot.mcache", "objects/../../../../tmp/x", '0', "unexpected member"},
+		{"archive-absolute.mcache", "/tmp/megacache-evil", '0', "unexpected member"},
+		{"archive-symlink.mcache", "objects/link", '2', "canonical"},
+		{"archive-hardlink.mcache", "objects/hard", '1', "canonical"},
+		{"archive-device.mcache", "objects/dev", '3', "canonical"},
+		{"archive-fifo.mcache", "objects/fifo", '6', "canonical"},
+		{"archive-pax.mcache", "PaxHeader/x", 'x', "canonical"},
+	};
+	const char *pax = "30 path=objects/../../../tmp/x\n";
+	char obj[80];
+	const char *man = vu_manifest(obj);
+	size_t i;
+
+	for (i = 0; i < sizeof arch / sizeof arch[0]; i++) {
+		size_t n = arch[i].type == 'x' ? strlen(pax) : 0;
+		unsigned char hdr[512];
+		struct buf b;
+
+		start_signed(&b, man);
+		typed_header(hdr, arch[i].name, arch[i].type, n);
+		put_member_hdr(&b, hdr, pax, n);
+		put_member(&b, obj, c_vu, n_vu);
+		finish(&b, arch[i].file, "load", 1, arch[i].msg);
+	}
+}
+
+/* Members where they may not be: an object twice, data after the end (a member, a
+ * byte), the manifest not first. */
+static void
+archive_order(void)
+{
+	char obj[80];
+	const char *man = vu_manifest(obj);
+	unsigned char *zst, *more;
+	struct buf b;
+	size_t nzst;
+
+	start_signed(&b, man);
+	put_member(&b, obj, c_vu, n_vu);
+	put_member(&b, obj, c_vu, n_vu);
+	finish(&b, "archive-duplicate-member.mcache", "load", 1, "not listed in the manifest");
+	start_signed(&b, man);
+	put_member(&b, obj, c_vu, n_vu);
+	put_end(&b);
+	put_member(&b, "objects/after-the-end", c_ig, n_ig);
+	save_raw("archive-after-end.mcache", &b);
+	expect("archive-after-end.mcache", "load", 1, "data after the end");
+	free(b.p);
+	/* Bytes appended to a valid bundle. */
+	zst = read_out("valid-signed.mcache", &nzst);
+	more = malloc(nzst + 1);
+	memcpy(more, zst, nzst);
+	more[nzst] = 'x';
+	spit("archive-trailing-byte.mcache", more, nzst + 1);
+	expect("archive-trailing-byte.mcache", "load", 1, "data after the end");
+	free(more);
+	free(zst);
+	/* The manifest not first. */
+	memset(&b, 0, sizeof b);
+	put_member(&b, obj, c_vu, n_vu);
+	put_member(&b, "manifest.json", man, strlen(man));
+	finish(&b, "archive-manifest-not-first.mcache", "load", 1, "not manifest.json");
+}
+
+/* 6. Bombs. */
+static void
+bombs(void)
+{
+	size_t big = 64u << 20, ztiny = 0;
+	unsigned char *zeros = calloc(1, big), *zbuf;
+	mc_zenc *z;
+	struct buf out = {0};
+
+	if (zeros == NULL || mc__zenc_new(ctx, 3, &z) != MC_OK)
+		die("bomb");
+	if (mc__zenc_run(z, zeros, big, 1, (mc_out_fn)bomb_out, &out) != MC_OK)
+		die("bomb");
+	mc__zenc_free(z);
+	zbuf = out.p;
+	ztiny = out.n;
+	/* 64 MiB declared from a few kB stored: over the expansion cap, refused before
+	 * anything is written. */
+	zstd_object("bomb-expansion.mcache", "bomb:0:", zbuf, ztiny, zeros, big, NULL,
+		    "more than the expansion cap");
+	/* A frame that expands past the size it declares: stopped at the declared size. */
+	zstd_object("bomb-overflow.mcache", "bomb:0:", zbuf, ztiny, zeros, 4096, NULL,
+		    "expands past its declared 4096 bytes");
+	free(zbuf);
+	free(zeros);
+}
+
+/* A skippable frame, put where one zstd frame must be. */
+static const unsigned char skip[] = {0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 'n', 'o', 'p', 'e'};
+
+/* 6b. zstd frames: one zstd frame per member, decoded by the same rules whatever the
+ * object's size. Here those over 4 MiB, which are streamed. */
+static void
+zstd_frames_large(void)
+{
+	struct buf f, c, two = {0};
+	char h[65];
+
+	/* A block of 200,000 bytes, over the 128 KiB block maximum: the content is
+	 * held whole (small) or streamed (over 4 MiB). */
+	rle_frame(&f, 64, 0, 200000, &c);
+	zstd_object("zstd-block-over-max.mcache", "zstd:0:", f.p, f.n, c.p, c.n, NULL,
+		    "corrupt compressed data (Data corruption detected)");
+	free(f.p);
+	free(c.p);
+	rle_frame(&f, 2048, 33, 200000, &c);
+	zstd_object("zstd-block-over-max-large.mcache", "zstd:0:", f.p, f.n, c.p, c.n, NULL,
+		    "corrupt compressed data (Data corruption detected)");
+	free(f.p);
+	free(c.p);
+	/* A valid frame of a streamed content: after a skippable frame, or under a
+	 * false content hash. */
+	rle_frame(&f, 2048, 33, 131072, &c);
+	put(&two, skip, sizeof skip);
+	put(&two, f.p, f.n);
+	zstd_object("zstd-skippable-before-large.mcache", "zstd:0:", two.p, two.n, c.p, c.n,
+		    NULL, "a skippable frame, where one zstd frame must be");
+	hexhash(c_vu, n_vu, h);
+	zstd_object("manifest-hash-false-large.mcache", "zstd:0:", f.p, f.n, c.p, c.n, h,
+		    "content does not match its hash");
+	free(f.p);
+	free(c.p);
+	free(two.p);
+}
+
+/* The small ones: skippable frames alone, before the frame, after it, and a frame under
+ * a false content hash. */
+static void
+zstd_frames_small(void)
+{
+	struct buf f = {0}, two = {0};
+	char h[65];
+	mc_zenc *z;
+
+	zstd_object("zstd-skippable-alone.mcache", "zstd:0:", skip, sizeof skip,
+		    (const unsigned char *)"", 0, NULL, "a skippable frame, where one zstd frame must be");
+	if (mc__zenc_new(ctx, 3, &z) != MC_OK ||
+	    mc__zenc_run(z, c_vu, n_vu, 1, (mc_out_fn)bomb_out, &f) != MC_OK)
+		die("zstd");
+	mc__zenc_free(z);
+	put(&two, skip, sizeof skip);
+	put(&two, f.p, f.n);
+	zstd_object("zstd-skippable-before.mcache", "zstd:0:", two.p, two.n, c_vu, n_vu, NULL,
+		    "a skippable frame, where one zstd frame must be");
+	two.n = 0;
+	put(&two, f.p, f.n);
+	put(&two, skip, sizeof skip);
+	zstd_object("zstd-skippable-after.mcache", "zstd:0:", two.p, two.n, c_vu, n_vu, NULL,
+		    "bytes after the end of the zstd frame");
+	/* Stored bytes that match, decompressing to other bytes than the manifest's
+	 * content hash names. */
+	hexhash(c_ig, n_ig, h);
+	zstd_object("manifest-hash-false.mcache", "zstd:0:", f.p, f.n, c_vu, n_vu, h,
+		    "content does not match its hash");
+	free(two.p);
+	free(f.p);
+}
+
+/* An inductor artifact whose sha256 (which names its file) is another content's. */
+static void
+inductor_sha256_false(void)
+{
+	char m[16384];
+
+	inductor_manifest(m, sizeof m, FX_KEY, c_ig, n_ig);
+	signed_with_manifest("manifest-sha256-false.mcache", m, 1);
+	expect("manifest-sha256-false.mcache", "load", 1, "content does not match its sha256");
+}
+
+/* Many tiny artifacts: 1,001 against a cap of 1,000. */
+static void
+many_artifacts(void)
+{
+	mc_writer *w;
+	char key[64], path[4096];
+	int i;
+
+	snprintf(path, sizeof path, "%s/many-artifacts.mcache", outdir);
 	if (new_writer(&w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK)
-		die(name);
-	for (i = 0; i < n; i++)
-		if (mc_writer_add_memory(w, t[i].type, t[i].key, t[i].data, strlen(t[i].data)) != MC_OK)
-			die(name);
+		die("many");
+	for (i = 0; i < 1001; i++) {
+		snprintf(key, sizeof key, "job:%d:", i);
+		if (mc_writer_add_memory(w, "pgo", key, key, strlen(key)) != MC_OK)
+			die("many");
+	}
 	if (mc_writer_add_signer(w, k_test) != MC_OK || mc_writer_save(w, path) != MC_OK)
-		die(name);
+		die("many");
 	mc_writer_free(w);
+	expect("many-artifacts.mcache", "load-max-artifacts-1000", 1, "over the cap of 1000");
+	expect("many-artifacts.mcache", "load", 0, "");
+}
+
+/* Caps: a manifest member that claims 100 MB (refused before it is read), too many
+ * artifacts, a key of PATH_MAX + 1 bytes. */
+static void
+limits(void)
+{
+	unsigned char hdr[512];
+	char longkey[4098];
+	struct buf b = {0};
+
+	mc__tar_header_render("manifest.json", 100u << 20, hdr);
+	put(&b, hdr, 512);
+	put(&b, "{}", 2);
+	save_raw("bomb-manifest-size.mcache", &b);
+	expect("bomb-manifest-size.mcache", "load", 1, "over the cap");
+	free(b.p);
+	many_artifacts();
+	memset(longkey, 'k', 4097);
+	longkey[4097] = '\0';
+	hostile_manifest("manifest-key-path-max.mcache", "pgo", longkey, "key is empty or longer");
 }
 
 /* Tiers nest: the default Triton root is <inductor root>/triton, so an inductor-tier
@@ -492,6 +888,22 @@ triton_groups(void)
 	expect("valid-triton-groups.mcache", "load", 0, "");
 }
 
+/* torch makes file names of a blob's keys when it loads it: export checks each key
+ * with its handler, the recorded layout's (section 3.4) as well as the artifacts'. */
+static void
+export_keys(void)
+{
+	char h[65], extra[512];
+
+	hexhash(c_vu, n_vu, h);
+	expect("manifest-dotdot.mcache", "export", 1, "autotune key '../");
+	snprintf(extra, sizeof extra, ",\"torch_blob\":{\"groups\":[{\"type\":\"autotune\",\"entries\":"
+		 "[{\"key\":\"../../escape.best_config\",\"size\":%zu,\"hash\":\"%s\"}]}]}", n_vu, h);
+	signed_with_manifest("torch-blob-key-dotdot.mcache", manifest_one("autotune", key_vu, n_vu, h, extra), 1);
+	expect("torch-blob-key-dotdot.mcache", "export", 1, "autotune key '../../escape.best_config' refused");
+	expect("torch-blob-key-dotdot.mcache", "load", 1, "torch_blob: autotune key '../../escape.best_config'");
+}
+
 /* A file of mode (set exactly, whatever the umask) in folder dir, holding text. */
 static void
 mode_file(const char *dir, const char *name, const char *text, mode_t mode, char *path,
@@ -546,288 +958,79 @@ executable_bit(void)
 	       "artifacts[0].executable is not a boolean");
 }
 
-/* torch makes file names of a blob's keys when it loads it: export checks each key
- * with its handler, the recorded layout's (section 3.4) as well as the artifacts'. */
+/* 7. Not bundles at all. */
 static void
-export_keys(void)
+not_bundles(void)
 {
-	char h[65], extra[512];
+	static const unsigned char gz[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	static const unsigned char zip[] = "PK\005\006\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0";
+	unsigned char rnd[4096];
+	size_t n;
+	unsigned char *blob;
 
-	hexhash(c_vu, n_vu, h);
-	expect("manifest-dotdot.mcache", "export", 1, "autotune key '../");
-	snprintf(extra, sizeof extra, ",\"torch_blob\":{\"groups\":[{\"type\":\"autotune\",\"entries\":"
-		 "[{\"key\":\"../../escape.best_config\",\"size\":%zu,\"hash\":\"%s\"}]}]}", n_vu, h);
-	signed_with_manifest("torch-blob-key-dotdot.mcache", manifest_one("autotune", key_vu, n_vu, h, extra), 1);
-	expect("torch-blob-key-dotdot.mcache", "export", 1, "autotune key '../../escape.best_config' refused");
-	expect("torch-blob-key-dotdot.mcache", "load", 1, "torch_blob: autotune key '../../escape.best_config'");
+	spit("not-bundle-empty.bin", "", 0);
+	expect("not-bundle-empty.bin", "load", 2, "not a megacache bundle");
+	spit("not-bundle-gzip.bin", gz, sizeof gz);
+	expect("not-bundle-gzip.bin", "load", 2, "not a megacache bundle");
+	spit("not-bundle-zip.bin", zip, 22);
+	expect("not-bundle-zip.bin", "load", 2, "not a megacache bundle");
+	randombytes_buf_deterministic(rnd, sizeof rnd, (const unsigned char *)"megacache-vectors-random-bytes!!");
+	spit("not-bundle-random.bin", rnd, sizeof rnd);
+	expect("not-bundle-random.bin", "load", 2, "not a megacache bundle");
+	blob = slurp("tests/data/torch-2.11/mlp-cpu-pgo.megacache", &n);
+	spit("not-bundle-torch-blob.bin", blob, 4096);
+	expect("not-bundle-torch-blob.bin", "load", 2, "not a megacache bundle");
+	free(blob);
 }
 
-static unsigned char *
-read_out(const char *name, size_t *len)
-{
-	return read_in(outdir, name, len);
-}
-
-static size_t
-find(const unsigned char *hay, size_t n, const char *needle)
-{
-	size_t k = strlen(needle), i;
-
-	for (i = 0; i + k <= n; i++)
-		if (memcmp(hay + i, needle, k) == 0)
-			return i;
-	die(needle);
-	return 0;
-}
+/* 8. Text that must reach a terminal escaped: validly signed bundles whose keys, types,
+ * labels, member names carry terminal commands (OSC 52 sets the clipboard), a forged
+ * line, a C1 control (CSI) and a right-to-left override. Each error must show them as
+ * the visible escapes given. */
+#define HOSTILE "\\u001b]52;c;cm0gLXJmIH4=\\u0007\\nmegacache: OK\xc2\x9b" "31m\xe2\x80\xae"
+#define HOSTILE_SHOWN "\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0amegacache: OK\\u009b31m\\u202e"
 
 static void
-flipped(const char *name, const unsigned char *src, size_t n, size_t pos, const char *msg)
+escaped_text(void)
 {
-	unsigned char *c = malloc(n);
-
-	memcpy(c, src, n);
-	c[pos] ^= 0x01;
-	spit(name, c, n);
-	free(c);
-	expect(name, "load", 1, msg);
-}
-
-/* ---- format version 2 (SPEC.md section 12) ---- */
-
-static void
-sha_hex(const void *d, size_t n, char out[65])
-{
-	unsigned char h[32];
-
-	crypto_hash_sha256(h, d, n);
-	mc__hex(h, 32, out);
-}
-
-/* A version 2 bundle signed by the test key: its manifest names index, stored as it is
- * (a different member name when iname is given), then the blocks blk[0..n-1] stored as
- * they are (blen[i] bytes; blen NULL: text), and any extra member. */
-/* The gpu_targets member the next v2_bundle() writes into its manifest (its JSON
- * value), or NULL: none. */
-static const char *v2_gpu;
-
-static void
-v2_bundle(const char *name, const char *index, const char *iname, const char *const *blk,
-	  const size_t *blen, size_t n, const char *extra, const char *cmd, int code,
-	  const char *text)
-{
-	char man[1024], h[65], bn[32], gt[256] = "";
+	char h[65], obj[80];
+	const char *man;
 	struct buf b;
-	size_t i;
 
-	sha_hex(index, strlen(index), h);
-	if (v2_gpu != NULL)
-		snprintf(gt, sizeof gt, ",\"gpu_targets\":%s", v2_gpu);
-	snprintf(man, sizeof man, "{\"format\":\"megacache\",\"format_version\":2,\"created\":%d,"
-		 "\"bundle_version\":0,\"labels\":{}%s,\"index\":{\"encoding\":\"none\","
-		 "\"size\":%zu,\"stored_size\":%zu,\"stored_hash\":\"%s\"}}", EPOCH, gt,
-		 strlen(index), strlen(index), h);
+	hostile_manifest("print-key-autotune.mcache", "autotune", "ab/" HOSTILE ".best_config",
+			 "autotune key 'ab/" HOSTILE_SHOWN ".best_config' refused");
+	hostile_manifest("print-key-extra.mcache", "extra", "logs/" HOSTILE ".txt",
+			 "extra key 'logs/" HOSTILE_SHOWN ".txt' refused");
+	hostile_manifest("print-type.mcache", "auto\\u001b[31mtune", key_vu,
+			 "type 'auto\\x1b[31mtune' is not");
+	hexhash(c_vu, n_vu, h);
+	man = manifest_one("autotune", key_vu, n_vu, h, NULL);
+	signed_with_manifest("print-label-name.mcache",
+			     with_labels(man, "{\"\\u001b]0;megacache: OK\\u0007\":\"1\"}"), 1);
+	expect("print-label-name.mcache", "load", 1, "label name '\\x1b]0;megacache: OK\\x07'");
+	/* A label value with a C1 and a bidi control: refused by the reader, which
+	 * names the character rather than printing it. */
+	signed_with_manifest("print-label-value.mcache",
+			     with_labels(man, "{\"torch\":\"2.11.0\xc2\x9b" "31m\xe2\x80\xae" "evil\"}"), 1);
+	expect("print-label-value.mcache", "load", 1,
+	       "label 'torch' contains control character U+009B");
+	signed_with_manifest("print-unknown-member.mcache",
+			     manifest_one("autotune", key_vu, n_vu, h,
+					  ",\"\\u001b[2J\\u001b[Hmegacache: OK\":1"), 1);
+	expect("print-unknown-member.mcache", "load", 1,
+	       "unknown field '\\x1b[2J\\x1b[Hmegacache: OK'");
+	/* Member names are raw header bytes: here an ESC, a BEL, a line feed, a lone
+	 * C1 byte (not UTF-8) and a U+202E. */
+	man = vu_manifest(obj);
 	start_signed(&b, man);
-	put_member(&b, iname != NULL ? iname : "index.json", index, strlen(index));
-	for (i = 0; i < n; i++) {
-		snprintf(bn, sizeof bn, "blocks/%zu", i);
-		put_member(&b, bn, blk[i], blen != NULL ? blen[i] : strlen(blk[i]));
-	}
-	if (extra != NULL)
-		put_member(&b, extra, "x", 1);
-	finish(&b, name, cmd, code, text);
+	put_member(&b, "signatures/\x1b]52;c;cm0gLXJmIH4=\x07\n\x9b\xe2\x80\xae.minisig", "x", 1);
+	put_member(&b, obj, c_vu, n_vu);
+	finish(&b, "print-sig-member.mcache", "load", 1,
+	       "bad signature member name 'signatures/\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0a\\x9b\\u202e.minisig'");
 }
 
-/* Two artifacts (the vu and ig configs) whose objects are objs, in one block: the index
- * text, with what follows the objects' table (the block table on) given as tail. */
-static char *
-v2_index(const char *arts, const char *objs, const char *tail)
-{
-	static char t[8192];
-
-	snprintf(t, sizeof t, "{\"artifacts\":[%s],\"objects\":[%s],%s}", arts, objs, tail);
-	return t;
-}
-
-#define V2_ART "{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,\"hash\":\"%s\"}"
-
-/* Hand-made indexes: what a careless or hostile signer can sign. Most hold the ig and vu
- * configs (artifacts both, objects objs) in one block stored as it is (tail). */
-static void
-version2_indexes(void)
-{
-	char hv[65], hi[65], hx[65], av[512], ai[512], ax[512], ov[128], oi[128], ox[128];
-	char blk[8192], twice_blk[8192], tail[256], t2[256], both[1024], arts[1024];
-	char objs[256], objs2[256], msg[256];
-	const char *one[1] = {blk}, *one_twice[1] = {twice_blk};
-	size_t len;
-
-	sha_hex(c_vu, n_vu, hv);
-	sha_hex(c_ig, n_ig, hi);
-	sha_hex("other", 5, hx);
-	snprintf(av, sizeof av, V2_ART, key_vu, n_vu, hv);
-	snprintf(ai, sizeof ai, V2_ART, key_ig, n_ig, hi);
-	snprintf(ax, sizeof ax, V2_ART, key_ig, n_ig, hx);
-	snprintf(ov, sizeof ov, "{\"hash\":\"%s\",\"size\":%zu}", hv, n_vu);
-	snprintf(oi, sizeof oi, "{\"hash\":\"%s\",\"size\":%zu}", hi, n_ig);
-	snprintf(ox, sizeof ox, "{\"hash\":\"%s\",\"size\":%zu}", hx, n_ig);
-	snprintf(blk, sizeof blk, "%.*s%.*s", (int)n_ig, (const char *)c_ig, (int)n_vu,
-		 (const char *)c_vu);
-	snprintf(both, sizeof both, "%s,%s", ai, av);
-	snprintf(objs, sizeof objs, "%s,%s", oi, ov);
-	snprintf(tail, sizeof tail, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
-		 "\"stored_size\":%zu}]", n_ig + n_vu);
-	v2_bundle("v2-index-plain.mcache", v2_index(both, objs, tail), NULL, one, NULL, 1, NULL,
-		  "load", 0, "");
-	/* The manifest cap on the index stored as is (SPEC.md 12.2): its stored size is told. */
-	len = strlen(v2_index(both, objs, tail));
-	snprintf(msg, sizeof msg, "load-max-manifest-bytes-%zu", len);
-	expect("v2-index-plain.mcache", msg, 0, "");
-	snprintf(msg, sizeof msg, "load-max-manifest-bytes-%zu", len - 1);
-	snprintf(t2, sizeof t2, "v2-index-plain.mcache: index: stored in %zu bytes, over the "
-		 "manifest cap of %zu", len, len - 1);
-	expect("v2-index-plain.mcache", msg, 1, t2);
-	/* The index's text, not JSON: told as the index's. */
-	v2_bundle("v2-index-not-json.mcache", "{\"artifacts\":[}", NULL, one, NULL, 1, NULL,
-		  "load", 1, "v2-index-not-json.mcache: index is not valid JSON");
-	/* The same content twice (equal files the writer learnt of only by reading them). */
-	snprintf(objs2, sizeof objs2, "%s,%s", ov, ov);
-	snprintf(twice_blk, sizeof twice_blk, "%.*s%.*s", (int)n_vu, (const char *)c_vu,
-		 (int)n_vu, (const char *)c_vu);
-	snprintf(t2, sizeof t2, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
-		 "\"stored_size\":%zu}]", 2 * n_vu);
-	v2_bundle("v2-object-twice.mcache", v2_index(av, objs2, t2), NULL, one_twice, NULL, 1, NULL,
-		  "load", 0, "");
-	snprintf(msg, sizeof msg, "v2-object-unused.mcache: index: object %s is listed but no "
-		 "artifact uses it", hi);
-	v2_bundle("v2-object-unused.mcache", v2_index(av, objs, tail), NULL, one, NULL, 1, NULL,
-		  "load", 1, msg);
-	v2_bundle("v2-index-name.mcache", v2_index(both, objs, tail), "index.json.zst", one, NULL, 1,
-		  NULL, "load", 1, "where index.json was expected");
-	v2_bundle("v2-block-missing.mcache", v2_index(both, objs, tail), NULL, one, NULL, 0, NULL,
-		  "load", 1, "where blocks/0 was expected");
-	v2_bundle("v2-member-after.mcache", v2_index(both, objs, tail), NULL, one, NULL, 1, "blocks/1",
-		  "load", 1, "v2-member-after.mcache: member 'blocks/1' is not listed in the index");
-	len = n_ig + n_vu + 1; /* the block's member one byte longer than the index says */
-	snprintf(msg, sizeof msg, "v2-block-size-mismatch.mcache: blocks/0 is stored in %zu bytes, "
-		 "the index says %zu", len, len - 1);
-	v2_bundle("v2-block-size-mismatch.mcache", v2_index(both, objs, tail), NULL, one, &len, 1,
-		  NULL, "load", 1, msg);
-	snprintf(objs2, sizeof objs2, "%s,%s", ox, ov);
-	snprintf(arts, sizeof arts, "%s,%s", ax, av);
-	v2_bundle("v2-object-hash-false.mcache", v2_index(arts, objs2, tail), NULL, one, NULL, 1, NULL,
-		  "load", 1, "content does not match its hash");
-	snprintf(t2, sizeof t2, "\"blocks\":[{\"encoding\":\"none\",\"objects\":1,"
-		 "\"stored_size\":%zu}]", n_ig);
-	v2_bundle("v2-block-count.mcache", v2_index(both, objs, t2), NULL, one, NULL, 1, NULL, "load",
-		  1, "index: the blocks hold 1 objects, the object table lists 2");
-	snprintf(t2, sizeof t2, "\"blocks\":[{\"encoding\":\"none\",\"objects\":2,"
-		 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}]", n_ig + n_vu, hv);
-	v2_bundle("v2-block-none-hash.mcache", v2_index(both, objs, t2), NULL, one, NULL, 1, NULL,
-		  "load", 1, "index: blocks[0] is stored as is but has a stored_hash");
-	snprintf(arts, sizeof arts, "%s,{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,"
-		 "\"hash\":\"%s\",\"sha256\":\"%s\"}", ai, key_vu, n_vu, hv, hv);
-	v2_bundle("v2-artifact-sha256.mcache", v2_index(arts, objs, tail), NULL, one, NULL, 1, NULL,
-		  "load", 1, "index: artifacts[1] has unknown field 'sha256'");
-}
-
-/* What a selection of types reads (SPEC.md section 12.4): the vu config (autotune) in
- * block 0, a byte of it changed, and the pgo probe in block 1, both stored as is. Every
- * load reads block 0, with --types pgo too; push, which sends only the pgo artifact,
- * does not (tests/tool/selection.sh and fleet.sh). */
-static void
-version2_selection(void)
-{
-	static const char *const name = "v2-flip-other-block.mcache";
-	char hv[65], hp[65], index[1024], *b0;
-	const char *blk[2];
-	size_t len[2] = {n_vu, n_pgo};
-
-	sha_hex(c_vu, n_vu, hv);
-	sha_hex(c_pgo, n_pgo, hp);
-	snprintf(index, sizeof index, "{\"artifacts\":[" V2_ART ",{\"type\":\"pgo\",\"key\":"
-		 "\"megacache-probe:None:\",\"size\":%zu,\"hash\":\"%s\"}],\"objects\":"
-		 "[{\"hash\":\"%s\",\"size\":%zu},{\"hash\":\"%s\",\"size\":%zu}],\"blocks\":"
-		 "[{\"encoding\":\"none\",\"objects\":1,\"stored_size\":%zu},{\"encoding\":"
-		 "\"none\",\"objects\":1,\"stored_size\":%zu}]}", key_vu, n_vu, hv, n_pgo, hp,
-		 hv, n_vu, hp, n_pgo, n_vu, n_pgo);
-	if ((b0 = malloc(n_vu)) == NULL)
-		die("out of memory");
-	memcpy(b0, c_vu, n_vu);
-	b0[n_vu / 2] ^= 0x01;
-	blk[0] = b0;
-	blk[1] = (const char *)c_pgo;
-	v2_bundle(name, index, NULL, blk, len, 2, NULL, "load", 1,
-		  "content does not match its hash");
-	expect(name, "load-types-pgo", 1, "content does not match its hash");
-	free(b0);
-}
-
-/* The GPU targets of Triton kernels (SPEC.md section 12.2). The writer records the set
- * its kernels' metadata files name; a hand-made manifest that records another set, or
- * breaks the member's form, is refused; one without the member (format 1, or an older
- * writer's) is checked against the kernels themselves. */
-#define GPU_META_90 "{\"name\": \"k\", \"target\": {\"backend\": \"cuda\", \"arch\": 90, " \
-	"\"warp_size\": 32}}"
-
-static void
-gpu_targets(void)
-{
-	static const struct triple kernels[] = {
-		{"triton", "0/amd/__grp__a.json",
-		 "{\"child_paths\": {\"a.hsaco\": \"a.hsaco\", \"a.json\": \"a.json\"}}"},
-		{"triton", "0/amd/a.hsaco", "hsaco of a"},
-		{"triton", "0/amd/a.json", "{\"name\": \"a\", \"target\": {\"backend\": \"hip\", "
-		 "\"arch\": \"gfx942\", \"warp_size\": 64}}"},
-		{"triton", "0/kern/__grp__k.json",
-		 "{\"child_paths\": {\"k.cubin\": \"k.cubin\", \"k.json\": \"k.json\"}}"},
-		{"triton", "0/kern/k.cubin", "cubin of k"},
-		{"triton", "0/kern/k.json", GPU_META_90},
-		{"autotune", "vu/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config",
-		 "{\"XBLOCK\": 64}"}};
-	static const char *const name = "v2-gpu-targets.mcache";
-	char index[2048], h[65];
-	const char *blk[1] = {GPU_META_90};
-	size_t n = strlen(GPU_META_90);
-
-	signed_triples(name, kernels, sizeof kernels / sizeof kernels[0]);
-	expect(name, "load", 0, "");
-	expect(name, "load-gpu-cuda:90,hip:gfx942", 0, "");
-	expect(name, "load-gpu-cuda:90", 1, "v2-gpu-targets.mcache: holds Triton kernels for "
-	       "hip:gfx942, a GPU target this host lacks (this host: cuda:90)");
-	expect(name, "load-gpu-cuda:80", 1, "holds Triton kernels for cuda:90 and hip:gfx942, "
-	       "GPU targets this host lacks (this host: cuda:80)");
-	expect(name, "load-gpu-skip-cuda:90", 0, "");
-	sha_hex(GPU_META_90, n, h);
-	snprintf(index, sizeof index, "{\"artifacts\":[{\"type\":\"triton\",\"key\":"
-		 "\"0/kern/k.json\",\"size\":%zu,\"hash\":\"%s\"}],\"objects\":[{\"hash\":\"%s\","
-		 "\"size\":%zu}],\"blocks\":[{\"encoding\":\"none\",\"objects\":1,"
-		 "\"stored_size\":%zu}]}", n, h, h, n, n);
-	v2_gpu = NULL; /* a writer from before gpu_targets */
-	v2_bundle("v2-gpu-targets-absent.mcache", index, NULL, blk, NULL, 1, NULL, "load", 0, "");
-	expect("v2-gpu-targets-absent.mcache", "load-gpu-cuda:80", 1, "v2-gpu-targets-absent.mcache: "
-	       "holds 1 Triton kernel for cuda:90, a GPU target this host lacks (this host: cuda:80)");
-	v2_gpu = "[\"cuda:80\"]";
-	v2_bundle("v2-gpu-targets-false.mcache", index, NULL, blk, NULL, 1, NULL, "load", 1,
-		  "v2-gpu-targets-false.mcache: the manifest's gpu_targets (cuda:80) are not the "
-		  "targets its kernels name (cuda:90)");
-	v2_gpu = "[\"cuda:80\",\"cuda:90\"]";
-	v2_bundle("v2-gpu-targets-extra.mcache", index, NULL, blk, NULL, 1, NULL, "load", 1,
-		  "gpu_targets (cuda:80, cuda:90) are not the targets its kernels name (cuda:90)");
-	v2_gpu = "[\"cuda:90\",\"cuda:89\"]";
-	v2_bundle("v2-gpu-targets-order.mcache", index, NULL, blk, NULL, 1, NULL, "load", 1,
-		  "manifest: gpu_targets not in strictly ascending order at 'cuda:89'");
-	v2_gpu = "[]";
-	v2_bundle("v2-gpu-targets-empty.mcache", index, NULL, blk, NULL, 1, NULL, "load", 1,
-		  "manifest: gpu_targets is empty (omit it for none)");
-	v2_gpu = "[\"cuda 90\"]";
-	v2_bundle("v2-gpu-targets-form.mcache", index, NULL, blk, NULL, 1, NULL, "load", 1,
-		  "manifest: gpu_targets[0] is not a GPU target");
-	v2_gpu = "[\"cuda:90\"]";
-	v2_bundle("v2-gpu-targets-recorded.mcache", index, NULL, blk, NULL, 1, NULL, "load", 0, "");
-	expect("v2-gpu-targets-recorded.mcache", "load-gpu-cuda:80", 1, "holds Triton kernels for "
-	       "cuda:90, a GPU target this host lacks (this host: cuda:80)");
-	v2_gpu = NULL;
-}
+#undef HOSTILE
+#undef HOSTILE_SHOWN
 
 /* Format version 1 records no GPU targets: a load checks its kernels as it reads them,
  * and a manifest that names gpu_targets is refused as version 1 does any unknown member. */
@@ -853,608 +1056,11 @@ gpu_targets_v1(void)
 	expect("gpu-targets-v1-member.mcache", "load", 1, "unknown field 'gpu_targets'");
 }
 
-/* Bytes of a version 2 bundle the library made, changed at offset at into name. */
-static void
-v2_changed(const char *from, const char *name, size_t at, int cut, const char *text)
-{
-	unsigned char *p;
-	size_t n;
-
-	p = read_in(outdir, from, &n);
-	if (at >= n)
-		die(name);
-	if (cut)
-		n = at;
-	else
-		p[at] ^= 0x01;
-	spit(name, p, n);
-	expect(name, "load", 1, text);
-	free(p);
-}
-
-/* Where the member named name starts its data in the file. */
-static size_t
-v2_member_at(const char *file, const char *name)
-{
-	unsigned char *p;
-	size_t n, i;
-
-	p = read_in(outdir, file, &n);
-	for (i = 0; i + 512 <= n; i += 512)
-		if (strcmp((const char *)p + i, name) == 0 &&
-		    memcmp(p + i + 257, "ustar", 5) == 0) {
-			free(p);
-			return i + 512;
-		}
-	die(name);
-	return 0;
-}
-
-/* The valid vectors of the format version being made, their names after pre: signed,
- * stored as is (level 0), and signed by two keys. */
-static void
-valid_trio(const char *pre)
-{
-	char signed_[64], plain[64], two[64];
-
-	snprintf(signed_, sizeof signed_, "%svalid-signed.mcache", pre);
-	snprintf(plain, sizeof plain, "%svalid-plain.mcache", pre);
-	snprintf(two, sizeof two, "%svalid-two-signers.mcache", pre);
-	valid(signed_, 3, k_test, NULL);
-	expect(signed_, "load", 0, "");
-	valid(plain, 0, k_test, NULL);
-	expect(plain, "load", 0, "");
-	valid(two, 3, k_test, k_test2);
-	expect(two, "load-threshold2", 0, "");
-}
-
-/* The entries of one FX graph key and of one AOTAutograd key (SPEC.md section 4): two
- * each, given by torch's key alone as a blob gives them, each kept with its entry. */
-#define FX_KEY "fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i"
-#define AOT_KEY "a6evpaswaarnhf33j2qsuxec7uuoia36amih7yie4paqkd47g7sl"
-
-static void
-graph_entries(const char *pre)
-{
-	char path[4096], name[64];
-	mc_writer *w;
-
-	snprintf(name, sizeof name, "%svalid-entries.mcache", pre);
-	snprintf(path, sizeof path, "%s/%s", outdir, name);
-	if (new_writer(&w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK ||
-	    mc_writer_add_memory(w, "inductor", FX_KEY, c_vu, n_vu) != MC_OK ||
-	    mc_writer_add_memory(w, "inductor", FX_KEY, c_ig, n_ig) != MC_OK ||
-	    mc_writer_add_memory(w, "aot_autograd", AOT_KEY, c_ig, n_ig) != MC_OK ||
-	    mc_writer_add_memory(w, "aot_autograd", AOT_KEY, c_pgo, n_pgo) != MC_OK ||
-	    mc_writer_add_signer(w, k_test) != MC_OK || mc_writer_save(w, path) != MC_OK)
-		die(name);
-	mc_writer_free(w);
-	expect(name, "load", 0, "");
-	expect(name, "export", 0, "");
-}
-
-/* In m, a format version 1 manifest of one inductor artifact keyed key, whose content is
- * the vu config and whose sha256 is the SHA-256 of sha_of (sha_n bytes). */
-static void
-inductor_manifest(char *m, size_t mlen, const char *key, const unsigned char *sha_of,
-		  size_t sha_n)
-{
-	unsigned char sha[32];
-	char shahex[65], h[65];
-
-	hexhash(c_vu, n_vu, h);
-	crypto_hash_sha256(sha, sha_of, sha_n);
-	mc__hex(sha, 32, shahex);
-	snprintf(m, mlen,
-		 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
-		 "\"labels\":{},\"artifacts\":[{\"type\":\"inductor\",\"key\":\"%s\",\"size\":%zu,"
-		 "\"hash\":\"%s\",\"sha256\":\"%s\"}],\"objects\":[{\"hash\":\"%s\",\"size\":%zu,"
-		 "\"encoding\":\"none\",\"stored_size\":%zu,\"stored_hash\":\"%s\"}]}",
-		 EPOCH, key, n_vu, h, shahex, h, n_vu, n_vu, h);
-}
-
-/* An inductor artifact keyed by torch's key alone, as bundles were before entries were
- * kept; and one keyed with an entry that is not its content's hash. */
-static void
-graph_key_forms(void)
-{
-	unsigned char sha[32];
-	char key[128], entry[52], m[16384];
-
-	inductor_manifest(m, sizeof m, FX_KEY, c_vu, n_vu);
-	signed_with_manifest("valid-graph-key-alone.mcache", m, 1);
-	expect("valid-graph-key-alone.mcache", "load", 0, "");
-	crypto_hash_sha256(sha, c_ig, n_ig);
-	mc__torch_b32_51(sha, entry);
-	snprintf(key, sizeof key, FX_KEY "/%s", entry);
-	inductor_manifest(m, sizeof m, key, c_vu, n_vu);
-	signed_with_manifest("manifest-entry-false.mcache", m, 1);
-	expect("manifest-entry-false.mcache", "load", 1,
-	       "its entry is not named after its content's hash");
-}
-
-/* ---- the expansion cap at its boundary (SPEC.md section 7) ----
- * size / stored_size, rounded down, at most the default cap of 4,096: a member of S
- * stored bytes may hold 4096 * S + S - 1 bytes; one more is refused. */
-
-#define CAP 4096u
-
-/* A zstd frame in f of nrle RLE blocks of 128 KiB of c, a last RLE block of last bytes
- * of c, then (tail not NULL) a raw block of tail: its content appended to *content. */
-static void
-rle_run(struct buf *f, size_t nrle, uint32_t last, int c, const char *tail, struct buf *content)
-{
-	static const unsigned char head[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3}; /* window 2^23 */
-	unsigned char *fill = malloc(131072), b = (unsigned char)c;
-	size_t i;
-
-	if (fill == NULL)
-		die("rle_run");
-	memset(fill, c, 131072);
-	put(f, head, sizeof head);
-	for (i = 0; i < nrle; i++) {
-		put_block(f, 0, 1, 131072);
-		put(f, &b, 1);
-		put(content, fill, 131072);
-	}
-	put_block(f, tail == NULL, 1, last);
-	put(f, &b, 1);
-	put(content, fill, last);
-	if (tail != NULL) {
-		put_block(f, 1, 0, (uint32_t)strlen(tail));
-		put(f, tail, strlen(tail));
-		put(content, tail, strlen(tail));
-	}
-	free(fill);
-}
-
-/* A version 2 bundle of one zstd block, frame f, whose content c is cut into n objects
- * of size[i] bytes (distinct contents, at most 10), each the content of an artifact pgo
- * "zstd:<i>:". */
-static void
-v2_block_of(const char *name, const struct buf *f, const struct buf *c, const size_t *size,
-	    size_t n, int code, const char *text)
-{
-	const char *blk[1] = {(const char *)f->p};
-	char arts[1024] = "", objs[1024] = "", index[3072], hc[65], hf[65];
-	size_t i, at = 0, k;
-
-	for (i = 0; i < n; at += size[i], i++) {
-		sha_hex(c->p + at, size[i], hc);
-		k = strlen(arts);
-		snprintf(arts + k, sizeof arts - k, "%s{\"type\":\"pgo\",\"key\":\"zstd:%zu:\","
-			 "\"size\":%zu,\"hash\":\"%s\"}", i > 0 ? "," : "", i, size[i], hc);
-		k = strlen(objs);
-		snprintf(objs + k, sizeof objs - k, "%s{\"hash\":\"%s\",\"size\":%zu}",
-			 i > 0 ? "," : "", hc, size[i]);
-	}
-	if (at != c->n || n > 10)
-		die(name);
-	sha_hex(f->p, f->n, hf);
-	snprintf(index, sizeof index, "{\"artifacts\":[%s],\"objects\":[%s],\"blocks\":"
-		 "[{\"encoding\":\"zstd\",\"objects\":%zu,\"stored_size\":%zu,"
-		 "\"stored_hash\":\"%s\"}]}", arts, objs, n, f->n, hf);
-	v2_bundle(name, index, NULL, blk, &f->n, 1, NULL, "load", code, text);
-}
-
-/* A version 2 bundle of one artifact (pgo "zstd:0:") in one zstd block, frame f: the
- * block's content is the artifact's. */
-static void
-v2_zstd_block(const char *name, const struct buf *f, const struct buf *c, int code,
-	      const char *text)
-{
-	v2_block_of(name, f, c, &c->n, 1, code, text);
-}
-
-/* A version 2 bundle whose index is the zstd frame f (content c), then with vu set its
- * one block, the vu config stored as is, else none. */
-static void
-v2_framed(const char *name, const struct buf *f, const struct buf *c, int vu, const char *cmd,
-	  int code, const char *text)
-{
-	char man[1024], hf[65];
-	struct buf b;
-
-	sha_hex(f->p, f->n, hf);
-	snprintf(man, sizeof man, "{\"format\":\"megacache\",\"format_version\":2,\"created\":%d,"
-		 "\"bundle_version\":0,\"labels\":{},\"index\":{\"encoding\":\"zstd\",\"size\":%zu,"
-		 "\"stored_size\":%zu,\"stored_hash\":\"%s\"}}", EPOCH, c->n, f->n, hf);
-	start_signed(&b, man);
-	put_member(&b, "index.json.zst", f->p, f->n);
-	if (vu)
-		put_member(&b, "blocks/0", c_vu, n_vu);
-	finish(&b, name, cmd, code, text);
-}
-
-/* A version 2 bundle whose index is the zstd frame f (content c), its one block the vu
- * config stored as is. */
-static void
-v2_zstd_index(const char *name, const struct buf *f, const struct buf *c, int code,
-	      const char *text)
-{
-	v2_framed(name, f, c, 1, "load", code, text);
-}
-
-/* Into t (n bytes), the index of a bundle whose one block is the vu config stored as is. */
-static char *
-vu_index(char *t, size_t n)
-{
-	char hv[65];
-
-	sha_hex(c_vu, n_vu, hv);
-	snprintf(t, n, "{\"artifacts\":[" V2_ART "],\"objects\":[{\"hash\":\"%s\","
-		 "\"size\":%zu}],\"blocks\":[{\"encoding\":\"none\",\"objects\":1,"
-		 "\"stored_size\":%zu}]}", key_vu, n_vu, hv, hv, n_vu, n_vu);
-	return t;
-}
-
-/* The manifest cap on a zstd index (SPEC.md 12.2) of size bytes of text, in the vector
- * name: at the cap it loads; a byte below it, refused, naming the text's size. */
-static void
-text_cap(const char *name, size_t size)
-{
-	char cmd[64], text[256];
-
-	snprintf(cmd, sizeof cmd, "load-max-manifest-bytes-%zu", size);
-	expect(name, cmd, 0, "");
-	snprintf(cmd, sizeof cmd, "load-max-manifest-bytes-%zu", size - 1);
-	snprintf(text, sizeof text, "%s: index: %zu bytes of text, over the manifest cap of %zu",
-		 name, size, size - 1);
-	expect(name, cmd, 1, text);
-}
-
-/* An index a writer never compresses: a zstd frame of one raw block, 9 bytes longer than
- * its text, refused as such (SPEC.md 12.3). The manifest cap is told of its stored size. */
-static void
-index_raw_frame(void)
-{
-	static const char *const name = "v2-index-zstd-raw.mcache";
-	static const unsigned char head[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3};
-	struct buf f = {0}, c = {0};
-	char index[1024], cmd[64], text[256];
-	size_t len = strlen(vu_index(index, sizeof index));
-
-	put(&f, head, sizeof head);
-	put_block(&f, 1, 0, (uint32_t)len);
-	put(&f, index, len);
-	put(&c, index, len);
-	snprintf(text, sizeof text, "%s: manifest: index is stored as zstd in %zu bytes, not "
-		 "fewer than the %zu it holds (a writer stores it as is)", name, f.n, len);
-	v2_zstd_index(name, &f, &c, 1, text);
-	snprintf(cmd, sizeof cmd, "load-max-manifest-bytes-%zu", len);
-	snprintf(text, sizeof text, "%s: index: stored in %zu bytes, over the manifest cap of %zu",
-		 name, f.n, len);
-	expect(name, cmd, 1, text);
-	free(f.p);
-	free(c.p);
-}
-
-static void
-expansion_boundaries(void)
-{
-	static const char over[] = "more than the expansion cap of 4096";
-	/* RLE frames of one block: 10 bytes stored */
-	const struct {
-		const char *name;
-		uint32_t size;
-		int code;
-	} obj[] = {
-		{"expansion-object-at-cap.mcache", CAP * 10, 0},
-		{"expansion-object-top.mcache", CAP * 10 + 9, 0},
-		{"expansion-object-over.mcache", CAP * 10 + 10, 1},
-	}, blk[] = {
-		{"v2-expansion-block-at-cap.mcache", CAP * 10, 0},
-		{"v2-expansion-block-top.mcache", CAP * 10 + 9, 0},
-		{"v2-expansion-block-over.mcache", CAP * 10 + 10, 1},
-	};
-	char index[1024];
-	size_t i, k, len;
-
-	for (i = 0; i < sizeof obj / sizeof obj[0]; i++) {
-		struct buf f = {0}, c = {0};
-		rle_run(&f, 0, obj[i].size, 'b', NULL, &c);
-		if (f.n != 10)
-			die("expansion frame");
-		zstd_object_as(obj[i].name, "zstd:0:", f.p, f.n, c.p, c.n, NULL, obj[i].code,
-			       obj[i].code ? over : "");
-		free(f.p);
-		free(c.p);
-		memset(&f, 0, sizeof f);
-		memset(&c, 0, sizeof c);
-		rle_run(&f, 0, blk[i].size, 'b', NULL, &c);
-		v2_zstd_block(blk[i].name, &f, &c, blk[i].code, blk[i].code ? over : "");
-		free(f.p);
-		free(c.p);
-	}
-	/* The index: spaces before its text (insignificant whitespace), in k RLE blocks
-	 * and a raw one: a stored size T of 6 + 4k + 3 + len, a size of T * 4096 (at the
-	 * cap), T * 4096 + T - 1 (its top), T * 4097 (over). */
-	len = strlen(vu_index(index, sizeof index));
-	for (i = 0; i < 3; i++) {
-		static const char *const names[] = {"v2-expansion-index-at-cap.mcache",
-						    "v2-expansion-index-top.mcache",
-						    "v2-expansion-index-over.mcache"};
-		struct buf f = {0}, c = {0};
-		size_t stored = 0, size = 0, spaces;
-		for (k = 1; k < 64; k++) {
-			stored = 6 + 4 * (k + 1) + 3 + len;
-			size = i == 0 ? stored * CAP : i == 1 ? stored * CAP + stored - 1
-							      : stored * (CAP + 1);
-			spaces = size - len;
-			if (spaces > k * 131072 && spaces <= (k + 1) * 131072)
-				break;
-		}
-		spaces = size - len;
-		rle_run(&f, k, (uint32_t)(spaces - k * 131072), ' ', index, &c);
-		if (f.n != stored || c.n != size)
-			die("expansion index frame");
-		v2_zstd_index(names[i], &f, &c, i < 2 ? 0 : 1, i < 2 ? "" : over);
-		if (i == 0)
-			text_cap(names[i], c.n);
-		free(f.p);
-		free(c.p);
-	}
-}
-
-/* ---- sums of sizes that pass 2^64 - 1 (SPEC.md section 7) ----
- * Indexes of thousands of entries, each size 2^53 - 1, the largest an integer field
- * holds: 2,049 of them sum past 2^64 - 1. Loaded with every byte cap at 2^64 - 1
- * (load-size-caps-max), so that the sum alone refuses them. The index is compressed by
- * the library; no block is read. */
-
-#define BIG "9007199254740991" /* 2^53 - 1 */
-
-/* Appends the text s. */
-static void
-puts_buf(struct buf *b, const char *s)
-{
-	put(b, s, strlen(s));
-}
-
-/* A bundle of the index text c (zstd-compressed here) and no block, refused with text. */
-static void
-sum_vector(const char *name, struct buf *c, const char *text)
-{
-	struct buf f = {0};
-	char msg[256];
-	mc_zenc *z;
-
-	if (mc__zenc_new_window(ctx, 3, MC_BLOCK_WINDOW_LOG, &z) != MC_OK ||
-	    mc__zenc_run(z, c->p, c->n, 1, (mc_out_fn)bomb_out, &f) != MC_OK)
-		die(name);
-	mc__zenc_free(z);
-	snprintf(msg, sizeof msg, "%s: %s", name, text);
-	v2_framed(name, &f, c, 0, "load-size-caps-max", 1, msg);
-	free(f.p);
-	free(c->p);
-}
-
-/* The index of artifacts pgo "k0000".. (nart, each of 2^53 - 1 bytes) all naming one
- * content, stored in nobj objects (the first, then nobj - 1 repeats), in blocks of per
- * objects each, stored as is or (zstd) as 10 bytes. */
-static void
-sum_index(struct buf *c, size_t nart, size_t nobj, size_t per, int zstd)
-{
-	char h[65], e[256];
-	size_t i;
-
-	sha_hex("x", 1, h);
-	puts_buf(c, "{\"artifacts\":[");
-	for (i = 0; i < nart; i++) {
-		snprintf(e, sizeof e, "%s{\"type\":\"pgo\",\"key\":\"k%04zu\",\"size\":" BIG
-			 ",\"hash\":\"%s\"}", i > 0 ? "," : "", i, h);
-		puts_buf(c, e);
-	}
-	puts_buf(c, "],\"objects\":[");
-	for (i = 0; i < nobj; i++) {
-		snprintf(e, sizeof e, "%s{\"hash\":\"%s\",\"size\":" BIG "}", i > 0 ? "," : "", h);
-		puts_buf(c, e);
-	}
-	puts_buf(c, "],\"blocks\":[");
-	for (i = 0; i < nobj / per; i++) {
-		if (zstd)
-			snprintf(e, sizeof e, "%s{\"encoding\":\"zstd\",\"objects\":%zu,"
-				 "\"stored_size\":10,\"stored_hash\":\"%s\"}", i > 0 ? "," : "", per, h);
-		else
-			snprintf(e, sizeof e, "%s{\"encoding\":\"none\",\"objects\":%zu,"
-				 "\"stored_size\":" BIG "}", i > 0 ? "," : "", per);
-		puts_buf(c, e);
-	}
-	puts_buf(c, "]}");
-}
-
-/* ---- zstd frames no writer makes (SPEC.md sections 3.3 and 12.3) ----
- * A writer stores a content as zstd only when the frame is smaller, so never an empty
- * one. Format 2 readers refuse a zstd block (or index) that is not smaller: a 10-byte RLE
- * frame of 11 bytes loads, of 10 bytes is refused, as is the 9-byte frame of an empty
- * content. Format 1 readers take such objects, as they always did: a raw-block frame of
- * the vu config, and the empty frame. */
-static void
-zstd_not_smaller(void)
-{
-	static const unsigned char head[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3};
-	static const char not_smaller[] = "v2-zstd-block-not-smaller.mcache: index: blocks[0] "
-		"is stored as zstd in 10 bytes, not fewer than the 10 it holds";
-	static const char empty[] = "v2-zstd-block-empty.mcache: index: blocks[0] is stored "
-		"as zstd in 9 bytes, not fewer than the 0 it holds";
-	struct buf f = {0}, c = {0};
-
-	rle_run(&f, 0, 11, 'b', NULL, &c);
-	v2_zstd_block("v2-zstd-block-smaller.mcache", &f, &c, 0, "");
-	free(f.p);
-	free(c.p);
-	memset(&f, 0, sizeof f);
-	memset(&c, 0, sizeof c);
-	rle_run(&f, 0, 10, 'b', NULL, &c);
-	v2_zstd_block("v2-zstd-block-not-smaller.mcache", &f, &c, 1, not_smaller);
-	free(f.p);
-	free(c.p);
-	memset(&f, 0, sizeof f);
-	memset(&c, 0, sizeof c);
-	put(&f, head, sizeof head);
-	put_block(&f, 1, 0, 0);
-	v2_zstd_block("v2-zstd-block-empty.mcache", &f, &c, 1, empty);
-	zstd_object_as("zstd-object-empty.mcache", "zstd:0:", f.p, f.n, (const unsigned char *)"",
-		       0, NULL, 0, "");
-	free(f.p);
-	memset(&f, 0, sizeof f);
-	put(&f, head, sizeof head);
-	put_block(&f, 1, 0, (uint32_t)n_vu);
-	put(&f, c_vu, n_vu);
-	zstd_object_as("zstd-object-not-smaller.mcache", "zstd:0:", f.p, f.n, c_vu, n_vu, NULL, 0,
-		       "");
-	free(f.p);
-}
-
-/* ---- a block's size (SPEC.md section 12.3) ---- */
-
-/* The per-content cap bounds a block's content, the sum of its objects' sizes, as it
- * does its stored bytes: a 10-byte RLE frame of 300 bytes, cut into objects of 100 and
- * 200, loads with a cap of 300 and is refused with 299. */
-static void
-block_caps(void)
-{
-	static const char *const name = "v2-block-cap.mcache";
-	static const size_t size[2] = {100, 200};
-	struct buf f = {0}, c = {0};
-
-	rle_run(&f, 0, 300, 'b', NULL, &c);
-	v2_block_of(name, &f, &c, size, 2, 0, "");
-	expect(name, "load-max-artifact-bytes-300", 0, "");
-	expect(name, "load-max-artifact-bytes-299", 1, "v2-block-cap.mcache: index: blocks[0] "
-	       "holds 300 bytes of content, over the per-artifact cap of 299 bytes");
-	free(f.p);
-	free(c.p);
-}
-
-/* Appends to the frame f, and to its content c, n bytes of x as RLE blocks of at most
- * 128 KiB (the block maximum); last: the run's last block ends the frame. */
-static void
-rle_bytes(struct buf *f, struct buf *c, int x, size_t n, int last)
-{
-	unsigned char *fill = malloc(131072), b = (unsigned char)x;
-
-	if (fill == NULL)
-		die("rle_bytes");
-	memset(fill, x, 131072);
-	while (n > 0) {
-		uint32_t k = n < 131072 ? (uint32_t)n : 131072;
-		put_block(f, last && k == n, 1, k);
-		put(f, &b, 1);
-		put(c, fill, k);
-		n -= k;
-	}
-	free(fill);
-}
-
-/* A writer cuts a block before the object that would take it past 16 MiB, so a block of
- * several objects holds at most 16 MiB and a larger object is a block alone: objects of
- * 8 MiB (a raw block of 4,200 bytes, then RLE) and of 8 MiB or 8 MiB + 1 (RLE) in one
- * block, and one of 16 MiB + 1 alone. The raw bytes keep the expansion under the cap. */
-static void
-block_max(void)
-{
-	static const unsigned char head[] = {0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3};
-	static const struct {
-		const char *name;
-		size_t n, size[2];
-		int code;
-	} v[] = {
-		{"v2-block-max-at.mcache", 2, {8u << 20, 8u << 20}, 0},
-		{"v2-block-max-over.mcache", 2, {8u << 20, (8u << 20) + 1}, 1},
-		{"v2-block-max-alone.mcache", 1, {(16u << 20) + 1, 0}, 0},
-	};
-	char raw[4200], text[256];
-	size_t i;
-
-	memset(raw, 'a', sizeof raw);
-	for (i = 0; i < sizeof v / sizeof v[0]; i++) {
-		struct buf f = {0}, c = {0};
-		put(&f, head, sizeof head);
-		put_block(&f, 0, 0, sizeof raw);
-		put(&f, raw, sizeof raw);
-		put(&c, raw, sizeof raw);
-		rle_bytes(&f, &c, 'b', v[i].size[0] - sizeof raw, v[i].n == 1);
-		if (v[i].n == 2)
-			rle_bytes(&f, &c, 'c', v[i].size[1], 1);
-		snprintf(text, sizeof text, "%s: index: blocks[0] holds 2 objects of %zu bytes, over "
-			 "the 16777216 bytes (16 MiB) a block of several objects may hold", v[i].name,
-			 c.n);
-		v2_block_of(v[i].name, &f, &c, v[i].size, v[i].n, v[i].code, v[i].code ? text : "");
-		free(f.p);
-		free(c.p);
-	}
-}
-
-/* One zstd block of 2,049 objects: the block's size. 2,049 artifacts of one object: the
- * artifacts' total. One artifact, its content stored 2,049 times, a block each: the
- * contents' total, repeats counted (each is read). 2,048 times: the contents' total fits
- * (2^64 - 2,048), the blocks' stored bytes do, but not with their headers: where the
- * members lie. */
-static void
-size_sums(void)
-{
-	static const struct {
-		const char *name;
-		size_t nart, nobj, per;
-		int zstd;
-		const char *text;
-	} v[] = {
-		{"v2-sum-block-wraps.mcache", 1, 2049, 2049, 1,
-		 "index: blocks[0]: its objects' sizes overflow a 64-bit sum"},
-		{"v2-sum-artifacts-wrap.mcache", 2049, 1, 1, 0,
-		 "index: the artifacts' sizes overflow a 64-bit sum"},
-		{"v2-sum-contents-wrap.mcache", 1, 2049, 1, 0,
-		 "index: the contents' sizes overflow a 64-bit sum"},
-		{"v2-sum-members-wrap.mcache", 1, 2048, 1, 0,
-		 "the sizes of its members overflow a 64-bit sum"},
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof v / sizeof v[0]; i++) {
-		struct buf c = {0};
-		sum_index(&c, v[i].nart, v[i].nobj, v[i].per, v[i].zstd);
-		sum_vector(v[i].name, &c, v[i].text);
-	}
-}
-
-static void
-version2(void)
-{
-	size_t at;
-
-	fmt_version = 2;
-	valid_trio("v2-");
-	graph_entries("v2-");
-	expansion_boundaries();
-	index_raw_frame();
-	at = v2_member_at("v2-valid-signed.mcache", "blocks/0");
-	v2_changed("v2-valid-signed.mcache", "v2-flip-block.mcache", at + 20, 0,
-		   "blocks/0: stored bytes do not match their hash");
-	v2_changed("v2-valid-signed.mcache", "v2-trunc-block.mcache", at + 20, 1, "truncated");
-	at = v2_member_at("v2-valid-signed.mcache", "index.json.zst");
-	v2_changed("v2-valid-signed.mcache", "v2-flip-index.mcache", at + 20, 0,
-		   "index.json.zst: stored bytes do not match their hash");
-	at = v2_member_at("v2-valid-plain.mcache", "blocks/0");
-	v2_changed("v2-valid-plain.mcache", "v2-flip-plain-block.mcache", at + 20, 0,
-		   "content does not match its hash");
-	version2_indexes();
-	version2_selection();
-	size_sums();
-	block_caps();
-	block_max();
-	zstd_not_smaller();
-	gpu_targets();
-}
-
+/* The families in the order expected.tsv lists them: flips(), truncations() and
+ * archive_order() read the valid bundles valid_v1() writes. */
 int
 main(int argc, char **argv)
 {
-	unsigned char *plain, *zst;
-	size_t nplain, nzst, pos;
-	char path[4096], h[65], m[16384];
-	struct buf b;
-
 	if (argc != 3) {
 		fprintf(stderr, "usage: mkvectors SRCDIR OUTDIR\n");
 		return 2;
@@ -1463,583 +1069,33 @@ main(int argc, char **argv)
 	outdir = argv[2];
 	if (mc_ctx_new(&ctx) != MC_OK)
 		return 1;
-	k_test = key("test.key");
-	k_test2 = key("test2.key");
-	k_other = key("other.key");
-	c_vu = slurp("tests/data/small/vu.best_config", &n_vu);
-	c_ig = slurp("tests/data/small/ig.best_config", &n_ig);
-	c_pgo = slurp("tests/data/small/code_state.pkl", &n_pgo);
-	snprintf(path, sizeof path, "%s/expected.tsv", outdir);
-	if ((tsv = fopen(path, "w")) == NULL)
-		die(path);
-	fprintf(tsv, "# file\tcommand\texit\terror text (substring of stderr)\n");
-
-	/* Valid. */
-	valid_trio("");
-	valid("valid-unsigned.mcache", 3, NULL, NULL);
-	expect("valid-unsigned.mcache", "load-insecure", 0, "");
-	expect("valid-unsigned.mcache", "load", 1, "not signed");
-	graph_entries("");
-	graph_key_forms();
-
-	/* 1. Flipped bytes in each region. */
-	plain = read_out("valid-plain.mcache", &nplain);
-	zst = read_out("valid-signed.mcache", &nzst);
-	pos = find(plain, nplain, "\"bundle_version\":7");
-	flipped("flip-manifest.mcache", plain, nplain, pos + 17, "does not verify");
-	flipped("flip-manifest-syntax.mcache", plain, nplain, 512, "not valid JSON");
-	pos = find(plain, nplain, "untrusted comment");
-	flipped("flip-sig-comment.mcache", plain, nplain, pos + 25, "canonical");
-	pos = find(plain, nplain, "trusted comment: timestamp");
-	flipped("flip-sig-trusted.mcache", plain, nplain, pos + 20, "does not verify");
-	pos = find(plain, nplain, "objects/");
-	flipped("flip-obj-header.mcache", plain, nplain, pos + 110, "canonical");
-	flipped("flip-obj-content.mcache", plain, nplain, pos + 512 + 10, "do not match their hash");
-	flipped("flip-padding.mcache", plain, nplain, pos + 512 + n_vu + 1, "padding");
-	flipped("flip-end.mcache", plain, nplain, nplain - 3, "end-of-archive");
-	/* Inside a zstd-compressed object: its stored bytes are hashed in the manifest. */
-	pos = find(zst, nzst, "objects/");
-	flipped("flip-zstd-frame-header.mcache", zst, nzst, pos + 512 + 4, "object");
-	flipped("flip-zstd-block.mcache", zst, nzst, pos + 512 + 17, "object");
-
-	/* 2. Truncations. */
-	spit("trunc-member-boundary.mcache", plain, 1024);
-	expect("trunc-member-boundary.mcache", "load", 1, "truncated");
-	spit("trunc-inside-member.mcache", plain, pos + 512 + 100);
-	expect("trunc-inside-member.mcache", "load", 1, "truncated");
-	spit("trunc-before-end.mcache", plain, nplain - 512);
-	expect("trunc-before-end.mcache", "load", 1, "truncated");
-	spit("trunc-compressed.mcache", zst, pos + 512 + 20);
-	expect("trunc-compressed.mcache", "load", 1, "truncated");
-
-	/* 3. Signatures. */
-	valid("sig-untrusted.mcache", 3, k_other, NULL);
-	expect("sig-untrusted.mcache", "load", 1, "no signature by a trusted key");
-	{
-		/* The test key's id on a signature made by another key. */
-		mc_seckey forged = *k_other;
-		const char *man;
-		memcpy(forged.keynum, k_test->keynum, 8);
-		hexhash(c_vu, n_vu, h);
-		man = manifest_one("autotune", key_vu, n_vu, h, NULL);
-		start(&b, man);
-		put_sig(&b, &forged, man, strlen(man), NULL);
-		snprintf(m, sizeof m, "objects/%s", h);
-		put_member(&b, m, c_vu, n_vu);
-		finish(&b, "sig-wrong-key.mcache", "load", 1, "does not verify");
-
-		/* A valid signature over other bytes. */
-		start(&b, man);
-		put_sig(&b, k_test, "{}", 2, NULL);
-		put_member(&b, m, c_vu, n_vu);
-		finish(&b, "sig-other-bytes.mcache", "load", 1, "does not verify");
-
-		/* The trusted comment edited after signing (still canonical text). */
-		{
-			struct mc_sig sig;
-			char *text;
-			size_t len;
-			if (mc__sig_make(ctx, k_test, (const unsigned char *)man, strlen(man),
-					 "timestamp:1700000000\tfile:manifest.json\thashed", &sig) != MC_OK)
-				die("sign");
-			free(sig.trusted_comment);
-			sig.trusted_comment = mc__strdup("timestamp:1900000000\tfile:manifest.json\thashed");
-			text = mc__sig_render(&sig, &len);
-			start(&b, man);
-			snprintf(path, sizeof path, "signatures/%s.minisig", sig.id);
-			put_member(&b, path, text, len);
-			put_member(&b, m, c_vu, n_vu);
-			finish(&b, "sig-edited-comment.mcache", "load", 1, "does not verify");
-			free(text);
-			mc__sig_clear(&sig);
-		}
-
-		/* The same signature twice, as if to meet a threshold of two with one key:
-		 * members must have distinct, ordered key ids. */
-		start_signed(&b, man);
-		put_sig(&b, k_test, man, strlen(man), NULL);
-		put_member(&b, m, c_vu, n_vu);
-		finish(&b, "sig-same-key-twice.mcache", "load-threshold2", 1, "repeated");
-		{
-			/* Trusted comments: the longest stock minisign verifies, one byte more, and each
-			 * kind of line break or control character, all validly signed. */
-			static const struct {
-				const char *file, *tc;
-			} bad[] = {
-				{"sig-comment-cr.mcache", "timestamp:1700000000\rfile:manifest.json"},
-				{"sig-comment-nel.mcache", "timestamp:1700000000\xc2\x85" "file:manifest.json"},
-				{"sig-comment-ls.mcache", "timestamp:1700000000\xe2\x80\xa8" "file:manifest.json"},
-				{"sig-comment-ps.mcache", "timestamp:1700000000\xe2\x80\xa9" "file:manifest.json"},
-				{"sig-comment-esc.mcache", "timestamp:1700000000\x1b[2Jfile:manifest.json"},
-				{"sig-comment-del.mcache", "timestamp:1700000000\x7f"},
-				{"sig-comment-csi.mcache", "timestamp:1700000000\xc2\x9b" "2J"},
-			};
-			static char tc[8175];
-			size_t i;
-
-			for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-				start(&b, man);
-				put_sig(&b, k_test, man, strlen(man), bad[i].tc);
-				put_member(&b, m, c_vu, n_vu);
-				finish(&b, bad[i].file, "load", 1,
-				       "trusted comment contains a line break or control character");
-			}
-			memset(tc, 'c', 8173);
-			start(&b, man);
-			put_sig(&b, k_test, man, strlen(man), tc);
-			put_member(&b, m, c_vu, n_vu);
-			finish(&b, "sig-comment-8173.mcache", "load", 0, "");
-			tc[8173] = 'c';
-			start(&b, man);
-			put_sig(&b, k_test, man, strlen(man), tc);
-			put_member(&b, m, c_vu, n_vu);
-			finish(&b, "sig-comment-8174.mcache", "load", 1, "trusted comment is longer than 8173 bytes");
-		}
-		{
-			/* One key under two key ids: the test key, and its public key given again under
-			 * the id of keys/test-alias.pub. It is one signer, however many ids it has. */
-			mc_seckey alias = *k_test;
-			mc_pubkey *pk;
-
-			snprintf(path, sizeof path, "%s/format/vectors/keys/test-alias.pub", srcdir);
-			if (mc_pubkey_load(ctx, path, &pk) != MC_OK)
-				die(path);
-			memcpy(alias.keynum, pk->keynum, 8);
-			mc_pubkey_free(pk);
-			start(&b, man);
-			put_sig(&b, &alias, man, strlen(man), NULL);
-			put_sig(&b, k_test, man, strlen(man), NULL);
-			put_member(&b, m, c_vu, n_vu);
-			/* given as the trusted keys, the two ids are one key too: a threshold
-			 * of 2 no bundle can meet, refused before the bundle is read */
-			finish(&b, "sig-one-key-two-ids.mcache", "load-threshold2-alias", 2,
-			       "2 given with -p, 1 distinct");
-			expect("sig-one-key-two-ids.mcache", "load-threshold2-alias-test2", 1,
-			       "1 valid trusted signature, 2 required");
-			expect("sig-one-key-two-ids.mcache", "load", 0, "");
-			expect("valid-two-signers.mcache", "load-threshold2-alias-test2", 0, "");
-		}
-	}
-	expect("valid-signed.mcache", "load-threshold2", 1, "1 valid trusted signature, 2 required");
-	/* One key given twice is one key: a threshold of two cannot be met, a usage error
-	 * said before the bundle is read. */
-	expect("valid-signed.mcache", "load-threshold2-same", 2, "2 given with -p, 1 distinct");
-
-	/* 4. Hostile manifests, validly signed by the trusted key. */
-	hostile_manifest("manifest-dotdot.mcache", "autotune",
-			 "../3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config",
-			 "refused");
-	hostile_manifest("manifest-absolute.mcache", "autotune",
-			 "/e/3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb.best_config",
-			 "refused");
-	hostile_manifest("manifest-backslash.mcache", "precompile",
-			 "..\\\\..\\\\3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a7",
-			 "refused");
-	hostile_manifest("manifest-nul.mcache", "pgo", "job\\u0000:0:", "escaped NUL");
-	hostile_manifest("manifest-empty-key.mcache", "pgo", "", "key is empty");
-	{
-		char longkey[3000];
-		memset(longkey, 'a', sizeof longkey - 1);
-		longkey[sizeof longkey - 1] = '\0';
-		hostile_manifest("manifest-long-key.mcache", "pgo", longkey, "key is empty or longer");
-	}
-	hostile_manifest("manifest-wrong-shape.mcache", "precompile", "abc", "refused");
-	hostile_manifest("manifest-unknown-type.mcache", "evil", "x", "has no handler");
-	hexhash(c_vu, n_vu, h);
-	snprintf(m, sizeof m,
-		 "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,\"bundle_version\":0,"
-		 "\"labels\":{},\"artifacts\":[{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,"
-		 "\"hash\":\"%s\"},{\"type\":\"autotune\",\"key\":\"%s\",\"size\":%zu,\"hash\":\"%s\"}],"
-		 "\"objects\":[{\"hash\":\"%s\",\"size\":%zu,\"encoding\":\"none\",\"stored_size\":%zu,"
-		 "\"stored_hash\":\"%s\"}]}",
-		 EPOCH, key_vu, n_vu, h, key_vu, n_vu, h, h, n_vu, n_vu, h);
-	signed_with_manifest("manifest-duplicate.mcache", m, 1);
-	expect("manifest-duplicate.mcache", "load", 1, "duplicate artifact");
-	signed_with_manifest("manifest-size-mismatch.mcache", manifest_one("autotune", key_vu, n_vu + 1, h, NULL), 1);
-	expect("manifest-size-mismatch.mcache", "load", 1, "the manifest says");
-	{
-		char h2[65];
-		hexhash(c_ig, n_ig, h2);
-		/* Listed with the ig config's hash; the archive carries the vu config. */
-		signed_with_manifest("manifest-object-missing.mcache", manifest_one("autotune", key_vu, n_ig, h2, NULL), 1);
-		expect("manifest-object-missing.mcache", "load", 1, "");
-	}
-	signed_with_manifest("manifest-object-absent.mcache", manifest_one("autotune", key_vu, n_vu, h, NULL), 0);
-	expect("manifest-object-absent.mcache", "load", 1, "is missing");
-	{
-		/* The listed object, then one more nobody listed. */
-		const char *man = manifest_one("autotune", key_vu, n_vu, h, NULL);
-		char h2[65];
-		hexhash(c_ig, n_ig, h2);
-		start_signed(&b, man);
-		snprintf(path, sizeof path, "objects/%s", h);
-		put_member(&b, path, c_vu, n_vu);
-		snprintf(path, sizeof path, "objects/%s", h2);
-		put_member(&b, path, c_ig, n_ig);
-		finish(&b, "manifest-object-unlisted.mcache", "load", 1, "not listed in the manifest");
-		/* Same object content under a hash name that is wrong for it. */
-		memset(&b, 0, sizeof b);
-		man = manifest_one("autotune", key_vu, n_vu, h2, NULL);
-		put_member(&b, "manifest.json", man, strlen(man));
-		put_sig(&b, k_test, man, strlen(man), NULL);
-		snprintf(path, sizeof path, "objects/%s", h2);
-		put_member(&b, path, c_vu, n_vu);
-		finish(&b, "manifest-hash-mismatch.mcache", "load", 1, "do not match their hash");
-	}
-	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format\":\"megacache\",\"format_version\":1,"
-		 "\"created\":%d,\"bundle_version\":0,\"labels\":{},\"artifacts\":[],\"objects\":[]}", EPOCH);
-	signed_with_manifest("json-duplicate-field.mcache", m, 0);
-	expect("json-duplicate-field.mcache", "load", 1, "twice");
-	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,"
-		 "\"bundle_version\":0,\"labels\":{\"a\":[[[[[[[[[[1]]]]]]]]]]},\"artifacts\":[],\"objects\":[]}", EPOCH);
-	signed_with_manifest("json-deep.mcache", m, 0);
-	expect("json-deep.mcache", "load", 1, "nests deeper");
-	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":1,\"created\":%d,"
-		 "\"bundle_version\":0,\"labels\":{\"a\":\"\xff\xfe\"},\"artifacts\":[],\"objects\":[]}", EPOCH);
-	signed_with_manifest("json-non-utf8.mcache", m, 0);
-	expect("json-non-utf8.mcache", "load", 1, "not valid UTF-8");
-	{
-		/* Replace the size by numbers no integer field may hold. */
-		static const char *const bad[] = {"1e400", "-1", "1.5", "18446744073709551616"};
-		static const char *const names[] = {"json-number-huge.mcache", "json-number-negative.mcache",
-						    "json-number-fraction.mcache", "json-number-2e64.mcache"};
-		size_t i;
-		for (i = 0; i < 4; i++) {
-			snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, 12345, h, NULL));
-			signed_with_manifest(names[i], edited(m, "12345", bad[i]), 1);
-			expect(names[i], "load", 1, "not an integer");
-		}
-	}
-	{
-		/* An integer has one form, plain digits; a number RFC 8259 does not allow is
-		 * refused wherever it is; a label value holds no control character (SPEC.md
-		 * section 3.1). Each of these manifests is otherwise valid. */
-		static const struct {
-			const char *name, *from, *to, *msg;
-		} forms[] = {
-			{"json-number-leading-zero.mcache", "\"size\":#,", "\"size\":0#,",
-			 "has a leading zero"},
-			{"json-number-minus-zero.mcache", "\"bundle_version\":0,", "\"bundle_version\":-0,",
-			 "bundle_version is not an integer in plain decimal digits ('-0')"},
-			{"json-number-point-zero.mcache", "\"size\":#,", "\"size\":#.0,",
-			 "size is not an integer in plain decimal digits"},
-			{"json-number-exponent.mcache", "\"size\":#,", "\"size\":#e0,",
-			 "size is not an integer in plain decimal digits"},
-			{"json-number-exponent-upper.mcache", "\"created\":1700000000,", "\"created\":17E8,",
-			 "created is not an integer in plain decimal digits ('17E8')"},
-			{"json-number-trailing-point.mcache", "\"size\":#,", "\"size\":#.,",
-			 "is not a JSON number"},
-			{"json-number-label-leading-zero.mcache", "\"labels\":{}", "\"labels\":{\"a\":07}",
-			 "not valid JSON: the number '07' at byte 95 has a leading zero"},
-			/* cJSON takes these; RFC 8259 does not: a byte below 0x20 other than
-			 * space, tab, LF and CR between tokens, a byte order mark before a value,
-			 * a raw control byte inside a string. */
-			{"json-control-between-tokens.mcache", "\"labels\":{}",
-			 "\"labels\":{\x0b\"k\"\x01:\x0c\"v\"}",
-			 "not valid JSON: byte 0x0b between tokens at byte 91"},
-			{"json-bom-before-value.mcache", "\"created\":", "\"created\":\xef\xbb\xbf",
-			 "not valid JSON: byte 0xef between tokens at byte 51"},
-			{"json-control-in-string.mcache", "\"key\":\"", "\"key\":\"\x1b[2J",
-			 "not valid JSON: a raw control byte 0x1b inside a string at byte 132"},
-			{"manifest-label-esc.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\\u001by\"}",
-			 "label 'a' contains control character U+001B"},
-			{"manifest-label-c1.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xc2\x85y\"}",
-			 "label 'a' contains control character U+0085"},
-			{"manifest-label-bidi.mcache", "\"labels\":{}", "\"labels\":{\"a\":\"x\xe2\x80\xaey\"}",
-			 "label 'a' contains control character U+202E"},
-		};
-		char from[64], to[64], size[24];
-		size_t i;
-		/* # stands for the artifact's size. */
-		snprintf(size, sizeof size, "%zu", n_vu);
-		for (i = 0; i < sizeof forms / sizeof forms[0]; i++) {
-			const char *f = forms[i].from, *t = forms[i].to;
-			snprintf(from, sizeof from, "%s", strchr(f, '#') ? edited(f, "#", size) : f);
-			snprintf(to, sizeof to, "%s", strchr(t, '#') ? edited(t, "#", size) : t);
-			snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, n_vu, h, NULL));
-			signed_with_manifest(forms[i].name, edited(m, from, to), 1);
-			expect(forms[i].name, "load", 1, forms[i].msg);
-		}
-	}
-	snprintf(m, sizeof m, "{\"format\":\"megacache\",\"format_version\":3,\"created\":%d,"
-		 "\"bundle_version\":0,\"labels\":{},\"artifacts\":[],\"objects\":[]}", EPOCH);
-	signed_with_manifest("manifest-future-version.mcache", m, 0);
-	expect("manifest-future-version.mcache", "load", 3,
-	       "bundle format version 3 is newer than this megacache reads (1 to 2): upgrade");
-
-	/* Policy: expiry and rollback. */
-	snprintf(m, sizeof m, "%s", manifest_one("autotune", key_vu, n_vu, h, ",\"expires\":1700000001"));
-	signed_with_manifest("policy-expired.mcache", m, 1);
-	expect("policy-expired.mcache", "load", 1, "expired");
-	expect("valid-signed.mcache", "load-min-version-8", 1, "below the minimum");
-	expect("valid-signed.mcache", "load-min-version-7", 0, "");
-
-	/* 5. Hostile archive members, after a valid signed manifest. */
-	{
-		const char *man = manifest_one("autotune", key_vu, n_vu, h, NULL);
-		static const struct {
-			const char *file, *name;
-			char type;
-			const char *msg;
-		} arch[] = {
-			{"archive-dotdot.mcache", "objects/../../../../tmp/x", '0', "unexpected member"},
-			{"archive-absolute.mcache", "/tmp/megacache-evil", '0', "unexpected member"},
-			{"archive-symlink.mcache", "objects/link", '2', "canonical"},
-			{"archive-hardlink.mcache", "objects/hard", '1', "canonical"},
-			{"archive-device.mcache", "objects/dev", '3', "canonical"},
-			{"archive-fifo.mcache", "objects/fifo", '6', "canonical"},
-			{"archive-pax.mcache", "PaxHeader/x", 'x', "canonical"},
-		};
-		size_t i;
-
-		for (i = 0; i < sizeof arch / sizeof arch[0]; i++) {
-			unsigned char hdr[512];
-			unsigned sum = 0;
-			size_t k;
-			const char *pax = "30 path=objects/../../../tmp/x\n";
-
-			start_signed(&b, man);
-			mc__tar_header_render(arch[i].name, arch[i].type == 'x' ? strlen(pax) : 0, hdr);
-			hdr[156] = (unsigned char)arch[i].type;
-			if (arch[i].type == '2' || arch[i].type == '1')
-				memcpy(hdr + 157, "/etc/passwd", 11);
-			memset(hdr + 148, ' ', 8);
-			for (k = 0; k < 512; k++)
-				sum += hdr[k];
-			snprintf((char *)hdr + 148, 8, "%06o", sum);
-			hdr[155] = ' ';
-			put_member_hdr(&b, hdr, pax, arch[i].type == 'x' ? strlen(pax) : 0);
-			snprintf(path, sizeof path, "objects/%s", h);
-			put_member(&b, path, c_vu, n_vu);
-			finish(&b, arch[i].file, "load", 1, arch[i].msg);
-		}
-		start_signed(&b, man);
-		put_member(&b, path, c_vu, n_vu);
-		put_member(&b, path, c_vu, n_vu);
-		finish(&b, "archive-duplicate-member.mcache", "load", 1, "not listed in the manifest");
-		start_signed(&b, man);
-		put_member(&b, path, c_vu, n_vu);
-		put_end(&b);
-		put_member(&b, "objects/after-the-end", c_ig, n_ig);
-		save_raw("archive-after-end.mcache", &b);
-		expect("archive-after-end.mcache", "load", 1, "data after the end");
-		free(b.p);
-		/* Bytes appended to a valid bundle. */
-		{
-			unsigned char *more = malloc(nzst + 1);
-			memcpy(more, zst, nzst);
-			more[nzst] = 'x';
-			spit("archive-trailing-byte.mcache", more, nzst + 1);
-			expect("archive-trailing-byte.mcache", "load", 1, "data after the end");
-			free(more);
-		}
-		/* The manifest not first. */
-		memset(&b, 0, sizeof b);
-		put_member(&b, path, c_vu, n_vu);
-		put_member(&b, "manifest.json", man, strlen(man));
-		finish(&b, "archive-manifest-not-first.mcache", "load", 1, "not manifest.json");
-	}
-
-	/* 6. Bombs. */
-	{
-		size_t big = 64u << 20, ztiny = 0;
-		unsigned char *zeros = calloc(1, big), *zbuf;
-		mc_zenc *z;
-		struct buf out = {0};
-
-		if (zeros == NULL || mc__zenc_new(ctx, 3, &z) != MC_OK)
-			die("bomb");
-		if (mc__zenc_run(z, zeros, big, 1, (mc_out_fn)bomb_out, &out) != MC_OK)
-			die("bomb");
-		mc__zenc_free(z);
-		zbuf = out.p;
-		ztiny = out.n;
-		/* 64 MiB declared from a few kB stored: over the expansion cap, refused before
-		 * anything is written. */
-		zstd_object("bomb-expansion.mcache", "bomb:0:", zbuf, ztiny, zeros, big, NULL,
-			    "more than the expansion cap");
-		/* A frame that expands past the size it declares: stopped at the declared size. */
-		zstd_object("bomb-overflow.mcache", "bomb:0:", zbuf, ztiny, zeros, 4096, NULL,
-			    "expands past its declared 4096 bytes");
-		free(zbuf);
-		free(zeros);
-	}
-	/* 6b. zstd frames: one zstd frame per member, decoded by the same rules whatever
-	 * the object's size. */
-	{
-		static const unsigned char skip[] = {0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 'n', 'o', 'p', 'e'};
-		struct buf f, c, two = {0};
-		mc_zenc *z;
-
-		/* A block of 200,000 bytes, over the 128 KiB block maximum: the content is
-		 * held whole (small) or streamed (over 4 MiB). */
-		rle_frame(&f, 64, 0, 200000, &c);
-		zstd_object("zstd-block-over-max.mcache", "zstd:0:", f.p, f.n, c.p, c.n, NULL,
-			    "corrupt compressed data (Data corruption detected)");
-		free(f.p);
-		free(c.p);
-		rle_frame(&f, 2048, 33, 200000, &c);
-		zstd_object("zstd-block-over-max-large.mcache", "zstd:0:", f.p, f.n, c.p, c.n, NULL,
-			    "corrupt compressed data (Data corruption detected)");
-		free(f.p);
-		free(c.p);
-		/* A valid frame of a streamed content: after a skippable frame, or under a
-		 * false content hash. */
-		rle_frame(&f, 2048, 33, 131072, &c);
-		put(&two, skip, sizeof skip);
-		put(&two, f.p, f.n);
-		zstd_object("zstd-skippable-before-large.mcache", "zstd:0:", two.p, two.n, c.p, c.n,
-			    NULL, "a skippable frame, where one zstd frame must be");
-		two.n = 0;
-		hexhash(c_vu, n_vu, h);
-		zstd_object("manifest-hash-false-large.mcache", "zstd:0:", f.p, f.n, c.p, c.n, h,
-			    "content does not match its hash");
-		free(f.p);
-		free(c.p);
-		/* Skippable frames: alone, before the frame, after it. */
-		zstd_object("zstd-skippable-alone.mcache", "zstd:0:", skip, sizeof skip,
-			    (const unsigned char *)"", 0, NULL, "a skippable frame, where one zstd frame must be");
-		memset(&f, 0, sizeof f);
-		if (mc__zenc_new(ctx, 3, &z) != MC_OK ||
-		    mc__zenc_run(z, c_vu, n_vu, 1, (mc_out_fn)bomb_out, &f) != MC_OK)
-			die("zstd");
-		mc__zenc_free(z);
-		put(&two, skip, sizeof skip);
-		put(&two, f.p, f.n);
-		zstd_object("zstd-skippable-before.mcache", "zstd:0:", two.p, two.n, c_vu, n_vu, NULL,
-			    "a skippable frame, where one zstd frame must be");
-		two.n = 0;
-		put(&two, f.p, f.n);
-		put(&two, skip, sizeof skip);
-		zstd_object("zstd-skippable-after.mcache", "zstd:0:", two.p, two.n, c_vu, n_vu, NULL,
-			    "bytes after the end of the zstd frame");
-		/* Stored bytes that match, decompressing to other bytes than the manifest's
-		 * content hash names. */
-		hexhash(c_ig, n_ig, h);
-		zstd_object("manifest-hash-false.mcache", "zstd:0:", f.p, f.n, c_vu, n_vu, h,
-			    "content does not match its hash");
-		free(two.p);
-		free(f.p);
-	}
-	{
-		/* An inductor artifact whose sha256 (which names its file) is another
-		 * content's. (h stays the vu config's hash, which what follows uses.) */
-		hexhash(c_vu, n_vu, h);
-		inductor_manifest(m, sizeof m, FX_KEY, c_ig, n_ig);
-		signed_with_manifest("manifest-sha256-false.mcache", m, 1);
-		expect("manifest-sha256-false.mcache", "load", 1, "content does not match its sha256");
-	}
-	{
-		/* A manifest member that claims 100 MB: refused before it is read. */
-		unsigned char hdr[512];
-		memset(&b, 0, sizeof b);
-		mc__tar_header_render("manifest.json", 100u << 20, hdr);
-		put(&b, hdr, 512);
-		put(&b, "{}", 2);
-		save_raw("bomb-manifest-size.mcache", &b);
-		expect("bomb-manifest-size.mcache", "load", 1, "over the cap");
-		free(b.p);
-	}
-	{
-		/* Many tiny artifacts: 1,001 against a cap of 1,000. */
-		mc_writer *w;
-		char key[64], p2[4096];
-		int i;
-		snprintf(p2, sizeof p2, "%s/many-artifacts.mcache", outdir);
-		if (new_writer(&w) != MC_OK || mc_writer_set_created(w, EPOCH) != MC_OK)
-			die("many");
-		for (i = 0; i < 1001; i++) {
-			snprintf(key, sizeof key, "job:%d:", i);
-			if (mc_writer_add_memory(w, "pgo", key, key, strlen(key)) != MC_OK)
-				die("many");
-		}
-		if (mc_writer_add_signer(w, k_test) != MC_OK || mc_writer_save(w, p2) != MC_OK)
-			die("many");
-		mc_writer_free(w);
-		expect("many-artifacts.mcache", "load-max-artifacts-1000", 1, "over the cap of 1000");
-		expect("many-artifacts.mcache", "load", 0, "");
-	}
-	{
-		/* A key of PATH_MAX + 1 bytes. */
-		char longkey[4098];
-		memset(longkey, 'k', 4097);
-		longkey[4097] = '\0';
-		hostile_manifest("manifest-key-path-max.mcache", "pgo", longkey, "key is empty or longer");
-	}
-
+	set_up();
+	valid_v1();
+	flips();
+	truncations();
+	sig_forged();
+	sig_comments();
+	sig_one_signer();
+	manifest_keys();
+	manifest_objects();
+	json_syntax();
+	json_forms();
+	manifest_policy();
+	archive_members();
+	archive_order();
+	bombs();
+	zstd_frames_large();
+	zstd_frames_small();
+	inductor_sha256_false();
+	limits();
 	nested_tiers();
 	triton_groups();
 	export_keys();
 	executable_bit();
-
-	/* 7. Not bundles at all. */
-	spit("not-bundle-empty.bin", "", 0);
-	expect("not-bundle-empty.bin", "load", 2, "not a megacache bundle");
-	{
-		static const unsigned char gz[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-		static const unsigned char zip[] = "PK\005\006\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0";
-		unsigned char rnd[4096];
-		size_t n;
-		unsigned char *blob;
-		spit("not-bundle-gzip.bin", gz, sizeof gz);
-		expect("not-bundle-gzip.bin", "load", 2, "not a megacache bundle");
-		spit("not-bundle-zip.bin", zip, 22);
-		expect("not-bundle-zip.bin", "load", 2, "not a megacache bundle");
-		randombytes_buf_deterministic(rnd, sizeof rnd, (const unsigned char *)"megacache-vectors-random-bytes!!");
-		spit("not-bundle-random.bin", rnd, sizeof rnd);
-		expect("not-bundle-random.bin", "load", 2, "not a megacache bundle");
-		blob = slurp("tests/data/torch-2.11/mlp-cpu-pgo.megacache", &n);
-		spit("not-bundle-torch-blob.bin", blob, 4096);
-		expect("not-bundle-torch-blob.bin", "load", 2, "not a megacache bundle");
-		free(blob);
-	}
-
-	/* 8. Text that must reach a terminal escaped: validly signed bundles whose keys,
-	 * types, labels, member names carry terminal commands (OSC 52 sets the clipboard),
-	 * a forged line, a C1 control (CSI) and a right-to-left override. Each error must
-	 * show them as the visible escapes given. */
-	{
-#define HOSTILE "\\u001b]52;c;cm0gLXJmIH4=\\u0007\\nmegacache: OK\xc2\x9b" "31m\xe2\x80\xae"
-#define HOSTILE_SHOWN "\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0amegacache: OK\\u009b31m\\u202e"
-		const char *man;
-
-		hostile_manifest("print-key-autotune.mcache", "autotune", "ab/" HOSTILE ".best_config",
-				 "autotune key 'ab/" HOSTILE_SHOWN ".best_config' refused");
-		hostile_manifest("print-key-extra.mcache", "extra", "logs/" HOSTILE ".txt",
-				 "extra key 'logs/" HOSTILE_SHOWN ".txt' refused");
-		hostile_manifest("print-type.mcache", "auto\\u001b[31mtune", key_vu,
-				 "type 'auto\\x1b[31mtune' is not");
-		man = manifest_one("autotune", key_vu, n_vu, h, NULL);
-		signed_with_manifest("print-label-name.mcache",
-				     with_labels(man, "{\"\\u001b]0;megacache: OK\\u0007\":\"1\"}"), 1);
-		expect("print-label-name.mcache", "load", 1, "label name '\\x1b]0;megacache: OK\\x07'");
-		/* A label value with a C1 and a bidi control: refused by the reader, which
-		 * names the character rather than printing it. */
-		signed_with_manifest("print-label-value.mcache",
-				     with_labels(man, "{\"torch\":\"2.11.0\xc2\x9b" "31m\xe2\x80\xae" "evil\"}"), 1);
-		expect("print-label-value.mcache", "load", 1,
-		       "label 'torch' contains control character U+009B");
-		signed_with_manifest("print-unknown-member.mcache",
-				     manifest_one("autotune", key_vu, n_vu, h,
-						  ",\"\\u001b[2J\\u001b[Hmegacache: OK\":1"), 1);
-		expect("print-unknown-member.mcache", "load", 1,
-		       "unknown field '\\x1b[2J\\x1b[Hmegacache: OK'");
-		/* Member names are raw header bytes: here an ESC, a BEL, a line feed, a lone
-		 * C1 byte (not UTF-8) and a U+202E. */
-		man = manifest_one("autotune", key_vu, n_vu, h, NULL);
-		start_signed(&b, man);
-		put_member(&b, "signatures/\x1b]52;c;cm0gLXJmIH4=\x07\n\x9b\xe2\x80\xae.minisig", "x", 1);
-		snprintf(path, sizeof path, "objects/%s", h);
-		put_member(&b, path, c_vu, n_vu);
-		finish(&b, "print-sig-member.mcache", "load", 1,
-		       "bad signature member name 'signatures/\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0a\\x9b\\u202e.minisig'");
-#undef HOSTILE
-#undef HOSTILE_SHOWN
-	}
+	not_bundles();
+	escaped_text();
 	gpu_targets_v1();
 	version2();
-	free(plain);
-	free(zst);
 	fclose(tsv);
 	mc_seckey_free(k_test);
 	mc_seckey_free(k_test2);
