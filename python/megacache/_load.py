@@ -38,9 +38,11 @@ def _select(s: _Session, b, types) -> None:
 
 def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, threshold: int,
              min_version: int, dry_run: bool, sync: bool, host: List[str] = (),
-             skip_other_gpus: bool = False, usage=None) -> LoadReport:
+             skip_other_gpus: bool = False, usage=None, stacklevel: int = 3) -> LoadReport:
     """Loads the opened bundle b (opened from the path bundle); host: the host's GPU
-    targets (none: not checked); usage (an mc_usage) is told of each artifact loaded."""
+    targets (none: not checked); usage (an mc_usage) is told of each artifact loaded;
+    stacklevel: the frame the GpuTargetsNotChecked warning names (3: the caller's
+    caller)."""
     s.policy(b, pubs, threshold, min_version, require)
     _select(s, b, types)
     arr = (ctypes.c_char_p * max(1, len(host)))(*[t.encode() for t in host])
@@ -66,7 +68,7 @@ def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, thresh
         warnings.warn("megacache: %s: GPU targets not checked: no GPU seen (the bundle's "
                       "kernels are for %s; give this host's targets to check them)"
                       % (os.fsdecode(_path(bundle)), ", ".join(gpus)),
-                      GpuTargetsNotChecked, stacklevel=3)
+                      GpuTargetsNotChecked, stacklevel=stacklevel)
     return LoadReport(os.fsdecode(_path(bundle)), bool(dry_run), bool(sync) and not dry_run,
                       count["installed"], count["replaced"], count["unchanged"],
                       count["would_install"], count["would_replace"], nbytes, s.roots(), done,

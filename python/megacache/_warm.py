@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterable, Iterator, List, Mapping, Optional, Union
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
 from . import _ffi
 from ._args import (AOT_REMOTE_LABEL, Keys, PathArg, Password, Progress, _aot_remote, _key_list,
@@ -82,32 +82,11 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
             w._bundle = os.fsdecode(_path(paths[0]))
         # Read now: a bad key file is the caller's mistake, never a cold start.
         pubs = s.trusted(trusted_keys) if paths else []
-        wr, sigs, aot_label = None, [], False
-        if save_to is not None:
-            w._save_to = os.fsdecode(_path(save_to, "save_to"))
-            wr = s.writer()
-            sigs = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
-            # taken at the save, after the block: its code may set torch's config
-            aot_label = not any(k == AOT_REMOTE_LABEL for k, _ in _labels(labels))
-        bases = []
+        wr, sigs, aot_label = _save_setup(s, w, save_to, secret_key, password, labels)
         host = s.host_gpus(gpu_targets) if paths else []
-        for p in paths:
-            try:
-                b = s.bundle(p)
-                w.loaded.append(_load_in(s, b, p, pubs, types, None, 1, 0, False, sync, host,
-                                         skip_other_gpus, usage))
-                bases.append(b)
-            except Error as e:
-                # Only the bundle's own fault goes cold: missing, unreadable, untrusted.
-                bundle_fault = isinstance(e, VerificationError) or e.name in (
-                    "MC_ERR_IO", "MC_ERR_NOT_BUNDLE")
-                if not (allow_cold and bundle_fault):
-                    raise
-                w.cold.append((os.fsdecode(_path(p)), str(e)))
-        saved_env = {var: os.environ.get(var) for var in _ENV}
-        for var, val in zip(_ENV, (cache_dir, triton_dir)):
-            if val is not None:
-                os.environ[var] = val
+        bases = _load_all(s, w, paths, pubs, types, sync, host, skip_other_gpus, allow_cold,
+                          usage)
+        saved_env = _env_set(cache_dir, triton_dir)
         usage = _used_start(s, w, usage)
         try:
             yield w
@@ -119,11 +98,62 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
             _warm_used(s, w, usage)
             _warm_save(s, w, wr, sigs, bases, save_to, None, aot_label)
         finally:
-            for var, old in saved_env.items():
-                if old is None:
-                    os.environ.pop(var, None)
-                else:
-                    os.environ[var] = old
+            _env_restore(saved_env)
+
+
+def _save_setup(s: _Session, w: Warm, save_to, secret_key: Optional[Keys],
+                password: Password, labels) -> tuple:
+    """Before the block, the save after it: (writer, signatures, whether the AOT label
+    is to be taken at the save); (None, [], False) without save_to. The secret keys are
+    read now: a password is asked for before the block, not after hours of training."""
+    if save_to is None:
+        return None, [], False
+    w._save_to = os.fsdecode(_path(save_to, "save_to"))
+    wr = s.writer()
+    sigs = s.writer_setup(wr, secret_key, password, labels, 0, 0, 3)
+    # taken at the save, after the block: its code may set torch's config
+    aot_label = not any(k == AOT_REMOTE_LABEL for k, _ in _labels(labels))
+    return wr, sigs, aot_label
+
+
+def _load_all(s: _Session, w: Warm, paths: List[PathArg], pubs: list, types, sync: bool,
+              host: List[str], skip_other_gpus: bool, allow_cold: bool, usage) -> list:
+    """Loads each bundle into w.loaded, or, allow_cold, one at fault into w.cold: the
+    handles of those loaded, whose artifacts the save after the block leaves out."""
+    bases = []
+    for p in paths:
+        try:
+            b = s.bundle(p)
+            # stacklevel=4: one past this function, the frame that entered the block
+            w.loaded.append(_load_in(s, b, p, pubs, types, None, 1, 0, False, sync, host,
+                                     skip_other_gpus, usage, stacklevel=4))
+            bases.append(b)
+        except Error as e:
+            # Only the bundle's own fault goes cold: missing, unreadable, untrusted.
+            bundle_fault = isinstance(e, VerificationError) or e.name in (
+                "MC_ERR_IO", "MC_ERR_NOT_BUNDLE")
+            if not (allow_cold and bundle_fault):
+                raise
+            w.cold.append((os.fsdecode(_path(p)), str(e)))
+    return bases
+
+
+def _env_set(cache_dir: Optional[str], triton_dir: Optional[str]) -> Dict[str, Optional[str]]:
+    """Points $TORCHINDUCTOR_CACHE_DIR and $TRITON_CACHE_DIR at the folders given, for
+    the block; what they were, for _env_restore()."""
+    saved_env = {var: os.environ.get(var) for var in _ENV}
+    for var, val in zip(_ENV, (cache_dir, triton_dir)):
+        if val is not None:
+            os.environ[var] = val
+    return saved_env
+
+
+def _env_restore(saved_env: Dict[str, Optional[str]]) -> None:
+    for var, old in saved_env.items():
+        if old is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = old
 
 
 def _used_start(s: _Session, w: Warm, usage):
