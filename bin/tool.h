@@ -375,6 +375,42 @@ void gpu_mismatch_hint(const struct tool *t, const struct gpu_opts *g, const mc_
 		       int dry);
 void gpu_free(struct gpu_opts *g);
 
+/* fleet.c: what push, pull and audit share: the options naming the Redis caches,
+ * the connection, and what is told of the entries. */
+struct redis_opts {
+	const char *url, *password_file, *triton_format;
+	int triton;
+};
+
+#define REDIS_LONG_OPTIONS                                                         \
+	{"redis", required_argument, NULL, OPT_REDIS},                             \
+	{"redis-password-file", required_argument, NULL, OPT_REDIS_PASSWORD_FILE}, \
+	{"triton", no_argument, NULL, OPT_TRITON},                                 \
+	{"triton-key-format", required_argument, NULL, OPT_TRITON_KEY_FORMAT}
+
+/* Takes one of REDIS_LONG_OPTIONS: 1, or 0 for another option. */
+int redis_opt(struct redis_opts *o, int c, char *arg);
+/* The URL (--redis, else torch's variables) and the Triton key format, or a usage error
+ * of cmd; a megacache built without Redis support ends here too. */
+void redis_check(struct redis_opts *o, const char *cmd);
+/* Connects to o's store: 0, or the exit status of a failure it has said. */
+int redis_connect(struct tool *t, const struct redis_opts *o, mc_redis **r);
+
+struct entry_tally {
+	int verbose, quiet;
+	int findings; /* audit: entries not vouched for are listed without -v */
+	size_t n[MC_REMOTE_WOULD_CHANGE_TTL + 1];
+	size_t aot;   /* push: AOTAutograd entries written or there already */
+	uint64_t bytes;
+	cJSON *entries; /* with --json: the entries told (push: those written or compared) */
+};
+
+/* The mc_remote_fn of push, pull and audit (ud: struct entry_tally). */
+void on_entry(void *ud, int what, const char *type, const char *key, const char *rkey,
+	      uint64_t size);
+/* The counts of ta of the actions which[n] (MC_REMOTE_*) as members of j, by their names. */
+void add_counts(cJSON *j, const struct entry_tally *ta, const int *which, size_t n);
+
 /* report.c: what load, list --explain and export tell of the artifacts they handle. */
 struct type_sum {
 	char type[40];
