@@ -339,6 +339,19 @@ put_stdout(int fd, const void *buf, size_t n)
 	return 128 + interrupted();
 }
 
+int
+interrupt_end(int rc)
+{
+	if (interrupted() == 0)
+		return rc;
+	if (rc != 0)
+		end_by_signal(interrupted());
+	/* Caught past the last point it could stop at (an output renamed into place, a
+	 * load's renames begun): the work is whole, and its report said so. */
+	say(stderr, "%s: %s came once the work was done: it is complete", PROG, interrupt_name());
+	return rc;
+}
+
 /* The warning of a command about to write a bundle with no signature (not under -q). */
 void
 warn_unsigned(const struct tool *t)
@@ -359,6 +372,8 @@ exit_code(int rc)
 		return EXIT_VERSION;
 	return mc_status_is_verification_failure(rc) ? EXIT_VERIFY : EXIT_USAGE;
 }
+
+char password_why[256];
 
 /* Prints the library's error and returns the exit status for it; with --json, its code
  * and line are the failure reported. */

@@ -80,8 +80,6 @@ tool_start(struct tool *t)
 	return 0;
 }
 
-char password_why[256];
-
 /* The mc_password_fn of the tool (ud: struct tool): the first line of the next
  * --password-file not yet read (one file per key that asks, in order), else asked on the
  * terminal without echo. When there is none to be had, password_why says why and nothing

@@ -142,8 +142,14 @@ void warn_unsigned(const struct tool *t);
 void check_out_folder(const char *path);
 int take_stdout(const struct tool *t, const char **path, const char *what);
 int put_stdout(int fd, const void *buf, size_t n);
+/* After the command, with its status rc: ends the process by the signal caught, if any
+ * and rc tells of a failure; else says the work was done first and returns rc. */
+int interrupt_end(int rc);
 int exit_code(int rc);
 int fail(mc_ctx *ctx, int rc);
+/* Why the password a key asked for could not be had, when that is so (set by
+ * read_password(), added by fail() to the error it tells); "" else. */
+extern char password_why[256];
 void human_bytes(uint64_t n, char *buf, size_t len);
 void print_json(cJSON *j);
 #define JSON_SCHEMA 3 /* the version of doc/json-schema.json */
@@ -159,23 +165,6 @@ const char *json_said(void);
 const char *json_code(void);
 void json_forget(void);
 void json_fail_add(const char *name, cJSON *item);
-
-/* cmd_verify.c: the signatures of a bundle, each verified, not checked or broken
- * (mc_bundle_signature_state()), and its facts, for every report of a bundle read. */
-/* [{"key_id", "state"}, ...] */
-cJSON *signatures_json(mc_bundle *b);
-/* {"KEY": "VALUE", ...}: b's labels. */
-cJSON *labels_json(const mc_bundle *b);
-/* The facts of b every report of a bundle read carries, as members of j:
- * "format_version", "bundle_version", "created", "expires" (when it has an expiry),
- * "labels", "signatures" and "artifact_count". */
-void bundle_facts_json(cJSON *j, mc_bundle *b);
-/* A line per signature: "<prefix>signature by key ID: <state>". checked: keys were
- * given, so one not checked is by a key not trusted. */
-void say_signatures(FILE *f, mc_bundle *b, const char *prefix, int checked);
-/* fail(), and after a failure of the signatures the state of each (text: on standard
- * error; --json: "signatures" in the failure object). b may be NULL. */
-int fail_signed(struct tool *t, mc_bundle *b, int rc);
 
 /* options.c */
 int parse_u64(const char *s, uint64_t *v);
@@ -203,9 +192,6 @@ const char *interrupt_name(void);
 /* pthread_create() for the tool's own threads, which leave those signals to the main one
  * (where they interrupt a read). */
 int start_thread(pthread_t *thread, void *(*fn)(void *), void *arg);
-/* After the command, with its status rc: ends the process by the signal caught, if any
- * and rc tells of a failure; else says the work was done first and returns rc. */
-int interrupt_end(int rc);
 /* Ends the process by sig's default action, what was printed flushed first (returns
  * only for a signal whose default action does not end it). */
 void end_by_signal(int sig);
@@ -213,8 +199,6 @@ void end_by_signal(int sig);
 /* setup.c */
 int tool_start(struct tool *t);
 int read_password(void *ud, const char *prompt, char *buf, size_t len);
-/* Why read_password() last gave up ("" when it has not). */
-extern char password_why[256];
 int open_bundle(struct tool *t, const char *path, mc_bundle **b);
 int open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
 /* The two steps of open_trusted(), for a command that opens several bundles under the
@@ -410,6 +394,23 @@ void on_entry(void *ud, int what, const char *type, const char *key, const char 
 	      uint64_t size);
 /* The counts of ta of the actions which[n] (MC_REMOTE_*) as members of j, by their names. */
 void add_counts(cJSON *j, const struct entry_tally *ta, const int *which, size_t n);
+
+/* report.c: the signatures of a bundle, each verified, not checked or broken
+ * (mc_bundle_signature_state()), and its facts, for every report of a bundle read. */
+/* [{"key_id", "state"}, ...] */
+cJSON *signatures_json(mc_bundle *b);
+/* {"KEY": "VALUE", ...}: b's labels. */
+cJSON *labels_json(const mc_bundle *b);
+/* The facts of b every report of a bundle read carries, as members of j:
+ * "format_version", "bundle_version", "created", "expires" (when it has an expiry),
+ * "labels", "signatures" and "artifact_count". */
+void bundle_facts_json(cJSON *j, mc_bundle *b);
+/* A line per signature: "<prefix>signature by key ID: <state>". checked: keys were
+ * given, so one not checked is by a key not trusted. */
+void say_signatures(FILE *f, mc_bundle *b, const char *prefix, int checked);
+/* fail(), and after a failure of the signatures the state of each (text: on standard
+ * error; --json: "signatures" in the failure object). b may be NULL. */
+int fail_signed(struct tool *t, mc_bundle *b, int rc);
 
 /* report.c: what load, list --explain and export tell of the artifacts they handle. */
 struct type_sum {
