@@ -18,6 +18,31 @@ audit_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec audit_spec = {"", audit_long, audit_opt};
 
+/* audit's help: its lines of the overview (megacache --help), and its own (megacache
+ * audit --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help audit_help = {
+	.synopsis =
+		"  audit [--redis URL] -p PUBFILE... BUNDLE... [--triton] [--json]\n",
+	.summary =
+		"        every entry of those caches no trusted bundle vouches for; exit 1 if any\n",
+	.usage =
+		"usage: megacache audit [--redis URL] -p PUBFILE... BUNDLE... [--triton] [--json] [-v]\n",
+	.about =
+		"List every entry of torch's Redis remote cache (and with --triton Triton's) that no\n"
+		"given trusted bundle vouches for: its key in none of them, other bytes than the\n"
+		"signed manifest lists, or unreadable by torch (odd form: a value or key not in the\n"
+		"form torch reads, the check pull skips them by). Exit status 1 when there is any.\n",
+	.options =
+		"  --redis URL, --redis-password-file F, --triton, --triton-key-format F: as push\n"
+		"  -p PUBFILE             a trusted public key; each BUNDLE must verify with them\n"
+		"  --threshold K, --min-version N, --require K=V, --now TIME: as verify, for each\n"
+		"                         BUNDLE (an unverified one vouches for nothing)\n"
+		"  --json                 the findings as JSON\n"
+		"  -v, --verbose          a line per entry checked: those vouched for too (without\n"
+		"                         -v, a line per entry not vouched for)\n",
+	.example = "megacache audit --redis redis://cache-host:6379/0 -p ci.pub cache.mcache",
+};
+
 static void
 audit_report(const struct tool *t, char **paths, size_t n, const mc_redis *r,
 	     struct entry_tally *ta, size_t bad)

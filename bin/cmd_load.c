@@ -40,6 +40,53 @@ load_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec load_spec = {"", load_long, load_opt};
 
+/* load's help: its lines of the overview (megacache --help), and its own (megacache
+ * load --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help load_help = {
+	.synopsis =
+		"  load BUNDLE (-p PUBFILE... | --insecure-no-verify) [--cache-dir DIR]\n"
+		"       [--triton-dir DIR] [--types T[,T]...] [--owner USER[:GROUP]] [--gpu-target T]...\n"
+		"       [--skip-other-gpus] [--dry-run] [--sync] [--json]\n"
+		"       [--threshold K] [--min-version N] [--require K=V]... [--now TIME]\n",
+	.summary =
+		"        verify a bundle and install its artifacts into the cache dirs; a bundle\n"
+		"        holding Triton kernels for a GPU this host lacks is refused (exit 1,\n"
+		"        gpu_mismatch) unless --skip-other-gpus leaves those kernels out; --sync:\n"
+		"        flush them to disk before reporting success (one syncfs per filesystem);\n"
+		"        --owner (root only): every file and folder the load makes is that user's\n"
+		"        (USER alone: with its primary group; names or numbers); --dry-run also\n"
+		"        checks the folders are there or could be made, and files made in them\n",
+	.usage =
+		"usage: megacache load BUNDLE (-p PUBFILE... | --insecure-no-verify) [--cache-dir DIR]\n"
+		"       [--triton-dir DIR] [--types T[,T]...] [--owner USER[:GROUP]] [--gpu-target T]...\n"
+		"       [--skip-other-gpus] [--dry-run] [--sync] [--json]\n"
+		"       [--threshold K] [--min-version N] [--require K=V]... [--now TIME]\n",
+	.about =
+		"Verify a bundle and install its artifacts into the cache folders (all or nothing).\n"
+		"The bundle's Triton kernels are checked against this host's GPUs (NVML, AMD's KFD):\n"
+		"one for a GPU target the host lacks refuses the bundle (exit 1, gpu_mismatch), with\n"
+		"nothing installed. With no GPU seen, everything is installed, with a warning.\n",
+	.options =
+		"  -p PUBFILE            a trusted public key (a file, its text or its base64 line)\n"
+		"  --cache-dir DIR       torch's cache folder ($TORCHINDUCTOR_CACHE_DIR)\n"
+		"  --triton-dir DIR      Triton's cache folder ($TRITON_CACHE_DIR)\n"
+		"  --types T[,T]...      install only these artifact types\n"
+		"  --owner USER[:GROUP]  (root only) make every file and folder that user's\n"
+		"  --gpu-target T        this host's GPU target, as Triton names it: cuda:90 (compute\n"
+		"                        capability 9.0), hip:gfx942 (several: each; instead of the\n"
+		"                        GPUs detected; for image builds on a machine without them)\n"
+		"  --skip-other-gpus     leave out the kernels for other targets (their whole\n"
+		"                        folders) and install the rest\n"
+		"  --dry-run             count what would be installed, as a load; install nothing\n"
+		"  --sync                flush the files to disk before reporting success\n"
+		"  --json                the report as JSON\n"
+		"  --threshold K, --min-version N, --require K=V, --now TIME, --insecure-no-verify:\n"
+		"                        as verify\n"
+		"  -v, --verbose         a line per artifact: what was (or, --dry-run, would be)\n"
+		"                        done, its type and key\n",
+	.example = "megacache load cache.mcache -p ci.pub",
+};
+
 /* A user or group id given as a number: 0 to 2^32 - 2 (-1 is chown's "unchanged"). */
 static int
 id_number(const char *s, long *id)

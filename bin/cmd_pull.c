@@ -35,6 +35,37 @@ pull_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec pull_spec = {"o:s:", pull_long, pull_opt};
 
+/* pull's help: its lines of the overview (megacache --help), and its own (megacache
+ * pull --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help pull_help = {
+	.synopsis =
+		"  pull [--redis URL] -o BUNDLE [-s SECFILE]... [--match GLOB] [--triton] [--json]\n",
+	.summary =
+		"        those caches into a bundle, each entry checked for its form\n",
+	.usage =
+		"usage: megacache pull [--redis URL] -o BUNDLE [-s SECFILE]... [--match GLOB] [--triton]\n"
+		"       [--label K=V]... [--json] [-v]\n",
+	.about =
+		"Record every entry of torch's Redis remote cache (and with --triton Triton's) into\n"
+		"BUNDLE: types and keys from the Redis keys, contents from the values, each checked\n"
+		"for its form (others skipped, counted). Label redis=<URL> says where it came from;\n"
+		"TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=unknown, as the store does not record how its\n"
+		"AOTAutograd entries were made (push warns): where only torch's workers with it 1\n"
+		"write the store, pull with --label TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1.\n",
+	.options =
+		"  --redis URL, --redis-password-file F, --triton, --triton-key-format F: as push\n"
+		"  -o, --output BUNDLE    the bundle to write (- : standard output)\n"
+		"  -s SECFILE             sign it with this key (several: co-sign)\n"
+		"  --match GLOB           only keys matching this Redis glob (e.g. 'pt2:fx-graph-v1::*')\n"
+		"  --label K=V, --label-from-env VAR, --labels-json FILE, --bundle-version N,\n"
+		"  --expires TIME, --level N, --no-compress, --format-version N: as pack\n"
+		"  --keep-unknown         taken; it changes nothing here (pull reads no folder)\n"
+		"  --json                 the report as JSON\n"
+		"  -v, --verbose          a line per entry: pulled, or skipped (odd form: not in\n"
+		"                         the form of its key), with its Redis key\n",
+	.example = "megacache pull --redis redis://cache-host:6379/0 -o fleet.mcache -s ci.key",
+};
+
 static void
 pull_report(const struct tool *t, const struct pull_opts *o, const mc_redis *r,
 	    const struct entry_tally *ta, mc_writer *w)

@@ -38,6 +38,51 @@ push_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec push_spec = {"", push_long, push_opt};
 
+/* push's help: its lines of the overview (megacache --help), and its own (megacache
+ * push --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help push_help = {
+	.synopsis =
+		"  push BUNDLE (-p PUBFILE... | --insecure-no-verify) [--redis URL] [--types T[,T]...]\n"
+		"       [--ttl S] [--triton] [--dry-run] [--json]\n",
+	.summary =
+		"        verify, then write the bundle's FX graphs, AOTAutograd entries and PGO\n"
+		"        states into torch's Redis remote cache (with --triton Triton's kernels into\n"
+		"        Triton's); a second push changes nothing and says so\n",
+	.usage =
+		"usage: megacache push BUNDLE (-p PUBFILE... | --insecure-no-verify) [--redis URL]\n"
+		"       [--types T[,T]...] [--ttl S] [--triton] [--dry-run] [--json] [-v]\n",
+	.about =
+		"Verify BUNDLE as load does and write its FX graphs, AOTAutograd entries and PGO\n"
+		"states into torch's Redis remote cache (pt2:<cache id>::<key>:c1), each once its\n"
+		"bytes checked; what the store had is compared: a second push changes nothing.\n"
+		"torch's Redis holds one entry per FX graph or AOTAutograd key (the last is pushed),\n"
+		"and torch keys AOTAutograd entries by TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE: push warns\n"
+		"when the bundle's were not made with it set to 1, as workers with the remote caches\n"
+		"on have it (save and run record it as a label).\n",
+	.options =
+		"  --redis URL            redis://[[user]:password@]host[:port][/db] or\n"
+		"                         unix:///path[?db=N] (default $TORCHINDUCTOR_REDIS_URL, else\n"
+		"                         redis://$TORCHINDUCTOR_REDIS_HOST:$TORCHINDUCTOR_REDIS_PORT/0\n"
+		"                         when either is set: localhost, 6379 for the one unset)\n"
+		"  --redis-password-file F  the password (first line); else $MEGACACHE_REDIS_PASSWORD\n"
+		"  -p PUBFILE             a trusted public key (a file, its text or its base64 line)\n"
+		"  --threshold K, --min-version N, --require K=V, --now TIME, --insecure-no-verify:\n"
+		"                         as verify\n"
+		"  --types T[,T]...       push only these artifact types\n"
+		"  --ttl S                the entries expire after S seconds (default: each keeps\n"
+		"                         its TTL, a new one none); a TTL set anew is a change\n"
+		"  --triton               Triton's kernels too, into Triton's remote cache\n"
+		"  --triton-key-format F  its key format (default $TRITON_REDIS_KEY_FORMAT, else\n"
+		"                         triton:{key}:{filename})\n"
+		"  --dry-run              compare with the store; write nothing\n"
+		"  --json                 the report as JSON\n"
+		"  -v, --verbose          a line per artifact: written, replaced, unchanged\n"
+		"                         or TTL changed (or, --dry-run, would be) with its\n"
+		"                         Redis key, or not pushed (no remote form, shadowed)\n"
+		"                         with its type and key\n",
+	.example = "megacache push cache.mcache -p ci.pub --redis redis://cache-host:6379/0",
+};
+
 /* torch 2.11 keys an AOTAutograd entry by its functorch config, which holds
  * TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE as read (None unset, True "1", False "0"): workers
  * with the remote caches on ("1") find only entries a run with "1" made. The warning, in

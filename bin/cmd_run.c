@@ -76,6 +76,55 @@ run_opt(struct tool *t, void *opts, int c, char *arg)
 /* '+': options end at the command's name, so its own options stay its own. */
 static const struct tool_optspec run_spec = {"+b:o:s:", run_long, run_opt};
 
+/* run's help: its lines of the overview (megacache --help), and its own (megacache
+ * run --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help run_help = {
+	.synopsis =
+		"  run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT [-s SECFILE]... [--label K=V]...]\n"
+		"      [--cache-dir DIR] [--triton-dir DIR] [--types T[,T]...] [--sync] [--allow-cold]\n"
+		"      [--json | --json-file FILE] -- CMD [ARGS]...\n",
+	.summary =
+		"        verify and load the bundles, run CMD (--cache-dir and --triton-dir are\n"
+		"        exported to it), pass on its exit status, say per type how many loaded\n"
+		"        artifacts it read and how many it wrote anew, then save what it added to the\n"
+		"        caches to OUT (not written when nothing is new); a bundle that fails to\n"
+		"        verify stops the run unless --allow-cold\n",
+	.usage =
+		"usage: megacache run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT [-s SECFILE]...]\n"
+		"       [--cache-dir DIR] [--triton-dir DIR] [--types T[,T]...] [--sync] [--allow-cold]\n"
+		"       [--gpu-target T]... [--skip-other-gpus] [--json | --json-file FILE] -- CMD [ARGS]...\n",
+	.about =
+		"Load the bundles, run CMD with its exit status passed on, save what it added.\n"
+		"After CMD, a line tells per type how many loaded artifacts it read and how many\n"
+		"files it wrote anew (reads are told by access times, set to a mark before CMD:\n"
+		"not on a noatime mount, nor of another user's files); a warning names the types\n"
+		"it read none of (those read only to compile, once it read no FX graph either):\n"
+		"likely a torch, Triton or config mismatch (megacache list BUNDLE shows the\n"
+		"bundle's labels).\n",
+	.options =
+		"  -b, --bundle BUNDLE    a bundle to verify and load first (several: in order)\n"
+		"  -p PUBFILE             a trusted public key (a file, its text or its base64 line)\n"
+		"  -o, --save-to OUT      save the artifacts CMD added to OUT (not written if none)\n"
+		"  -s SECFILE             sign OUT with this key\n"
+		"  --types T[,T]...       load only these artifact types\n"
+		"  --cache-dir DIR, --triton-dir DIR   the cache folders (exported to CMD)\n"
+		"  --sync                 flush what is loaded to disk before CMD starts\n"
+		"  --allow-cold           run CMD even when a bundle fails to verify (or holds\n"
+		"                         kernels for another GPU)\n"
+		"  --gpu-target T, --skip-other-gpus   this host's GPU targets, and leaving out the\n"
+		"                         kernels for others: as load\n"
+		"  --json                 the report as JSON at the end of standard error, from its\n"
+		"                         last line that is a lone { (standard output is CMD's)\n"
+		"  --json-file FILE       the report as JSON, written to FILE instead\n"
+		"  --threshold K, --min-version N, --require K=V, --now TIME, --insecure-no-verify:\n"
+		"                         as verify\n"
+		"  --label K=V, --label-from-env VAR, --labels-json FILE, --bundle-version N,\n"
+		"  --expires TIME, --level N, --no-compress, --format-version N, --keep-unknown:\n"
+		"                         as pack, for OUT\n"
+		"  -v, --verbose          list every new artifact saved (else the first few)\n",
+	.example = "megacache run -b cache.mcache -p ci.pub --save-to new.mcache -s ci.key -- python train.py",
+};
+
 static void
 run_check(const struct tool *t, const struct run_opts *o, int argc)
 {

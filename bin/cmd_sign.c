@@ -34,6 +34,32 @@ sign_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec sign_spec = {"s:o:", sign_long, sign_opt};
 
+/* sign's help: its lines of the overview (megacache --help), and its own (megacache
+ * sign --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help sign_help = {
+	.synopsis =
+		"  sign BUNDLE -s SECFILE (-p PUBFILE... | --insecure-no-verify) [-o OUT] [--json]\n",
+	.summary =
+		"        verify a bundle as verify does, then add a signature to it (in place\n"
+		"        unless -o)\n",
+	.usage =
+		"usage: megacache sign BUNDLE -s SECFILE (-p PUBFILE... | --insecure-no-verify) [-o OUT]\n"
+		"       [--json]\n",
+	.about =
+		"Verify a bundle as verify does, then add a signature to it (co-signing endorses\n"
+		"it): a bundle that fails is not signed, exit 1, nothing written.\n",
+	.options =
+		"  -s SECFILE            the key to sign with\n"
+		"  -p PUBFILE            a trusted public key (a file, its text or its base64 line)\n"
+		"  --threshold K, --min-version N, --require K=V, --now TIME   the policy, as verify's\n"
+		"  --insecure-no-verify  sign without checking the signatures (warns)\n"
+		"  -o, --output OUT      write the signed bundle to OUT (default: BUNDLE, in place;\n"
+		"                        - : standard output)\n"
+		"  --json                the result as JSON\n"
+		"  -v, --verbose         no extra output\n",
+	.example = "megacache sign cache.mcache -s release.key -p ci.pub",
+};
+
 /* The line, or with --json the object, of a signature added to src, the bundle given
  * as bundle, into the one at path: src's facts, and the signatures path now has counted. */
 static void

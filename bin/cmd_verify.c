@@ -140,6 +140,40 @@ worse(int a, int b)
 	return rank[b] > rank[a] ? b : a;
 }
 
+/* verify's help: its lines of the overview (megacache --help), and its own (megacache
+ * verify --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help verify_help = {
+	.synopsis =
+		"  verify BUNDLE... (-p PUBFILE... | --insecure-no-verify) [--threshold K]\n"
+		"       [--min-version N] [--require K=V]... [--now TIME] [--json]\n",
+	.summary =
+		"        check signatures, policy and every byte of bundles, each told by name, the\n"
+		"        worst status the exit status (2, then 3, then 1); tells each signature's\n"
+		"        state: verified (by a trusted key), not checked (key not trusted) or broken\n"
+		"        (a trusted key's, and it does not verify; --json: signatures); a\n"
+		"        --threshold above the distinct keys given is refused (exit 2) before the\n"
+		"        bundle is read\n",
+	.usage =
+		"usage: megacache verify BUNDLE... (-p PUBFILE... | --insecure-no-verify) [--threshold K]\n"
+		"       [--min-version N] [--require K=V]... [--now TIME] [--json]\n",
+	.about =
+		"Check a bundle's signatures, policy and every byte. Each signature is verified (by\n"
+		"a trusted key), not checked (its key is not trusted: it vouches for nothing) or\n"
+		"broken (by a trusted key id, and it does not verify: the verify fails). Several\n"
+		"bundles (- once: standard input) are each checked and told; the exit status is the\n"
+		"worst: 2 (one could not be checked), then 3 (a newer format), then 1, then 0.\n",
+	.options =
+		"  -p PUBFILE            a trusted public key (a file, its text or its base64 line)\n"
+		"  --threshold K         need K signatures by trusted keys (default 1)\n"
+		"  --min-version N       refuse a bundle version below N\n"
+		"  --require K=V         refuse a bundle without this label\n"
+		"  --now TIME            check expiry as of TIME\n"
+		"  --insecure-no-verify  check integrity only, no signatures\n"
+		"  --json                the result as JSON\n"
+		"  -v, --verbose         no extra output\n",
+	.example = "megacache verify cache.mcache -p ci.pub",
+};
+
 int
 cmd_verify(struct tool *t, int argc, char **argv)
 {

@@ -185,6 +185,28 @@ next_opt(int argc, char **argv, const char *shortopts, const struct option *lo)
 	return c;
 }
 
+/* The close of every command's help: the options all take. */
+static const char common_help[] =
+	"common options (every command):\n"
+	"  -q, --quiet           print nothing but errors\n"
+	"  --progress WHEN       tty (default: on a terminal), plain (lines, for logs), none\n"
+	"  --password-file F     a secret key's password (several: one per encrypted key)\n"
+	"  --threads N           worker threads (default 0: one per CPU, at most 8)\n"
+	"  --max-manifest-bytes N, --max-artifacts N, --max-artifact-bytes N,\n"
+	"  --max-total-bytes N, --max-expansion N   caps on what a bundle may declare\n"
+	"  -h, --help            this text; megacache --help: all commands\n";
+
+/* Prints the help of a command to standard output: h's, then the common options. */
+void
+print_help(const struct cmd_help *h)
+{
+	fputs(h->usage, stdout);
+	fputs(h->about, stdout);
+	fputs(h->options, stdout);
+	printf("example: %s\n", h->example);
+	fputs(common_help, stdout);
+}
+
 static int
 common_opt(struct tool *t, int c, char *arg)
 {
@@ -192,7 +214,7 @@ common_opt(struct tool *t, int c, char *arg)
 
 	switch (c) {
 	case 'h':
-		tool_help(t->name);
+		print_help(t->help);
 		exit(0);
 	case 'q':
 		t->quiet = 1;

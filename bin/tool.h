@@ -79,9 +79,20 @@ struct progress {
 	const char *writing;
 };
 
+/* A command's help, the text as printed: the overview's block of it (its synopsis lines,
+ * the first "  NAME ...", and its summary, each line indented 8), and its own help. */
+struct cmd_help {
+	const char *synopsis, *summary;
+	const char *usage;   /* its own: the usage lines ("usage: megacache NAME ...") */
+	const char *about;   /* what it does */
+	const char *options; /* a line or more per option */
+	const char *example; /* a command line, after "example: " */
+};
+
 /* One run of the tool: the command, the options every command shares, and its context. */
 struct tool {
 	const char *name; /* the command */
+	const struct cmd_help *help; /* its help, for -h */
 	unsigned flags;   /* its TOOL_* */
 	int quiet;
 	int verbose; /* -v: more detail, where a command has any */
@@ -112,7 +123,9 @@ struct tool_optspec {
 /* A command of the table: argv[0] is "megacache NAME". Returns the exit status. */
 typedef int tool_cmd_fn(struct tool *t, int argc, char **argv);
 
-/* cmd_<name>.c */
+/* cmd_<name>.c: the commands, and the help of each (NAME_help): its block of the
+ * overview (megacache --help), a line of usage and the summary beneath, and its own
+ * (megacache NAME --help, print_help()): usage, what it does, its options, an example. */
 int cmd_keygen(struct tool *t, int argc, char **argv);
 int cmd_pack(struct tool *t, int argc, char **argv);
 int cmd_sign(struct tool *t, int argc, char **argv);
@@ -127,10 +140,9 @@ int cmd_run(struct tool *t, int argc, char **argv);
 int cmd_push(struct tool *t, int argc, char **argv);
 int cmd_pull(struct tool *t, int argc, char **argv);
 int cmd_audit(struct tool *t, int argc, char **argv);
-
-/* megacache.c */
-extern const char tool_usage[];
-void tool_help(const char *name);
+extern const struct cmd_help keygen_help, pack_help, sign_help, verify_help, list_help,
+	load_help, export_help, merge_help, diff_help, save_help, run_help, push_help, pull_help,
+	audit_help;
 
 /* output.c */
 extern const char *tool_command;
@@ -173,6 +185,7 @@ void refuse_dash(const char *opt, const char *arg, const char *why);
 /* -p PUBFILE into tr (at most MAX_PUBKEYS): of the trust options, and of list. */
 void pubkey_opt(struct trust *tr, const char *arg);
 void iso_time(int64_t t, char *buf, size_t len);
+void print_help(const struct cmd_help *h);
 int tool_prescan(const struct tool *t, int argc, char **argv, const struct tool_optspec *spec,
 		 int c, const char **arg);
 void tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spec,
