@@ -90,13 +90,13 @@ cmd_audit(struct tool *t, int argc, char **argv)
 	memset(&ta, 0, sizeof ta);
 	tool_parse(t, argc, argv, &audit_spec, &o);
 	if (optind >= argc || argc - optind > MAX_AUDIT)
-		usage_error("audit needs 1 to %s trusted bundles to check the store against", "16");
+		usage_error("audit needs 1 to %d trusted bundles to check the store against", MAX_AUDIT);
 	redis_check(&o, "audit");
 	if (t->trust.npubs == 0)
-		usage_error("audit needs -p PUBFILE: only trusted bundles vouch for entries%s", "");
+		usage_say("audit needs -p PUBFILE: only trusted bundles vouch for entries");
 	if (t->trust.insecure)
-		usage_error("audit takes no --insecure-no-verify: only bundles whose signatures "
-			    "verify vouch for entries%s", "");
+		usage_say("audit takes no --insecure-no-verify: only bundles whose signatures "
+			  "verify vouch for entries");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	ta.verbose = t->verbose, ta.quiet = t->quiet, ta.findings = 1;

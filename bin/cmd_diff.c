@@ -254,9 +254,9 @@ cmd_diff(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, NULL, NULL);
 	if (optind + 2 != argc)
-		usage_error("diff needs two bundles%s", "");
+		usage_say("diff needs two bundles");
 	if (strcmp(argv[optind], "-") == 0 && strcmp(argv[optind + 1], "-") == 0)
-		usage_error("diff: standard input (-) can be only one of the bundles%s", "");
+		usage_say("diff: standard input (-) can be only one of the bundles");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	memset(&d, 0, sizeof d);

@@ -127,15 +127,15 @@ cmd_export(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &export_spec, &o);
 	if (optind + 1 != argc || o.out == NULL)
-		usage_error("export needs BUNDLE and --torch OUTFILE%s", "");
+		usage_say("export needs BUNDLE and --torch OUTFILE");
 	check_out_folder(o.out);
 	out_fd = take_stdout(t, &o.out, "a torch blob");
 	/* torch unpickles what export writes: as load, it needs keys or a plain opt-out. */
 	if (t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("export needs -p PUBFILE: torch unpickles the blob it writes, so the "
-			    "bundle's signatures must be checked (or --insecure-no-verify)%s", "");
+		usage_say("export needs -p PUBFILE: torch unpickles the blob it writes, so the "
+			  "bundle's signatures must be checked (or --insecure-no-verify)");
 	if (t->trust.npubs > 0 && t->trust.insecure)
-		usage_error("-p and --insecure-no-verify do not go together%s", "");
+		usage_say("-p and --insecure-no-verify do not go together");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	memset(&left, 0, sizeof left);

@@ -157,7 +157,7 @@ cmd_keygen(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &keygen_spec, &o);
 	if (o.pub == NULL || o.sec == NULL || optind != argc)
-		usage_error("keygen needs -p PUBFILE and -s SECFILE%s", "");
+		usage_say("keygen needs -p PUBFILE and -s SECFILE");
 	if (same_file(o.pub, o.sec))
 		usage_error("-p %s and -s %s are one file: the secret key would be lost; name "
 			    "two files", o.pub, o.sec);

@@ -225,9 +225,9 @@ cmd_list(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &list_spec, &o);
 	if (optind + 1 != argc)
-		usage_error("list needs exactly one BUNDLE%s", "");
+		usage_say("list needs exactly one BUNDLE");
 	if (!o.explain && (o.gpu.ngiven > 0 || o.gpu.skip))
-		usage_error("--gpu-target and --skip-other-gpus go with --explain%s", "");
+		usage_say("--gpu-target and --skip-other-gpus go with --explain");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if (o.explain)

@@ -286,12 +286,12 @@ static void
 load_check(const struct tool *t, int argc)
 {
 	if (optind + 1 != argc)
-		usage_error("load needs exactly one BUNDLE%s", "");
+		usage_say("load needs exactly one BUNDLE");
 	if (t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("load needs -p PUBFILE (or --insecure-no-verify to skip signature "
-			    "checks)%s", "");
+		usage_say("load needs -p PUBFILE (or --insecure-no-verify to skip signature "
+			  "checks)");
 	if (t->trust.npubs > 0 && t->trust.insecure)
-		usage_error("-p and --insecure-no-verify do not go together%s", "");
+		usage_say("-p and --insecure-no-verify do not go together");
 }
 
 /* The report of a load, and whether -v asks for a line per artifact. */

@@ -241,7 +241,7 @@ spool_dir(const struct merge_opts *o)
 	char *dir, *slash;
 
 	if ((dir = strdup(o->out_fd < 0 ? o->out : tmp != NULL && tmp[0] ? tmp : "/tmp")) == NULL)
-		usage_error("out of memory%s", "");
+		usage_say("out of memory");
 	if (o->out_fd >= 0)
 		return dir;
 	slash = strrchr(dir, '/');
@@ -331,11 +331,11 @@ cmd_merge(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &merge_spec, &o);
 	if (o.out == NULL || optind >= argc)
-		usage_error("merge needs -o OUT and at least one input bundle%s", "");
+		usage_say("merge needs -o OUT and at least one input bundle");
 	if (t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("merge needs -p PUBFILE to verify its inputs (or --insecure-no-verify)%s", "");
+		usage_say("merge needs -p PUBFILE to verify its inputs (or --insecure-no-verify)");
 	if (o.unsigned_ok && o.signers.n > 0)
-		usage_error("-s and --unsigned do not go together%s", "");
+		usage_say("-s and --unsigned do not go together");
 	check_out_folder(o.out);
 	o.out_fd = take_stdout(t, &o.out, "a bundle");
 	if ((rc = tool_start(t)) != 0)

@@ -36,7 +36,7 @@ pack_opt(struct tool *t, void *opts, int c, char *arg)
 	case OPT_FROM_DIR:
 	case OPT_FROM_TRITON:
 		if (o->nsrcs == MAX_SOURCES)
-			usage_error("too many sources (at most %s)", "256");
+			usage_error("too many sources (at most %d)", MAX_SOURCES);
 		if (arg[0] == '\0')
 			usage_error("%s: empty path (an unset variable?); `megacache save` finds "
 				    "torch's and Triton's caches itself",
@@ -178,13 +178,13 @@ static void
 pack_check(const struct pack_opts *o, int argc, char **argv)
 {
 	if (o->out == NULL)
-		usage_error("pack needs -o BUNDLE%s", "");
+		usage_say("pack needs -o BUNDLE");
 	if (optind != argc)
 		usage_error("pack: unexpected argument '%s'", argv[optind]);
 	if (o->nsrcs == 0)
-		usage_error("pack needs at least one --from-torch BLOB, --from-dir DIR or "
-			    "--from-triton-dir DIR (`megacache save` records the caches torch and "
-			    "Triton use here)%s", "");
+		usage_say("pack needs at least one --from-torch BLOB, --from-dir DIR or "
+			  "--from-triton-dir DIR (`megacache save` records the caches torch and "
+			  "Triton use here)");
 }
 
 int

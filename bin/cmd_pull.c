@@ -157,7 +157,7 @@ cmd_pull(struct tool *t, int argc, char **argv)
 	 * otherwise does too. A signed label says only what is known; --label, given, wins. */
 	o.rec.aot_remote = "unknown";
 	if (o.out == NULL || optind != argc)
-		usage_error("pull needs -o BUNDLE and no other argument%s", "");
+		usage_say("pull needs -o BUNDLE and no other argument");
 	redis_check(&o.redis, "pull");
 	check_out_folder(o.out);
 	o.out_fd = -1;

@@ -203,11 +203,11 @@ cmd_push(struct tool *t, int argc, char **argv)
 	memset(&ta, 0, sizeof ta);
 	tool_parse(t, argc, argv, &push_spec, &o);
 	if (optind + 1 != argc)
-		usage_error("push needs one BUNDLE%s", "");
+		usage_say("push needs one BUNDLE");
 	redis_check(&o.redis, "push");
 	if (t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("push needs -p PUBFILE to verify the bundle (torch runs what the cache "
-			    "holds), or --insecure-no-verify%s", "");
+		usage_say("push needs -p PUBFILE to verify the bundle (torch runs what the cache "
+			  "holds), or --insecure-no-verify");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	ta.verbose = t->verbose, ta.quiet = t->quiet;

@@ -57,7 +57,7 @@ run_opt(struct tool *t, void *opts, int c, char *arg)
 	switch (c) {
 	case 'b':
 		if (o->nbundles == MAX_BUNDLES)
-			usage_error("too many bundles (at most %s)", "16");
+			usage_error("too many bundles (at most %d)", MAX_BUNDLES);
 		o->bundles[o->nbundles++] = arg;
 		return 1;
 	case 'o':
@@ -129,18 +129,17 @@ static void
 run_check(const struct tool *t, const struct run_opts *o, int argc)
 {
 	if (optind >= argc)
-		usage_error("run needs a command: megacache run [OPTIONS] -- CMD [ARGS]%s", "");
+		usage_say("run needs a command: megacache run [OPTIONS] -- CMD [ARGS]");
 	if (o->nbundles > 0 && t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("run needs -p PUBFILE to verify its bundles (or --insecure-no-verify)%s",
-			    "");
+		usage_say("run needs -p PUBFILE to verify its bundles (or --insecure-no-verify)");
 	if (t->trust.npubs > 0 && t->trust.insecure)
-		usage_error("-p and --insecure-no-verify do not go together%s", "");
+		usage_say("-p and --insecure-no-verify do not go together");
 	if (o->nbundles == 0 && (t->trust.npubs > 0 || o->types != NULL || o->gpu.ngiven > 0 ||
 				 o->gpu.skip))
-		usage_error("-p, --types, --gpu-target and --skip-other-gpus apply to bundles given "
-			    "with -b; none given%s", "");
+		usage_say("-p, --types, --gpu-target and --skip-other-gpus apply to bundles given "
+			  "with -b; none given");
 	if (o->save_to == NULL && (o->rec.signers.n > 0 || o->rec.nlabels > 0))
-		usage_error("-s and --label apply to the bundle of --save-to; none given%s", "");
+		usage_say("-s and --label apply to the bundle of --save-to; none given");
 }
 
 /* Whether file can be run: a regular file executable by us. */

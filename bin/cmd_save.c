@@ -118,7 +118,7 @@ cmd_save(struct tool *t, int argc, char **argv)
 	tool_parse(t, argc, argv, &save_spec, &o);
 	o.rec.aot_remote = aot_remote_env();
 	if (o.out == NULL)
-		usage_error("save needs -o BUNDLE%s", "");
+		usage_say("save needs -o BUNDLE");
 	if (optind != argc)
 		usage_error("save: unexpected argument '%s' (save reads the folders torch and Triton "
 			    "use; pack takes explicit sources)", argv[optind]);

@@ -160,13 +160,13 @@ cmd_sign(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &sign_spec, &o);
 	if (optind + 1 != argc || o.sec == NULL)
-		usage_error("sign needs BUNDLE and -s SECFILE%s", "");
+		usage_say("sign needs BUNDLE and -s SECFILE");
 	path = argv[optind];
 	if (strcmp(path, "-") == 0)
-		usage_error("sign reads the bundle twice: name a file, not standard input (-)%s", "");
+		usage_say("sign reads the bundle twice: name a file, not standard input (-)");
 	if (t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("sign needs -p PUBFILE to verify the bundle it endorses (or "
-			    "--insecure-no-verify to sign it unchecked)%s", "");
+		usage_say("sign needs -p PUBFILE to verify the bundle it endorses (or "
+			  "--insecure-no-verify to sign it unchecked)");
 	check_out_folder(o.out);
 	out = o.out != NULL ? o.out : path;
 	out_fd = take_stdout(t, &out, "a bundle");

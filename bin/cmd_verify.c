@@ -183,13 +183,13 @@ cmd_verify(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, NULL, NULL);
 	if (optind == argc)
-		usage_error("verify needs a BUNDLE%s", "");
+		usage_say("verify needs a BUNDLE");
 	for (i = optind; i < argc; i++)
 		if (strcmp(argv[i], "-") == 0 && stdin_seen++)
-			usage_error("verify: standard input (-) can be only one of the bundles%s", "");
+			usage_say("verify: standard input (-) can be only one of the bundles");
 	if (t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("verify needs at least one -p PUBFILE (or --insecure-no-verify: integrity "
-			    "only)%s", "");
+		usage_say("verify needs at least one -p PUBFILE (or --insecure-no-verify: integrity "
+			  "only)");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	/* the keys once: one that cannot be read fails the command, not each bundle */

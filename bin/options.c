@@ -236,7 +236,7 @@ common_opt(struct tool *t, int c, char *arg)
 		refuse_dash("--password-file", arg, "a password is not read from standard input "
 			    "(without the option it is asked on the terminal)");
 		if (t->npassword_files == MAX_SIGNERS)
-			usage_error("too many --password-file (at most %s)", "16");
+			usage_error("too many --password-file (at most %d)", MAX_SIGNERS);
 		if (t->password_file == NULL)
 			t->password_file = arg;
 		t->password_files[t->npassword_files++] = arg;
@@ -274,7 +274,7 @@ pubkey_opt(struct trust *tr, const char *arg)
 	refuse_dash("-p", arg, "a public key is not read from standard input (give a file, "
 		    "its text or its base64 line)");
 	if (tr->npubs == MAX_PUBKEYS)
-		usage_error("too many public keys (at most %s)", "32");
+		usage_error("too many public keys (at most %d)", MAX_PUBKEYS);
 	tr->pubs[tr->npubs++] = arg;
 }
 
@@ -304,7 +304,7 @@ trust_opt(struct trust *tr, int c, char *arg)
 		if (strchr(arg, '=') == NULL || arg[0] == '=')
 			usage_error("--require takes KEY=VALUE, not '%s'", arg);
 		if (tr->nrequire == MAX_REQUIRE)
-			usage_error("too many --require (at most %s)", "64");
+			usage_error("too many --require (at most %d)", MAX_REQUIRE);
 		tr->require[tr->nrequire++] = arg;
 		return 1;
 	case OPT_NOW:
@@ -404,7 +404,7 @@ tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spe
 		    flag_opt(t, c, optarg))
 			continue;
 		if (spec == NULL || !spec->take(t, opts, c, optarg))
-			usage_error("%s: unexpected option%s", t->name, "");
+			usage_error("%s: unexpected option", t->name);
 	}
 	/* Never met, whatever the bundle: said before it is read. */
 	if ((t->flags & TOOL_TRUST) && t->trust.threshold > t->trust.npubs)

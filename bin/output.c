@@ -231,6 +231,15 @@ try_help(void)
 	json_exit(EXIT_USAGE);
 }
 
+/* A usage error: "megacache: MSG", then try_help(). usage_say() takes the message as it
+ * is, usage_error() makes it from a format and its arguments. */
+void
+usage_say(const char *msg)
+{
+	say(stderr, "%s: %s", PROG, msg);
+	try_help();
+}
+
 void
 usage_error(const char *fmt, ...)
 {
@@ -240,8 +249,7 @@ usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	say(stderr, "%s: %s", PROG, msg);
-	try_help();
+	usage_say(msg);
 }
 
 /* Ends the program (exit 2) when the folder of path, a file the command is to write,

@@ -268,7 +268,7 @@ signer_opt(struct signers *s, const char *path)
 {
 	refuse_dash("-s", path, "a secret key is not read from standard input");
 	if (s->n == MAX_SIGNERS)
-		usage_error("too many signing keys (at most %s)", "16");
+		usage_error("too many signing keys (at most %d)", MAX_SIGNERS);
 	s->secs[s->n++] = path;
 }
 

@@ -147,6 +147,7 @@ extern const struct cmd_help keygen_help, pack_help, sign_help, verify_help, lis
 /* output.c */
 extern const char *tool_command;
 void say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void usage_say(const char *msg) __attribute__((noreturn));
 void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void try_help(void) __attribute__((noreturn));
 const char *shown_path(const char *path);
