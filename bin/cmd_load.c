@@ -220,9 +220,8 @@ static void
 roots_used(const struct tool *t, const struct load_report *r, char *buf, size_t len)
 {
 	const char *seen[64], *tier, *root;
-	size_t i, k, n = 0, at = 0;
+	size_t i, k, n = 0;
 
-	buf[0] = '\0';
 	for (i = 0; i < r->nsums && n < 64; i++) {
 		if ((tier = mc_ctx_type_tier(t->ctx, r->sums[i].type)) == NULL ||
 		    mc_ctx_tier_root(t->ctx, tier, &root) != MC_OK)
@@ -232,11 +231,7 @@ roots_used(const struct tool *t, const struct load_report *r, char *buf, size_t 
 		if (k == n)
 			seen[n++] = root;
 	}
-	for (k = 0; k < n && at < len; k++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%s", k == 0 ? "" : k + 1 == n ? " and " : ", ",
-				       seen[k]);
-	if (n == 0)
-		snprintf(buf, len, "%s", r->root);
+	join_words(buf, len, seen, n, " and ", r->root);
 }
 
 /* A type's line: the files written (the replaced ones among them), their bytes. */

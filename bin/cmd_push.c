@@ -189,6 +189,29 @@ push_report(const struct tool *t, const struct push_opts *o, mc_bundle *b, const
 		    n[MC_REMOTE_SHADOWED], n[MC_REMOTE_SHADOWED] == 1 ? "" : "s");
 }
 
+/* Pushes b, the bundle at path, into r, and tells it. Returns the exit status. */
+static int
+push_into(struct tool *t, const struct push_opts *o, mc_bundle *b, const char *path,
+	  mc_redis *r, struct entry_tally *ta)
+{
+	unsigned flags = (o->dry ? MC_PUSH_DRY_RUN : 0) | (o->redis.triton ? MC_PUSH_TRITON : 0);
+	size_t done;
+	char warning[2048];
+	int rc;
+
+	if ((rc = mc_bundle_push(b, r, flags, o->ttl, on_entry, ta)) == MC_OK) {
+		aot_remote_warning(b, path, ta->aot, warning, sizeof warning);
+		push_report(t, o, b, path, r, ta, warning);
+		return 0;
+	}
+	rc = fail(t->ctx, rc);
+	done = ta->n[MC_REMOTE_SENT] + ta->n[MC_REMOTE_REPLACED] + ta->n[MC_REMOTE_TTL_CHANGED];
+	if (done > 0)
+		say(stderr, "%s: note: %zu entr%s written before that, each checked; a push again "
+		    "finishes the rest", PROG, done, done == 1 ? "y was" : "ies were");
+	return rc;
+}
+
 int
 cmd_push(struct tool *t, int argc, char **argv)
 {
@@ -214,27 +237,15 @@ cmd_push(struct tool *t, int argc, char **argv)
 	if (t->json)
 		ta.entries = cJSON_CreateArray();
 	/* The bundle's trust is checked before the server is reached. */
-	if ((rc = open_trusted(t, argv[optind], &b, keys)) == MC_OK && o.types != NULL)
+	rc = open_trusted(t, argv[optind], &b, keys);
+	if (rc == MC_OK && o.types != NULL)
 		rc = select_types(t->ctx, b, o.types);
-	if (rc == MC_OK && (rc = mc_bundle_check_signatures(b)) == MC_OK &&
-	    (rc = redis_connect(t, &o.redis, &r)) == 0) {
-		unsigned flags = (o.dry ? MC_PUSH_DRY_RUN : 0) | (o.redis.triton ? MC_PUSH_TRITON : 0);
-		size_t done;
-		char warning[2048];
-		if ((rc = mc_bundle_push(b, r, flags, o.ttl, on_entry, &ta)) == MC_OK) {
-			aot_remote_warning(b, shown_path(argv[optind]), ta.aot, warning,
-					   sizeof warning);
-			push_report(t, &o, b, shown_path(argv[optind]), r, &ta, warning);
-		} else {
-			rc = fail(t->ctx, rc);
-			if ((done = ta.n[MC_REMOTE_SENT] + ta.n[MC_REMOTE_REPLACED] +
-				    ta.n[MC_REMOTE_TTL_CHANGED]) > 0)
-				say(stderr, "%s: note: %zu entr%s written before that, each checked; a "
-				    "push again finishes the rest", PROG, done, done == 1 ? "y was" : "ies were");
-		}
-	} else if (rc < 0) {
+	if (rc == MC_OK)
+		rc = mc_bundle_check_signatures(b);
+	if (rc != MC_OK)
 		rc = fail(t->ctx, rc);
-	}
+	else if ((rc = redis_connect(t, &o.redis, &r)) == 0)
+		rc = push_into(t, &o, b, shown_path(argv[optind]), r, &ta);
 	cJSON_Delete(ta.entries);
 	mc_redis_free(r);
 	mc_bundle_free(b);

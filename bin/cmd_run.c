@@ -626,6 +626,31 @@ used_finish(struct tool *t, const struct run_opts *o, struct run_json *rj)
 	}
 }
 
+/* Before the command: the writer of --save-to set up (its keys' passwords asked for
+ * now, not after the command), the bundles loaded, and the command's environment.
+ * Returns 0, or the exit status of a failure it has said. */
+static int
+run_prepare(struct tool *t, struct run_opts *o, mc_writer **w, mc_bundle **bases,
+	    size_t *nbases, mc_pubkey **keys, struct run_json *rj)
+{
+	int rc;
+
+	if (o->save_to != NULL) {
+		if ((rc = mc_writer_new(t->ctx, w)) == MC_OK)
+			rc = record_setup(t, *w, &o->rec);
+		if (rc != MC_OK)
+			return fail(t->ctx, rc);
+	}
+	if ((rc = load_bundles(t, o, bases, nbases, keys, rj)) != 0)
+		return rc;
+	gpu_detect_wait(&o->gpu);
+	if ((rc = child_env(t)) != 0) {
+		say(stderr, "%s: cannot set the command's environment: %s", PROG, strerror(rc));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 /* The --json object of a run that got to its command: cmd started unless spawn_rc
  * (126/127), with wait status status; its save (when asked for) ended with saved. Its
  * "exit" is the status this process ends with, as a shell shows it. */
@@ -720,13 +745,9 @@ cmd_run(struct tool *t, int argc, char **argv)
 		rc = spawn_rc;
 		if (t->json)
 			print_run(&rj, argv + optind, spawn_rc, 0, 0, rc);
-	} else if (o.save_to != NULL && ((rc = mc_writer_new(t->ctx, &w)) != MC_OK ||
-				  (rc = record_setup(t, w, &o.rec)) != MC_OK))
-		rc = fail(t->ctx, rc);
-	else if ((rc = load_bundles(t, &o, bases, &nbases, keys, &rj)) == 0 &&
-		 (gpu_detect_wait(&o.gpu), rc = child_env(t)) != 0)
-		say(stderr, "%s: cannot set the command's environment: %s", PROG, strerror(rc)),
-			rc = EXIT_USAGE;
+	} else {
+		rc = run_prepare(t, &o, &w, bases, &nbases, keys, &rj);
+	}
 	if (rc == 0 && interrupted()) /* a signal between the load and the command */
 		rc = 128 + interrupted();
 	if (rc == 0) {

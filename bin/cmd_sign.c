@@ -177,10 +177,14 @@ cmd_sign(struct tool *t, int argc, char **argv)
 		    "endorses whatever it holds", PROG, shown_path(path));
 	/* Signatures, policy and every byte, as verify checks them, before anything is
 	 * written; with --insecure-no-verify, the bytes only (what the signature covers). */
-	if ((rc = mc_seckey_load(t->ctx, o.sec, read_password, t, &sk)) != MC_OK ||
-	    (rc = open_trusted(t, path, &b, keys)) != MC_OK ||
-	    (rc = mc_bundle_verify(b)) != MC_OK ||
-	    (out_fd < 0 && (rc = mc_bundle_add_signature(b, sk, out)) != MC_OK))
+	rc = mc_seckey_load(t->ctx, o.sec, read_password, t, &sk);
+	if (rc == MC_OK)
+		rc = open_trusted(t, path, &b, keys);
+	if (rc == MC_OK)
+		rc = mc_bundle_verify(b);
+	if (rc == MC_OK && out_fd < 0)
+		rc = mc_bundle_add_signature(b, sk, out);
+	if (rc != MC_OK)
 		rc = fail_signed(t, b, rc);
 	else if (out_fd >= 0)
 		rc = sign_to_fd(t, b, sk, out_fd);

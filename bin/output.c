@@ -402,6 +402,22 @@ fail(mc_ctx *ctx, int rc)
 	return exit_code(rc);
 }
 
+/* The n words of v into buf as a list: ", " between them, last between the last two
+ * (", " or " and "); none for no word. What does not fit in len is cut. */
+void
+join_words(char *buf, size_t len, const char *const *v, size_t n, const char *last,
+	   const char *none)
+{
+	size_t i, at = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s",
+				       i == 0 ? "" : i + 1 == n ? last : ", ", v[i]);
+	if (n == 0)
+		snprintf(buf, len, "%s", none);
+}
+
 void
 human_bytes(uint64_t n, char *buf, size_t len)
 {

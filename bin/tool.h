@@ -164,6 +164,8 @@ int fail(mc_ctx *ctx, int rc);
  * read_password(), added by fail() to the error it tells); "" else. */
 extern char password_why[256];
 void human_bytes(uint64_t n, char *buf, size_t len);
+void join_words(char *buf, size_t len, const char *const *v, size_t n, const char *last,
+		const char *none);
 void print_json(cJSON *j);
 #define JSON_SCHEMA 3 /* the version of doc/json-schema.json */
 void json_begin(const char *command);
