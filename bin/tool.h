@@ -1,5 +1,21 @@
 /* tool.h - what the files of the command-line tool share: the option state of a run,
- * the set-up flags of the command table, and the helpers for options, set-up and output. */
+ * the set-up flags of the command table, and the helpers for options, set-up and output.
+ *
+ * Each file calls only files below it, never one above or beside it at its own level,
+ * so that no two call each other:
+ *   megacache.c                 main, the command table, the frame of the overview
+ *   cmd_<name>.c                a command each, with its help (no command calls another)
+ *   record.c, gpu.c, fleet.c    what several commands share: a bundle written, the host's
+ *                               GPU targets, the Redis caches of push, pull and audit
+ *   report.c                    what is told of a bundle read and of its artifacts
+ *   setup.c                     the context, keys, passwords and signers, from the options
+ *   options.c                   the parsing of the options, and a command's help printed
+ *   output.c                    every line and JSON object printed, usage errors, the exit
+ *                               status of a failure
+ *   interrupt.c                 the signals that stop the work
+ * A lower file that needs something from above takes it as a value or a callback (the
+ * parser prints the help the command table gives it). The declarations below are
+ * grouped by the file that defines them. */
 #ifndef MC_TOOL_H
 #define MC_TOOL_H
 
@@ -124,8 +140,8 @@ struct tool_optspec {
 typedef int tool_cmd_fn(struct tool *t, int argc, char **argv);
 
 /* cmd_<name>.c: the commands, and the help of each (NAME_help): its block of the
- * overview (megacache --help), a line of usage and the summary beneath, and its own
- * (megacache NAME --help, print_help()): usage, what it does, its options, an example. */
+ * overview (megacache --help: its synopsis, then its summary), and its own (megacache
+ * NAME --help, print_help()): usage, what it does, its options, an example. */
 int cmd_keygen(struct tool *t, int argc, char **argv);
 int cmd_pack(struct tool *t, int argc, char **argv);
 int cmd_sign(struct tool *t, int argc, char **argv);
