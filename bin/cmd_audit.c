@@ -102,10 +102,14 @@ cmd_audit(struct tool *t, int argc, char **argv)
 	ta.verbose = t->verbose, ta.quiet = t->quiet, ta.findings = 1;
 	if (t->json)
 		ta.entries = cJSON_CreateArray();
-	for (i = 0; optind + (int)i < argc && rc == 0; i++, n++)
-		if ((rc = open_trusted(t, argv[optind + i], &b[i], keys + i * MAX_PUBKEYS)) != MC_OK ||
-		    (rc = mc_bundle_check_signatures(b[i])) != MC_OK)
-			rc = fail(t->ctx, rc); /* each bundle trusted before the server is reached */
+	for (i = 0; optind + (int)i < argc && rc == 0; i++, n++) {
+		/* each bundle trusted before the server is reached */
+		rc = open_trusted(t, argv[optind + i], &b[i], keys + i * MAX_PUBKEYS);
+		if (rc == MC_OK)
+			rc = mc_bundle_check_signatures(b[i]);
+		if (rc != MC_OK)
+			rc = fail(t->ctx, rc);
+	}
 	if (rc == 0 && (rc = redis_connect(t, &o, &r)) == 0) {
 		if ((rc = mc_redis_audit(r, b, n, o.triton ? MC_PULL_TRITON : 0, on_entry, &ta,
 					 &bad)) != MC_OK)

@@ -443,8 +443,12 @@ save_new(struct tool *t, const struct run_opts *o, mc_writer *w, mc_bundle **bas
 
 	memset(&tally, 0, sizeof tally);
 	tally.verbose = t->verbose;
-	if ((rc = locate(t, loc)) != MC_OK || (rc = record_locations(w, loc, &tally)) != MC_OK ||
-	    (rc = mc_writer_drop_known(w, bases, nbases, on_new, &nw)) != MC_OK)
+	rc = locate(t, loc);
+	if (rc == MC_OK)
+		rc = record_locations(w, loc, &tally);
+	if (rc == MC_OK)
+		rc = mc_writer_drop_known(w, bases, nbases, on_new, &nw);
+	if (rc != MC_OK)
 		goto done;
 	if (nw.n > MAX_DIFF_LINES && !nw.verbose && !quiet)
 		say(stderr, "  ... and %zu more (-v lists them)", nw.n - MAX_DIFF_LINES);
