@@ -89,8 +89,9 @@ static const char overview_tail[] =
 	"signal: the same signal, or 128 + its number for one that dumps core).\n";
 
 /* The commands. Every one takes the common options and runs on a context with progress,
- * threads and caps (tool_start); the flags name the set-up it needs beyond that, and
- * writing the word its progress gives the writing of a bundle (NULL: "pack"). */
+ * threads and caps (tool_start); the flags name the set-up it needs beyond that, help is
+ * its help (in its cmd_<name>.c, printed for -h by the parser), and writing the word its
+ * progress gives the writing of a bundle (NULL: "pack"). */
 static const struct command {
 	const char *name;
 	tool_cmd_fn *fn;
