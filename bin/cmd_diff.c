@@ -224,6 +224,26 @@ diff_text(const struct diff_report *d)
 		    d->nfacts == 1 ? "s" : "");
 }
 
+/* diff's help: its lines of the overview (megacache --help), and its own (megacache
+ * diff --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help diff_help = {
+	.synopsis =
+		"  diff A B [--json]\n",
+	.summary =
+		"        artifacts added, removed and changed from A to B, per type, and the facts\n"
+		"        that differ (format and bundle version, expiry, labels, signers); exit\n"
+		"        status 0 when the same, 1 when they differ (as diff(1)), 2 on an error\n",
+	.usage =
+		"usage: megacache diff A B [--json]\n",
+	.about =
+		"Artifacts added, removed and changed from bundle A to B, and the facts that differ:\n"
+		"format and bundle version, expiry, labels, signers (exit 0 same, 1 differ).\n",
+	.options =
+		"  --json                the differences as JSON\n"
+		"  -v, --verbose         no extra output\n",
+	.example = "megacache diff old.mcache new.mcache",
+};
+
 int
 cmd_diff(struct tool *t, int argc, char **argv)
 {
@@ -234,9 +254,9 @@ cmd_diff(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, NULL, NULL);
 	if (optind + 2 != argc)
-		usage_error("diff needs two bundles%s", "");
+		usage_say("diff needs two bundles");
 	if (strcmp(argv[optind], "-") == 0 && strcmp(argv[optind + 1], "-") == 0)
-		usage_error("diff: standard input (-) can be only one of the bundles%s", "");
+		usage_say("diff: standard input (-) can be only one of the bundles");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	memset(&d, 0, sizeof d);

@@ -38,6 +38,31 @@ export_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec export_spec = {"", export_long, export_opt};
 
+/* export's help: its lines of the overview (megacache --help), and its own (megacache
+ * export --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help export_help = {
+	.synopsis =
+		"  export BUNDLE --torch OUTFILE [--torch-format 2.7|current]\n"
+		"       (-p PUBFILE... | --insecure-no-verify) [--json]\n",
+	.summary =
+		"        verify the bundle and write its torch artifacts as a torch cache blob (torch\n"
+		"        unpickles it: no -p needs --insecure-no-verify)\n",
+	.usage =
+		"usage: megacache export BUNDLE --torch OUTFILE [--torch-format 2.7|current]\n"
+		"       (-p PUBFILE... | --insecure-no-verify) [--json]\n",
+	.about =
+		"Verify a bundle and write its torch artifacts as a torch cache blob.\n",
+	.options =
+		"  --torch OUTFILE       the blob to write (- : standard output)\n"
+		"  --torch-format F      2.7 or current (default)\n"
+		"  -p PUBFILE            a trusted public key (a file, its text or its base64 line)\n"
+		"  --threshold K, --min-version N, --require K=V, --now TIME, --insecure-no-verify:\n"
+		"                        as verify\n"
+		"  --json                the result as JSON\n"
+		"  -v, --verbose         no extra output\n",
+	.example = "megacache export cache.mcache --torch artifacts.bin -p ci.pub",
+};
+
 /* export --json: the bundle at path exported, b with its artifacts, left those the
  * format does not hold. */
 static void
@@ -102,15 +127,15 @@ cmd_export(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &export_spec, &o);
 	if (optind + 1 != argc || o.out == NULL)
-		usage_error("export needs BUNDLE and --torch OUTFILE%s", "");
+		usage_say("export needs BUNDLE and --torch OUTFILE");
 	check_out_folder(o.out);
 	out_fd = take_stdout(t, &o.out, "a torch blob");
 	/* torch unpickles what export writes: as load, it needs keys or a plain opt-out. */
 	if (t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("export needs -p PUBFILE: torch unpickles the blob it writes, so the "
-			    "bundle's signatures must be checked (or --insecure-no-verify)%s", "");
+		usage_say("export needs -p PUBFILE: torch unpickles the blob it writes, so the "
+			  "bundle's signatures must be checked (or --insecure-no-verify)");
 	if (t->trust.npubs > 0 && t->trust.insecure)
-		usage_error("-p and --insecure-no-verify do not go together%s", "");
+		usage_say("-p and --insecure-no-verify do not go together");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	memset(&left, 0, sizeof left);

@@ -39,6 +39,28 @@ keygen_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec keygen_spec = {"p:s:Wf", keygen_long, keygen_opt};
 
+/* keygen's help: its lines of the overview (megacache --help), and its own (megacache
+ * keygen --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help keygen_help = {
+	.synopsis =
+		"  keygen -p PUBFILE -s SECFILE [-W] [-f] [--json]\n",
+	.summary =
+		"        make a key pair (minisign format); -W leaves the secret key unencrypted\n",
+	.usage =
+		"usage: megacache keygen -p PUBFILE -s SECFILE [-W] [-f] [--json]\n",
+	.about =
+		"Make a key pair in minisign's format.\n",
+	.options =
+		"  -p PUBFILE        where to write the public key\n"
+		"  -s SECFILE        where to write the secret key (encrypted with a password); not\n"
+		"                    PUBFILE, by any name\n"
+		"  -W                leave the secret key unencrypted (no password)\n"
+		"  -f, --force       replace keys that are already there\n"
+		"  --json            the result as JSON\n"
+		"  -v, --verbose     no extra output\n",
+	.example = "megacache keygen -p ci.pub -s ci.key",
+};
+
 /* Whether the folder of path a and that of b are one, and the names in them the same. */
 static int
 same_place(const char *a, const char *b)
@@ -135,7 +157,7 @@ cmd_keygen(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &keygen_spec, &o);
 	if (o.pub == NULL || o.sec == NULL || optind != argc)
-		usage_error("keygen needs -p PUBFILE and -s SECFILE%s", "");
+		usage_say("keygen needs -p PUBFILE and -s SECFILE");
 	if (same_file(o.pub, o.sec))
 		usage_error("-p %s and -s %s are one file: the secret key would be lost; name "
 			    "two files", o.pub, o.sec);

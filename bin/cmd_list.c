@@ -34,6 +34,37 @@ list_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec list_spec = {"p:", list_long, list_opt};
 
+/* list's help: its lines of the overview (megacache --help), and its own (megacache
+ * list --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help list_help = {
+	.synopsis =
+		"  list BUNDLE [-p PUBFILE]... [--json] [--explain [--cache-dir DIR] [--triton-dir DIR]\n"
+		"       [--gpu-target T]... [--skip-other-gpus]]\n",
+	.summary =
+		"        show a bundle's labels, GPU targets, signatures and artifacts (not\n"
+		"        verified); -p: each signature's state under those keys, refusing nothing;\n"
+		"        --explain: where each artifact would land, and whether a load here would\n"
+		"        install it, replace a file that differs, leave an identical one unchanged,\n"
+		"        leave a kernel for another GPU out, or refuse the bundle\n",
+	.usage =
+		"usage: megacache list BUNDLE [-p PUBFILE]... [--json]\n"
+		"       [--explain [--cache-dir DIR] [--triton-dir DIR] [--gpu-target T]...\n"
+		"       [--skip-other-gpus]]\n",
+	.about =
+		"Show a bundle's labels, GPU targets, signatures and artifacts (not verified).\n",
+	.options =
+		"  -p PUBFILE            check each signature against this key (a file, its text or\n"
+		"                        its base64 line): verified, not checked or broken; nothing\n"
+		"                        is refused\n"
+		"  --explain             where each artifact would land, and what a load would do\n"
+		"  --cache-dir DIR, --triton-dir DIR   the cache folders --explain looks at\n"
+		"  --gpu-target T, --skip-other-gpus   the host's GPU targets and what to do with\n"
+		"                        kernels for others, for --explain: as load\n"
+		"  --json                the listing as JSON\n"
+		"  -v, --verbose         no extra output\n",
+	.example = "megacache list cache.mcache --explain",
+};
+
 /* list --explain: where each artifact would land, and whether it is there already;
  * the bundle's kernels against this host's GPU targets. */
 static int
@@ -194,9 +225,9 @@ cmd_list(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &list_spec, &o);
 	if (optind + 1 != argc)
-		usage_error("list needs exactly one BUNDLE%s", "");
+		usage_say("list needs exactly one BUNDLE");
 	if (!o.explain && (o.gpu.ngiven > 0 || o.gpu.skip))
-		usage_error("--gpu-target and --skip-other-gpus go with --explain%s", "");
+		usage_say("--gpu-target and --skip-other-gpus go with --explain");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if (o.explain)

@@ -40,6 +40,53 @@ load_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec load_spec = {"", load_long, load_opt};
 
+/* load's help: its lines of the overview (megacache --help), and its own (megacache
+ * load --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help load_help = {
+	.synopsis =
+		"  load BUNDLE (-p PUBFILE... | --insecure-no-verify) [--cache-dir DIR]\n"
+		"       [--triton-dir DIR] [--types T[,T]...] [--owner USER[:GROUP]] [--gpu-target T]...\n"
+		"       [--skip-other-gpus] [--dry-run] [--sync] [--json]\n"
+		"       [--threshold K] [--min-version N] [--require K=V]... [--now TIME]\n",
+	.summary =
+		"        verify a bundle and install its artifacts into the cache dirs; a bundle\n"
+		"        holding Triton kernels for a GPU this host lacks is refused (exit 1,\n"
+		"        gpu_mismatch) unless --skip-other-gpus leaves those kernels out; --sync:\n"
+		"        flush them to disk before reporting success (one syncfs per filesystem);\n"
+		"        --owner (root only): every file and folder the load makes is that user's\n"
+		"        (USER alone: with its primary group; names or numbers); --dry-run also\n"
+		"        checks the folders are there or could be made, and files made in them\n",
+	.usage =
+		"usage: megacache load BUNDLE (-p PUBFILE... | --insecure-no-verify) [--cache-dir DIR]\n"
+		"       [--triton-dir DIR] [--types T[,T]...] [--owner USER[:GROUP]] [--gpu-target T]...\n"
+		"       [--skip-other-gpus] [--dry-run] [--sync] [--json]\n"
+		"       [--threshold K] [--min-version N] [--require K=V]... [--now TIME]\n",
+	.about =
+		"Verify a bundle and install its artifacts into the cache folders (all or nothing).\n"
+		"The bundle's Triton kernels are checked against this host's GPUs (NVML, AMD's KFD):\n"
+		"one for a GPU target the host lacks refuses the bundle (exit 1, gpu_mismatch), with\n"
+		"nothing installed. With no GPU seen, everything is installed, with a warning.\n",
+	.options =
+		"  -p PUBFILE            a trusted public key (a file, its text or its base64 line)\n"
+		"  --cache-dir DIR       torch's cache folder ($TORCHINDUCTOR_CACHE_DIR)\n"
+		"  --triton-dir DIR      Triton's cache folder ($TRITON_CACHE_DIR)\n"
+		"  --types T[,T]...      install only these artifact types\n"
+		"  --owner USER[:GROUP]  (root only) make every file and folder that user's\n"
+		"  --gpu-target T        this host's GPU target, as Triton names it: cuda:90 (compute\n"
+		"                        capability 9.0), hip:gfx942 (several: each; instead of the\n"
+		"                        GPUs detected; for image builds on a machine without them)\n"
+		"  --skip-other-gpus     leave out the kernels for other targets (their whole\n"
+		"                        folders) and install the rest\n"
+		"  --dry-run             count what would be installed, as a load; install nothing\n"
+		"  --sync                flush the files to disk before reporting success\n"
+		"  --json                the report as JSON\n"
+		"  --threshold K, --min-version N, --require K=V, --now TIME, --insecure-no-verify:\n"
+		"                        as verify\n"
+		"  -v, --verbose         a line per artifact: what was (or, --dry-run, would be)\n"
+		"                        done, its type and key\n",
+	.example = "megacache load cache.mcache -p ci.pub",
+};
+
 /* A user or group id given as a number: 0 to 2^32 - 2 (-1 is chown's "unchanged"). */
 static int
 id_number(const char *s, long *id)
@@ -173,9 +220,8 @@ static void
 roots_used(const struct tool *t, const struct load_report *r, char *buf, size_t len)
 {
 	const char *seen[64], *tier, *root;
-	size_t i, k, n = 0, at = 0;
+	size_t i, k, n = 0;
 
-	buf[0] = '\0';
 	for (i = 0; i < r->nsums && n < 64; i++) {
 		if ((tier = mc_ctx_type_tier(t->ctx, r->sums[i].type)) == NULL ||
 		    mc_ctx_tier_root(t->ctx, tier, &root) != MC_OK)
@@ -185,11 +231,7 @@ roots_used(const struct tool *t, const struct load_report *r, char *buf, size_t 
 		if (k == n)
 			seen[n++] = root;
 	}
-	for (k = 0; k < n && at < len; k++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%s", k == 0 ? "" : k + 1 == n ? " and " : ", ",
-				       seen[k]);
-	if (n == 0)
-		snprintf(buf, len, "%s", r->root);
+	join_words(buf, len, seen, n, " and ", r->root);
 }
 
 /* A type's line: the files written (the replaced ones among them), their bytes. */
@@ -239,12 +281,12 @@ static void
 load_check(const struct tool *t, int argc)
 {
 	if (optind + 1 != argc)
-		usage_error("load needs exactly one BUNDLE%s", "");
+		usage_say("load needs exactly one BUNDLE");
 	if (t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("load needs -p PUBFILE (or --insecure-no-verify to skip signature "
-			    "checks)%s", "");
+		usage_say("load needs -p PUBFILE (or --insecure-no-verify to skip signature "
+			  "checks)");
 	if (t->trust.npubs > 0 && t->trust.insecure)
-		usage_error("-p and --insecure-no-verify do not go together%s", "");
+		usage_say("-p and --insecure-no-verify do not go together");
 }
 
 /* The report of a load, and whether -v asks for a line per artifact. */

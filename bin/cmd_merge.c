@@ -85,6 +85,45 @@ merge_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec merge_spec = {"o:s:", merge_long, merge_opt};
 
+/* merge's help: its lines of the overview (megacache --help), and its own (megacache
+ * merge --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help merge_help = {
+	.synopsis =
+		"  merge -o OUT BUNDLE... (-p PUBFILE... | --insecure-no-verify)\n"
+		"       [-s SECFILE... | --unsigned] [--label K=V]... [--bundle-version N] [--level N]\n"
+		"       [--expires TIME] [--json]\n",
+	.summary =
+		"        several bundles into one, contents stored once; for a (type, key) with\n"
+		"        different contents the bundle given later wins (each conflict is reported);\n"
+		"        keeps the inputs' highest bundle version unless --bundle-version, and their\n"
+		"        earliest expiry unless --expires; labels the inputs do not all hold alike\n"
+		"        are refused unless --label sets them; signed inputs without -s are refused\n"
+		"        unless --unsigned\n",
+	.usage =
+		"usage: megacache merge -o OUT BUNDLE... (-p PUBFILE... | --insecure-no-verify)\n"
+		"       [-s SECFILE... | --unsigned] [--label K=V]... [--bundle-version N] [--level N]\n"
+		"       [--expires TIME] [--json]\n",
+	.about =
+		"Merge bundles into one; for a (type, key) in several, the later bundle wins. A\n"
+		"label the inputs do not all hold alike is refused (exit 2) unless --label sets it;\n"
+		"OUT expires with the earliest of its inputs.\n",
+	.options =
+		"  -o, --output OUT      the bundle to write (- : standard output)\n"
+		"  -p PUBFILE            a trusted public key, to verify the inputs\n"
+		"  -s SECFILE            sign OUT with this key\n"
+		"  --unsigned            write OUT unsigned though its inputs are signed\n"
+		"  --label K=V           a label (several, each key once): the merged value of one\n"
+		"                        that differs\n"
+		"  --expires TIME        OUT's expiry (default: the inputs' earliest)\n"
+		"  --bundle-version N    OUT's version (default: the inputs' highest)\n"
+		"  --level N             zstd level (default 3; 0: none)\n"
+		"  --threshold K, --min-version N, --require K=V, --now TIME, --insecure-no-verify:\n"
+		"                        as verify, for each input\n"
+		"  --json                the result as JSON\n"
+		"  -v, --verbose         no extra output\n",
+	.example = "megacache merge -o all.mcache a.mcache b.mcache -p ci.pub -s ci.key",
+};
+
 static void
 on_conflict(void *ud, const char *type, const char *key)
 {
@@ -202,7 +241,7 @@ spool_dir(const struct merge_opts *o)
 	char *dir, *slash;
 
 	if ((dir = strdup(o->out_fd < 0 ? o->out : tmp != NULL && tmp[0] ? tmp : "/tmp")) == NULL)
-		usage_error("out of memory%s", "");
+		usage_say("out of memory");
 	if (o->out_fd >= 0)
 		return dir;
 	slash = strrchr(dir, '/');
@@ -292,11 +331,11 @@ cmd_merge(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &merge_spec, &o);
 	if (o.out == NULL || optind >= argc)
-		usage_error("merge needs -o OUT and at least one input bundle%s", "");
+		usage_say("merge needs -o OUT and at least one input bundle");
 	if (t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("merge needs -p PUBFILE to verify its inputs (or --insecure-no-verify)%s", "");
+		usage_say("merge needs -p PUBFILE to verify its inputs (or --insecure-no-verify)");
 	if (o.unsigned_ok && o.signers.n > 0)
-		usage_error("-s and --unsigned do not go together%s", "");
+		usage_say("-s and --unsigned do not go together");
 	check_out_folder(o.out);
 	o.out_fd = take_stdout(t, &o.out, "a bundle");
 	if ((rc = tool_start(t)) != 0)

@@ -36,7 +36,7 @@ pack_opt(struct tool *t, void *opts, int c, char *arg)
 	case OPT_FROM_DIR:
 	case OPT_FROM_TRITON:
 		if (o->nsrcs == MAX_SOURCES)
-			usage_error("too many sources (at most %s)", "256");
+			usage_error("too many sources (at most %d)", MAX_SOURCES);
 		if (arg[0] == '\0')
 			usage_error("%s: empty path (an unset variable?); `megacache save` finds "
 				    "torch's and Triton's caches itself",
@@ -52,6 +52,43 @@ pack_opt(struct tool *t, void *opts, int c, char *arg)
 }
 
 static const struct tool_optspec pack_spec = {"o:s:", pack_long, pack_opt};
+
+/* pack's help: its lines of the overview (megacache --help), and its own (megacache
+ * pack --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help pack_help = {
+	.synopsis =
+		"  pack -o BUNDLE (--from-torch BLOB | --from-dir DIR | --from-triton-dir DIR)...\n"
+		"       [-s SECFILE]... [--keep-unknown] [--label K=V]...\n"
+		"       [--label-from-env VAR]... [--labels-json FILE]\n"
+		"       [--bundle-version N] [--expires TIME] [--level N] [--no-compress]\n"
+		"       [--format-version N] [--json] [-v]\n",
+	.summary =
+		"        record artifacts from torch blobs, cache dirs and Triton caches into a bundle\n"
+		"        (without -s: unsigned, with a warning; --json: \"signed\")\n",
+	.usage =
+		"usage: megacache pack -o BUNDLE (--from-torch BLOB | --from-dir DIR\n"
+		"       | --from-triton-dir DIR)... [-s SECFILE]... [bundle options] [--json]\n",
+	.about =
+		"Record artifacts from torch blobs, cache folders and Triton caches into a bundle.\n",
+	.options =
+		"  -o, --output BUNDLE       the bundle to write (- : standard output)\n"
+		"  -s SECFILE                sign with this key (none: unsigned, with a warning)\n"
+		"  --from-torch BLOB         a blob of torch.compiler.save_cache_artifacts()\n"
+		"  --from-dir DIR            a torch cache folder ($TORCHINDUCTOR_CACHE_DIR)\n"
+		"  --from-triton-dir DIR     a Triton cache folder ($TRITON_CACHE_DIR)\n"
+		"  --keep-unknown            record files of no known type too\n"
+		"  --label K=V               a label (several; each key once)\n"
+		"  --label-from-env VAR      a label VAR=its value from the environment\n"
+		"  --labels-json FILE        labels from a JSON object (its string members)\n"
+		"  --bundle-version N        the bundle's version (load and verify can ask a minimum)\n"
+		"  --expires TIME            when the bundle stops verifying\n"
+		"  --level N, --no-compress  zstd level (default 3), or none\n"
+		"  --format-version N        bundle format 2 (the default) or 1, for readers\n"
+		"                            older than format 2\n"
+		"  --json                    the report as JSON\n"
+		"  -v, --verbose             list each file skipped\n",
+	.example = "megacache pack -o cache.mcache -s ci.key --from-torch artifacts.bin",
+};
 
 /* Records the artifacts of each source into w. */
 static int
@@ -141,13 +178,13 @@ static void
 pack_check(const struct pack_opts *o, int argc, char **argv)
 {
 	if (o->out == NULL)
-		usage_error("pack needs -o BUNDLE%s", "");
+		usage_say("pack needs -o BUNDLE");
 	if (optind != argc)
 		usage_error("pack: unexpected argument '%s'", argv[optind]);
 	if (o->nsrcs == 0)
-		usage_error("pack needs at least one --from-torch BLOB, --from-dir DIR or "
-			    "--from-triton-dir DIR (`megacache save` records the caches torch and "
-			    "Triton use here)%s", "");
+		usage_say("pack needs at least one --from-torch BLOB, --from-dir DIR or "
+			  "--from-triton-dir DIR (`megacache save` records the caches torch and "
+			  "Triton use here)");
 }
 
 int

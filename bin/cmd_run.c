@@ -57,7 +57,7 @@ run_opt(struct tool *t, void *opts, int c, char *arg)
 	switch (c) {
 	case 'b':
 		if (o->nbundles == MAX_BUNDLES)
-			usage_error("too many bundles (at most %s)", "16");
+			usage_error("too many bundles (at most %d)", MAX_BUNDLES);
 		o->bundles[o->nbundles++] = arg;
 		return 1;
 	case 'o':
@@ -76,22 +76,70 @@ run_opt(struct tool *t, void *opts, int c, char *arg)
 /* '+': options end at the command's name, so its own options stay its own. */
 static const struct tool_optspec run_spec = {"+b:o:s:", run_long, run_opt};
 
+/* run's help: its lines of the overview (megacache --help), and its own (megacache
+ * run --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help run_help = {
+	.synopsis =
+		"  run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT [-s SECFILE]... [--label K=V]...]\n"
+		"      [--cache-dir DIR] [--triton-dir DIR] [--types T[,T]...] [--sync] [--allow-cold]\n"
+		"      [--json | --json-file FILE] -- CMD [ARGS]...\n",
+	.summary =
+		"        verify and load the bundles, run CMD (--cache-dir and --triton-dir are\n"
+		"        exported to it), pass on its exit status, say per type how many loaded\n"
+		"        artifacts it read and how many it wrote anew, then save what it added to the\n"
+		"        caches to OUT (not written when nothing is new); a bundle that fails to\n"
+		"        verify stops the run unless --allow-cold\n",
+	.usage =
+		"usage: megacache run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT [-s SECFILE]...]\n"
+		"       [--cache-dir DIR] [--triton-dir DIR] [--types T[,T]...] [--sync] [--allow-cold]\n"
+		"       [--gpu-target T]... [--skip-other-gpus] [--json | --json-file FILE] -- CMD [ARGS]...\n",
+	.about =
+		"Load the bundles, run CMD with its exit status passed on, save what it added.\n"
+		"After CMD, a line tells per type how many loaded artifacts it read and how many\n"
+		"files it wrote anew (reads are told by access times, set to a mark before CMD:\n"
+		"not on a noatime mount, nor of another user's files); a warning names the types\n"
+		"it read none of (those read only to compile, once it read no FX graph either):\n"
+		"likely a torch, Triton or config mismatch (megacache list BUNDLE shows the\n"
+		"bundle's labels).\n",
+	.options =
+		"  -b, --bundle BUNDLE    a bundle to verify and load first (several: in order)\n"
+		"  -p PUBFILE             a trusted public key (a file, its text or its base64 line)\n"
+		"  -o, --save-to OUT      save the artifacts CMD added to OUT (not written if none)\n"
+		"  -s SECFILE             sign OUT with this key\n"
+		"  --types T[,T]...       load only these artifact types\n"
+		"  --cache-dir DIR, --triton-dir DIR   the cache folders (exported to CMD)\n"
+		"  --sync                 flush what is loaded to disk before CMD starts\n"
+		"  --allow-cold           run CMD even when a bundle fails to verify (or holds\n"
+		"                         kernels for another GPU)\n"
+		"  --gpu-target T, --skip-other-gpus   this host's GPU targets, and leaving out the\n"
+		"                         kernels for others: as load\n"
+		"  --json                 the report as JSON at the end of standard error, from its\n"
+		"                         last line that is a lone { (standard output is CMD's)\n"
+		"  --json-file FILE       the report as JSON, written to FILE instead\n"
+		"  --threshold K, --min-version N, --require K=V, --now TIME, --insecure-no-verify:\n"
+		"                         as verify\n"
+		"  --label K=V, --label-from-env VAR, --labels-json FILE, --bundle-version N,\n"
+		"  --expires TIME, --level N, --no-compress, --format-version N, --keep-unknown:\n"
+		"                         as pack, for OUT\n"
+		"  -v, --verbose          list every new artifact saved (else the first few)\n",
+	.example = "megacache run -b cache.mcache -p ci.pub --save-to new.mcache -s ci.key -- python train.py",
+};
+
 static void
 run_check(const struct tool *t, const struct run_opts *o, int argc)
 {
 	if (optind >= argc)
-		usage_error("run needs a command: megacache run [OPTIONS] -- CMD [ARGS]%s", "");
+		usage_say("run needs a command: megacache run [OPTIONS] -- CMD [ARGS]");
 	if (o->nbundles > 0 && t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("run needs -p PUBFILE to verify its bundles (or --insecure-no-verify)%s",
-			    "");
+		usage_say("run needs -p PUBFILE to verify its bundles (or --insecure-no-verify)");
 	if (t->trust.npubs > 0 && t->trust.insecure)
-		usage_error("-p and --insecure-no-verify do not go together%s", "");
+		usage_say("-p and --insecure-no-verify do not go together");
 	if (o->nbundles == 0 && (t->trust.npubs > 0 || o->types != NULL || o->gpu.ngiven > 0 ||
 				 o->gpu.skip))
-		usage_error("-p, --types, --gpu-target and --skip-other-gpus apply to bundles given "
-			    "with -b; none given%s", "");
+		usage_say("-p, --types, --gpu-target and --skip-other-gpus apply to bundles given "
+			  "with -b; none given");
 	if (o->save_to == NULL && (o->rec.signers.n > 0 || o->rec.nlabels > 0))
-		usage_error("-s and --label apply to the bundle of --save-to; none given%s", "");
+		usage_say("-s and --label apply to the bundle of --save-to; none given");
 }
 
 /* Whether file can be run: a regular file executable by us. */
@@ -395,8 +443,12 @@ save_new(struct tool *t, const struct run_opts *o, mc_writer *w, mc_bundle **bas
 
 	memset(&tally, 0, sizeof tally);
 	tally.verbose = t->verbose;
-	if ((rc = locate(t, loc)) != MC_OK || (rc = record_locations(w, loc, &tally)) != MC_OK ||
-	    (rc = mc_writer_drop_known(w, bases, nbases, on_new, &nw)) != MC_OK)
+	rc = locate(t, loc);
+	if (rc == MC_OK)
+		rc = record_locations(w, loc, &tally);
+	if (rc == MC_OK)
+		rc = mc_writer_drop_known(w, bases, nbases, on_new, &nw);
+	if (rc != MC_OK)
 		goto done;
 	if (nw.n > MAX_DIFF_LINES && !nw.verbose && !quiet)
 		say(stderr, "  ... and %zu more (-v lists them)", nw.n - MAX_DIFF_LINES);
@@ -578,6 +630,31 @@ used_finish(struct tool *t, const struct run_opts *o, struct run_json *rj)
 	}
 }
 
+/* Before the command: the writer of --save-to set up (its keys' passwords asked for
+ * now, not after the command), the bundles loaded, and the command's environment.
+ * Returns 0, or the exit status of a failure it has said. */
+static int
+run_prepare(struct tool *t, struct run_opts *o, mc_writer **w, mc_bundle **bases,
+	    size_t *nbases, mc_pubkey **keys, struct run_json *rj)
+{
+	int rc;
+
+	if (o->save_to != NULL) {
+		if ((rc = mc_writer_new(t->ctx, w)) == MC_OK)
+			rc = record_setup(t, *w, &o->rec);
+		if (rc != MC_OK)
+			return fail(t->ctx, rc);
+	}
+	if ((rc = load_bundles(t, o, bases, nbases, keys, rj)) != 0)
+		return rc;
+	gpu_detect_wait(&o->gpu);
+	if ((rc = child_env(t)) != 0) {
+		say(stderr, "%s: cannot set the command's environment: %s", PROG, strerror(rc));
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 /* The --json object of a run that got to its command: cmd started unless spawn_rc
  * (126/127), with wait status status; its save (when asked for) ended with saved. Its
  * "exit" is the status this process ends with, as a shell shows it. */
@@ -672,13 +749,9 @@ cmd_run(struct tool *t, int argc, char **argv)
 		rc = spawn_rc;
 		if (t->json)
 			print_run(&rj, argv + optind, spawn_rc, 0, 0, rc);
-	} else if (o.save_to != NULL && ((rc = mc_writer_new(t->ctx, &w)) != MC_OK ||
-				  (rc = record_setup(t, w, &o.rec)) != MC_OK))
-		rc = fail(t->ctx, rc);
-	else if ((rc = load_bundles(t, &o, bases, &nbases, keys, &rj)) == 0 &&
-		 (gpu_detect_wait(&o.gpu), rc = child_env(t)) != 0)
-		say(stderr, "%s: cannot set the command's environment: %s", PROG, strerror(rc)),
-			rc = EXIT_USAGE;
+	} else {
+		rc = run_prepare(t, &o, &w, bases, &nbases, keys, &rj);
+	}
 	if (rc == 0 && interrupted()) /* a signal between the load and the command */
 		rc = 128 + interrupted();
 	if (rc == 0) {

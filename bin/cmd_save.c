@@ -32,6 +32,34 @@ save_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec save_spec = {"o:s:", save_long, save_opt};
 
+/* save's help: its lines of the overview (megacache --help), and its own (megacache
+ * save --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help save_help = {
+	.synopsis =
+		"  save -o BUNDLE [-s SECFILE]... [--label K=V]... [--cache-dir DIR] [--triton-dir DIR]\n"
+		"       [--keep-unknown] [--dry-run] [--json] [-v] (and pack's bundle options)\n",
+	.summary =
+		"        record everything torch and Triton left in the folders they use here (those\n"
+		"        load installs into), saying which folders it read\n",
+	.usage =
+		"usage: megacache save -o BUNDLE [-s SECFILE]... [--cache-dir DIR] [--triton-dir DIR]\n"
+		"       [--dry-run] [--json] [pack's bundle options]\n",
+	.about =
+		"Record everything torch and Triton left in the folders they use here.\n",
+	.options =
+		"  -o, --output BUNDLE    the bundle to write (- : standard output)\n"
+		"  -s SECFILE             sign with this key (several: one signature each)\n"
+		"  --cache-dir DIR        torch's cache folder ($TORCHINDUCTOR_CACHE_DIR)\n"
+		"  --triton-dir DIR       Triton's cache folder ($TRITON_CACHE_DIR)\n"
+		"  --dry-run              say what would be recorded; write nothing\n"
+		"  --json                 the report as JSON\n"
+		"  --label K=V, --label-from-env VAR, --labels-json FILE, --bundle-version N,\n"
+		"  --expires TIME, --level N, --no-compress, --format-version N, --keep-unknown:\n"
+		"                         as pack\n"
+		"  -v, --verbose          list each file skipped\n",
+	.example = "megacache save -o cache.mcache -s ci.key --label torch=2.11",
+};
+
 static void
 save_report(const struct tool *t, mc_writer *w, const struct save_opts *o,
 	    const struct location *loc, const struct scan_tally *tally)
@@ -90,7 +118,7 @@ cmd_save(struct tool *t, int argc, char **argv)
 	tool_parse(t, argc, argv, &save_spec, &o);
 	o.rec.aot_remote = aot_remote_env();
 	if (o.out == NULL)
-		usage_error("save needs -o BUNDLE%s", "");
+		usage_say("save needs -o BUNDLE");
 	if (optind != argc)
 		usage_error("save: unexpected argument '%s' (save reads the folders torch and Triton "
 			    "use; pack takes explicit sources)", argv[optind]);

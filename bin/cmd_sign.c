@@ -34,6 +34,32 @@ sign_opt(struct tool *t, void *opts, int c, char *arg)
 
 static const struct tool_optspec sign_spec = {"s:o:", sign_long, sign_opt};
 
+/* sign's help: its lines of the overview (megacache --help), and its own (megacache
+ * sign --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help sign_help = {
+	.synopsis =
+		"  sign BUNDLE -s SECFILE (-p PUBFILE... | --insecure-no-verify) [-o OUT] [--json]\n",
+	.summary =
+		"        verify a bundle as verify does, then add a signature to it (in place\n"
+		"        unless -o)\n",
+	.usage =
+		"usage: megacache sign BUNDLE -s SECFILE (-p PUBFILE... | --insecure-no-verify) [-o OUT]\n"
+		"       [--json]\n",
+	.about =
+		"Verify a bundle as verify does, then add a signature to it (co-signing endorses\n"
+		"it): a bundle that fails is not signed, exit 1, nothing written.\n",
+	.options =
+		"  -s SECFILE            the key to sign with\n"
+		"  -p PUBFILE            a trusted public key (a file, its text or its base64 line)\n"
+		"  --threshold K, --min-version N, --require K=V, --now TIME   the policy, as verify's\n"
+		"  --insecure-no-verify  sign without checking the signatures (warns)\n"
+		"  -o, --output OUT      write the signed bundle to OUT (default: BUNDLE, in place;\n"
+		"                        - : standard output)\n"
+		"  --json                the result as JSON\n"
+		"  -v, --verbose         no extra output\n",
+	.example = "megacache sign cache.mcache -s release.key -p ci.pub",
+};
+
 /* The line, or with --json the object, of a signature added to src, the bundle given
  * as bundle, into the one at path: src's facts, and the signatures path now has counted. */
 static void
@@ -134,13 +160,13 @@ cmd_sign(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, &sign_spec, &o);
 	if (optind + 1 != argc || o.sec == NULL)
-		usage_error("sign needs BUNDLE and -s SECFILE%s", "");
+		usage_say("sign needs BUNDLE and -s SECFILE");
 	path = argv[optind];
 	if (strcmp(path, "-") == 0)
-		usage_error("sign reads the bundle twice: name a file, not standard input (-)%s", "");
+		usage_say("sign reads the bundle twice: name a file, not standard input (-)");
 	if (t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("sign needs -p PUBFILE to verify the bundle it endorses (or "
-			    "--insecure-no-verify to sign it unchecked)%s", "");
+		usage_say("sign needs -p PUBFILE to verify the bundle it endorses (or "
+			  "--insecure-no-verify to sign it unchecked)");
 	check_out_folder(o.out);
 	out = o.out != NULL ? o.out : path;
 	out_fd = take_stdout(t, &out, "a bundle");
@@ -151,10 +177,14 @@ cmd_sign(struct tool *t, int argc, char **argv)
 		    "endorses whatever it holds", PROG, shown_path(path));
 	/* Signatures, policy and every byte, as verify checks them, before anything is
 	 * written; with --insecure-no-verify, the bytes only (what the signature covers). */
-	if ((rc = mc_seckey_load(t->ctx, o.sec, read_password, t, &sk)) != MC_OK ||
-	    (rc = open_trusted(t, path, &b, keys)) != MC_OK ||
-	    (rc = mc_bundle_verify(b)) != MC_OK ||
-	    (out_fd < 0 && (rc = mc_bundle_add_signature(b, sk, out)) != MC_OK))
+	rc = mc_seckey_load(t->ctx, o.sec, read_password, t, &sk);
+	if (rc == MC_OK)
+		rc = open_trusted(t, path, &b, keys);
+	if (rc == MC_OK)
+		rc = mc_bundle_verify(b);
+	if (rc == MC_OK && out_fd < 0)
+		rc = mc_bundle_add_signature(b, sk, out);
+	if (rc != MC_OK)
 		rc = fail_signed(t, b, rc);
 	else if (out_fd >= 0)
 		rc = sign_to_fd(t, b, sk, out_fd);

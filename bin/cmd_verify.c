@@ -7,83 +7,6 @@
 
 #include "tool.h"
 
-/* What a signature's state is called in text, for people. */
-static const char *
-state_text(int state, int checked)
-{
-	switch (state) {
-	case MC_SIG_VERIFIED: return "verified";
-	case MC_SIG_BROKEN: return "broken: it does not verify under the trusted key";
-	default: return checked ? "not checked: key not trusted" : "not checked: no key given";
-	}
-}
-
-cJSON *
-signatures_json(mc_bundle *b)
-{
-	cJSON *a = cJSON_CreateArray(), *s;
-	size_t i;
-
-	for (i = 0; i < mc_bundle_signature_count(b); i++) {
-		s = cJSON_CreateObject();
-		cJSON_AddStringToObject(s, "key_id", mc_bundle_signature_key_id(b, i));
-		cJSON_AddStringToObject(s, "state", mc_sig_state_name(mc_bundle_signature_state(b, i)));
-		cJSON_AddItemToArray(a, s);
-	}
-	return a;
-}
-
-cJSON *
-labels_json(const mc_bundle *b)
-{
-	cJSON *o = cJSON_CreateObject();
-	const char *k, *v;
-	size_t i;
-
-	for (i = 0; i < mc_bundle_label_count(b); i++)
-		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
-			cJSON_AddStringToObject(o, k, v);
-	return o;
-}
-
-void
-bundle_facts_json(cJSON *j, mc_bundle *b)
-{
-	cJSON_AddNumberToObject(j, "format_version", mc_bundle_format_version(b));
-	cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
-	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
-	if (mc_bundle_expires(b) != 0)
-		cJSON_AddNumberToObject(j, "expires", (double)mc_bundle_expires(b));
-	cJSON_AddItemToObject(j, "labels", labels_json(b));
-	cJSON_AddItemToObject(j, "signatures", signatures_json(b));
-	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_bundle_artifact_count(b));
-}
-
-void
-say_signatures(FILE *f, mc_bundle *b, const char *prefix, int checked)
-{
-	size_t i;
-
-	for (i = 0; i < mc_bundle_signature_count(b); i++)
-		say(f, "%ssignature by key %s: %s", prefix, mc_bundle_signature_key_id(b, i),
-		    state_text(mc_bundle_signature_state(b, i), checked));
-}
-
-int
-fail_signed(struct tool *t, mc_bundle *b, int rc)
-{
-	int status = fail(t->ctx, rc);
-
-	if (b == NULL || mc_bundle_signature_count(b) == 0 ||
-	    (rc != MC_ERR_NO_SIGNATURE && rc != MC_ERR_BAD_SIGNATURE && rc != MC_ERR_THRESHOLD))
-		return status;
-	if (t->json)
-		json_fail_add("signatures", signatures_json(b));
-	else if (!t->quiet)
-		say_signatures(stderr, b, "  ", 1);
-	return status;
-}
-
 /* The key ids of b's signatures in state (of enum mc_sig_state), as a JSON array. */
 static cJSON *
 signers_json(mc_bundle *b, int state)
@@ -217,6 +140,40 @@ worse(int a, int b)
 	return rank[b] > rank[a] ? b : a;
 }
 
+/* verify's help: its lines of the overview (megacache --help), and its own (megacache
+ * verify --help): usage, what it does, a line or more per option, an example. */
+const struct cmd_help verify_help = {
+	.synopsis =
+		"  verify BUNDLE... (-p PUBFILE... | --insecure-no-verify) [--threshold K]\n"
+		"       [--min-version N] [--require K=V]... [--now TIME] [--json]\n",
+	.summary =
+		"        check signatures, policy and every byte of bundles, each told by name, the\n"
+		"        worst status the exit status (2, then 3, then 1); tells each signature's\n"
+		"        state: verified (by a trusted key), not checked (key not trusted) or broken\n"
+		"        (a trusted key's, and it does not verify; --json: signatures); a\n"
+		"        --threshold above the distinct keys given is refused (exit 2) before the\n"
+		"        bundle is read\n",
+	.usage =
+		"usage: megacache verify BUNDLE... (-p PUBFILE... | --insecure-no-verify) [--threshold K]\n"
+		"       [--min-version N] [--require K=V]... [--now TIME] [--json]\n",
+	.about =
+		"Check a bundle's signatures, policy and every byte. Each signature is verified (by\n"
+		"a trusted key), not checked (its key is not trusted: it vouches for nothing) or\n"
+		"broken (by a trusted key id, and it does not verify: the verify fails). Several\n"
+		"bundles (- once: standard input) are each checked and told; the exit status is the\n"
+		"worst: 2 (one could not be checked), then 3 (a newer format), then 1, then 0.\n",
+	.options =
+		"  -p PUBFILE            a trusted public key (a file, its text or its base64 line)\n"
+		"  --threshold K         need K signatures by trusted keys (default 1)\n"
+		"  --min-version N       refuse a bundle version below N\n"
+		"  --require K=V         refuse a bundle without this label\n"
+		"  --now TIME            check expiry as of TIME\n"
+		"  --insecure-no-verify  check integrity only, no signatures\n"
+		"  --json                the result as JSON\n"
+		"  -v, --verbose         no extra output\n",
+	.example = "megacache verify cache.mcache -p ci.pub",
+};
+
 int
 cmd_verify(struct tool *t, int argc, char **argv)
 {
@@ -226,13 +183,13 @@ cmd_verify(struct tool *t, int argc, char **argv)
 
 	tool_parse(t, argc, argv, NULL, NULL);
 	if (optind == argc)
-		usage_error("verify needs a BUNDLE%s", "");
+		usage_say("verify needs a BUNDLE");
 	for (i = optind; i < argc; i++)
 		if (strcmp(argv[i], "-") == 0 && stdin_seen++)
-			usage_error("verify: standard input (-) can be only one of the bundles%s", "");
+			usage_say("verify: standard input (-) can be only one of the bundles");
 	if (t->trust.npubs == 0 && !t->trust.insecure)
-		usage_error("verify needs at least one -p PUBFILE (or --insecure-no-verify: integrity "
-			    "only)%s", "");
+		usage_say("verify needs at least one -p PUBFILE (or --insecure-no-verify: integrity "
+			  "only)");
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	/* the keys once: one that cannot be read fails the command, not each bundle */

@@ -156,19 +156,6 @@ gpu_flags(const struct gpu_opts *g)
 	return g->skip ? MC_LOAD_SKIP_OTHER_GPUS : 0;
 }
 
-/* Targets joined by ", " into buf; "none" for none. */
-static void
-join(const char *const *v, size_t n, char *buf, size_t len)
-{
-	size_t i, at = 0;
-
-	buf[0] = '\0';
-	for (i = 0; i < n && at < len; i++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%s", i > 0 ? ", " : "", v[i]);
-	if (n == 0)
-		snprintf(buf, len, "none");
-}
-
 void
 gpu_targets_text(const mc_bundle *b, char *buf, size_t len)
 {
@@ -181,7 +168,7 @@ gpu_targets_text(const mc_bundle *b, char *buf, size_t len)
 	}
 	for (i = 0; i < n && i < 64; i++)
 		v[i] = mc_bundle_gpu_target(b, i);
-	join(v, i, buf, len);
+	join_words(buf, len, v, i, ", ", "none");
 	if (n > 64 && strlen(buf) + 8 < len)
 		strcat(buf, ", ...");
 }
@@ -200,7 +187,7 @@ gpu_targets_json(const mc_bundle *b)
 	return a;
 }
 
-/* The bundle's targets the host lacks, joined into buf. */
+/* The bundle's targets the host lacks, joined into buf ("none": none). */
 static void
 lacking(const mc_bundle *b, const char *const *host, size_t nhost, char *buf, size_t len)
 {
@@ -213,7 +200,7 @@ lacking(const mc_bundle *b, const char *const *host, size_t nhost, char *buf, si
 		if (k == nhost)
 			v[n++] = mc_bundle_gpu_target(b, i);
 	}
-	join(v, n, buf, len);
+	join_words(buf, len, v, n, ", ", "none");
 }
 
 void
@@ -227,15 +214,16 @@ gpu_say(const struct tool *t, const struct gpu_opts *g, const mc_bundle *b,
 	if (t->quiet || t->json)
 		return;
 	host = host_targets(g, &n);
-	join(host, n, ht, sizeof ht);
+	join_words(ht, sizeof ht, host, n, ", ", "none");
 	gpu_targets_text(b, bt, sizeof bt);
 	if (mc_bundle_gpu_target_count(b) == 0 && r->skipped == 0)
 		return; /* no kernel names a target */
+	lacking(b, host, n, lack, sizeof lack);
 	if (n == 0) {
 		say(stderr, "%s: warning: GPU targets not checked: no GPU seen (the bundle's kernels "
 		    "are for %s; --gpu-target T names this host's)", PROG, bt);
-	} else if ((lacking(b, host, n, lack, sizeof lack), strcmp(lack, "none") != 0) &&
-		   r->skipped == 0) { /* a load refuses such kernels or skips them: none selected */
+	} else if (strcmp(lack, "none") != 0 && r->skipped == 0) {
+		/* a load refuses such kernels or skips them: none selected */
 		say(f, "%sGPU targets %s: no kernel selected (--types), none checked (this host: "
 		    "%s)", f == stderr ? PROG ": " : "", bt, ht);
 	} else if (r->skipped > 0) {

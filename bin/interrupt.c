@@ -11,7 +11,7 @@
 #include "tool.h"
 
 /* A handler sees only what is set aside for it here: the signal caught first, and the
- * context of the command under way (the one tool_start() made). */
+ * context of the command under way (interrupt_watch()). */
 static volatile sig_atomic_t caught;
 static mc_ctx *volatile cancel_ctx;
 
@@ -82,19 +82,6 @@ start_thread(pthread_t *thread, void *(*fn)(void *), void *arg)
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	rc = pthread_create(thread, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
-int
-interrupt_end(int rc)
-{
-	if (caught == 0)
-		return rc;
-	if (rc != 0)
-		end_by_signal(caught);
-	/* Caught past the last point it could stop at (an output renamed into place, a
-	 * load's renames begun): the work is whole, and its report said so. */
-	say(stderr, "%s: %s came once the work was done: it is complete", PROG, interrupt_name());
 	return rc;
 }
 

@@ -185,6 +185,28 @@ next_opt(int argc, char **argv, const char *shortopts, const struct option *lo)
 	return c;
 }
 
+/* The close of every command's help: the options all take. */
+static const char common_help[] =
+	"common options (every command):\n"
+	"  -q, --quiet           print nothing but errors\n"
+	"  --progress WHEN       tty (default: on a terminal), plain (lines, for logs), none\n"
+	"  --password-file F     a secret key's password (several: one per encrypted key)\n"
+	"  --threads N           worker threads (default 0: one per CPU, at most 8)\n"
+	"  --max-manifest-bytes N, --max-artifacts N, --max-artifact-bytes N,\n"
+	"  --max-total-bytes N, --max-expansion N   caps on what a bundle may declare\n"
+	"  -h, --help            this text; megacache --help: all commands\n";
+
+/* Prints the help of a command to standard output: h's, then the common options. */
+void
+print_help(const struct cmd_help *h)
+{
+	fputs(h->usage, stdout);
+	fputs(h->about, stdout);
+	fputs(h->options, stdout);
+	printf("example: %s\n", h->example);
+	fputs(common_help, stdout);
+}
+
 static int
 common_opt(struct tool *t, int c, char *arg)
 {
@@ -192,7 +214,7 @@ common_opt(struct tool *t, int c, char *arg)
 
 	switch (c) {
 	case 'h':
-		tool_help(t->name);
+		print_help(t->help);
 		exit(0);
 	case 'q':
 		t->quiet = 1;
@@ -214,7 +236,7 @@ common_opt(struct tool *t, int c, char *arg)
 		refuse_dash("--password-file", arg, "a password is not read from standard input "
 			    "(without the option it is asked on the terminal)");
 		if (t->npassword_files == MAX_SIGNERS)
-			usage_error("too many --password-file (at most %s)", "16");
+			usage_error("too many --password-file (at most %d)", MAX_SIGNERS);
 		if (t->password_file == NULL)
 			t->password_file = arg;
 		t->password_files[t->npassword_files++] = arg;
@@ -252,7 +274,7 @@ pubkey_opt(struct trust *tr, const char *arg)
 	refuse_dash("-p", arg, "a public key is not read from standard input (give a file, "
 		    "its text or its base64 line)");
 	if (tr->npubs == MAX_PUBKEYS)
-		usage_error("too many public keys (at most %s)", "32");
+		usage_error("too many public keys (at most %d)", MAX_PUBKEYS);
 	tr->pubs[tr->npubs++] = arg;
 }
 
@@ -282,7 +304,7 @@ trust_opt(struct trust *tr, int c, char *arg)
 		if (strchr(arg, '=') == NULL || arg[0] == '=')
 			usage_error("--require takes KEY=VALUE, not '%s'", arg);
 		if (tr->nrequire == MAX_REQUIRE)
-			usage_error("too many --require (at most %s)", "64");
+			usage_error("too many --require (at most %d)", MAX_REQUIRE);
 		tr->require[tr->nrequire++] = arg;
 		return 1;
 	case OPT_NOW:
@@ -382,7 +404,7 @@ tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spe
 		    flag_opt(t, c, optarg))
 			continue;
 		if (spec == NULL || !spec->take(t, opts, c, optarg))
-			usage_error("%s: unexpected option%s", t->name, "");
+			usage_error("%s: unexpected option", t->name);
 	}
 	/* Never met, whatever the bundle: said before it is read. */
 	if ((t->flags & TOOL_TRUST) && t->trust.threshold > t->trust.npubs)

@@ -231,6 +231,15 @@ try_help(void)
 	json_exit(EXIT_USAGE);
 }
 
+/* A usage error: "megacache: MSG", then try_help(). usage_say() takes the message as it
+ * is, usage_error() makes it from a format and its arguments. */
+void
+usage_say(const char *msg)
+{
+	say(stderr, "%s: %s", PROG, msg);
+	try_help();
+}
+
 void
 usage_error(const char *fmt, ...)
 {
@@ -240,8 +249,7 @@ usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	say(stderr, "%s: %s", PROG, msg);
-	try_help();
+	usage_say(msg);
 }
 
 /* Ends the program (exit 2) when the folder of path, a file the command is to write,
@@ -339,6 +347,19 @@ put_stdout(int fd, const void *buf, size_t n)
 	return 128 + interrupted();
 }
 
+int
+interrupt_end(int rc)
+{
+	if (interrupted() == 0)
+		return rc;
+	if (rc != 0)
+		end_by_signal(interrupted());
+	/* Caught past the last point it could stop at (an output renamed into place, a
+	 * load's renames begun): the work is whole, and its report said so. */
+	say(stderr, "%s: %s came once the work was done: it is complete", PROG, interrupt_name());
+	return rc;
+}
+
 /* The warning of a command about to write a bundle with no signature (not under -q). */
 void
 warn_unsigned(const struct tool *t)
@@ -360,6 +381,8 @@ exit_code(int rc)
 	return mc_status_is_verification_failure(rc) ? EXIT_VERIFY : EXIT_USAGE;
 }
 
+char password_why[256];
+
 /* Prints the library's error and returns the exit status for it; with --json, its code
  * and line are the failure reported. */
 int
@@ -377,6 +400,22 @@ fail(mc_ctx *ctx, int rc)
 	else
 		say(stderr, "%s: %s", PROG, msg[0] ? msg : mc_strerror(rc));
 	return exit_code(rc);
+}
+
+/* The n words of v into buf as a list: ", " between them, last between the last two
+ * (", " or " and "); none for no word. What does not fit in len is cut. */
+void
+join_words(char *buf, size_t len, const char *const *v, size_t n, const char *last,
+	   const char *none)
+{
+	size_t i, at = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s",
+				       i == 0 ? "" : i + 1 == n ? last : ", ", v[i]);
+	if (n == 0)
+		snprintf(buf, len, "%s", none);
 }
 
 void

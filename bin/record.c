@@ -24,7 +24,7 @@ add_env_label(struct record_opts *o, const char *var)
 		usage_error("--label-from-env %s: the variable is not set", var);
 	n = strlen(var) + strlen(v) + 2;
 	if ((label = malloc(n)) == NULL)
-		usage_error("out of memory%s", "");
+		usage_say("out of memory");
 	snprintf(label, n, "%s=%s", var, v);
 	label_opt(o->labels, &o->nlabels, MAX_LABELS, label);
 	o->owned[o->nlabels - 1] = 1;

@@ -1,10 +1,88 @@
-/* report.c - what load, list --explain and export tell of each artifact they handle:
+/* report.c - what the commands tell of a bundle read: its signatures' states and its
+ * facts; and what load, list --explain and export tell of each artifact they handle:
  * sums per type, and a line or a JSON object per artifact where asked. */
 #include "config.h"
 
 #include <string.h>
 
 #include "tool.h"
+
+/* What a signature's state is called in text, for people. */
+static const char *
+state_text(int state, int checked)
+{
+	switch (state) {
+	case MC_SIG_VERIFIED: return "verified";
+	case MC_SIG_BROKEN: return "broken: it does not verify under the trusted key";
+	default: return checked ? "not checked: key not trusted" : "not checked: no key given";
+	}
+}
+
+cJSON *
+signatures_json(mc_bundle *b)
+{
+	cJSON *a = cJSON_CreateArray(), *s;
+	size_t i;
+
+	for (i = 0; i < mc_bundle_signature_count(b); i++) {
+		s = cJSON_CreateObject();
+		cJSON_AddStringToObject(s, "key_id", mc_bundle_signature_key_id(b, i));
+		cJSON_AddStringToObject(s, "state", mc_sig_state_name(mc_bundle_signature_state(b, i)));
+		cJSON_AddItemToArray(a, s);
+	}
+	return a;
+}
+
+cJSON *
+labels_json(const mc_bundle *b)
+{
+	cJSON *o = cJSON_CreateObject();
+	const char *k, *v;
+	size_t i;
+
+	for (i = 0; i < mc_bundle_label_count(b); i++)
+		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
+			cJSON_AddStringToObject(o, k, v);
+	return o;
+}
+
+void
+bundle_facts_json(cJSON *j, mc_bundle *b)
+{
+	cJSON_AddNumberToObject(j, "format_version", mc_bundle_format_version(b));
+	cJSON_AddNumberToObject(j, "bundle_version", (double)mc_bundle_version(b));
+	cJSON_AddNumberToObject(j, "created", (double)mc_bundle_created(b));
+	if (mc_bundle_expires(b) != 0)
+		cJSON_AddNumberToObject(j, "expires", (double)mc_bundle_expires(b));
+	cJSON_AddItemToObject(j, "labels", labels_json(b));
+	cJSON_AddItemToObject(j, "signatures", signatures_json(b));
+	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_bundle_artifact_count(b));
+}
+
+void
+say_signatures(FILE *f, mc_bundle *b, const char *prefix, int checked)
+{
+	size_t i;
+
+	for (i = 0; i < mc_bundle_signature_count(b); i++)
+		say(f, "%ssignature by key %s: %s", prefix, mc_bundle_signature_key_id(b, i),
+		    state_text(mc_bundle_signature_state(b, i), checked));
+}
+
+int
+fail_signed(struct tool *t, mc_bundle *b, int rc)
+{
+	int status = fail(t->ctx, rc);
+
+	if (b == NULL || mc_bundle_signature_count(b) == 0 ||
+	    (rc != MC_ERR_NO_SIGNATURE && rc != MC_ERR_BAD_SIGNATURE && rc != MC_ERR_THRESHOLD))
+		return status;
+	if (t->json)
+		json_fail_add("signatures", signatures_json(b));
+	else if (!t->quiet)
+		say_signatures(stderr, b, "  ", 1);
+	return status;
+}
 
 /* Counts the artifact in its type's sum (the first 64 types) and in the totals. */
 static void

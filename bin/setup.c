@@ -71,16 +71,14 @@ tool_start(struct tool *t)
 		if (t->caps_set[i] && mc_ctx_set_limit(t->ctx, tool_caps[i].which, t->caps[i]) != MC_OK)
 			usage_error("--%s: %llu is not a valid cap", tool_caps[i].name,
 				    (unsigned long long)t->caps[i]);
-	if ((t->cache_dir != NULL &&
-	     (rc = mc_ctx_set_tier_root(t->ctx, "inductor", t->cache_dir)) != MC_OK) ||
-	    (t->triton_dir != NULL &&
-	     ((rc = mc_ctx_set_tier_root(t->ctx, "triton", t->triton_dir)) != MC_OK ||
-	      (rc = mc_ctx_set_tier_root(t->ctx, "triton_home", t->triton_dir)) != MC_OK)))
-		return fail(t->ctx, rc);
-	return 0;
+	if (t->cache_dir != NULL)
+		rc = mc_ctx_set_tier_root(t->ctx, "inductor", t->cache_dir);
+	if (rc == MC_OK && t->triton_dir != NULL)
+		rc = mc_ctx_set_tier_root(t->ctx, "triton", t->triton_dir);
+	if (rc == MC_OK && t->triton_dir != NULL)
+		rc = mc_ctx_set_tier_root(t->ctx, "triton_home", t->triton_dir);
+	return rc == MC_OK ? 0 : fail(t->ctx, rc);
 }
-
-char password_why[256];
 
 /* The mc_password_fn of the tool (ud: struct tool): the first line of the next
  * --password-file not yet read (one file per key that asks, in order), else asked on the
@@ -270,7 +268,7 @@ signer_opt(struct signers *s, const char *path)
 {
 	refuse_dash("-s", path, "a secret key is not read from standard input");
 	if (s->n == MAX_SIGNERS)
-		usage_error("too many signing keys (at most %s)", "16");
+		usage_error("too many signing keys (at most %d)", MAX_SIGNERS);
 	s->secs[s->n++] = path;
 }
 

@@ -1,5 +1,21 @@
 /* tool.h - what the files of the command-line tool share: the option state of a run,
- * the set-up flags of the command table, and the helpers for options, set-up and output. */
+ * the set-up flags of the command table, and the helpers for options, set-up and output.
+ *
+ * Each file calls only files below it, never one above or beside it at its own level,
+ * so that no two call each other:
+ *   megacache.c                 main, the command table, the frame of the overview
+ *   cmd_<name>.c                a command each, with its help (no command calls another)
+ *   record.c, gpu.c, fleet.c    what several commands share: a bundle written, the host's
+ *                               GPU targets, the Redis caches of push, pull and audit
+ *   report.c                    what is told of a bundle read and of its artifacts
+ *   setup.c                     the context, keys, passwords and signers, from the options
+ *   options.c                   the parsing of the options, and a command's help printed
+ *   output.c                    every line and JSON object printed, usage errors, the exit
+ *                               status of a failure
+ *   interrupt.c                 the signals that stop the work
+ * A lower file that needs something from above takes it as a value or a callback (the
+ * parser prints the help the command table gives it). The declarations below are
+ * grouped by the file that defines them. */
 #ifndef MC_TOOL_H
 #define MC_TOOL_H
 
@@ -79,9 +95,20 @@ struct progress {
 	const char *writing;
 };
 
+/* A command's help, the text as printed: the overview's block of it (its synopsis lines,
+ * the first "  NAME ...", and its summary, each line indented 8), and its own help. */
+struct cmd_help {
+	const char *synopsis, *summary;
+	const char *usage;   /* its own: the usage lines ("usage: megacache NAME ...") */
+	const char *about;   /* what it does */
+	const char *options; /* a line or more per option */
+	const char *example; /* a command line, after "example: " */
+};
+
 /* One run of the tool: the command, the options every command shares, and its context. */
 struct tool {
 	const char *name; /* the command */
+	const struct cmd_help *help; /* its help, for -h */
 	unsigned flags;   /* its TOOL_* */
 	int quiet;
 	int verbose; /* -v: more detail, where a command has any */
@@ -112,7 +139,9 @@ struct tool_optspec {
 /* A command of the table: argv[0] is "megacache NAME". Returns the exit status. */
 typedef int tool_cmd_fn(struct tool *t, int argc, char **argv);
 
-/* cmd_<name>.c */
+/* cmd_<name>.c: the commands, and the help of each (NAME_help): its block of the
+ * overview (megacache --help: its synopsis, then its summary), and its own (megacache
+ * NAME --help, print_help()): usage, what it does, its options, an example. */
 int cmd_keygen(struct tool *t, int argc, char **argv);
 int cmd_pack(struct tool *t, int argc, char **argv);
 int cmd_sign(struct tool *t, int argc, char **argv);
@@ -127,14 +156,14 @@ int cmd_run(struct tool *t, int argc, char **argv);
 int cmd_push(struct tool *t, int argc, char **argv);
 int cmd_pull(struct tool *t, int argc, char **argv);
 int cmd_audit(struct tool *t, int argc, char **argv);
-
-/* megacache.c */
-extern const char tool_usage[];
-void tool_help(const char *name);
+extern const struct cmd_help keygen_help, pack_help, sign_help, verify_help, list_help,
+	load_help, export_help, merge_help, diff_help, save_help, run_help, push_help, pull_help,
+	audit_help;
 
 /* output.c */
 extern const char *tool_command;
 void say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void usage_say(const char *msg) __attribute__((noreturn));
 void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void try_help(void) __attribute__((noreturn));
 const char *shown_path(const char *path);
@@ -142,9 +171,17 @@ void warn_unsigned(const struct tool *t);
 void check_out_folder(const char *path);
 int take_stdout(const struct tool *t, const char **path, const char *what);
 int put_stdout(int fd, const void *buf, size_t n);
+/* After the command, with its status rc: ends the process by the signal caught, if any
+ * and rc tells of a failure; else says the work was done first and returns rc. */
+int interrupt_end(int rc);
 int exit_code(int rc);
 int fail(mc_ctx *ctx, int rc);
+/* Why the password a key asked for could not be had, when that is so (set by
+ * read_password(), added by fail() to the error it tells); "" else. */
+extern char password_why[256];
 void human_bytes(uint64_t n, char *buf, size_t len);
+void join_words(char *buf, size_t len, const char *const *v, size_t n, const char *last,
+		const char *none);
 void print_json(cJSON *j);
 #define JSON_SCHEMA 3 /* the version of doc/json-schema.json */
 void json_begin(const char *command);
@@ -160,23 +197,6 @@ const char *json_code(void);
 void json_forget(void);
 void json_fail_add(const char *name, cJSON *item);
 
-/* cmd_verify.c: the signatures of a bundle, each verified, not checked or broken
- * (mc_bundle_signature_state()), and its facts, for every report of a bundle read. */
-/* [{"key_id", "state"}, ...] */
-cJSON *signatures_json(mc_bundle *b);
-/* {"KEY": "VALUE", ...}: b's labels. */
-cJSON *labels_json(const mc_bundle *b);
-/* The facts of b every report of a bundle read carries, as members of j:
- * "format_version", "bundle_version", "created", "expires" (when it has an expiry),
- * "labels", "signatures" and "artifact_count". */
-void bundle_facts_json(cJSON *j, mc_bundle *b);
-/* A line per signature: "<prefix>signature by key ID: <state>". checked: keys were
- * given, so one not checked is by a key not trusted. */
-void say_signatures(FILE *f, mc_bundle *b, const char *prefix, int checked);
-/* fail(), and after a failure of the signatures the state of each (text: on standard
- * error; --json: "signatures" in the failure object). b may be NULL. */
-int fail_signed(struct tool *t, mc_bundle *b, int rc);
-
 /* options.c */
 int parse_u64(const char *s, uint64_t *v);
 int parse_time(const char *s, int64_t now, int64_t *v);
@@ -184,6 +204,7 @@ void refuse_dash(const char *opt, const char *arg, const char *why);
 /* -p PUBFILE into tr (at most MAX_PUBKEYS): of the trust options, and of list. */
 void pubkey_opt(struct trust *tr, const char *arg);
 void iso_time(int64_t t, char *buf, size_t len);
+void print_help(const struct cmd_help *h);
 int tool_prescan(const struct tool *t, int argc, char **argv, const struct tool_optspec *spec,
 		 int c, const char **arg);
 void tool_parse(struct tool *t, int argc, char **argv, const struct tool_optspec *spec,
@@ -203,9 +224,6 @@ const char *interrupt_name(void);
 /* pthread_create() for the tool's own threads, which leave those signals to the main one
  * (where they interrupt a read). */
 int start_thread(pthread_t *thread, void *(*fn)(void *), void *arg);
-/* After the command, with its status rc: ends the process by the signal caught, if any
- * and rc tells of a failure; else says the work was done first and returns rc. */
-int interrupt_end(int rc);
 /* Ends the process by sig's default action, what was printed flushed first (returns
  * only for a signal whose default action does not end it). */
 void end_by_signal(int sig);
@@ -213,8 +231,6 @@ void end_by_signal(int sig);
 /* setup.c */
 int tool_start(struct tool *t);
 int read_password(void *ud, const char *prompt, char *buf, size_t len);
-/* Why read_password() last gave up ("" when it has not). */
-extern char password_why[256];
 int open_bundle(struct tool *t, const char *path, mc_bundle **b);
 int open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
 /* The two steps of open_trusted(), for a command that opens several bundles under the
@@ -374,6 +390,59 @@ void gpu_targets_text(const mc_bundle *b, char *buf, size_t len);
 void gpu_mismatch_hint(const struct tool *t, const struct gpu_opts *g, const mc_bundle *b,
 		       int dry);
 void gpu_free(struct gpu_opts *g);
+
+/* fleet.c: what push, pull and audit share: the options naming the Redis caches,
+ * the connection, and what is told of the entries. */
+struct redis_opts {
+	const char *url, *password_file, *triton_format;
+	int triton;
+};
+
+#define REDIS_LONG_OPTIONS                                                         \
+	{"redis", required_argument, NULL, OPT_REDIS},                             \
+	{"redis-password-file", required_argument, NULL, OPT_REDIS_PASSWORD_FILE}, \
+	{"triton", no_argument, NULL, OPT_TRITON},                                 \
+	{"triton-key-format", required_argument, NULL, OPT_TRITON_KEY_FORMAT}
+
+/* Takes one of REDIS_LONG_OPTIONS: 1, or 0 for another option. */
+int redis_opt(struct redis_opts *o, int c, char *arg);
+/* The URL (--redis, else torch's variables) and the Triton key format, or a usage error
+ * of cmd; a megacache built without Redis support ends here too. */
+void redis_check(struct redis_opts *o, const char *cmd);
+/* Connects to o's store: 0, or the exit status of a failure it has said. */
+int redis_connect(struct tool *t, const struct redis_opts *o, mc_redis **r);
+
+struct entry_tally {
+	int verbose, quiet;
+	int findings; /* audit: entries not vouched for are listed without -v */
+	size_t n[MC_REMOTE_WOULD_CHANGE_TTL + 1];
+	size_t aot;   /* push: AOTAutograd entries written or there already */
+	uint64_t bytes;
+	cJSON *entries; /* with --json: the entries told (push: those written or compared) */
+};
+
+/* The mc_remote_fn of push, pull and audit (ud: struct entry_tally). */
+void on_entry(void *ud, int what, const char *type, const char *key, const char *rkey,
+	      uint64_t size);
+/* The counts of ta of the actions which[n] (MC_REMOTE_*) as members of j, by their names. */
+void add_counts(cJSON *j, const struct entry_tally *ta, const int *which, size_t n);
+
+/* report.c: the signatures of a bundle, each verified, not checked or broken
+ * (mc_bundle_signature_state()), and its facts, for every report of a bundle read. */
+/* [{"key_id", "state"}, ...] */
+cJSON *signatures_json(mc_bundle *b);
+/* {"KEY": "VALUE", ...}: b's labels. */
+cJSON *labels_json(const mc_bundle *b);
+/* The facts of b every report of a bundle read carries, as members of j:
+ * "format_version", "bundle_version", "created", "expires" (when it has an expiry),
+ * "labels", "signatures" and "artifact_count". */
+void bundle_facts_json(cJSON *j, mc_bundle *b);
+/* A line per signature: "<prefix>signature by key ID: <state>". checked: keys were
+ * given, so one not checked is by a key not trusted. */
+void say_signatures(FILE *f, mc_bundle *b, const char *prefix, int checked);
+/* fail(), and after a failure of the signatures the state of each (text: on standard
+ * error; --json: "signatures" in the failure object). b may be NULL. */
+int fail_signed(struct tool *t, mc_bundle *b, int rc);
 
 /* report.c: what load, list --explain and export tell of the artifacts they handle. */
 struct type_sum {
