@@ -71,6 +71,7 @@ struct mc_ctx {
 	char err[MC_ERRBUF];
 	struct mc_type *types;  /* the registry of types and tiers (tiers/) */
 	size_t ntypes;
+	size_t nbuiltin;        /* the first nbuiltin types are the built-in ones */
 	struct mc_tier *tiers;
 	size_t ntiers;
 	mc_progress_fn progress;

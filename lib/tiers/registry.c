@@ -1,5 +1,5 @@
 /*
- * registry.c - the context's registry: artifact types (the built-in table, then what
+ * registry.c - the context's registry: artifact types (the built-in tables', then what
  * callers register), the tiers they install into, and their roots.
  */
 #include "config.h"
@@ -101,11 +101,21 @@ add_type(mc_ctx *ctx, const struct mc_typedesc *d, void *ud)
 }
 
 int
+mc__register_types(mc_ctx *ctx, const struct mc_typedesc *d, size_t n)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		if ((rc = add_type(ctx, &d[i], ctx)) != MC_OK)
+			return rc;
+	return MC_OK;
+}
+
+int
 mc_ctx_new(mc_ctx **out)
 {
-	const struct mc_typedesc *builtin;
 	mc_ctx *ctx;
-	size_t i, n;
 	int rc;
 
 	if (out == NULL)
@@ -120,12 +130,10 @@ mc_ctx_new(mc_ctx **out)
 		mc_ctx_free(ctx);
 		return rc;
 	}
-	builtin = mc__builtin_types(&n);
-	for (i = 0; i < n; i++)
-		if ((rc = add_type(ctx, &builtin[i], ctx)) != MC_OK) {
-			mc_ctx_free(ctx);
-			return rc;
-		}
+	if ((rc = mc__register_builtin(ctx)) != MC_OK) {
+		mc_ctx_free(ctx);
+		return rc;
+	}
 	*out = ctx;
 	return MC_OK;
 }

@@ -960,11 +960,10 @@ static const struct mc_typedesc builtin[] = {
 	 triton_home_root, -1, -1, group_record, group_derive},
 };
 
-const struct mc_typedesc *
-mc__builtin_types(size_t *n)
+int
+mc__register_torch(mc_ctx *ctx)
 {
-	*n = sizeof builtin / sizeof builtin[0];
-	return builtin;
+	return mc__register_types(ctx, builtin, sizeof builtin / sizeof builtin[0]);
 }
 
 const struct mc_typedesc *
