@@ -74,6 +74,9 @@ struct mc_ctx {
 	size_t nbuiltin;        /* the first nbuiltin types are the built-in ones */
 	struct mc_tier *tiers;
 	size_t ntiers;
+	/* frees what the registry holds: the registry's own, set once it holds anything,
+	 * for mc_ctx_free() (core/ does not call into tiers/ for it) */
+	void (*free_registry)(mc_ctx *ctx);
 	mc_progress_fn progress;
 	void *progress_ud;
 	uint64_t max_manifest;
@@ -110,6 +113,14 @@ MC_HIDDEN int mc__cancel_err(mc_ctx *ctx);
  * which go to the application's threads (a read those interrupt can then see
  * mc__cancelled()). */
 MC_HIDDEN int mc__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+
+/* ---- the one call up: the built-in types (tiers/builtin.c) ----
+ * mc_ctx_new() fills every new context with them; core/ names no other function of a
+ * part above it (lib/README.md). */
+
+/* Registers every built-in table of types on ctx, and records there how many types are
+ * built in (ctx->nbuiltin). */
+MC_HIDDEN int mc__register_builtin(mc_ctx *ctx);
 
 /* ---- phase times, for MEGACACHE_PROFILE (prof.c) ---- */
 
@@ -184,8 +195,6 @@ MC_HIDDEN int mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
 MC_HIDDEN int mc__errno(mc_ctx *ctx, int code, const char *what, const char *path);
 MC_HIDDEN void mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total);
 MC_HIDDEN int mc__crypto_init(mc_ctx *ctx);
-/* Sets the default caps (format/SPEC.md documents them). */
-MC_HIDDEN void mc__ctx_init(mc_ctx *ctx);
 
 /* ---- encodings (encode.c) ---- */
 

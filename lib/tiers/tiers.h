@@ -96,11 +96,9 @@ MC_HIDDEN int mc__key_entry_ok(const struct mc_type *t, const char *key,
 MC_HIDDEN int mc__entry_key(const struct mc_type *t, const char *key,
 			    const unsigned char *sha256, char *buf, size_t len);
 
-/* ---- the built-in types: the set of them (builtin.c) ---- */
-
-/* Registers every built-in table of types on a new context, and records there how many
- * types are built in (ctx->nbuiltin). */
-MC_HIDDEN int mc__register_builtin(mc_ctx *ctx);
+/* ---- the built-in types: the set of them (builtin.c) ----
+ * Its one function, mc__register_builtin(), is declared in core/core.h, for
+ * mc_ctx_new(). */
 
 /* ---- the built-in types of torch and Triton (torch.c) ---- */
 
