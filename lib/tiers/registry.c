@@ -193,8 +193,9 @@ int
 mc_ctx_register_type(mc_ctx *ctx, const char *type, const char *tier, unsigned flags,
 		     mc_key_check_fn key_check, mc_dest_path_fn dest_path, void *ud)
 {
-	struct mc_typedesc d = {type, tier, flags, key_check, dest_path, NULL, -1, -1,
-				 NULL, NULL};
+	struct mc_typedesc d = {.name = type, .tier = tier, .flags = flags,
+				 .key_check = key_check, .dest_path = dest_path,
+				 .torch27_id = -1, .export_rank = -1};
 
 	if (ctx == NULL || type == NULL || tier == NULL || key_check == NULL || dest_path == NULL)
 		return MC_ERR_INVALID;
