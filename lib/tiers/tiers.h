@@ -7,6 +7,8 @@
 
 #include "core/core.h"
 
+/* ---- what describes a type and a tier, and their records (registry.c keeps them) ---- */
+
 /* A tier's root when none was set: *out (malloc'd), and in *named the length of the
  * part the environment named rather than made up here (TMPDIR, the inductor root).
  * Triton's also sets ctx->triton_flat: whether kernels sit beneath a device level. */
@@ -65,9 +67,6 @@ struct mc_tier {
 		       * there, and walks the rest (a default's own folders) without */
 };
 
-/* The folder torch keeps Triton's cache in, beneath the inductor root. */
-#define MC_TRITON_SUBDIR "triton"
-
 /* ---- the registry (registry.c) ---- */
 
 /* Adds the n types of a table of the library's own (their handlers get the context as
@@ -102,6 +101,8 @@ MC_HIDDEN int mc__entry_key(const struct mc_type *t, const char *key,
 
 /* ---- the built-in types of torch and Triton (torch.c) ---- */
 
+/* The folder torch keeps Triton's cache in, beneath the inductor root. */
+#define MC_TRITON_SUBDIR "triton"
 /* Registers torch.c's table. */
 MC_HIDDEN int mc__register_torch(mc_ctx *ctx);
 /* The built-in type of that torch 2.7 id; NULL when there is none. */
