@@ -1,15 +1,11 @@
 /*
- * context.c - the context's own settings: caps, progress, worker threads, the owner of
- * what a load makes; and libsodium set up once. Its registry of types and tiers is
- * tiers/registry.c's.
+ * context.c - the context's life: made with its default caps and the built-in types,
+ * and freed with what its registry holds. Its settings are settings.c's, its registry
+ * of types and tiers tiers/registry.c's.
  */
 #include "config.h"
 
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include <sodium.h>
 
 #include "core/core.h"
 
@@ -19,8 +15,8 @@
 #define MC_DEFAULT_MAX_ARTIFACT_BYTES ((8ull << 30) - 1) /* ustar size field */
 #define MC_DEFAULT_MAX_TOTAL_BYTES (256ull << 30)
 
-void
-mc__ctx_init(mc_ctx *ctx)
+static void
+ctx_init(mc_ctx *ctx)
 {
 	ctx->max_manifest = MC_DEFAULT_MAX_MANIFEST;
 	ctx->max_artifacts = MC_DEFAULT_MAX_ARTIFACTS;
@@ -33,99 +29,41 @@ mc__ctx_init(mc_ctx *ctx)
 	ctx->cancel = &ctx->cancel_flag;
 }
 
-void
-mc_ctx_cancel(mc_ctx *ctx)
-{
-	if (ctx != NULL && ctx->cancel != NULL)
-		atomic_store(ctx->cancel, 1);
-}
-
+/* The built-in types come from tiers/, above core/: mc__register_builtin() is the one
+ * function of a part above that core/ calls (lib/README.md). */
 int
-mc__cancel_err(mc_ctx *ctx)
+mc_ctx_new(mc_ctx **out)
 {
-	return mc__err(ctx, MC_ERR_CANCELLED, "cancelled");
-}
+	mc_ctx *ctx;
+	int rc;
 
-int
-mc__crypto_init(mc_ctx *ctx)
-{
-	/* 1 means "already initialised"; only a negative value is a failure. */
-	if (sodium_init() < 0)
-		return mc__err(ctx, MC_ERR_CRYPTO, "libsodium could not be initialised");
+	if (out == NULL)
+		return MC_ERR_INVALID;
+	*out = NULL;
+	ctx = calloc(1, sizeof *ctx);
+	if (ctx == NULL)
+		return MC_ERR_NOMEM;
+	ctx_init(ctx);
+	mc__prof_init(ctx);
+	if ((rc = mc__crypto_init(ctx)) != MC_OK) {
+		mc_ctx_free(ctx);
+		return rc;
+	}
+	if ((rc = mc__register_builtin(ctx)) != MC_OK) {
+		mc_ctx_free(ctx);
+		return rc;
+	}
+	*out = ctx;
 	return MC_OK;
 }
 
 void
-mc_ctx_set_progress(mc_ctx *ctx, mc_progress_fn fn, void *ud)
+mc_ctx_free(mc_ctx *ctx)
 {
 	if (ctx == NULL)
 		return;
-	ctx->progress = fn;
-	ctx->progress_ud = ud;
-}
-
-void
-mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total)
-{
-	if (ctx->progress != NULL)
-		ctx->progress(ctx->progress_ud, phase, done, total);
-}
-
-int
-mc_ctx_set_limit(mc_ctx *ctx, int which, uint64_t value)
-{
-	if (ctx == NULL || (value == 0 && which != MC_LIMIT_EXPANSION))
-		return MC_ERR_INVALID;
-	switch (which) {
-	case MC_LIMIT_EXPANSION: ctx->max_expansion = value; break;
-	case MC_LIMIT_MANIFEST_BYTES: ctx->max_manifest = value; break;
-	case MC_LIMIT_ARTIFACTS: ctx->max_artifacts = value; break;
-	case MC_LIMIT_ARTIFACT_BYTES: ctx->max_artifact_bytes = value; break;
-	case MC_LIMIT_TOTAL_BYTES: ctx->max_total_bytes = value; break;
-	default: return mc__err(ctx, MC_ERR_INVALID, "unknown limit %d", which);
-	}
-	return MC_OK;
-}
-
-int
-mc_ctx_set_threads(mc_ctx *ctx, unsigned n)
-{
-	if (ctx == NULL || n > 1024)
-		return MC_ERR_INVALID;
-	ctx->threads = n;
-	return MC_OK;
-}
-
-/* An id fits uid_t and gid_t (32 bits on Linux) and is not their -1, which chown()
- * takes as "unchanged". */
-static int
-id_ok(long id)
-{
-	return id == -1 || (id >= 0 && (unsigned long long)id < 0xffffffffull);
-}
-
-int
-mc_ctx_set_owner(mc_ctx *ctx, long uid, long gid)
-{
-	if (ctx == NULL)
-		return MC_ERR_INVALID;
-	if (!id_ok(uid) || !id_ok(gid))
-		return mc__err(ctx, MC_ERR_INVALID, "owner %ld:%ld: an id is -1 (unchanged) or 0 to "
-			       "4294967294", uid, gid);
-	if ((uid != -1 || gid != -1) && geteuid() != 0)
-		return mc__err(ctx, MC_ERR_INVALID, "giving the files a load makes to another owner "
-			       "needs root; this process runs as uid %lu", (unsigned long)geteuid());
-	ctx->owner_uid = uid;
-	ctx->owner_gid = gid;
-	return MC_OK;
-}
-
-unsigned
-mc__threads(const mc_ctx *ctx)
-{
-	long n = ctx->threads > 0 ? (long)ctx->threads : sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (n < 1)
-		return 1;
-	return n > MC_MAX_THREADS ? MC_MAX_THREADS : (unsigned)n;
+	mc__prof_report(ctx);
+	if (ctx->free_registry != NULL)
+		ctx->free_registry(ctx);
+	free(ctx);
 }

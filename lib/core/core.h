@@ -22,6 +22,8 @@
 
 #define MC_HIDDEN __attribute__((visibility("hidden")))
 
+/* ---- sizes and caps, and sums checked against them (inline here) ---- */
+
 #define MC_HASH_BYTES 32     /* BLAKE2b-256 object hash */
 #define MC_HASH_HEX 65       /* with NUL */
 #define MC_KEYID_BYTES 8
@@ -57,7 +59,7 @@ mc__sum_add(uint64_t *sum, uint64_t v)
 	return 1;
 }
 
-/* ---- the context ---- */
+/* ---- the context: made and freed (context.c), its settings (settings.c) ---- */
 
 /* The registry's records (tiers/tiers.h). */
 struct mc_type;
@@ -71,8 +73,12 @@ struct mc_ctx {
 	char err[MC_ERRBUF];
 	struct mc_type *types;  /* the registry of types and tiers (tiers/) */
 	size_t ntypes;
+	size_t nbuiltin;        /* the first nbuiltin types are the built-in ones */
 	struct mc_tier *tiers;
 	size_t ntiers;
+	/* frees what the registry holds: the registry's own, set once it holds anything,
+	 * for mc_ctx_free() (core/ does not call into tiers/ for it) */
+	void (*free_registry)(mc_ctx *ctx);
 	mc_progress_fn progress;
 	void *progress_ud;
 	uint64_t max_manifest;
@@ -105,10 +111,25 @@ mc__cancelled(const mc_ctx *ctx)
 }
 /* MC_ERR_CANCELLED, said on ctx. */
 MC_HIDDEN int mc__cancel_err(mc_ctx *ctx);
-/* pthread_create() for the library's own threads: they block the asynchronous signals,
- * which go to the application's threads (a read those interrupt can then see
- * mc__cancelled()). */
-MC_HIDDEN int mc__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+/* Tells the progress callback set on ctx, if any, how far phase has come. */
+MC_HIDDEN void mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total);
+/* Sets libsodium up (once for the process): MC_OK, or MC_ERR_CRYPTO said on ctx. */
+MC_HIDDEN int mc__crypto_init(mc_ctx *ctx);
+/* The most worker threads: each holds a zstd window (4 MiB decoding a block, about
+ * 5.4 MiB compressing one), and eight keep a load, a verify or a pack of any size under
+ * 64 MiB. */
+#define MC_MAX_THREADS 8
+/* The number of worker threads an operation on ctx uses (at least 1): those set, or one
+ * per online CPU, at most MC_MAX_THREADS either way. */
+MC_HIDDEN unsigned mc__threads(const mc_ctx *ctx);
+
+/* ---- the one call up: the built-in types (tiers/builtin.c) ----
+ * mc_ctx_new() fills every new context with them; core/ names no other function of a
+ * part above it (lib/README.md). */
+
+/* Registers every built-in table of types on ctx, and records there how many types are
+ * built in (ctx->nbuiltin). */
+MC_HIDDEN int mc__register_builtin(mc_ctx *ctx);
 
 /* ---- phase times, for MEGACACHE_PROFILE (prof.c) ---- */
 
@@ -128,14 +149,12 @@ mc__prof_start(const mc_ctx *ctx)
 	return ctx->prof != NULL ? mc__now_ns() : 0;
 }
 
-/* The most worker threads: each holds a zstd window (4 MiB decoding a block, about
- * 5.4 MiB compressing one), and eight keep a load, a verify or a pack of any size under
- * 64 MiB. */
-#define MC_MAX_THREADS 8
-/* The number of worker threads an operation on ctx uses (at least 1): those set, or one
- * per online CPU, at most MC_MAX_THREADS either way. */
-MC_HIDDEN unsigned mc__threads(const mc_ctx *ctx);
+/* ---- worker threads (parallel.c) ---- */
 
+/* pthread_create() for the library's own threads: they block the asynchronous signals,
+ * which go to the application's threads (a read those interrupt can then see
+ * mc__cancelled()). */
+MC_HIDDEN int mc__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 /* One item of parallel work. worker: 0 is the calling thread (the only one that may
  * report progress); wctx: the context for its error message (ctx itself when there is
  * one worker, else the worker's own copy, valid during the run). */
@@ -157,7 +176,9 @@ MC_HIDDEN int mc__parallel_in(mc_ctx *ctx, size_t n, unsigned nworkers, mc_par_f
 MC_HIDDEN int mc__longest_first(mc_ctx *ctx, size_t n, uint64_t (*cost)(const void *ud, size_t k),
 				const void *ud, size_t **out);
 
-/* pipe.c: pieces handed from the calling thread to one consumer thread, which calls fn
+/* ---- pipes (pipe.c) ---- */
+
+/* Pieces handed from the calling thread to one consumer thread, which calls fn
  * with each in order (wctx: the context for its error message), while the caller makes
  * the next; at most two are in flight. Where no thread starts, mc__pipe_put() calls fn
  * itself. */
@@ -173,18 +194,19 @@ MC_HIDDEN int mc__pipe_put(struct mc_pipe *p, const void *buf, size_t n);
  * its message on the context given to mc__pipe_start(). */
 MC_HIDDEN int mc__pipe_end(struct mc_pipe *p);
 
-/* escape.c: the characters mc_escape() makes visible, and that a label value may not
+/* ---- text checks (escape.c) ---- */
+
+/* The characters mc_escape() makes visible, and that a label value may not
  * hold (SPEC.md section 3.1); whether text of n bytes is UTF-8 without them (0), not
  * valid UTF-8 (-1), or holds one, *cp (1); tab_ok lets TAB through. */
 MC_HIDDEN int mc__is_unsafe_cp(uint32_t cp);
 MC_HIDDEN int mc__text_check(const char *text, size_t n, int tab_ok, uint32_t *cp);
+
+/* ---- errors (error.c) ---- */
+
 MC_HIDDEN int mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 MC_HIDDEN int mc__errno(mc_ctx *ctx, int code, const char *what, const char *path);
-MC_HIDDEN void mc__progress(mc_ctx *ctx, const char *phase, uint64_t done, uint64_t total);
-MC_HIDDEN int mc__crypto_init(mc_ctx *ctx);
-/* Sets the default caps (format/SPEC.md documents them). */
-MC_HIDDEN void mc__ctx_init(mc_ctx *ctx);
 
 /* ---- encodings (encode.c) ---- */
 

@@ -656,13 +656,12 @@ early_start(struct push *p)
 	mc_ctx *ctx = p->ctx;
 	char saved[MC_ERRBUF];
 	const char *root;
-	size_t i, named, nbuiltin;
+	size_t i, named;
 	struct early *e;
 	int ok = 1;
 
-	(void)mc__builtin_types(&nbuiltin);
 	if (p->b->planned || !p->b->fresh || p->b->seq || mc__threads(ctx) < 2 ||
-	    ctx->ntypes != nbuiltin)
+	    ctx->ntypes != ctx->nbuiltin)
 		return 0;
 	snprintf(saved, sizeof saved, "%s", ctx->err);
 	for (i = 0; i < ctx->ntypes && ok; i++)

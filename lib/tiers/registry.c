@@ -1,5 +1,5 @@
 /*
- * registry.c - the context's registry: artifact types (the built-in table, then what
+ * registry.c - the context's registry: artifact types (the built-in tables', then what
  * callers register), the tiers they install into, and their roots.
  */
 #include "config.h"
@@ -9,14 +9,13 @@
 
 #include "tiers/tiers.h"
 
-void
-mc_ctx_free(mc_ctx *ctx)
+/* Frees what the registry holds. Freeing the context calls it through
+ * ctx->free_registry, which every allocation for the registry sets first. */
+static void
+free_registry(mc_ctx *ctx)
 {
 	size_t i;
 
-	if (ctx == NULL)
-		return;
-	mc__prof_report(ctx);
 	for (i = 0; i < ctx->ntypes; i++)
 		free(ctx->types[i].tier);
 	free(ctx->types);
@@ -25,7 +24,6 @@ mc_ctx_free(mc_ctx *ctx)
 		free(ctx->tiers[i].root);
 	}
 	free(ctx->tiers);
-	free(ctx);
 }
 
 static struct mc_tier *
@@ -39,6 +37,7 @@ find_tier(mc_ctx *ctx, const char *name, int create)
 			return &ctx->tiers[i];
 	if (!create)
 		return NULL;
+	ctx->free_registry = free_registry;
 	t = realloc(ctx->tiers, (ctx->ntiers + 1) * sizeof *t);
 	if (t == NULL)
 		return NULL;
@@ -78,6 +77,7 @@ add_type(mc_ctx *ctx, const struct mc_typedesc *d, void *ud)
 		return mc__err(ctx, MC_ERR_INVALID, "type %s: unknown flags", d->name);
 	if (mc__find_type(ctx, d->name) != NULL)
 		return mc__err(ctx, MC_ERR_INVALID, "type %s is already registered", d->name);
+	ctx->free_registry = free_registry;
 	types = realloc(ctx->types, (ctx->ntypes + 1) * sizeof *types);
 	if (types == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
@@ -101,32 +101,14 @@ add_type(mc_ctx *ctx, const struct mc_typedesc *d, void *ud)
 }
 
 int
-mc_ctx_new(mc_ctx **out)
+mc__register_types(mc_ctx *ctx, const struct mc_typedesc *d, size_t n)
 {
-	const struct mc_typedesc *builtin;
-	mc_ctx *ctx;
-	size_t i, n;
+	size_t i;
 	int rc;
 
-	if (out == NULL)
-		return MC_ERR_INVALID;
-	*out = NULL;
-	ctx = calloc(1, sizeof *ctx);
-	if (ctx == NULL)
-		return MC_ERR_NOMEM;
-	mc__ctx_init(ctx);
-	mc__prof_init(ctx);
-	if ((rc = mc__crypto_init(ctx)) != MC_OK) {
-		mc_ctx_free(ctx);
-		return rc;
-	}
-	builtin = mc__builtin_types(&n);
 	for (i = 0; i < n; i++)
-		if ((rc = add_type(ctx, &builtin[i], ctx)) != MC_OK) {
-			mc_ctx_free(ctx);
+		if ((rc = add_type(ctx, &d[i], ctx)) != MC_OK)
 			return rc;
-		}
-	*out = ctx;
 	return MC_OK;
 }
 
@@ -211,8 +193,9 @@ int
 mc_ctx_register_type(mc_ctx *ctx, const char *type, const char *tier, unsigned flags,
 		     mc_key_check_fn key_check, mc_dest_path_fn dest_path, void *ud)
 {
-	struct mc_typedesc d = {type, tier, flags, key_check, dest_path, NULL, -1, -1,
-				 NULL, NULL};
+	struct mc_typedesc d = {.name = type, .tier = tier, .flags = flags,
+				 .key_check = key_check, .dest_path = dest_path,
+				 .torch27_id = -1, .export_rank = -1};
 
 	if (ctx == NULL || type == NULL || tier == NULL || key_check == NULL || dest_path == NULL)
 		return MC_ERR_INVALID;

@@ -20,9 +20,9 @@ static const struct torch_space {
 		      * ("<key>/<entry>"), which the remote cache has no place for: one value
 		      * per torch key */
 } torch_spaces[] = {
-	{"inductor", "fx-graph-v1", 1, 1},
-	{"aot_autograd", "autograd-experimental", 1, 1},
-	{"pgo", "dynamo-pgo", 0, 0},
+	{.type = "inductor", .cache_id = "fx-graph-v1", .timed = 1, .guarded = 1},
+	{.type = "aot_autograd", .cache_id = "autograd-experimental", .timed = 1, .guarded = 1},
+	{.type = "pgo", .cache_id = "dynamo-pgo", .timed = 0, .guarded = 0},
 };
 #define NTORCH (sizeof torch_spaces / sizeof torch_spaces[0])
 #define TORCH_PREFIX "pt2:"

@@ -7,6 +7,8 @@
 
 #include "core/core.h"
 
+/* ---- what describes a type and a tier, and their records (registry.c keeps them) ---- */
+
 /* A tier's root when none was set: *out (malloc'd), and in *named the length of the
  * part the environment named rather than made up here (TMPDIR, the inductor root).
  * Triton's also sets ctx->triton_flat: whether kernels sit beneath a device level. */
@@ -65,11 +67,11 @@ struct mc_tier {
 		       * there, and walks the rest (a default's own folders) without */
 };
 
-/* The folder torch keeps Triton's cache in, beneath the inductor root. */
-#define MC_TRITON_SUBDIR "triton"
-
 /* ---- the registry (registry.c) ---- */
 
+/* Adds the n types of a table of the library's own (their handlers get the context as
+ * their ud): how each built-in table registers itself. */
+MC_HIDDEN int mc__register_types(mc_ctx *ctx, const struct mc_typedesc *d, size_t n);
 MC_HIDDEN const struct mc_type *mc__find_type(const mc_ctx *ctx, const char *type);
 /* Checks key with type t's handler (and the length every key has). */
 MC_HIDDEN int mc__key_check(mc_ctx *ctx, const struct mc_type *t, const char *key);
@@ -93,9 +95,16 @@ MC_HIDDEN int mc__key_entry_ok(const struct mc_type *t, const char *key,
 MC_HIDDEN int mc__entry_key(const struct mc_type *t, const char *key,
 			    const unsigned char *sha256, char *buf, size_t len);
 
-/* ---- the built-in types (torch.c) ---- */
+/* ---- the built-in types: the set of them (builtin.c) ----
+ * Its one function, mc__register_builtin(), is declared in core/core.h, for
+ * mc_ctx_new(). */
 
-MC_HIDDEN const struct mc_typedesc *mc__builtin_types(size_t *n);
+/* ---- the built-in types of torch and Triton (torch.c) ---- */
+
+/* The folder torch keeps Triton's cache in, beneath the inductor root. */
+#define MC_TRITON_SUBDIR "triton"
+/* Registers torch.c's table. */
+MC_HIDDEN int mc__register_torch(mc_ctx *ctx);
 /* The built-in type of that torch 2.7 id; NULL when there is none. */
 MC_HIDDEN const struct mc_typedesc *mc__builtin_torch27(uint64_t id);
 /* Whether the file of key, of type t, is one whose hooks may change it (a Triton

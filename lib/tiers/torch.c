@@ -943,28 +943,44 @@ torch_default_root(mc_ctx *ctx, char **out, size_t *named)
  * layout (inductor, autotune, aot_autograd, pgo, precompile). Builtin handlers get the
  * context as their ud. */
 static const struct mc_typedesc builtin[] = {
-	{"inductor", "inductor", MC_TYPE_WANTS_SHA256, inductor_check, inductor_dest,
-	 torch_default_root, 0, 0, NULL, NULL},
-	{"aot_autograd", "inductor", MC_TYPE_WANTS_SHA256, aot_check, aot_dest,
-	 torch_default_root, 2, 2, NULL, NULL},
-	{"autotune", "inductor", 0, autotune_check, same_path_dest, torch_default_root, 1, 1, NULL, NULL},
-	{"pgo", "inductor", 0, pgo_check, pgo_dest, torch_default_root, 3, 3, NULL, NULL},
-	{"precompile", "inductor", 0, hex64_check, precompile_dest, torch_default_root,
-	 -1, 4, NULL, NULL},
-	{"kernel_code", "inductor", 0, code_check, same_path_dest, torch_default_root, -1, -1, NULL, NULL},
-	{"gemm_timing", "inductor", 0, hex64_check, gemm_dest, torch_default_root, -1, -1, NULL, NULL},
-	{"triton", "triton", MC_TYPE_FOLDER_UNIT, triton_check, triton_dest,
-	 triton_default_root, -1, -1, group_record, group_derive},
-	{"extra", "inductor", 0, extra_check, same_path_dest, torch_default_root, -1, -1, NULL, NULL},
-	{"triton_home", "triton_home", MC_TYPE_FOLDER_UNIT, triton_home_check, same_path_dest,
-	 triton_home_root, -1, -1, group_record, group_derive},
+	{.name = "inductor", .tier = "inductor", .flags = MC_TYPE_WANTS_SHA256,
+	 .key_check = inductor_check, .dest_path = inductor_dest,
+	 .default_root = torch_default_root, .torch27_id = 0, .export_rank = 0},
+	{.name = "aot_autograd", .tier = "inductor", .flags = MC_TYPE_WANTS_SHA256,
+	 .key_check = aot_check, .dest_path = aot_dest,
+	 .default_root = torch_default_root, .torch27_id = 2, .export_rank = 2},
+	{.name = "autotune", .tier = "inductor",
+	 .key_check = autotune_check, .dest_path = same_path_dest,
+	 .default_root = torch_default_root, .torch27_id = 1, .export_rank = 1},
+	{.name = "pgo", .tier = "inductor",
+	 .key_check = pgo_check, .dest_path = pgo_dest,
+	 .default_root = torch_default_root, .torch27_id = 3, .export_rank = 3},
+	{.name = "precompile", .tier = "inductor",
+	 .key_check = hex64_check, .dest_path = precompile_dest,
+	 .default_root = torch_default_root, .torch27_id = -1, .export_rank = 4},
+	{.name = "kernel_code", .tier = "inductor",
+	 .key_check = code_check, .dest_path = same_path_dest,
+	 .default_root = torch_default_root, .torch27_id = -1, .export_rank = -1},
+	{.name = "gemm_timing", .tier = "inductor",
+	 .key_check = hex64_check, .dest_path = gemm_dest,
+	 .default_root = torch_default_root, .torch27_id = -1, .export_rank = -1},
+	{.name = "triton", .tier = "triton", .flags = MC_TYPE_FOLDER_UNIT,
+	 .key_check = triton_check, .dest_path = triton_dest,
+	 .default_root = triton_default_root, .torch27_id = -1, .export_rank = -1,
+	 .record = group_record, .derive = group_derive},
+	{.name = "extra", .tier = "inductor",
+	 .key_check = extra_check, .dest_path = same_path_dest,
+	 .default_root = torch_default_root, .torch27_id = -1, .export_rank = -1},
+	{.name = "triton_home", .tier = "triton_home", .flags = MC_TYPE_FOLDER_UNIT,
+	 .key_check = triton_home_check, .dest_path = same_path_dest,
+	 .default_root = triton_home_root, .torch27_id = -1, .export_rank = -1,
+	 .record = group_record, .derive = group_derive},
 };
 
-const struct mc_typedesc *
-mc__builtin_types(size_t *n)
+int
+mc__register_torch(mc_ctx *ctx)
 {
-	*n = sizeof builtin / sizeof builtin[0];
-	return builtin;
+	return mc__register_types(ctx, builtin, sizeof builtin / sizeof builtin[0]);
 }
 
 const struct mc_typedesc *

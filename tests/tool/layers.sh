@@ -64,6 +64,9 @@ done
 
 # The calls, too (a public function is declared to every part by megacache.h): a
 # function defined in one part is named only in that part and in the parts that use it.
+# One call runs up, as lib/README.md says: mc_ctx_new() in core/context.c registers the
+# built-in types through tiers/, by this one function of tiers/builtin.c.
+UP_CALL="core/context.c mc__register_builtin tiers"
 for f in "$LIB"/*/*.c; do
 	p=$(basename "$(dirname "$f")")
 	grep -oE '^mc_[a-z0-9_]+\(' "$f" | tr -d '(' | sed "s/\$/ $p/"
@@ -74,7 +77,8 @@ for f in "$LIB"/*/*.c; do
 	grep -oE '\bmc_[a-z0-9_]+' "$f" | sort -u | join - "$T/defs" | while read -r sym q; do
 		case "$allowed" in
 		*" $q "*) ;;
-		*) echo "${f#"$LIB"/} names $sym, defined in $q/" ;;
+		*) [ "${f#"$LIB"/} $sym $q" = "$UP_CALL" ] ||
+			echo "${f#"$LIB"/} names $sym, defined in $q/" ;;
 		esac
 	done
 done >"$T/calls"
