@@ -186,6 +186,12 @@ MC_HIDDEN int mc__crypto_init(mc_ctx *ctx);
 /* Sets the default caps (format/SPEC.md documents them). */
 MC_HIDDEN void mc__ctx_init(mc_ctx *ctx);
 
+/* ---- errors (error.c) ---- */
+
+/* Puts the text fmt makes and ": " before the message on ctx: code. */
+MC_HIDDEN int mc__err_prefix(mc_ctx *ctx, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* ---- encodings (encode.c) ---- */
 
 MC_HIDDEN void mc__hex(const unsigned char *in, size_t n, char *out);

@@ -481,9 +481,7 @@ record_blob(mc_writer *w, const char *name, const char *path, const unsigned cha
 			rc = mc__writer_add_range(w, it->type, it->key, path, it->offset, it->size,
 						  0, &obj);
 		if (rc != MC_OK) {
-			char msg[MC_ERRBUF];
-			snprintf(msg, sizeof msg, "%s", ctx->err);
-			mc__err(ctx, rc, "%s: artifact %zu: %s", name, i + 1, msg);
+			mc__err_prefix(ctx, rc, "%s: artifact %zu", name, i + 1);
 			break;
 		}
 		rc = mc__writer_blob_entry(w, it->group, it->key, obj);

@@ -22,12 +22,7 @@ artifact_dest(mc_ctx *ctx, const mc_bundle *b, const struct mc_martifact *a, cha
 {
 	int rc = mc__dest_for(ctx, a->handler, a->key, a->sha256, buf, len);
 
-	if (rc != MC_OK) {
-		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", ctx->err);
-		rc = mc__err(ctx, rc, "%s: %s", b->path, msg);
-	}
-	return rc;
+	return rc != MC_OK ? mc__err_prefix(ctx, rc, "%s", b->path) : MC_OK;
 }
 
 int

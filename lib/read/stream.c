@@ -103,11 +103,8 @@ object_error(struct sworker *w, int rc)
 {
 	const mc_bundle *b = w->s->b;
 
-	if (rc == MC_ERR_MALFORMED && strncmp(w->ctx->err, b->path, strlen(b->path)) != 0) {
-		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", w->ctx->err);
-		rc = mc__err(w->ctx, rc, "%s: object %s: %s", b->path, w->hex, msg);
-	}
+	if (rc == MC_ERR_MALFORMED && strncmp(w->ctx->err, b->path, strlen(b->path)) != 0)
+		rc = mc__err_prefix(w->ctx, rc, "%s: object %s", b->path, w->hex);
 	return rc;
 }
 
