@@ -29,6 +29,8 @@
 #define MC_PATH_MAX 4096
 #define MC_KEY_MAX 1024      /* artifact key, bytes */
 #define MC_TYPE_MAX 32
+/* An index (of an array's element, an object, a tier) that names none. */
+#define MC_NO_INDEX SIZE_MAX
 #define MC_IO_CHUNK (256 * 1024)
 /* Contents up to this size are read, compressed and decoded in one piece. */
 #define MC_WHOLE_MAX (4u << 20)

@@ -202,7 +202,7 @@ struct pull {
 	pthread_cond_t cv;
 	size_t next;           /* the batch recorded next */
 	int recording;         /* a worker is recording */
-	size_t failed;         /* the lowest entry that failed, or SIZE_MAX */
+	size_t failed;         /* the lowest entry that failed, or MC_NO_INDEX */
 	int err_rc;            /* and its failure */
 	char err[MC_ERRBUF];
 };
@@ -461,7 +461,7 @@ pull_all(struct pull *p)
 	pthread_mutex_destroy(&p->lock);
 	for (k = 0; k < p->nworkers; k++)
 		mc__wspool_done(p->sp[k]);
-	if (p->failed < SIZE_MAX) {
+	if (p->failed != MC_NO_INDEX) {
 		rc = p->err_rc;
 		snprintf(p->ctx->err, sizeof p->ctx->err, "%s", p->err);
 	}
@@ -505,7 +505,7 @@ mc_redis_pull(mc_redis *r, mc_writer *w, const char *match, unsigned flags, mc_r
 	p.w = w, p.r = r, p.ctx = mc__redis_ctx(r), p.fn = fn, p.ud = ud;
 	p.spaces = MC_SPACE_TORCH | (flags & MC_PULL_TRITON ? MC_SPACE_TRITON : 0);
 	p.tformat = mc__redis_triton_format(r);
-	p.failed = SIZE_MAX;
+	p.failed = MC_NO_INDEX;
 	rc = store_keys(r, match, p.spaces, &p.keys, &p.n);
 	/* Batches small enough that each worker has several. */
 	p.nworkers = mc__threads(p.ctx);

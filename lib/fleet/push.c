@@ -103,7 +103,7 @@ struct push {
 	uint64_t ready_bytes;
 	int sending;   /* a worker is sending (the connection is its alone) */
 	size_t next;   /* the turn whose commands go out next */
-	size_t failed; /* the lowest turn that failed, or SIZE_MAX */
+	size_t failed; /* the lowest turn that failed, or MC_NO_INDEX */
 	struct pcmd *wait; /* MC_PIPE_COMMANDS of them, a ring */
 	size_t whead, nwait;
 	uint64_t inflight; /* bytes of the commands awaited */
@@ -480,7 +480,7 @@ object_done(void *ud, unsigned id, mc_ctx *wctx, const struct mc_objout *o)
 	pthread_mutex_unlock(&p->lock);
 	drop_commands(&pw->cmds);
 	pw->acc_len = 0;
-	pw->acc_obj = SIZE_MAX;
+	pw->acc_obj = MC_NO_INDEX;
 	if (send)
 		rc = send_ready(p, id, wctx);
 	return rc;
@@ -782,7 +782,7 @@ workers_init(struct push *p)
 	    (p->ready = calloc(PUSH_AHEAD, sizeof *p->ready)) == NULL)
 		return no_mem(p->ctx);
 	for (k = 0; k < p->nworkers; k++)
-		p->w[k].acc_obj = SIZE_MAX;
+		p->w[k].acc_obj = MC_NO_INDEX;
 	if (pthread_mutex_init(&p->lock, NULL) != 0)
 		return mc__err(p->ctx, MC_ERR_NOMEM, "cannot create a lock");
 	if (pthread_cond_init(&p->turn, NULL) != 0) {
@@ -848,7 +848,7 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 	do {
 		memset(&p, 0, sizeof p);
 		p.b = b, p.r = r, p.ctx = b->ctx, p.flags = flags, p.fn = fn, p.ud = ud;
-		p.failed = SIZE_MAX;
+		p.failed = MC_NO_INDEX;
 		if (ttl_seconds > 0) {
 			snprintf(p.ttl, sizeof p.ttl, "%llu", (unsigned long long)ttl_seconds);
 			p.ttl_s = (long long)ttl_seconds;

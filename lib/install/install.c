@@ -109,8 +109,8 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	L.token = randombytes_random();
 	L.pid = (long)getpid();
 	L.nskey = mc__pid_ns_key();
-	L.empty_obj = (size_t)-1;
-	L.last_tier = (size_t)-1;
+	L.empty_obj = MC_NO_INDEX;
+	L.last_tier = MC_NO_INDEX;
 	pthread_mutex_init(&L.lock, NULL);
 	mc__acur_init(&L.cur, b->ctx, &b->m, mc__find_type);
 	mc__acur_init(&L.ucur, b->ctx, &b->m, mc__find_type);

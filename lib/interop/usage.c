@@ -104,7 +104,7 @@ mc_usage_free(mc_usage *u)
 	free(u);
 }
 
-/* The index of type name in u->types, added when new; (size_t)-1 when out of memory. */
+/* The index of type name in u->types, added when new; MC_NO_INDEX when out of memory. */
 static size_t
 type_index(mc_usage *u, const char *name)
 {
@@ -122,7 +122,7 @@ type_index(mc_usage *u, const char *name)
 		if (o != NULL)
 			u->order = o;
 		if (t == NULL || o == NULL)
-			return (size_t)-1;
+			return MC_NO_INDEX;
 		u->captypes = cap;
 	}
 	memset(&u->types[i], 0, sizeof u->types[i]);
@@ -199,7 +199,7 @@ mc_usage_add(mc_usage *u, int what, const char *type, const char *dest)
 	}
 	f = &u->files[u->nfiles];
 	memset(f, 0, sizeof *f);
-	if ((ti = type_index(u, type)) == (size_t)-1 || (f->path = mc__strdup(path)) == NULL)
+	if ((ti = type_index(u, type)) == MC_NO_INDEX || (f->path = mc__strdup(path)) == NULL)
 		return add_fail(u, mc__err(u->ctx, MC_ERR_NOMEM, "out of memory"));
 	f->type = ti;
 	f->written = what != MC_LOAD_UNCHANGED;
@@ -452,7 +452,7 @@ on_found(void *ud, int what, const char *rel, const char *type)
 	    lstat(path, &st) != 0 || ts_cmp(&st.st_ctim, &s->u->start) < 0 ||
 	    loaded(s->u, path, &st))
 		return;
-	if ((ti = type_index(s->u, type)) == (size_t)-1)
+	if ((ti = type_index(s->u, type)) == MC_NO_INDEX)
 		s->nomem = 1;
 	else
 		s->u->types[ti].n[MC_USED_NEW]++;

@@ -204,7 +204,7 @@ plan_tier(const struct plan *P, const char *name)
 	for (i = 0; i < P->ntiers; i++)
 		if (strcmp(P->tiers[i].name, name) == 0)
 			return i;
-	return (size_t)-1;
+	return MC_NO_INDEX;
 }
 
 /* The tiers of every registered type, where their roots lie, and which root holds
@@ -221,7 +221,7 @@ plan_tiers(struct plan *P)
 		size_t named;
 		struct ptier *t;
 
-		if (plan_tier(P, ctx->types[i].tier) != (size_t)-1)
+		if (plan_tier(P, ctx->types[i].tier) != MC_NO_INDEX)
 			continue;
 		if ((t = realloc(P->tiers, (P->ntiers + 1) * sizeof *t)) == NULL)
 			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
@@ -504,7 +504,7 @@ mc__bundle_plan_in(mc_bundle *b, mc_ctx *ctx)
 		free(P.dropped);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
-	prev->ns = (size_t)-1;
+	prev->ns = MC_NO_INDEX;
 	mc__acur_init(&P.cx, ctx, &b->m, mc__find_type);
 	mc__acur_init(&P.cy, ctx, &b->m, mc__find_type);
 	crypto_shorthash_keygen(P.key);
