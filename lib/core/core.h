@@ -194,6 +194,14 @@ MC_HIDDEN void mc__ctx_init(mc_ctx *ctx);
 MC_HIDDEN int mc__err_prefix(mc_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* ---- memory (alloc.c) ---- */
+
+/* Makes room in the array *pv (of *cap elements of size bytes) for need elements,
+ * doubling *cap: MC_OK, or MC_ERR_NOMEM with the array as it was. */
+MC_HIDDEN int mc__grow(void *pv, size_t *cap, size_t need, size_t size);
+/* Frees the n strings of v, then v (NULL: nothing). */
+MC_HIDDEN void mc__strv_free(char **v, size_t n);
+
 /* ---- encodings (encode.c) ---- */
 
 MC_HIDDEN void mc__hex(const unsigned char *in, size_t n, char *out);

@@ -27,7 +27,7 @@ static int
 all_keys(mc_redis *r, char **pat, size_t npat, char ***keys, size_t *n)
 {
 	size_t cap = 0, i, j, got;
-	char **part, **k;
+	char **part;
 	int rc = MC_OK;
 
 	*keys = NULL;
@@ -37,14 +37,10 @@ all_keys(mc_redis *r, char **pat, size_t npat, char ***keys, size_t *n)
 		do {
 			if ((rc = mc__redis_scan(r, &cursor, pat[i], &part, &got)) != MC_OK)
 				break;
-			if (*n + got + 1 > cap) {
-				cap = 2 * (*n + got + 1);
-				if ((k = realloc(*keys, cap * sizeof *k)) == NULL) {
-					mc__redis_keys_free(part, got);
-					rc = mc__err(mc__redis_ctx(r), MC_ERR_NOMEM, "out of memory");
-					break;
-				}
-				*keys = k;
+			if (mc__grow(keys, &cap, *n + got + 1, sizeof **keys) != MC_OK) {
+				mc__redis_keys_free(part, got);
+				rc = mc__err(mc__redis_ctx(r), MC_ERR_NOMEM, "out of memory");
+				break;
 			}
 			memcpy(*keys + *n, part, got * sizeof *part);
 			*n += got;

@@ -313,13 +313,8 @@ make_commands(struct push *p, struct pworker *pw, mc_ctx *ctx, const struct mc_o
 		if (e->has_sha && (o->sha == NULL || memcmp(e->sha, o->sha, MC_SHA256_BYTES) != 0))
 			return mc__err(ctx, MC_ERR_INTEGRITY, "%s: %s artifact %.200s: content does "
 				       "not match its sha256", p->b->path, e->type, e->key);
-		if (l->n == l->cap) {
-			size_t cap = l->cap ? 2 * l->cap : 4;
-			if ((c = realloc(l->c, cap * sizeof *c)) == NULL)
-				return no_mem(ctx);
-			l->c = c;
-			l->cap = cap;
-		}
+		if (mc__grow(&l->c, &l->cap, l->n + 1, sizeof *l->c) != MC_OK)
+			return no_mem(ctx);
 		c = &l->c[l->n];
 		memset(c, 0, sizeof *c);
 		memcpy(c->hash, ob.hash, MC_HASH_BYTES);
@@ -498,16 +493,8 @@ object_piece(void *ud, unsigned id, mc_ctx *wctx, size_t obj, const unsigned cha
 		pw->acc_obj = obj;
 		pw->acc_len = 0;
 	}
-	if (pw->acc_len + n > pw->acc_cap) {
-		size_t cap = pw->acc_cap ? pw->acc_cap : 65536;
-		unsigned char *nb;
-		while (cap < pw->acc_len + n)
-			cap *= 2;
-		if ((nb = realloc(pw->acc, cap)) == NULL)
-			return no_mem(wctx);
-		pw->acc = nb;
-		pw->acc_cap = cap;
-	}
+	if (mc__grow(&pw->acc, &pw->acc_cap, pw->acc_len + n, 1) != MC_OK)
+		return no_mem(wctx);
 	memcpy(pw->acc + pw->acc_len, buf, n);
 	pw->acc_len += n;
 	return MC_OK;
@@ -527,13 +514,8 @@ add_entry(struct push *p, const struct mc_martifact *a, size_t i, const char *rk
 {
 	struct pent *e;
 
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 256;
-		if ((e = realloc(p->e, cap * sizeof *e)) == NULL)
-			return no_mem(p->ctx);
-		p->e = e;
-		p->cap = cap;
-	}
+	if (mc__grow(&p->e, &p->cap, p->n + 1, sizeof *p->e) != MC_OK)
+		return no_mem(p->ctx);
 	e = &p->e[p->n];
 	memset(e, 0, sizeof *e);
 	e->type = a->type, e->object = a->object, e->artifact = i;
@@ -551,13 +533,8 @@ add_entry(struct push *p, const struct mc_martifact *a, size_t i, const char *rk
 static int
 hold(struct push *p, size_t i)
 {
-	if (p->nheld == p->heldcap) {
-		size_t cap = p->heldcap ? 2 * p->heldcap : 256, *h;
-		if ((h = realloc(p->held, cap * sizeof *h)) == NULL)
-			return no_mem(p->ctx);
-		p->held = h;
-		p->heldcap = cap;
-	}
+	if (mc__grow(&p->held, &p->heldcap, p->nheld + 1, sizeof *p->held) != MC_OK)
+		return no_mem(p->ctx);
 	p->held[p->nheld++] = i;
 	return MC_OK;
 }

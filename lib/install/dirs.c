@@ -36,22 +36,14 @@ mc__loader_tier(struct loader *L, const char *tier)
 static int
 remember_dir(struct loader *L, mc_ctx *ctx, size_t tier, const char *path)
 {
-	struct made_dir *m;
 	char *copy = mc__strdup(path);
 	int rc = MC_OK;
 
 	if (copy == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	pthread_mutex_lock(&L->lock);
-	if (L->nmade == L->madecap) {
-		size_t cap = L->madecap ? 2 * L->madecap : 64;
-		if ((m = realloc(L->made, cap * sizeof *m)) == NULL)
-			rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		else {
-			L->made = m;
-			L->madecap = cap;
-		}
-	}
+	if (mc__grow(&L->made, &L->madecap, L->nmade + 1, sizeof *L->made) != MC_OK)
+		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	if (rc == MC_OK) {
 		L->made[L->nmade].path = copy;
 		L->made[L->nmade++].tier = tier;

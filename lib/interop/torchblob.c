@@ -34,9 +34,7 @@ mc__torch_blob_free(struct mc_tb *tb)
 		free(tb->items[i].key);
 	}
 	free(tb->items);
-	for (i = 0; i < tb->ngroups; i++)
-		free(tb->gtypes[i]);
-	free(tb->gtypes);
+	mc__strv_free(tb->gtypes, tb->ngroups);
 	free(tb->env_torch_key);
 	free(tb->env_aot_key);
 	memset(tb, 0, sizeof *tb);

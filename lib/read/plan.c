@@ -84,14 +84,8 @@ plan_add(struct plan *P, size_t ns, const char *path, size_t len, size_t art, in
 {
 	unsigned char in[2 * MC_PATH_MAX + sizeof ns], out[crypto_shorthash_BYTES];
 
-	if (P->n == P->cap) {
-		size_t cap = P->cap ? 2 * P->cap : 1024;
-		struct pref *r = realloc(P->refs, cap * sizeof *r);
-		if (r == NULL)
-			return mc__err(P->ctx, MC_ERR_NOMEM, "out of memory");
-		P->refs = r;
-		P->cap = cap;
-	}
+	if (mc__grow(&P->refs, &P->cap, P->n + 1, sizeof *P->refs) != MC_OK)
+		return mc__err(P->ctx, MC_ERR_NOMEM, "out of memory");
 	memcpy(in, &ns, sizeof ns);
 	memcpy(in + sizeof ns, path, len);
 	crypto_shorthash(out, in, sizeof ns + len, P->key);

@@ -786,9 +786,7 @@ mc_bundle_free(mc_bundle *b)
 	}
 	free(b->sigs);
 	mc__policy_clear(&b->policy);
-	for (i = 0; i < b->ntypes; i++)
-		free(b->types[i]);
-	free(b->types);
+	mc__strv_free(b->types, b->ntypes);
 	free(b->sel);
 	mc__acur_free(&b->cur);
 	mc__acur_free(&b->fcur);

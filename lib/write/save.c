@@ -451,9 +451,7 @@ job_end(struct job *j)
 		free(j->pass.sp[k].paths);
 	}
 	free(j->pass.sp);
-	for (i = 0; i < j->m.ngpu_targets; i++)
-		free(j->m.gpu_targets[i]);
-	free(j->m.gpu_targets);
+	mc__strv_free(j->m.gpu_targets, j->m.ngpu_targets);
 	if (j->m.groups != NULL)
 		for (i = 0; i < j->m.ngroups; i++)
 			free(j->m.groups[i].entries);
@@ -467,9 +465,7 @@ job_end(struct job *j)
 	free(j->sv.oi);
 	mc__store_free(&j->sv.uniq);
 	mc__store_free(&j->sv.dups);
-	for (i = 0; i < j->sigs.n; i++)
-		free(j->sigs.txt[i]);
-	free(j->sigs.txt);
+	mc__strv_free(j->sigs.txt, j->sigs.n);
 	free(j->sigs.len);
 	free(j->sigs.id);
 }
