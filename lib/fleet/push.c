@@ -808,6 +808,20 @@ push_free(struct push *p)
 	free(p->early);
 }
 
+/* The artifacts collected, indexed by object, and the objects with some read and
+ * sent. */
+static int
+push_objects(struct push *p)
+{
+	int rc;
+
+	if ((rc = collect(p)) != MC_OK)
+		return rc;
+	if ((rc = index_objects(p)) != MC_OK || p->n == 0)
+		return rc;
+	return mc__bundle_stream_some(p->b, p->want, object_piece, object_done, p);
+}
+
 int
 mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 	       mc_remote_fn fn, void *ud)
@@ -832,9 +846,8 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 		}
 		if ((rc = workers_init(&p)) == MC_OK) /* the plan is made already when starting over */
 			rc = again ? mc__bundle_plan(b) : mc__bundle_checks(b, plan_early, &p);
-		if (rc == MC_OK && (rc = collect(&p)) == MC_OK &&
-		    (rc = index_objects(&p)) == MC_OK && p.n > 0)
-			rc = mc__bundle_stream_some(b, p.want, object_piece, object_done, &p);
+		if (rc == MC_OK)
+			rc = push_objects(&p);
 		if (p.early != NULL && (rc = early_end(&p, rc, &again)) == MC_OK && again) {
 			push_free(&p);
 			snprintf(b->ctx->err, sizeof b->ctx->err, "%s", before); /* the gate's */

@@ -1268,8 +1268,10 @@ walk_index(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
 	struct mc_jtable arts = {0, 0}, objs = {0, 0}, blks = {0, 0};
 	int rc;
 
-	if ((rc = mc__jdoc_top(ctx, d, &root, &arts, &objs, &blks)) == MC_OK &&
-	    (rc = check_members(ctx, root, "index", top)) == MC_OK)
+	rc = mc__jdoc_top(ctx, d, &root, &arts, &objs, &blks);
+	if (rc == MC_OK)
+		rc = check_members(ctx, root, "index", top);
+	if (rc == MC_OK)
 		rc = walk_tables(ctx, d, m, root, &arts, &objs, &blks);
 	cJSON_Delete(root);
 	return rc;

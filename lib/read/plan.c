@@ -508,9 +508,11 @@ mc__bundle_plan_in(mc_bundle *b, mc_ctx *ctx)
 	for (i = 0; i < b->m.nartifacts && rc == MC_OK; i++) {
 		const struct mc_martifact *a;
 
-		if ((rc = mc__acur_get(&P.cx, i, &a)) == MC_OK &&
-		    (rc = plan_check(ctx, b, a)) == MC_OK)
-			rc = plan_enter(&P, i, a, prev);
+		if ((rc = mc__acur_get(&P.cx, i, &a)) != MC_OK)
+			break;
+		if ((rc = plan_check(ctx, b, a)) != MC_OK)
+			break;
+		rc = plan_enter(&P, i, a, prev);
 	}
 	if (rc == MC_OK)
 		rc = plan_blob_keys(ctx, b);
