@@ -126,7 +126,7 @@ struct loader {
 	struct lworker *wk;        /* per worker thread */
 	unsigned nwk;
 	struct unit *units;
-	size_t nunits;
+	size_t nunits, units_room;
 	_Atomic uint64_t committed; /* the items of the commit done (commit.c) */
 	uint32_t *unit_tab; /* open addressing on (tier, folder): unit index + 1, 0 = empty */
 	size_t unit_cap;    /* a power of two, at least twice nunits */

@@ -198,10 +198,8 @@ read_entry(struct tbr *r, struct mc_tb *tb, const char *type)
 	if (tb->nitems >= r->ctx->max_artifacts)
 		return mc__err(r->ctx, MC_ERR_LIMIT, "%s: more than %llu artifacts", r->path,
 			       (unsigned long long)r->ctx->max_artifacts);
-	it = realloc(tb->items, (tb->nitems + 1) * sizeof *it);
-	if (it == NULL)
+	if (mc__grow(&tb->items, &tb->capitems, tb->nitems + 1, sizeof *tb->items) != MC_OK)
 		return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
-	tb->items = it;
 	it = &tb->items[tb->nitems];
 	memset(it, 0, sizeof *it);
 	it->group = tb->ngroups - 1;
