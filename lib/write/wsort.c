@@ -398,7 +398,10 @@ mc__wsort_artifacts(struct mc_wsave *sv)
 	so.sv = sv;
 	so.w = sv->w;
 	mc__store_init(&so.runs, "artifact sort");
-	if ((rc = rank_types(&so)) == MC_OK && (rc = sort_runs(&so)) == MC_OK)
+	rc = rank_types(&so);
+	if (rc == MC_OK)
+		rc = sort_runs(&so);
+	if (rc == MC_OK)
 		rc = merge_runs(&so);
 	mc__store_free(&so.runs);
 	free(so.run_off);
