@@ -31,6 +31,8 @@
 #define MC_PATH_MAX 4096
 #define MC_KEY_MAX 1024      /* artifact key, bytes */
 #define MC_TYPE_MAX 32
+/* An index (of an array's element, an object, a tier) that names none. */
+#define MC_NO_INDEX SIZE_MAX
 #define MC_IO_CHUNK (256 * 1024)
 /* Contents up to this size are read, compressed and decoded in one piece. */
 #define MC_WHOLE_MAX (4u << 20)
@@ -207,6 +209,20 @@ MC_HIDDEN int mc__text_check(const char *text, size_t n, int tab_ok, uint32_t *c
 MC_HIDDEN int mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 MC_HIDDEN int mc__errno(mc_ctx *ctx, int code, const char *what, const char *path);
+
+/* ---- errors (error.c) ---- */
+
+/* Puts the text fmt makes and ": " before the message on ctx: code. */
+MC_HIDDEN int mc__err_prefix(mc_ctx *ctx, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- memory (alloc.c) ---- */
+
+/* Makes room in the array *pv (of *cap elements of size bytes) for need elements,
+ * doubling *cap: MC_OK, or MC_ERR_NOMEM with the array as it was. */
+MC_HIDDEN int mc__grow(void *pv, size_t *cap, size_t need, size_t size);
+/* Frees the n strings of v, then v (NULL: nothing). */
+MC_HIDDEN void mc__strv_free(char **v, size_t n);
 
 /* ---- encodings (encode.c) ---- */
 

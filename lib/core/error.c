@@ -133,6 +133,21 @@ mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
 }
 
 int
+mc__err_prefix(mc_ctx *ctx, int code, const char *fmt, ...)
+{
+	char prefix[MC_ERRBUF], msg[MC_ERRBUF];
+	va_list ap;
+
+	if (ctx == NULL)
+		return code;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof prefix, fmt, ap);
+	va_end(ap);
+	snprintf(msg, sizeof msg, "%s", ctx->err);
+	return mc__err(ctx, code, "%s: %s", prefix, msg);
+}
+
+int
 mc__errno(mc_ctx *ctx, int code, const char *what, const char *path)
 {
 	int e = errno;

@@ -36,14 +36,8 @@ vouch_cmp(const void *a, const void *b)
 static int
 add_vouch(struct audit *au, const char *rkey, const unsigned char *hash, int halg)
 {
-	if (au->n == au->cap) {
-		size_t cap = au->cap ? 2 * au->cap : 256;
-		struct vouch *v = realloc(au->v, cap * sizeof *v);
-		if (v == NULL)
-			return mc__err(au->ctx, MC_ERR_NOMEM, "out of memory");
-		au->v = v;
-		au->cap = cap;
-	}
+	if (mc__grow(&au->v, &au->cap, au->n + 1, sizeof *au->v) != MC_OK)
+		return mc__err(au->ctx, MC_ERR_NOMEM, "out of memory");
 	if ((au->v[au->n].rkey = mc__strdup(rkey)) == NULL)
 		return mc__err(au->ctx, MC_ERR_NOMEM, "out of memory");
 	au->v[au->n].halg = halg;

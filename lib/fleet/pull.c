@@ -27,7 +27,7 @@ static int
 all_keys(mc_redis *r, char **pat, size_t npat, char ***keys, size_t *n)
 {
 	size_t cap = 0, i, j, got;
-	char **part, **k;
+	char **part;
 	int rc = MC_OK;
 
 	*keys = NULL;
@@ -37,14 +37,10 @@ all_keys(mc_redis *r, char **pat, size_t npat, char ***keys, size_t *n)
 		do {
 			if ((rc = mc__redis_scan(r, &cursor, pat[i], &part, &got)) != MC_OK)
 				break;
-			if (*n + got + 1 > cap) {
-				cap = 2 * (*n + got + 1);
-				if ((k = realloc(*keys, cap * sizeof *k)) == NULL) {
-					mc__redis_keys_free(part, got);
-					rc = mc__err(mc__redis_ctx(r), MC_ERR_NOMEM, "out of memory");
-					break;
-				}
-				*keys = k;
+			if (mc__grow(keys, &cap, *n + got + 1, sizeof **keys) != MC_OK) {
+				mc__redis_keys_free(part, got);
+				rc = mc__err(mc__redis_ctx(r), MC_ERR_NOMEM, "out of memory");
+				break;
 			}
 			memcpy(*keys + *n, part, got * sizeof *part);
 			*n += got;
@@ -202,7 +198,7 @@ struct pull {
 	pthread_cond_t cv;
 	size_t next;           /* the batch recorded next */
 	int recording;         /* a worker is recording */
-	size_t failed;         /* the lowest entry that failed, or SIZE_MAX */
+	size_t failed;         /* the lowest entry that failed, or MC_NO_INDEX */
 	int err_rc;            /* and its failure */
 	char err[MC_ERRBUF];
 };
@@ -461,7 +457,7 @@ pull_all(struct pull *p)
 	pthread_mutex_destroy(&p->lock);
 	for (k = 0; k < p->nworkers; k++)
 		mc__wspool_done(p->sp[k]);
-	if (p->failed < SIZE_MAX) {
+	if (p->failed != MC_NO_INDEX) {
 		rc = p->err_rc;
 		snprintf(p->ctx->err, sizeof p->ctx->err, "%s", p->err);
 	}
@@ -505,7 +501,7 @@ mc_redis_pull(mc_redis *r, mc_writer *w, const char *match, unsigned flags, mc_r
 	p.w = w, p.r = r, p.ctx = mc__redis_ctx(r), p.fn = fn, p.ud = ud;
 	p.spaces = MC_SPACE_TORCH | (flags & MC_PULL_TRITON ? MC_SPACE_TRITON : 0);
 	p.tformat = mc__redis_triton_format(r);
-	p.failed = SIZE_MAX;
+	p.failed = MC_NO_INDEX;
 	rc = store_keys(r, match, p.spaces, &p.keys, &p.n);
 	/* Batches small enough that each worker has several. */
 	p.nworkers = mc__threads(p.ctx);

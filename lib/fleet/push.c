@@ -103,7 +103,7 @@ struct push {
 	uint64_t ready_bytes;
 	int sending;   /* a worker is sending (the connection is its alone) */
 	size_t next;   /* the turn whose commands go out next */
-	size_t failed; /* the lowest turn that failed, or SIZE_MAX */
+	size_t failed; /* the lowest turn that failed, or MC_NO_INDEX */
 	struct pcmd *wait; /* MC_PIPE_COMMANDS of them, a ring */
 	size_t whead, nwait;
 	uint64_t inflight; /* bytes of the commands awaited */
@@ -313,13 +313,8 @@ make_commands(struct push *p, struct pworker *pw, mc_ctx *ctx, const struct mc_o
 		if (e->has_sha && (o->sha == NULL || memcmp(e->sha, o->sha, MC_SHA256_BYTES) != 0))
 			return mc__err(ctx, MC_ERR_INTEGRITY, "%s: %s artifact %.200s: content does "
 				       "not match its sha256", p->b->path, e->type, e->key);
-		if (l->n == l->cap) {
-			size_t cap = l->cap ? 2 * l->cap : 4;
-			if ((c = realloc(l->c, cap * sizeof *c)) == NULL)
-				return no_mem(ctx);
-			l->c = c;
-			l->cap = cap;
-		}
+		if (mc__grow(&l->c, &l->cap, l->n + 1, sizeof *l->c) != MC_OK)
+			return no_mem(ctx);
 		c = &l->c[l->n];
 		memset(c, 0, sizeof *c);
 		memcpy(c->hash, ob.hash, MC_HASH_BYTES);
@@ -480,7 +475,7 @@ object_done(void *ud, unsigned id, mc_ctx *wctx, const struct mc_objout *o)
 	pthread_mutex_unlock(&p->lock);
 	drop_commands(&pw->cmds);
 	pw->acc_len = 0;
-	pw->acc_obj = SIZE_MAX;
+	pw->acc_obj = MC_NO_INDEX;
 	if (send)
 		rc = send_ready(p, id, wctx);
 	return rc;
@@ -498,16 +493,8 @@ object_piece(void *ud, unsigned id, mc_ctx *wctx, size_t obj, const unsigned cha
 		pw->acc_obj = obj;
 		pw->acc_len = 0;
 	}
-	if (pw->acc_len + n > pw->acc_cap) {
-		size_t cap = pw->acc_cap ? pw->acc_cap : 65536;
-		unsigned char *nb;
-		while (cap < pw->acc_len + n)
-			cap *= 2;
-		if ((nb = realloc(pw->acc, cap)) == NULL)
-			return no_mem(wctx);
-		pw->acc = nb;
-		pw->acc_cap = cap;
-	}
+	if (mc__grow(&pw->acc, &pw->acc_cap, pw->acc_len + n, 1) != MC_OK)
+		return no_mem(wctx);
 	memcpy(pw->acc + pw->acc_len, buf, n);
 	pw->acc_len += n;
 	return MC_OK;
@@ -527,13 +514,8 @@ add_entry(struct push *p, const struct mc_martifact *a, size_t i, const char *rk
 {
 	struct pent *e;
 
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? 2 * p->cap : 256;
-		if ((e = realloc(p->e, cap * sizeof *e)) == NULL)
-			return no_mem(p->ctx);
-		p->e = e;
-		p->cap = cap;
-	}
+	if (mc__grow(&p->e, &p->cap, p->n + 1, sizeof *p->e) != MC_OK)
+		return no_mem(p->ctx);
 	e = &p->e[p->n];
 	memset(e, 0, sizeof *e);
 	e->type = a->type, e->object = a->object, e->artifact = i;
@@ -551,13 +533,8 @@ add_entry(struct push *p, const struct mc_martifact *a, size_t i, const char *rk
 static int
 hold(struct push *p, size_t i)
 {
-	if (p->nheld == p->heldcap) {
-		size_t cap = p->heldcap ? 2 * p->heldcap : 256, *h;
-		if ((h = realloc(p->held, cap * sizeof *h)) == NULL)
-			return no_mem(p->ctx);
-		p->held = h;
-		p->heldcap = cap;
-	}
+	if (mc__grow(&p->held, &p->heldcap, p->nheld + 1, sizeof *p->held) != MC_OK)
+		return no_mem(p->ctx);
 	p->held[p->nheld++] = i;
 	return MC_OK;
 }
@@ -781,7 +758,7 @@ workers_init(struct push *p)
 	    (p->ready = calloc(PUSH_AHEAD, sizeof *p->ready)) == NULL)
 		return no_mem(p->ctx);
 	for (k = 0; k < p->nworkers; k++)
-		p->w[k].acc_obj = SIZE_MAX;
+		p->w[k].acc_obj = MC_NO_INDEX;
 	if (pthread_mutex_init(&p->lock, NULL) != 0)
 		return mc__err(p->ctx, MC_ERR_NOMEM, "cannot create a lock");
 	if (pthread_cond_init(&p->turn, NULL) != 0) {
@@ -830,6 +807,20 @@ push_free(struct push *p)
 	free(p->early);
 }
 
+/* The artifacts collected, indexed by object, and the objects with some read and
+ * sent. */
+static int
+push_objects(struct push *p)
+{
+	int rc;
+
+	if ((rc = collect(p)) != MC_OK)
+		return rc;
+	if ((rc = index_objects(p)) != MC_OK || p->n == 0)
+		return rc;
+	return mc__bundle_stream_some(p->b, p->want, object_piece, object_done, p);
+}
+
 int
 mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 	       mc_remote_fn fn, void *ud)
@@ -847,16 +838,15 @@ mc_bundle_push(mc_bundle *b, mc_redis *r, unsigned flags, uint64_t ttl_seconds,
 	do {
 		memset(&p, 0, sizeof p);
 		p.b = b, p.r = r, p.ctx = b->ctx, p.flags = flags, p.fn = fn, p.ud = ud;
-		p.failed = SIZE_MAX;
+		p.failed = MC_NO_INDEX;
 		if (ttl_seconds > 0) {
 			snprintf(p.ttl, sizeof p.ttl, "%llu", (unsigned long long)ttl_seconds);
 			p.ttl_s = (long long)ttl_seconds;
 		}
 		if ((rc = workers_init(&p)) == MC_OK) /* the plan is made already when starting over */
 			rc = again ? mc__bundle_plan(b) : mc__bundle_checks(b, plan_early, &p);
-		if (rc == MC_OK && (rc = collect(&p)) == MC_OK &&
-		    (rc = index_objects(&p)) == MC_OK && p.n > 0)
-			rc = mc__bundle_stream_some(b, p.want, object_piece, object_done, &p);
+		if (rc == MC_OK)
+			rc = push_objects(&p);
 		if (p.early != NULL && (rc = early_end(&p, rc, &again)) == MC_OK && again) {
 			push_free(&p);
 			snprintf(b->ctx->err, sizeof b->ctx->err, "%s", before); /* the gate's */

@@ -106,11 +106,7 @@ mc__redis_full(const mc_redis *r)
 void
 mc__redis_keys_free(char **keys, size_t n)
 {
-	size_t i;
-
-	for (i = 0; keys != NULL && i < n; i++)
-		free(keys[i]);
-	free(keys);
+	mc__strv_free(keys, n);
 }
 
 int

@@ -70,9 +70,7 @@ mc__manifest_free(struct mc_manifest *m)
 		free(m->labels[i].value);
 	}
 	free(m->labels);
-	for (i = 0; i < m->ngpu_targets; i++)
-		free(m->gpu_targets[i]);
-	free(m->gpu_targets);
+	mc__strv_free(m->gpu_targets, m->ngpu_targets);
 	mc__arena_free(&m->strings);
 	free(m->artifacts);
 	for (i = 0; i < m->ngroups; i++) {

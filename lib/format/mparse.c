@@ -186,7 +186,7 @@ entry_name(char *what, const char *name, size_t idx)
 	what[n] = '\0';
 }
 
-/* The object with this content hash: *idx, or (size_t)-1 when there is none; *o gets
+/* The object with this content hash: *idx, or MC_NO_INDEX when there is none; *o gets
  * its record. In format version 2, where a content may be stored twice, the first. */
 static int
 find_object(mc_ctx *ctx, const struct mc_manifest *m, const unsigned char hash[32], size_t *idx,
@@ -196,7 +196,7 @@ find_object(mc_ctx *ctx, const struct mc_manifest *m, const unsigned char hash[3
 	uint64_t want = mc__be64(hash);
 	int rc;
 
-	*idx = (size_t)-1;
+	*idx = MC_NO_INDEX;
 	/* The first entry whose hash prefix is not below this one's (the prefixes lie
 	 * close together, the records may be in a temp file); equal prefixes are told
 	 * apart by their records. */
@@ -474,7 +474,7 @@ ref_object(mc_ctx *ctx, struct mc_manifest *m, const unsigned char hash[32], uin
 
 	if ((rc = find_object(ctx, m, hash, &i, &o)) != MC_OK)
 		return rc;
-	if (i == (size_t)-1)
+	if (i == MC_NO_INDEX)
 		return BAD("%s: %s refers to an object not in the object table", DOC, what);
 	if (o.size != size)
 		return BAD("%s: %s gives size %llu, the object table %llu", DOC, what,
@@ -1268,8 +1268,10 @@ walk_index(mc_ctx *ctx, struct mc_jdoc *d, struct mc_manifest *m)
 	struct mc_jtable arts = {0, 0}, objs = {0, 0}, blks = {0, 0};
 	int rc;
 
-	if ((rc = mc__jdoc_top(ctx, d, &root, &arts, &objs, &blks)) == MC_OK &&
-	    (rc = check_members(ctx, root, "index", top)) == MC_OK)
+	rc = mc__jdoc_top(ctx, d, &root, &arts, &objs, &blks);
+	if (rc == MC_OK)
+		rc = check_members(ctx, root, "index", top);
+	if (rc == MC_OK)
 		rc = walk_tables(ctx, d, m, root, &arts, &objs, &blks);
 	cJSON_Delete(root);
 	return rc;

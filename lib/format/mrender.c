@@ -73,17 +73,9 @@ sb_add(struct sbuf *b, const char *s, size_t n)
 			return;
 		}
 	}
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 65536;
-		char *p;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if ((p = realloc(b->p, cap)) == NULL) {
-			b->bad = MC_ERR_NOMEM;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
+	if (mc__grow(&b->p, &b->cap, b->len + n + 1, 1) != MC_OK) {
+		b->bad = MC_ERR_NOMEM;
+		return;
 	}
 	memcpy(b->p + b->len, s, n);
 	b->len += n;

@@ -72,8 +72,8 @@ made_order(const void *pa, const void *pb)
 	size_t da = 0, db = 0;
 	const char *p;
 
-	if ((a->tier == (size_t)-1) != (b->tier == (size_t)-1))
-		return a->tier == (size_t)-1 ? 1 : -1;
+	if ((a->tier == MC_NO_INDEX) != (b->tier == MC_NO_INDEX))
+		return a->tier == MC_NO_INDEX ? 1 : -1;
 	for (p = a->path; *p != '\0'; p++)
 		da += *p == '/';
 	for (p = b->path; *p != '\0'; p++)
@@ -92,7 +92,7 @@ remove_made_dirs(struct loader *L)
 		qsort(L->made, L->nmade, sizeof *L->made, made_order);
 	for (i = 0; i < L->nmade; i++) {
 		struct made_dir *m = &L->made[i];
-		if (m->tier == (size_t)-1)
+		if (m->tier == MC_NO_INDEX)
 			rmdir(m->path);
 		else
 			unlinkat(L->tiers[m->tier].fd, m->path, AT_REMOVEDIR);

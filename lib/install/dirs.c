@@ -29,29 +29,21 @@ mc__loader_tier(struct loader *L, const char *tier)
 	for (i = 0; i < L->ntiers; i++)
 		if (strcmp(L->tiers[i].name, tier) == 0)
 			return i;
-	return (size_t)-1;
+	return MC_NO_INDEX;
 }
 
 /* Any thread: the workers make folders too (stage.c). */
 static int
 remember_dir(struct loader *L, mc_ctx *ctx, size_t tier, const char *path)
 {
-	struct made_dir *m;
 	char *copy = mc__strdup(path);
 	int rc = MC_OK;
 
 	if (copy == NULL)
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	pthread_mutex_lock(&L->lock);
-	if (L->nmade == L->madecap) {
-		size_t cap = L->madecap ? 2 * L->madecap : 64;
-		if ((m = realloc(L->made, cap * sizeof *m)) == NULL)
-			rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
-		else {
-			L->made = m;
-			L->madecap = cap;
-		}
-	}
+	if (mc__grow(&L->made, &L->madecap, L->nmade + 1, sizeof *L->made) != MC_OK)
+		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	if (rc == MC_OK) {
 		L->made[L->nmade].path = copy;
 		L->made[L->nmade++].tier = tier;
@@ -130,7 +122,7 @@ probe_mkdir(mc_ctx *ctx, int cur, const char *path)
  * on, beneath the open folder start (taken over, or only read when lent: the caller
  * keeps it, and *fd is then never start itself), one component at a time and never
  * through a link: what comes before keep is the part a caller named. Missing folders are made when create is MC_DIR_MAKE,
- * remembered for the rollback, as (tier, path from keep) or, for tier (size_t)-1, as
+ * remembered for the rollback, as (tier, path from keep) or, for tier MC_NO_INDEX, as
  * the whole path, and given the owner; with MC_DIR_PROBE the first missing one is
  * checked as probe_mkdir() does. owned checks each folder with check_owner(). *fd is
  * -1 with MC_OK when a folder is missing and none is made. Messages name the whole
@@ -167,7 +159,7 @@ walk_dirs(struct loader *L, mc_ctx *ctx, int start, int lent, char *path, size_t
 			if (next < 0 && errno == ENOENT && create) {
 				if (mkdirat(cur, path + i, 0777) == 0) { /* less the umask */
 					made = 1;
-					rc = remember_dir(L, ctx, tier, tier == (size_t)-1 ? path : path + keep);
+					rc = remember_dir(L, ctx, tier, tier == MC_NO_INDEX ? path : path + keep);
 				} else if (errno != EEXIST)
 					rc = mc__err(ctx, MC_ERR_IO, "%s: cannot create folder: %s", path,
 						     strerror(errno));
@@ -261,7 +253,7 @@ open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 			char c = *s;
 			*s = '\0';
 			if (mkdir(p, 0777) == 0)
-				rc = remember_dir(L, L->ctx, (size_t)-1, p);
+				rc = remember_dir(L, L->ctx, MC_NO_INDEX, p);
 			else if (errno != EEXIST)
 				rc = mc__errno(L->ctx, MC_ERR_IO, "cannot create folder", p);
 			*s = c;
@@ -277,7 +269,7 @@ open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 		rc = mc__errno(L->ctx, MC_ERR_IO, "cannot open the cache folder", p);
 	p[t->named] = t->root[t->named];
 	if (rc == MC_OK && cur >= 0)
-		rc = walk_dirs(L, L->ctx, cur, 0, p, t->named, t->named, (size_t)-1, create, 1, fd);
+		rc = walk_dirs(L, L->ctx, cur, 0, p, t->named, t->named, MC_NO_INDEX, create, 1, fd);
 	free(p);
 	return rc;
 }
@@ -297,7 +289,7 @@ mc__setup_tiers(struct loader *L)
 			continue;
 		if ((rc = mc__acur_get(&L->cur, i, &a)) != MC_OK)
 			return rc;
-		if (mc__loader_tier(L, a->handler->tier) != (size_t)-1)
+		if (mc__loader_tier(L, a->handler->tier) != MC_NO_INDEX)
 			continue;
 		if ((t = realloc(L->tiers, (L->ntiers + 1) * sizeof *t)) == NULL)
 			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
@@ -361,7 +353,7 @@ mc__open_dir_of(struct loader *L, size_t tier, const char *dir, int create, int 
 void
 mc__dcur_init(struct dcur *d)
 {
-	d->tier = (size_t)-1;
+	d->tier = MC_NO_INDEX;
 	d->n = 0;
 }
 
@@ -372,7 +364,7 @@ dcur_cut(struct dcur *d, size_t keep)
 	while (d->n > keep)
 		close(d->fd[--d->n]);
 	if (d->n == 0)
-		d->tier = (size_t)-1;
+		d->tier = MC_NO_INDEX;
 }
 
 void

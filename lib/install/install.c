@@ -91,6 +91,72 @@ host_check(mc_bundle *b, int skip, int after_pass)
 	return rc;
 }
 
+/* The bundle's checks, its tiers, and the plan of what is staged where. */
+static int
+load_plan(struct loader *L)
+{
+	int rc;
+
+	if ((rc = mc__bundle_checks(L->b, NULL, NULL)) != MC_OK)
+		return rc;
+	if ((rc = mc__setup_tiers(L)) != MC_OK)
+		return rc;
+	return mc__plan_staging(L);
+}
+
+/* The checks once the pass has read every kernel: the host's targets, where they were
+ * left to find late, then the kernels' targets. */
+static int
+pass_checks(mc_bundle *b, int skip, int late)
+{
+	int rc;
+
+	if (late && (rc = host_check(b, skip, 1)) != MC_OK)
+		return rc;
+	return mc__gpu_check(b, skip, 1);
+}
+
+/* A dry run after the plan: the folders checked, the pass read and checked, and what
+ * a load would do told; nothing written. */
+static int
+load_dry(struct loader *L, unsigned flags, int skip, int late, mc_artifact_fn fn, void *ud)
+{
+	int rc;
+
+	/* The folders first, as the load meets them before any content. */
+	if (!(flags & MC_LOAD_NO_WRITE_CHECK) && (rc = mc__stage_prepare(L, 1)) != MC_OK)
+		return rc;
+	if ((rc = mc__bundle_stream_par(L->b, NULL, NULL, NULL)) != MC_OK)
+		return rc;
+	if ((rc = pass_checks(L->b, skip, late)) != MC_OK)
+		return rc;
+	return report_selected(L, fn, ud, 0);
+}
+
+/* A load after the plan: staged, checked, committed, synced when asked, told. Cancelled
+ * before the renames, it undoes the staging; after, it ends them. */
+static int
+load_all(struct loader *L, unsigned flags, int skip, int late, mc_artifact_fn fn, void *ud)
+{
+	uint64_t t;
+	int rc;
+
+	if ((rc = mc__stage_all(L)) != MC_OK)
+		return rc;
+	if ((rc = pass_checks(L->b, skip, late)) != MC_OK)
+		return rc;
+	if (mc__cancelled(L->ctx))
+		return mc__cancel_err(L->ctx);
+	t = mc__prof_start(L->b->ctx);
+	rc = mc__load_commit(L, fn, ud);
+	mc__prof_since(L->b->ctx, "commit", t, L->nst);
+	if (rc == MC_OK && (flags & MC_LOAD_SYNC))
+		rc = mc__sync_tiers(L);
+	if (rc == MC_OK)
+		rc = report_selected(L, fn, ud, 1);
+	return rc;
+}
+
 int
 mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 {
@@ -109,8 +175,8 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	L.token = randombytes_random();
 	L.pid = (long)getpid();
 	L.nskey = mc__pid_ns_key();
-	L.empty_obj = (size_t)-1;
-	L.last_tier = (size_t)-1;
+	L.empty_obj = MC_NO_INDEX;
+	L.last_tier = MC_NO_INDEX;
 	pthread_mutex_init(&L.lock, NULL);
 	mc__acur_init(&L.cur, b->ctx, &b->m, mc__find_type);
 	mc__acur_init(&L.ucur, b->ctx, &b->m, mc__find_type);
@@ -120,34 +186,13 @@ mc_bundle_load(mc_bundle *b, unsigned flags, mc_artifact_fn fn, void *ud)
 	 * bundle's from a pipe after the plan: the detection overlaps the load's work, and
 	 * the recorded targets are checked then, before anything is committed. */
 	t = mc__prof_start(b->ctx);
-	if ((rc = mc__bundle_checks(b, NULL, NULL)) == MC_OK && (rc = mc__setup_tiers(&L)) == MC_OK)
-		rc = mc__plan_staging(&L);
+	rc = load_plan(&L);
 	t = mc__prof_since(b->ctx, "plan", t, 0);
 	if (rc == MC_OK && !late)
 		rc = host_check(b, skip, 0);
-	if (rc == MC_OK && dry) {
-		/* The folders first, as the load meets them before any content. */
-		if (!(flags & MC_LOAD_NO_WRITE_CHECK))
-			rc = mc__stage_prepare(&L, 1);
-		if (rc == MC_OK && (rc = mc__bundle_stream_par(b, NULL, NULL, NULL)) == MC_OK &&
-		    (!late || (rc = host_check(b, skip, 1)) == MC_OK) &&
-		    (rc = mc__gpu_check(b, skip, 1)) == MC_OK)
-			rc = report_selected(&L, fn, ud, 0);
-	} else if (rc == MC_OK) {
-		/* Cancelled before the renames, it undoes the staging; after, it ends them. */
-		if ((rc = mc__stage_all(&L)) == MC_OK &&
-		    (!late || (rc = host_check(b, skip, 1)) == MC_OK) &&
-		    (rc = mc__gpu_check(b, skip, 1)) == MC_OK &&
-		    (rc = mc__cancelled(L.ctx) ? mc__cancel_err(L.ctx) : MC_OK) == MC_OK) {
-			t = mc__prof_start(b->ctx);
-			rc = mc__load_commit(&L, fn, ud);
-			mc__prof_since(b->ctx, "commit", t, L.nst);
-		}
-		if (rc == MC_OK && (flags & MC_LOAD_SYNC))
-			rc = mc__sync_tiers(&L);
-		if (rc == MC_OK)
-			rc = report_selected(&L, fn, ud, 1);
-	}
+	if (rc == MC_OK)
+		rc = dry ? load_dry(&L, flags, skip, late, fn, ud)
+			 : load_all(&L, flags, skip, late, fn, ud);
 	t = mc__prof_start(b->ctx);
 	if (rc != MC_OK && !dry)
 		mc__load_rollback(&L);

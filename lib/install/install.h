@@ -21,12 +21,14 @@ struct tier_root {
 
 /* A folder the load made, removed again by the rollback. */
 struct made_dir {
-	size_t tier; /* (size_t)-1: an absolute path of a tier root */
+	size_t tier; /* MC_NO_INDEX: an absolute path of a tier root */
 	char *path;
 };
 
 /* A staged file outside any folder unit. */
 #define NO_UNIT UINT32_MAX
+/* A unit whose temp folder no job makes yet. */
+#define NO_JOB UINT32_MAX
 
 /* A file being staged. A load may stage millions, so it holds no names: its folder,
  * temp name and final name are computed again from its artifact when needed. */
@@ -61,7 +63,7 @@ struct unit {
  * bytes; the last slot takes the rest of a deeper path. */
 #define MC_DCUR_DEPTH 8
 struct dcur {
-	size_t tier; /* (size_t)-1: none open */
+	size_t tier; /* MC_NO_INDEX: none open */
 	size_t n;
 	size_t end[MC_DCUR_DEPTH];
 	int fd[MC_DCUR_DEPTH];
@@ -124,7 +126,7 @@ struct loader {
 	struct lworker *wk;        /* per worker thread */
 	unsigned nwk;
 	struct unit *units;
-	size_t nunits;
+	size_t nunits, units_room;
 	_Atomic uint64_t committed; /* the items of the commit done (commit.c) */
 	uint32_t *unit_tab; /* open addressing on (tier, folder): unit index + 1, 0 = empty */
 	size_t unit_cap;    /* a power of two, at least twice nunits */
@@ -144,7 +146,7 @@ enum {
 			   * the load would find it; *fd is -1 */
 };
 
-/* The index of the loader's tier named tier, or (size_t)-1. */
+/* The index of the loader's tier named tier, or MC_NO_INDEX. */
 MC_HIDDEN size_t mc__loader_tier(struct loader *L, const char *tier);
 /* The tiers of the selected artifacts, their roots opened where they exist. */
 MC_HIDDEN int mc__setup_tiers(struct loader *L);

@@ -292,7 +292,7 @@ list_jobs(struct loader *L, struct hset *C, struct hset *F)
 {
 	char prev[MC_PATH_MAX] = "";
 	uint32_t *val, prevjob = 0;
-	size_t i, prevtier = (size_t)-1;
+	size_t i, prevtier = MC_NO_INDEX;
 	int rc = MC_OK, added;
 
 	for (i = 0; i < L->nst && rc == MC_OK; i++) {
@@ -301,7 +301,7 @@ list_jobs(struct loader *L, struct hset *C, struct hset *F)
 		struct unames un;
 		const char *dir;
 
-		if (s->unit != NO_UNIT && L->units[s->unit].job != UINT32_MAX) {
+		if (s->unit != NO_UNIT && L->units[s->unit].job != NO_JOB) {
 			s->job = L->units[s->unit].job;
 			continue;
 		}
@@ -364,7 +364,7 @@ mc__stage_prepare(struct loader *L, int probe)
 	if ((L->jobs = calloc(L->nst + 1, sizeof *L->jobs)) == NULL)
 		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < L->nunits; i++)
-		L->units[i].job = UINT32_MAX;
+		L->units[i].job = NO_JOB;
 	rc = list_jobs(L, &C, &F);
 	hset_free(&C);
 	hset_free(&F);

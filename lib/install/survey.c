@@ -164,10 +164,10 @@ find_unit(struct loader *L, size_t tier, const char *dir, size_t art, uint32_t *
 			if (L->nunits >= NO_UNIT)
 				return mc__err(L->ctx, MC_ERR_LIMIT, "more than %lu folders to install",
 					       (unsigned long)NO_UNIT - 1);
-			if ((u = realloc(L->units, (L->nunits + 1) * sizeof *u)) == NULL)
+			if (mc__grow(&L->units, &L->units_room, L->nunits + 1, sizeof *L->units) !=
+			    MC_OK)
 				return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
-			L->units = u;
-			u = &u[L->nunits];
+			u = &L->units[L->nunits];
 			memset(u, 0, sizeof *u);
 			u->tier = (uint16_t)tier;
 			u->art = (uint32_t)art;

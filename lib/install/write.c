@@ -213,7 +213,7 @@ mc__stage_all(struct loader *L)
 		return rc; /* it told the first folder that cannot be made */
 	t = mc__prof_since(L->ctx, "folders", t, 0);
 	/* Empty content produces no data to stream: staged now. */
-	if (L->empty_obj != (size_t)-1 &&
+	if (L->empty_obj != MC_NO_INDEX &&
 	    (rc = open_object(L, L->ctx, &L->wk[0], L->empty_obj)) == MC_OK)
 		rc = finish_object(L, L->ctx, &L->wk[0]);
 	/* The folders are made as their first files arrive, beside the other threads'

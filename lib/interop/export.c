@@ -285,8 +285,10 @@ export_prepare(mc_bundle *b, int format, const char *prefix, const char *name,
 	x->p.fd = -1;
 	/* What verify refuses is not exported either: every key, the recorded layout's
 	 * too, is checked by its handler, since torch makes file names of them. */
-	if ((rc = mc__bundle_checks(b, NULL, NULL)) == MC_OK &&
-	    (rc = export_layout(b, format, &x->keys, &x->g, &x->ng)) == MC_OK && left_out != NULL)
+	rc = mc__bundle_checks(b, NULL, NULL);
+	if (rc == MC_OK)
+		rc = export_layout(b, format, &x->keys, &x->g, &x->ng);
+	if (rc == MC_OK && left_out != NULL)
 		rc = report_left_out(b, format, left_out, ud);
 	if (rc == MC_OK && x->ng == 0)
 		rc = mc__err(b->ctx, MC_ERR_INVALID, "%s: no torch artifacts to export", b->path);

@@ -19,7 +19,7 @@ struct mc_tb_item {
 
 struct mc_tb {
 	struct mc_tb_item *items;
-	size_t nitems;
+	size_t nitems, capitems;
 	char **gtypes; /* type of each group, in order */
 	size_t ngroups;
 	int format;    /* MC_TORCH_FORMAT_* it was read as */

@@ -144,12 +144,8 @@ list_dir(struct scan *s, const char *path, char ***names, size_t *n)
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (k == cap) {
-			char **nv = realloc(v, (cap = cap ? cap * 2 : 32) * sizeof *nv);
-			if (nv == NULL)
-				goto nomem;
-			v = nv;
-		}
+		if (mc__grow(&v, &cap, k + 1, sizeof *v) != MC_OK)
+			goto nomem;
 		if ((v[k] = malloc(strlen(de->d_name) + 2)) == NULL)
 			goto nomem;
 		v[k][0] = (char)de->d_type;
@@ -165,18 +161,8 @@ list_dir(struct scan *s, const char *path, char ***names, size_t *n)
 	return MC_OK;
 nomem:
 	closedir(d);
-	while (k > 0)
-		free(v[--k]);
-	free(v);
+	mc__strv_free(v, k);
 	return mc__err(s->ctx, MC_ERR_NOMEM, "out of memory");
-}
-
-static void
-free_list(char **v, size_t n)
-{
-	while (n > 0)
-		free(v[--n]);
-	free(v);
 }
 
 static char *
@@ -234,7 +220,7 @@ for_each_child(struct scan *s, const char *dir, visit_fn visit, const void *arg)
 		s->seen = NULL;
 		free(p);
 	}
-	free_list(names, n);
+	mc__strv_free(names, n);
 	return rc;
 }
 

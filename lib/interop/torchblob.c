@@ -34,9 +34,7 @@ mc__torch_blob_free(struct mc_tb *tb)
 		free(tb->items[i].key);
 	}
 	free(tb->items);
-	for (i = 0; i < tb->ngroups; i++)
-		free(tb->gtypes[i]);
-	free(tb->gtypes);
+	mc__strv_free(tb->gtypes, tb->ngroups);
 	free(tb->env_torch_key);
 	free(tb->env_aot_key);
 	memset(tb, 0, sizeof *tb);
@@ -200,10 +198,8 @@ read_entry(struct tbr *r, struct mc_tb *tb, const char *type)
 	if (tb->nitems >= r->ctx->max_artifacts)
 		return mc__err(r->ctx, MC_ERR_LIMIT, "%s: more than %llu artifacts", r->path,
 			       (unsigned long long)r->ctx->max_artifacts);
-	it = realloc(tb->items, (tb->nitems + 1) * sizeof *it);
-	if (it == NULL)
+	if (mc__grow(&tb->items, &tb->capitems, tb->nitems + 1, sizeof *tb->items) != MC_OK)
 		return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
-	tb->items = it;
 	it = &tb->items[tb->nitems];
 	memset(it, 0, sizeof *it);
 	it->group = tb->ngroups - 1;
@@ -481,9 +477,7 @@ record_blob(mc_writer *w, const char *name, const char *path, const unsigned cha
 			rc = mc__writer_add_range(w, it->type, it->key, path, it->offset, it->size,
 						  0, &obj);
 		if (rc != MC_OK) {
-			char msg[MC_ERRBUF];
-			snprintf(msg, sizeof msg, "%s", ctx->err);
-			mc__err(ctx, rc, "%s: artifact %zu: %s", name, i + 1, msg);
+			mc__err_prefix(ctx, rc, "%s: artifact %zu", name, i + 1);
 			break;
 		}
 		rc = mc__writer_blob_entry(w, it->group, it->key, obj);

@@ -104,7 +104,7 @@ mc_usage_free(mc_usage *u)
 	free(u);
 }
 
-/* The index of type name in u->types, added when new; (size_t)-1 when out of memory. */
+/* The index of type name in u->types, added when new; MC_NO_INDEX when out of memory. */
 static size_t
 type_index(mc_usage *u, const char *name)
 {
@@ -113,17 +113,12 @@ type_index(mc_usage *u, const char *name)
 	for (i = 0; i < u->ntypes; i++)
 		if (strcmp(u->types[i].name, name) == 0)
 			return i;
-	if (u->ntypes == u->captypes) {
-		size_t cap = u->captypes ? u->captypes * 2 : 8;
-		struct used_type *t = realloc(u->types, cap * sizeof *t);
-		size_t *o = realloc(u->order, cap * sizeof *o);
-		if (t != NULL)
-			u->types = t;
-		if (o != NULL)
-			u->order = o;
-		if (t == NULL || o == NULL)
-			return (size_t)-1;
-		u->captypes = cap;
+	if (u->ntypes == u->captypes) { /* both arrays grow alike */
+		size_t tcap = u->captypes, ocap = u->captypes;
+		if (mc__grow(&u->types, &tcap, i + 1, sizeof *u->types) != MC_OK ||
+		    mc__grow(&u->order, &ocap, i + 1, sizeof *u->order) != MC_OK)
+			return MC_NO_INDEX;
+		u->captypes = tcap;
 	}
 	memset(&u->types[i], 0, sizeof u->types[i]);
 	snprintf(u->types[i].name, sizeof u->types[i].name, "%s", name);
@@ -189,17 +184,11 @@ mc_usage_add(mc_usage *u, int what, const char *type, const char *dest)
 	if (join_path(path, sizeof path, root, dest) != 0)
 		return add_fail(u, mc__err(u->ctx, MC_ERR_INVALID, "%s/%s: path too long", root,
 					   dest));
-	if (u->nfiles == u->capfiles) {
-		size_t cap = u->capfiles ? u->capfiles * 2 : 256;
-		struct used_file *nf = realloc(u->files, cap * sizeof *nf);
-		if (nf == NULL)
-			return add_fail(u, mc__err(u->ctx, MC_ERR_NOMEM, "out of memory"));
-		u->files = nf;
-		u->capfiles = cap;
-	}
+	if (mc__grow(&u->files, &u->capfiles, u->nfiles + 1, sizeof *u->files) != MC_OK)
+		return add_fail(u, mc__err(u->ctx, MC_ERR_NOMEM, "out of memory"));
 	f = &u->files[u->nfiles];
 	memset(f, 0, sizeof *f);
-	if ((ti = type_index(u, type)) == (size_t)-1 || (f->path = mc__strdup(path)) == NULL)
+	if ((ti = type_index(u, type)) == MC_NO_INDEX || (f->path = mc__strdup(path)) == NULL)
 		return add_fail(u, mc__err(u->ctx, MC_ERR_NOMEM, "out of memory"));
 	f->type = ti;
 	f->written = what != MC_LOAD_UNCHANGED;
@@ -452,7 +441,7 @@ on_found(void *ud, int what, const char *rel, const char *type)
 	    lstat(path, &st) != 0 || ts_cmp(&st.st_ctim, &s->u->start) < 0 ||
 	    loaded(s->u, path, &st))
 		return;
-	if ((ti = type_index(s->u, type)) == (size_t)-1)
+	if ((ti = type_index(s->u, type)) == MC_NO_INDEX)
 		s->nomem = 1;
 	else
 		s->u->types[ti].n[MC_USED_NEW]++;

@@ -22,12 +22,7 @@ artifact_dest(mc_ctx *ctx, const mc_bundle *b, const struct mc_martifact *a, cha
 {
 	int rc = mc__dest_for(ctx, a->handler, a->key, a->sha256, buf, len);
 
-	if (rc != MC_OK) {
-		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", ctx->err);
-		rc = mc__err(ctx, rc, "%s: %s", b->path, msg);
-	}
-	return rc;
+	return rc != MC_OK ? mc__err_prefix(ctx, rc, "%s", b->path) : MC_OK;
 }
 
 int
@@ -89,14 +84,8 @@ plan_add(struct plan *P, size_t ns, const char *path, size_t len, size_t art, in
 {
 	unsigned char in[2 * MC_PATH_MAX + sizeof ns], out[crypto_shorthash_BYTES];
 
-	if (P->n == P->cap) {
-		size_t cap = P->cap ? 2 * P->cap : 1024;
-		struct pref *r = realloc(P->refs, cap * sizeof *r);
-		if (r == NULL)
-			return mc__err(P->ctx, MC_ERR_NOMEM, "out of memory");
-		P->refs = r;
-		P->cap = cap;
-	}
+	if (mc__grow(&P->refs, &P->cap, P->n + 1, sizeof *P->refs) != MC_OK)
+		return mc__err(P->ctx, MC_ERR_NOMEM, "out of memory");
 	memcpy(in, &ns, sizeof ns);
 	memcpy(in + sizeof ns, path, len);
 	crypto_shorthash(out, in, sizeof ns + len, P->key);
@@ -209,7 +198,7 @@ plan_tier(const struct plan *P, const char *name)
 	for (i = 0; i < P->ntiers; i++)
 		if (strcmp(P->tiers[i].name, name) == 0)
 			return i;
-	return (size_t)-1;
+	return MC_NO_INDEX;
 }
 
 /* The tiers of every registered type, where their roots lie, and which root holds
@@ -226,7 +215,7 @@ plan_tiers(struct plan *P)
 		size_t named;
 		struct ptier *t;
 
-		if (plan_tier(P, ctx->types[i].tier) != (size_t)-1)
+		if (plan_tier(P, ctx->types[i].tier) != MC_NO_INDEX)
 			continue;
 		if ((t = realloc(P->tiers, (P->ntiers + 1) * sizeof *t)) == NULL)
 			return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
@@ -509,7 +498,7 @@ mc__bundle_plan_in(mc_bundle *b, mc_ctx *ctx)
 		free(P.dropped);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
-	prev->ns = (size_t)-1;
+	prev->ns = MC_NO_INDEX;
 	mc__acur_init(&P.cx, ctx, &b->m, mc__find_type);
 	mc__acur_init(&P.cy, ctx, &b->m, mc__find_type);
 	crypto_shorthash_keygen(P.key);
@@ -519,9 +508,11 @@ mc__bundle_plan_in(mc_bundle *b, mc_ctx *ctx)
 	for (i = 0; i < b->m.nartifacts && rc == MC_OK; i++) {
 		const struct mc_martifact *a;
 
-		if ((rc = mc__acur_get(&P.cx, i, &a)) == MC_OK &&
-		    (rc = plan_check(ctx, b, a)) == MC_OK)
-			rc = plan_enter(&P, i, a, prev);
+		if ((rc = mc__acur_get(&P.cx, i, &a)) != MC_OK)
+			break;
+		if ((rc = plan_check(ctx, b, a)) != MC_OK)
+			break;
+		rc = plan_enter(&P, i, a, prev);
 	}
 	if (rc == MC_OK)
 		rc = plan_blob_keys(ctx, b);

@@ -54,12 +54,7 @@ mc__bundle_header(mc_ctx *ctx, const char *path, const unsigned char *h, char *n
 {
 	int rc = mc__tar_header_parse(ctx, h, name, size);
 
-	if (rc < 0) {
-		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", ctx->err);
-		return mc__err(ctx, rc, "%s: %s", path, msg);
-	}
-	return rc;
+	return rc < 0 ? mc__err_prefix(ctx, rc, "%s", path) : rc;
 }
 
 /* Reads the next header: MC_OK with name and size, 1 at the end-of-archive block. */
@@ -214,11 +209,10 @@ read_manifest(mc_bundle *b, uint64_t size, int first, unsigned char prehash[MC_S
 	if ((buf = malloc(MANIFEST_PIECE)) == NULL)
 		return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	if (first && (fd = mc__open_temp_anon(b->ctx)) < 0) {
-		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", b->ctx->err);
 		free(buf);
-		return mc__err(b->ctx, MC_ERR_IO, "%s: a manifest of %llu bytes is read through a "
-			       "temporary file: %s", b->path, (unsigned long long)size, msg);
+		return mc__err_prefix(b->ctx, MC_ERR_IO, "%s: a manifest of %llu bytes is read "
+				      "through a temporary file", b->path,
+				      (unsigned long long)size);
 	}
 	mc__mcheck_init(&chk);
 	mc__sig_prehash_init(&hs);
@@ -253,12 +247,7 @@ read_manifest(mc_bundle *b, uint64_t size, int first, unsigned char prehash[MC_S
 	}
 	close(fd);
 parsed: /* the parser's messages do not name the file */
-	if (rc != MC_OK) {
-		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", b->ctx->err);
-		return mc__err(b->ctx, rc, "%s: %s", b->path, msg);
-	}
-	return MC_OK;
+	return rc != MC_OK ? mc__err_prefix(b->ctx, rc, "%s", b->path) : MC_OK;
 }
 
 static int
@@ -317,10 +306,8 @@ keep_sig(mc_bundle *b, const char *name, const char *id, unsigned char *buf, uin
 	s = &b->sigs[b->nsigs];
 	memset(s, 0, sizeof *s);
 	if ((rc = mc__sig_parse(b->ctx, (const char *)buf, (size_t)size, 1, &s->sig)) != MC_OK) {
-		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", b->ctx->err);
 		free(buf);
-		return mc__err(b->ctx, MC_ERR_MALFORMED, "%s: member %s: %s", b->path, name, msg);
+		return mc__err_prefix(b->ctx, MC_ERR_MALFORMED, "%s: member %s", b->path, name);
 	}
 	s->text = (char *)buf;
 	s->len = (size_t)size;
@@ -427,10 +414,9 @@ itext_start(struct itext *t, mc_bundle *b)
 		if ((t->buf = malloc((size_t)x->size + 1)) == NULL)
 			return mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 	} else if ((t->fd = mc__open_temp_anon(b->ctx)) < 0) {
-		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", b->ctx->err);
-		return mc__err(b->ctx, MC_ERR_IO, "%s: an index of %llu bytes is read through a "
-			       "temporary file: %s", b->path, (unsigned long long)x->size, msg);
+		return mc__err_prefix(b->ctx, MC_ERR_IO, "%s: an index of %llu bytes is read "
+				      "through a temporary file", b->path,
+				      (unsigned long long)x->size);
 	}
 	if (x->encoding == MC_ENC_ZSTD) {
 		if (b->dec == NULL && (rc = mc__zdec_new(b->ctx, &b->dec)) != MC_OK)
@@ -474,11 +460,8 @@ index_read(mc_bundle *b, struct itext *t, unsigned char hash[MC_HASH_BYTES], int
 	}
 	if (rc == MC_OK && t != NULL && zstd && !*ended)
 		rc = mc__zdec_run(b->dec, NULL, 0, itext_out, t, ended);
-	if (rc != MC_OK && !*unread && strncmp(b->ctx->err, b->path, strlen(b->path)) != 0) {
-		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", b->ctx->err);
-		rc = mc__err(b->ctx, rc, "%s: the index: %s", b->path, msg);
-	}
+	if (rc != MC_OK && !*unread && strncmp(b->ctx->err, b->path, strlen(b->path)) != 0)
+		rc = mc__err_prefix(b->ctx, rc, "%s: the index", b->path);
 	free(in);
 	mc__chash_final(&h, hash);
 	mc__chash_drop(&h);
@@ -490,7 +473,6 @@ static int
 index_parse(mc_bundle *b, struct itext *t, int ended)
 {
 	const struct mc_mindex *x = &b->m.index;
-	char msg[MC_ERRBUF];
 	int rc;
 
 	if (x->encoding == MC_ENC_ZSTD && !ended)
@@ -504,10 +486,7 @@ index_parse(mc_bundle *b, struct itext *t, int ended)
 		rc = mc__index_parse(b->ctx, t->buf, (size_t)x->size, &b->m);
 	else
 		rc = mc__index_parse_fd(b->ctx, t->fd, x->size, &t->chk, &b->m);
-	if (rc == MC_OK)
-		return MC_OK;
-	snprintf(msg, sizeof msg, "%s", b->ctx->err);
-	return mc__err(b->ctx, rc, "%s: %s", b->path, msg);
+	return rc != MC_OK ? mc__err_prefix(b->ctx, rc, "%s", b->path) : MC_OK;
 }
 
 /* Format version 2: the index member, after the signatures. Its stored bytes must have
@@ -807,9 +786,7 @@ mc_bundle_free(mc_bundle *b)
 	}
 	free(b->sigs);
 	mc__policy_clear(&b->policy);
-	for (i = 0; i < b->ntypes; i++)
-		free(b->types[i]);
-	free(b->types);
+	mc__strv_free(b->types, b->ntypes);
 	free(b->sel);
 	mc__acur_free(&b->cur);
 	mc__acur_free(&b->fcur);

@@ -103,11 +103,8 @@ object_error(struct sworker *w, int rc)
 {
 	const mc_bundle *b = w->s->b;
 
-	if (rc == MC_ERR_MALFORMED && strncmp(w->ctx->err, b->path, strlen(b->path)) != 0) {
-		char msg[MC_ERRBUF];
-		snprintf(msg, sizeof msg, "%s", w->ctx->err);
-		rc = mc__err(w->ctx, rc, "%s: object %s: %s", b->path, w->hex, msg);
-	}
+	if (rc == MC_ERR_MALFORMED && strncmp(w->ctx->err, b->path, strlen(b->path)) != 0)
+		rc = mc__err_prefix(w->ctx, rc, "%s: object %s", b->path, w->hex);
 	return rc;
 }
 
@@ -918,11 +915,30 @@ block_order(mc_bundle *b, unsigned nworkers, size_t **out)
 	return mc__longest_first(b->ctx, b->m.nblocks, block_cost, b, out);
 }
 
+/* The pass's work: the items selected, the workers' state made, and the items run (a
+ * bundle's blocks the costliest first). */
+static int
+run_items(mc_bundle *b, unsigned nworkers, struct sstate *s)
+{
+	size_t *order = NULL;
+	int rc;
+
+	if ((rc = select_items(s)) != MC_OK)
+		return rc;
+	if ((rc = sstate_init(s, nworkers)) != MC_OK)
+		return rc;
+	if (s->items == NULL && (rc = block_order(b, nworkers, &order)) != MC_OK)
+		return rc;
+	rc = mc__parallel_in(b->ctx, s->items != NULL ? s->nitems : nunits(b), nworkers, work, s,
+			     order);
+	free(order);
+	return rc;
+}
+
 /* A pass over the bundle's objects, as set in s (its callbacks, want and ud). */
 static int
 stream(mc_bundle *b, unsigned nworkers, struct sstate *s)
 {
-	size_t *order = NULL;
 	int rc;
 
 	if ((!b->fresh && (rc = mc__bundle_open_stream(b)) != MC_OK) ||
@@ -935,11 +951,7 @@ stream(mc_bundle *b, unsigned nworkers, struct sstate *s)
 	if ((rc = mc__gpu_prepare(b)) != MC_OK)
 		return rc;
 	pthread_mutex_init(&s->tlock, NULL); /* destroyed by sstate_free() */
-	if ((rc = select_items(s)) == MC_OK && (rc = sstate_init(s, nworkers)) == MC_OK &&
-	    (s->items != NULL || (rc = block_order(b, nworkers, &order)) == MC_OK))
-		rc = mc__parallel_in(b->ctx, s->items != NULL ? s->nitems : nunits(b), nworkers,
-				     work, s, order);
-	free(order);
+	rc = run_items(b, nworkers, s);
 	if (rc == MC_OK && s->wants_sha != NULL)
 		rc = sha_walk(b, s, 1);
 	if (rc == MC_OK) {

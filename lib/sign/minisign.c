@@ -185,10 +185,30 @@ place_key_file(mc_ctx *ctx, const char *tmp, const char *path, int overwrite)
 			       : mc__errno(ctx, MC_ERR_IO, "cannot create", path);
 }
 
+/* The secret key put in place, then the public key. A new secret key whose public key
+ * could not be put in place is removed, unless it replaced one (-f), which would then
+ * be lost too: it is kept, and said. */
+static int
+place_key_files(mc_ctx *ctx, const char *stmp, const char *sec_path, const char *ptmp,
+		const char *pub_path, int overwrite)
+{
+	char msg[MC_ERRBUF];
+	int rc;
+
+	if ((rc = place_key_file(ctx, stmp, sec_path, overwrite)) != MC_OK)
+		return rc;
+	if ((rc = place_key_file(ctx, ptmp, pub_path, overwrite)) == MC_OK)
+		return MC_OK;
+	if (!overwrite) {
+		unlink(sec_path);
+		return rc;
+	}
+	snprintf(msg, sizeof msg, "%s", mc_ctx_error(ctx));
+	return mc__err(ctx, rc, "%s (the new secret key is in %s)", msg, sec_path);
+}
+
 /* Both key files staged and on disk before either is put in place, a cancel heeded only
- * then: once the secret key is in place the public key follows. A new secret key whose
- * public key could not be put in place is removed, unless it replaced one (-f), which
- * would then be lost too: it is kept, and said. */
+ * then: once the secret key is in place the public key follows (place_key_files()). */
 static int
 save_key_files(mc_ctx *ctx, const char *sec_path, const unsigned char *skbin,
 	       const char *pub_path, const char *comment, const unsigned char *pkbin, int overwrite)
@@ -202,17 +222,8 @@ save_key_files(mc_ctx *ctx, const char *sec_path, const unsigned char *skbin,
 		rc = stage_key_file(ctx, pub_path, comment, pkbin, PK_BYTES, 0644, overwrite, &ptmp);
 	if (rc == MC_OK && mc__cancelled(ctx))
 		rc = mc__cancel_err(ctx);
-	if (rc == MC_OK && (rc = place_key_file(ctx, stmp, sec_path, overwrite)) == MC_OK &&
-	    (rc = place_key_file(ctx, ptmp, pub_path, overwrite)) != MC_OK) {
-		char msg[MC_ERRBUF];
-
-		if (!overwrite) {
-			unlink(sec_path);
-		} else {
-			snprintf(msg, sizeof msg, "%s", mc_ctx_error(ctx));
-			mc__err(ctx, rc, "%s (the new secret key is in %s)", msg, sec_path);
-		}
-	}
+	if (rc == MC_OK)
+		rc = place_key_files(ctx, stmp, sec_path, ptmp, pub_path, overwrite);
 	if (stmp != NULL && (rc != MC_OK || !overwrite))
 		unlink(stmp);
 	if (ptmp != NULL && (rc != MC_OK || !overwrite))

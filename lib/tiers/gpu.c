@@ -210,11 +210,7 @@ mc_gpu_detect(mc_ctx *ctx, char ***out, size_t *n)
 void
 mc_gpu_targets_free(char **targets, size_t n)
 {
-	size_t i;
-
-	for (i = 0; targets != NULL && i < n; i++)
-		free(targets[i]);
-	free(targets);
+	mc__strv_free(targets, n);
 }
 
 int

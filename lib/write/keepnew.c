@@ -219,8 +219,10 @@ mc_writer_drop_known(mc_writer *w, mc_bundle *const *bases, size_t n, mc_diff_fn
 	memset(&kn, 0, sizeof kn);
 	kn.fn = fn;
 	kn.ud = ud;
-	if ((rc = kn_start(&kn, w, bases, n)) == MC_OK &&
-	    (rc = mc__wsort_artifacts(&kn.sv)) == MC_OK)
+	rc = kn_start(&kn, w, bases, n);
+	if (rc == MC_OK)
+		rc = mc__wsort_artifacts(&kn.sv);
+	if (rc == MC_OK)
 		rc = walk(&kn);
 	if (rc == MC_OK && kn.ngone > 0) {
 		/* Every artifact of a (type, key) goes with the one it keeps. In place: the

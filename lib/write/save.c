@@ -451,9 +451,7 @@ job_end(struct job *j)
 		free(j->pass.sp[k].paths);
 	}
 	free(j->pass.sp);
-	for (i = 0; i < j->m.ngpu_targets; i++)
-		free(j->m.gpu_targets[i]);
-	free(j->m.gpu_targets);
+	mc__strv_free(j->m.gpu_targets, j->m.ngpu_targets);
 	if (j->m.groups != NULL)
 		for (i = 0; i < j->m.ngroups; i++)
 			free(j->m.groups[i].entries);
@@ -467,9 +465,7 @@ job_end(struct job *j)
 	free(j->sv.oi);
 	mc__store_free(&j->sv.uniq);
 	mc__store_free(&j->sv.dups);
-	for (i = 0; i < j->sigs.n; i++)
-		free(j->sigs.txt[i]);
-	free(j->sigs.txt);
+	mc__strv_free(j->sigs.txt, j->sigs.n);
 	free(j->sigs.len);
 	free(j->sigs.id);
 }
@@ -1038,6 +1034,49 @@ out:
 	return rc;
 }
 
+/* The save of a job started at time t, step by step: the artifacts sorted by (type,
+ * key), the last recorded of a pair kept; the first pass, which ends the save early
+ * with *again set when it found graph files misnamed; the object table. The manifest
+ * is rendered twice, never held whole: once for its size and prehash, which the
+ * signatures need before it is written, then into the file. */
+static int
+save_steps(struct job *j, int *again, uint64_t t)
+{
+	mc_writer *w = j->w;
+	int rc;
+
+	if ((rc = mc__wsort_artifacts(&j->sv)) != MC_OK)
+		return rc;
+	if ((rc = mark_layout(j)) != MC_OK)
+		return rc;
+	t = mc__prof_since(w->ctx, "sort", t, 0);
+	if ((rc = first_pass(j)) != MC_OK)
+		return rc;
+	if ((*again = j->again))
+		return MC_OK;
+	rc = w->version == 2 ? block_objects(j)
+			     : mc__wsort_objects(&j->sv, &j->order, &j->nobjects, &j->total);
+	if (rc != MC_OK)
+		return rc;
+	t = mc__prof_start(w->ctx);
+	if (w->version != 1 && (rc = gpu_targets(j)) != MC_OK)
+		return rc;
+	t = mc__prof_since(w->ctx, "targets", t, 0);
+	if ((rc = manifest_model(j)) != MC_OK)
+		return rc;
+	if (w->version != 1 && (rc = make_index(j)) != MC_OK)
+		return rc;
+	t = mc__prof_since(w->ctx, "index", t, 0);
+	if ((rc = render(j, NULL, j->prehash, &j->mlen)) != MC_OK)
+		return rc;
+	if ((rc = sign_manifest(j)) != MC_OK)
+		return rc;
+	t = mc__prof_since(w->ctx, "manifest", t, 0);
+	rc = emit_bundle(j);
+	mc__prof_since(w->ctx, "write", t, 0);
+	return rc;
+}
+
 /* Writes the bundle; *again is set instead when the first pass found graph files whose
  * names are not their contents' hashes. */
 static int
@@ -1047,30 +1086,8 @@ save_once(mc_writer *w, const char *path, int out_fd, int *again)
 	struct job j;
 	int rc;
 
-	/* The artifacts sorted by (type, key), the last recorded of a pair kept; the first
-	 * pass; the object table. The manifest is rendered twice, never held whole: once
-	 * for its size and prehash, which the signatures need before it is written, then
-	 * into the file. */
-	if ((rc = job_start(&j, w, path, out_fd)) == MC_OK &&
-	    (rc = mc__wsort_artifacts(&j.sv)) == MC_OK &&
-	    (rc = mark_layout(&j)) == MC_OK &&
-	    ((t = mc__prof_since(w->ctx, "sort", t, 0)), 1) &&
-	    (rc = first_pass(&j)) == MC_OK && !(*again = j.again) &&
-	    (rc = w->version == 2 ? block_objects(&j)
-				  : mc__wsort_objects(&j.sv, &j.order, &j.nobjects, &j.total)) ==
-		    MC_OK &&
-	    ((t = mc__prof_start(w->ctx)), 1) &&
-	    (w->version == 1 || (rc = gpu_targets(&j)) == MC_OK) &&
-	    ((t = mc__prof_since(w->ctx, "targets", t, 0)), 1) &&
-	    (rc = manifest_model(&j)) == MC_OK &&
-	    (w->version == 1 || (rc = make_index(&j)) == MC_OK) &&
-	    ((t = mc__prof_since(w->ctx, "index", t, 0)), 1) &&
-	    (rc = render(&j, NULL, j.prehash, &j.mlen)) == MC_OK &&
-	    (rc = sign_manifest(&j)) == MC_OK) {
-		t = mc__prof_since(w->ctx, "manifest", t, 0);
-		rc = emit_bundle(&j);
-		mc__prof_since(w->ctx, "write", t, 0);
-	}
+	if ((rc = job_start(&j, w, path, out_fd)) == MC_OK)
+		rc = save_steps(&j, again, t);
 	if (rc == MC_OK && !*again) {
 		w->saved_narts = j.sv.nuniq;
 		w->saved_total = j.sv.uniq_bytes;

@@ -85,9 +85,7 @@ mc_writer_free(mc_writer *w)
 	mc__store_free(&w->keys);
 	mc__store_free(&w->data);
 	free(w->table);
-	for (i = 0; i < w->ntypes; i++)
-		free(w->types[i]);
-	free(w->types);
+	mc__strv_free(w->types, w->ntypes);
 	for (i = 0; i < w->nlabels; i++) {
 		free(w->labels[i].key);
 		free(w->labels[i].value);
@@ -850,19 +848,14 @@ misnamed_one(mc_writer *w, struct mc_wart *a, const struct mc_wobj *o, struct ml
 {
 	char path[MC_PATH_MAX];
 	const struct mc_type *t;
-	struct mnote *nv, *m;
+	struct mnote *m;
 	const char *rel;
 	int rc;
 
 	if ((rc = misnamed_rel(w, a, o, path, &rel)) != MC_OK)
 		return rc;
-	if (log->n == log->cap) {
-		size_t cap = log->cap ? log->cap * 2 : 16;
-		if ((nv = realloc(log->v, cap * sizeof *nv)) == NULL)
-			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-		log->v = nv;
-		log->cap = cap;
-	}
+	if (mc__grow(&log->v, &log->cap, log->n + 1, sizeof *log->v) != MC_OK)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 	m = &log->v[log->n];
 	m->obj = a->obj;
 	m->rel_len = (uint32_t)strlen(rel);

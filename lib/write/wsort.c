@@ -337,14 +337,8 @@ merge_take(struct sorter *so, struct merge *mg, const struct mrun *t)
 
 	if (mg->have && so->rank[mg->cur.type] == t->rank &&
 	    key_cmp(mg->curkey, mg->cur.key_len, t->key, t->a.key_len) == 0) {
-		if (mg->ngrp == mg->capgrp) {
-			size_t cap = mg->capgrp ? mg->capgrp * 2 : 16;
-			struct wmember *g = realloc(mg->grp, cap * sizeof *g);
-			if (g == NULL)
-				return mc__err(so->w->ctx, MC_ERR_NOMEM, "out of memory");
-			mg->grp = g;
-			mg->capgrp = cap;
-		}
+		if (mc__grow(&mg->grp, &mg->capgrp, mg->ngrp + 1, sizeof *mg->grp) != MC_OK)
+			return mc__err(so->w->ctx, MC_ERR_NOMEM, "out of memory");
 		mg->grp[mg->ngrp].obj = mg->cur.obj;
 		mg->grp[mg->ngrp].blob = mg->cur.blob;
 		mg->grp[mg->ngrp++].seq = mg->cur.seq;
@@ -404,7 +398,10 @@ mc__wsort_artifacts(struct mc_wsave *sv)
 	so.sv = sv;
 	so.w = sv->w;
 	mc__store_init(&so.runs, "artifact sort");
-	if ((rc = rank_types(&so)) == MC_OK && (rc = sort_runs(&so)) == MC_OK)
+	rc = rank_types(&so);
+	if (rc == MC_OK)
+		rc = sort_runs(&so);
+	if (rc == MC_OK)
 		rc = merge_runs(&so);
 	mc__store_free(&so.runs);
 	free(so.run_off);
@@ -539,14 +536,8 @@ order_ties(struct mc_wsave *sv, const struct mc_hashpref *hp, size_t n, struct o
 			ot->idx[ot->n++] = ot->f[r].idx;
 			continue;
 		}
-		if (ot->nalias == ot->capalias) {
-			size_t cap = ot->capalias ? ot->capalias * 2 : 64;
-			void *a = realloc(ot->alias, cap * sizeof *ot->alias);
-			if (a == NULL)
-				return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
-			ot->alias = a;
-			ot->capalias = cap;
-		}
+		if (mc__grow(&ot->alias, &ot->capalias, ot->nalias + 1, sizeof *ot->alias) != MC_OK)
+			return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
 		ot->alias[ot->nalias][0] = ot->f[r].idx;
 		ot->alias[ot->nalias++][1] = ot->idx[ot->n - 1];
 		*total -= ot->f[r].size;

@@ -1,5 +1,6 @@
 /* test_encode.c - the byte encodings: torch's base32 names, CRC-32, base64, UTF-8, and
- * the escaping of text for terminals and JSON. */
+ * the escaping of text for terminals and JSON; the core's grown arrays and the message
+ * put after a prefix. */
 #include "util.h"
 
 #include <sodium.h>
@@ -299,6 +300,54 @@ START_TEST(escape_idempotent)
 }
 END_TEST
 
+START_TEST(grow_doubles)
+{
+	/* Room for each element added, the capacity doubled, the contents kept; no room
+	 * needed, nothing moves; a size past SIZE_MAX is refused, the array as it was. */
+	uint32_t *v = NULL, *kept;
+	size_t cap = 0, before, i;
+
+	for (i = 0; i < 1000; i++) {
+		before = cap;
+		ck_assert_int_eq(mc__grow(&v, &cap, i + 1, sizeof *v), MC_OK);
+		ck_assert_uint_ge(cap, i + 1);
+		ck_assert(cap == before || before == 0 || cap == 2 * before);
+		v[i] = (uint32_t)i;
+	}
+	for (i = 0; i < 1000; i++)
+		ck_assert_uint_eq(v[i], i);
+	kept = v;
+	before = cap;
+	ck_assert_int_eq(mc__grow(&v, &cap, cap, sizeof *v), MC_OK);
+	ck_assert_ptr_eq(v, kept);
+	ck_assert_int_eq(mc__grow(&v, &cap, SIZE_MAX / 2, sizeof *v), MC_ERR_NOMEM);
+	ck_assert_int_eq(mc__grow(&v, &cap, SIZE_MAX, 1), MC_ERR_NOMEM);
+	ck_assert_ptr_eq(v, kept);
+	ck_assert_uint_eq(cap, before);
+	free(v);
+}
+END_TEST
+
+START_TEST(err_prefix_before_message)
+{
+	/* "prefix: message", cut where one message is cut. */
+	char big[MC_ERRBUF];
+	mc_ctx *ctx;
+
+	ck_assert_int_eq(mc_ctx_new(&ctx), MC_OK);
+	mc__err(ctx, MC_ERR_MALFORMED, "member %s: bad", "x");
+	ck_assert_int_eq(mc__err_prefix(ctx, MC_ERR_IO, "%s: object %d", "a.mcb", 7), MC_ERR_IO);
+	ck_assert_str_eq(mc_ctx_error(ctx), "a.mcb: object 7: member x: bad");
+	memset(big, 'm', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	mc__err(ctx, MC_ERR_IO, "%s", big);
+	mc__err_prefix(ctx, MC_ERR_IO, "%s", "a.mcb");
+	ck_assert_uint_eq(strlen(mc_ctx_error(ctx)), MC_ERRBUF - 1);
+	ck_assert_int_eq(strncmp(mc_ctx_error(ctx), "a.mcb: mmm", 10), 0);
+	mc_ctx_free(ctx);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -317,6 +366,8 @@ suite(void)
 	tcase_add_test(tc, escape_json_mode);
 	tcase_add_test(tc, escape_truncates);
 	tcase_add_test(tc, escape_idempotent);
+	tcase_add_test(tc, grow_doubles);
+	tcase_add_test(tc, err_prefix_before_message);
 	suite_add_tcase(s, tc);
 	return s;
 }
