@@ -209,9 +209,6 @@ MC_HIDDEN int mc__text_check(const char *text, size_t n, int tab_ok, uint32_t *c
 MC_HIDDEN int mc__err(mc_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 MC_HIDDEN int mc__errno(mc_ctx *ctx, int code, const char *what, const char *path);
-
-/* ---- errors (error.c) ---- */
-
 /* Puts the text fmt makes and ": " before the message on ctx: code. */
 MC_HIDDEN int mc__err_prefix(mc_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
