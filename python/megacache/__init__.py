@@ -36,6 +36,15 @@ from ._session import library_version
 from ._version import __version__
 from ._warm import warm
 
+# The names the package held before its code was in modules, kept as attributes (not
+# in __all__ or dir()): the argument types its signatures name, and its tables.
+from ._args import KeyArg, Keys, Password, PathArg, Progress, ProgressFn  # noqa: F401,E402
+from ._load import ACTIONS, TORCH_FORMATS  # noqa: F401,E402
+from ._progress import TerminalBar  # noqa: F401,E402
+from ._reports import UNSEEN_WORDS  # noqa: F401,E402
+from ._save import SAVE_TIERS  # noqa: F401,E402
+from ._session import ROOT_TIERS, U64  # noqa: F401,E402
+
 # list() is left out of __all__: a star import would hide the builtin.
 __all__ = [
     "Artifact", "BundleInfo", "Change", "Error", "Folder", "GpuMismatchError",
