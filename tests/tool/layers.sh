@@ -137,20 +137,26 @@ done >"$T/labels"
 defs() {
 	awk '
 	FNR == 1 { prev = "" }
-	/^[A-Za-z_][A-Za-z0-9_]*\(/ && prev !~ /static/ && prev !~ /^#/ {
+	/^[A-Za-z_][A-Za-z0-9_]*\(/ && prev !~ /^static/ && prev !~ /^#/ {
 		n = $0; sub(/\(.*/, "", n); print n, FILENAME }
-	/^(const |unsigned |volatile )*[a-z_][a-z0-9_]*[ *]+[a-z_][a-z0-9_]*(\[[^]]*\])*( =.*|;)$/ &&
+	/^(const |unsigned |volatile )*((struct|enum|union) )?[a-z_][a-z0-9_]*[ *]+[a-z_][a-z0-9_]*(\[[^]]*\])*( =.*|;)$/ &&
 	    !/^(static|extern|typedef|return|struct [a-z_]+ \{) / {
 		n = $0; sub(/(\[[^]]*\])*( =.*|;)$/, "", n); sub(/.*[ *]/, "", n); print n, FILENAME }
 	{ prev = $0 }
 	' "$@" | sort -u -k1,1
+}
+# code FILE: its text without comments, string and character literals.
+code() {
+	perl -0777 -pe '
+	s{("(?:\\.|[^"\\\n])*")|('"'"'(?:\\.|[^'"'"'\\\n])*'"'"')|(/\*.*?\*/)|(//[^\n]*)}
+	 {defined $1 ? q("") : defined $2 ? 0 : q( )}gse' "$1"
 }
 # circles DEFS FILES...: each pair "A B" of a file naming what another defines, to tsort.
 circles() {
 	defs=$1
 	shift
 	for f in "$@"; do
-		grep -oE '\b[A-Za-z_][A-Za-z0-9_]*\b' "$f" | sort -u | join - "$defs" |
+		code "$f" | grep -oE '\b[A-Za-z_][A-Za-z0-9_]*\b' | sort -u | join - "$defs" |
 		awk -v f="$f" '$2 != f { print f, $2 }'
 	done | sort -u >"$T/edges"
 	tsort <"$T/edges" 2>&1 >/dev/null | sed "s|$MC_SRCDIR/||g" | head -n 30
