@@ -57,10 +57,10 @@ MC_HIDDEN void mc__redis_reply_free(struct mc_rreply *rep);
  * message the failure's. */
 MC_HIDDEN void mc__redis_discard(mc_redis *r);
 /* One SCAN step from *cursor (0 to start; 0 again at the end) over keys matching
- * pattern: the keys in *keys (*n of them, each and the array malloc'd). */
+ * pattern: the keys in *keys (*n of them, each and the array malloc'd; mc__strv_free()
+ * frees them). */
 MC_HIDDEN int mc__redis_scan(mc_redis *r, unsigned long long *cursor, const char *pattern,
 			     char ***keys, size_t *n);
-MC_HIDDEN void mc__redis_keys_free(char **keys, size_t n);
 MC_HIDDEN mc_ctx *mc__redis_ctx(const mc_redis *r);
 /* Makes ctx take the connection's messages (a worker's, while it has the connection);
  * gives back the context it had. */

@@ -38,7 +38,7 @@ all_keys(mc_redis *r, char **pat, size_t npat, char ***keys, size_t *n)
 			if ((rc = mc__redis_scan(r, &cursor, pat[i], &part, &got)) != MC_OK)
 				break;
 			if (mc__grow(keys, &cap, *n + got + 1, sizeof **keys) != MC_OK) {
-				mc__redis_keys_free(part, got);
+				mc__strv_free(part, got);
 				rc = mc__err(mc__redis_ctx(r), MC_ERR_NOMEM, "out of memory");
 				break;
 			}
@@ -123,7 +123,7 @@ mc__store_each(mc_redis *r, const char *match, unsigned spaces, const char *phas
 	}
 	if (rc != MC_OK) /* what was asked is read, and dropped */
 		mc__redis_discard(r);
-	mc__redis_keys_free(keys, n);
+	mc__strv_free(keys, n);
 	return rc;
 }
 
@@ -485,7 +485,7 @@ pull_free(struct pull *p)
 	free(p->conn);
 	free(p->sp);
 	free(p->spool);
-	mc__redis_keys_free(p->keys, p->n);
+	mc__strv_free(p->keys, p->n);
 }
 
 int

@@ -103,12 +103,6 @@ mc__redis_full(const mc_redis *r)
 	return r->pending >= MC_PIPE_COMMANDS || r->pending_bytes >= MC_PIPE_BYTES;
 }
 
-void
-mc__redis_keys_free(char **keys, size_t n)
-{
-	mc__strv_free(keys, n);
-}
-
 int
 mc_redis_supported(void)
 {
@@ -925,7 +919,7 @@ mc__redis_scan(mc_redis *r, unsigned long long *cursor, const char *pattern, cha
 	rc = scan_keys(r, rep->element[1], keys, n);
 	freeReplyObject(rep);
 	if (rc != MC_OK) {
-		mc__redis_keys_free(*keys, *n);
+		mc__strv_free(*keys, *n);
 		*keys = NULL;
 		*n = 0;
 	}
