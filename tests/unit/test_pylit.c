@@ -209,6 +209,36 @@ START_TEST(callback_refuses)
 }
 END_TEST
 
+/* Writes where each string stands to the text in ud: role, index, depth, dict key. */
+static int
+note(void *ud, const struct mc_pylit_at *at, const char *s, size_t n, char **repl,
+     size_t *repln, char *why, size_t whylen)
+{
+	char *log = ud;
+
+	(void)n, (void)repl, (void)repln, (void)why, (void)whylen;
+	snprintf(log + strlen(log), 1024 - strlen(log), "%.8s:%d,%ld,%u,%s;", s, at->role,
+		 at->index, at->depth, at->dkey ? at->dkey : "-");
+	return MC_OK;
+}
+
+START_TEST(positions)
+{
+	char log[1024] = "";
+	unsigned char *out;
+	size_t outn;
+
+	ck_assert_int_eq(mc__pylit_rewrite(ctx, "f", (const unsigned char *)text_b,
+					   strlen(text_b), 1 << 20, note, log, &out, &outn),
+			 MC_OK);
+	ck_assert_str_eq((char *)out, text_b);
+	free(out);
+	ck_assert_str_eq(log, "inductor:1,2,2,-;cache_ke:1,-1,2,-;abc:2,-1,2,cache_key;"
+			      "graph_ha:1,-1,2,-;artifact:2,0,3,graph_handle;"
+			      "/root/.c:2,1,3,graph_handle;");
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -220,6 +250,7 @@ suite(void)
 	tcase_add_test(tc, accepted);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, callback_refuses);
+	tcase_add_test(tc, positions);
 	suite_add_tcase(s, tc);
 	return s;
 }
