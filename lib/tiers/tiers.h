@@ -119,6 +119,35 @@ MC_HIDDEN int mc__group_remote(const char *key, const unsigned char *in, size_t 
 MC_HIDDEN int mc__group_recorded(const char *key, const unsigned char *in, size_t n,
 				 unsigned char **out, size_t *outn);
 
+/* ---- Python literals: vLLM's handle file (pylit.c) ---- */
+
+/* Where a string stands: role is MC_PYLIT_KEY or MC_PYLIT_VALUE when the string, or
+ * the tuple or list it lies in, is a dict's key or value (MC_PYLIT_TOP: in no dict);
+ * index its place in the innermost tuple or list (-1: none between it and the dict);
+ * dkey (dkeyn bytes) the dict's key when that is a string and this is in its value,
+ * else NULL; depth the brackets around it. */
+enum { MC_PYLIT_TOP, MC_PYLIT_KEY, MC_PYLIT_VALUE };
+struct mc_pylit_at {
+	unsigned depth;
+	int role;
+	long index;
+	const char *dkey;
+	size_t dkeyn;
+};
+/* Shown each string (s: n bytes of UTF-8, NUL after them): MC_OK keeping it (*repl
+ * NULL) or with a replacement (*repl malloc'd, *repln bytes of UTF-8, freed by the
+ * reader); else an MC_ERR_* code that fails the call, with why in why. */
+typedef int (*mc_pylit_fn)(void *ud, const struct mc_pylit_at *at, const char *s, size_t n,
+			   char **repl, size_t *repln, char *why, size_t whylen);
+/* Reads in (n bytes, at most max) as one Python literal that ast.literal_eval reads
+ * to the same structure: dicts, tuples, lists, str literals (adjacent ones joined),
+ * decimal ints, None, True, False, and # comments; anything else fails, said on ctx
+ * with name, line and column. fn NULL: only that. Else *out (malloc'd, *outn bytes)
+ * is in with each string fn replaces written as one literal in repr()'s form. */
+MC_HIDDEN int mc__pylit_rewrite(mc_ctx *ctx, const char *name, const unsigned char *in,
+				size_t n, size_t max, mc_pylit_fn fn, void *ud,
+				unsigned char **out, size_t *outn);
+
 /* ---- GPU targets (gpu.c) ---- */
 
 #define MC_GPU_HOST_MAX 64 /* distinct targets a host is taken to have */

@@ -6,7 +6,7 @@
 set -eu
 secs=${1:-600}
 [ $# -gt 0 ] && shift
-targets=${*:-bundle manifest torchblob keys}
+targets=${*:-bundle manifest torchblob keys pylit}
 found=0
 src=$(cd "$(dirname "$0")" && pwd)
 for t in $targets; do

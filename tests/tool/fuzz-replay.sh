@@ -3,7 +3,7 @@
 . "$(dirname "$0")/lib.sh"
 F="$MC_SRCDIR/tests/fuzz"
 export TMPDIR="$T"
-for t in bundle manifest torchblob keys; do
+for t in bundle manifest torchblob keys pylit; do
 	set -- "$F/corpus/$t"
 	for c in "$F/crashes/$t"/*; do
 		case "$c" in */README) ;; *) [ -f "$c" ] && set -- "$@" "$c" ;; esac
