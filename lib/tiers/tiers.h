@@ -136,6 +136,11 @@ enum mc_torch_shape {
 };
 MC_HIDDEN int mc__torch_shape_ok(enum mc_torch_shape shape, const char *key);
 
+/* ---- the built-in types of vLLM's compile cache (vllm.c) ---- */
+
+/* Registers vllm.c's table. */
+MC_HIDDEN int mc__register_vllm(mc_ctx *ctx);
+
 /* ---- GPU targets (gpu.c) ---- */
 
 #define MC_GPU_HOST_MAX 64 /* distinct targets a host is taken to have */
