@@ -133,6 +133,7 @@ enum mc_torch_shape {
 	MC_SHAPE_CODE,        /* "<2 chars>/<file name>" */
 	MC_SHAPE_TRITON,      /* "<device index>/<kernel hash>/<file name>" */
 	MC_SHAPE_FILE_NAME,   /* one plain file name */
+	MC_SHAPE_PATH,        /* an extra key: a relative path of plain file names */
 };
 MC_HIDDEN int mc__torch_shape_ok(enum mc_torch_shape shape, const char *key);
 

@@ -609,6 +609,8 @@ mc__group_derived(const char *key, const unsigned char *rec, size_t n, const cha
 	return group_derive(key, rec, n, dir, out, outn);
 }
 
+static int extra_check(void *ud, const char *key, char *w, size_t wl);
+
 /* The shapes of torch's and Triton's keys, for tables of other tiers whose folders hold
  * torch's and Triton's caches. */
 int
@@ -629,6 +631,8 @@ mc__torch_shape_ok(enum mc_torch_shape shape, const char *key)
 		return triton_check(NULL, key, w, sizeof w) == MC_OK;
 	case MC_SHAPE_FILE_NAME:
 		return file_name_ok(key, strlen(key));
+	case MC_SHAPE_PATH:
+		return extra_check(NULL, key, w, sizeof w) == MC_OK;
 	}
 	return 0;
 }

@@ -7,7 +7,8 @@
  * holding its notes (vllm_meta), the index of its compiled graphs (vllm_handles) and
  * the graphs themselves (vllm_artifact: a file, or a folder of torch's caches); and
  *   torch_compile_cache/torch_aot_compile/<64 hex>/{rank_<n>_<m>/model, inductor_cache/}
- * for the whole model compiled ahead of time (vllm_aot).
+ * for the whole model compiled ahead of time (vllm_aot). Any other file beneath the
+ * root is kept as vllm_extra when the caller asks.
  */
 #include "config.h"
 
@@ -206,6 +207,15 @@ aot_check(void *ud, const char *key, char *w, size_t wl)
 	return MC_OK;
 }
 
+/* Any other file beneath the root, kept when the caller asks: its relative path. */
+static int
+extra_check(void *ud, const char *key, char *w, size_t wl)
+{
+	if (!mc__torch_shape_ok(MC_SHAPE_PATH, key))
+		return why(w, wl, "expected a relative path of plain file names");
+	return MC_OK;
+}
+
 static int
 same_path_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
 {
@@ -336,6 +346,9 @@ static const struct mc_typedesc vllm[] = {
 	 .key_check = aot_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
 	 .record = mc__group_recorded, .derive = mc__group_derived},
+	{.name = "vllm_extra", .tier = "vllm",
+	 .key_check = extra_check, .dest_path = same_path_dest,
+	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1},
 };
 
 int
