@@ -330,7 +330,9 @@ vllm_default_root(mc_ctx *ctx, char **out, size_t *named)
 	return expand(ctx, "the home folder", "~", "/.cache/vllm", out, named);
 }
 
-/* The types. Handlers get the context as their ud, and need none of it. */
+/* The types. Handlers get the context as their ud, and need none of it. None is a
+ * folder unit: a binary artifact is a file in the folder of its model's other files,
+ * which would make that whole folder one. */
 static const struct mc_typedesc vllm[] = {
 	{.name = "vllm_meta", .tier = "vllm",
 	 .key_check = meta_check, .dest_path = same_path_dest,
@@ -338,11 +340,11 @@ static const struct mc_typedesc vllm[] = {
 	{.name = "vllm_handles", .tier = "vllm",
 	 .key_check = handles_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1},
-	{.name = "vllm_artifact", .tier = "vllm", .flags = MC_TYPE_FOLDER_UNIT,
+	{.name = "vllm_artifact", .tier = "vllm",
 	 .key_check = artifact_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
 	 .record = mc__group_recorded, .derive = mc__group_derived},
-	{.name = "vllm_aot", .tier = "vllm", .flags = MC_TYPE_FOLDER_UNIT,
+	{.name = "vllm_aot", .tier = "vllm",
 	 .key_check = aot_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
 	 .record = mc__group_recorded, .derive = mc__group_derived},
