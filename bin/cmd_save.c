@@ -103,8 +103,9 @@ static int
 nothing(const struct location *loc)
 {
 	json_error("no_artifacts");
-	say(stderr, "%s: nothing to save: no artifacts in %s (%s) or %s (%s)", PROG, loc[0].path,
-	    loc[0].found ? "empty" : "not there", loc[1].path, loc[1].found ? "empty" : "not there");
+	say(stderr, "%s: nothing to save: no artifacts in %s (%s), %s (%s) or %s (%s)", PROG,
+	    loc[0].path, loc[0].found ? "empty" : "not there", loc[1].path,
+	    loc[1].found ? "empty" : "not there", loc[2].path, loc[2].found ? "empty" : "not there");
 	return EXIT_USAGE;
 }
 
