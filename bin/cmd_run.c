@@ -92,7 +92,8 @@ const struct cmd_help run_help = {
 	.usage =
 		"usage: megacache run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT [-s SECFILE]...]\n"
 		"       [--cache-dir DIR] [--triton-dir DIR] [--vllm-dir DIR] [--types T[,T]...] [--sync]\n"
-		"       [--allow-cold] [--gpu-target T]... [--skip-other-gpus] [--json | --json-file FILE] -- CMD [ARGS]...\n",
+		"       [--allow-cold] [--gpu-target T]... [--skip-other-gpus] [--json | --json-file FILE]\n"
+		"       -- CMD [ARGS]...\n",
 	.about =
 		"Load the bundles, run CMD with its exit status passed on, save what it added.\n"
 		"After CMD, a line tells per type how many loaded artifacts it read and how many\n"
@@ -111,8 +112,7 @@ const struct cmd_help run_help = {
 		"  --sync                 flush what is loaded to disk before CMD starts\n"
 		"  --allow-cold           run CMD even when a bundle fails to verify (or holds\n"
 		"                         kernels for another GPU)\n"
-		"  --gpu-target T, --skip-other-gpus   this host's GPU targets, and leaving out the\n"
-		"                         kernels for others: as load\n"
+		"  --gpu-target T, --skip-other-gpus   the host's GPUs, kernels for others: as load\n"
 		"  --json                 the report as JSON at the end of standard error, from its\n"
 		"                         last line that is a lone { (standard output is CMD's)\n"
 		"  --json-file FILE       the report as JSON, written to FILE instead\n"
