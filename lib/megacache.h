@@ -139,7 +139,10 @@ MC_API MC_MUST_CHECK int mc_ctx_set_tier_root(mc_ctx *ctx, const char *tier, con
  * cache): $TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache, TRITON_HOME falling back
  * to $HOME (else the password database's home folder). A variable torch or Triton
  * would fail on (set but empty; for Triton's, starting with white space), or a home
- * folder that is not absolute, is an error. Other tiers have no default. *path is owned by ctx. */
+ * folder that is not absolute, is an error. Tier "vllm" (vLLM's cache): $VLLM_CACHE_ROOT,
+ * else $XDG_CACHE_HOME/vllm, else ~/.cache/vllm, a leading ~ expanded as Python's
+ * os.path.expanduser() does; empty, starting with white space or not absolute after
+ * that, an error. Other tiers have no default. *path is owned by ctx. */
 MC_API MC_MUST_CHECK int mc_ctx_tier_root(mc_ctx *ctx, const char *tier, const char **path);
 
 /* Handler callbacks of an artifact type.
