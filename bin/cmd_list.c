@@ -39,7 +39,7 @@ static const struct tool_optspec list_spec = {"p:", list_long, list_opt};
 const struct cmd_help list_help = {
 	.synopsis =
 		"  list BUNDLE [-p PUBFILE]... [--json] [--explain [--cache-dir DIR] [--triton-dir DIR]\n"
-		"       [--gpu-target T]... [--skip-other-gpus]]\n",
+		"       [--vllm-dir DIR] [--gpu-target T]... [--skip-other-gpus]]\n",
 	.summary =
 		"        show a bundle's labels, GPU targets, signatures and artifacts (not\n"
 		"        verified); -p: each signature's state under those keys, refusing nothing;\n"
@@ -48,8 +48,8 @@ const struct cmd_help list_help = {
 		"        leave a kernel for another GPU out, or refuse the bundle\n",
 	.usage =
 		"usage: megacache list BUNDLE [-p PUBFILE]... [--json]\n"
-		"       [--explain [--cache-dir DIR] [--triton-dir DIR] [--gpu-target T]...\n"
-		"       [--skip-other-gpus]]\n",
+		"       [--explain [--cache-dir DIR] [--triton-dir DIR] [--vllm-dir DIR]\n"
+		"       [--gpu-target T]... [--skip-other-gpus]]\n",
 	.about =
 		"Show a bundle's labels, GPU targets, signatures and artifacts (not verified).\n",
 	.options =
@@ -57,7 +57,8 @@ const struct cmd_help list_help = {
 		"                        its base64 line): verified, not checked or broken; nothing\n"
 		"                        is refused\n"
 		"  --explain             where each artifact would land, and what a load would do\n"
-		"  --cache-dir DIR, --triton-dir DIR   the cache folders --explain looks at\n"
+		"  --cache-dir DIR, --triton-dir DIR, --vllm-dir DIR\n"
+		"                        the cache folders --explain looks at\n"
 		"  --gpu-target T, --skip-other-gpus   the host's GPU targets and what to do with\n"
 		"                        kernels for others, for --explain: as load\n"
 		"  --json                the listing as JSON\n"

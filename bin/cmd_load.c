@@ -45,7 +45,8 @@ static const struct tool_optspec load_spec = {"", load_long, load_opt};
 const struct cmd_help load_help = {
 	.synopsis =
 		"  load BUNDLE (-p PUBFILE... | --insecure-no-verify) [--cache-dir DIR]\n"
-		"       [--triton-dir DIR] [--types T[,T]...] [--owner USER[:GROUP]] [--gpu-target T]...\n"
+		"       [--triton-dir DIR] [--vllm-dir DIR] [--types T[,T]...] [--owner USER[:GROUP]]\n"
+		"       [--gpu-target T]...\n"
 		"       [--skip-other-gpus] [--dry-run] [--sync] [--json]\n"
 		"       [--threshold K] [--min-version N] [--require K=V]... [--now TIME]\n",
 	.summary =
@@ -58,7 +59,8 @@ const struct cmd_help load_help = {
 		"        checks the folders are there or could be made, and files made in them\n",
 	.usage =
 		"usage: megacache load BUNDLE (-p PUBFILE... | --insecure-no-verify) [--cache-dir DIR]\n"
-		"       [--triton-dir DIR] [--types T[,T]...] [--owner USER[:GROUP]] [--gpu-target T]...\n"
+		"       [--triton-dir DIR] [--vllm-dir DIR] [--types T[,T]...] [--owner USER[:GROUP]]\n"
+		"       [--gpu-target T]...\n"
 		"       [--skip-other-gpus] [--dry-run] [--sync] [--json]\n"
 		"       [--threshold K] [--min-version N] [--require K=V]... [--now TIME]\n",
 	.about =
@@ -70,6 +72,7 @@ const struct cmd_help load_help = {
 		"  -p PUBFILE            a trusted public key (a file, its text or its base64 line)\n"
 		"  --cache-dir DIR       torch's cache folder ($TORCHINDUCTOR_CACHE_DIR)\n"
 		"  --triton-dir DIR      Triton's cache folder ($TRITON_CACHE_DIR)\n"
+		"  --vllm-dir DIR        vLLM's cache folder ($VLLM_CACHE_ROOT)\n"
 		"  --types T[,T]...      install only these artifact types\n"
 		"  --owner USER[:GROUP]  (root only) make every file and folder that user's\n"
 		"  --gpu-target T        this host's GPU target, as Triton names it: cuda:90 (compute\n"
@@ -166,7 +169,7 @@ static void
 load_json(const struct tool *t, struct load_report *r, const struct load_opts *o,
 	  const char *path)
 {
-	static const char *const tiers[] = {"inductor", "triton", "triton_home"};
+	static const char *const tiers[] = {"inductor", "triton", "triton_home", "vllm"};
 	cJSON *j = json_object(), *sum, *roots;
 	const char *root;
 	size_t i;

@@ -13,7 +13,7 @@ struct pack_opts {
 	const char *out;
 	struct record_opts rec;
 	const char *srcs[MAX_SOURCES];
-	int srckind[MAX_SOURCES]; /* OPT_FROM_TORCH, OPT_FROM_DIR or OPT_FROM_TRITON */
+	int srckind[MAX_SOURCES]; /* OPT_FROM_TORCH, OPT_FROM_DIR, OPT_FROM_TRITON, OPT_FROM_VLLM */
 	size_t nsrcs;
 };
 
@@ -22,6 +22,7 @@ static const struct option pack_long[] = {
 	{"from-torch", required_argument, NULL, OPT_FROM_TORCH},
 	{"from-dir", required_argument, NULL, OPT_FROM_DIR},
 	{"from-triton-dir", required_argument, NULL, OPT_FROM_TRITON},
+	{"from-vllm-dir", required_argument, NULL, OPT_FROM_VLLM},
 	RECORD_LONG_OPTIONS,
 	{NULL, 0, NULL, 0}};
 
@@ -35,13 +36,15 @@ pack_opt(struct tool *t, void *opts, int c, char *arg)
 	case OPT_FROM_TORCH:
 	case OPT_FROM_DIR:
 	case OPT_FROM_TRITON:
+	case OPT_FROM_VLLM:
 		if (o->nsrcs == MAX_SOURCES)
 			usage_error("too many sources (at most %d)", MAX_SOURCES);
 		if (arg[0] == '\0')
 			usage_error("%s: empty path (an unset variable?); `megacache save` finds "
 				    "torch's and Triton's caches itself",
 				    c == OPT_FROM_TORCH ? "--from-torch"
-				    : c == OPT_FROM_DIR ? "--from-dir" : "--from-triton-dir");
+				    : c == OPT_FROM_DIR ? "--from-dir"
+				    : c == OPT_FROM_TRITON ? "--from-triton-dir" : "--from-vllm-dir");
 		if (c == OPT_FROM_TORCH)
 			refuse_dash("--from-torch", arg, "a torch blob is not read from standard input");
 		o->srckind[o->nsrcs] = c;
@@ -57,25 +60,29 @@ static const struct tool_optspec pack_spec = {"o:s:", pack_long, pack_opt};
  * pack --help): usage, what it does, a line or more per option, an example. */
 const struct cmd_help pack_help = {
 	.synopsis =
-		"  pack -o BUNDLE (--from-torch BLOB | --from-dir DIR | --from-triton-dir DIR)...\n"
-		"       [-s SECFILE]... [--keep-unknown] [--label K=V]...\n"
+		"  pack -o BUNDLE (--from-torch BLOB | --from-dir DIR | --from-triton-dir DIR\n"
+		"       | --from-vllm-dir DIR)... [-s SECFILE]... [--keep-unknown] [--label K=V]...\n"
 		"       [--label-from-env VAR]... [--labels-json FILE]\n"
 		"       [--bundle-version N] [--expires TIME] [--level N] [--no-compress]\n"
 		"       [--format-version N] [--json] [-v]\n",
 	.summary =
-		"        record artifacts from torch blobs, cache dirs and Triton caches into a bundle\n"
+		"        record artifacts from torch blobs, cache dirs, Triton and vLLM caches into a\n"
+		"        bundle\n"
 		"        (without -s: unsigned, with a warning; --json: \"signed\")\n",
 	.usage =
 		"usage: megacache pack -o BUNDLE (--from-torch BLOB | --from-dir DIR\n"
-		"       | --from-triton-dir DIR)... [-s SECFILE]... [bundle options] [--json]\n",
+		"       | --from-triton-dir DIR | --from-vllm-dir DIR)... [-s SECFILE]...\n"
+		"       [bundle options] [--json]\n",
 	.about =
-		"Record artifacts from torch blobs, cache folders and Triton caches into a bundle.\n",
+		"Record artifacts from torch blobs, cache folders, Triton and vLLM caches into a\n"
+		"bundle.\n",
 	.options =
 		"  -o, --output BUNDLE       the bundle to write (- : standard output)\n"
 		"  -s SECFILE                sign with this key (none: unsigned, with a warning)\n"
 		"  --from-torch BLOB         a blob of torch.compiler.save_cache_artifacts()\n"
 		"  --from-dir DIR            a torch cache folder ($TORCHINDUCTOR_CACHE_DIR)\n"
 		"  --from-triton-dir DIR     a Triton cache folder ($TRITON_CACHE_DIR)\n"
+		"  --from-vllm-dir DIR       a vLLM cache folder ($VLLM_CACHE_ROOT)\n"
 		"  --keep-unknown            record files of no known type too\n"
 		"  --label K=V               a label (several; each key once)\n"
 		"  --label-from-env VAR      a label VAR=its value from the environment\n"
@@ -101,7 +108,9 @@ pack_sources(mc_writer *w, const struct pack_opts *o, struct scan_tally *tally)
 		rc = o->srckind[i] == OPT_FROM_TORCH ? mc_writer_add_torch_blob(w, o->srcs[i])
 		     : o->srckind[i] == OPT_FROM_DIR
 			 ? mc_writer_add_cache_dir(w, o->srcs[i], on_scan, tally)
-			 : mc_writer_add_triton_dir(w, o->srcs[i], on_scan, tally);
+		     : o->srckind[i] == OPT_FROM_TRITON
+			 ? mc_writer_add_triton_dir(w, o->srcs[i], on_scan, tally)
+			 : mc_writer_add_vllm_dir(w, o->srcs[i], on_scan, tally);
 	return rc;
 }
 
@@ -182,9 +191,9 @@ pack_check(const struct pack_opts *o, int argc, char **argv)
 	if (optind != argc)
 		usage_error("pack: unexpected argument '%s'", argv[optind]);
 	if (o->nsrcs == 0)
-		usage_say("pack needs at least one --from-torch BLOB, --from-dir DIR or "
-			  "--from-triton-dir DIR (`megacache save` records the caches torch and "
-			  "Triton use here)");
+		usage_say("pack needs at least one --from-torch BLOB, --from-dir DIR, "
+			  "--from-triton-dir DIR or --from-vllm-dir DIR (`megacache save` records "
+			  "the caches torch, Triton and vLLM use here)");
 }
 
 int

@@ -81,18 +81,19 @@ static const struct tool_optspec run_spec = {"+b:o:s:", run_long, run_opt};
 const struct cmd_help run_help = {
 	.synopsis =
 		"  run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT [-s SECFILE]... [--label K=V]...]\n"
-		"      [--cache-dir DIR] [--triton-dir DIR] [--types T[,T]...] [--sync] [--allow-cold]\n"
-		"      [--json | --json-file FILE] -- CMD [ARGS]...\n",
+		"      [--cache-dir DIR] [--triton-dir DIR] [--vllm-dir DIR] [--types T[,T]...] [--sync]\n"
+		"      [--allow-cold] [--json | --json-file FILE] -- CMD [ARGS]...\n",
 	.summary =
-		"        verify and load the bundles, run CMD (--cache-dir and --triton-dir are\n"
-		"        exported to it), pass on its exit status, say per type how many loaded\n"
+		"        verify and load the bundles, run CMD (--cache-dir, --triton-dir and --vllm-dir\n"
+		"        are exported to it), pass on its exit status, say per type how many loaded\n"
 		"        artifacts it read and how many it wrote anew, then save what it added to the\n"
 		"        caches to OUT (not written when nothing is new); a bundle that fails to\n"
 		"        verify stops the run unless --allow-cold\n",
 	.usage =
 		"usage: megacache run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT [-s SECFILE]...]\n"
-		"       [--cache-dir DIR] [--triton-dir DIR] [--types T[,T]...] [--sync] [--allow-cold]\n"
-		"       [--gpu-target T]... [--skip-other-gpus] [--json | --json-file FILE] -- CMD [ARGS]...\n",
+		"       [--cache-dir DIR] [--triton-dir DIR] [--vllm-dir DIR] [--types T[,T]...] [--sync]\n"
+		"       [--allow-cold] [--gpu-target T]... [--skip-other-gpus] [--json | --json-file FILE]\n"
+		"       -- CMD [ARGS]...\n",
 	.about =
 		"Load the bundles, run CMD with its exit status passed on, save what it added.\n"
 		"After CMD, a line tells per type how many loaded artifacts it read and how many\n"
@@ -107,12 +108,11 @@ const struct cmd_help run_help = {
 		"  -o, --save-to OUT      save the artifacts CMD added to OUT (not written if none)\n"
 		"  -s SECFILE             sign OUT with this key\n"
 		"  --types T[,T]...       load only these artifact types\n"
-		"  --cache-dir DIR, --triton-dir DIR   the cache folders (exported to CMD)\n"
+		"  --cache-dir, --triton-dir, --vllm-dir DIR   the cache folders (exported to CMD)\n"
 		"  --sync                 flush what is loaded to disk before CMD starts\n"
 		"  --allow-cold           run CMD even when a bundle fails to verify (or holds\n"
 		"                         kernels for another GPU)\n"
-		"  --gpu-target T, --skip-other-gpus   this host's GPU targets, and leaving out the\n"
-		"                         kernels for others: as load\n"
+		"  --gpu-target T, --skip-other-gpus   the host's GPUs, kernels for others: as load\n"
 		"  --json                 the report as JSON at the end of standard error, from its\n"
 		"                         last line that is a lone { (standard output is CMD's)\n"
 		"  --json-file FILE       the report as JSON, written to FILE instead\n"
@@ -304,16 +304,16 @@ load_bundles(struct tool *t, struct run_opts *o, mc_bundle **bases, size_t *nbas
 /* The signals passed on to the command when they are sent to this process. */
 static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
 
-/* Exports --cache-dir and --triton-dir (made absolute) to the command. */
+/* Exports --cache-dir, --triton-dir and --vllm-dir (made absolute) to the command. */
 static int
 child_env(const struct tool *t)
 {
-	const char *vars[2] = {"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"};
-	const char *dirs[2] = {t->cache_dir, t->triton_dir};
+	const char *vars[3] = {"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "VLLM_CACHE_ROOT"};
+	const char *dirs[3] = {t->cache_dir, t->triton_dir, t->vllm_dir};
 	char cwd[PATH_MAX], abs[2 * PATH_MAX + 2];
 	size_t i;
 
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 3; i++) {
 		if (dirs[i] == NULL)
 			continue;
 		if (dirs[i][0] == '/')

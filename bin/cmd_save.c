@@ -37,20 +37,22 @@ static const struct tool_optspec save_spec = {"o:s:", save_long, save_opt};
 const struct cmd_help save_help = {
 	.synopsis =
 		"  save -o BUNDLE [-s SECFILE]... [--label K=V]... [--cache-dir DIR] [--triton-dir DIR]\n"
-		"       [--keep-unknown] [--dry-run] [--json] [-v] (and pack's bundle options)\n",
+		"       [--vllm-dir DIR] [--keep-unknown] [--dry-run] [--json] [-v] (and pack's bundle\n"
+		"       options)\n",
 	.summary =
-		"        record everything torch and Triton left in the folders they use here (those\n"
-		"        load installs into), saying which folders it read\n",
+		"        record everything torch, Triton and vLLM left in the folders they use here\n"
+		"        (those load installs into), saying which folders it read\n",
 	.usage =
 		"usage: megacache save -o BUNDLE [-s SECFILE]... [--cache-dir DIR] [--triton-dir DIR]\n"
-		"       [--dry-run] [--json] [pack's bundle options]\n",
+		"       [--vllm-dir DIR] [--dry-run] [--json] [pack's bundle options]\n",
 	.about =
-		"Record everything torch and Triton left in the folders they use here.\n",
+		"Record everything torch, Triton and vLLM left in the folders they use here.\n",
 	.options =
 		"  -o, --output BUNDLE    the bundle to write (- : standard output)\n"
 		"  -s SECFILE             sign with this key (several: one signature each)\n"
 		"  --cache-dir DIR        torch's cache folder ($TORCHINDUCTOR_CACHE_DIR)\n"
 		"  --triton-dir DIR       Triton's cache folder ($TRITON_CACHE_DIR)\n"
+		"  --vllm-dir DIR         vLLM's cache folder ($VLLM_CACHE_ROOT)\n"
 		"  --dry-run              say what would be recorded; write nothing\n"
 		"  --json                 the report as JSON\n"
 		"  --label K=V, --label-from-env VAR, --labels-json FILE, --bundle-version N,\n"
@@ -101,8 +103,9 @@ static int
 nothing(const struct location *loc)
 {
 	json_error("no_artifacts");
-	say(stderr, "%s: nothing to save: no artifacts in %s (%s) or %s (%s)", PROG, loc[0].path,
-	    loc[0].found ? "empty" : "not there", loc[1].path, loc[1].found ? "empty" : "not there");
+	say(stderr, "%s: nothing to save: no artifacts in %s (%s), %s (%s) or %s (%s)", PROG,
+	    loc[0].path, loc[0].found ? "empty" : "not there", loc[1].path,
+	    loc[1].found ? "empty" : "not there", loc[2].path, loc[2].found ? "empty" : "not there");
 	return EXIT_USAGE;
 }
 

@@ -39,6 +39,7 @@ static const struct option trust_long[] = {
 static const struct option tier_long[] = {
 	{"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
 	{"triton-dir", required_argument, NULL, OPT_TRITON_DIR},
+	{"vllm-dir", required_argument, NULL, OPT_VLLM_DIR},
 	{NULL, 0, NULL, 0}};
 
 static const struct option json_long[] = {{"json", no_argument, NULL, OPT_JSON},
@@ -327,6 +328,8 @@ flag_opt(struct tool *t, int c, char *arg)
 		t->cache_dir = arg;
 	else if (c == OPT_TRITON_DIR && (t->flags & TOOL_TIERS))
 		t->triton_dir = arg;
+	else if (c == OPT_VLLM_DIR && (t->flags & TOOL_TIERS))
+		t->vllm_dir = arg;
 	else if (c == OPT_JSON && (t->flags & TOOL_JSON))
 		t->json = 1;
 	else

@@ -235,12 +235,13 @@ say_skipped(FILE *f, const struct scan_tally *tally)
 	say(f, "%s", line);
 }
 
-/* The folders torch and Triton read, in the order scanned: the inductor root (with
- * inductor's Triton kernels in its triton/), and Triton's own cache. */
+/* The folders torch, Triton and vLLM read, in the order scanned: the inductor root
+ * (with inductor's Triton kernels in its triton/), Triton's own cache, and vLLM's. */
 static const struct {
 	const char *tier;
 	const char *what;
-} where[NLOCATIONS] = {{"inductor", "torch's cache"}, {"triton_home", "Triton's cache"}};
+} where[NLOCATIONS] = {{"inductor", "torch's cache"}, {"triton_home", "Triton's cache"},
+		       {"vllm", "vLLM's cache"}};
 
 /* Resolves the locations into loc (NLOCATIONS) without reading them. */
 int
@@ -274,7 +275,8 @@ record_locations(mc_writer *w, struct location *loc, struct scan_tally *tally)
 			continue;
 		before = mc_writer_artifact_count(w);
 		rc = i == 0 ? mc_writer_add_cache_dir(w, loc[i].path, on_scan, tally)
-			    : mc_writer_add_triton_cache(w, loc[i].path, on_scan, tally);
+		     : i == 1 ? mc_writer_add_triton_cache(w, loc[i].path, on_scan, tally)
+			      : mc_writer_add_vllm_dir(w, loc[i].path, on_scan, tally);
 		loc[i].artifacts = mc_writer_artifact_count(w) - before;
 	}
 	return rc;

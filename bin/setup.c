@@ -77,6 +77,8 @@ tool_start(struct tool *t)
 		rc = mc_ctx_set_tier_root(t->ctx, "triton", t->triton_dir);
 	if (rc == MC_OK && t->triton_dir != NULL)
 		rc = mc_ctx_set_tier_root(t->ctx, "triton_home", t->triton_dir);
+	if (rc == MC_OK && t->vllm_dir != NULL)
+		rc = mc_ctx_set_tier_root(t->ctx, "vllm", t->vllm_dir);
 	return rc == MC_OK ? 0 : fail(t->ctx, rc);
 }
 

@@ -39,7 +39,7 @@
 /* The set-up a command needs beyond what all share (the common options, and a context
  * with progress, threads and caps: tool_start()). */
 #define TOOL_TRUST 0x1u /* takes the trust options: -p, --threshold, --min-version, ... */
-#define TOOL_TIERS 0x2u /* takes --cache-dir and --triton-dir, set on its context */
+#define TOOL_TIERS 0x2u /* takes --cache-dir, --triton-dir and --vllm-dir, set on its context */
 #define TOOL_JSON 0x4u  /* takes --json */
 
 /* Option codes of the long options without a short letter, for all commands. */
@@ -51,7 +51,7 @@ enum {
 	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_SYNC, OPT_ALLOW_COLD, OPT_OWNER,
 	OPT_UNSIGNED, OPT_PROGRESS, OPT_JSON_FILE, OPT_REDIS, OPT_REDIS_PASSWORD_FILE, OPT_TRITON,
 	OPT_TRITON_KEY_FORMAT, OPT_TTL, OPT_MATCH, OPT_FORMAT_VERSION, OPT_GPU_TARGET,
-	OPT_SKIP_OTHER_GPUS,
+	OPT_SKIP_OTHER_GPUS, OPT_VLLM_DIR, OPT_FROM_VLLM,
 	OPT_CAP /* + 0..4 */
 };
 
@@ -120,7 +120,7 @@ struct tool {
 	size_t npassword_files, password_next;
 	uint64_t caps[TOOL_NCAPS]; /* given with --max-* where caps_set */
 	int caps_set[TOOL_NCAPS];
-	const char *cache_dir, *triton_dir; /* TOOL_TIERS */
+	const char *cache_dir, *triton_dir, *vllm_dir; /* TOOL_TIERS */
 	int json;                           /* TOOL_JSON */
 	struct trust trust;                 /* TOOL_TRUST */
 	struct progress progress;
@@ -311,7 +311,7 @@ void on_scan(void *ud, int what, const char *rel, const char *text);
 void say_skipped(FILE *f, const struct scan_tally *tally);
 
 /* A folder torch or Triton reads: the root of a tier, as resolved here. */
-#define NLOCATIONS 2
+#define NLOCATIONS 3
 struct location {
 	const char *tier, *what, *path;
 	int found;        /* it exists, as a folder */

@@ -5,7 +5,8 @@
 
 _megacache_commands="keygen save run pack sign verify list load export merge diff push pull audit help"
 # The built-in artifact types (megacache load --types bogus lists them).
-_megacache_types="inductor aot_autograd autotune pgo precompile kernel_code gemm_timing triton extra triton_home"
+_megacache_types="inductor aot_autograd autotune pgo precompile kernel_code gemm_timing triton extra triton_home
+	vllm_meta vllm_handles vllm_artifact vllm_aot vllm_extra"
 _megacache_common="-q --quiet -v --verbose -h --help --progress --password-file --threads
 	--max-manifest-bytes --max-artifacts --max-artifact-bytes --max-total-bytes --max-expansion"
 _megacache_trust="-p --threshold --min-version --require --now --insecure-no-verify"
@@ -17,14 +18,14 @@ _megacache_options()
 {
 	case $1 in
 	keygen) echo "-p -s -W -f --force --json" ;;
-	save) echo "-o --output --dry-run --cache-dir --triton-dir --json $_megacache_record" ;;
-	run) echo "-b --bundle -o --save-to --allow-cold --types --sync --cache-dir --triton-dir
+	save) echo "-o --output --dry-run --cache-dir --triton-dir --vllm-dir --json $_megacache_record" ;;
+	run) echo "-b --bundle -o --save-to --allow-cold --types --sync --cache-dir --triton-dir --vllm-dir
 		--gpu-target --skip-other-gpus --json --json-file $_megacache_trust $_megacache_record" ;;
-	pack) echo "-o --output --from-torch --from-dir --from-triton-dir --json $_megacache_record" ;;
+	pack) echo "-o --output --from-torch --from-dir --from-triton-dir --from-vllm-dir --json $_megacache_record" ;;
 	sign) echo "-s -o --output --json $_megacache_trust" ;;
 	verify) echo "--json $_megacache_trust" ;;
-	list) echo "-p --json --explain --cache-dir --triton-dir --gpu-target --skip-other-gpus" ;;
-	load) echo "--types --dry-run --sync --owner --gpu-target --skip-other-gpus --cache-dir --triton-dir
+	list) echo "-p --json --explain --cache-dir --triton-dir --vllm-dir --gpu-target --skip-other-gpus" ;;
+	load) echo "--types --dry-run --sync --owner --gpu-target --skip-other-gpus --cache-dir --triton-dir --vllm-dir
 		--json $_megacache_trust" ;;
 	export) echo "--torch --torch-format --json $_megacache_trust" ;;
 	merge) echo "-o --output -s --unsigned --label --bundle-version --level --expires --json $_megacache_trust" ;;
@@ -64,7 +65,7 @@ _megacache()
 		return ;;
 	--progress) COMPREPLY=($(compgen -W "tty plain none" -- "$cur")); return ;;
 	--torch-format) COMPREPLY=($(compgen -W "2.7 current" -- "$cur")); return ;;
-	--cache-dir|--triton-dir|--from-dir|--from-triton-dir)
+	--cache-dir|--triton-dir|--vllm-dir|--from-dir|--from-triton-dir|--from-vllm-dir)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-p|-s|-o|-b|--output|--bundle|--save-to|--torch|--from-torch|--labels-json|--password-file|\
 	--json-file|--redis-password-file)

@@ -139,7 +139,10 @@ MC_API MC_MUST_CHECK int mc_ctx_set_tier_root(mc_ctx *ctx, const char *tier, con
  * cache): $TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache, TRITON_HOME falling back
  * to $HOME (else the password database's home folder). A variable torch or Triton
  * would fail on (set but empty; for Triton's, starting with white space), or a home
- * folder that is not absolute, is an error. Other tiers have no default. *path is owned by ctx. */
+ * folder that is not absolute, is an error. Tier "vllm" (vLLM's cache): $VLLM_CACHE_ROOT,
+ * else $XDG_CACHE_HOME/vllm, else ~/.cache/vllm, a leading ~ expanded as Python's
+ * os.path.expanduser() does; empty, starting with white space or not absolute after
+ * that, an error. Other tiers have no default. *path is owned by ctx. */
 MC_API MC_MUST_CHECK int mc_ctx_tier_root(mc_ctx *ctx, const char *tier, const char **path);
 
 /* Handler callbacks of an artifact type.
@@ -313,6 +316,14 @@ MC_API MC_MUST_CHECK int mc_writer_add_triton_dir(mc_writer *w, const char *dir,
  * which loads back into that tier's root. */
 MC_API MC_MUST_CHECK int mc_writer_add_triton_cache(mc_writer *w, const char *dir, mc_scan_fn fn,
 						    void *ud);
+/* Scans vLLM's cache root ($VLLM_CACHE_ROOT, else $XDG_CACHE_HOME/vllm, else
+ * ~/.cache/vllm): its notes, index files, compiled artifacts and ahead-of-time
+ * compiles, recorded as types vllm_meta, vllm_handles, vllm_artifact and vllm_aot
+ * (their paths beneath the root as keys), which load back into tier vllm's root.
+ * Other files are skipped, or recorded as type "vllm_extra" after
+ * mc_writer_set_keep_unknown(w, 1). */
+MC_API MC_MUST_CHECK int mc_writer_add_vllm_dir(mc_writer *w, const char *dir, mc_scan_fn fn,
+						void *ud);
 MC_API MC_MUST_CHECK int mc_writer_set_keep_unknown(mc_writer *w, int keep);
 
 /* Records every artifact and label of an opened bundle (merging bundles). The bundle

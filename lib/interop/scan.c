@@ -1,7 +1,8 @@
 /*
  * scan.c - finds torch's cache artifacts in a live inductor cache dir: the files of
  * fxgraph/, aotautograd/, dynamo/, the generated code and autotune configs of the
- * <2 chars>/ folders, the GEMM timings of cache/, and Triton's kernels in triton/.
+ * <2 chars>/ folders, the GEMM timings of cache/, and Triton's kernels in triton/; and
+ * vLLM's compile cache, whose files are told apart by vLLM's types' key checks.
  * Locks and temp files are skipped; anything else is reported and skipped, or kept
  * as type "extra" when the caller asks.
  */
@@ -24,6 +25,7 @@ struct scan {
 	void *ud;
 	const char *root;
 	size_t rootlen;
+	const char *extra;    /* the type of files kept though unknown */
 	const char *seen;     /* the entry being visited, and its type as the folder's */
 	unsigned char seen_type; /* listing gave it (DT_UNKNOWN: not given) */
 };
@@ -100,7 +102,7 @@ add_file(struct scan *s, const char *path, const char *type, const char *key)
 	rc = record_file(s, path, type, key, (uint64_t)st.st_size, (st.st_mode & S_IXUSR) != 0);
 	if (rc == MC_ERR_BAD_KEY) {
 		snprintf(why, sizeof why, "name does not fit type %s", type);
-		if (strcmp(type, "extra") == 0) {
+		if (strcmp(type, s->extra) == 0) {
 			report(s, MC_SCAN_SKIPPED, path, why);
 			return MC_OK;
 		}
@@ -311,7 +313,7 @@ unknown(struct scan *s, const char *path, const char *reason)
 		return skip_tree(s, path, reason);
 	if (is_dir(s, path))
 		return for_each_child(s, path, unknown_visit, reason);
-	return add_file(s, path, "extra", path + s->rootlen + 1);
+	return add_file(s, path, s->extra, path + s->rootlen + 1);
 }
 
 static int
@@ -409,8 +411,29 @@ top_entry(struct scan *s, const char *path, const char *name, const void *arg)
 	return unknown(s, path, "not a known cache file");
 }
 
+/* vLLM's root: each file is recorded as the first of vLLM's types whose key check takes
+ * its path beneath the root. */
+static int
+vllm_entry(struct scan *s, const char *path, const char *name, const void *arg)
+{
+	static const char *const types[] = {"vllm_meta", "vllm_handles", "vllm_artifact",
+					    "vllm_aot"};
+	const char *key = path + s->rootlen + 1;
+	char why[MC_ERRBUF];
+	size_t i;
+
+	if (is_dir(s, path))
+		return for_each_child(s, path, vllm_entry, NULL);
+	for (i = 0; i < sizeof types / sizeof types[0]; i++) {
+		const struct mc_type *t = mc__find_type(s->ctx, types[i]);
+		if (t != NULL && t->key_check(t->ud, key, why, sizeof why) == MC_OK)
+			return add_file(s, path, types[i], key);
+	}
+	return unknown(s, path, "not a known vLLM cache file");
+}
+
 /* What a scanned folder is. */
-enum { SCAN_CACHE_DIR, SCAN_TRITON_FLAT, SCAN_TRITON_HOME };
+enum { SCAN_CACHE_DIR, SCAN_TRITON_FLAT, SCAN_TRITON_HOME, SCAN_VLLM };
 
 static int
 scan_dir(mc_writer *w, const char *dir, int what, mc_scan_fn fn, void *ud)
@@ -430,6 +453,7 @@ scan_dir(mc_writer *w, const char *dir, int what, mc_scan_fn fn, void *ud)
 	s.root = dir;
 	s.rootlen = strlen(dir);
 	s.keep_unknown = mc__writer_keep_unknown(w);
+	s.extra = what == SCAN_VLLM ? "vllm_extra" : "extra";
 	while (s.rootlen > 1 && dir[s.rootlen - 1] == '/')
 		s.rootlen--;
 	if (!is_dir(&s, dir))
@@ -440,6 +464,8 @@ scan_dir(mc_writer *w, const char *dir, int what, mc_scan_fn fn, void *ud)
 	t = mc__prof_start(s.ctx);
 	if (what == SCAN_CACHE_DIR)
 		rc = for_each_child(&s, dir, top_entry, NULL);
+	else if (what == SCAN_VLLM)
+		rc = for_each_child(&s, dir, vllm_entry, NULL);
 	else
 		rc = for_each_child(&s, dir, triton_kernel, what == SCAN_TRITON_FLAT ? "0" : NULL);
 	if (rc == MC_OK)
@@ -464,4 +490,10 @@ int
 mc_writer_add_triton_cache(mc_writer *w, const char *dir, mc_scan_fn fn, void *ud)
 {
 	return scan_dir(w, dir, SCAN_TRITON_HOME, fn, ud);
+}
+
+int
+mc_writer_add_vllm_dir(mc_writer *w, const char *dir, mc_scan_fn fn, void *ud)
+{
+	return scan_dir(w, dir, SCAN_VLLM, fn, ud);
 }

@@ -13,6 +13,8 @@ mc__register_builtin(mc_ctx *ctx)
 
 	if ((rc = mc__register_torch(ctx)) != MC_OK)
 		return rc;
+	if ((rc = mc__register_vllm(ctx)) != MC_OK)
+		return rc;
 	ctx->nbuiltin = ctx->ntypes;
 	return MC_OK;
 }

@@ -119,6 +119,29 @@ MC_HIDDEN int mc__group_remote(const char *key, const unsigned char *in, size_t 
 MC_HIDDEN int mc__group_recorded(const char *key, const unsigned char *in, size_t n,
 				 unsigned char **out, size_t *outn);
 
+/* A Triton group file's recorded form written for folder dir, as the triton type's
+ * derive hook does: for other types that hold Triton's kernels. */
+MC_HIDDEN int mc__group_derived(const char *key, const unsigned char *rec, size_t n,
+				const char *dir, unsigned char **out, size_t *outn);
+
+/* The key shapes of torch's and Triton's types, for types of other tiers whose folders
+ * hold the same files: whether key has the shape. */
+enum mc_torch_shape {
+	MC_SHAPE_FXGRAPH,     /* an inductor key: 'f', 51 of [a-z2-7], maybe "/<entry>" */
+	MC_SHAPE_AOTAUTOGRAD, /* an aot_autograd key: the same with 'a' */
+	MC_SHAPE_AUTOTUNE,    /* "<2 chars>/<64 hex>.best_config" */
+	MC_SHAPE_CODE,        /* "<2 chars>/<file name>" */
+	MC_SHAPE_TRITON,      /* "<device index>/<kernel hash>/<file name>" */
+	MC_SHAPE_FILE_NAME,   /* one plain file name */
+	MC_SHAPE_PATH,        /* an extra key: a relative path of plain file names */
+};
+MC_HIDDEN int mc__torch_shape_ok(enum mc_torch_shape shape, const char *key);
+
+/* ---- the built-in types of vLLM's compile cache (vllm.c) ---- */
+
+/* Registers vllm.c's table. */
+MC_HIDDEN int mc__register_vllm(mc_ctx *ctx);
+
 /* ---- Python literals: vLLM's handle file (pylit.c) ---- */
 
 /* Where a string stands: role is MC_PYLIT_KEY or MC_PYLIT_VALUE when the string, or

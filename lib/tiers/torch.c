@@ -602,6 +602,41 @@ mc__group_recorded(const char *key, const unsigned char *in, size_t n, unsigned 
 	return group_form(key, in, n, NULL, out, outn);
 }
 
+int
+mc__group_derived(const char *key, const unsigned char *rec, size_t n, const char *dir,
+		  unsigned char **out, size_t *outn)
+{
+	return group_derive(key, rec, n, dir, out, outn);
+}
+
+static int extra_check(void *ud, const char *key, char *w, size_t wl);
+
+/* The shapes of torch's and Triton's keys, for tables of other tiers whose folders hold
+ * torch's and Triton's caches. */
+int
+mc__torch_shape_ok(enum mc_torch_shape shape, const char *key)
+{
+	char w[128];
+
+	switch (shape) {
+	case MC_SHAPE_FXGRAPH:
+		return check_graph_key(key, 'f', w, sizeof w) == MC_OK;
+	case MC_SHAPE_AOTAUTOGRAD:
+		return check_graph_key(key, 'a', w, sizeof w) == MC_OK;
+	case MC_SHAPE_AUTOTUNE:
+		return autotune_check(NULL, key, w, sizeof w) == MC_OK;
+	case MC_SHAPE_CODE:
+		return code_check(NULL, key, w, sizeof w) == MC_OK;
+	case MC_SHAPE_TRITON:
+		return triton_check(NULL, key, w, sizeof w) == MC_OK;
+	case MC_SHAPE_FILE_NAME:
+		return file_name_ok(key, strlen(key));
+	case MC_SHAPE_PATH:
+		return extra_check(NULL, key, w, sizeof w) == MC_OK;
+	}
+	return 0;
+}
+
 /* Any other file of a cache dir, kept when the caller asks: its relative path. */
 static int
 extra_check(void *ud, const char *key, char *w, size_t wl)

@@ -69,7 +69,7 @@ run 2 "the types are: inductor, aot_autograd" load "$T/a.mcache" -p "$PUB" --typ
 run 2 "takes 2.7 or current" export "$T/a.mcache" --torch "$T/x.bin" --torch-format 3 -p "$PUB"
 run 2 "Try 'megacache load --help'." load --bogus
 run 2 "Try 'megacache pack --help'." pack --level x -o "$T/y.mcache"
-run 2 "pack needs at least one --from-torch BLOB, --from-dir DIR or --from-triton-dir DIR" \
+run 2 "pack needs at least one --from-torch BLOB, --from-dir DIR, --from-triton-dir DIR or --from-vllm-dir DIR" \
 	pack -o "$T/y.mcache"
 run 2 "Try 'megacache --help'." bogus
 

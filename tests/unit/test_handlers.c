@@ -149,6 +149,124 @@ START_TEST(default_root_like_torch)
 }
 END_TEST
 
+#define VJ "torch_compile_cache/a06ab0848f/rank_0_0/backbone/"
+#define VA VJ "artifact_compile_range_8_8_subgraph_0/"
+#define VK "ayorwflizvg4gcjetxknwea7a4akq473bveebtvpazmyg6cqoygr"
+#define VE "bqbn3ffxbrvfjfbfmxbdtxy4wk6tgopvxpaswc5bqzctgasb2ch"
+#define VF "fotplswjlgcwpirmz5wx3c4gqnemeggfl5ggjfy5fj5qy464qo4i"
+#define VH "3c94721ce31cf8b3349d5a8a98d5c9c17a2d92edbef10c78ff797fc5c6a743bb"
+#define VAOT "torch_compile_cache/torch_aot_compile/" VH "/"
+
+/* vLLM's keys are their paths beneath its root, in the shapes vLLM writes, and no other. */
+START_TEST(vllm_keys)
+{
+	static const char *const good[][2] = {
+		{"vllm_meta", VJ "cache_key_factors.json"},
+		{"vllm_meta", "torch_compile_cache/0123456789/rank_10_999999/eagle_head/computation_graph.py"},
+		{"vllm_meta", VJ "transformed_code.py"},
+		{"vllm_handles", VJ "vllm_compile_cache.py"},
+		{"vllm_artifact", VJ "artifact_compile_range_1_8192_subgraph_12"},
+		{"vllm_artifact", VJ "artifact_shape_None_subgraph_0"},
+		{"vllm_artifact", VJ "artifact_shape_16_subgraph_3"},
+		{"vllm_artifact", VA "aotautograd/" VK "/" VE},
+		{"vllm_artifact", VA "fxgraph/ot/" VF "/" VE},
+		{"vllm_artifact", VA "ot/c" VE ".py"},
+		{"vllm_artifact", VA "vu/" VH ".best_config"},
+		{"vllm_artifact", VA "triton/0/" VK "/__grp__triton_poi_0.json"},
+		{"vllm_artifact", VA "triton/0/" VK "/triton_poi_0.cubin"},
+		{"vllm_aot", VAOT "rank_1_0/model"},
+		{"vllm_aot", VAOT "inductor_cache/aotautograd/" VK "/" VE},
+		{"vllm_aot", VAOT "inductor_cache/xy/c" VE ".py"},
+		{"vllm_aot", VAOT "inductor_cache/triton/0/" VK "/__grp__k.json"},
+	};
+	static const char *const bad[][2] = {
+		{"vllm_meta", VJ "other.json"},
+		{"vllm_meta", "torch_compile_cache/a06ab0848F/rank_0_0/backbone/computation_graph.py"},
+		{"vllm_meta", "torch_compile_cache/a06ab0848/rank_0_0/backbone/computation_graph.py"},
+		{"vllm_meta", "torch_compile_cache/a06ab0848f/rank_01_0/backbone/computation_graph.py"},
+		{"vllm_meta", "torch_compile_cache/a06ab0848f/rank_0_1234567/backbone/computation_graph.py"},
+		{"vllm_meta", "torch_compile_cache/a06ab0848f/rank_0/backbone/computation_graph.py"},
+		{"vllm_meta", "torch_compile_cache/a06ab0848f/rank_0_0/../computation_graph.py"},
+		{"vllm_meta", "torch_compile_cache/a06ab0848f/rank_0_0//computation_graph.py"},
+		{"vllm_meta", "torch_compile_cache/a06ab0848f/rank_0_0/back.bone/computation_graph.py"},
+		{"vllm_meta", "/" VJ "computation_graph.py"},
+		{"vllm_handles", VJ "vllm_compile_cache.py/x"},
+		{"vllm_handles", VJ "../vllm_compile_cache.py"},
+		{"vllm_artifact", VJ "artifact_compile_range_08_8_subgraph_0"},
+		{"vllm_artifact", VJ "artifact_compile_range_8_8_subgraph_"},
+		{"vllm_artifact", VJ "artifact_shape_none_subgraph_0"},
+		{"vllm_artifact", VA},
+		{"vllm_artifact", VA "../x"},
+		{"vllm_artifact", VA "aotautograd/" VK},
+		{"vllm_artifact", VA "fxgraph/zz/" VF "/" VE},
+		{"vllm_artifact", VA "ot/c" VE ".so"},
+		{"vllm_artifact", VA "ot/.." "/" VH ".best_config"},
+		{"vllm_artifact", VA "triton/x/" VK "/k.cubin"},
+		{"vllm_artifact", VA "notes.txt"},
+		{"vllm_aot", VAOT "rank_0_0/model/x"},
+		{"vllm_aot", VAOT "rank_0_0/other"},
+		{"vllm_aot", "torch_compile_cache/torch_aot_compile/3c94/rank_0_0/model"},
+		{"vllm_aot", VAOT "inductor_cache/../../x"},
+		{"vllm_aot", VAOT "inductor_cache/notes.txt"},
+	};
+	char buf[MC_PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+		ck_assert_msg(dest(good[i][0], good[i][1], NULL, buf) == MC_OK, "%s %s refused: %s",
+			      good[i][0], good[i][1], mc_ctx_error(ctx));
+		ck_assert_str_eq(buf, good[i][1]);
+		ck_assert_str_eq(mc_ctx_type_tier(ctx, good[i][0]), "vllm");
+	}
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		ck_assert_msg(dest(bad[i][0], bad[i][1], NULL, buf) == MC_ERR_BAD_KEY, "%s %s accepted",
+			      bad[i][0], bad[i][1]);
+}
+END_TEST
+
+/* A context's vLLM root: mc_ctx_tier_root() of a new one, or its error. */
+static int
+vllm_root(char *buf, size_t len)
+{
+	const char *root;
+	mc_ctx *c2;
+	int rc;
+
+	ck_assert_int_eq(mc_ctx_new(&c2), MC_OK);
+	if ((rc = mc_ctx_tier_root(c2, "vllm", &root)) == MC_OK)
+		snprintf(buf, len, "%s", root);
+	mc_ctx_free(c2);
+	return rc;
+}
+
+START_TEST(vllm_default_root)
+{
+	char root[4096];
+
+	setenv("HOME", "/home/u/", 1);
+	setenv("VLLM_CACHE_ROOT", "~/vc", 1);
+	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	ck_assert_int_eq(vllm_root(root, sizeof root), MC_OK);
+	ck_assert_str_eq(root, "/home/u/vc");
+	setenv("VLLM_CACHE_ROOT", "/v/root", 1);
+	ck_assert_int_eq(vllm_root(root, sizeof root), MC_OK);
+	ck_assert_str_eq(root, "/v/root");
+	setenv("VLLM_CACHE_ROOT", "", 1);
+	ck_assert_int_eq(vllm_root(root, sizeof root), MC_ERR_INVALID);
+	setenv("VLLM_CACHE_ROOT", "rel", 1);
+	ck_assert_int_eq(vllm_root(root, sizeof root), MC_ERR_INVALID);
+	unsetenv("VLLM_CACHE_ROOT");
+	ck_assert_int_eq(vllm_root(root, sizeof root), MC_OK);
+	ck_assert_str_eq(root, "/xdg/vllm");
+	setenv("XDG_CACHE_HOME", "~/xc", 1);
+	ck_assert_int_eq(vllm_root(root, sizeof root), MC_OK);
+	ck_assert_str_eq(root, "/home/u/xc/vllm");
+	unsetenv("XDG_CACHE_HOME");
+	ck_assert_int_eq(vllm_root(root, sizeof root), MC_OK);
+	ck_assert_str_eq(root, "/home/u/.cache/vllm");
+}
+END_TEST
+
 /* An application type: keys of [a-z]+, stored as notes/<key>.txt in tier "notes". */
 static int
 note_check(void *ud, const char *key, char *why, size_t wl)
@@ -209,6 +327,8 @@ suite(void)
 	tcase_add_test(tc, default_root_like_torch);
 	tcase_add_test(tc, destination_characters);
 	tcase_add_test(tc, application_types);
+	tcase_add_test(tc, vllm_keys);
+	tcase_add_test(tc, vllm_default_root);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,360 @@
+/*
+ * vllm.c - the built-in artifact types of vLLM's compile cache (tier vllm): their key
+ * checks and the cache root as vLLM tells it, and the table that describes them.
+ *
+ * Keys are paths beneath the root. vLLM keeps one folder per model and rank:
+ *   torch_compile_cache/<10 hex>/rank_<n>_<m>/<prefix>/
+ * holding its notes (vllm_meta), the index of its compiled graphs (vllm_handles) and
+ * the graphs themselves (vllm_artifact: a file, or a folder of torch's caches); and
+ *   torch_compile_cache/torch_aot_compile/<64 hex>/{rank_<n>_<m>/model, inductor_cache/}
+ * for the whole model compiled ahead of time (vllm_aot). Any other file beneath the
+ * root is kept as vllm_extra when the caller asks.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tiers/tiers.h"
+
+#define JIT_DIR "torch_compile_cache/"
+#define AOT_DIR "torch_compile_cache/torch_aot_compile/"
+#define PREFIX_MAX 64
+#define RANK_DIGITS 6
+#define INT_DIGITS 19 /* the numbers in an artifact's name: a range, a size, an index */
+
+static int
+why(char *buf, size_t len, const char *text)
+{
+	snprintf(buf, len, "%s", text);
+	return MC_ERR_BAD_KEY;
+}
+
+static int
+c_hex(int c) /* [0-9a-f] */
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+static int
+c_prefix(int c) /* [A-Za-z0-9_] */
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_';
+}
+
+/* Whether s begins with n characters of the class and a '/' after them: past the '/'. */
+static const char *
+seg_of(const char *s, size_t n, int (*is)(int))
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!is((unsigned char)s[i]))
+			return NULL;
+	return s[n] == '/' ? s + n + 1 : NULL;
+}
+
+/* A decimal number of 1..max digits without a leading zero at s: past it, else NULL. */
+static const char *
+decimal(const char *s, size_t max)
+{
+	size_t n = strspn(s, "0123456789");
+
+	return n > 0 && n <= max && (s[0] != '0' || n == 1) ? s + n : NULL;
+}
+
+/* "rank_<n>_<m>/" at s: past it, else NULL. */
+static const char *
+rank_dir(const char *s)
+{
+	if (strncmp(s, "rank_", 5) != 0 || (s = decimal(s + 5, RANK_DIGITS)) == NULL ||
+	    *s != '_' || (s = decimal(s + 1, RANK_DIGITS)) == NULL)
+		return NULL;
+	return *s == '/' ? s + 1 : NULL;
+}
+
+/* "torch_compile_cache/<10 hex>/rank_<n>_<m>/<prefix>/" at key: what follows, else NULL. */
+static const char *
+jit_rest(const char *key)
+{
+	const char *s;
+	size_t n;
+
+	if (strncmp(key, JIT_DIR, sizeof JIT_DIR - 1) != 0 ||
+	    (s = seg_of(key + sizeof JIT_DIR - 1, 10, c_hex)) == NULL || (s = rank_dir(s)) == NULL)
+		return NULL;
+	n = strcspn(s, "/");
+	return n > 0 && n <= PREFIX_MAX ? seg_of(s, n, c_prefix) : NULL;
+}
+
+static int
+meta_check(void *ud, const char *key, char *w, size_t wl)
+{
+	const char *s = jit_rest(key);
+
+	if (s == NULL || (strcmp(s, "cache_key_factors.json") != 0 &&
+			  strcmp(s, "computation_graph.py") != 0 && strcmp(s, "transformed_code.py") != 0))
+		return why(w, wl, "expected torch_compile_cache/<10 hex>/rank_<n>_<m>/<prefix>/ and "
+			   "cache_key_factors.json, computation_graph.py or transformed_code.py");
+	return MC_OK;
+}
+
+static int
+handles_check(void *ud, const char *key, char *w, size_t wl)
+{
+	const char *s = jit_rest(key);
+
+	if (s == NULL || strcmp(s, "vllm_compile_cache.py") != 0)
+		return why(w, wl, "expected torch_compile_cache/<10 hex>/rank_<n>_<m>/<prefix>/"
+			   "vllm_compile_cache.py");
+	return MC_OK;
+}
+
+/* An artifact's name at s, "artifact_compile_range_<a>_<b>_subgraph_<i>" or the older
+ * "artifact_shape_<n|None>_subgraph_<i>": past it, else NULL. */
+static const char *
+artifact_name(const char *s)
+{
+	if (strncmp(s, "artifact_compile_range_", 23) == 0) {
+		if ((s = decimal(s + 23, INT_DIGITS)) == NULL || *s != '_' ||
+		    (s = decimal(s + 1, INT_DIGITS)) == NULL)
+			return NULL;
+	} else if (strncmp(s, "artifact_shape_", 15) == 0) {
+		s += 15;
+		if (strncmp(s, "None", 4) == 0)
+			s += 4;
+		else if ((s = decimal(s, INT_DIGITS)) == NULL)
+			return NULL;
+	} else {
+		return NULL;
+	}
+	if (strncmp(s, "_subgraph_", 10) != 0)
+		return NULL;
+	return decimal(s + 10, INT_DIGITS);
+}
+
+/* torch's guarded caches as they lie on disk: "aotautograd/<key>/<entry>" and
+ * "fxgraph/<2 chars>/<key>/<entry>", the 2 chars being those after the key's letter. */
+static int
+graph_file_ok(const char *s)
+{
+	if (strncmp(s, "aotautograd/", 12) == 0)
+		return strchr(s + 12, '/') != NULL && mc__torch_shape_ok(MC_SHAPE_AOTAUTOGRAD, s + 12);
+	if (strncmp(s, "fxgraph/", 8) != 0)
+		return 0;
+	s += 8;
+	return s[0] != '\0' && s[1] != '\0' && s[2] == '/' && s[3] == 'f' &&
+	       memcmp(s, s + 4, 2) == 0 && strchr(s + 3, '/') != NULL &&
+	       mc__torch_shape_ok(MC_SHAPE_FXGRAPH, s + 3);
+}
+
+/* Triton's kernels beneath torch's root: "triton/<device>/<kernel hash>/<file>". */
+static int
+triton_file_ok(const char *s)
+{
+	return strncmp(s, "triton/", 7) == 0 && mc__torch_shape_ok(MC_SHAPE_TRITON, s + 7);
+}
+
+/* A file of an unpacked artifact: torch's guarded caches, the output code written out
+ * ("<2 chars>/<name>.py"), autotune results and the kernels a load adds. */
+static int
+unpacked_file_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return graph_file_ok(s) || triton_file_ok(s) || mc__torch_shape_ok(MC_SHAPE_AUTOTUNE, s) ||
+	       (n > 3 + 3 && strcmp(s + n - 3, ".py") == 0 && mc__torch_shape_ok(MC_SHAPE_CODE, s));
+}
+
+static int
+artifact_check(void *ud, const char *key, char *w, size_t wl)
+{
+	const char *s = jit_rest(key);
+
+	if (s == NULL || (s = artifact_name(s)) == NULL || (*s != '\0' && *s != '/') ||
+	    (*s == '/' && !unpacked_file_ok(s + 1)))
+		return why(w, wl, "expected torch_compile_cache/<10 hex>/rank_<n>_<m>/<prefix>/"
+			   "artifact_compile_range_<a>_<b>_subgraph_<i> (or artifact_shape_<n>"
+			   "_subgraph_<i>), as a file or the files of its folder");
+	return MC_OK;
+}
+
+/* A file of an ahead-of-time compile's inductor_cache: a subset of what torch's inductor
+ * types take, those that such a folder is seen to hold. */
+static int
+aot_inductor_ok(const char *s)
+{
+	return graph_file_ok(s) || triton_file_ok(s) || mc__torch_shape_ok(MC_SHAPE_AUTOTUNE, s) ||
+	       mc__torch_shape_ok(MC_SHAPE_CODE, s);
+}
+
+static int
+aot_check(void *ud, const char *key, char *w, size_t wl)
+{
+	const char *s = NULL, *r;
+
+	if (strncmp(key, AOT_DIR, sizeof AOT_DIR - 1) == 0)
+		s = seg_of(key + sizeof AOT_DIR - 1, 64, c_hex);
+	if (s == NULL ||
+	    !((strncmp(s, "inductor_cache/", 15) == 0 && aot_inductor_ok(s + 15)) ||
+	      ((r = rank_dir(s)) != NULL && strcmp(r, "model") == 0)))
+		return why(w, wl, "expected torch_compile_cache/torch_aot_compile/<64 hex>/ and "
+			   "rank_<n>_<m>/model or inductor_cache/<a file of torch's cache>");
+	return MC_OK;
+}
+
+/* Any other file beneath the root, kept when the caller asks: its relative path. */
+static int
+extra_check(void *ud, const char *key, char *w, size_t wl)
+{
+	if (!mc__torch_shape_ok(MC_SHAPE_PATH, key))
+		return why(w, wl, "expected a relative path of plain file names");
+	return MC_OK;
+}
+
+static int
+same_path_dest(void *ud, const char *key, const unsigned char *sha256, char *buf, size_t len)
+{
+	size_t n = strlen(key);
+
+	if (n == 0 || n >= len)
+		return MC_ERR_INVALID;
+	memcpy(buf, key, n + 1);
+	return MC_OK;
+}
+
+/* ---- where vLLM keeps its cache, told as vLLM 0.11 tells it ---- */
+
+static int
+no_mem(mc_ctx *ctx)
+{
+	return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+}
+
+/* A folder vLLM reads from the environment: empty, vLLM would keep its cache in the
+ * working folder; starting with white space, in a folder of that name there. */
+static int
+vllm_env_dir(mc_ctx *ctx, const char *var, const char *v)
+{
+	if (v[0] == '\0')
+		return mc__err(ctx, MC_ERR_INVALID, "%s is set but empty: vLLM would keep its cache "
+			       "in the working folder; set it to a folder or unset it", var);
+	if (isspace((unsigned char)v[0]))
+		return mc__err(ctx, MC_ERR_INVALID, "%s starts with white space: vLLM would take "
+			       "it as a folder in the working folder; set it to a folder or unset it",
+			       var);
+	return MC_OK;
+}
+
+/* The home folder os.path.expanduser() puts for "~" (user NULL) or "~user", n bytes
+ * of it (trailing slashes dropped); NULL when it cannot be told. */
+static const char *
+user_home(const char *user, size_t ul, size_t *n)
+{
+	const char *home = user == NULL ? getenv("HOME") : NULL;
+	struct passwd *pw = NULL;
+	char name[256];
+
+	if (user == NULL && home == NULL)
+		pw = getpwuid(getuid());
+	else if (user != NULL && ul < sizeof name) {
+		memcpy(name, user, ul);
+		name[ul] = '\0';
+		pw = getpwnam(name);
+	}
+	if (home == NULL && pw != NULL)
+		home = pw->pw_dir;
+	if (home == NULL)
+		return NULL;
+	for (*n = strlen(home); *n > 0 && home[*n - 1] == '/'; (*n)--)
+		;
+	return home;
+}
+
+/* os.path.expanduser(v), then tail; *out malloc'd, *named: the length of the first. */
+static int
+expand(mc_ctx *ctx, const char *var, const char *v, const char *tail, char **out,
+       size_t *named)
+{
+	const char *home = NULL, *rest = v;
+	size_t hl = 0, n;
+
+	if (v[0] == '~') {
+		size_t ul = strcspn(v + 1, "/");
+		home = user_home(ul == 0 ? NULL : v + 1, ul, &hl);
+		if (home == NULL && ul == 0)
+			return mc__err(ctx, MC_ERR_INVALID, "HOME is not set and the password database "
+				       "has no entry for this user, so vLLM's cache cannot be told; "
+				       "set VLLM_CACHE_ROOT");
+		if (home != NULL)
+			rest = v + 1 + ul;
+	}
+	n = hl + strlen(rest);
+	if ((home != NULL ? home[0] : rest[0]) != '/')
+		return mc__err(ctx, MC_ERR_INVALID, "%s (%s) is not an absolute path: vLLM would keep "
+			       "its cache in the working folder; set VLLM_CACHE_ROOT", var, v);
+	if ((*out = malloc(n + strlen(tail) + 1)) == NULL)
+		return no_mem(ctx);
+	memcpy(*out, home != NULL ? home : "", hl);
+	memcpy(*out + hl, rest, strlen(rest));
+	memcpy(*out + n, tail, strlen(tail) + 1);
+	*named = n;
+	return MC_OK;
+}
+
+/* envs.VLLM_CACHE_ROOT: os.path.expanduser($VLLM_CACHE_ROOT), else of
+ * $XDG_CACHE_HOME/vllm, else of ~/.cache/vllm; named as far as the variable (or the
+ * home folder) goes. */
+static int
+vllm_default_root(mc_ctx *ctx, char **out, size_t *named)
+{
+	const char *env = getenv("VLLM_CACHE_ROOT"), *xdg = getenv("XDG_CACHE_HOME");
+	int rc;
+
+	*out = NULL;
+	if (env != NULL) {
+		if ((rc = vllm_env_dir(ctx, "VLLM_CACHE_ROOT", env)) != MC_OK)
+			return rc;
+		return expand(ctx, "VLLM_CACHE_ROOT", env, "", out, named);
+	}
+	if (xdg != NULL) {
+		if ((rc = vllm_env_dir(ctx, "XDG_CACHE_HOME", xdg)) != MC_OK)
+			return rc;
+		return expand(ctx, "XDG_CACHE_HOME", xdg, xdg[strlen(xdg) - 1] == '/' ? "vllm" :
+			      "/vllm", out, named);
+	}
+	return expand(ctx, "the home folder", "~", "/.cache/vllm", out, named);
+}
+
+/* The types. Handlers get the context as their ud, and need none of it. None is a
+ * folder unit: a binary artifact is a file in the folder of its model's other files,
+ * which would make that whole folder one. */
+static const struct mc_typedesc vllm[] = {
+	{.name = "vllm_meta", .tier = "vllm",
+	 .key_check = meta_check, .dest_path = same_path_dest,
+	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1},
+	{.name = "vllm_handles", .tier = "vllm",
+	 .key_check = handles_check, .dest_path = same_path_dest,
+	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1},
+	{.name = "vllm_artifact", .tier = "vllm",
+	 .key_check = artifact_check, .dest_path = same_path_dest,
+	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
+	 .record = mc__group_recorded, .derive = mc__group_derived},
+	{.name = "vllm_aot", .tier = "vllm",
+	 .key_check = aot_check, .dest_path = same_path_dest,
+	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
+	 .record = mc__group_recorded, .derive = mc__group_derived},
+	{.name = "vllm_extra", .tier = "vllm",
+	 .key_check = extra_check, .dest_path = same_path_dest,
+	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1},
+};
+
+int
+mc__register_vllm(mc_ctx *ctx)
+{
+	return mc__register_types(ctx, vllm, sizeof vllm / sizeof vllm[0]);
+}

@@ -1,0 +1,132 @@
+# vllm.sh - vLLM's compile cache (tier vllm): a root of two ranks, with a binary
+# artifact, an unpacked artifact folder, the index file and an ahead-of-time compile,
+# saved from $VLLM_CACHE_ROOT, listed, and loaded into another root (--vllm-dir) byte
+# for byte; files of no vLLM shape reported and left out, or kept on request; a bundle
+# with a hostile vLLM key refused.
+. "$(dirname "$0")/lib.sh"
+PUB="$KEYS/test.pub"
+SEC="$KEYS/test.key"
+SRC="$T/src"
+
+# The tree, in the names vLLM and torch give (a hash of 10 hex, rank_<n>_<m>, a model
+# prefix, torch's 51-character base32 names).
+/usr/bin/python3 - "$SRC" <<'EOF'
+import os, struct, sys, zlib, base64
+root = sys.argv[1]
+B = "abcdefghijklmnopqrstuvwxyz234567"
+def b32(seed, n=51):
+    return "".join(B[(seed * 7 + i * 13) % 32] for i in range(n))
+def put(rel, data):
+    p = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+def field(b):
+    return struct.pack(">Q", len(b)) + b
+def binary_artifact(key):
+    body = (field(b"CacheCompiledArtifact") + field(bytes(range(32))) +
+            field(base64.b64encode(key.encode())) + field(b"\0\1payload" * 40))
+    return struct.pack(">I", zlib.crc32(body)) + body
+def torch_tree(base, seed):
+    ak, fk = "a" + b32(seed), "f" + b32(seed + 1)
+    put(f"{base}/aotautograd/{ak}/{b32(seed + 2)}", b"aot entry %d" % seed)
+    put(f"{base}/fxgraph/{fk[1:3]}/{fk}/{b32(seed + 3)}", b"fx entry %d" % seed)
+    put(f"{base}/{b32(seed + 4, 2)}/c{b32(seed + 5)}.py", "# output code\n")
+    put(f"{base}/{b32(seed + 4, 2)}/{'%064x' % (seed + 99)}.best_config", '{"XBLOCK": 128}')
+    kdir = f"{base}/triton/0/{b32(seed + 6, 52).upper()}"
+    put(f"{kdir}/triton_poi_0.cubin", b"\x7fELF cubin")
+    put(f"{kdir}/triton_poi_0.json", '{"name": "triton_poi_0"}')
+    put(f"{kdir}/__grp__triton_poi_0.json", '{"child_paths": {"triton_poi_0.cubin": "%s/%s/triton_poi_0.cubin", '
+        '"triton_poi_0.json": "%s/%s/triton_poi_0.json"}}' % (root, kdir, root, kdir))
+    return ak
+for rank in (0, 1):
+    pre = f"torch_compile_cache/a06ab0848f/rank_{rank}_0/backbone"
+    put(f"{pre}/cache_key_factors.json", '{\n  "code_hash": "c0de",\n  "config_hash": "c0f1"\n}')
+    put(f"{pre}/computation_graph.py", "from __future__ import annotations\nimport torch\n")
+    put(f"{pre}/transformed_code.py", "def forward(x):\n    return x\n")
+    art = "artifact_compile_range_8_8_subgraph_0"
+    if rank == 0:
+        put(f"{pre}/{art}", binary_artifact("a" + b32(40)))
+    else:
+        torch_tree(f"{pre}/{art}", 50)
+    put(f"{pre}/vllm_compile_cache.py",
+        "{   ((8, 8), 0, 'inductor_standalone'): (   '%s',\n"
+        "                                            '%s/%s/%s')}" % (art, root, pre, art))
+aot = "torch_compile_cache/torch_aot_compile/" + "%064x" % 0xfeed
+put(f"{aot}/rank_0_0/model", b"\x80\x04\x95opaque pickle 0")
+put(f"{aot}/rank_1_0/model", b"\x80\x04\x95opaque pickle 1")
+torch_tree(f"{aot}/inductor_cache", 70)
+# Files of no vLLM shape.
+put("torch_compile_cache/a06ab0848f/rank_0_0/backbone/notes.txt", "mine\n")
+put("torch_compile_cache/a06ab0848f/rank_01_0/backbone/computation_graph.py", "odd rank\n")
+put("modelinfo/x.json", "{}")
+EOF
+[ -f "$SRC/torch_compile_cache/a06ab0848f/rank_0_0/backbone/vllm_compile_cache.py" ] && ok ||
+	bad "the vLLM tree was not built"
+UNKNOWN='notes\.txt|rank_01_0|modelinfo'
+
+# save finds the root through VLLM_CACHE_ROOT and says so; unknown files are reported.
+export TORCHINDUCTOR_CACHE_DIR="$T/no-torch" TRITON_CACHE_DIR="$T/no-triton"
+VLLM_CACHE_ROOT="$SRC" run 0 "read $SRC (vLLM's cache): 25 artifacts" save -v -o "$T/v.mcache" -s "$SEC"
+for f in notes.txt rank_01_0/backbone/computation_graph.py modelinfo/x.json; do
+	grep -q "skipped .*$f: not a known vLLM cache file" "$T/err" && ok || bad "$f not reported: $(cat "$T/err")"
+done
+VLLM_CACHE_ROOT="$SRC" run 0 '"vllm"' save -q --dry-run --json -o "$T/dry.mcache"
+HOME="$T/home" XDG_CACHE_HOME="$T/xdg" run 2 "or $T/xdg/vllm (not there)" save --dry-run -o "$T/dry.mcache"
+
+# list: each type, and no unknown file.
+run 0 "" list "$T/v.mcache"
+for t in vllm_meta vllm_handles vllm_artifact vllm_aot; do
+	grep -q "^$t " "$T/out" && ok || bad "no $t artifact in the bundle"
+done
+grep -Eq "$UNKNOWN" "$T/out" && bad "an unknown file was saved" || ok
+run 0 "$T/dst/torch_compile_cache/a06ab0848f/rank_1_0/backbone" list "$T/v.mcache" --explain --vllm-dir "$T/dst"
+
+# load into a fresh root: every file's bytes and path, group files written for where
+# they land.
+run 0 "" load "$T/v.mcache" -p "$PUB" --vllm-dir "$T/dst"
+src_sum "$SRC" | grep -Ev "$UNKNOWN" > "$T/want"
+tree_sum "$T/dst" > "$T/got"
+check "vLLM root reproduced byte for byte" cmp -s "$T/want" "$T/got"
+g=$(find "$T/dst" -name '__grp__*.json' | head -1)
+grep -qF "\"$(dirname "$g")/triton_poi_0.cubin\"" "$g" && ok || bad "group file not written for $T/dst: $(cat "$g")"
+
+# VLLM_CACHE_ROOT with a leading ~ is the home folder's, as vLLM expands it.
+HOME="$T/h" VLLM_CACHE_ROOT="~/vc" run 0 "" load "$T/v.mcache" -p "$PUB"
+tree_sum "$T/h/vc" > "$T/got"
+check "~ in VLLM_CACHE_ROOT expanded" cmp -s "$T/want" "$T/got"
+
+# --keep-unknown keeps them, as vllm_extra, and they load back.
+run 0 "" pack -q -o "$T/k.mcache" --from-vllm-dir "$SRC" --keep-unknown
+run 0 "vllm_extra " list "$T/k.mcache"
+run 0 "" load "$T/k.mcache" --insecure-no-verify --vllm-dir "$T/dk"
+src_sum "$SRC" > "$T/want-all"
+tree_sum "$T/dk" > "$T/got"
+check "unknown files kept with --keep-unknown" cmp -s "$T/want-all" "$T/got"
+
+# Hostile keys: a bundle whose vLLM key climbs out or names a bad rank is refused, with
+# nothing installed. Made from an uncompressed bundle by rewriting a key in place.
+mkdir -p "$T/h1/torch_compile_cache/a06ab0848f/rank_0_0/backbone"
+echo evil > "$T/h1/torch_compile_cache/a06ab0848f/rank_0_0/backbone/computation_graph.py"
+run 0 "" pack -q -o "$T/h1.mcache" --from-vllm-dir "$T/h1" --no-compress --format-version 1
+hostile() { # hostile FROM TO OUT: OUT is h1.mcache with every FROM of its manifest made TO
+	/usr/bin/python3 - "$T/h1.mcache" "$@" <<'EOF'
+import sys
+src, a, b, out = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode(), sys.argv[4]
+assert len(a) == len(b)
+data = open(src, "rb").read()
+assert a in data
+open(out, "wb").write(data.replace(a, b))
+EOF
+}
+for pair in "a06ab0848f/rank_0_0/backbone ../../../../../../../../..xx" \
+	    "rank_0_0 rank_x_0" "backbone back/one" "a06ab0848f a06ab0848F"; do
+	set -- $pair
+	hostile "$1" "$2" "$T/h2.mcache"
+	rm -rf "$T/dh"
+	run 1 "refused" load "$T/h2.mcache" --insecure-no-verify --vllm-dir "$T/dh/root"
+	[ ! -e "$T/dh" ] && ok || bad "a refused bundle ($2) installed something"
+done
+run 0 "" load "$T/h1.mcache" --insecure-no-verify --vllm-dir "$T/dh"
+
+finish
