@@ -16,58 +16,126 @@
 
 #include "install/install.h"
 
-/* Python's os.path.abspath(root): the current folder before a relative path, then
- * "." and empty components dropped and ".." taken back, lexically. Two leading
- * slashes stay two (POSIX leaves their meaning open), more become one. */
-static char *
-abs_path(const char *root)
-{
-	char cwd[MC_PATH_MAX], *in, *out;
-	size_t n, o, i, j, lead;
-
-	if (root[0] != '/' && getcwd(cwd, sizeof cwd) == NULL)
-		return NULL;
-	n = strlen(root) + (root[0] != '/' ? strlen(cwd) + 1 : 0) + 1;
-	if ((in = malloc(n)) == NULL || (out = malloc(n + 2)) == NULL) {
-		free(in);
-		return NULL;
-	}
-	if (root[0] == '/')
-		snprintf(in, n, "%s", root);
-	else
-		snprintf(in, n, "%s/%s", cwd, root);
-	lead = in[1] == '/' && in[2] != '/' ? 2 : 1;
-	memset(out, '/', lead);
-	for (o = lead, i = 0; in[i] != '\0'; i = j) {
-		i += strspn(in + i, "/");
-		if ((j = i + strcspn(in + i, "/")) == i || (j - i == 1 && in[i] == '.'))
-			continue;
-		if (j - i == 2 && in[i] == '.' && in[i + 1] == '.') {
-			while (o > lead && out[o - 1] != '/')
-				o--;
-			if (o > lead)
-				o--;
-			continue;
-		}
-		if (o > lead)
-			out[o++] = '/';
-		memcpy(out + o, in + i, j - i);
-		o += j - i;
-	}
-	out[o] = '\0';
-	free(in);
-	return out;
-}
-
 int
 mc__tier_abs(struct loader *L, size_t tier)
 {
 	struct tier_root *t = &L->tiers[tier];
 
-	if (t->abs == NULL && (t->abs = abs_path(t->root)) == NULL)
+	if (t->abs == NULL && (t->abs = mc__abs_path(t->root)) == NULL)
 		return errno == ENOMEM ? mc__err(L->ctx, MC_ERR_NOMEM, "out of memory")
 				       : mc__errno(L->ctx, MC_ERR_IO, "cannot tell the absolute path "
 						   "of the cache folder", t->root);
+	return MC_OK;
+}
+
+/* ---- what a derive hook may ask: the keys a load puts in place ---- */
+
+static int
+key_cmp(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* Whether a type of tier derives all its files (and its hooks may ask about keys). */
+static int
+tier_asks(const mc_ctx *ctx, const char *tier)
+{
+	size_t i;
+
+	for (i = 0; i < ctx->ntypes; i++)
+		if ((ctx->types[i].flags & MC_TYPE_DERIVE_ALL) && ctx->types[i].derive != NULL &&
+		    strcmp(ctx->types[i].tier, tier) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+tier_keys(struct loader *L, struct tier_root *t)
+{
+	const struct mc_bundle *b = L->b;
+	const struct mc_martifact *a;
+	size_t i, cap = 0;
+	int rc = MC_OK;
+
+	for (i = 0; rc == MC_OK && i < b->m.nartifacts; i++) {
+		if (!b->sel[i] || (rc = mc__acur_get(&L->cur, i, &a)) != MC_OK ||
+		    strcmp(a->handler->tier, t->name) != 0)
+			continue;
+		if ((rc = mc__grow(&t->keys, &cap, t->nkeys + 1, sizeof *t->keys)) != MC_OK ||
+		    (t->keys[t->nkeys] = mc__strdup(a->key)) == NULL)
+			return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+		t->nkeys++;
+	}
+	if (rc == MC_OK && t->nkeys > 1)
+		qsort(t->keys, t->nkeys, sizeof *t->keys, key_cmp);
+	return rc;
+}
+
+int
+mc__derive_keys(struct loader *L)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < L->ntiers; i++)
+		if (tier_asks(L->ctx, L->tiers[i].name) && (rc = tier_keys(L, &L->tiers[i])) != MC_OK)
+			return rc;
+	return MC_OK;
+}
+
+struct asked {
+	struct loader *L;
+	size_t tier;
+};
+
+/* The hooks' has(): key is one of the tier's selected artifacts, or the folder of some
+ * (key and '/' begin theirs), or a file or folder at its place in the tier already. */
+static int
+tier_has(void *ud, const char *key)
+{
+	const struct asked *q = ud;
+	const struct tier_root *t = &q->L->tiers[q->tier];
+	size_t lo = 0, hi = t->nkeys, mid, n = strlen(key);
+	char path[2 * MC_PATH_MAX];
+	struct stat st;
+	int c;
+
+	while (lo < hi) { /* the first key not below key */
+		mid = lo + (hi - lo) / 2;
+		if ((c = strcmp(t->keys[mid], key)) == 0)
+			return 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* keys beginning with key and '/' sort after key, before key and any byte above '/' */
+	for (; lo < t->nkeys && strncmp(t->keys[lo], key, n) == 0; lo++)
+		if (t->keys[lo][n] == '/')
+			return 1;
+		else if ((unsigned char)t->keys[lo][n] > '/')
+			break;
+	if (t->abs == NULL || snprintf(path, sizeof path, "%s/%s", t->abs, key) >= (int)sizeof path)
+		return 0;
+	return lstat(path, &st) == 0;
+}
+
+/* The absolute path of folder dir (relative to the tier root, "." for the root). */
+static int
+abs_dir(struct loader *L, mc_ctx *ctx, size_t tier, const char *dir, char *path, size_t len)
+{
+	const char *root = L->tiers[tier].abs;
+	int k;
+
+	if (root == NULL) /* not reached: mc__tier_abs() ran when the file was planned */
+		return mc__err(ctx, MC_ERR_INVALID, "%s: no absolute path", L->tiers[tier].root);
+	if (strcmp(dir, ".") == 0)
+		k = snprintf(path, len, "%s", root);
+	else
+		k = snprintf(path, len, "%s%s%s", root, root[strlen(root) - 1] == '/' ? "" : "/",
+			     dir);
+	if (k < 0 || (size_t)k >= len)
+		return mc__err(ctx, MC_ERR_INVALID, "%s/%s: path too long", root, dir);
 	return MC_OK;
 }
 
@@ -76,23 +144,20 @@ mc__derive_for(struct loader *L, mc_ctx *ctx, size_t tier, const struct mc_marti
 	       const char *dir, const unsigned char *rec, size_t n, unsigned char **out,
 	       size_t *outn)
 {
-	const char *root = L->tiers[tier].abs;
-	char path[2 * MC_PATH_MAX];
-	int k, rc;
+	char path[2 * MC_PATH_MAX], why[MC_ERRBUF] = "";
+	struct asked q = {L, tier};
+	struct mc_hook_env env = {ctx, path, tier_has, &q, why, sizeof why};
+	int rc;
 
 	*out = NULL;
 	*outn = 0;
-	if (root == NULL) /* not reached: mc__tier_abs() ran when the file was planned */
-		return mc__err(ctx, MC_ERR_INVALID, "%s: no absolute path", L->tiers[tier].root);
-	if (strcmp(dir, ".") == 0)
-		k = snprintf(path, sizeof path, "%s", root);
-	else
-		k = snprintf(path, sizeof path, "%s%s%s", root,
-			     root[strlen(root) - 1] == '/' ? "" : "/", dir);
-	if (k < 0 || (size_t)k >= sizeof path)
-		return mc__err(ctx, MC_ERR_INVALID, "%s/%s: path too long", root, dir);
-	if ((rc = a->handler->derive(a->key, rec, n, path, out, outn)) == MC_OK)
+	if ((rc = abs_dir(L, ctx, tier, dir, path, sizeof path)) != MC_OK)
+		return rc;
+	if ((rc = a->handler->derive(a->key, rec, n, &env, out, outn)) == MC_OK)
 		return MC_OK;
+	if (why[0] != '\0')
+		return mc__err(ctx, rc, "%s: cannot write %s %.200s there: %s", path, a->type,
+			       a->key, why);
 	if (rc == MC_ERR_INVALID) /* the path goes into the file as JSON text */
 		return mc__err(ctx, rc, "%s: cannot write %s %.200s there: the folder's path is "
 			       "not UTF-8", path, a->type, a->key);
@@ -136,15 +201,20 @@ mc__derived_same(struct loader *L, size_t tier, const struct mc_martifact *a, in
 	unsigned char *disk, *canon = NULL, *out = NULL, h[MC_HASH_BYTES];
 	const unsigned char *c, *d;
 	size_t n = 0, cn = 0, dn = 0;
+	char path[2 * MC_PATH_MAX];
+	struct mc_hook_env env = {L->ctx, path, NULL, NULL, NULL, 0};
 	struct mc_mobject o;
 	int rc;
 
 	*same = 0;
+	if ((rc = abs_dir(L, L->ctx, tier, dir, path, sizeof path)) != MC_OK)
+		return rc;
 	if ((rc = read_small_at(L->ctx, dfd, base, &disk, &n)) != MC_OK || disk == NULL)
 		return rc;
-	if ((rc = a->handler->record(a->key, disk, n, &canon, &cn)) != MC_OK) {
+	if ((rc = a->handler->record(a->key, disk, n, &env, &canon, &cn)) != MC_OK) {
 		free(disk);
-		return mc__err(L->ctx, rc, "out of memory");
+		/* one it cannot record is not what the load would write */
+		return rc == MC_ERR_NOMEM ? mc__err(L->ctx, rc, "out of memory") : MC_OK;
 	}
 	c = canon != NULL ? canon : disk;
 	cn = canon != NULL ? cn : n;

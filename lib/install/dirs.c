@@ -298,6 +298,8 @@ mc__setup_tiers(struct loader *L)
 		t->name = a->handler->tier;
 		t->fd = -1;
 		t->abs = NULL;
+		t->keys = NULL;
+		t->nkeys = 0;
 		if ((rc = mc__tier_root(L->ctx, t->name, &t->root, &t->named)) != MC_OK)
 			return rc;
 		/* Opened if it exists; made only when the first file is staged, so that a

@@ -23,6 +23,7 @@ loader_free(struct loader *L)
 		if (L->tiers[i].fd >= 0)
 			close(L->tiers[i].fd);
 		free(L->tiers[i].abs);
+		mc__strv_free(L->tiers[i].keys, L->tiers[i].nkeys);
 	}
 	free(L->tiers);
 	for (i = 0; i < L->nmade; i++)

@@ -17,6 +17,9 @@ struct tier_root {
 	size_t named; /* of root: the part its setter named, see open_tier_root() */
 	int fd;
 	char *abs;    /* root made absolute, once a file to derive needs it (derive.c) */
+	char **keys;  /* when a type of the tier derives all its files: the keys of the
+		       * tier's selected artifacts, sorted (derive.c) */
+	size_t nkeys;
 };
 
 /* A folder the load made, removed again by the rollback. */
@@ -246,6 +249,8 @@ MC_HIDDEN int mc__close_object(struct loader *L, mc_ctx *ctx, struct lworker *lw
 
 /* Makes tier's root absolute, as Python's os.path.abspath() would (calling thread). */
 MC_HIDDEN int mc__tier_abs(struct loader *L, size_t tier);
+/* The keys each tier's derive hooks may ask about (tier_root.keys): before planning. */
+MC_HIDDEN int mc__derive_keys(struct loader *L);
 /* The bytes to write for artifact a (a derivable one) of content rec, n at folder dir
  * (relative to the tier root, "." for the root): *out malloc'd, or NULL when rec is
  * written as it is. Errors go to ctx. */

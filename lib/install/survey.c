@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -199,6 +200,10 @@ plan_artifact(struct loader *L, size_t i)
 
 	if ((rc = mc__acur_get(&L->cur, i, &a)) != MC_OK)
 		return rc;
+	if ((a->handler->flags & MC_TYPE_DERIVE_ALL) && a->size > MC_DERIVE_MAX &&
+	    mc__derives(a->handler, a->key))
+		return mc__err(L->ctx, MC_ERR_LIMIT, "%s %.200s: %" PRIu64 " bytes, over the %u a "
+			       "file of its type may have", a->type, a->key, a->size, MC_DERIVE_MAX);
 	tier = mc__loader_tier(L, a->handler->tier);
 	if ((rc = mc__artifact_dest(L->b, a, dest, sizeof dest)) != MC_OK)
 		return rc;
@@ -242,6 +247,8 @@ mc__plan_staging(struct loader *L)
 	    (L->obj_first = calloc(b->m.nobjects + 2, sizeof *L->obj_first)) == NULL ||
 	    (L->hold = calloc(b->m.nobjects + 1, 1)) == NULL)
 		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	if ((rc = mc__derive_keys(L)) != MC_OK)
+		return rc;
 	for (i = 0; i < b->m.nartifacts; i++)
 		if (b->sel[i] && (rc = plan_artifact(L, i)) != MC_OK)
 			return rc;

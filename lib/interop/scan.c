@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -55,6 +56,31 @@ is_transient(const char *name)
 static int unknown(struct scan *s, const char *path, const char *reason);
 static int unknown_visit(struct scan *s, const char *path, const char *name, const void *reason);
 
+/* The recorded form of the file at path (buf, n bytes), from its type's hook, which is
+ * told the file's folder as an absolute path. */
+static int
+record_hook(struct scan *s, const struct mc_type *t, const char *path, const char *key,
+	    const char *buf, size_t n, unsigned char **rec, size_t *recn)
+{
+	char *dir = mc__abs_path(path), *slash, why[MC_ERRBUF] = "";
+	struct mc_hook_env env = {s->ctx, dir, NULL, NULL, why, sizeof why};
+	int rc;
+
+	if (dir == NULL)
+		return errno == ENOMEM ? mc__err(s->ctx, MC_ERR_NOMEM, "out of memory")
+				       : mc__errno(s->ctx, MC_ERR_IO, "cannot tell the absolute path "
+						   "of", path);
+	if ((slash = strrchr(dir, '/')) != NULL)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	rc = t->record(key, (const unsigned char *)buf, n, &env, rec, recn);
+	free(dir);
+	if (rc != MC_OK && why[0] != '\0')
+		return mc__err(s->ctx, rc, "%s: %s", path, why);
+	if (rc != MC_OK)
+		return mc__err(s->ctx, rc, "%s: %s", path, mc_strerror(rc));
+	return MC_OK;
+}
+
 /* Records a file of size bytes: one whose type records it in another form (a Triton
  * group file, tiers.h) in that form, given from memory; any other from its path, a
  * graph file named after its content's hash checked for that as it is read.
@@ -71,14 +97,17 @@ record_file(struct scan *s, const char *path, const char *type, const char *key,
 	size_t n, recn = 0;
 	int rc;
 
+	if (size > MC_DERIVE_MAX && mc__derives(t, key) && (t->flags & MC_TYPE_DERIVE_ALL))
+		return mc__err(s->ctx, MC_ERR_LIMIT, "%s: %" PRIu64 " bytes, over the %u a file of "
+			       "type %s may have", path, size, MC_DERIVE_MAX, type);
 	if (size > MC_DERIVE_MAX || !mc__derives(t, key))
 		return mc__writer_add_range(s->w, type, key, path, 0, size, how, NULL);
 	if ((rc = mc__read_small_file(s->ctx, path, MC_DERIVE_MAX, &buf, &n)) != MC_OK)
 		return rc;
-	rc = t->record(key, (const unsigned char *)buf, n, &rec, &recn);
+	rc = record_hook(s, t, path, key, buf, n, &rec, &recn);
 	free(buf);
 	if (rc != MC_OK)
-		return mc__err(s->ctx, rc, "%s: %s", path, mc_strerror(rc));
+		return rc;
 	if (rec == NULL)
 		return mc__writer_add_range(s->w, type, key, path, 0, size, how, NULL);
 	rc = mc__writer_add_bytes(s->w, type, key, rec, recn, executable, NULL);

@@ -420,3 +420,46 @@ mc__read_small_file(mc_ctx *ctx, const char *path, size_t max, char **buf, size_
 	*len = (size_t)st.st_size;
 	return MC_OK;
 }
+
+/* Python's os.path.abspath(root): the current folder before a relative path, then
+ * "." and empty components dropped and ".." taken back, lexically. Two leading
+ * slashes stay two (POSIX leaves their meaning open), more become one. */
+char *
+mc__abs_path(const char *root)
+{
+	char cwd[MC_PATH_MAX], *in, *out;
+	size_t n, o, i, j, lead;
+
+	if (root[0] != '/' && getcwd(cwd, sizeof cwd) == NULL)
+		return NULL;
+	n = strlen(root) + (root[0] != '/' ? strlen(cwd) + 1 : 0) + 1;
+	if ((in = malloc(n)) == NULL || (out = malloc(n + 2)) == NULL) {
+		free(in);
+		return NULL;
+	}
+	if (root[0] == '/')
+		snprintf(in, n, "%s", root);
+	else
+		snprintf(in, n, "%s/%s", cwd, root);
+	lead = in[1] == '/' && in[2] != '/' ? 2 : 1;
+	memset(out, '/', lead);
+	for (o = lead, i = 0; in[i] != '\0'; i = j) {
+		i += strspn(in + i, "/");
+		if ((j = i + strcspn(in + i, "/")) == i || (j - i == 1 && in[i] == '.'))
+			continue;
+		if (j - i == 2 && in[i] == '.' && in[i + 1] == '.') {
+			while (o > lead && out[o - 1] != '/')
+				o--;
+			if (o > lead)
+				o--;
+			continue;
+		}
+		if (o > lead)
+			out[o++] = '/';
+		memcpy(out + o, in + i, j - i);
+		o += j - i;
+	}
+	out[o] = '\0';
+	free(in);
+	return out;
+}

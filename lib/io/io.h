@@ -50,6 +50,9 @@ MC_HIDDEN int mc__open_temp_anon(mc_ctx *ctx);
 MC_HIDDEN int mc__read_small_file(mc_ctx *ctx, const char *path, size_t max, char **buf,
 				  size_t *len);
 
+/* Python's os.path.abspath(path), lexically: malloc'd, NULL with errno set on failure. */
+MC_HIDDEN char *mc__abs_path(const char *path);
+
 /* ---- stores (store.c): byte arrays that move to a temp file past MC_STORE_MEM ---- */
 
 #define MC_STORE_MEM (256u * 1024)

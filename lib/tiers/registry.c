@@ -73,7 +73,9 @@ add_type(mc_ctx *ctx, const struct mc_typedesc *d, void *ud)
 		return mc__err(ctx, MC_ERR_INVALID, "type name '%s' is not 1-32 of [a-z0-9_]", d->name);
 	if (!name_ok(d->tier, MC_TYPE_MAX))
 		return mc__err(ctx, MC_ERR_INVALID, "tier name '%s' is not 1-32 of [a-z0-9_]", d->tier);
-	if ((d->flags & ~(MC_TYPE_WANTS_SHA256 | MC_TYPE_FOLDER_UNIT)) != 0)
+	/* MC_TYPE_DERIVE_ALL: the library's own tables, whose types have hooks */
+	if ((d->flags & ~(MC_TYPE_WANTS_SHA256 | MC_TYPE_FOLDER_UNIT |
+			  (d->derive != NULL ? MC_TYPE_DERIVE_ALL : 0))) != 0)
 		return mc__err(ctx, MC_ERR_INVALID, "type %s: unknown flags", d->name);
 	if (mc__find_type(ctx, d->name) != NULL)
 		return mc__err(ctx, MC_ERR_INVALID, "type %s is already registered", d->name);

@@ -14,19 +14,38 @@
  * Triton's also sets ctx->triton_flat: whether kernels sit beneath a device level. */
 typedef int (*mc_root_fn)(mc_ctx *ctx, char **out, size_t *named);
 
-/* A type whose files hold their own paths (Triton's group files) records them in a
- * form that does not, and writes them out again for where they land:
+/* What a hook is told beside the file itself. */
+struct mc_hook_env {
+	mc_ctx *ctx;     /* the calling thread's */
+	const char *dir; /* the absolute folder the file was found in (record) or lands in
+			  * (derive); NULL when not known */
+	/* derive: whether key, of the file's tier, is in place once the load is done (an
+	 * artifact it installs, or a file or folder found there); NULL: not asked. */
+	int (*has)(void *ud, const char *key);
+	void *ud;
+	char *why;       /* on failure, why, when the hook can tell; else left as it was */
+	size_t whylen;
+};
+
+/* A type whose files hold their own paths (Triton's group files, vLLM's handle files)
+ * records them in a form that does not, and writes them out again for where they land:
  * - record: the recorded form of a file found on disk (in, n: its bytes, key: its
  *   key); *out (malloc'd, *outn bytes) or NULL when the file is recorded as it is;
- * - derive: the bytes to write for recorded content rec at absolute folder dir;
+ * - derive: the bytes to write for recorded content rec at folder env->dir;
  *   *out NULL when the recorded bytes are written as they are.
- * Both return MC_OK or an MC_ERR_* status (nothing is reported on the context). */
+ * Both return MC_OK or an MC_ERR_* status, nothing being reported on the context but
+ * why in env->why. */
 typedef int (*mc_record_fn)(const char *key, const unsigned char *in, size_t n,
-			    unsigned char **out, size_t *outn);
+			    struct mc_hook_env *env, unsigned char **out, size_t *outn);
 typedef int (*mc_derive_fn)(const char *key, const unsigned char *rec, size_t n,
-			    const char *dir, unsigned char **out, size_t *outn);
+			    struct mc_hook_env *env, unsigned char **out, size_t *outn);
 
-/* The largest file the hooks read: a larger one is recorded and written as it is. */
+/* A type whose every file goes through its hooks: one larger than MC_DERIVE_MAX is
+ * refused rather than kept as it is (a flag of the library's own tables). */
+#define MC_TYPE_DERIVE_ALL 0x80000000u
+
+/* The largest file the hooks read: a larger one is recorded and written as it is (or
+ * refused: MC_TYPE_DERIVE_ALL). */
 #define MC_DERIVE_MAX (1024u * 1024)
 
 /* What describes a type: the built-in ones are one const table (torch.c); a type
@@ -108,7 +127,8 @@ MC_HIDDEN int mc__register_torch(mc_ctx *ctx);
 /* The built-in type of that torch 2.7 id; NULL when there is none. */
 MC_HIDDEN const struct mc_typedesc *mc__builtin_torch27(uint64_t id);
 /* Whether the file of key, of type t, is one whose hooks may change it (a Triton
- * group file): a writer passes it through t->record, a loader through t->derive. */
+ * group file, any file of a MC_TYPE_DERIVE_ALL type): a writer passes it through
+ * t->record, a loader through t->derive. */
 MC_HIDDEN int mc__derives(const struct mc_type *t, const char *key);
 
 /* A Triton group file (a key ending __grp__<name>.json) in Triton's remote form, from
@@ -119,10 +139,11 @@ MC_HIDDEN int mc__group_remote(const char *key, const unsigned char *in, size_t 
 MC_HIDDEN int mc__group_recorded(const char *key, const unsigned char *in, size_t n,
 				 unsigned char **out, size_t *outn);
 
-/* A Triton group file's recorded form written for folder dir, as the triton type's
- * derive hook does: for other types that hold Triton's kernels. */
-MC_HIDDEN int mc__group_derived(const char *key, const unsigned char *rec, size_t n,
-				const char *dir, unsigned char **out, size_t *outn);
+/* The triton type's hooks, for other types that hold Triton's kernels. */
+MC_HIDDEN int mc__group_record(const char *key, const unsigned char *in, size_t n,
+			       struct mc_hook_env *env, unsigned char **out, size_t *outn);
+MC_HIDDEN int mc__group_derive(const char *key, const unsigned char *rec, size_t n,
+			       struct mc_hook_env *env, unsigned char **out, size_t *outn);
 
 /* The key shapes of torch's and Triton's types, for types of other tiers whose folders
  * hold the same files: whether key has the shape. */

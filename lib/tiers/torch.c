@@ -361,7 +361,8 @@ group_key(const char *key)
 int
 mc__derives(const struct mc_type *t, const char *key)
 {
-	return t != NULL && t->derive != NULL && group_key(key);
+	return t != NULL && t->derive != NULL &&
+	       ((t->flags & MC_TYPE_DERIVE_ALL) != 0 || group_key(key));
 }
 
 static int
@@ -539,17 +540,20 @@ group_form(const char *key, const unsigned char *in, size_t n, const char *dir,
 	return rc > 0 ? MC_OK : rc;
 }
 
-static int
-group_record(const char *key, const unsigned char *in, size_t n, unsigned char **out,
-	     size_t *outn)
+int
+mc__group_record(const char *key, const unsigned char *in, size_t n, struct mc_hook_env *env,
+		 unsigned char **out, size_t *outn)
 {
+	(void)env;
 	return group_form(key, in, n, NULL, out, outn);
 }
 
-static int
-group_derive(const char *key, const unsigned char *rec, size_t n, const char *dir,
-	     unsigned char **out, size_t *outn)
+int
+mc__group_derive(const char *key, const unsigned char *rec, size_t n, struct mc_hook_env *env,
+		 unsigned char **out, size_t *outn)
 {
+	const char *dir = env->dir;
+
 	*out = NULL;
 	*outn = 0;
 	if (dir == NULL || !mc__utf8_valid((const unsigned char *)dir, strlen(dir)))
@@ -600,13 +604,6 @@ mc__group_recorded(const char *key, const unsigned char *in, size_t n, unsigned 
 		   size_t *outn)
 {
 	return group_form(key, in, n, NULL, out, outn);
-}
-
-int
-mc__group_derived(const char *key, const unsigned char *rec, size_t n, const char *dir,
-		  unsigned char **out, size_t *outn)
-{
-	return group_derive(key, rec, n, dir, out, outn);
 }
 
 static int extra_check(void *ud, const char *key, char *w, size_t wl);
@@ -1002,14 +999,14 @@ static const struct mc_typedesc builtin[] = {
 	{.name = "triton", .tier = "triton", .flags = MC_TYPE_FOLDER_UNIT,
 	 .key_check = triton_check, .dest_path = triton_dest,
 	 .default_root = triton_default_root, .torch27_id = -1, .export_rank = -1,
-	 .record = group_record, .derive = group_derive},
+	 .record = mc__group_record, .derive = mc__group_derive},
 	{.name = "extra", .tier = "inductor",
 	 .key_check = extra_check, .dest_path = same_path_dest,
 	 .default_root = torch_default_root, .torch27_id = -1, .export_rank = -1},
 	{.name = "triton_home", .tier = "triton_home", .flags = MC_TYPE_FOLDER_UNIT,
 	 .key_check = triton_home_check, .dest_path = same_path_dest,
 	 .default_root = triton_home_root, .torch27_id = -1, .export_rank = -1,
-	 .record = group_record, .derive = group_derive},
+	 .record = mc__group_record, .derive = mc__group_derive},
 };
 
 int

@@ -14,8 +14,11 @@
 
 #include <ctype.h>
 #include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tiers/tiers.h"
@@ -135,6 +138,264 @@ artifact_name(const char *s)
 	if (strncmp(s, "_subgraph_", 10) != 0)
 		return NULL;
 	return decimal(s + 10, INT_DIGITS);
+}
+
+/* ---- the handle file: vllm_compile_cache.py ----
+ * pprint's text of a dict, read back by ast.literal_eval, from
+ * ((start, end), graph index, compiler name) to a handle, or to {'graph_handle':
+ * handle, 'cache_key': ...}. A handle of "inductor_standalone" is (artifact name,
+ * absolute path of that artifact in the handle file's folder); one of "inductor" is
+ * (graph key, absolute path of its code in the rank folder's inductor_cache/), a path
+ * vLLM does not read. vLLM opens the paths as they are, so the file is recorded with
+ * each path relative to the file's folder and written back naming where it lands
+ * (format/SPEC.md section 4.2). */
+
+#define HANDLES_NAME "handles"
+#define INDUCTOR_REL "../inductor_cache/"
+
+struct handles {
+	struct mc_hook_env *env;
+	const char *key;  /* the handle file's */
+	int derive;       /* 0: recording it */
+	int standalone;   /* the compiler of the entry being read: 1 standalone, 0 inductor */
+	char name[MC_KEY_MAX + 1]; /* the handle's first member */
+	int named;        /* one was read, and no path after it yet */
+};
+
+static int __attribute__((format(printf, 4, 5)))
+h_why(char *w, size_t wl, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(w, wl, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* Whether s is a relative path of plain names ("a/b"; no ".", ".." or empty one). */
+static int
+plain_path(const char *s)
+{
+	size_t k;
+
+	for (;;) {
+		k = strcspn(s, "/");
+		if (k == 0 || (k == 1 && s[0] == '.') || (k == 2 && s[0] == '.' && s[1] == '.'))
+			return 0;
+		if (s[k] == '\0')
+			return 1;
+		s += k + 1;
+	}
+}
+
+/* *repl: the n bytes at a, then b (malloc'd). */
+static int
+join_repl(const char *a, size_t n, const char *b, char **repl, size_t *repln)
+{
+	size_t bn = strlen(b);
+
+	if ((*repl = malloc(n + bn + 1)) == NULL)
+		return MC_ERR_NOMEM;
+	memcpy(*repl, a, n);
+	memcpy(*repl + n, b, bn + 1);
+	*repln = n + bn;
+	return MC_OK;
+}
+
+/* dir with one '/' after it: its length, or 0 when it is too long for buf. */
+static size_t
+dir_slash(const char *dir, char *buf, size_t len)
+{
+	size_t n = strlen(dir);
+	int k = snprintf(buf, len, "%s%s", dir, n > 0 && dir[n - 1] == '/' ? "" : "/");
+
+	return k > 0 && (size_t)k < len ? (size_t)k : 0;
+}
+
+/* Whether the file or folder at path a is the one at path b (links followed). */
+static int
+same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return a[0] == '/' && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+/* Recording: the path of an artifact in the file's folder becomes its name. */
+static int
+record_artifact(struct handles *h, const char *s, char **repl, size_t *repln, char *w,
+		size_t wl)
+{
+	char want[2 * MC_PATH_MAX];
+	size_t n = dir_slash(h->env->dir, want, sizeof want);
+	struct stat st;
+
+	if (n == 0 || n + strlen(h->name) >= sizeof want)
+		return h_why(w, wl, MC_ERR_INVALID, "%s: path too long", h->env->dir);
+	memcpy(want + n, h->name, strlen(h->name) + 1);
+	if (strcmp(s, want) != 0 && !same_file(s, want))
+		return h_why(w, wl, MC_ERR_MALFORMED, "handle path %.300s is outside the folder being "
+			     "saved (vLLM opens it as it is)", s);
+	if (lstat(want, &st) != 0)
+		return h_why(w, wl, MC_ERR_MALFORMED, "handle to a missing artifact: %.300s", want);
+	return join_repl(h->name, strlen(h->name), "", repl, repln);
+}
+
+/* Deriving: an artifact's name becomes its path where the file lands, when the load
+ * puts it there. */
+static int
+derive_artifact(struct handles *h, const char *s, char **repl, size_t *repln, char *w,
+		size_t wl)
+{
+	const char *slash = strrchr(h->key, '/');
+	char key[MC_KEY_MAX + 1], dir[2 * MC_PATH_MAX];
+	size_t n = dir_slash(h->env->dir, dir, sizeof dir);
+
+	if (strcmp(s, h->name) != 0 || artifact_name(s) == NULL || *artifact_name(s) != '\0')
+		return h_why(w, wl, MC_ERR_MALFORMED, "handle path %.300s is not its artifact's name "
+			     "(a recorded handle file names no folder)", s);
+	if (slash == NULL || snprintf(key, sizeof key, "%.*s/%s", (int)(slash - h->key), h->key,
+				      s) >= (int)sizeof key)
+		return h_why(w, wl, MC_ERR_INVALID, "%s: key too long", s);
+	if (h->env->has != NULL && !h->env->has(h->env->ud, key))
+		return h_why(w, wl, MC_ERR_MALFORMED, "handle to a missing artifact: %.300s is neither "
+			     "loaded nor in place", key);
+	if (n == 0)
+		return h_why(w, wl, MC_ERR_INVALID, "%s: path too long", h->env->dir);
+	if (!mc__utf8_valid((const unsigned char *)dir, n))
+		return h_why(w, wl, MC_ERR_INVALID, "%s", "the folder's path is not UTF-8");
+	return join_repl(dir, n, s, repl, repln);
+}
+
+/* An "inductor" handle's path, in the rank folder's inductor_cache/: recorded relative
+ * to the handle file's folder, and written back for where that lands. */
+static int
+inductor_path(struct handles *h, const char *s, char **repl, size_t *repln, char *w,
+	      size_t wl)
+{
+	const char *dir = h->env->dir, *rest;
+	size_t up = strlen(dir);
+
+	while (up > 1 && dir[up - 1] == '/')
+		up--;
+	while (up > 0 && dir[up - 1] != '/')
+		up--; /* dir's first up bytes: the rank folder's path and a '/' */
+	if (h->derive) {
+		rest = s + sizeof INDUCTOR_REL - 1;
+		if (strncmp(s, INDUCTOR_REL, sizeof INDUCTOR_REL - 1) != 0 || !plain_path(rest))
+			return h_why(w, wl, MC_ERR_MALFORMED, "handle path %.300s is not in the rank "
+				     "folder's inductor_cache/", s);
+		if (!mc__utf8_valid((const unsigned char *)dir, up))
+			return h_why(w, wl, MC_ERR_INVALID, "%s", "the folder's path is not UTF-8");
+		return join_repl(dir, up, s + 3, repl, repln); /* "inductor_cache/..." */
+	}
+	if (up == 0 || strncmp(s, dir, up) != 0 || strncmp(s + up, "inductor_cache/", 15) != 0 ||
+	    !plain_path(s + up + 15))
+		return h_why(w, wl, MC_ERR_MALFORMED, "handle path %.300s is outside the rank folder's "
+			     "inductor_cache/ being saved", s);
+	return join_repl(INDUCTOR_REL, sizeof INDUCTOR_REL - 1, s + up + 15, repl, repln);
+}
+
+/* A string of the key: the compiler's name, the one string vLLM puts there. */
+static int
+handle_compiler(struct handles *h, const char *s, char *w, size_t wl)
+{
+	if (strcmp(s, "inductor_standalone") == 0)
+		h->standalone = 1;
+	else if (strcmp(s, "inductor") == 0)
+		h->standalone = 0;
+	else
+		return h_why(w, wl, MC_ERR_MALFORMED, "compiler %.100s is not one vLLM keeps handles "
+			     "for (inductor_standalone, inductor)", s);
+	h->named = 0;
+	return MC_OK;
+}
+
+/* Each string of the file, where it stands: what vLLM writes there, else refused. */
+static int
+handle_str(void *ud, const struct mc_pylit_at *at, const char *s, size_t n, char **repl,
+	   size_t *repln, char *w, size_t wl)
+{
+	struct handles *h = ud;
+	int in_handle = (at->depth == 2 && at->dkey == NULL) ||
+			(at->depth == 3 && at->dkey != NULL && strcmp(at->dkey, "graph_handle") == 0);
+
+	if (strlen(s) != n)
+		return h_why(w, wl, MC_ERR_MALFORMED, "%s", "a string holds a NUL character");
+	if (at->role == MC_PYLIT_KEY && at->depth == 2 && at->index == 2)
+		return handle_compiler(h, s, w, wl);
+	if (at->role == MC_PYLIT_KEY && at->depth == 2 && at->index == -1 &&
+	    (strcmp(s, "graph_handle") == 0 || strcmp(s, "cache_key") == 0))
+		return MC_OK;
+	if (at->role == MC_PYLIT_VALUE && at->depth == 2 && at->index == -1 && at->dkey != NULL &&
+	    strcmp(at->dkey, "cache_key") == 0)
+		return MC_OK;
+	if (at->role == MC_PYLIT_VALUE && in_handle && at->index == 0) {
+		if (n == 0 || n > MC_KEY_MAX || strchr(s, '/') != NULL ||
+		    (h->standalone && (artifact_name(s) == NULL || *artifact_name(s) != '\0')))
+			return h_why(w, wl, MC_ERR_MALFORMED, "%.200s is not an artifact's name", s);
+		memcpy(h->name, s, n + 1);
+		h->named = 1;
+		return MC_OK;
+	}
+	if (at->role == MC_PYLIT_VALUE && in_handle && at->index == 1 && h->named) {
+		h->named = 0;
+		if (!h->standalone)
+			return inductor_path(h, s, repl, repln, w, wl);
+		return h->derive ? derive_artifact(h, s, repl, repln, w, wl)
+				 : record_artifact(h, s, repl, repln, w, wl);
+	}
+	return h_why(w, wl, MC_ERR_MALFORMED, "a string (%.100s) where vLLM's handle file has none",
+		     s);
+}
+
+/* Reads the handle file in (n bytes) and writes its other form: recorded, or for
+ * env->dir. */
+static int
+handles_form(const char *key, const unsigned char *in, size_t n, struct mc_hook_env *env,
+	     int derive, unsigned char **out, size_t *outn)
+{
+	struct handles h = {env, key, derive, 1, "", 0};
+	size_t i = 0;
+	const char *msg;
+	int rc;
+
+	*out = NULL;
+	*outn = 0;
+	if (env == NULL || env->ctx == NULL || env->dir == NULL)
+		return MC_ERR_INVALID;
+	while (i < n && (in[i] == ' ' || in[i] == '\t' || in[i] == '\n' || in[i] == '\r'))
+		i++;
+	if (i == n || in[i] != '{') {
+		if (env->why != NULL)
+			snprintf(env->why, env->whylen, "not a dict: vLLM's handle file is one");
+		return MC_ERR_MALFORMED;
+	}
+	rc = mc__pylit_rewrite(env->ctx, HANDLES_NAME, in, n, MC_DERIVE_MAX, handle_str, &h, out,
+			       outn);
+	if (rc != MC_OK && env->why != NULL) {
+		msg = mc_ctx_error(env->ctx);
+		if (strncmp(msg, HANDLES_NAME ": ", sizeof HANDLES_NAME + 1) == 0)
+			msg += sizeof HANDLES_NAME + 1;
+		snprintf(env->why, env->whylen, "%s", msg);
+	}
+	return rc;
+}
+
+static int
+handles_record(const char *key, const unsigned char *in, size_t n, struct mc_hook_env *env,
+	       unsigned char **out, size_t *outn)
+{
+	return handles_form(key, in, n, env, 0, out, outn);
+}
+
+static int
+handles_derive(const char *key, const unsigned char *rec, size_t n, struct mc_hook_env *env,
+	       unsigned char **out, size_t *outn)
+{
+	return handles_form(key, rec, n, env, 1, out, outn);
 }
 
 /* torch's guarded caches as they lie on disk: "aotautograd/<key>/<entry>" and
@@ -337,17 +598,18 @@ static const struct mc_typedesc vllm[] = {
 	{.name = "vllm_meta", .tier = "vllm",
 	 .key_check = meta_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1},
-	{.name = "vllm_handles", .tier = "vllm",
+	{.name = "vllm_handles", .tier = "vllm", .flags = MC_TYPE_DERIVE_ALL,
 	 .key_check = handles_check, .dest_path = same_path_dest,
-	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1},
+	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
+	 .record = handles_record, .derive = handles_derive},
 	{.name = "vllm_artifact", .tier = "vllm",
 	 .key_check = artifact_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
-	 .record = mc__group_recorded, .derive = mc__group_derived},
+	 .record = mc__group_record, .derive = mc__group_derive},
 	{.name = "vllm_aot", .tier = "vllm",
 	 .key_check = aot_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
-	 .record = mc__group_recorded, .derive = mc__group_derived},
+	 .record = mc__group_record, .derive = mc__group_derive},
 	{.name = "vllm_extra", .tier = "vllm",
 	 .key_check = extra_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1},

@@ -53,7 +53,8 @@ print(json.dumps({"child_paths": {n: n if d is None else d + "/" + n for n in so
 # [visible] (visible: leaves out hidden files). A group file that names its own
 # folder is listed with the sum of its recorded form, so that trees loaded into two
 # places compare equal; src_sum DIR lists every group file so, whatever it names (the
-# cache a bundle was packed from).
+# cache a bundle was packed from). vLLM's handle files are listed with their own
+# folder's path taken out of them.
 tree_sum() { _sums "$1" own "${2:-}"; }
 src_sum() { _sums "$1" any ""; }
 _sums() {
@@ -84,6 +85,8 @@ for dp, dns, fns in os.walk(root):
             data = f.read()
         if fn.startswith("__grp__") and fn.endswith(".json"):
             data = recorded(data, os.path.abspath(dp))
+        elif fn == "vllm_compile_cache.py": # vLLM's handles name their own folder
+            data = data.replace((os.path.abspath(dp) + "/").encode(), b"")
         rows.append((rel.encode(), hashlib.sha256(data).hexdigest()))
 for rel, h in sorted(rows):
     print(h + "  " + rel.decode())

@@ -49,9 +49,16 @@ for rank in (0, 1):
         put(f"{pre}/{art}", binary_artifact("a" + b32(40)))
     else:
         torch_tree(f"{pre}/{art}", 50)
-    put(f"{pre}/vllm_compile_cache.py",
-        "{   ((8, 8), 0, 'inductor_standalone'): (   '%s',\n"
-        "                                            '%s/%s/%s')}" % (art, root, pre, art))
+    if rank == 0: # the handle itself, or (newer vLLM) a dict holding it
+        put(f"{pre}/vllm_compile_cache.py",
+            "{   ((8, 8), 0, 'inductor_standalone'): (   '%s',\n"
+            "                                            '%s/%s/%s')}" % (art, root, pre, art))
+    else:
+        put(f"{pre}/vllm_compile_cache.py",
+            "{   ((8, 8), 0, 'inductor_standalone'): {   'cache_key': 'k1',\n"
+            "                                            'graph_handle': (   '%s',\n"
+            "                                                                '%s/%s/%s')}}"
+            % (art, root, pre, art))
 aot = "torch_compile_cache/torch_aot_compile/" + "%064x" % 0xfeed
 put(f"{aot}/rank_0_0/model", b"\x80\x04\x95opaque pickle 0")
 put(f"{aot}/rank_1_0/model", b"\x80\x04\x95opaque pickle 1")
@@ -64,6 +71,7 @@ EOF
 [ -f "$SRC/torch_compile_cache/a06ab0848f/rank_0_0/backbone/vllm_compile_cache.py" ] && ok ||
 	bad "the vLLM tree was not built"
 UNKNOWN='notes\.txt|rank_01_0|modelinfo'
+ART="artifact_compile_range_8_8_subgraph_0"
 
 # save finds the root through VLLM_CACHE_ROOT and says so; unknown files are reported.
 export TORCHINDUCTOR_CACHE_DIR="$T/no-torch" TRITON_CACHE_DIR="$T/no-triton"
@@ -88,13 +96,38 @@ run 0 "" load "$T/v.mcache" -p "$PUB" --vllm-dir "$T/dst"
 src_sum "$SRC" | grep -Ev "$UNKNOWN" > "$T/want"
 tree_sum "$T/dst" > "$T/got"
 check "vLLM root reproduced byte for byte" cmp -s "$T/want" "$T/got"
+# Each handle names its artifact where it landed, and the file still reads as vLLM reads it.
+handles_at() { # handles_at ROOT: every handle's path is ROOT's artifact of that name, there
+	/usr/bin/python3 - "$1" <<'EOF'
+import ast, glob, os, sys
+root = os.path.abspath(sys.argv[1])
+files = glob.glob(root + "/torch_compile_cache/*/rank_*/*/vllm_compile_cache.py")
+assert len(files) == 2, files
+for f in files:
+    for key, h in ast.literal_eval(open(f).read()).items():
+        h = h["graph_handle"] if isinstance(h, dict) else h
+        assert h[1] == os.path.join(os.path.dirname(f), h[0]), (f, h)
+        assert os.path.exists(h[1]), h[1]
+EOF
+}
+check "handles name the artifacts where they landed" handles_at "$T/dst"
 g=$(find "$T/dst" -name '__grp__*.json' | head -1)
 grep -qF "\"$(dirname "$g")/triton_poi_0.cubin\"" "$g" && ok || bad "group file not written for $T/dst: $(cat "$g")"
+
+# A handle file loaded without its artifacts is refused, nothing installed; with them
+# in place already it loads.
+run 1 "handle to a missing artifact: torch_compile_cache/a06ab0848f/rank_0_0/backbone/$ART is neither loaded nor in place" \
+	load "$T/v.mcache" -p "$PUB" --vllm-dir "$T/only" --types vllm_handles
+[ ! -e "$T/only" ] && ok || bad "a refused handle file left $(find "$T/only" | head -3)"
+rm "$T/dst/torch_compile_cache/a06ab0848f/rank_1_0/backbone/vllm_compile_cache.py"
+run 0 "" load "$T/v.mcache" -p "$PUB" --vllm-dir "$T/dst" --types vllm_handles
+check "a handle file loaded beside artifacts in place" handles_at "$T/dst"
 
 # VLLM_CACHE_ROOT with a leading ~ is the home folder's, as vLLM expands it.
 HOME="$T/h" VLLM_CACHE_ROOT="~/vc" run 0 "" load "$T/v.mcache" -p "$PUB"
 tree_sum "$T/h/vc" > "$T/got"
 check "~ in VLLM_CACHE_ROOT expanded" cmp -s "$T/want" "$T/got"
+check "handles written for the root ~ names" handles_at "$T/h/vc"
 
 # --keep-unknown keeps them, as vllm_extra, and they load back.
 run 0 "" pack -q -o "$T/k.mcache" --from-vllm-dir "$SRC" --keep-unknown
@@ -103,6 +136,59 @@ run 0 "" load "$T/k.mcache" --insecure-no-verify --vllm-dir "$T/dk"
 src_sum "$SRC" > "$T/want-all"
 tree_sum "$T/dk" > "$T/got"
 check "unknown files kept with --keep-unknown" cmp -s "$T/want-all" "$T/got"
+
+# The handle file is read strictly at save: code, a handle outside the root or to a
+# missing artifact, deep nesting and an oversize file are refused, naming the file, and
+# no bundle is written.
+HB="torch_compile_cache/a06ab0848f/rank_0_0/backbone"
+bad_handles() { # bad_handles TEXT WHY: a root whose handle file is TEXT is refused for WHY
+	rm -rf "$T/hs" "$T/hs.mcache"
+	mkdir -p "$T/hs/$HB"
+	cp "$SRC/$HB/$ART" "$T/hs/$HB/"
+	printf '%s' "$1" > "$T/hs/$HB/vllm_compile_cache.py"
+	run 1 "$T/hs/$HB/vllm_compile_cache.py: $2" pack -q -o "$T/hs.mcache" --from-vllm-dir "$T/hs"
+	[ ! -e "$T/hs.mcache" ] && ok || bad "a refused handle file ($2) left a bundle"
+}
+bad_handles "{((8, 8), 0, 'inductor_standalone'): __import__('os').system('id')}" \
+	"line 1, column 38: found the name '__import__' (names and calls are not read)"
+bad_handles "{((8, 8), 0, 'inductor_standalone'): ('$ART', '/etc/$ART')}" \
+	"line 1, column 80: handle path /etc/$ART is outside the folder being saved"
+bad_handles "{((8, 8), 1, 'inductor_standalone'): ('artifact_compile_range_8_8_subgraph_1', '$T/hs/$HB/artifact_compile_range_8_8_subgraph_1')}" \
+	"line 1, column 80: handle to a missing artifact: $T/hs/$HB/artifact_compile_range_8_8_subgraph_1"
+bad_handles "{0: $(printf '%.0s[' $(seq 100))" "line 1, column 68: brackets nested over 64 deep"
+bad_handles "{((8, 8), 0, 'gcc'): ('$ART', '$T/hs/$HB/$ART')}" "line 1, column 14: compiler gcc is not one vLLM keeps handles for"
+/usr/bin/python3 -c "import sys; sys.stdout.write('{' + ' ' * (2 << 20) + '}')" > "$T/big"
+bad_handles "$(cat "$T/big")" "2097154 bytes, over the 1048576"
+# A handle that names its artifact through a link to the root is that artifact.
+ln -s "$T/hs" "$T/hs-link"
+printf '%s' "{((8, 8), 0, 'inductor_standalone'): ('$ART', '$T/hs-link/$HB/$ART')}" \
+	> "$T/hs/$HB/vllm_compile_cache.py"
+run 0 "" pack -q -o "$T/hs.mcache" --from-vllm-dir "$T/hs"
+run 0 "" load "$T/hs.mcache" --insecure-no-verify --vllm-dir "$T/hs-dst"
+grep -qF "'$T/hs-dst/$HB/$ART'" "$T/hs-dst/$HB/vllm_compile_cache.py" && ok ||
+	bad "handle through a link not relocated: $(cat "$T/hs-dst/$HB/vllm_compile_cache.py")"
+
+# A root whose path has spaces: pprint splits a long handle path into adjacent strings
+# at them; the file is read and written back for another such root.
+SP="$T/a root with spaces in its name, long enough for pprint to split the path"
+mkdir -p "$SP/$HB"
+cp "$SRC/$HB/$ART" "$SP/$HB/"
+/usr/bin/python3 - "$SP/$HB" "$ART" <<'EOF'
+import os, pprint, sys
+d, art = sys.argv[1], sys.argv[2]
+text = pprint.PrettyPrinter(indent=4).pformat(
+    {((8, 8), 0, "inductor_standalone"): (art, os.path.join(d, art))})
+assert "'\n" in text.split("(", 2)[2], text # split into adjacent strings
+open(os.path.join(d, "vllm_compile_cache.py"), "w").write(text)
+EOF
+run 0 "" pack -q -o "$T/sp.mcache" --from-vllm-dir "$SP"
+run 0 "" load "$T/sp.mcache" --insecure-no-verify --vllm-dir "$T/an other root"
+/usr/bin/python3 - "$T/an other root/$HB" "$ART" <<'EOF' && ok || bad "split handle path not relocated"
+import ast, os, sys
+d, art = sys.argv[1], sys.argv[2]
+h = ast.literal_eval(open(os.path.join(d, "vllm_compile_cache.py")).read())
+assert list(h.values()) == [(art, os.path.join(d, art))], h
+EOF
 
 # Hostile keys: a bundle whose vLLM key climbs out or names a bad rank is refused, with
 # nothing installed. Made from an uncompressed bundle by rewriting a key in place.

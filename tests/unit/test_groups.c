@@ -55,9 +55,10 @@ record(const char *tname, const char *key, const char *text)
 {
 	unsigned char *out = (unsigned char *)"x";
 	size_t n = 7;
+	struct mc_hook_env env = {ctx, "/", NULL, NULL, NULL, 0};
 
-	ck_assert_int_eq(type(tname)->record(key, (const unsigned char *)text, strlen(text), &out,
-					     &n), MC_OK);
+	ck_assert_int_eq(type(tname)->record(key, (const unsigned char *)text, strlen(text), &env,
+					     &out, &n), MC_OK);
 	return text_of(out, n);
 }
 
@@ -67,8 +68,9 @@ derive(const char *key, const char *rec, const char *dir)
 {
 	unsigned char *out = (unsigned char *)"x";
 	size_t n = 7;
+	struct mc_hook_env env = {ctx, dir, NULL, NULL, NULL, 0};
 
-	ck_assert_int_eq(type("triton")->derive(key, (const unsigned char *)rec, strlen(rec), dir,
+	ck_assert_int_eq(type("triton")->derive(key, (const unsigned char *)rec, strlen(rec), &env,
 						&out, &n), MC_OK);
 	return text_of(out, n);
 }
@@ -174,13 +176,15 @@ START_TEST(derive_refuses_a_path_that_is_not_utf8)
 {
 	unsigned char *out = NULL;
 	size_t n = 0;
+	struct mc_hook_env bad = {ctx, "/a/\xff", NULL, NULL, NULL, 0};
+	struct mc_hook_env surrogate = {ctx, "/a/\xed\xa0\x80", NULL, NULL, NULL, 0};
 
 	ck_assert_int_eq(type("triton_home")->derive(H "/__grp__k.json", (const unsigned char *)CANON,
-						     strlen(CANON), "/a/\xff", &out, &n),
+						     strlen(CANON), &bad, &out, &n),
 			 MC_ERR_INVALID);
 	ck_assert_ptr_null(out);
 	ck_assert_int_eq(type("triton")->derive(GRP, (const unsigned char *)CANON, strlen(CANON),
-						"/a/\xed\xa0\x80", &out, &n),
+						&surrogate, &out, &n),
 			 MC_ERR_INVALID); /* a surrogate encoded */
 }
 END_TEST
