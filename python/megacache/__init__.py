@@ -2,7 +2,7 @@
 
 A thin layer over libmegacache (ctypes, no compiler needed). The calls:
 
-- :func:`save` records what torch and Triton left in their cache folders into a
+- :func:`save` records what torch, Triton and vLLM left in their cache folders into a
   signed bundle; :func:`load` verifies a bundle and installs it into those folders.
 - :func:`warm` does both around a block: load before, save what is new after.
 - :func:`pack_torch_artifacts` and :func:`torch_artifacts` take and give the bytes of

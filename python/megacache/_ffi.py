@@ -123,6 +123,7 @@ _SIGNATURES = [
     ("mc_writer_add_cache_dir", [c_handle, c_char_p, SCAN_FN, c_void_p], c_int, _check_handle),
     ("mc_writer_add_triton_cache", [c_handle, c_char_p, SCAN_FN, c_void_p], c_int,
      _check_handle),
+    ("mc_writer_add_vllm_dir", [c_handle, c_char_p, SCAN_FN, c_void_p], c_int, _check_handle),
     ("mc_writer_add_torch_blob_memory", [c_handle, c_char_p, c_size_t], c_int, _check_handle),
     ("mc_writer_set_keep_unknown", [c_handle, c_int], c_int, _check_handle),
     ("mc_writer_set_label", [c_handle, c_char_p, c_char_p], c_int, _check_handle),

@@ -80,13 +80,14 @@ def load(bundle: PathArg, trusted_keys: Keys, cache_dir: Optional[PathArg] = Non
          require: Union[Mapping[str, str], Iterable[str], None] = None, threshold: int = 1,
          min_version: int = 0, dry_run: bool = False, sync: bool = False,
          progress: Progress = None, gpu_targets: Optional[Iterable[str]] = None,
-         skip_other_gpus: bool = False) -> LoadReport:
+         skip_other_gpus: bool = False, vllm_dir: Optional[PathArg] = None) -> LoadReport:
     """Verifies a bundle and installs its artifacts into the cache folders.
 
-    The folders are those torch and Triton use here ($TORCHINDUCTOR_CACHE_DIR, else
-    torch's default under the temp dir; $TRITON_CACHE_DIR, else ~/.triton/cache), or
-    cache_dir (torch's) and triton_dir (Triton's) when given. All or nothing: on any
-    failure nothing is installed and Error is raised.
+    The folders are those torch, Triton and vLLM use here ($TORCHINDUCTOR_CACHE_DIR,
+    else torch's default under the temp dir; $TRITON_CACHE_DIR, else ~/.triton/cache;
+    $VLLM_CACHE_ROOT, else $XDG_CACHE_HOME/vllm, else ~/.cache/vllm), or cache_dir
+    (torch's), triton_dir (Triton's) and vllm_dir (vLLM's) when given. All or nothing:
+    on any failure nothing is installed and Error is raised.
 
     trusted_keys: one public key or several; threshold: how many of them must have
     signed; min_version: the lowest bundle version accepted; require: labels the bundle
@@ -102,7 +103,7 @@ def load(bundle: PathArg, trusted_keys: Keys, cache_dir: Optional[PathArg] = Non
     folder is left out (action "skipped") and the rest installed. With no GPU seen and
     no gpu_targets, everything is installed and a GpuTargetsNotChecked warning says so.
     """
-    with _Session(cache_dir, triton_dir, progress) as s:
+    with _Session(cache_dir, triton_dir, progress, vllm_dir) as s:
         return _load_in(s, s.bundle(bundle), bundle, s.trusted(trusted_keys), types, require,
                         threshold, min_version, dry_run, sync, s.host_gpus(gpu_targets),
                         skip_other_gpus)

@@ -14,12 +14,13 @@ from ._reports import Folder, SaveReport
 from ._session import _Session
 
 # The folders save reads and load writes by default, in save's order.
-SAVE_TIERS = (("inductor", "torch's cache dir"), ("triton_home", "Triton's own cache"))
+SAVE_TIERS = (("inductor", "torch's cache dir"), ("triton_home", "Triton's own cache"),
+              ("vllm", "vLLM's cache"))
 
 
 def _record(s: _Session, w, keep_unknown: bool, on_skip) -> tuple:
-    """Records the folders torch and Triton use: (folders, [skipped file count]). The
-    count is a list: the save adds graph files it finds misnamed as it reads them."""
+    """Records the folders torch, Triton and vLLM use: (folders, [skipped file count]).
+    The count is a list: the save adds graph files it finds misnamed as it reads them."""
     s.lib.mc_writer_set_keep_unknown(w, 1 if keep_unknown else 0)
     skipped = [0]
 
@@ -36,8 +37,9 @@ def _record(s: _Session, w, keep_unknown: bool, on_skip) -> tuple:
         before = s.lib.mc_writer_artifact_count(w)
         exists = os.path.isdir(path)
         if exists:
-            f = (s.lib.mc_writer_add_cache_dir if tier == "inductor"
-                 else s.lib.mc_writer_add_triton_cache)
+            f = {"inductor": s.lib.mc_writer_add_cache_dir,
+                 "triton_home": s.lib.mc_writer_add_triton_cache,
+                 "vllm": s.lib.mc_writer_add_vllm_dir}[tier]
             s.call(f, w, os.fsencode(path), cb, None)
         folders.append(Folder(tier, path, exists, s.lib.mc_writer_artifact_count(w) - before))
     return folders, skipped
@@ -45,27 +47,30 @@ def _record(s: _Session, w, keep_unknown: bool, on_skip) -> tuple:
 
 def _nothing(folders: Sequence[Folder]) -> UsageError:
     parts = ["%s (%s)" % (f.path, "empty" if f.exists else "not there") for f in folders]
-    return UsageError("nothing to save: no artifacts in " + " or ".join(parts), "no_artifacts")
+    return UsageError("nothing to save: no artifacts in %s or %s"
+                      % (", ".join(parts[:-1]), parts[-1]), "no_artifacts")
 
 
 def save(path: PathArg, secret_key: Optional[Keys], *, cache_dir: Optional[PathArg] = None,
-         triton_dir: Optional[PathArg] = None,
+         triton_dir: Optional[PathArg] = None, vllm_dir: Optional[PathArg] = None,
          labels: Union[Mapping[str, str], Iterable[str], None] = None, bundle_version: int = 0,
          expires: int = 0, level: int = 3, keep_unknown: bool = False,
          password: Password = None, dry_run: bool = False,
          on_skip: Optional[Callable[[str, str], None]] = None,
          progress: Progress = None) -> SaveReport:
-    """Records everything torch and Triton left in their cache folders (the ones
-    :func:`load` installs into, or cache_dir / triton_dir) into a new bundle at path,
-    signed by secret_key (one key, several, or None for an unsigned bundle).
+    """Records everything torch, Triton and vLLM left in their cache folders (the ones
+    :func:`load` installs into, or cache_dir / triton_dir / vllm_dir) into a new bundle
+    at path, signed by secret_key (one key, several, or None for an unsigned bundle).
+    vLLM's is $VLLM_CACHE_ROOT, else $XDG_CACHE_HOME/vllm, else ~/.cache/vllm; a folder
+    that is not there is skipped, and said so in the report's folders.
 
     The bundle is written to a temp file renamed into place. Finding nothing raises
-    UsageError naming both folders. password: for an encrypted secret key (text, or a
+    UsageError naming the three folders. password: for an encrypted secret key (text, or a
     callable(prompt)); asked on the terminal when None and there is one. created is
     $SOURCE_DATE_EPOCH when set, else now. on_skip(relpath, reason) hears of each file
     not recorded.
     """
-    with _Session(cache_dir, triton_dir, progress) as s:
+    with _Session(cache_dir, triton_dir, progress, vllm_dir) as s:
         w = s.writer()
         sigs = [] if dry_run else s.writer_setup(w, secret_key, password, labels, bundle_version,
                                                 expires, level, env_facts=True)

@@ -16,7 +16,7 @@ from ._args import (AOT_REMOTE_LABEL, KeyArg, Keys, PathArg, Password, Progress,
 from ._errors import Error, UsageError
 from ._reports import Artifact, BundleInfo, SaveReport, Signature
 
-ROOT_TIERS = ("inductor", "triton", "triton_home")
+ROOT_TIERS = ("inductor", "triton", "triton_home", "vllm")
 
 _MC_ERR_PASSWORD = -19
 U64 = (1 << 64) - 1
@@ -35,7 +35,7 @@ class _Session:
     """
 
     def __init__(self, cache_dir: Optional[PathArg] = None, triton_dir: Optional[PathArg] = None,
-                 progress: Progress = False):
+                 progress: Progress = False, vllm_dir: Optional[PathArg] = None):
         self.lib = _ffi.lib()
         self.ctx = _ffi.c_handle()
         self._free: List[tuple] = []
@@ -51,6 +51,8 @@ class _Session:
                 t = _path(triton_dir, "triton_dir")
                 self.lib.mc_ctx_set_tier_root(self.ctx, b"triton", t)
                 self.lib.mc_ctx_set_tier_root(self.ctx, b"triton_home", t)
+            if vllm_dir is not None:
+                self.lib.mc_ctx_set_tier_root(self.ctx, b"vllm", _path(vllm_dir, "vllm_dir"))
             fn = _progress_fn(progress)
             if fn is not None:
                 cb = self.callback(_ffi.PROGRESS_FN,

@@ -15,7 +15,7 @@ from ._reports import Change, SaveReport, Signature, Used, Warm
 from ._save import _record
 from ._session import _Session
 
-_ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+_ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "VLLM_CACHE_ROOT")
 
 
 def _abs(p: Optional[PathArg], what: str) -> Optional[str]:
@@ -30,7 +30,7 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
          labels: Union[Mapping[str, str], Iterable[str], None] = None,
          password: Password = None, sync: bool = False,
          progress: Progress = None, gpu_targets: Optional[Iterable[str]] = None,
-         skip_other_gpus: bool = False) -> Iterator[Warm]:
+         skip_other_gpus: bool = False, vllm_dir: Optional[PathArg] = None) -> Iterator[Warm]:
     """Loads bundles before the block and saves what is new in the caches after it::
 
         with megacache.warm("job.mcache", "k.pub", save_to="next.mcache",
@@ -40,10 +40,10 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
     Before the block: the signing keys are read (a password is asked for now, not after
     hours of training) and each bundle is verified and installed; a bundle that is
     missing or fails verification raises, or with allow_cold=True is noted in w.cold and
-    skipped (a wrong argument, such as no trusted key, raises either way). cache_dir
-    and triton_dir (made absolute) are set as $TORCHINDUCTOR_CACHE_DIR and
-    $TRITON_CACHE_DIR for the block, so torch in this process uses them, and restored
-    after.
+    skipped (a wrong argument, such as no trusted key, raises either way). cache_dir,
+    triton_dir and vllm_dir (made absolute) are set as $TORCHINDUCTOR_CACHE_DIR,
+    $TRITON_CACHE_DIR and $VLLM_CACHE_ROOT for the block, so torch and vLLM in this
+    process use them, and restored after.
 
     After the block, also when it raised: the cache folders are recorded, everything the
     loaded bundles hold already is dropped, and the rest (what the block compiled, and
@@ -74,8 +74,9 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
     """
     paths = [] if bundles is None else _key_list(bundles)
     cache_dir, triton_dir = _abs(cache_dir, "cache_dir"), _abs(triton_dir, "triton_dir")
+    vllm_dir = _abs(vllm_dir, "vllm_dir")
     w = Warm()
-    with _Session(cache_dir, triton_dir, progress) as s:
+    with _Session(cache_dir, triton_dir, progress, vllm_dir) as s:
         w.roots = s.roots()
         usage = s.usage()
         if len(paths) == 1:
@@ -86,7 +87,7 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
         host = s.host_gpus(gpu_targets) if paths else []
         bases = _load_all(s, w, paths, pubs, types, sync, host, skip_other_gpus, allow_cold,
                           usage)
-        saved_env = _env_set(cache_dir, triton_dir)
+        saved_env = _env_set(cache_dir, triton_dir, vllm_dir)
         usage = _used_start(s, w, usage)
         try:
             yield w
@@ -138,11 +139,12 @@ def _load_all(s: _Session, w: Warm, paths: List[PathArg], pubs: list, types, syn
     return bases
 
 
-def _env_set(cache_dir: Optional[str], triton_dir: Optional[str]) -> Dict[str, Optional[str]]:
-    """Points $TORCHINDUCTOR_CACHE_DIR and $TRITON_CACHE_DIR at the folders given, for
-    the block; what they were, for _env_restore()."""
+def _env_set(cache_dir: Optional[str], triton_dir: Optional[str],
+             vllm_dir: Optional[str]) -> Dict[str, Optional[str]]:
+    """Points $TORCHINDUCTOR_CACHE_DIR, $TRITON_CACHE_DIR and $VLLM_CACHE_ROOT at the
+    folders given, for the block; what they were, for _env_restore()."""
     saved_env = {var: os.environ.get(var) for var in _ENV}
-    for var, val in zip(_ENV, (cache_dir, triton_dir)):
+    for var, val in zip(_ENV, (cache_dir, triton_dir, vllm_dir)):
         if val is not None:
             os.environ[var] = val
     return saved_env

@@ -84,15 +84,16 @@ def cuda_cache(tmp_path):
 
 @pytest.fixture
 def env_for(tmp_path):
-    """An environment whose torch and Triton folders are the given ones (Triton's own
-    cache: an empty home unless named)."""
-    def make(cache_dir, triton_cache=None):
+    """An environment whose torch, Triton and vLLM folders are the given ones (Triton's
+    own cache: an empty home unless named; vLLM's: a folder not there unless named)."""
+    def make(cache_dir, triton_cache=None, vllm_root=None):
         env = dict(os.environ)
         env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
         env.pop("TRITON_CACHE_DIR", None)
         env["TRITON_HOME"] = str(tmp_path / "triton-home")
         if triton_cache is not None:
             env["TRITON_CACHE_DIR"] = triton_cache
+        env["VLLM_CACHE_ROOT"] = vllm_root or str(tmp_path / "no-vllm")
         env["SOURCE_DATE_EPOCH"] = "1700000000"
         return env
     return make
@@ -109,10 +110,10 @@ def bundle(tmp_path, cuda_cache, keys, env_for):
 @pytest.fixture
 def with_env(monkeypatch, env_for):
     """Sets this process's environment as env_for makes it."""
-    def apply(cache_dir, triton_cache=None):
-        env = env_for(cache_dir, triton_cache)
+    def apply(cache_dir, triton_cache=None, vllm_root=None):
+        env = env_for(cache_dir, triton_cache, vllm_root)
         for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TRITON_HOME",
-                  "SOURCE_DATE_EPOCH"):
+                  "VLLM_CACHE_ROOT", "SOURCE_DATE_EPOCH"):
             if k in env:
                 monkeypatch.setenv(k, env[k])
             else:

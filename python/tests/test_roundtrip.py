@@ -36,9 +36,10 @@ def test_save_gives_the_tool_s_bundle_byte_for_byte(tmp_path, cuda_cache, keys, 
     # the signatures in one shape, whoever reads them: as list() gives them
     assert r.signatures == megacache.list(py).signatures and r.signature_count == 1
     assert [dataclasses.asdict(x) for x in r.signatures] == j["signatures"]
-    assert [f.tier for f in r.folders] == ["inductor", "triton_home"]
+    assert [f.tier for f in r.folders] == ["inductor", "triton_home", "vllm"]
     assert r.folders[0].path == cuda_cache and r.folders[0].exists
     assert r.folders[0].artifact_count == r.artifact_count and not r.folders[1].exists
+    assert r.folders[2] == megacache.Folder("vllm", env["VLLM_CACHE_ROOT"], False, 0)
     assert r.bytes == sum(a["size"] for a in j["artifacts"])
 
 
@@ -104,7 +105,7 @@ def test_save_records_the_autograd_remote_setting(tmp_path, cuda_cache, keys, wi
         megacache.AOT_REMOTE_LABEL] == "0"
 
 
-def test_save_of_nothing_names_both_folders(tmp_path, keys, with_env):
+def test_save_of_nothing_names_the_folders(tmp_path, keys, with_env):
     with_env(str(tmp_path / "none"))
     try:
         megacache.save(tmp_path / "x.mcache", keys.sec)
@@ -112,6 +113,7 @@ def test_save_of_nothing_names_both_folders(tmp_path, keys, with_env):
         assert e.code == "no_artifacts" and e.number is None
         assert "nothing to save" in e.message and str(tmp_path / "none") in e.message
         assert "triton-home" in e.message
+        assert e.message.endswith(" or %s (not there)" % (tmp_path / "no-vllm"))
     else:
         raise AssertionError("no error")
     assert not (tmp_path / "x.mcache").exists()

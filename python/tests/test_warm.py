@@ -170,9 +170,9 @@ def test_repr_says_what_the_block_loaded_and_saved_and_where(tmp_path, setup, ke
     assert n > 100 and w.roots == w.loaded[0].roots
     head = "<megacache.Warm loaded %r: %d installed, 0 replaced, 0 unchanged; cold %r: %s; " % (
         str(setup.bundle), n, str(missing), w.cold[0][1])
-    roots = "roots inductor=%r, triton=%r, triton_home=%r>" % (
+    roots = "roots inductor=%r, triton=%r, triton_home=%r, vllm=%r>" % (
         str(setup.cache), str(setup.cache / "triton"),
-        str(tmp_path / "triton-home" / ".triton" / "cache"))
+        str(tmp_path / "triton-home" / ".triton" / "cache"), str(tmp_path / "no-vllm"))
     assert "cannot open" in w.cold[0][1]
     assert during == head + "saves new artifacts to %r after the block; " % str(out) + roots
     # the block read nothing: said plainly; two bundles given, so none is named
