@@ -66,17 +66,105 @@ const struct cmd_help list_help = {
 	.example = "megacache list cache.mcache --explain",
 };
 
+/* vLLM's folders a load installs into: a rank's folder of a model compiled as it ran
+ * ("torch_compile_cache/<hash>/rank_<n>_<m>"), or of one compiled ahead of time
+ * ("torch_compile_cache/torch_aot_compile/<hash>/rank_<n>_<m>"), or the inductor_cache/
+ * that such a model's ranks share; and what a load would do there. */
+#define VLLM_FOLDERS_MAX 256
+#define VLLM_FOLDER_NAME 160 /* "torch_compile_cache/torch_aot_compile/<64 hex>/rank_<n>_<m>" and more */
+
+struct vllm_folder {
+	char name[VLLM_FOLDER_NAME + 1];
+	size_t install, replace, unchanged;
+};
+
+struct vllm_folders {
+	struct vllm_folder f[VLLM_FOLDERS_MAX];
+	size_t n, more; /* more: artifacts in folders past the first VLLM_FOLDERS_MAX */
+};
+
+/* The length of the folder of key that vLLM's folders list names, or 0 for none. */
+static size_t
+vllm_folder_len(const char *key)
+{
+	const char *p = key;
+	int k, parts = strncmp(key, "torch_compile_cache/torch_aot_compile/", 38) == 0 ? 4 : 3;
+
+	for (k = 0; k < parts; k++, p++)
+		if ((p = strchr(p, '/')) == NULL)
+			return 0;
+	return (size_t)(p - 1 - key);
+}
+
+static void
+vllm_folder_note(void *ud, int what, const char *type, const char *key)
+{
+	struct vllm_folders *v = ud;
+	size_t n = strncmp(type, "vllm_", 5) == 0 && strcmp(type, "vllm_extra") != 0
+		   ? vllm_folder_len(key) : 0, i;
+
+	if (n == 0 || n > VLLM_FOLDER_NAME || what == MC_LOAD_SKIPPED)
+		return;
+	for (i = 0; i < v->n; i++)
+		if (strlen(v->f[i].name) == n && strncmp(v->f[i].name, key, n) == 0)
+			break;
+	if (i == v->n) {
+		if (v->n == VLLM_FOLDERS_MAX) {
+			v->more++;
+			return;
+		}
+		memcpy(v->f[v->n].name, key, n);
+		v->f[v->n++].name[n] = '\0';
+	}
+	if (what == MC_LOAD_UNCHANGED)
+		v->f[i].unchanged++;
+	else if (what == MC_LOAD_WOULD_REPLACE)
+		v->f[i].replace++;
+	else
+		v->f[i].install++;
+}
+
+static void
+vllm_folders_say(const struct vllm_folders *v, cJSON *j)
+{
+	cJSON *a = j != NULL ? cJSON_AddArrayToObject(j, "vllm_folders") : NULL;
+	size_t i;
+
+	if (j == NULL && v->n > 0)
+		say(stdout, "vLLM's folders (a rank's, or the shared inductor_cache/ of a model "
+		    "compiled ahead of time):");
+	for (i = 0; i < v->n; i++) {
+		const struct vllm_folder *f = &v->f[i];
+		if (a != NULL) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "folder", f->name);
+			cJSON_AddNumberToObject(o, "would_install", (double)f->install);
+			cJSON_AddNumberToObject(o, "would_replace", (double)f->replace);
+			cJSON_AddNumberToObject(o, "unchanged", (double)f->unchanged);
+			cJSON_AddItemToArray(a, o);
+		} else {
+			say(stdout, "  %s: %zu to install, %zu to replace, %zu already there", f->name,
+			    f->install, f->replace, f->unchanged);
+		}
+	}
+	if (j == NULL && v->more > 0)
+		say(stdout, "  and %zu artifacts in further folders", v->more);
+}
+
 /* list --explain: where each artifact would land, and whether it is there already;
  * the bundle's kernels against this host's GPU targets. */
 static int
 explain(struct tool *t, struct list_opts *o, mc_bundle *b, const char *path)
 {
+	static struct vllm_folders vf; /* one list per process */
 	struct load_report r;
 	int rc;
 
 	if ((rc = gpu_apply(t, &o->gpu, b)) != 0)
 		return rc;
 	memset(&r, 0, sizeof r);
+	r.also = vllm_folder_note;
+	r.also_ud = &vf;
 	r.dry = 1;
 	r.explain = 1;
 	r.json = t->json;
@@ -106,9 +194,12 @@ explain(struct tool *t, struct list_opts *o, mc_bundle *b, const char *path)
 		cJSON_AddNumberToObject(j, "would_replace", (double)r.planned_replace);
 		cJSON_AddNumberToObject(j, "unchanged", (double)r.unchanged);
 		gpu_json(&o->gpu, b, &r, j);
+		if (vf.n > 0)
+			vllm_folders_say(&vf, j);
 		cJSON_AddItemToObject(j, "artifacts", r.arts);
 		print_json(j);
 	} else if (!t->quiet) {
+		vllm_folders_say(&vf, NULL);
 		say(stdout, "%zu to install, %zu to replace, %zu already there (signatures not checked)",
 		    r.planned, r.planned_replace, r.unchanged);
 		gpu_say(t, &o->gpu, b, &r, stdout);

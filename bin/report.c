@@ -196,6 +196,8 @@ on_artifact(void *ud, int what, const char *type, const char *key, const char *d
 	char full[8192];
 
 	count_artifact(r, what, type, size);
+	if (r->also != NULL)
+		r->also(r->also_ud, what, type, key);
 	/* A file the load put in place or found there; a kernel left out is neither. */
 	if (r->usage != NULL && dest != NULL && what != MC_LOAD_SKIPPED)
 		mc_usage_add(r->usage, what, type, dest); /* a failure is kept for its start */

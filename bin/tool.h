@@ -468,6 +468,9 @@ struct load_report {
 	size_t nsums;
 	size_t installed, replaced, unchanged, planned, planned_replace, skipped;
 	uint64_t bytes;
+	/* also told of each artifact (list --explain's vLLM folders), when set */
+	void (*also)(void *ud, int what, const char *type, const char *key);
+	void *also_ud;
 };
 
 void on_artifact(void *ud, int what, const char *type, const char *key, const char *dest,

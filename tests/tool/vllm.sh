@@ -89,6 +89,19 @@ for t in vllm_meta vllm_handles vllm_artifact vllm_aot; do
 done
 grep -Eq "$UNKNOWN" "$T/out" && bad "an unknown file was saved" || ok
 run 0 "$T/dst/torch_compile_cache/a06ab0848f/rank_1_0/backbone" list "$T/v.mcache" --explain --vllm-dir "$T/dst"
+grep -q "^  torch_compile_cache/a06ab0848f/rank_1_0: 11 to install, 0 to replace, 0 already there$" "$T/out" &&
+	grep -q "^  torch_compile_cache/torch_aot_compile/0*feed/inductor_cache: 7 to install" "$T/out" && ok ||
+	bad "list --explain does not tell vLLM's folders: $(cat "$T/out")"
+# The same in JSON, as the schema says.
+run 0 "" list "$T/v.mcache" --explain --vllm-dir "$T/dst" --json
+/usr/bin/python3 - "$MC_SRCDIR/doc/json-schema.json" "$T/out" <<'EOF' && ok || bad "list --explain --json: vLLM's folders"
+import json, sys, jsonschema
+j = json.load(open(sys.argv[2]))
+jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate(j)
+f = {x["folder"]: x["would_install"] for x in j["vllm_folders"]}
+assert f["torch_compile_cache/a06ab0848f/rank_0_0"] == 5, f
+assert len(f) == 5, f
+EOF
 
 # load into a fresh root: every file's bytes and path, group files written for where
 # they land.
