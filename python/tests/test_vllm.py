@@ -3,6 +3,7 @@ save --vllm-dir does, load(vllm_dir=) installs it byte for byte, warm(vllm_dir=)
 $VLLM_CACHE_ROOT at it for the block, and $VLLM_CACHE_ROOT is honoured when no folder is
 given."""
 
+import ast
 import base64
 import os
 import shutil
@@ -120,6 +121,9 @@ def test_load_vllm_dir_installs_the_tree_byte_for_byte(tmp_path, src, vbundle, k
     r = megacache.load(vbundle, keys.pub, vllm_dir=dst)
     assert _vllm_only(dst) == _vllm_only(src) and len(_vllm_only(dst)) == 4
     assert os.path.isfile(dst / HANDLES) and not (dst / UNKNOWN).exists()
+    # the handle names the artifact where it landed, not where it was saved from
+    (handle,) = ast.literal_eval((dst / HANDLES).read_text()).values()
+    assert handle[1] == str(dst / PREFIX / handle[0]) and os.path.isfile(handle[1])
     assert r.installed == 5 and r.roots["vllm"] == str(dst)
     assert sorted((a.type, a.dest) for a in r.artifacts) == sorted(
         (a.type, str(dst / a.key)) for a in megacache.list(vbundle).artifacts)
