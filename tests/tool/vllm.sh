@@ -181,6 +181,15 @@ run 0 "" load "$T/hs.mcache" --insecure-no-verify --vllm-dir "$T/hs-dst"
 grep -qF "'$T/hs-dst/$HB/$ART'" "$T/hs-dst/$HB/vllm_compile_cache.py" && ok ||
 	bad "handle through a link not relocated: $(cat "$T/hs-dst/$HB/vllm_compile_cache.py")"
 
+# The number of worker threads changes neither the bundle nor the loaded tree.
+for n in 1 4; do
+	run 0 "" pack -q -o "$T/j$n.mcache" -s "$SEC" --from-vllm-dir "$SRC" --threads "$n"
+	run 0 "" load -q "$T/j$n.mcache" -p "$PUB" --vllm-dir "$T/j$n" --threads "$n"
+	tree_sum "$T/j$n" > "$T/j$n.sum"
+done
+check "--threads 1 and 4 pack the same bytes" cmp -s "$T/j1.mcache" "$T/j4.mcache"
+check "--threads 1 and 4 load the same tree" cmp -s "$T/j1.sum" "$T/j4.sum"
+
 # A root whose path has spaces: pprint splits a long handle path into adjacent strings
 # at them; the file is read and written back for another such root.
 SP="$T/a root with spaces in its name, long enough for pprint to split the path"
