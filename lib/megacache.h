@@ -318,8 +318,10 @@ MC_API MC_MUST_CHECK int mc_writer_add_triton_cache(mc_writer *w, const char *di
 						    void *ud);
 /* Scans vLLM's cache root ($VLLM_CACHE_ROOT, else $XDG_CACHE_HOME/vllm, else
  * ~/.cache/vllm): its notes, index files, compiled artifacts and ahead-of-time
- * compiles, recorded as types vllm_meta, vllm_handles, vllm_artifact and vllm_aot
- * (their paths beneath the root as keys), which load back into tier vllm's root.
+ * compiles, recorded as types vllm_meta, vllm_handles, vllm_artifact and vllm_aot, and
+ * the torch and Triton caches of each rank that vLLM's older adaptor keeps
+ * (inductor_cache/, triton_cache/) as vllm_inductor (their paths beneath the root as
+ * keys), which load back into tier vllm's root.
  * Other files are skipped, or recorded as type "vllm_extra" after
  * mc_writer_set_keep_unknown(w, 1). It sets labels of what the cache was made for:
  * vllm.config_hash, vllm.code_hash and vllm.compiler_hash from each model's

@@ -417,7 +417,7 @@ static int
 vllm_entry(struct scan *s, const char *path, const char *name, const void *arg)
 {
 	static const char *const types[] = {"vllm_meta", "vllm_handles", "vllm_artifact",
-					    "vllm_aot"};
+					    "vllm_aot", "vllm_inductor"};
 	const char *key = path + s->rootlen + 1;
 	char why[MC_ERRBUF];
 	size_t i;

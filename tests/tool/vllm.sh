@@ -2,7 +2,8 @@
 # artifact, an unpacked artifact folder, the index file and an ahead-of-time compile,
 # saved from $VLLM_CACHE_ROOT, listed, and loaded into another root (--vllm-dir) byte
 # for byte; files of no vLLM shape reported and left out, or kept on request; a bundle
-# with a hostile vLLM key refused; labels vllm.* of what the cache was made for.
+# with a hostile vLLM key refused; labels vllm.* of what the cache was made for; the
+# older adaptor's torch and Triton caches of each rank (vllm_inductor).
 . "$(dirname "$0")/lib.sh"
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
@@ -192,5 +193,75 @@ grep -qxF "label vllm.code_hash=0ld,c0de" "$T/out" && ok || bad "--label: the ot
 VLLM_CACHE_ROOT="$T/two" run 0 "" save -q -o "$T/mine2.mcache" --label "vllm.code_hash=my code"
 run 0 "label vllm.code_hash=my code" list "$T/mine2.mcache"
 grep -qxF "label vllm.torch_key=$K0,$K1" "$T/out" && ok || bad "save: no torch key label: $(cat "$T/out")"
+
+# vLLM's older adaptor (InductorAdaptor) keeps torch's and Triton's caches per rank, in
+# rank_<n>_<m>/inductor_cache/ and rank_<n>_<m>/triton_cache/: saved as vllm_inductor,
+# loaded elsewhere byte for byte, a Triton group file written for where it lands.
+LEG="$T/legacy"
+/usr/bin/python3 - "$LEG" <<'EOF'
+import os, sys
+root = sys.argv[1]
+B = "abcdefghijklmnopqrstuvwxyz234567"
+def b32(seed, n=51):
+    return "".join(B[(seed * 5 + i * 11) % 32] for i in range(n))
+def put(rel, data):
+    p = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+rank = "torch_compile_cache/5a5a5a5a5a/rank_0_0"
+ind, tri = rank + "/inductor_cache", rank + "/triton_cache"
+fk, ak = "f" + b32(1), "a" + b32(2)
+put(f"{rank}/backbone/cache_key_factors.json", '{"compiler_hash": "0a1b2c3d4e"}')
+put(f"{ind}/fxgraph/{fk[1:3]}/{fk}/{b32(4)}", b"fx entry")
+put(f"{ind}/aotautograd/{ak}/{b32(5)}", b"aot entry")
+put(f"{ind}/xy/c{b32(3)}.py", "# output code\n")
+put(f"{ind}/xy/{'%064x' % 7}.best_config", '{"XBLOCK": 64}')
+kdir = f"{tri}/{b32(6, 52).upper()}"
+put(f"{kdir}/triton_poi_1.cubin", b"\x7fELF cubin 1")
+put(f"{kdir}/triton_poi_1.json", '{"name": "triton_poi_1"}')
+put(f"{kdir}/__grp__triton_poi_1.json", '{"child_paths": {"triton_poi_1.cubin": "%s/%s/triton_poi_1.cubin", '
+    '"triton_poi_1.json": "%s/%s/triton_poi_1.json"}}' % (root, kdir, root, kdir))
+# no shape of torch's or Triton's: reported and left out
+put(f"{ind}/notes.txt", "mine\n")
+put(f"{tri}/tmp.pid_7_1/triton_poi_1.cubin", b"half written")
+EOF
+LUNK='notes\.txt|tmp\.pid_7_1'
+VLLM_CACHE_ROOT="$LEG" run 0 "read $LEG (vLLM's cache): 8 artifacts" save -v -o "$T/leg.mcache" -s "$SEC"
+for f in inductor_cache/notes.txt triton_cache/tmp.pid_7_1/triton_poi_1.cubin; do
+	grep -q "skipped .*$f: not a known vLLM cache file" "$T/err" && ok || bad "$f not reported: $(cat "$T/err")"
+done
+run 0 "" list "$T/leg.mcache"
+[ "$(grep -c "^vllm_inductor " "$T/out")" = 7 ] && ok || bad "not 7 vllm_inductor artifacts: $(cat "$T/out")"
+grep -q "^vllm_inductor .*rank_0_0/triton_cache/.*/__grp__triton_poi_1.json$" "$T/out" && ok ||
+	bad "the group file is not a vllm_inductor artifact: $(cat "$T/out")"
+grep -Eq "$LUNK" "$T/out" && bad "a file of no shape was saved" || ok
+run 0 "" load "$T/leg.mcache" -p "$PUB" --vllm-dir "$T/dleg"
+src_sum "$LEG" | grep -Ev "$LUNK" > "$T/want"
+tree_sum "$T/dleg" > "$T/got"
+check "older adaptor's caches reproduced byte for byte" cmp -s "$T/want" "$T/got"
+g=$(find "$T/dleg" -name '__grp__*.json')
+[ "$(cat "$g")" = "$(grp_form "$g" "$(dirname "$g")")" ] && ok || bad "group file not written for $T/dleg: $(cat "$g")"
+
+# A bundle whose vllm_inductor key is no shape of torch's or Triton's, or climbs out, is
+# refused with nothing installed.
+run 0 "" pack -q -o "$T/leg1.mcache" --from-vllm-dir "$LEG" --no-compress --format-version 1
+for pair in "triton_cache/ triton_cachX/" "rank_0_0/inductor_cache ../../../../../../../.." \
+	    "__grp__triton_poi_1.json __grp__triton_poi_1/json" \
+	    "rank_0_0/triton_cache rank_0_x/triton_cache"; do
+	set -- $pair
+	/usr/bin/python3 - "$T/leg1.mcache" "$1" "$2" "$T/leg2.mcache" <<'EOF'
+import sys
+src, a, b, out = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode(), sys.argv[4]
+assert len(a) == len(b)
+data = open(src, "rb").read()
+assert a in data
+open(out, "wb").write(data.replace(a, b))
+EOF
+	rm -rf "$T/dl2"
+	run 1 "refused" load "$T/leg2.mcache" --insecure-no-verify --vllm-dir "$T/dl2/root"
+	grep -q "vllm_inductor" "$T/err" && ok || bad "refusal of $2 does not name the type: $(cat "$T/err")"
+	[ ! -e "$T/dl2" ] && ok || bad "a refused bundle ($2) installed something"
+done
 
 finish
