@@ -630,7 +630,8 @@ MC_API MC_MUST_CHECK int mc_bundle_add_signature(mc_bundle *b, const mc_seckey *
  * the file by any process then updates its access time. mc_usage_finish() takes a file
  * whose access time is no longer the mark as read, and counts as new each file that the
  * scans of save (mc_writer_add_cache_dir() of the inductor root,
- * mc_writer_add_triton_cache() of the triton_home root) record and that changed at or
+ * mc_writer_add_triton_cache() of the triton_home root, mc_writer_add_vllm_dir() of the
+ * vllm root) record and that changed at or
  * after the start, the loaded files left out. Nothing is opened for writing and no link
  * is followed. A loaded file whose reads cannot be seen is counted as not seen, with the
  * reason (MC_UNSEEN_*), never as read or unread. */

@@ -3,7 +3,8 @@
 # saved from $VLLM_CACHE_ROOT, listed, and loaded into another root (--vllm-dir) byte
 # for byte; files of no vLLM shape reported and left out, or kept on request; a bundle
 # with a hostile vLLM key refused; labels vllm.* of what the cache was made for; the
-# older adaptor's torch and Triton caches of each rank (vllm_inductor).
+# older adaptor's torch and Triton caches of each rank (vllm_inductor); what a job run
+# read of the vLLM files loaded and wrote anew.
 . "$(dirname "$0")/lib.sh"
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
@@ -263,5 +264,34 @@ EOF
 	grep -q "vllm_inductor" "$T/err" && ok || bad "refusal of $2 does not name the type: $(cat "$T/err")"
 	[ ! -e "$T/dl2" ] && ok || bad "a refused bundle ($2) installed something"
 done
+
+# run: what the job read of the vLLM files loaded, and wrote anew in vLLM's root (a
+# model's notes, an artifact, a kernel of the older adaptor's Triton cache), per type, in
+# a line and in its JSON. vLLM never reads its notes: no warning that none was read.
+RJ='R="$VLLM_CACHE_ROOT/torch_compile_cache" B="$R/a06ab0848f/rank_0_0/backbone"
+cat "$B/vllm_compile_cache.py" "$B/artifact_compile_range_8_8_subgraph_0" >/dev/null
+echo art >"$B/artifact_compile_range_16_16_subgraph_0"
+mkdir -p "$R/bbbbbbbbbb/rank_0_0/backbone" "$R/bbbbbbbbbb/rank_0_0/triton_cache/KERNEL"
+echo "{}" >"$R/bbbbbbbbbb/rank_0_0/backbone/cache_key_factors.json"
+echo cubin >"$R/bbbbbbbbbb/rank_0_0/triton_cache/KERNEL/k.cubin"
+echo "{}" >"$R/bbbbbbbbbb/rank_0_0/triton_cache/KERNEL/k.json"
+echo mine >"$R/notes.txt"'
+run 0 "" run -b "$T/v.mcache" -p "$PUB" --vllm-dir "$T/ru" -- sh -c "$RJ"
+line="megacache: the job read 2 of 25 loaded artifacts (vllm_aot 0 of 9, vllm_artifact 1 of 8, vllm_handles 1 of 2, vllm_meta 0 of 6); 4 new"
+grep -qxF "$line" "$T/err" && ok || bad "run: no line '$line': $(cat "$T/err")"
+warn="megacache: warning: the job read none of the loaded vllm_aot (9) artifacts; the likely cause is a torch, Triton or config mismatch: compare the bundle's labels (megacache list $T/v.mcache) with this host's"
+grep -qxF "$warn" "$T/err" && ok || bad "run: no warning '$warn': $(cat "$T/err")"
+run 0 "" run -b "$T/v.mcache" -p "$PUB" --vllm-dir "$T/ru2" --json-file "$T/r.json" -- sh -c "$RJ"
+/usr/bin/python3 - "$MC_SRCDIR/doc/json-schema.json" "$T/r.json" <<'EOF' && ok || bad "run --json-file: used: $(cat "$T/r.json")"
+import json, sys
+import jsonschema
+j = json.load(open(sys.argv[2]))
+jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate(j)
+def c(i, r, n):
+    return {"installed": i, "read": r, "new": n, "not_seen": 0}
+want = {"vllm_aot": c(9, 0, 0), "vllm_artifact": c(8, 1, 1), "vllm_handles": c(2, 1, 0),
+        "vllm_inductor": c(0, 0, 2), "vllm_meta": c(6, 0, 1)}
+assert j["used"] == want and j["used_not_seen"] == {}, (j["used"], j["used_not_seen"])
+EOF
 
 finish
