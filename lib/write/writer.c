@@ -653,8 +653,8 @@ put_label(mc_writer *w, const char *key, const char *value)
 	return MC_OK;
 }
 
-/* Whether a scan set label key (mc__writer_note_label), not the caller; and that mark
- * taken off. */
+/* Where key is among the labels a scan set (mc__writer_note_label), not the caller:
+ * MC_NO_INDEX when it is not; unnote() takes it off, the caller's now. */
 static size_t
 noted_index(const mc_writer *w, const char *key)
 {
