@@ -136,6 +136,7 @@ run 0 "" load "$T/h1.mcache" --insecure-no-verify --vllm-dir "$T/dh"
 # list and required by load.
 K0=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
 K1=202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f
+K2=404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f
 run 0 "" list "$T/v.mcache"
 for l in "vllm.code_hash=c0de" "vllm.config_hash=c0f1" "vllm.torch_key=$K0"; do
 	grep -qxF "label $l" "$T/out" && ok || bad "list: no label $l: $(cat "$T/out")"
@@ -147,10 +148,11 @@ run 1 "label vllm.torch_key is '$K0' in the bundle, '$K1' required" load "$T/v.m
 	-p "$PUB" --vllm-dir "$T/dr2" --require "vllm.torch_key=$K1"
 [ ! -e "$T/dr2" ] && ok || bad "a bundle refused for its label installed something"
 
-# Two models of two torch builds in one root: each label holds the distinct values,
-# sorted and joined with ','. The second artifact is of torch before 2.10 (no header);
-# factors that are no JSON, a hash that is no string or holds a ',', an artifact of
-# other bytes: they tell nothing, and are saved all the same.
+# Models of three torch builds in one root: each label holds the distinct values,
+# sorted and joined with ','. One artifact is of torch before 2.10 (no header), one of
+# a graph compiled ahead of time (header AOTCompiledArtifact). Factors that are no
+# JSON, a hash that is no string or holds a ',', an artifact of other bytes: they tell
+# nothing, and are saved all the same.
 /usr/bin/python3 - "$T/two" <<'EOF'
 import os, struct, sys, zlib
 root = sys.argv[1]
@@ -162,30 +164,31 @@ def put(rel, data):
 def field(b):
     return struct.pack(">Q", len(b)) + b
 def artifact(key, header):
-    body = (header and field(b"CacheCompiledArtifact") or b"") + field(key) + field(b"k" * 60)
+    body = (header and field(header) or b"") + field(key) + field(b"k" * 60)
     return struct.pack(">I", zlib.crc32(body)) + body
 J = "torch_compile_cache/%s/rank_0_0/backbone/"
 put(J % "1111111111" + "cache_key_factors.json",
     '{"env": {"VLLM_X": "1"}, "code_hash": "c0de", "compiler_hash": "9f8e7d6c5b", "config_hash": "c0f1"}')
-put(J % "1111111111" + "artifact_compile_range_1_8_subgraph_0", artifact(bytes(range(32, 64)), False))
+put(J % "1111111111" + "artifact_compile_range_1_8_subgraph_0", artifact(bytes(range(32, 64)), b""))
 put(J % "2222222222" + "cache_key_factors.json",
     '{"code_hash": "0ld", "compiler_hash": 7, "config_hash": "a,b", "more": {"x": [1]}}')
-put(J % "2222222222" + "artifact_compile_range_1_8_subgraph_0", artifact(bytes(range(32)), True))
+put(J % "2222222222" + "artifact_compile_range_1_8_subgraph_0", artifact(bytes(range(32)), b"CacheCompiledArtifact"))
 put(J % "2222222222" + "artifact_shape_None_subgraph_1", b"\0\0\0\0not torch's bytes")
 put(J % "3333333333" + "cache_key_factors.json", '{"code_hash": "c0de"')
+put(J % "4444444444" + "artifact_shape_8_subgraph_0", artifact(bytes(range(64, 96)), b"AOTCompiledArtifact"))
 EOF
 run 0 "" pack -q -o "$T/two.mcache" --from-vllm-dir "$T/two"
 run 0 "" list --json "$T/two.mcache"
-/usr/bin/python3 - "$T/out" "$K0" "$K1" <<'EOF' && ok || bad "two models: labels: $(cat "$T/out")"
+/usr/bin/python3 - "$T/out" "$K0,$K1,$K2" <<'EOF' && ok || bad "three builds: labels: $(cat "$T/out")"
 import json, sys
 j = json.load(open(sys.argv[1]))
 want = {"vllm.code_hash": "0ld,c0de", "vllm.compiler_hash": "9f8e7d6c5b",
-        "vllm.config_hash": "c0f1", "vllm.torch_key": sys.argv[2] + "," + sys.argv[3]}
+        "vllm.config_hash": "c0f1", "vllm.torch_key": sys.argv[2]}
 assert j["labels"] == want, j["labels"]
-assert j["artifact_count"] == 6, j["artifact_count"]
+assert j["artifact_count"] == 7, j["artifact_count"]
 EOF
 run 0 "" load "$T/two.mcache" --insecure-no-verify --vllm-dir "$T/dt" \
-	--require "vllm.torch_key=$K0,$K1"
+	--require "vllm.torch_key=$K0,$K1,$K2"
 # A label given on the command line is the user's, whatever the files say; the others
 # are still found.
 run 0 "" pack -q -o "$T/mine.mcache" --from-vllm-dir "$T/two" --label vllm.torch_key=mine
@@ -193,7 +196,7 @@ run 0 "label vllm.torch_key=mine" list "$T/mine.mcache"
 grep -qxF "label vllm.code_hash=0ld,c0de" "$T/out" && ok || bad "--label: the other labels lost: $(cat "$T/out")"
 VLLM_CACHE_ROOT="$T/two" run 0 "" save -q -o "$T/mine2.mcache" --label "vllm.code_hash=my code"
 run 0 "label vllm.code_hash=my code" list "$T/mine2.mcache"
-grep -qxF "label vllm.torch_key=$K0,$K1" "$T/out" && ok || bad "save: no torch key label: $(cat "$T/out")"
+grep -qxF "label vllm.torch_key=$K0,$K1,$K2" "$T/out" && ok || bad "save: no torch key label: $(cat "$T/out")"
 
 # vLLM's older adaptor (InductorAdaptor) keeps torch's and Triton's caches per rank, in
 # rank_<n>_<m>/inductor_cache/ and rank_<n>_<m>/triton_cache/: saved as vllm_inductor,
