@@ -555,6 +555,14 @@ read_on_miss(const char *type)
 	       strcmp(type, "kernel_code") == 0 || strcmp(type, "triton") == 0;
 }
 
+/* Types no job reads: vLLM's notes (cache_key_factors.json, computation_graph.py,
+ * transformed_code.py), which vLLM writes for people. */
+static int
+never_read(const char *type)
+{
+	return strcmp(type, "vllm_meta") == 0;
+}
+
 /* The types of which the job read no loaded file it could be seen reading: a torch,
  * Triton or config that differs from the one the bundle was made with. One of the
  * types read only to compile counts once the job read no FX graph entry either. */
@@ -571,7 +579,7 @@ warn_unread(const mc_usage *u, const char *bundle)
 	for (i = 0; (type = mc_usage_type(u, i)) != NULL; i++) {
 		size_t seen = mc_usage_count(u, i, MC_USED_INSTALLED) -
 			      mc_usage_count(u, i, MC_USED_NOT_SEEN);
-		if (seen > 0 && mc_usage_count(u, i, MC_USED_READ) == 0 &&
+		if (seen > 0 && mc_usage_count(u, i, MC_USED_READ) == 0 && !never_read(type) &&
 		    !(fx_read > 0 && read_on_miss(type)))
 			append(list, sizeof list, &at, "%s%s (%zu)", n++ ? ", " : "", type, seen);
 	}

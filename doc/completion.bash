@@ -6,7 +6,7 @@
 _megacache_commands="keygen save run pack sign verify list load export merge diff push pull audit help"
 # The built-in artifact types (megacache load --types bogus lists them).
 _megacache_types="inductor aot_autograd autotune pgo precompile kernel_code gemm_timing triton extra triton_home
-	vllm_meta vllm_handles vllm_artifact vllm_aot vllm_extra"
+	vllm_meta vllm_handles vllm_artifact vllm_aot vllm_inductor vllm_extra"
 _megacache_common="-q --quiet -v --verbose -h --help --progress --password-file --threads
 	--max-manifest-bytes --max-artifacts --max-artifact-bytes --max-total-bytes --max-expansion"
 _megacache_trust="-p --threshold --min-version --require --now --insecure-no-verify"

@@ -318,10 +318,19 @@ MC_API MC_MUST_CHECK int mc_writer_add_triton_cache(mc_writer *w, const char *di
 						    void *ud);
 /* Scans vLLM's cache root ($VLLM_CACHE_ROOT, else $XDG_CACHE_HOME/vllm, else
  * ~/.cache/vllm): its notes, index files, compiled artifacts and ahead-of-time
- * compiles, recorded as types vllm_meta, vllm_handles, vllm_artifact and vllm_aot
- * (their paths beneath the root as keys), which load back into tier vllm's root.
+ * compiles, recorded as types vllm_meta, vllm_handles, vllm_artifact and vllm_aot, and
+ * the torch and Triton caches of each rank that vLLM's older adaptor keeps
+ * (inductor_cache/, triton_cache/) as vllm_inductor (their paths beneath the root as
+ * keys), which load back into tier vllm's root.
  * Other files are skipped, or recorded as type "vllm_extra" after
- * mc_writer_set_keep_unknown(w, 1). */
+ * mc_writer_set_keep_unknown(w, 1). It sets labels of what the cache was made for:
+ * vllm.config_hash, vllm.code_hash and vllm.compiler_hash from each model's
+ * cache_key_factors.json (its string members of those names), vllm.torch_key from each
+ * binary artifact (the torch build's key, 64 lower-case hex). Where files differ (several
+ * models or torch builds in one root, or several roots scanned), a label holds the
+ * distinct values sorted and joined with ',' (as many as fit in a label). A file that
+ * does not parse sets none and fails nothing. A label set by mc_writer_set_label(),
+ * before or after the scan, is kept as set. */
 MC_API MC_MUST_CHECK int mc_writer_add_vllm_dir(mc_writer *w, const char *dir, mc_scan_fn fn,
 						void *ud);
 MC_API MC_MUST_CHECK int mc_writer_set_keep_unknown(mc_writer *w, int keep);
@@ -341,7 +350,8 @@ MC_API void mc_writer_set_conflict_fn(mc_writer *w, mc_conflict_fn fn, void *ud)
 
 /* Bundle-level fields. Label keys are 1..64 characters of [A-Za-z0-9_.-]; values are
  * UTF-8 without control characters (C0, DEL, C1, the bidirectional controls, U+2028,
- * U+2029: SPEC.md section 3.1), at most 1024 bytes. Setting a key again replaces it. */
+ * U+2029: SPEC.md section 3.1), at most 1024 bytes. Setting a key again replaces it; a
+ * label set here is kept over what a scan finds (mc_writer_add_vllm_dir()). */
 MC_API MC_MUST_CHECK int mc_writer_set_label(mc_writer *w, const char *key, const char *value);
 MC_API MC_MUST_CHECK int mc_writer_set_bundle_version(mc_writer *w, uint64_t version);
 /* Unix time after which readers refuse the bundle; 0 (the default) means never. */
@@ -620,7 +630,8 @@ MC_API MC_MUST_CHECK int mc_bundle_add_signature(mc_bundle *b, const mc_seckey *
  * the file by any process then updates its access time. mc_usage_finish() takes a file
  * whose access time is no longer the mark as read, and counts as new each file that the
  * scans of save (mc_writer_add_cache_dir() of the inductor root,
- * mc_writer_add_triton_cache() of the triton_home root) record and that changed at or
+ * mc_writer_add_triton_cache() of the triton_home root, mc_writer_add_vllm_dir() of the
+ * vllm root) record and that changed at or
  * after the start, the loaded files left out. Nothing is opened for writing and no link
  * is followed. A loaded file whose reads cannot be seen is counted as not seen, with the
  * reason (MC_UNSEEN_*), never as read or unread. */

@@ -37,5 +37,13 @@ MC_HIDDEN int mc__torch_blob_parse_mem(mc_ctx *ctx, const void *data, size_t len
 				       struct mc_tb *tb);
 MC_HIDDEN void mc__torch_blob_free(struct mc_tb *tb);
 
+/* ---- what a vLLM cache was made for (vllmfacts.c) ---- */
+
+/* Notes as the writer's labels vllm.* what the file at path, which a scan of vLLM's root
+ * recorded as type with key, tells of the cache: the hashes of a cache_key_factors.json
+ * (vllm.config_hash, vllm.code_hash, vllm.compiler_hash) and a binary artifact's torch
+ * key (vllm.torch_key); a file that tells nothing is passed over. */
+MC_HIDDEN int mc__vllm_note(mc_writer *w, const char *type, const char *key, const char *path);
+
 
 #endif /* MC_INTEROP_H */

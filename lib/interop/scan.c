@@ -441,12 +441,12 @@ top_entry(struct scan *s, const char *path, const char *name, const void *arg)
 }
 
 /* vLLM's root: each file is recorded as the first of vLLM's types whose key check takes
- * its path beneath the root. */
+ * its path beneath the root, and what it tells of the cache noted as labels. */
 static int
 vllm_entry(struct scan *s, const char *path, const char *name, const void *arg)
 {
 	static const char *const types[] = {"vllm_meta", "vllm_handles", "vllm_artifact",
-					    "vllm_aot"};
+					    "vllm_aot", "vllm_inductor"};
 	const char *key = path + s->rootlen + 1;
 	char why[MC_ERRBUF];
 	size_t i;
@@ -455,8 +455,10 @@ vllm_entry(struct scan *s, const char *path, const char *name, const void *arg)
 		return for_each_child(s, path, vllm_entry, NULL);
 	for (i = 0; i < sizeof types / sizeof types[0]; i++) {
 		const struct mc_type *t = mc__find_type(s->ctx, types[i]);
-		if (t != NULL && t->key_check(t->ud, key, why, sizeof why) == MC_OK)
-			return add_file(s, path, types[i], key);
+		if (t != NULL && t->key_check(t->ud, key, why, sizeof why) == MC_OK) {
+			int rc = add_file(s, path, types[i], key);
+			return rc != MC_OK ? rc : mc__vllm_note(s->w, types[i], key, path);
+		}
 	}
 	return unknown(s, path, "not a known vLLM cache file");
 }

@@ -482,8 +482,9 @@ record_blob(mc_writer *w, const char *name, const char *path, const unsigned cha
 		}
 		rc = mc__writer_blob_entry(w, it->group, it->key, obj);
 	}
+	/* as a scan of vLLM's root notes it: the torch builds of several, a caller's kept */
 	if (rc == MC_OK && tb->env_torch_key != NULL)
-		rc = mc_writer_set_label(w, "vllm.torch_key", tb->env_torch_key);
+		rc = mc__writer_note_label(w, "vllm.torch_key", tb->env_torch_key);
 	if (rc == MC_OK && tb->env_aot_key != NULL &&
 	    mc__label_value_ok(tb->env_aot_key, NULL, 0))
 		rc = mc_writer_set_label(w, "vllm.aot_key", tb->env_aot_key);

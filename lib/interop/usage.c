@@ -447,14 +447,15 @@ on_found(void *ud, int what, const char *rel, const char *type)
 		s->u->types[ti].n[MC_USED_NEW]++;
 }
 
-/* Counts the new files in the folders save records (bin/record.c, the Python package's
- * SAVE_TIERS): torch's cache dir, and Triton's own cache. The scans record into a writer
- * that is never saved: in bundle format 2 that reads no content but Triton's small group
- * files. */
+/* Counts the new files in the folders save records (bin/record.c; the Python package's
+ * SAVE_TIERS, the first two): torch's cache dir, Triton's own cache and vLLM's root. The
+ * scans record into a writer that is never saved: in bundle format 2 that reads no
+ * content but Triton's small group files, and the heads of vLLM's notes and artifacts
+ * for its labels. */
 static int
 scan_new(mc_usage *u)
 {
-	static const char *const tiers[2] = {"inductor", "triton_home"};
+	static const char *const tiers[3] = {"inductor", "triton_home", "vllm"};
 	struct new_scan s = {u, NULL, 0};
 	mc_writer *w = NULL;
 	struct stat st;
@@ -463,13 +464,14 @@ scan_new(mc_usage *u)
 
 	if ((rc = mc__writer_new(u->ctx, &w, 0)) != MC_OK) /* scans, never saves */
 		return rc;
-	for (i = 0; rc == MC_OK && i < 2; i++) {
+	for (i = 0; rc == MC_OK && i < sizeof tiers / sizeof tiers[0]; i++) {
 		if ((rc = mc__tier_root(u->ctx, tiers[i], &s.root, &named)) != MC_OK)
 			break;
 		if (stat(s.root, &st) != 0 || !S_ISDIR(st.st_mode))
 			continue;
-		rc = i == 0 ? mc_writer_add_cache_dir(w, s.root, on_found, &s)
-			    : mc_writer_add_triton_cache(w, s.root, on_found, &s);
+		rc = i == 0   ? mc_writer_add_cache_dir(w, s.root, on_found, &s)
+		     : i == 1 ? mc_writer_add_triton_cache(w, s.root, on_found, &s)
+			      : mc_writer_add_vllm_dir(w, s.root, on_found, &s);
 	}
 	mc_writer_free(w);
 	if (rc == MC_OK && s.nomem)

@@ -153,6 +153,7 @@ enum mc_torch_shape {
 	MC_SHAPE_AUTOTUNE,    /* "<2 chars>/<64 hex>.best_config" */
 	MC_SHAPE_CODE,        /* "<2 chars>/<file name>" */
 	MC_SHAPE_TRITON,      /* "<device index>/<kernel hash>/<file name>" */
+	MC_SHAPE_KERNEL,      /* "<kernel hash>/<file name>": a triton_home key */
 	MC_SHAPE_FILE_NAME,   /* one plain file name */
 	MC_SHAPE_PATH,        /* an extra key: a relative path of plain file names */
 };

@@ -626,6 +626,8 @@ mc__torch_shape_ok(enum mc_torch_shape shape, const char *key)
 		return code_check(NULL, key, w, sizeof w) == MC_OK;
 	case MC_SHAPE_TRITON:
 		return triton_check(NULL, key, w, sizeof w) == MC_OK;
+	case MC_SHAPE_KERNEL:
+		return triton_home_check(NULL, key, w, sizeof w) == MC_OK;
 	case MC_SHAPE_FILE_NAME:
 		return file_name_ok(key, strlen(key));
 	case MC_SHAPE_PATH:

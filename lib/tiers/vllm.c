@@ -7,8 +7,10 @@
  * holding its notes (vllm_meta), the index of its compiled graphs (vllm_handles) and
  * the graphs themselves (vllm_artifact: a file, or a folder of torch's caches); and
  *   torch_compile_cache/torch_aot_compile/<64 hex>/{rank_<n>_<m>/model, inductor_cache/}
- * for the whole model compiled ahead of time (vllm_aot). Any other file beneath the
- * root is kept as vllm_extra when the caller asks.
+ * for the whole model compiled ahead of time (vllm_aot); and, of vLLM's older adaptor,
+ * torch's and Triton's caches of each rank (vllm_inductor):
+ *   torch_compile_cache/<10 hex>/rank_<n>_<m>/{inductor_cache/, triton_cache/}
+ * Any other file beneath the root is kept as vllm_extra when the caller asks.
  */
 #include "config.h"
 
@@ -80,6 +82,18 @@ rank_dir(const char *s)
 	return *s == '/' ? s + 1 : NULL;
 }
 
+/* "torch_compile_cache/<10 hex>/rank_<n>_<m>/" at key: what follows, else NULL. */
+static const char *
+jit_rank(const char *key)
+{
+	const char *s;
+
+	if (strncmp(key, JIT_DIR, sizeof JIT_DIR - 1) != 0 ||
+	    (s = seg_of(key + sizeof JIT_DIR - 1, 10, c_hex)) == NULL)
+		return NULL;
+	return rank_dir(s);
+}
+
 /* "torch_compile_cache/<10 hex>/rank_<n>_<m>/<prefix>/" at key: what follows, else NULL. */
 static const char *
 jit_rest(const char *key)
@@ -87,8 +101,7 @@ jit_rest(const char *key)
 	const char *s;
 	size_t n;
 
-	if (strncmp(key, JIT_DIR, sizeof JIT_DIR - 1) != 0 ||
-	    (s = seg_of(key + sizeof JIT_DIR - 1, 10, c_hex)) == NULL || (s = rank_dir(s)) == NULL)
+	if ((s = jit_rank(key)) == NULL)
 		return NULL;
 	n = strcspn(s, "/");
 	return n > 0 && n <= PREFIX_MAX ? seg_of(s, n, c_prefix) : NULL;
@@ -444,8 +457,9 @@ artifact_check(void *ud, const char *key, char *w, size_t wl)
 	return MC_OK;
 }
 
-/* A file of an ahead-of-time compile's inductor_cache: a subset of what torch's inductor
- * types take, those that such a folder is seen to hold. */
+/* A file of an inductor_cache folder (an ahead-of-time compile's, or the older adaptor's
+ * of a rank): a subset of what torch's inductor types take, those that such a folder is
+ * seen to hold. */
 static int
 aot_inductor_ok(const char *s)
 {
@@ -465,6 +479,24 @@ aot_check(void *ud, const char *key, char *w, size_t wl)
 	      ((r = rank_dir(s)) != NULL && strcmp(r, "model") == 0)))
 		return why(w, wl, "expected torch_compile_cache/torch_aot_compile/<64 hex>/ and "
 			   "rank_<n>_<m>/model or inductor_cache/<a file of torch's cache>");
+	return MC_OK;
+}
+
+/* The older adaptor's (InductorAdaptor's) caches of a rank, where vLLM points
+ * TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR: torch's in inductor_cache/, Triton's in
+ * triton_cache/ ("<kernel hash>/<file>", no device level). */
+static int
+inductor_check(void *ud, const char *key, char *w, size_t wl)
+{
+	const char *s = jit_rank(key);
+
+	if (s == NULL ||
+	    !((strncmp(s, "inductor_cache/", 15) == 0 && aot_inductor_ok(s + 15)) ||
+	      (strncmp(s, "triton_cache/", 13) == 0 &&
+	       mc__torch_shape_ok(MC_SHAPE_KERNEL, s + 13))))
+		return why(w, wl, "expected torch_compile_cache/<10 hex>/rank_<n>_<m>/ and "
+			   "inductor_cache/<a file of torch's cache> or triton_cache/<kernel hash>/"
+			   "<file name>");
 	return MC_OK;
 }
 
@@ -608,6 +640,10 @@ static const struct mc_typedesc vllm[] = {
 	 .record = mc__group_record, .derive = mc__group_derive},
 	{.name = "vllm_aot", .tier = "vllm",
 	 .key_check = aot_check, .dest_path = same_path_dest,
+	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
+	 .record = mc__group_record, .derive = mc__group_derive},
+	{.name = "vllm_inductor", .tier = "vllm",
+	 .key_check = inductor_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
 	 .record = mc__group_record, .derive = mc__group_derive},
 	{.name = "vllm_extra", .tier = "vllm",

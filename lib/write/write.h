@@ -58,6 +58,11 @@ MC_HIDDEN int mc__writer_blob_entry(mc_writer *w, size_t g, const char *key, siz
 MC_HIDDEN void mc__writer_blob_done(mc_writer *w, int layout);
 /* Counts a source that added n artifacts (a bundle of one torch blob keeps its layout). */
 MC_HIDDEN void mc__writer_note_source(mc_writer *w, size_t n);
+/* Adds value to label key as a scan found it: such a label holds the distinct values
+ * found, sorted and joined with ',', as many as fit in a label's value (those that sort
+ * first). A label the caller set (mc_writer_set_label(), before or after) is the
+ * caller's, and stays as it was set. value: not empty, no ','. */
+MC_HIDDEN int mc__writer_note_label(mc_writer *w, const char *key, const char *value);
 
 /* ---- the writer's records (writer.c) ---- */
 
@@ -120,6 +125,8 @@ struct mc_writer {
 	int has_last;
 	struct mc_label *labels;
 	size_t nlabels;
+	char **noted;           /* the labels a scan set (mc__writer_note_label) */
+	size_t nnoted, capnoted;
 	uint64_t bundle_version;
 	int64_t expires, created;
 	int level;

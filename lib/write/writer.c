@@ -18,6 +18,8 @@
 
 #include "write/write.h"
 
+#define LABEL_VALUE_MAX 1024 /* bytes of a label's value (SPEC.md section 3.1) */
+
 /* An object whose hash is known as it is recorded, for deduplication: its index + 1
  * (0 = empty) and the first 4 bytes of its hash. */
 struct mc_wslot {
@@ -91,6 +93,7 @@ mc_writer_free(mc_writer *w)
 		free(w->labels[i].value);
 	}
 	free(w->labels);
+	mc__strv_free(w->noted, w->nnoted);
 	free(w->signers);
 	free_groups(w);
 	for (i = 0; i < w->nspools; i++)
@@ -611,8 +614,8 @@ mc__writer_blob_done(mc_writer *w, int layout)
 	w->nsources++;
 }
 
-int
-mc_writer_set_label(mc_writer *w, const char *key, const char *value)
+static int
+put_label(mc_writer *w, const char *key, const char *value)
 {
 	struct mc_label *l;
 	size_t i;
@@ -648,6 +651,122 @@ mc_writer_set_label(mc_writer *w, const char *key, const char *value)
 	w->labels = l;
 	w->nlabels++;
 	return MC_OK;
+}
+
+/* Where key is among the labels a scan set (mc__writer_note_label), not the caller:
+ * MC_NO_INDEX when it is not; unnote() takes it off, the caller's now. */
+static size_t
+noted_index(const mc_writer *w, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < w->nnoted; i++)
+		if (strcmp(w->noted[i], key) == 0)
+			return i;
+	return MC_NO_INDEX;
+}
+
+static void
+unnote(mc_writer *w, const char *key)
+{
+	size_t i = noted_index(w, key);
+
+	if (i == MC_NO_INDEX)
+		return;
+	free(w->noted[i]);
+	w->noted[i] = w->noted[--w->nnoted];
+}
+
+int
+mc_writer_set_label(mc_writer *w, const char *key, const char *value)
+{
+	int rc = put_label(w, key, value);
+
+	/* the caller's value, which a scan leaves as it is */
+	if (rc == MC_OK)
+		unnote(w, key);
+	return rc;
+}
+
+static const char *
+label_value(const mc_writer *w, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < w->nlabels; i++)
+		if (strcmp(w->labels[i].key, key) == 0)
+			return w->labels[i].value;
+	return NULL;
+}
+
+static int
+str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The n values v sorted, each once, joined with ',' into buf (LABEL_VALUE_MAX + 1 bytes)
+ * as far as they fit: the values that sort first are kept. */
+static void
+join_values(char **v, size_t n, char *buf)
+{
+	size_t i, at = 0, k;
+
+	qsort(v, n, sizeof *v, str_cmp);
+	for (i = 0; i < n; i++) {
+		if (i > 0 && strcmp(v[i], v[i - 1]) == 0)
+			continue;
+		k = strlen(v[i]);
+		if (at + (at > 0) + k > LABEL_VALUE_MAX)
+			break;
+		if (at > 0)
+			buf[at++] = ',';
+		memcpy(buf + at, v[i], k);
+		at += k;
+	}
+	buf[at] = '\0';
+}
+
+int
+mc__writer_note_label(mc_writer *w, const char *key, const char *value)
+{
+	const char *old = label_value(w, key);
+	char *copy, *c, **v, buf[LABEL_VALUE_MAX + 1];
+	size_t n = 1, i;
+
+	if (value[0] == '\0' || strchr(value, ',') != NULL || strlen(value) > LABEL_VALUE_MAX)
+		return mc__err(w->ctx, MC_ERR_INVALID, "label %s: a value found is empty, holds a "
+			       "',' or is longer than %d bytes", key, LABEL_VALUE_MAX);
+	if (old != NULL && noted_index(w, key) == MC_NO_INDEX)
+		return MC_OK; /* the caller's */
+	if ((copy = mc__strdup(old != NULL ? old : "")) == NULL)
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	for (c = copy; *c != '\0'; c++)
+		n += *c == ',';
+	if ((v = malloc((n + 1) * sizeof *v)) == NULL) {
+		free(copy);
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	}
+	/* the values found before, then this one */
+	n = 0;
+	for (c = copy; old != NULL; c++) {
+		v[n++] = c;
+		if ((c = strchr(c, ',')) == NULL)
+			break;
+		*c = '\0';
+	}
+	v[n++] = (char *)value;
+	join_values(v, n, buf);
+	free(v);
+	free(copy);
+	i = noted_index(w, key);
+	if (i == MC_NO_INDEX &&
+	    (mc__grow(&w->noted, &w->capnoted, w->nnoted + 1, sizeof *w->noted) != MC_OK ||
+	     (w->noted[w->nnoted] = mc__strdup(key)) == NULL))
+		return mc__err(w->ctx, MC_ERR_NOMEM, "out of memory");
+	if (i == MC_NO_INDEX)
+		w->nnoted++;
+	return put_label(w, key, buf);
 }
 
 int

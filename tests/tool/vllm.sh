@@ -2,7 +2,9 @@
 # artifact, an unpacked artifact folder, the index file and an ahead-of-time compile,
 # saved from $VLLM_CACHE_ROOT, listed, and loaded into another root (--vllm-dir) byte
 # for byte; files of no vLLM shape reported and left out, or kept on request; a bundle
-# with a hostile vLLM key refused.
+# with a hostile vLLM key refused; labels vllm.* of what the cache was made for; the
+# older adaptor's torch and Triton caches of each rank (vllm_inductor); what a job run
+# read of the vLLM files loaded and wrote anew.
 . "$(dirname "$0")/lib.sh"
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
@@ -236,5 +238,171 @@ for pair in "a06ab0848f/rank_0_0/backbone ../../../../../../../../..xx" \
 	[ ! -e "$T/dh" ] && ok || bad "a refused bundle ($2) installed something"
 done
 run 0 "" load "$T/h1.mcache" --insecure-no-verify --vllm-dir "$T/dh"
+
+# Labels: what the cache was made for, from each cache_key_factors.json's hashes and
+# each binary artifact's torch key (the tree above: one key, bytes 0..31), shown by
+# list and required by load.
+K0=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
+K1=202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f
+K2=404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f
+run 0 "" list "$T/v.mcache"
+for l in "vllm.code_hash=c0de" "vllm.config_hash=c0f1" "vllm.torch_key=$K0"; do
+	grep -qxF "label $l" "$T/out" && ok || bad "list: no label $l: $(cat "$T/out")"
+done
+grep -q "^label vllm.compiler_hash" "$T/out" && bad "a hash the factors lack was labelled" || ok
+run 0 "" load "$T/v.mcache" -p "$PUB" --vllm-dir "$T/dr" --require "vllm.torch_key=$K0" \
+	--require vllm.code_hash=c0de
+run 1 "label vllm.torch_key is '$K0' in the bundle, '$K1' required" load "$T/v.mcache" \
+	-p "$PUB" --vllm-dir "$T/dr2" --require "vllm.torch_key=$K1"
+[ ! -e "$T/dr2" ] && ok || bad "a bundle refused for its label installed something"
+
+# Models of three torch builds in one root: each label holds the distinct values,
+# sorted and joined with ','. One artifact is of torch before 2.10 (no header), one of
+# a graph compiled ahead of time (header AOTCompiledArtifact). Factors that are no
+# JSON, a hash that is no string or holds a ',', an artifact of other bytes: they tell
+# nothing, and are saved all the same.
+/usr/bin/python3 - "$T/two" <<'EOF'
+import os, struct, sys, zlib
+root = sys.argv[1]
+def put(rel, data):
+    p = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+def field(b):
+    return struct.pack(">Q", len(b)) + b
+def artifact(key, header):
+    body = (header and field(header) or b"") + field(key) + field(b"k" * 60)
+    return struct.pack(">I", zlib.crc32(body)) + body
+J = "torch_compile_cache/%s/rank_0_0/backbone/"
+put(J % "1111111111" + "cache_key_factors.json",
+    '{"env": {"VLLM_X": "1"}, "code_hash": "c0de", "compiler_hash": "9f8e7d6c5b", "config_hash": "c0f1"}')
+put(J % "1111111111" + "artifact_compile_range_1_8_subgraph_0", artifact(bytes(range(32, 64)), b""))
+put(J % "2222222222" + "cache_key_factors.json",
+    '{"code_hash": "0ld", "compiler_hash": 7, "config_hash": "a,b", "more": {"x": [1]}}')
+put(J % "2222222222" + "artifact_compile_range_1_8_subgraph_0", artifact(bytes(range(32)), b"CacheCompiledArtifact"))
+put(J % "2222222222" + "artifact_shape_None_subgraph_1", b"\0\0\0\0not torch's bytes")
+put(J % "3333333333" + "cache_key_factors.json", '{"code_hash": "c0de"')
+put(J % "4444444444" + "artifact_shape_8_subgraph_0", artifact(bytes(range(64, 96)), b"AOTCompiledArtifact"))
+EOF
+run 0 "" pack -q -o "$T/two.mcache" --from-vllm-dir "$T/two"
+run 0 "" list --json "$T/two.mcache"
+/usr/bin/python3 - "$T/out" "$K0,$K1,$K2" <<'EOF' && ok || bad "three builds: labels: $(cat "$T/out")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+want = {"vllm.code_hash": "0ld,c0de", "vllm.compiler_hash": "9f8e7d6c5b",
+        "vllm.config_hash": "c0f1", "vllm.torch_key": sys.argv[2]}
+assert j["labels"] == want, j["labels"]
+assert j["artifact_count"] == 7, j["artifact_count"]
+EOF
+run 0 "" load "$T/two.mcache" --insecure-no-verify --vllm-dir "$T/dt" \
+	--require "vllm.torch_key=$K0,$K1,$K2"
+# A label given on the command line is the user's, whatever the files say; the others
+# are still found.
+run 0 "" pack -q -o "$T/mine.mcache" --from-vllm-dir "$T/two" --label vllm.torch_key=mine
+run 0 "label vllm.torch_key=mine" list "$T/mine.mcache"
+grep -qxF "label vllm.code_hash=0ld,c0de" "$T/out" && ok || bad "--label: the other labels lost: $(cat "$T/out")"
+VLLM_CACHE_ROOT="$T/two" run 0 "" save -q -o "$T/mine2.mcache" --label "vllm.code_hash=my code"
+run 0 "label vllm.code_hash=my code" list "$T/mine2.mcache"
+grep -qxF "label vllm.torch_key=$K0,$K1,$K2" "$T/out" && ok || bad "save: no torch key label: $(cat "$T/out")"
+
+# vLLM's older adaptor (InductorAdaptor) keeps torch's and Triton's caches per rank, in
+# rank_<n>_<m>/inductor_cache/ and rank_<n>_<m>/triton_cache/: saved as vllm_inductor,
+# loaded elsewhere byte for byte, a Triton group file written for where it lands.
+LEG="$T/legacy"
+/usr/bin/python3 - "$LEG" <<'EOF'
+import os, sys
+root = sys.argv[1]
+B = "abcdefghijklmnopqrstuvwxyz234567"
+def b32(seed, n=51):
+    return "".join(B[(seed * 5 + i * 11) % 32] for i in range(n))
+def put(rel, data):
+    p = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+rank = "torch_compile_cache/5a5a5a5a5a/rank_0_0"
+ind, tri = rank + "/inductor_cache", rank + "/triton_cache"
+fk, ak = "f" + b32(1), "a" + b32(2)
+put(f"{rank}/backbone/cache_key_factors.json", '{"compiler_hash": "0a1b2c3d4e"}')
+put(f"{ind}/fxgraph/{fk[1:3]}/{fk}/{b32(4)}", b"fx entry")
+put(f"{ind}/aotautograd/{ak}/{b32(5)}", b"aot entry")
+put(f"{ind}/xy/c{b32(3)}.py", "# output code\n")
+put(f"{ind}/xy/{'%064x' % 7}.best_config", '{"XBLOCK": 64}')
+kdir = f"{tri}/{b32(6, 52).upper()}"
+put(f"{kdir}/triton_poi_1.cubin", b"\x7fELF cubin 1")
+put(f"{kdir}/triton_poi_1.json", '{"name": "triton_poi_1"}')
+put(f"{kdir}/__grp__triton_poi_1.json", '{"child_paths": {"triton_poi_1.cubin": "%s/%s/triton_poi_1.cubin", '
+    '"triton_poi_1.json": "%s/%s/triton_poi_1.json"}}' % (root, kdir, root, kdir))
+# no shape of torch's or Triton's: reported and left out
+put(f"{ind}/notes.txt", "mine\n")
+put(f"{tri}/tmp.pid_7_1/triton_poi_1.cubin", b"half written")
+EOF
+LUNK='notes\.txt|tmp\.pid_7_1'
+VLLM_CACHE_ROOT="$LEG" run 0 "read $LEG (vLLM's cache): 8 artifacts" save -v -o "$T/leg.mcache" -s "$SEC"
+for f in inductor_cache/notes.txt triton_cache/tmp.pid_7_1/triton_poi_1.cubin; do
+	grep -q "skipped .*$f: not a known vLLM cache file" "$T/err" && ok || bad "$f not reported: $(cat "$T/err")"
+done
+run 0 "" list "$T/leg.mcache"
+[ "$(grep -c "^vllm_inductor " "$T/out")" = 7 ] && ok || bad "not 7 vllm_inductor artifacts: $(cat "$T/out")"
+grep -q "^vllm_inductor .*rank_0_0/triton_cache/.*/__grp__triton_poi_1.json$" "$T/out" && ok ||
+	bad "the group file is not a vllm_inductor artifact: $(cat "$T/out")"
+grep -Eq "$LUNK" "$T/out" && bad "a file of no shape was saved" || ok
+run 0 "" load "$T/leg.mcache" -p "$PUB" --vllm-dir "$T/dleg"
+src_sum "$LEG" | grep -Ev "$LUNK" > "$T/want"
+tree_sum "$T/dleg" > "$T/got"
+check "older adaptor's caches reproduced byte for byte" cmp -s "$T/want" "$T/got"
+g=$(find "$T/dleg" -name '__grp__*.json')
+[ "$(cat "$g")" = "$(grp_form "$g" "$(dirname "$g")")" ] && ok || bad "group file not written for $T/dleg: $(cat "$g")"
+
+# A bundle whose vllm_inductor key is no shape of torch's or Triton's, or climbs out, is
+# refused with nothing installed.
+run 0 "" pack -q -o "$T/leg1.mcache" --from-vllm-dir "$LEG" --no-compress --format-version 1
+for pair in "triton_cache/ triton_cachX/" "rank_0_0/inductor_cache ../../../../../../../.." \
+	    "__grp__triton_poi_1.json __grp__triton_poi_1/json" \
+	    "rank_0_0/triton_cache rank_0_x/triton_cache"; do
+	set -- $pair
+	/usr/bin/python3 - "$T/leg1.mcache" "$1" "$2" "$T/leg2.mcache" <<'EOF'
+import sys
+src, a, b, out = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode(), sys.argv[4]
+assert len(a) == len(b)
+data = open(src, "rb").read()
+assert a in data
+open(out, "wb").write(data.replace(a, b))
+EOF
+	rm -rf "$T/dl2"
+	run 1 "refused" load "$T/leg2.mcache" --insecure-no-verify --vllm-dir "$T/dl2/root"
+	grep -q "vllm_inductor" "$T/err" && ok || bad "refusal of $2 does not name the type: $(cat "$T/err")"
+	[ ! -e "$T/dl2" ] && ok || bad "a refused bundle ($2) installed something"
+done
+
+# run: what the job read of the vLLM files loaded, and wrote anew in vLLM's root (a
+# model's notes, an artifact, a kernel of the older adaptor's Triton cache), per type, in
+# a line and in its JSON. vLLM never reads its notes: no warning that none was read.
+RJ='R="$VLLM_CACHE_ROOT/torch_compile_cache" B="$R/a06ab0848f/rank_0_0/backbone"
+cat "$B/vllm_compile_cache.py" "$B/artifact_compile_range_8_8_subgraph_0" >/dev/null
+echo art >"$B/artifact_compile_range_16_16_subgraph_0"
+mkdir -p "$R/bbbbbbbbbb/rank_0_0/backbone" "$R/bbbbbbbbbb/rank_0_0/triton_cache/KERNEL"
+echo "{}" >"$R/bbbbbbbbbb/rank_0_0/backbone/cache_key_factors.json"
+echo cubin >"$R/bbbbbbbbbb/rank_0_0/triton_cache/KERNEL/k.cubin"
+echo "{}" >"$R/bbbbbbbbbb/rank_0_0/triton_cache/KERNEL/k.json"
+echo mine >"$R/notes.txt"'
+run 0 "" run -b "$T/v.mcache" -p "$PUB" --vllm-dir "$T/ru" -- sh -c "$RJ"
+line="megacache: the job read 2 of 25 loaded artifacts (vllm_aot 0 of 9, vllm_artifact 1 of 8, vllm_handles 1 of 2, vllm_meta 0 of 6); 4 new"
+grep -qxF "$line" "$T/err" && ok || bad "run: no line '$line': $(cat "$T/err")"
+warn="megacache: warning: the job read none of the loaded vllm_aot (9) artifacts; the likely cause is a torch, Triton or config mismatch: compare the bundle's labels (megacache list $T/v.mcache) with this host's"
+grep -qxF "$warn" "$T/err" && ok || bad "run: no warning '$warn': $(cat "$T/err")"
+run 0 "" run -b "$T/v.mcache" -p "$PUB" --vllm-dir "$T/ru2" --json-file "$T/r.json" -- sh -c "$RJ"
+/usr/bin/python3 - "$MC_SRCDIR/doc/json-schema.json" "$T/r.json" <<'EOF' && ok || bad "run --json-file: used: $(cat "$T/r.json")"
+import json, sys
+import jsonschema
+j = json.load(open(sys.argv[2]))
+jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate(j)
+def c(i, r, n):
+    return {"installed": i, "read": r, "new": n, "not_seen": 0}
+want = {"vllm_aot": c(9, 0, 0), "vllm_artifact": c(8, 1, 1), "vllm_handles": c(2, 1, 0),
+        "vllm_inductor": c(0, 0, 2), "vllm_meta": c(6, 0, 1)}
+assert j["used"] == want and j["used_not_seen"] == {}, (j["used"], j["used_not_seen"])
+EOF
 
 finish

@@ -1158,6 +1158,55 @@ START_TEST(pipe_pieces_in_order)
 }
 END_TEST
 
+/* label key of w as it stands, or NULL */
+static const char *
+wlabel(const mc_writer *w, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < w->nlabels; i++)
+		if (strcmp(w->labels[i].key, key) == 0)
+			return w->labels[i].value;
+	return NULL;
+}
+
+/* Labels a scan notes: the distinct values sorted and joined with ',', as many as fit in
+ * 1,024 bytes (those that sort first); one the caller set, before or after, is kept. */
+START_TEST(noted_labels)
+{
+	mc_writer *w;
+	char v[65], want[1100];
+	size_t i, at = 0;
+
+	ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+	ck_assert_int_eq(mc__writer_note_label(w, "vllm.k", "b2"), MC_OK);
+	ck_assert_int_eq(mc__writer_note_label(w, "vllm.k", "a1"), MC_OK);
+	ck_assert_int_eq(mc__writer_note_label(w, "vllm.k", "b2"), MC_OK);
+	ck_assert_int_eq(mc__writer_note_label(w, "vllm.k", "c3"), MC_OK);
+	ck_assert_str_eq(wlabel(w, "vllm.k"), "a1,b2,c3");
+	ck_assert_int_eq(mc__writer_note_label(w, "vllm.k", "x,y"), MC_ERR_INVALID);
+	ck_assert_int_eq(mc__writer_note_label(w, "vllm.k", ""), MC_ERR_INVALID);
+	ck_assert_str_eq(wlabel(w, "vllm.k"), "a1,b2,c3");
+	/* the caller's, set after: kept from then on */
+	ck_assert_int_eq(mc_writer_set_label(w, "vllm.k", "mine"), MC_OK);
+	ck_assert_int_eq(mc__writer_note_label(w, "vllm.k", "d4"), MC_OK);
+	ck_assert_str_eq(wlabel(w, "vllm.k"), "mine");
+	/* ... and set before */
+	ck_assert_int_eq(mc_writer_set_label(w, "vllm.j", "given"), MC_OK);
+	ck_assert_int_eq(mc__writer_note_label(w, "vllm.j", "found"), MC_OK);
+	ck_assert_str_eq(wlabel(w, "vllm.j"), "given");
+	/* 20 keys of 64 hex, given last first: the 15 that sort first fit (15 * 65 - 1) */
+	for (i = 20; i-- > 0;) {
+		snprintf(v, sizeof v, "%064zx", i);
+		ck_assert_int_eq(mc__writer_note_label(w, "vllm.torch_key", v), MC_OK);
+	}
+	for (i = 0; i < 15; i++)
+		at += (size_t)snprintf(want + at, sizeof want - at, "%s%064zx", i ? "," : "", i);
+	ck_assert_str_eq(wlabel(w, "vllm.torch_key"), want);
+	mc_writer_free(w);
+}
+END_TEST
+
 /* An item of the ordered run: fails where told, counts the runs. */
 struct porder {
 	_Atomic int runs[64];
@@ -1239,6 +1288,7 @@ suite(void)
 	tcase_add_test(tc, folder_cursor_deep);
 	tcase_add_test(tc, pipe_pieces_in_order);
 	tcase_add_test(tc, parallel_in_order_given);
+	tcase_add_test(tc, noted_labels);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -224,6 +224,52 @@ START_TEST(vllm_keys)
 }
 END_TEST
 
+#define VR "torch_compile_cache/a06ab0848f/rank_0_0/"
+
+/* The older adaptor's caches of a rank: torch's files in inductor_cache/ and Triton's
+ * kernels in triton_cache/, in their own shapes and no other. */
+START_TEST(vllm_inductor_keys)
+{
+	static const char *const good[] = {
+		VR "inductor_cache/fxgraph/ot/" VF "/" VE,
+		VR "inductor_cache/aotautograd/" VK "/" VE,
+		VR "inductor_cache/ot/c" VE ".py",
+		VR "inductor_cache/vu/" VH ".best_config",
+		VR "inductor_cache/triton/0/" VK "/triton_poi_0.cubin",
+		"torch_compile_cache/0123456789/rank_10_999999/triton_cache/" VK "/__grp__k.json",
+		VR "triton_cache/" VK "/triton_poi_0.ptx",
+	};
+	static const char *const bad[] = {
+		VR "inductor_cache/fxgraph/zz/" VF "/" VE,
+		VR "inductor_cache/aotautograd/" VK,
+		VR "inductor_cache/notes.txt",
+		VR "inductor_cache/../../x",
+		VR "inductor_cache/triton/x/" VK "/k.cubin",
+		VR "triton_cache/k.cubin",
+		VR "triton_cache/" VK "/sub/k.cubin",
+		VR "triton_cache/tmp.pid_1_2/k.cubin",
+		VR "triton_cache/" VK "/.k.cubin",
+		VR "backbone/inductor_cache/ot/c" VE ".py",
+		"torch_compile_cache/a06ab0848F/rank_0_0/triton_cache/" VK "/k.cubin",
+		"torch_compile_cache/a06ab0848f/rank_01_0/inductor_cache/ot/c" VE ".py",
+		"torch_compile_cache/torch_aot_compile/" VH "/inductor_cache/ot/c" VE ".py",
+		VR "other_cache/" VK "/k.cubin",
+	};
+	char buf[MC_PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+		ck_assert_msg(dest("vllm_inductor", good[i], NULL, buf) == MC_OK, "%s refused: %s",
+			      good[i], mc_ctx_error(ctx));
+		ck_assert_str_eq(buf, good[i]);
+	}
+	ck_assert_str_eq(mc_ctx_type_tier(ctx, "vllm_inductor"), "vllm");
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		ck_assert_msg(dest("vllm_inductor", bad[i], NULL, buf) == MC_ERR_BAD_KEY,
+			      "%s accepted", bad[i]);
+}
+END_TEST
+
 /* A context's vLLM root: mc_ctx_tier_root() of a new one, or its error. */
 static int
 vllm_root(char *buf, size_t len)
@@ -328,6 +374,7 @@ suite(void)
 	tcase_add_test(tc, destination_characters);
 	tcase_add_test(tc, application_types);
 	tcase_add_test(tc, vllm_keys);
+	tcase_add_test(tc, vllm_inductor_keys);
 	tcase_add_test(tc, vllm_default_root);
 	suite_add_tcase(s, tc);
 	return s;

@@ -300,6 +300,8 @@ START_TEST(vllm_envelope)
 {
 	struct blob inner, x;
 	struct mc_tb tb;
+	mc_writer *w;
+	int i;
 
 	b_begin(&inner);
 	b_str(&inner, "inductor");
@@ -323,6 +325,19 @@ START_TEST(vllm_envelope)
 	ck_assert_str_eq(tb.env_aot_key, AOT);
 	ck_assert_str_eq(tb.env_torch_key, "3031323334353637383961626364656630313233343536373839616263646566");
 	mc__torch_blob_free(&tb);
+	/* Recorded, its torch key is label vllm.torch_key as a scan of vLLM's root notes it:
+	 * one the caller set is kept. */
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(mc_writer_new(ctx, &w), MC_OK);
+		if (i == 1)
+			ck_assert_int_eq(mc_writer_set_label(w, "vllm.torch_key", "mine"), MC_OK);
+		ck_assert_int_eq(mc_writer_add_torch_blob_memory(w, x.b, x.n), MC_OK);
+		ck_assert_uint_eq(w->nlabels, 2);
+		ck_assert_str_eq(w->labels[0].key, "vllm.torch_key");
+		ck_assert_str_eq(w->labels[0].value, i == 1 ? "mine" :
+				 "3031323334353637383961626364656630313233343536373839616263646566");
+		mc_writer_free(w);
+	}
 	/* The inner blob's own crc is checked. */
 	x.b[x.n - 10] ^= 1;
 	b_seal(&x);
