@@ -358,8 +358,6 @@ def jit_hashes(root):
 def step_check_jit(root, hash_key, rewrite):
     """One JIT hash folder (every one for "all"), as CompilerManager.initialize_cache
     and load do."""
-    import torch
-
     split_gm, names, inputs = split_model()
     keys = jit_hashes(root) if hash_key == "all" else [hash_key]
     out = {"step": "check-jit", "hash": hash_key, "rewrite": rewrite, "prefixes": []}
