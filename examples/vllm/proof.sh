@@ -39,6 +39,12 @@ case $W in
 	exit 2
 	;;
 esac
+case $R/ in
+"$W"/*)
+	echo "proof.sh: OUT ($R) lies inside WORK ($W), which is emptied first" >&2
+	exit 2
+	;;
+esac
 PY=${PYTHON:-python3}
 PROBE="$here/vllm_cache_probe.py"
 export LD_LIBRARY_PATH="$top/.gpu-libs:$top/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
