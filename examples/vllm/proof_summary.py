@@ -259,7 +259,8 @@ def summary(out):
     lines += ["", md_row(COLUMNS), md_row(["---"] * len(COLUMNS))]
     lines += [md_row(cells(c, r)) for c, r in zip(CASES, rows)]
     warm = sum(not r["problems"] for r in rows)
-    lines += ["", f"{warm} of {len(rows)} cases warm."]
+    total = sum(st["seconds"] for st in steps.values())
+    lines += ["", f"{warm} of {len(rows)} cases warm; {len(steps)} steps took {total:.1f} s."]
     report = {"work": out, "build": build, "bundle": bundle, "steps": steps,
               "cases": {r["case"]: {**r, "warm": not r["problems"],
                                    "check": read_json(os.path.join(out, r["case"] + ".check.json"))}

@@ -123,6 +123,8 @@ done
 for s in $(cut -f 1 "$OUT/steps.tsv"); do
 	[ -f "$OUT/logs/$s.log" ] && ok || bad "step $s left no log"
 done
+grep -q "^1 of 3 cases warm; 13 steps took [0-9.]* s\.$\|^2 of 3 cases warm; 13 steps took [0-9.]* s\.$" \
+	"$OUT/table.md" && ok || bad "table foot: $(tail -n 1 "$OUT/table.md")"
 # Every step ran and exited 0.
 awk -F '\t' '$2 != 0 { print; bad = 1 } END { exit bad || NR != 13 }' "$OUT/steps.tsv" && ok ||
 	bad "steps that failed or are missing: $(cat "$OUT/steps.tsv")"
