@@ -18,9 +18,9 @@
 # megacache: $MEGACACHE, else megacache on PATH, else this tree's bin/.libs/megacache
 # (with .gpu-libs/ and lib/.libs on LD_LIBRARY_PATH: see examples/torch/proof.sh).
 # python: $PYTHON (default python3). Works in $WORK (default /tmp/vllm-proof), which it
-# empties first. What each step said goes to OUT/logs/<step>.log, its exit status and
-# seconds to OUT/steps.tsv; a step that fails is recorded there and in the table, and
-# the rest still runs. Exits 0 once the table is written (the table says what passed),
+# empties first, unless it holds files that this script did not leave there. What each
+# step said goes to OUT/logs/<step>.log, its exit status and seconds to OUT/steps.tsv; a
+# step that fails is recorded there and in the table, and the rest still runs. Exits 0 once the table is written (the table says what passed),
 # 2 when it cannot run at all, else the summary's status.
 set -eu
 if [ $# -ne 1 ]; then
@@ -64,10 +64,15 @@ fi
 # The probe's steps get their own empty Inductor cache under $TMPDIR; Triton's and
 # vLLM's variables are unset, as vLLM leaves the first and as the folders are named here.
 unset TORCHINDUCTOR_CACHE_DIR TRITON_CACHE_DIR VLLM_CACHE_ROOT || true
+if [ -d "$W" ] && [ ! -f "$W/.vllm-proof" ] && [ -n "$(ls -A "$W")" ]; then
+	echo "proof.sh: WORK ($W) holds files of something else; it would be emptied" >&2
+	exit 2
+fi
 rm -rf "$W" "$R/logs"
 for f in steps.tsv table.md report.json build.json save.json list.json; do rm -f "$R/$f"; done
 for c in same-root other-root copy; do rm -f "$R/$c.load.json" "$R/$c.check.json"; done
 mkdir -p "$W/tmp" "$W/empty/inductor" "$W/empty/triton" "$R/logs"
+: > "$W/.vllm-proof"
 export TMPDIR="$W/tmp"
 A="$W/a/vllm"
 B="$W/b/vllm"

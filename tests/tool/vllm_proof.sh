@@ -183,5 +183,11 @@ WORK="$T" sh "$PROOF" "$T/o3" >"$T/stdout" 2>&1
 rc=$?
 [ "$rc" = 2 ] && grep -q "lies inside WORK" "$T/stdout" && [ -f "$T/python" ] && ok ||
 	bad "OUT inside WORK: exit $rc"
+mkdir -p "$T/mine"
+echo keep >"$T/mine/file"
+MEGACACHE="$MEGACACHE" PYTHON="$T/python" WORK="$T/mine" sh "$PROOF" "$T/o4" >"$T/stdout" 2>&1
+rc=$?
+[ "$rc" = 2 ] && grep -q "holds files of something else" "$T/stdout" && [ -f "$T/mine/file" ] &&
+	ok || bad "a WORK of other files: exit $rc, $(ls "$T/mine")"
 
 finish
