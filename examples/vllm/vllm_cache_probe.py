@@ -17,6 +17,9 @@ fresh processes with an empty Inductor cache.  vLLM itself is not needed.
 
   vllm_cache_probe.py build ROOT       make ROOT/torch_compile_cache/...
   vllm_cache_probe.py check ROOT       load every handle and AOT model, run, compare
+  build and check take --json FILE     (their reports written to FILE as well);
+  check takes --together               (every JIT hash folder in one process, not
+                                       one process each)
   vllm_cache_probe.py probe WORK OUT   build, check, copy the root elsewhere,
                                        remove the original, check again;
                                        the report and samples go to OUT
@@ -347,15 +350,21 @@ def load_one(local, key, value, fmt, rewrite, split_gm, names, inputs):
     return r
 
 
-def step_check_jit(root, hash_key, rewrite):
-    """One JIT hash folder, as CompilerManager.initialize_cache and load do."""
-    import torch
+def jit_hashes(root):
+    base = os.path.join(root, "torch_compile_cache")
+    return [n for n in sorted(os.listdir(base)) if len(n) == 10]
 
+
+def step_check_jit(root, hash_key, rewrite):
+    """One JIT hash folder (every one for "all"), as CompilerManager.initialize_cache
+    and load do."""
     split_gm, names, inputs = split_model()
-    base = os.path.join(root, "torch_compile_cache", hash_key)
+    keys = jit_hashes(root) if hash_key == "all" else [hash_key]
     out = {"step": "check-jit", "hash": hash_key, "rewrite": rewrite, "prefixes": []}
-    for rank in sorted(os.listdir(base)):
-        local = os.path.join(base, rank, PREFIX)
+    ranks = [(k, r) for k in keys
+             for r in sorted(os.listdir(os.path.join(root, "torch_compile_cache", k)))]
+    for key, rank in ranks:
+        local = os.path.join(root, "torch_compile_cache", key, rank, PREFIX)
         with open(os.path.join(local, "cache_key_factors.json")) as f:
             fmt = json.load(f)["env"][FORMAT_ENV]
         with open(os.path.join(local, "vllm_compile_cache.py")) as f:
@@ -443,19 +452,18 @@ def build(root, scratch):
     return reps
 
 
-def check(root, scratch, tag, rewrite=False, triton_dir=False):
+def check(root, scratch, tag, rewrite=False, triton_dir=False, together=False):
     """Check every JIT hash folder (and, unless rewriting, the AOT models);
     rewrite loads <prefix>/<key> instead of the stored absolute path;
-    triton_dir sets TRITON_CACHE_DIR to a fresh folder as well."""
+    triton_dir sets TRITON_CACHE_DIR to a fresh folder as well; together checks
+    all JIT hash folders in one process instead of one process each."""
     reps = []
-    base = os.path.join(root, "torch_compile_cache")
-    for name in sorted(os.listdir(base)):
-        if len(name) == 10:
-            extra = [name, "rewrite"] if rewrite else [name, "as-stored"]
-            dirs = fresh_dirs(scratch, tag)
-            if triton_dir:
-                dirs["TRITON_CACHE_DIR"] = dirs["TORCHINDUCTOR_CACHE_DIR"] + "-triton"
-            reps.append(run_step("check-jit", root, dirs, *extra))
+    for name in ["all"] if together else jit_hashes(root):
+        extra = [name, "rewrite"] if rewrite else [name, "as-stored"]
+        dirs = fresh_dirs(scratch, tag)
+        if triton_dir:
+            dirs["TRITON_CACHE_DIR"] = dirs["TORCHINDUCTOR_CACHE_DIR"] + "-triton"
+        reps.append(run_step("check-jit", root, dirs, *extra))
     if not rewrite:
         reps.append(run_step("check-aot", root, fresh_dirs(scratch, tag)))
     return reps
@@ -580,6 +588,23 @@ def probe(work, out):
     print(json.dumps(report, indent=1, sort_keys=True))
 
 
+def parse_opts(cmd, args):
+    """The options of build (--json FILE) and check (--json FILE, --together);
+    None for another command or an unknown option."""
+    if cmd not in ("build", "check"):
+        return None
+    opts, rest = {"json": None, "together": False}, list(args)
+    while rest:
+        a = rest.pop(0)
+        if a == "--json" and rest:
+            opts["json"] = rest.pop(0)
+        elif a == "--together" and cmd == "check":
+            opts["together"] = True
+        else:
+            return None
+    return opts
+
+
 def main(argv):
     if len(argv) >= 3 and argv[0] == "_step":
         step, root = argv[1], argv[2]
@@ -588,11 +613,16 @@ def main(argv):
         else:
             STEPS[step](root)
         return 0
-    if len(argv) == 2 and argv[0] in ("build", "check"):
+    opts = parse_opts(argv[0], argv[2:]) if len(argv) >= 2 else None
+    if opts is not None:
         root = os.path.abspath(argv[1])
         scratch = tempfile.mkdtemp(prefix="vllm-probe-")
-        reps = build(root, scratch) if argv[0] == "build" else check(root, scratch, "check")
+        reps = (build(root, scratch) if argv[0] == "build"
+                else check(root, scratch, "check", together=opts["together"]))
         print(json.dumps(reps, indent=1, sort_keys=True))
+        if opts["json"]:
+            with open(opts["json"], "w") as f:
+                json.dump(reps, f, indent=1, sort_keys=True)
         return 0
     if len(argv) == 3 and argv[0] == "probe":
         probe(os.path.abspath(argv[1]), os.path.abspath(argv[2]))
