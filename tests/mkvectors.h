@@ -92,4 +92,7 @@ void v2_bundle(const char *name, const char *index, const char *iname, const cha
 	       const char *text);
 void rle_bytes(struct buf *f, struct buf *c, int x, size_t n, int last);
 
+/* ---- vLLM's handle file (mkvectors_vllm.c) ---- */
+void vllm_vectors(void);
+
 #endif
