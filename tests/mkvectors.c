@@ -1096,6 +1096,7 @@ main(int argc, char **argv)
 	escaped_text();
 	gpu_targets_v1();
 	version2();
+	vllm_vectors();
 	fclose(tsv);
 	mc_seckey_free(k_test);
 	mc_seckey_free(k_test2);

@@ -86,5 +86,13 @@ void graph_entries(const char *pre);
 
 /* ---- format version 2 (mkvectors_v2.c) ---- */
 void version2(void);
+void sha_hex(const void *d, size_t n, char out[65]);
+void v2_bundle(const char *name, const char *index, const char *iname, const char *const *blk,
+	       const size_t *blen, size_t n, const char *extra, const char *cmd, int code,
+	       const char *text);
+void rle_bytes(struct buf *f, struct buf *c, int x, size_t n, int last);
+
+/* ---- vLLM's handle file (mkvectors_vllm.c) ---- */
+void vllm_vectors(void);
 
 #endif

@@ -7,7 +7,7 @@
 
 /* ---- format version 2 (SPEC.md section 12) ---- */
 
-static void
+void
 sha_hex(const void *d, size_t n, char out[65])
 {
 	unsigned char h[32];
@@ -23,7 +23,7 @@ sha_hex(const void *d, size_t n, char out[65])
  * value), or NULL: none. */
 static const char *v2_gpu;
 
-static void
+void
 v2_bundle(const char *name, const char *index, const char *iname, const char *const *blk,
 	  const size_t *blen, size_t n, const char *extra, const char *cmd, int code,
 	  const char *text)
@@ -632,7 +632,7 @@ block_caps(void)
 
 /* Appends to the frame f, and to its content c, n bytes of x as RLE blocks of at most
  * 128 KiB (the block maximum); last: the run's last block ends the frame. */
-static void
+void
 rle_bytes(struct buf *f, struct buf *c, int x, size_t n, int last)
 {
 	unsigned char *fill = malloc(131072), b = (unsigned char)x;

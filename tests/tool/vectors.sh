@@ -1,11 +1,31 @@
 # vectors.sh - every bundle of format/vectors/ gives the exit status and error text
-# expected.tsv names, and a refused bundle leaves the cache dir untouched.
+# expected.tsv names, a refused bundle leaves the cache dir untouched, and each vLLM
+# handle file loaded names where its handles landed.
 . "$(dirname "$0")/lib.sh"
 V="$MC_SRCDIR/format/vectors"
 # Something beside the cache dirs, to show that no case touches it.
 mkdir -p "$T/beside"
 echo keep > "$T/beside/file"
 touch -d 2001-01-01 "$T/beside/file" "$T/beside"
+# handles_at DEST: each handle of each vLLM handle file beneath DEST names where it landed:
+# its artifact beside it, there, or a file in its rank folder's inductor_cache/.
+handles_at() {
+	/usr/bin/python3 - "$1" <<'EOF'
+import ast, glob, os, sys
+files = glob.glob(sys.argv[1] + "/torch_compile_cache/*/rank_*/*/vllm_compile_cache.py")
+assert files, "no handle file"
+for f in files:
+    d = os.path.dirname(f)
+    for key, h in ast.literal_eval(open(f).read()).items():
+        h = h["graph_handle"] if isinstance(h, dict) else h
+        if not isinstance(h, tuple):
+            continue
+        if key[2] == "inductor_standalone":
+            assert h[1] == os.path.join(d, h[0]) and os.path.exists(h[1]), (f, h)
+        else:
+            assert h[1].startswith(os.path.dirname(d) + "/inductor_cache/"), (f, h)
+EOF
+}
 n=0
 while IFS="$(printf '\t')" read -r file cmd code text; do
 	case "$file" in ''|'#'*) continue ;; esac
@@ -37,6 +57,7 @@ while IFS="$(printf '\t')" read -r file cmd code text; do
 	load-gpu-*)
 		set -- "$@" -p "$KEYS/test.pub"
 		for g in $(echo "${cmd#load-gpu-}" | tr , ' '); do set -- "$@" --gpu-target "$g"; done ;;
+	load-vllm) set -- "$@" -p "$KEYS/test.pub" --vllm-dir "$dest" ;;
 	export) set -- export "$V/$file" --torch "$dest" -p "$KEYS/test.pub" ;;
 	*) bad "unknown command $cmd in expected.tsv"; continue ;;
 	esac
@@ -46,6 +67,9 @@ while IFS="$(printf '\t')" read -r file cmd code text; do
 		[ "$files" -gt 0 ] && ok || bad "$file: nothing installed"
 		# Nothing but final files: no temp file left behind.
 		[ -z "$(find "$dest" -name '*.tmp')" ] && ok || bad "$file: temp files left"
+		if [ "$cmd" = load-vllm ]; then
+			check "$file: handles not written for $dest" handles_at "$dest"
+		fi
 	else
 		[ ! -e "$dest" ] && ok || bad "$file: refused bundle left $(find "$dest" | head -5)"
 	fi
