@@ -63,10 +63,10 @@ vllm_hostile(void)
 		 "line 1, column 38: found the name '__import__' (names and calls are not read)"},
 		{"v2-vllm-handles-absolute.mcache",
 		 "{((8, 8), 0, 'inductor_standalone'): ('" VLLM_ART0 "', '/etc/passwd')}",
-		 "line 1, column 80: handle path /etc/passwd is not its artifact's name"},
+		 "line 1, column 80: handle path /etc/passwd is outside the root"},
 		{"v2-vllm-handles-dotdot.mcache",
 		 "{((8, 8), 0, 'inductor_standalone'): ('" VLLM_ART0 "', '../../x')}",
-		 "line 1, column 80: handle path ../../x is not its artifact's name"},
+		 "line 1, column 80: handle path ../../x is outside the root"},
 		{"v2-vllm-handles-inductor-dotdot.mcache",
 		 "{((8, 8), 0, 'inductor'): ('" FX_KEY "', '../inductor_cache/../../x')}",
 		 "line 1, column 84: handle path ../inductor_cache/../../x is not in the rank "

@@ -202,8 +202,9 @@ plan_artifact(struct loader *L, size_t i)
 		return rc;
 	if ((a->handler->flags & MC_TYPE_DERIVE_ALL) && a->size > MC_DERIVE_MAX &&
 	    mc__derives(a->handler, a->key))
-		return mc__err(L->ctx, MC_ERR_LIMIT, "%s %.200s: %" PRIu64 " bytes, over the %u a "
-			       "file of its type may have", a->type, a->key, a->size, MC_DERIVE_MAX);
+		return mc__err(L->ctx, MC_ERR_LIMIT, "%s: %s %.200s: %" PRIu64 " bytes, over the %u "
+			       "a file of its type may have", L->b->path, a->type, a->key, a->size,
+			       MC_DERIVE_MAX);
 	tier = mc__loader_tier(L, a->handler->tier);
 	if ((rc = mc__artifact_dest(L->b, a, dest, sizeof dest)) != MC_OK)
 		return rc;

@@ -267,8 +267,8 @@ derive_artifact(struct handles *h, const char *s, char **repl, size_t *repln, ch
 	size_t n = dir_slash(h->env->dir, dir, sizeof dir);
 
 	if (strcmp(s, h->name) != 0 || artifact_name(s) == NULL || *artifact_name(s) != '\0')
-		return h_why(w, wl, MC_ERR_MALFORMED, "handle path %.300s is not its artifact's name "
-			     "(a recorded handle file names no folder)", s);
+		return h_why(w, wl, MC_ERR_MALFORMED, "handle path %.300s is outside the root (a "
+			     "recorded handle holds its artifact's name alone)", s);
 	if (slash == NULL || snprintf(key, sizeof key, "%.*s/%s", (int)(slash - h->key), h->key,
 				      s) >= (int)sizeof key)
 		return h_why(w, wl, MC_ERR_INVALID, "%s: key too long", s);
@@ -388,6 +388,8 @@ handles_form(const char *key, const unsigned char *in, size_t n, struct mc_hook_
 	}
 	rc = mc__pylit_rewrite(env->ctx, HANDLES_NAME, in, n, MC_DERIVE_MAX, handle_str, &h, out,
 			       outn);
+	if (rc == MC_ERR_LIMIT) /* nested too deep, a number too long: a broken file */
+		rc = MC_ERR_MALFORMED;
 	if (rc != MC_OK && env->why != NULL) {
 		msg = mc_ctx_error(env->ctx);
 		if (strncmp(msg, HANDLES_NAME ": ", sizeof HANDLES_NAME + 1) == 0)
