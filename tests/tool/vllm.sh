@@ -6,6 +6,7 @@
 # older adaptor's torch and Triton caches of each rank (vllm_inductor); what a job run
 # read of the vLLM files loaded and wrote anew.
 . "$(dirname "$0")/lib.sh"
+unset VLLM_CACHE_ROOT # this test names vLLM's root itself, each way vLLM finds it
 PUB="$KEYS/test.pub"
 SEC="$KEYS/test.key"
 SRC="$T/src"
