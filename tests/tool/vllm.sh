@@ -186,7 +186,7 @@ grep -qF "'$T/hs-dst/$HB/$ART'" "$T/hs-dst/$HB/vllm_compile_cache.py" && ok ||
 
 # The number of worker threads changes neither the bundle nor the loaded tree.
 for n in 1 4; do
-	run 0 "" pack -q -o "$T/j$n.mcache" -s "$SEC" --from-vllm-dir "$SRC" --threads "$n"
+	SOURCE_DATE_EPOCH=1700000000 run 0 "" pack -q -o "$T/j$n.mcache" -s "$SEC" --from-vllm-dir "$SRC" --threads "$n"
 	run 0 "" load -q "$T/j$n.mcache" -p "$PUB" --vllm-dir "$T/j$n" --threads "$n"
 	tree_sum "$T/j$n" > "$T/j$n.sum"
 done
@@ -405,5 +405,29 @@ want = {"vllm_aot": c(9, 0, 0), "vllm_artifact": c(8, 1, 1), "vllm_handles": c(2
         "vllm_inductor": c(0, 0, 2), "vllm_meta": c(6, 0, 1)}
 assert j["used"] == want and j["used_not_seen"] == {}, (j["used"], j["used_not_seen"])
 EOF
+
+# Ranks from two machines, each under its own root: merged into one bundle, loaded into a
+# third root, each rank's handles naming it there.
+for r in 0 1; do
+	m="$T/machine$r/root"
+	mkdir -p "$m/torch_compile_cache/a06ab0848f"
+	cp -a "$SRC/torch_compile_cache/a06ab0848f/rank_${r}_0" "$m/torch_compile_cache/a06ab0848f/"
+	/usr/bin/python3 - "$m" "$SRC" <<'EOF'
+import glob, sys
+m, src = sys.argv[1], sys.argv[2]
+for f in glob.glob(m + "/torch_compile_cache/*/rank_*/*/vllm_compile_cache.py"):
+    t = open(f).read()
+    open(f, "w").write(t.replace(src + "/", m + "/"))
+EOF
+	run 0 "" pack -q -o "$T/rank$r.mcache" -s "$SEC" --from-vllm-dir "$m"
+done
+# rank 1's unpacked artifact tells no torch key: merge, as for any label that differs,
+# asks for the merged bundle's value.
+run 2 "label vllm.torch_key differs between the inputs" \
+	merge -q -o "$T/ranks.mcache" -s "$SEC" -p "$PUB" "$T/rank0.mcache" "$T/rank1.mcache"
+run 0 "" merge -q -o "$T/ranks.mcache" -s "$SEC" -p "$PUB" "$T/rank0.mcache" "$T/rank1.mcache" \
+	--label "vllm.torch_key=$(printf '%02x' $(seq 0 31) | tr -d ' ')"
+run 0 "" load "$T/ranks.mcache" -p "$PUB" --vllm-dir "$T/merged"
+check "merged ranks name the root they were loaded into" handles_at "$T/merged"
 
 finish
