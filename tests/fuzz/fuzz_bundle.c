@@ -52,7 +52,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(root, sizeof root, "%s/root", fuzz_dir());
 	snprintf(outside, sizeof outside, "%s/outside", fuzz_dir());
 	if (mc_ctx_set_tier_root(ctx, "inductor", root) != MC_OK ||
-	    mc_ctx_set_tier_root(ctx, "triton", root) != MC_OK)
+	    mc_ctx_set_tier_root(ctx, "triton", root) != MC_OK ||
+	    mc_ctx_set_tier_root(ctx, "triton_home", root) != MC_OK ||
+	    mc_ctx_set_tier_root(ctx, "vllm", root) != MC_OK)
 		abort();
 	if (mc_bundle_open(ctx, path, &b) == MC_OK) {
 		if (mc_bundle_trust(b, pk) == MC_OK)

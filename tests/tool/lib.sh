@@ -6,6 +6,9 @@ NAME=$(basename "$0" .sh)
 T="$MC_BUILDDIR/tests/tmp/$NAME"
 rm -rf "$T"
 mkdir -p "$T"
+# No test reads or fills a vLLM cache but one it names (each its own, never the runner's).
+VLLM_CACHE_ROOT="$T/.no-vllm-root"
+export VLLM_CACHE_ROOT
 DATA="$MC_SRCDIR/tests/data/torch-2.11"
 KEYS="$MC_SRCDIR/format/vectors/keys"
 PASSED=0

@@ -13,17 +13,23 @@ SRC="$T/src"
 
 # The tree, in the names vLLM and torch give (a hash of 10 hex, rank_<n>_<m>, a model
 # prefix, torch's 51-character base32 names).
-/usr/bin/python3 - "$SRC" <<'EOF'
-import os, struct, sys, zlib, base64
+# What both trees below are made with: torch-like names, and a file put beneath the root.
+cat > "$T/vtree.py" <<'EOF'
+import os, sys
 root = sys.argv[1]
 B = "abcdefghijklmnopqrstuvwxyz234567"
-def b32(seed, n=51):
-    return "".join(B[(seed * 7 + i * 13) % 32] for i in range(n))
+def b32(seed, n=51, a=7, b=13):
+    return "".join(B[(seed * a + i * b) % 32] for i in range(n))
 def put(rel, data):
     p = os.path.join(root, rel)
     os.makedirs(os.path.dirname(p), exist_ok=True)
     with open(p, "wb") as f:
         f.write(data if isinstance(data, bytes) else data.encode())
+EOF
+/usr/bin/python3 - "$SRC" "$T" <<'EOF'
+import struct, sys, zlib, base64
+sys.path.insert(0, sys.argv[2])
+from vtree import *
 def field(b):
     return struct.pack(">Q", len(b)) + b
 def binary_artifact(key):
@@ -311,17 +317,12 @@ grep -qxF "label vllm.torch_key=$K0,$K1,$K2" "$T/out" && ok || bad "save: no tor
 # rank_<n>_<m>/inductor_cache/ and rank_<n>_<m>/triton_cache/: saved as vllm_inductor,
 # loaded elsewhere byte for byte, a Triton group file written for where it lands.
 LEG="$T/legacy"
-/usr/bin/python3 - "$LEG" <<'EOF'
-import os, sys
-root = sys.argv[1]
-B = "abcdefghijklmnopqrstuvwxyz234567"
-def b32(seed, n=51):
+/usr/bin/python3 - "$LEG" "$T" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[2])
+from vtree import *
+def b32(seed, n=51): # names of their own
     return "".join(B[(seed * 5 + i * 11) % 32] for i in range(n))
-def put(rel, data):
-    p = os.path.join(root, rel)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    with open(p, "wb") as f:
-        f.write(data if isinstance(data, bytes) else data.encode())
 rank = "torch_compile_cache/5a5a5a5a5a/rank_0_0"
 ind, tri = rank + "/inductor_cache", rank + "/triton_cache"
 fk, ak = "f" + b32(1), "a" + b32(2)
