@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tool.h"
@@ -154,9 +155,9 @@ vllm_folders_say(const struct vllm_folders *v, cJSON *j)
 /* list --explain: where each artifact would land, and whether it is there already;
  * the bundle's kernels against this host's GPU targets. */
 static int
-explain(struct tool *t, struct list_opts *o, mc_bundle *b, const char *path)
+explain_into(struct tool *t, struct list_opts *o, mc_bundle *b, const char *path,
+	     struct vllm_folders *vf)
 {
-	static struct vllm_folders vf; /* one list per process */
 	struct load_report r;
 	int rc;
 
@@ -164,7 +165,7 @@ explain(struct tool *t, struct list_opts *o, mc_bundle *b, const char *path)
 		return rc;
 	memset(&r, 0, sizeof r);
 	r.also = vllm_folder_note;
-	r.also_ud = &vf;
+	r.also_ud = vf;
 	r.dry = 1;
 	r.explain = 1;
 	r.json = t->json;
@@ -194,17 +195,30 @@ explain(struct tool *t, struct list_opts *o, mc_bundle *b, const char *path)
 		cJSON_AddNumberToObject(j, "would_replace", (double)r.planned_replace);
 		cJSON_AddNumberToObject(j, "unchanged", (double)r.unchanged);
 		gpu_json(&o->gpu, b, &r, j);
-		if (vf.n > 0)
-			vllm_folders_say(&vf, j);
+		if (vf->n > 0)
+			vllm_folders_say(vf, j);
 		cJSON_AddItemToObject(j, "artifacts", r.arts);
 		print_json(j);
 	} else if (!t->quiet) {
-		vllm_folders_say(&vf, NULL);
+		vllm_folders_say(vf, NULL);
 		say(stdout, "%zu to install, %zu to replace, %zu already there (signatures not checked)",
 		    r.planned, r.planned_replace, r.unchanged);
 		gpu_say(t, &o->gpu, b, &r, stdout);
 	}
 	return 0;
+}
+
+static int
+explain(struct tool *t, struct list_opts *o, mc_bundle *b, const char *path)
+{
+	struct vllm_folders *vf = calloc(1, sizeof *vf);
+	int rc;
+
+	if (vf == NULL)
+		return fail(t->ctx, MC_ERR_NOMEM);
+	rc = explain_into(t, o, b, path, vf);
+	free(vf);
+	return rc;
 }
 
 /* The artifacts of b into the array arts. */

@@ -88,36 +88,45 @@ struct asked {
 	size_t tier;
 };
 
+/* The index of the first key of t not below key. */
+static size_t
+key_lower(const struct tier_root *t, const char *key)
+{
+	size_t lo = 0, hi = t->nkeys, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (strcmp(t->keys[mid], key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The hooks' has(): key is one of the tier's selected artifacts, or the folder of some
- * (key and '/' begin theirs), or a file or folder at its place in the tier already. */
+ * (key and '/' begin theirs), or a file or folder (not a link) at its place in the tier
+ * already. */
 static int
 tier_has(void *ud, const char *key)
 {
 	const struct asked *q = ud;
 	const struct tier_root *t = &q->L->tiers[q->tier];
-	size_t lo = 0, hi = t->nkeys, mid, n = strlen(key);
 	char path[2 * MC_PATH_MAX];
+	size_t i, n = strlen(key);
 	struct stat st;
-	int c;
 
-	while (lo < hi) { /* the first key not below key */
-		mid = lo + (hi - lo) / 2;
-		if ((c = strcmp(t->keys[mid], key)) == 0)
+	if ((i = key_lower(t, key)) < t->nkeys && strcmp(t->keys[i], key) == 0)
+		return 1;
+	if (n + 1 < sizeof path) {
+		memcpy(path, key, n);
+		memcpy(path + n, "/", 2);
+		if ((i = key_lower(t, path)) < t->nkeys && strncmp(t->keys[i], path, n + 1) == 0)
 			return 1;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
 	}
-	/* keys beginning with key and '/' sort after key, before key and any byte above '/' */
-	for (; lo < t->nkeys && strncmp(t->keys[lo], key, n) == 0; lo++)
-		if (t->keys[lo][n] == '/')
-			return 1;
-		else if ((unsigned char)t->keys[lo][n] > '/')
-			break;
 	if (t->abs == NULL || snprintf(path, sizeof path, "%s/%s", t->abs, key) >= (int)sizeof path)
 		return 0;
-	return lstat(path, &st) == 0;
+	return lstat(path, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
 }
 
 /* The absolute path of folder dir (relative to the tier root, "." for the root). */

@@ -188,11 +188,11 @@ skip(struct pl *p)
 	}
 }
 
-/* The value of the k hex digits at in[i], or -1. */
-static long
+/* The value of the k (at most 8) hex digits at in[i], or -1. */
+static int64_t
 hex_at(const struct pl *p, size_t i, size_t k)
 {
-	long v = 0;
+	int64_t v = 0;
 
 	if (i + k > p->n)
 		return -1;
@@ -215,6 +215,7 @@ num_escape(const struct pl *p, size_t i, size_t *len)
 {
 	int c = p->in[i];
 	long v = 0;
+	int64_t h;
 	size_t k;
 
 	if (c >= '0' && c <= '7') {
@@ -227,9 +228,9 @@ num_escape(const struct pl *p, size_t i, size_t *len)
 	if (k == 0)
 		return -1;
 	*len = k + 1;
-	if ((v = hex_at(p, i + 1, k)) < 0 || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+	if ((h = hex_at(p, i + 1, k)) < 0 || h > 0x10ffff || (h >= 0xd800 && h <= 0xdfff))
 		return -2;
-	return v;
+	return (long)h;
 }
 
 /* One escape: p->i is at the backslash. */
@@ -292,8 +293,9 @@ literal(struct pl *p)
 	}
 }
 
-/* Writes s (n bytes of UTF-8) to b as Python's repr() writes a str, but for the
- * printable characters past U+00AD, kept as they are (repr keeps those too). */
+/* Writes s (n bytes of UTF-8) to b as one literal in the form format/SPEC.md section 4.2
+ * gives, which Python reads back as s (its repr() escapes more of the characters past
+ * U+00A0). */
 static int
 repr(mc_ctx *ctx, struct pl_buf *b, const char *s, size_t n)
 {

@@ -188,7 +188,7 @@ typedef int (*mc_pylit_fn)(void *ud, const struct mc_pylit_at *at, const char *s
  * to the same structure: dicts, tuples, lists, str literals (adjacent ones joined),
  * decimal ints, None, True, False, and # comments; anything else fails, said on ctx
  * with name, line and column. fn NULL: only that. Else *out (malloc'd, *outn bytes)
- * is in with each string fn replaces written as one literal in repr()'s form. */
+ * is in with each string fn replaces written as one literal (format/SPEC.md 4.2). */
 MC_HIDDEN int mc__pylit_rewrite(mc_ctx *ctx, const char *name, const unsigned char *in,
 				size_t n, size_t max, mc_pylit_fn fn, void *ud,
 				unsigned char **out, size_t *outn);

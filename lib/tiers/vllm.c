@@ -170,7 +170,8 @@ struct handles {
 	struct mc_hook_env *env;
 	const char *key;  /* the handle file's */
 	int derive;       /* 0: recording it */
-	int standalone;   /* the compiler of the entry being read: 1 standalone, 0 inductor */
+	int standalone;   /* the compiler of the entry being read: 1 standalone, 0 inductor,
+			   * -1 none read since the last handle */
 	char name[MC_KEY_MAX + 1]; /* the handle's first member */
 	int named;        /* one was read, and no path after it yet */
 };
@@ -282,6 +283,28 @@ derive_artifact(struct handles *h, const char *s, char **repl, size_t *repln, ch
 	return join_repl(dir, n, s, repl, repln);
 }
 
+/* Recording an "inductor" handle whose path names the rank folder (dir's first up bytes)
+ * another way (through a link, with "//"): its inductor_cache/ the same folder. */
+static int
+same_rank(struct handles *h, const char *s, size_t up, char **repl, size_t *repln, char *w,
+	  size_t wl)
+{
+	const char *at = strstr(s, "/inductor_cache/");
+	char a[2 * MC_PATH_MAX], b[2 * MC_PATH_MAX];
+
+	if (at != NULL && up > 0 && plain_path(at + 16) && (size_t)(at - s) < sizeof a &&
+	    up + 14 < sizeof b) {
+		memcpy(a, s, (size_t)(at - s));
+		memcpy(a + (at - s), "/inductor_cache", 16);
+		memcpy(b, h->env->dir, up);
+		memcpy(b + up, "inductor_cache", 15);
+		if (same_file(a, b))
+			return join_repl(INDUCTOR_REL, sizeof INDUCTOR_REL - 1, at + 16, repl, repln);
+	}
+	return h_why(w, wl, MC_ERR_MALFORMED, "handle path %.300s is outside the rank folder's "
+		     "inductor_cache/ being saved", s);
+}
+
 /* An "inductor" handle's path, in the rank folder's inductor_cache/: recorded relative
  * to the handle file's folder, and written back for where that lands. */
 static int
@@ -304,11 +327,10 @@ inductor_path(struct handles *h, const char *s, char **repl, size_t *repln, char
 			return h_why(w, wl, MC_ERR_INVALID, "%s", "the folder's path is not UTF-8");
 		return join_repl(dir, up, s + 3, repl, repln); /* "inductor_cache/..." */
 	}
-	if (up == 0 || strncmp(s, dir, up) != 0 || strncmp(s + up, "inductor_cache/", 15) != 0 ||
-	    !plain_path(s + up + 15))
-		return h_why(w, wl, MC_ERR_MALFORMED, "handle path %.300s is outside the rank folder's "
-			     "inductor_cache/ being saved", s);
-	return join_repl(INDUCTOR_REL, sizeof INDUCTOR_REL - 1, s + up + 15, repl, repln);
+	if (up > 0 && strncmp(s, dir, up) == 0 && strncmp(s + up, "inductor_cache/", 15) == 0 &&
+	    plain_path(s + up + 15))
+		return join_repl(INDUCTOR_REL, sizeof INDUCTOR_REL - 1, s + up + 15, repl, repln);
+	return same_rank(h, s, up, repl, repln, w, wl);
 }
 
 /* A string of the key: the compiler's name, the one string vLLM puts there. */
@@ -346,16 +368,24 @@ handle_str(void *ud, const struct mc_pylit_at *at, const char *s, size_t n, char
 	    strcmp(at->dkey, "cache_key") == 0)
 		return MC_OK;
 	if (at->role == MC_PYLIT_VALUE && in_handle && at->index == 0) {
+		if (h->standalone < 0)
+			return h_why(w, wl, MC_ERR_MALFORMED, "%s", "a handle whose key names no "
+				     "compiler");
 		if (n == 0 || n > MC_KEY_MAX || strchr(s, '/') != NULL ||
-		    (h->standalone && (artifact_name(s) == NULL || *artifact_name(s) != '\0')))
-			return h_why(w, wl, MC_ERR_MALFORMED, "%.200s is not an artifact's name", s);
+		    (h->standalone && (artifact_name(s) == NULL || *artifact_name(s) != '\0')) ||
+		    (!h->standalone && !mc__torch_shape_ok(MC_SHAPE_FXGRAPH, s)))
+			return h_why(w, wl, MC_ERR_MALFORMED, "%.200s is not %s", s, h->standalone ?
+				     "an artifact's name" : "an FX graph's key");
 		memcpy(h->name, s, n + 1);
 		h->named = 1;
 		return MC_OK;
 	}
 	if (at->role == MC_PYLIT_VALUE && in_handle && at->index == 1 && h->named) {
+		int standalone = h->standalone;
+
 		h->named = 0;
-		if (!h->standalone)
+		h->standalone = -1; /* the next entry's key names its own */
+		if (!standalone)
 			return inductor_path(h, s, repl, repln, w, wl);
 		return h->derive ? derive_artifact(h, s, repl, repln, w, wl)
 				 : record_artifact(h, s, repl, repln, w, wl);
@@ -370,7 +400,7 @@ static int
 handles_form(const char *key, const unsigned char *in, size_t n, struct mc_hook_env *env,
 	     int derive, unsigned char **out, size_t *outn)
 {
-	struct handles h = {env, key, derive, 1, "", 0};
+	struct handles h = {env, key, derive, -1, "", 0};
 	size_t i = 0;
 	const char *msg;
 	int rc;

@@ -81,6 +81,7 @@ EOF
 	bad "the vLLM tree was not built"
 UNKNOWN='notes\.txt|rank_01_0|modelinfo'
 ART="artifact_compile_range_8_8_subgraph_0"
+HB0="torch_compile_cache/a06ab0848f/rank_0_0/backbone"
 
 # save finds the root through VLLM_CACHE_ROOT and says so; unknown files are reported.
 export TORCHINDUCTOR_CACHE_DIR="$T/no-torch" TRITON_CACHE_DIR="$T/no-triton"
@@ -143,6 +144,12 @@ run 1 "handle to a missing artifact: torch_compile_cache/a06ab0848f/rank_0_0/bac
 [ ! -e "$T/only" ] && ok || bad "a refused handle file left $(find "$T/only" | head -3)"
 rm "$T/dst/torch_compile_cache/a06ab0848f/rank_1_0/backbone/vllm_compile_cache.py"
 run 0 "" load "$T/v.mcache" -p "$PUB" --vllm-dir "$T/dst" --types vllm_handles
+# A link where the artifact would be is no artifact in place.
+mkdir -p "$T/lnk/$HB0"
+ln -s "$T/nowhere" "$T/lnk/$HB0/$ART"
+run 1 "handle to a missing artifact" \
+	load "$T/v.mcache" -p "$PUB" --vllm-dir "$T/lnk" --types vllm_handles
+[ ! -e "$T/lnk/$HB0/vllm_compile_cache.py" ] && ok || bad "a handle file was written beside a link"
 check "a handle file loaded beside artifacts in place" handles_at "$T/dst"
 
 # VLLM_CACHE_ROOT with a leading ~ is the home folder's, as vLLM expands it.
@@ -179,14 +186,23 @@ bad_handles "{((8, 8), 1, 'inductor_standalone'): ('artifact_compile_range_8_8_s
 	"line 1, column 80: handle to a missing artifact: $T/hs/$HB/artifact_compile_range_8_8_subgraph_1"
 bad_handles "{0: $(printf '%.0s[' $(seq 100))" "line 1, column 68: brackets nested over 64 deep"
 bad_handles "{((8, 8), 0, 'gcc'): ('$ART', '$T/hs/$HB/$ART')}" "line 1, column 14: compiler gcc is not one vLLM keeps handles for"
+bad_handles "{5: ('$ART', '$T/hs/$HB/$ART')}" "line 1, column 6: a handle whose key names no compiler"
+bad_handles "{((8, 8), 0, 'inductor'): ('..', '$T/hs/torch_compile_cache/a06ab0848f/rank_0_0/inductor_cache/x.py')}" \
+	"line 1, column 28: .. is not an FX graph's key"
 /usr/bin/python3 -c "import sys; sys.stdout.write('{' + ' ' * (2 << 20) + '}')" > "$T/big"
 bad_handles "$(cat "$T/big")" "2097154 bytes, over the 1048576"
-# A handle that names its artifact through a link to the root is that artifact.
+# A handle that names its artifact through a link to the root is that artifact, and an
+# older adaptor's handle so names its rank's inductor_cache/.
 ln -s "$T/hs" "$T/hs-link"
-printf '%s' "{((8, 8), 0, 'inductor_standalone'): ('$ART', '$T/hs-link/$HB/$ART')}" \
+IC="torch_compile_cache/a06ab0848f/rank_0_0/inductor_cache"
+FX="f$(printf 'a%.0s' $(seq 51))"
+mkdir -p "$T/hs/$IC"
+printf '%s' "{((8, 8), 0, 'inductor_standalone'): ('$ART', '$T/hs-link/$HB/$ART'), ((8, 8), 1, 'inductor'): ('$FX', '$T/hs-link/$IC/xy/cxy.py')}" \
 	> "$T/hs/$HB/vllm_compile_cache.py"
 run 0 "" pack -q -o "$T/hs.mcache" --from-vllm-dir "$T/hs"
 run 0 "" load "$T/hs.mcache" --insecure-no-verify --vllm-dir "$T/hs-dst"
+grep -qF "'$T/hs-dst/$IC/xy/cxy.py'" "$T/hs-dst/$HB/vllm_compile_cache.py" && ok ||
+	bad "inductor handle through a link not relocated: $(cat "$T/hs-dst/$HB/vllm_compile_cache.py")"
 grep -qF "'$T/hs-dst/$HB/$ART'" "$T/hs-dst/$HB/vllm_compile_cache.py" && ok ||
 	bad "handle through a link not relocated: $(cat "$T/hs-dst/$HB/vllm_compile_cache.py")"
 
