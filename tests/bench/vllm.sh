@@ -47,13 +47,15 @@ mkdir -p "$WORK/src" "$WORK/empty"
 tar -xzf "$top/tests/data/torch-2.11/mlp-cuda-cachedir.tar.gz" -C "$WORK/src"
 "$M" keygen -q -W -f -p "$WORK/k.pub" -s "$WORK/k.key"
 C="$WORK/cache-$copies"
-CP="$WORK/torch-$copies"
-V="$WORK/vllm-$copies"
+CP="$WORK/torch-$copies-$RANKS-$ARTIFACTS"
+V="$WORK/vllm-$copies-$RANKS-$ARTIFACTS"
 [ -d "$C" ] || python3 "$SHARED/bench/scale_cache.py" "$WORK/src/cache_mlp_cold" "$C" "$copies"
 
-# The two trees, from C: V, and C' holding the same bytes in torch's names.
-rm -rf "$CP" "$V"
-python3 - "$C" "$CP" "$V" "$RANKS" "$ARTIFACTS" <<'EOF'
+# The two trees, from C: V, and C' holding the same bytes in torch's names; kept for the
+# next run, as a tree removed just before the loads would slow them (bench.sh says why).
+if [ ! -f "$V.made" ]; then
+	rm -rf "$CP" "$V"
+	python3 - "$C" "$CP" "$V" "$RANKS" "$ARTIFACTS" <<'EOF'
 import base64, hashlib, os, pprint, struct, sys, zlib
 src, cp, v, ranks, arts = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 B32 = "abcdefghijklmnopqrstuvwxyz234567"
@@ -117,20 +119,22 @@ for r in range(ranks):
             put(os.path.join(cp, name("dir%d.%s" % (r, f), 2), "c" + name("c%d.%s" % (r, f))
                              + os.path.splitext(f)[1]), data)
 EOF
-# What either tier skips leaves both trees: a pack lists each file it skips.
-skip() { # skip SIDE-OPTION DIR: the paths beneath DIR that a pack of it skips
-	"$M" pack -v -o "$WORK/probe.mcache" "$1" "$2" 2>&1 >/dev/null |
-		sed -n "s|^skipped \($2/\)\{0,1\}\([^:]*\): .*|\2|p"
-}
-skip --from-vllm-dir "$V" | sed -n 's|^torch_compile_cache/torch_aot_compile/[0-9a-f]*/inductor_cache/||p' > "$WORK/skip"
-skip --from-dir "$CP" >> "$WORK/skip"
-aotdir=$(echo "$V"/torch_compile_cache/torch_aot_compile/*/inductor_cache)
-while read -r rel; do
-	rm -f "$CP/$rel" "$aotdir/$rel"
-done < "$WORK/skip"
-rm -f "$WORK/probe.mcache"
-[ -z "$(skip --from-vllm-dir "$V")$(skip --from-dir "$CP")" ] ||
-	{ echo "vllm bench: files still skipped" >&2; exit 1; }
+	# What either tier skips leaves both trees: a pack lists each file it skips.
+	skip() { # skip SIDE-OPTION DIR: the paths beneath DIR that a pack of it skips
+		"$M" pack -v -o "$WORK/probe.mcache" "$1" "$2" 2>&1 >/dev/null |
+			sed -n "s|^skipped \($2/\)\{0,1\}\([^:]*\): .*|\2|p"
+	}
+	skip --from-vllm-dir "$V" | sed -n 's|^torch_compile_cache/torch_aot_compile/[0-9a-f]*/inductor_cache/||p' > "$WORK/skip"
+	skip --from-dir "$CP" >> "$WORK/skip"
+	aotdir=$(echo "$V"/torch_compile_cache/torch_aot_compile/*/inductor_cache)
+	while read -r rel; do
+		rm -f "$CP/$rel" "$aotdir/$rel"
+	done < "$WORK/skip"
+	rm -f "$WORK/probe.mcache"
+	[ -z "$(skip --from-vllm-dir "$V")$(skip --from-dir "$CP")" ] ||
+		{ echo "vllm bench: files still skipped" >&2; exit 1; }
+	touch "$V.made"
+fi
 
 # t NAME CMD...: runs CMD under GNU time, appends "wall rss_kb user sys" to $WORK/NAME.times.
 t() {
