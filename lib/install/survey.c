@@ -211,7 +211,7 @@ plan_artifact(struct loader *L, size_t i)
 	mc__split_dest(dest, dir, sizeof dir, &base);
 	if (mc__derives(a->handler, a->key) && (rc = mc__tier_abs(L, tier)) != MC_OK)
 		return rc;
-	if ((a->handler->flags & MC_TYPE_FOLDER_UNIT) && strcmp(dir, ".") != 0 &&
+	if (mc__unit_folder(a->handler, a->key) && strcmp(dir, ".") != 0 &&
 	    (rc = find_unit(L, tier, dir, i, &unit)) != MC_OK)
 		return rc;
 	if (unit == NO_UNIT && L->tiers[tier].fd >= 0 &&

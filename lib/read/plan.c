@@ -336,7 +336,7 @@ plan_enter(struct plan *P, size_t i, const struct mc_martifact *a, struct pprev 
 	l = strlen(path);
 	while (ns == prev->ns && same < l && prev->path[same] == path[same])
 		same++; /* the bytes both paths begin with */
-	if (a->handler->flags & MC_TYPE_FOLDER_UNIT) {
+	if (mc__unit_folder(a->handler, a->key)) {
 		/* As the loader has it: the destination's folder, when it has one. */
 		const char *own = strrchr(path + at, '/');
 		if (own != NULL)

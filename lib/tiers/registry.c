@@ -98,6 +98,7 @@ add_type(mc_ctx *ctx, const struct mc_typedesc *d, void *ud)
 	t->export_rank = d->export_rank;
 	t->record = d->record;
 	t->derive = d->derive;
+	t->unit_key = d->unit_key;
 	ctx->ntypes++;
 	return MC_OK;
 }
@@ -231,6 +232,12 @@ mc__find_type(const mc_ctx *ctx, const char *type)
 		if (strcmp(ctx->types[i].name, type) == 0)
 			return &ctx->types[i];
 	return NULL;
+}
+
+int
+mc__unit_folder(const struct mc_type *t, const char *key)
+{
+	return (t->flags & MC_TYPE_FOLDER_UNIT) != 0 || (t->unit_key != NULL && t->unit_key(key));
 }
 
 /* A destination must be a plain relative path: no absolute path, no empty, "." or ".."

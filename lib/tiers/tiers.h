@@ -62,6 +62,10 @@ struct mc_typedesc {
 	int export_rank;          /* its group's place in an exported blob, or -1 */
 	mc_record_fn record;      /* files with paths in them, or NULL */
 	mc_derive_fn derive;
+	/* Whether key's folder is installed as a unit, for a type not MC_TYPE_FOLDER_UNIT
+	 * whose keys lie in such folders and others (vLLM's Triton kernel folders); NULL:
+	 * none is. */
+	int (*unit_key)(const char *key);
 };
 
 /* A registered type. */
@@ -77,6 +81,7 @@ struct mc_type {
 	int export_rank;
 	mc_record_fn record;
 	mc_derive_fn derive;
+	int (*unit_key)(const char *key);
 };
 
 struct mc_tier {
@@ -96,6 +101,8 @@ MC_HIDDEN const struct mc_type *mc__find_type(const mc_ctx *ctx, const char *typ
 MC_HIDDEN int mc__key_check(mc_ctx *ctx, const struct mc_type *t, const char *key);
 /* A tier's root as mc_ctx_tier_root() gives it, and how much of it was named. */
 MC_HIDDEN int mc__tier_root(mc_ctx *ctx, const char *tier, const char **path, size_t *named);
+/* Whether the folder of key, of type t, is installed as a unit (tiers.h, unit_key). */
+MC_HIDDEN int mc__unit_folder(const struct mc_type *t, const char *key);
 /* Checks key with the type's handler and computes its destination. */
 MC_HIDDEN int mc__dest_for(mc_ctx *ctx, const struct mc_type *t, const char *key,
 			   const unsigned char *sha256, char *buf, size_t buflen);

@@ -655,9 +655,30 @@ vllm_default_root(mc_ctx *ctx, char **out, size_t *named)
 	return expand(ctx, "the home folder", "~", "/.cache/vllm", out, named);
 }
 
+/* Whether key lies in a folder of one Triton kernel: "triton/<device>/<hash>/<file>"
+ * (torch's) or "triton_cache/<hash>/<file>" (the older adaptor's), whose files are all
+ * of the key's type. */
+static int
+kernel_folder(const char *key)
+{
+	const char *c[4] = {NULL, NULL, NULL, NULL}, *p;
+	size_t k = 0, n;
+
+	for (p = key + strlen(key); p > key && k < 4; p--)
+		if (p[-1] == '/')
+			c[k++] = p; /* c[0] the file's name, c[1] the folder's, ... */
+	if (k < 3)
+		return 0;
+	if (strncmp(c[2], "triton_cache/", 13) == 0)
+		return 1;
+	n = (size_t)(c[1] - c[2]) - 1; /* the device's digits */
+	return k == 4 && n > 0 && strspn(c[2], "0123456789") == n &&
+	       strncmp(c[3], "triton/", 7) == 0;
+}
+
 /* The types. Handlers get the context as their ud, and need none of it. None is a
- * folder unit: a binary artifact is a file in the folder of its model's other files,
- * which would make that whole folder one. */
+ * folder unit as a whole (a binary artifact is a file in the folder of its model's other
+ * files, which would make that whole folder one); Triton's kernel folders are. */
 static const struct mc_typedesc vllm[] = {
 	{.name = "vllm_meta", .tier = "vllm",
 	 .key_check = meta_check, .dest_path = same_path_dest,
@@ -669,15 +690,15 @@ static const struct mc_typedesc vllm[] = {
 	{.name = "vllm_artifact", .tier = "vllm",
 	 .key_check = artifact_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
-	 .record = mc__group_record, .derive = mc__group_derive},
+	 .record = mc__group_record, .derive = mc__group_derive, .unit_key = kernel_folder},
 	{.name = "vllm_aot", .tier = "vllm",
 	 .key_check = aot_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
-	 .record = mc__group_record, .derive = mc__group_derive},
+	 .record = mc__group_record, .derive = mc__group_derive, .unit_key = kernel_folder},
 	{.name = "vllm_inductor", .tier = "vllm",
 	 .key_check = inductor_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1,
-	 .record = mc__group_record, .derive = mc__group_derive},
+	 .record = mc__group_record, .derive = mc__group_derive, .unit_key = kernel_folder},
 	{.name = "vllm_extra", .tier = "vllm",
 	 .key_check = extra_check, .dest_path = same_path_dest,
 	 .default_root = vllm_default_root, .torch27_id = -1, .export_rank = -1},
