@@ -45,29 +45,8 @@ mkdir -p "$WORK/src"
 tar -xzf "$top/tests/data/torch-2.11/mlp-cuda-cachedir.tar.gz" -C "$WORK/src"
 "$M" keygen -q -W -f -p "$WORK/k.pub" -s "$WORK/k.key"
 
-# t NAME CMD...: runs CMD under GNU time, appends "wall rss_kb user sys" to $WORK/NAME.times.
-t() {
-	name=$1
-	shift
-	/usr/bin/time -f "%e %M %U %S" -o "$WORK/.t" "$@" >/dev/null 2>"$WORK/.err" || {
-		echo "bench: $name failed: $(tail -3 "$WORK/.err")" >&2
-		exit 1
-	}
-	cat "$WORK/.t" >> "$WORK/$name.times"
-}
-
-median() { # median COLUMN FILE (COLUMN 0: user plus system time)
-	awk -v c="$1" '{ print c ? $c : $3 + $4 }' "$2" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-# settle FILE...: written-back, dropped (when allowed) page cache, then FILEs read once.
-settle() {
-	sync
-	[ -w /proc/sys/vm/drop_caches ] && echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || :
-	for f in "$@"; do
-		if [ -d "$f" ]; then tar -cf - -C "$f" . | cat > /dev/null; else cat "$f" > /dev/null; fi
-	done
-}
+BENCH="bench"
+. "$top/tests/bench/timing.sh"
 
 pack_base() { t pack-base sh -c "tar -cf - -C '$C' . | zstd -q -$LEVEL -T1 -o '$WORK/base.tar.zst' && minisign -S -s '$WORK/k.key' -m '$WORK/base.tar.zst'"; }
 # A manifest takes about 410 bytes per file: the 16x corpus needs more than the default
