@@ -25,6 +25,11 @@ def put(rel, data):
     os.makedirs(os.path.dirname(p), exist_ok=True)
     with open(p, "wb") as f:
         f.write(data if isinstance(data, bytes) else data.encode())
+def kernel(kdir, name, cubin): # a Triton kernel's folder, its group file naming it here
+    put(f"{kdir}/{name}.cubin", cubin)
+    put(f"{kdir}/{name}.json", '{"name": "%s"}' % name)
+    put(f"{kdir}/__grp__{name}.json", '{"child_paths": {"%s.cubin": "%s/%s/%s.cubin", '
+        '"%s.json": "%s/%s/%s.json"}}' % (name, root, kdir, name, name, root, kdir, name))
 EOF
 /usr/bin/python3 - "$SRC" "$T" <<'EOF'
 import struct, sys, zlib, base64
@@ -42,11 +47,7 @@ def torch_tree(base, seed):
     put(f"{base}/fxgraph/{fk[1:3]}/{fk}/{b32(seed + 3)}", b"fx entry %d" % seed)
     put(f"{base}/{b32(seed + 4, 2)}/c{b32(seed + 5)}.py", "# output code\n")
     put(f"{base}/{b32(seed + 4, 2)}/{'%064x' % (seed + 99)}.best_config", '{"XBLOCK": 128}')
-    kdir = f"{base}/triton/0/{b32(seed + 6, 52).upper()}"
-    put(f"{kdir}/triton_poi_0.cubin", b"\x7fELF cubin")
-    put(f"{kdir}/triton_poi_0.json", '{"name": "triton_poi_0"}')
-    put(f"{kdir}/__grp__triton_poi_0.json", '{"child_paths": {"triton_poi_0.cubin": "%s/%s/triton_poi_0.cubin", '
-        '"triton_poi_0.json": "%s/%s/triton_poi_0.json"}}' % (root, kdir, root, kdir))
+    kernel(f"{base}/triton/0/{b32(seed + 6, 52).upper()}", "triton_poi_0", b"\x7fELF cubin")
     return ak
 for rank in (0, 1):
     pre = f"torch_compile_cache/a06ab0848f/rank_{rank}_0/backbone"
@@ -347,11 +348,7 @@ put(f"{ind}/fxgraph/{fk[1:3]}/{fk}/{b32(4)}", b"fx entry")
 put(f"{ind}/aotautograd/{ak}/{b32(5)}", b"aot entry")
 put(f"{ind}/xy/c{b32(3)}.py", "# output code\n")
 put(f"{ind}/xy/{'%064x' % 7}.best_config", '{"XBLOCK": 64}')
-kdir = f"{tri}/{b32(6, 52).upper()}"
-put(f"{kdir}/triton_poi_1.cubin", b"\x7fELF cubin 1")
-put(f"{kdir}/triton_poi_1.json", '{"name": "triton_poi_1"}')
-put(f"{kdir}/__grp__triton_poi_1.json", '{"child_paths": {"triton_poi_1.cubin": "%s/%s/triton_poi_1.cubin", '
-    '"triton_poi_1.json": "%s/%s/triton_poi_1.json"}}' % (root, kdir, root, kdir))
+kernel(f"{tri}/{b32(6, 52).upper()}", "triton_poi_1", b"\x7fELF cubin 1")
 # no shape of torch's or Triton's: reported and left out
 put(f"{ind}/notes.txt", "mine\n")
 put(f"{tri}/tmp.pid_7_1/triton_poi_1.cubin", b"half written")
