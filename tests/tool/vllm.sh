@@ -243,8 +243,8 @@ EOF
 mkdir -p "$T/h1/torch_compile_cache/a06ab0848f/rank_0_0/backbone"
 echo evil > "$T/h1/torch_compile_cache/a06ab0848f/rank_0_0/backbone/computation_graph.py"
 run 0 "" pack -q -o "$T/h1.mcache" --from-vllm-dir "$T/h1" --no-compress --format-version 1
-hostile() { # hostile FROM TO OUT: OUT is h1.mcache with every FROM of its manifest made TO
-	/usr/bin/python3 - "$T/h1.mcache" "$@" <<'EOF'
+hostile() { # hostile SRC FROM TO OUT: OUT is bundle SRC with every FROM of its manifest made TO
+	/usr/bin/python3 - "$@" <<'EOF'
 import sys
 src, a, b, out = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode(), sys.argv[4]
 assert len(a) == len(b)
@@ -256,7 +256,7 @@ EOF
 for pair in "a06ab0848f/rank_0_0/backbone ../../../../../../../../..xx" \
 	    "rank_0_0 rank_x_0" "backbone back/one" "a06ab0848f a06ab0848F"; do
 	set -- $pair
-	hostile "$1" "$2" "$T/h2.mcache"
+	hostile "$T/h1.mcache" "$1" "$2" "$T/h2.mcache"
 	rm -rf "$T/dh"
 	run 1 "refused" load "$T/h2.mcache" --insecure-no-verify --vllm-dir "$T/dh/root"
 	[ ! -e "$T/dh" ] && ok || bad "a refused bundle ($2) installed something"
@@ -377,14 +377,7 @@ for pair in "triton_cache/ triton_cachX/" "rank_0_0/inductor_cache ../../../../.
 	    "__grp__triton_poi_1.json __grp__triton_poi_1/json" \
 	    "rank_0_0/triton_cache rank_0_x/triton_cache"; do
 	set -- $pair
-	/usr/bin/python3 - "$T/leg1.mcache" "$1" "$2" "$T/leg2.mcache" <<'EOF'
-import sys
-src, a, b, out = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode(), sys.argv[4]
-assert len(a) == len(b)
-data = open(src, "rb").read()
-assert a in data
-open(out, "wb").write(data.replace(a, b))
-EOF
+	hostile "$T/leg1.mcache" "$1" "$2" "$T/leg2.mcache"
 	rm -rf "$T/dl2"
 	run 1 "refused" load "$T/leg2.mcache" --insecure-no-verify --vllm-dir "$T/dl2/root"
 	grep -q "vllm_inductor" "$T/err" && ok || bad "refusal of $2 does not name the type: $(cat "$T/err")"
