@@ -448,7 +448,7 @@ on_found(void *ud, int what, const char *rel, const char *type)
 }
 
 /* Counts the new files in the folders save records (bin/record.c; the Python package's
- * SAVE_TIERS, the first two): torch's cache dir, Triton's own cache and vLLM's root. The
+ * SAVE_TIERS): torch's cache dir, Triton's own cache and vLLM's root. The
  * scans record into a writer that is never saved: in bundle format 2 that reads no
  * content but Triton's small group files, and the heads of vLLM's notes and artifacts
  * for its labels. */
