@@ -275,6 +275,7 @@ mc__remote_parse(const char *rkey, const unsigned char *v, size_t vn, const char
 		 unsigned spaces, const char **type, char *kbuf, size_t klen,
 		 unsigned char **content, size_t *cn, char *why, size_t whylen)
 {
+	struct mc_hook_env env = {NULL, NULL, NULL, NULL, NULL, 0};
 	int rc;
 
 	*content = NULL;
@@ -288,7 +289,7 @@ mc__remote_parse(const char *rkey, const unsigned char *v, size_t vn, const char
 	if (!(spaces & MC_SPACE_TRITON) || triton_rkey(rkey, triton_fmt, kbuf, klen) != MC_OK)
 		return 2;
 	*type = "triton_home";
-	if ((rc = mc__group_recorded(kbuf, v, vn, content, cn)) != MC_OK || *content != NULL)
+	if ((rc = mc__group_record(kbuf, v, vn, &env, content, cn)) != MC_OK || *content != NULL)
 		return rc;
 	if ((*content = malloc(vn + 1)) == NULL)
 		return MC_ERR_NOMEM;

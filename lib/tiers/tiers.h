@@ -139,14 +139,13 @@ MC_HIDDEN const struct mc_typedesc *mc__builtin_torch27(uint64_t id);
 MC_HIDDEN int mc__derives(const struct mc_type *t, const char *key);
 
 /* A Triton group file (a key ending __grp__<name>.json) in Triton's remote form, from
- * any form read; in the recorded form, from any form read (the remote one too). *out
- * NULL: not a group file in a form read, kept as it is. */
+ * any form read. *out NULL: not a group file in a form read, kept as it is. */
 MC_HIDDEN int mc__group_remote(const char *key, const unsigned char *in, size_t n,
 			       unsigned char **out, size_t *outn);
-MC_HIDDEN int mc__group_recorded(const char *key, const unsigned char *in, size_t n,
-				 unsigned char **out, size_t *outn);
 
-/* The triton type's hooks, for other types that hold Triton's kernels. */
+/* The triton type's hooks, for other types that hold Triton's kernels, and for group
+ * files read from Triton's remote cache (record reads every form, the remote one too,
+ * and is told nothing in env). */
 MC_HIDDEN int mc__group_record(const char *key, const unsigned char *in, size_t n,
 			       struct mc_hook_env *env, unsigned char **out, size_t *outn);
 MC_HIDDEN int mc__group_derive(const char *key, const unsigned char *rec, size_t n,

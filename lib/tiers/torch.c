@@ -598,13 +598,6 @@ mc__group_remote(const char *key, const unsigned char *in, size_t n, unsigned ch
 	return MC_OK;
 }
 
-/* A group file in a form read (Triton's remote one too) in the recorded form. */
-int
-mc__group_recorded(const char *key, const unsigned char *in, size_t n, unsigned char **out,
-		   size_t *outn)
-{
-	return group_form(key, in, n, NULL, out, outn);
-}
 
 static int extra_check(void *ud, const char *key, char *w, size_t wl);
 
