@@ -20,8 +20,9 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	python3-pytest python3-pytest-forked python3-venv python3-jsonschema \
 	python3-pip python3-setuptools python3-wheel \
 	clang libclang-rt-14-dev buildah mmdebstrap \
-	libhiredis-dev redis-server redis-tools python3-redis libssl-dev zstd procps >/dev/null
+	libhiredis-dev redis-server redis-tools python3-redis libssl-dev zstd procps \
+	libcurl4-openssl-dev docker-registry skopeo apache2-utils openssl >/dev/null
 autoreconf -fi
-./configure --enable-werror --with-hiredis --with-openssl
+./configure --enable-werror --with-hiredis --with-openssl --with-curl
 make -j"$(nproc)"
 sh examples/demo.sh

@@ -289,7 +289,8 @@ add_inputs(struct tool *t, mc_writer *w, struct merge_opts *o, char **inputs, si
 
 /* merge --json: the bundle written, with n artifacts, from the inputs. */
 static void
-merge_json(const struct merge_opts *o, size_t n, char **inputs, int ninputs, size_t conflicts)
+merge_json(const struct tool *t, const struct merge_opts *o, size_t n, char **inputs,
+	   int ninputs, size_t conflicts)
 {
 	cJSON *j = json_object(), *in;
 	int i;
@@ -303,6 +304,7 @@ merge_json(const struct merge_opts *o, size_t n, char **inputs, int ninputs, siz
 	cJSON_AddNumberToObject(j, "bundle_version", (double)o->bver);
 	cJSON_AddNumberToObject(j, "signature_count", (double)o->signers.n);
 	cJSON_AddBoolToObject(j, "signed", o->signers.n > 0);
+	say_pushed(t, o->out, j, stdout);
 	print_json(j);
 }
 
@@ -315,10 +317,12 @@ merge_report(struct tool *t, const struct merge_opts *o, const mc_writer *w, cha
 	size_t n = mc_writer_saved_count(w);
 
 	if (t->json)
-		merge_json(o, n, inputs, ninputs, conflicts);
-	if (!t->quiet && !t->json)
+		merge_json(t, o, n, inputs, ninputs, conflicts);
+	if (!t->quiet && !t->json) {
 		say(stdout, "merged %d bundles into %s: %zu artifacts, %zu conflict%s", ninputs, out, n,
 		    conflicts, conflicts == 1 ? "" : "s");
+		say_pushed(t, out, NULL, stdout);
+	}
 }
 
 int

@@ -159,10 +159,12 @@ pack_report(const struct tool *t, mc_writer *w, const struct pack_opts *o,
 		cJSON_AddNumberToObject(j, "signature_count", (double)nsecs);
 		cJSON_AddBoolToObject(j, "signed", nsecs > 0);
 		cJSON_AddNumberToObject(j, "skipped_files", (double)tally->skipped);
+		say_pushed(t, o->out, j, stdout);
 		print_json(j);
 	} else if (!t->quiet) {
 		say(stdout, "packed %zu artifact%s (%s) into %s, %zu signature%s", n,
 		    n == 1 ? "" : "s", hb, o->out, nsecs, nsecs == 1 ? "" : "s");
+		say_pushed(t, o->out, NULL, stdout);
 		if (again > 0)
 			say(stdout, "  %zu artifact%s left out: recorded again under the same type "
 			    "and key, the bundle keeps the one recorded last", again,

@@ -82,6 +82,7 @@ pull_report(const struct tool *t, const struct pull_opts *o, const mc_redis *r,
 		cJSON_AddNumberToObject(j, "odd", (double)ta->n[MC_REMOTE_ODD]);
 		cJSON_AddNumberToObject(j, "signature_count", (double)nsecs);
 		cJSON_AddBoolToObject(j, "signed", nsecs > 0);
+		say_pushed(t, o->out, j, stdout);
 		print_json(j);
 		return;
 	}
@@ -90,6 +91,7 @@ pull_report(const struct tool *t, const struct pull_opts *o, const mc_redis *r,
 	say(stdout, "pulled %zu entr%s from %s into %s, %zu signature%s", ta->n[MC_REMOTE_PULLED],
 	    ta->n[MC_REMOTE_PULLED] == 1 ? "y" : "ies", mc_redis_where(r), o->out, nsecs,
 	    nsecs == 1 ? "" : "s");
+	say_pushed(t, o->out, NULL, stdout);
 	if (ta->n[MC_REMOTE_ODD] > 0)
 		say(stdout, "  %zu entr%s skipped: not in the form of their key (-v names them)",
 		    ta->n[MC_REMOTE_ODD], ta->n[MC_REMOTE_ODD] == 1 ? "y" : "ies");

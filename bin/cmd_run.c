@@ -416,7 +416,7 @@ on_new(void *ud, int what, const char *type, const char *key, uint64_t size_a, u
 
 /* The --json entry of the save: nothing written when nothing was new or it failed. */
 static cJSON *
-save_json(const struct run_opts *o, mc_writer *w, int written)
+save_json(const struct tool *t, const struct run_opts *o, mc_writer *w, int written)
 {
 	cJSON *j = cJSON_CreateObject();
 
@@ -426,6 +426,8 @@ save_json(const struct run_opts *o, mc_writer *w, int written)
 	cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_total_bytes(w));
 	cJSON_AddNumberToObject(j, "signature_count", written ? (double)o->rec.signers.n : 0);
 	cJSON_AddBoolToObject(j, "signed", written && o->rec.signers.n > 0);
+	if (written)
+		say_pushed(t, o->save_to, j, stdout);
 	return j;
 }
 
@@ -465,9 +467,11 @@ save_new(struct tool *t, const struct run_opts *o, mc_writer *w, mc_bundle **bas
 		say(stderr, "%s: saved %zu new artifact%s (%s) into %s", PROG,
 		    mc_writer_artifact_count(w), mc_writer_artifact_count(w) == 1 ? "" : "s", hb,
 		    o->save_to);
+	if (!quiet)
+		say_pushed(t, o->save_to, NULL, stderr);
 done:
 	if (t->json)
-		rj->save = save_json(o, w, written);
+		rj->save = save_json(t, o, w, written);
 	return rc == MC_OK ? 0 : fail(t->ctx, rc);
 }
 

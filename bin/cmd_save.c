@@ -82,6 +82,8 @@ save_report(const struct tool *t, mc_writer *w, const struct save_opts *o,
 		cJSON_AddNumberToObject(j, "signature_count", (double)(o->dry ? 0 : nsecs));
 		cJSON_AddBoolToObject(j, "signed", !o->dry && nsecs > 0);
 		cJSON_AddNumberToObject(j, "skipped_files", (double)tally->skipped);
+		if (!o->dry)
+			say_pushed(t, o->out, j, stdout);
 		print_json(j);
 		return;
 	}
@@ -93,6 +95,8 @@ save_report(const struct tool *t, mc_writer *w, const struct save_opts *o,
 	else
 		say(stdout, "saved %zu artifact%s (%s) into %s, %zu signature%s", n, n == 1 ? "" : "s",
 		    hb, o->out, nsecs, nsecs == 1 ? "" : "s");
+	if (!o->dry)
+		say_pushed(t, o->out, NULL, stdout);
 	if (tally->skipped > 0)
 		say_skipped(stdout, tally);
 }

@@ -74,6 +74,7 @@ sign_report(const struct tool *t, mc_bundle *src, const char *bundle, const char
 			say(stdout, "signed %s with key %s%s", path, mc_seckey_id(sk),
 			    t->trust.insecure ? " (not verified: --insecure-no-verify)"
 					      : ", after it verified");
+		say_pushed(t, path, NULL, stdout);
 		return;
 	}
 	j = json_object();
@@ -82,6 +83,7 @@ sign_report(const struct tool *t, mc_bundle *src, const char *bundle, const char
 	cJSON_AddStringToObject(j, "output", path);
 	cJSON_AddStringToObject(j, "key_id", mc_seckey_id(sk));
 	cJSON_AddBoolToObject(j, "signatures_checked", !t->trust.insecure);
+	say_pushed(t, path, j, stdout);
 	if (mc_bundle_open(t->ctx, path, &b) == MC_OK)
 		cJSON_AddNumberToObject(j, "signature_count", (double)mc_bundle_signature_count(b));
 	mc_bundle_free(b);
@@ -164,6 +166,7 @@ cmd_sign(struct tool *t, int argc, char **argv)
 	path = argv[optind];
 	if (strcmp(path, "-") == 0)
 		usage_say("sign reads the bundle twice: name a file, not standard input (-)");
+	t->need_file = 1;
 	if (t->trust.npubs == 0 && !t->trust.insecure)
 		usage_say("sign needs -p PUBFILE to verify the bundle it endorses (or "
 			  "--insecure-no-verify to sign it unchecked)");

@@ -60,6 +60,14 @@ static const char overview_tail[] =
 	"  -h, --help         this text (after a command: its own help)\n"
 	"  --version          the version; --version --json: with the bundle formats read\n"
 	"                     and written, Redis support and the commands, as JSON\n"
+	"  --registry-ca FILE, --plain-http, --registry-user USER,\n"
+	"  --registry-password-file F, --timeout SECONDS\n"
+	"                     for a bundle in a registry, oci://HOST[:PORT]/REPO[:TAG|\n"
+	"                     @sha256:DIGEST], wherever a bundle is read or written: a\n"
+	"                     private CA, plain HTTP beyond localhost, the credentials\n"
+	"                     (else $MEGACACHE_REGISTRY_USER and _PASSWORD, then the auth\n"
+	"                     files of podman and docker), and how long a silent registry\n"
+	"                     is waited for (default 30 s); doc/registries.md\n"
 	"\n"
 	"The folders are torch's and Triton's: $TORCHINDUCTOR_CACHE_DIR, else\n"
 	"<tmp>/torchinductor_<user>, <tmp> chosen as Python's tempfile.gettempdir() does\n"
@@ -114,6 +122,7 @@ static const struct command {
 	{"push", cmd_push, TOOL_TRUST | TOOL_JSON, &push_help, NULL},
 	{"pull", cmd_pull, TOOL_JSON, &pull_help, NULL},
 	{"audit", cmd_audit, TOOL_TRUST | TOOL_JSON, &audit_help, NULL},
+	{"copy", cmd_copy, TOOL_JSON, &copy_help, NULL},
 };
 
 /* Whether --json (or a prefix getopt takes for it: --j, --js, --jso; or --json=ARG) is
@@ -183,8 +192,8 @@ print_overview(FILE *f)
 {
 	static const struct cmd_help *const told[] = {
 		&keygen_help, &save_help, &run_help, &pack_help, &sign_help, &verify_help,
-		&list_help, &load_help, &export_help, &merge_help, &diff_help, &push_help,
-		&pull_help, &audit_help};
+		&list_help, &load_help, &export_help, &merge_help, &diff_help, &copy_help,
+		&push_help, &pull_help, &audit_help};
 	size_t i;
 
 	fputs(overview_head, f);

@@ -26,6 +26,11 @@ static const struct option common_long[] = {
 	{"max-total-bytes", required_argument, NULL, OPT_CAP + 3},
 	{"max-expansion", required_argument, NULL, OPT_CAP + 4},
 	{"threads", required_argument, NULL, OPT_THREADS},
+	{"registry-ca", required_argument, NULL, OPT_REGISTRY_CA},
+	{"plain-http", no_argument, NULL, OPT_PLAIN_HTTP},
+	{"registry-user", required_argument, NULL, OPT_REGISTRY_USER},
+	{"registry-password-file", required_argument, NULL, OPT_REGISTRY_PASSWORD_FILE},
+	{"timeout", required_argument, NULL, OPT_TIMEOUT},
 	{NULL, 0, NULL, 0}};
 
 static const struct option trust_long[] = {
@@ -195,6 +200,15 @@ static const char common_help[] =
 	"  --threads N           worker threads (default 0: one per CPU, at most 8)\n"
 	"  --max-manifest-bytes N, --max-artifacts N, --max-artifact-bytes N,\n"
 	"  --max-total-bytes N, --max-expansion N   caps on what a bundle may declare\n"
+	"registry options (where a bundle is oci://HOST[:PORT]/REPO[:TAG|@sha256:DIGEST]):\n"
+	"  --registry-ca FILE    trust the CAs of this PEM file instead of the system's\n"
+	"  --plain-http          allow plain HTTP to any registry (without it: only to\n"
+	"                        localhost, 127.0.0.0/8 and ::1, after HTTPS is tried)\n"
+	"  --registry-user USER  with --registry-password-file: the registry's credentials\n"
+	"                        (default: $MEGACACHE_REGISTRY_USER, then the auth files)\n"
+	"  --registry-password-file F  the password or token: the first line of F\n"
+	"                        (default: $MEGACACHE_REGISTRY_PASSWORD)\n"
+	"  --timeout SECONDS     give up on a registry silent that long (default 30)\n"
 	"  -h, --help            this text; megacache --help: all commands\n";
 
 /* Prints the help of a command to standard output: h's, then the common options. */
@@ -246,6 +260,19 @@ common_opt(struct tool *t, int c, char *arg)
 		if (parse_u64(arg, &n) != 0 || n > 1024)
 			usage_error("--threads takes 0 to 1024, not '%s'", arg);
 		t->threads = (unsigned)n;
+		return 1;
+	case OPT_REGISTRY_CA: t->registry_ca = arg; return 1;
+	case OPT_PLAIN_HTTP: t->plain_http = 1; return 1;
+	case OPT_REGISTRY_USER: t->registry_user = arg; return 1;
+	case OPT_REGISTRY_PASSWORD_FILE:
+		refuse_dash("--registry-password-file", arg, "a password is not read from standard "
+			    "input ($MEGACACHE_REGISTRY_PASSWORD is another way)");
+		t->registry_password_file = arg;
+		return 1;
+	case OPT_TIMEOUT:
+		if (parse_u64(arg, &n) != 0 || n < 1 || n > 86400)
+			usage_error("--timeout takes 1 to 86400 seconds, not '%s'", arg);
+		t->timeout = arg;
 		return 1;
 	case OPT_CAP + 0: case OPT_CAP + 1: case OPT_CAP + 2: case OPT_CAP + 3: case OPT_CAP + 4:
 		if (parse_u64(arg, &t->caps[c - OPT_CAP]) != 0)

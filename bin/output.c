@@ -263,7 +263,7 @@ check_out_folder(const char *path)
 	struct stat st;
 	int err = 0;
 
-	if (path == NULL || strcmp(path, "-") == 0)
+	if (path == NULL || strcmp(path, "-") == 0 || mc_is_reference(path))
 		return;
 	if ((copy = strdup(path)) == NULL)
 		return;
@@ -286,6 +286,32 @@ check_out_folder(const char *path)
 		json_exit(EXIT_USAGE);
 	}
 	free(copy);
+}
+
+/* After a bundle was written to out: when out is a registry reference, j's "registry"
+ * object, or without j the line to f that names what was pushed, by digest (not with
+ * -q). */
+void
+say_pushed(const struct tool *t, const char *out, cJSON *j, FILE *f)
+{
+	const char *manifest = mc_ctx_registry_digest(t->ctx, 0);
+	const char *layer = mc_ctx_registry_digest(t->ctx, 1);
+	char ref[1024];
+	cJSON *r;
+	size_t n;
+
+	if (out == NULL || !mc_is_reference(out) || manifest == NULL || layer == NULL)
+		return;
+	n = strcspn(out, "@"); /* a digest given with the reference is the manifest's */
+	snprintf(ref, sizeof ref, "%.*s@%s", (int)n, out, manifest);
+	if (!t->quiet && j == NULL)
+		say(f, "%spushed %s", f == stderr ? PROG ": " : "", ref);
+	if (j == NULL || (r = cJSON_AddObjectToObject(j, "registry")) == NULL)
+		return;
+	cJSON_AddStringToObject(r, "reference", ref);
+	cJSON_AddStringToObject(r, "digest", manifest);
+	cJSON_AddStringToObject(r, "layer_digest", layer);
+	cJSON_AddNumberToObject(r, "size", (double)mc_ctx_registry_size(t->ctx));
 }
 
 /* A bundle's path as messages show it: "-" is standard input. */

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
@@ -47,6 +48,41 @@ on_progress(void *ud, const char *phase, uint64_t done, uint64_t total)
 /* Makes t->ctx from the options: progress on a terminal unless -q, threads, caps, and the
  * tier roots given. Returns 0, or the exit status of a failure it has reported; a bad
  * --threads or cap value, or a context that cannot be made, ends the process (exit 2). */
+/* The registry options, set on the context; the password from its file's first line. */
+static int
+registry_setup(struct tool *t)
+{
+	char pw[4096], *nl;
+	FILE *f;
+	int rc = MC_OK;
+
+	if (t->registry_ca != NULL)
+		rc = mc_ctx_set_registry(t->ctx, MC_REGISTRY_CA, t->registry_ca);
+	if (rc == MC_OK && t->plain_http)
+		rc = mc_ctx_set_registry(t->ctx, MC_REGISTRY_PLAIN_HTTP, "1");
+	if (rc == MC_OK && t->timeout != NULL)
+		rc = mc_ctx_set_registry(t->ctx, MC_REGISTRY_TIMEOUT, t->timeout);
+	if (rc == MC_OK && t->registry_user != NULL)
+		rc = mc_ctx_set_registry(t->ctx, MC_REGISTRY_USER, t->registry_user);
+	if (rc != MC_OK || t->registry_password_file == NULL)
+		return rc;
+	if ((f = fopen(t->registry_password_file, "r")) == NULL || fgets(pw, sizeof pw, f) == NULL) {
+		say(stderr, "%s: cannot read the registry password from %s%s%s", PROG,
+		    t->registry_password_file, f == NULL ? ": " : " (it is empty)",
+		    f == NULL ? strerror(errno) : "");
+		if (f != NULL)
+			fclose(f);
+		json_error("io");
+		json_exit(EXIT_USAGE);
+	}
+	fclose(f);
+	if ((nl = strpbrk(pw, "\r\n")) != NULL)
+		*nl = '\0';
+	rc = mc_ctx_set_registry(t->ctx, MC_REGISTRY_PASSWORD, pw);
+	explicit_bzero(pw, sizeof pw);
+	return rc;
+}
+
 int
 tool_start(struct tool *t)
 {
@@ -79,6 +115,8 @@ tool_start(struct tool *t)
 		rc = mc_ctx_set_tier_root(t->ctx, "triton_home", t->triton_dir);
 	if (rc == MC_OK && t->vllm_dir != NULL)
 		rc = mc_ctx_set_tier_root(t->ctx, "vllm", t->vllm_dir);
+	if (rc == MC_OK)
+		rc = registry_setup(t);
 	return rc == MC_OK ? 0 : fail(t->ctx, rc);
 }
 
@@ -189,12 +227,44 @@ apply_trust(mc_bundle *b, const struct trust *t, mc_pubkey **keys)
 	return mc_bundle_set_insecure(b, t->insecure);
 }
 
-/* Opens the bundle at path into *b; "-" is standard input, read once, in order. */
+/* The bundle of a registry reference, fetched (its digests checked) into a temp file
+ * with no name, opened into *b: for a command that reads a bundle twice. */
+static int
+open_fetched(struct tool *t, const char *ref, mc_bundle **b)
+{
+	const char *dir = getenv("TMPDIR");
+	char tmp[4096];
+	int fd, rc;
+
+	snprintf(tmp, sizeof tmp, "%s/megacache-fetch-XXXXXX", dir != NULL && dir[0] ? dir : "/tmp");
+	if ((fd = mkstemp(tmp)) < 0) {
+		say(stderr, "%s: cannot make a temp file in %s: %s", PROG,
+		    dir != NULL && dir[0] ? dir : "/tmp", strerror(errno));
+		json_error("io");
+		json_exit(EXIT_USAGE);
+	}
+	close(fd);
+	if ((rc = mc_copy(t->ctx, ref, tmp)) == MC_OK) {
+		if ((fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0)
+			rc = MC_ERR_IO;
+		else {
+			rc = mc_bundle_open_fd(t->ctx, fd, ref, b);
+			close(fd);
+		}
+	}
+	unlink(tmp);
+	return rc;
+}
+
+/* Opens the bundle at path into *b; "-" is standard input, read once, in order, as is a
+ * registry reference (fetched first when the command reads its bundle twice). */
 int
 open_bundle(struct tool *t, const char *path, mc_bundle **b)
 {
 	if (strcmp(path, "-") == 0)
 		return mc_bundle_open_fd(t->ctx, STDIN_FILENO, "standard input", b);
+	if (t->need_file && mc_is_reference(path))
+		return open_fetched(t, path, b);
 	return mc_bundle_open(t->ctx, path, b);
 }
 

@@ -51,7 +51,8 @@ enum {
 	OPT_LABELS_JSON, OPT_REQUIRE, OPT_EXPLAIN, OPT_THREADS, OPT_SYNC, OPT_ALLOW_COLD, OPT_OWNER,
 	OPT_UNSIGNED, OPT_PROGRESS, OPT_JSON_FILE, OPT_REDIS, OPT_REDIS_PASSWORD_FILE, OPT_TRITON,
 	OPT_TRITON_KEY_FORMAT, OPT_TTL, OPT_MATCH, OPT_FORMAT_VERSION, OPT_GPU_TARGET,
-	OPT_SKIP_OTHER_GPUS, OPT_VLLM_DIR, OPT_FROM_VLLM,
+	OPT_SKIP_OTHER_GPUS, OPT_VLLM_DIR, OPT_FROM_VLLM, OPT_REGISTRY_CA, OPT_PLAIN_HTTP,
+	OPT_REGISTRY_USER, OPT_REGISTRY_PASSWORD_FILE, OPT_TIMEOUT,
 	OPT_CAP /* + 0..4 */
 };
 
@@ -124,6 +125,12 @@ struct tool {
 	int json;                           /* TOOL_JSON */
 	struct trust trust;                 /* TOOL_TRUST */
 	struct progress progress;
+	/* the registry options: --registry-ca, --registry-user, --registry-password-file,
+	 * --timeout (as given), --plain-http */
+	const char *registry_ca, *registry_user, *registry_password_file, *timeout;
+	int plain_http;
+	int need_file; /* the command reads a bundle twice: one from a registry is fetched into
+			  a temp file first */
 	mc_ctx *ctx; /* from tool_start(); run_command() frees it */
 };
 
@@ -156,9 +163,10 @@ int cmd_run(struct tool *t, int argc, char **argv);
 int cmd_push(struct tool *t, int argc, char **argv);
 int cmd_pull(struct tool *t, int argc, char **argv);
 int cmd_audit(struct tool *t, int argc, char **argv);
+int cmd_copy(struct tool *t, int argc, char **argv);
 extern const struct cmd_help keygen_help, pack_help, sign_help, verify_help, list_help,
 	load_help, export_help, merge_help, diff_help, save_help, run_help, push_help, pull_help,
-	audit_help;
+	audit_help, copy_help;
 
 /* output.c */
 extern const char *tool_command;
@@ -169,6 +177,7 @@ void try_help(void) __attribute__((noreturn));
 const char *shown_path(const char *path);
 void warn_unsigned(const struct tool *t);
 void check_out_folder(const char *path);
+void say_pushed(const struct tool *t, const char *out, cJSON *j, FILE *f);
 int take_stdout(const struct tool *t, const char **path, const char *what);
 int put_stdout(int fd, const void *buf, size_t n);
 /* After the command, with its status rc: ends the process by the signal caught, if any

@@ -73,7 +73,9 @@ enum {
 	MC_ERR_UNSUPPORTED_VERSION = -26, /* the bundle's format version is newer than this
 					   * library reads: upgrade megacache */
 	MC_ERR_GPU_MISMATCH = -27, /* the bundle holds kernels for a GPU the host lacks */
-	MC_ERR_CANCELLED = -28     /* mc_ctx_cancel() stopped the operation */
+	MC_ERR_CANCELLED = -28,    /* mc_ctx_cancel() stopped the operation */
+	MC_ERR_DIGEST_MISMATCH = -29 /* a registry's blob or manifest is not the digest or
+					size it was named by */
 };
 
 /* The version of the library in use, MC_VERSION_STRING as it was built: a binding
@@ -89,7 +91,8 @@ MC_API const char *mc_strerror(int status);
  * "untrusted_signature" (MC_ERR_NO_SIGNATURE), "bad_signature", "threshold", "expired",
  * "rollback", "limit", "unknown_type", "bad_key", "conflict", "unsafe_destination",
  * "keyfile", "password", "torch_format", "crypto", "exists", "label", "remote",
- * "unsupported", "unsupported_version", "gpu_mismatch", "cancelled"; "unknown" for a
+ * "unsupported", "unsupported_version", "gpu_mismatch", "cancelled", "digest_mismatch";
+ * "unknown" for a
  * code not listed. Never NULL; static storage. */
 MC_API const char *mc_status_code(int status);
 
@@ -209,6 +212,45 @@ MC_API MC_MUST_CHECK int mc_ctx_set_threads(mc_ctx *ctx, unsigned n);
  * earlier load gave it) where it takes only the caller's or root's. Refused unless
  * the process runs as root (effective uid 0), and for a number above 2^32 - 2. */
 MC_API MC_MUST_CHECK int mc_ctx_set_owner(mc_ctx *ctx, long uid, long gid);
+
+/* ---- OCI registries ----
+ *
+ * A bundle reference "oci://HOST[:PORT]/REPO[:TAG|@sha256:HEX]" (no tag and no digest:
+ * "latest") names a bundle stored in a registry as an OCI artifact: an image manifest
+ * whose one layer is the bundle's bytes (doc/registries.md). mc_bundle_open() reads one
+ * in order, as from a pipe, checking the registry's digests as it streams;
+ * mc_writer_save() and mc_bundle_add_signature() push to one. Registry support loads
+ * libcurl when the first reference is used: MC_ERR_UNSUPPORTED when it cannot, or when
+ * the library was built without it. */
+
+/* 1 when s is a registry reference (begins with "oci://"), else 0. */
+MC_API int mc_is_reference(const char *s);
+
+/* The registry settings of mc_ctx_set_registry(). */
+enum {
+	MC_REGISTRY_CA = 0,         /* a PEM file of CAs to trust instead of the system's */
+	MC_REGISTRY_PLAIN_HTTP = 1, /* "1": plain HTTP to any registry; "0" (the default):
+				       only to localhost, 127.0.0.0/8 and ::1 */
+	MC_REGISTRY_USER = 2,       /* user name, with MC_REGISTRY_PASSWORD */
+	MC_REGISTRY_PASSWORD = 3,   /* password or token (wiped from memory when replaced) */
+	MC_REGISTRY_TIMEOUT = 4     /* seconds without data, or to connect (default 30) */
+};
+/* Sets one; NULL clears it. Without a user and password, credentials come from the
+ * auth files podman and docker write (doc/registries.md). */
+MC_API MC_MUST_CHECK int mc_ctx_set_registry(mc_ctx *ctx, int which, const char *value);
+
+/* Copies the bundle at src to dst, its bytes unchanged, between files and references
+ * (not "-"). The bundle's signatures are not checked; its first bytes must be a
+ * bundle's, and the registry's digests are checked. A file is written whole or not at
+ * all. */
+MC_API MC_MUST_CHECK int mc_copy(mc_ctx *ctx, const char *src, const char *dst);
+
+/* The last push to, or read from, a registry through ctx: the manifest's digest
+ * (which 0) or the layer's (which 1), "sha256:<hex>", or NULL when there was none;
+ * valid until the next. mc_copy() between files sets the layer's (both the same). */
+MC_API const char *mc_ctx_registry_digest(const mc_ctx *ctx, int which);
+/* The size in bytes of that layer. */
+MC_API uint64_t mc_ctx_registry_size(const mc_ctx *ctx);
 
 /* Asks the operations on ctx (and on what was made from it) to stop: one running, or
  * started later, returns MC_ERR_CANCELLED soon, having undone what it began as after

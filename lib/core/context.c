@@ -65,5 +65,6 @@ mc_ctx_free(mc_ctx *ctx)
 	mc__prof_report(ctx);
 	if (ctx->free_registry != NULL)
 		ctx->free_registry(ctx);
+	mc__regset_free(ctx->reg);
 	free(ctx);
 }

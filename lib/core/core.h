@@ -103,6 +103,19 @@ struct mc_ctx {
 	 * copies the workers write their messages on point to as well */
 	_Atomic int cancel_flag;
 	_Atomic int *cancel;
+	struct mc_regset *reg; /* registry settings and results (settings.c); NULL: none */
+};
+
+/* What mc_ctx_set_registry() set, and what the last push or read through a registry
+ * resolved to (oci/ fills those in). */
+struct mc_regset {
+	char *ca;
+	char *user;
+	char *password;
+	int plain_http;
+	unsigned timeout; /* seconds; 0: the default */
+	char digest[2][72]; /* manifest's, layer's; "" when none */
+	uint64_t size;
 };
 
 /* Whether mc_ctx_cancel() was called on ctx (or the context it is a copy of). */
@@ -111,6 +124,10 @@ mc__cancelled(const mc_ctx *ctx)
 {
 	return ctx->cancel != NULL && atomic_load_explicit(ctx->cancel, memory_order_relaxed);
 }
+/* ctx's registry settings, made on first use: NULL only when out of memory (said on
+ * ctx). Only the context's owner thread calls it. */
+MC_HIDDEN struct mc_regset *mc__regset(mc_ctx *ctx);
+MC_HIDDEN void mc__regset_free(struct mc_regset *r);
 /* MC_ERR_CANCELLED, said on ctx. */
 MC_HIDDEN int mc__cancel_err(mc_ctx *ctx);
 /* Tells the progress callback set on ctx, if any, how far phase has come. */

@@ -49,6 +49,7 @@ mc_strerror(int status)
 	case MC_ERR_UNSUPPORTED_VERSION: return "bundle format newer than this megacache reads";
 	case MC_ERR_GPU_MISMATCH: return "bundle holds kernels for another GPU";
 	case MC_ERR_CANCELLED: return "cancelled";
+	case MC_ERR_DIGEST_MISMATCH: return "registry digest mismatch";
 	default: return "unknown error";
 	}
 }
@@ -86,6 +87,7 @@ mc_status_code(int status)
 	case MC_ERR_UNSUPPORTED_VERSION: return "unsupported_version";
 	case MC_ERR_GPU_MISMATCH: return "gpu_mismatch";
 	case MC_ERR_CANCELLED: return "cancelled";
+	case MC_ERR_DIGEST_MISMATCH: return "digest_mismatch";
 	default: return "unknown";
 	}
 }
@@ -109,6 +111,7 @@ mc_status_is_verification_failure(int status)
 	case MC_ERR_LABEL:
 	case MC_ERR_UNSUPPORTED_VERSION:
 	case MC_ERR_GPU_MISMATCH:
+	case MC_ERR_DIGEST_MISMATCH:
 		return 1;
 	default:
 		return 0;

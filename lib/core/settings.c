@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -108,4 +109,103 @@ mc__threads(const mc_ctx *ctx)
 	if (n < 1)
 		return 1;
 	return n > MC_MAX_THREADS ? MC_MAX_THREADS : (unsigned)n;
+}
+
+/* ---- registry settings ---- */
+
+struct mc_regset *
+mc__regset(mc_ctx *ctx)
+{
+	if (ctx->reg == NULL && (ctx->reg = calloc(1, sizeof *ctx->reg)) == NULL)
+		mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	return ctx->reg;
+}
+
+/* Frees s, a secret wiped first. */
+static void
+free_secret(char *s)
+{
+	if (s != NULL) {
+		sodium_memzero(s, strlen(s));
+		free(s);
+	}
+}
+
+void
+mc__regset_free(struct mc_regset *r)
+{
+	if (r == NULL)
+		return;
+	free(r->ca);
+	free(r->user);
+	free_secret(r->password);
+	free(r);
+}
+
+/* The seconds of MC_REGISTRY_TIMEOUT: 1 to 86400, decimal. */
+static int
+parse_timeout(const char *v, unsigned *out)
+{
+	char *end;
+	unsigned long n;
+
+	if (v[0] < '0' || v[0] > '9')
+		return -1;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno != 0 || *end != '\0' || n < 1 || n > 86400)
+		return -1;
+	*out = (unsigned)n;
+	return 0;
+}
+
+int
+mc_ctx_set_registry(mc_ctx *ctx, int which, const char *value)
+{
+	struct mc_regset *r;
+	char *copy = NULL, **slot;
+
+	if (ctx == NULL)
+		return MC_ERR_INVALID;
+	if ((r = mc__regset(ctx)) == NULL)
+		return MC_ERR_NOMEM;
+	switch (which) {
+	case MC_REGISTRY_PLAIN_HTTP:
+		r->plain_http = value != NULL && strcmp(value, "0") != 0;
+		return MC_OK;
+	case MC_REGISTRY_TIMEOUT:
+		if (value == NULL)
+			r->timeout = 0;
+		else if (parse_timeout(value, &r->timeout) != 0)
+			return mc__err(ctx, MC_ERR_INVALID, "registry timeout: '%s' is not 1 to 86400 "
+				       "seconds", value);
+		return MC_OK;
+	case MC_REGISTRY_CA: slot = &r->ca; break;
+	case MC_REGISTRY_USER: slot = &r->user; break;
+	case MC_REGISTRY_PASSWORD: slot = &r->password; break;
+	default: return mc__err(ctx, MC_ERR_INVALID, "unknown registry setting %d", which);
+	}
+	if (value != NULL && (copy = strdup(value)) == NULL)
+		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
+	if (which == MC_REGISTRY_PASSWORD)
+		free_secret(*slot);
+	else
+		free(*slot);
+	*slot = copy;
+	return MC_OK;
+}
+
+const char *
+mc_ctx_registry_digest(const mc_ctx *ctx, int which)
+{
+	if (ctx == NULL || ctx->reg == NULL || which < 0 || which > 1 ||
+	    ctx->reg->digest[which][0] == '\0')
+		return NULL;
+	return ctx->reg->digest[which];
+}
+
+uint64_t
+mc_ctx_registry_size(const mc_ctx *ctx)
+{
+	return ctx == NULL || ctx->reg == NULL ? 0 : ctx->reg->size;
 }

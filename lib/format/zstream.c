@@ -29,7 +29,17 @@ struct mc_zin {
 	uint64_t base;     /* bytes read before buf[0] */
 	uint64_t declared; /* the bundle's size as far as known, and whether exactly */
 	int exact;
+	int (*at_end)(void *ud, mc_ctx *ctx); /* asked at the end of fd's bytes, or NULL */
+	void *end_ud;
 };
+
+/* The end of fd's bytes: whether their source says they were all there were. */
+static int
+source_end(mc_zin *z)
+{
+	z->eof = 1;
+	return z->at_end != NULL ? z->at_end(z->end_ud, z->ctx) : MC_OK;
+}
 
 /* The smallest bundle: a manifest member of one byte, padded, and the end blocks. */
 #define MIN_BUNDLE (4u * MC_TAR_BLOCK)
@@ -60,9 +70,7 @@ zin_fill(mc_zin *z)
 	z->base += z->len;
 	z->pos = 0;
 	z->len = (size_t)r;
-	if (r == 0)
-		z->eof = 1;
-	return MC_OK;
+	return r == 0 ? source_end(z) : MC_OK;
 }
 
 /* Whether the n bytes at p start as a torch cache blob does (format/SPEC.md section
@@ -99,6 +107,13 @@ first_block_error(mc_zin *z)
 int
 mc__zin_new(mc_ctx *ctx, int fd, const char *path, mc_zin **out)
 {
+	return mc__zin_new_src(ctx, fd, path, NULL, NULL, out);
+}
+
+int
+mc__zin_new_src(mc_ctx *ctx, int fd, const char *path, int (*at_end)(void *ud, mc_ctx *ctx),
+		void *ud, mc_zin **out)
+{
 	mc_zin *z = calloc(1, sizeof *z);
 	int rc;
 
@@ -111,6 +126,8 @@ mc__zin_new(mc_ctx *ctx, int fd, const char *path, mc_zin **out)
 	z->path = path;
 	z->fd = fd;
 	z->cap = MC_IO_CHUNK;
+	z->at_end = at_end;
+	z->end_ud = ud;
 	/* Gather the first block to tell whether this is a tar archive at all. */
 	while (z->len < MC_TAR_BLOCK && !z->eof) {
 		ssize_t r = mc__cancelled(ctx) ? -1 : read(fd, z->buf + z->len, z->cap - z->len);
@@ -122,8 +139,10 @@ mc__zin_new(mc_ctx *ctx, int fd, const char *path, mc_zin **out)
 			mc__zin_free(z);
 			return rc;
 		}
-		if (r == 0)
-			z->eof = 1;
+		if (r == 0 && (rc = source_end(z)) != MC_OK) {
+			mc__zin_free(z);
+			return rc;
+		}
 		z->len += (size_t)r;
 	}
 	if (z->len < MC_TAR_BLOCK || memcmp(z->buf + 257, "ustar\0" "00", 8) != 0) {

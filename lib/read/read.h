@@ -7,6 +7,7 @@
 #define MC_READ_H
 
 #include "format/format.h"
+#include "oci/oci.h"
 #include "sign/sign.h"
 #include "tiers/tiers.h"
 
@@ -45,6 +46,7 @@ struct mc_bundle {
 	mc_zin *z;
 	mc_zdec *dec;
 	int seq;               /* read in order (a pipe): one pass, no seeking */
+	struct mc_ostream *remote; /* the registry's stream fd reads, or NULL */
 	unsigned char peek[MC_TAR_BLOCK]; /* the last header read by the head's reader */
 	uint64_t peek_at;      /* and where it lies */
 	uint64_t declared;     /* its size, by the manifest, once a pass has started; or 0 */
@@ -215,6 +217,12 @@ mc__gpu_dropped(const mc_bundle *b, size_t i)
 {
 	return b->gt.drop != NULL && b->gt.drop[i];
 }
+
+/* ---- bundles to and from registries, whole (publish.c) ---- */
+
+/* Pushes the bundle in fd (a whole file) to the registry reference ref, its manifest's
+ * facts as the artifact's annotations; mc_ctx_registry_digest() tells the digests. */
+MC_HIDDEN int mc__push_bundle(mc_ctx *ctx, int fd, const char *ref);
 
 /* ---- object contents parked in a temp folder (parts.c) ---- */
 

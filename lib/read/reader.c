@@ -647,7 +647,8 @@ mc__bundle_open_stream(mc_bundle *b)
 	b->fresh = 0;
 	if (!b->seq && lseek(b->fd, 0, SEEK_SET) != 0)
 		return mc__errno(b->ctx, MC_ERR_IO, "cannot seek", b->path);
-	if ((rc = mc__zin_new(b->ctx, b->fd, b->path, &b->z)) != MC_OK ||
+	if ((rc = mc__zin_new_src(b->ctx, b->fd, b->path, b->remote ? mc__ostream_end : NULL,
+				  b->remote, &b->z)) != MC_OK ||
 	    (rc = manifest_member(b, first)) != MC_OK || (rc = sig_members(b, first)) != MC_OK ||
 	    (rc = index_member(b, first)) != MC_OK)
 		return rc;
@@ -707,7 +708,8 @@ mc__bundle_manifest(mc_bundle *b, unsigned char **out)
 /* Opens the bundle read from fd (taken over), which name names; a regular file read
  * from its start is read at will, anything else in order. */
 static int
-open_fd(mc_ctx *ctx, int fd, const struct stat *st, const char *name, mc_bundle **out)
+open_fd(mc_ctx *ctx, int fd, const struct stat *st, const char *name, struct mc_ostream *remote,
+	mc_bundle **out)
 {
 	mc_bundle *b;
 	uint64_t t0 = mc__prof_start(ctx);
@@ -715,9 +717,11 @@ open_fd(mc_ctx *ctx, int fd, const struct stat *st, const char *name, mc_bundle 
 
 	if ((b = calloc(1, sizeof *b)) == NULL) {
 		close(fd);
+		mc__ostream_free(remote);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
 	b->ctx = ctx;
+	b->remote = remote;
 	mc__policy_init(&b->policy);
 	b->fd = fd;
 	b->seq = !S_ISREG(st->st_mode) || lseek(fd, 0, SEEK_CUR) != 0;
@@ -735,18 +739,48 @@ open_fd(mc_ctx *ctx, int fd, const struct stat *st, const char *name, mc_bundle 
 	return MC_OK;
 }
 
+/* Starts reading the bundle a registry reference names: *fd reads it in order, *remote
+ * is the stream behind it. The manifest is read and checked first. */
+static int
+open_reference(mc_ctx *ctx, const char *ref, int *fd, struct mc_ostream **remote)
+{
+	struct mc_layer layer;
+	struct mc_oci *o;
+	int rc;
+
+	if ((rc = mc__oci_new(ctx, ref, &o)) != MC_OK)
+		return rc;
+	if ((rc = mc__oci_resolve(o, &layer)) != MC_OK) {
+		mc__oci_free(o);
+		return rc;
+	}
+	mc__oci_note(ctx, &layer);
+	return mc__oci_stream(o, &layer, fd, remote);
+}
+
 int
 mc_bundle_open(mc_ctx *ctx, const char *path, mc_bundle **out)
 {
 	struct stat st;
 	int fd, rc;
 
+	struct mc_ostream *remote = NULL;
+
 	if (ctx == NULL || path == NULL || out == NULL)
 		return MC_ERR_INVALID;
 	*out = NULL;
-	if ((rc = mc__open_input(ctx, path, &fd, &st)) != MC_OK)
+	if (mc_is_reference(path)) {
+		if ((rc = open_reference(ctx, path, &fd, &remote)) != MC_OK)
+			return rc;
+		if (fstat(fd, &st) != 0) {
+			rc = mc__errno(ctx, MC_ERR_IO, "cannot read", path);
+			close(fd);
+			mc__ostream_free(remote);
+			return rc;
+		}
+	} else if ((rc = mc__open_input(ctx, path, &fd, &st)) != MC_OK)
 		return rc;
-	return open_fd(ctx, fd, &st, path, out);
+	return open_fd(ctx, fd, &st, path, remote, out);
 }
 
 int
@@ -762,7 +796,7 @@ mc_bundle_open_fd(mc_ctx *ctx, int fd, const char *name, mc_bundle **out)
 		return rc;
 	if ((own = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
 		return mc__errno(ctx, MC_ERR_IO, "cannot read", name);
-	return open_fd(ctx, own, &st, name, out);
+	return open_fd(ctx, own, &st, name, NULL, out);
 }
 
 void
@@ -778,6 +812,7 @@ mc_bundle_free(mc_bundle *b)
 	mc__zdec_free(b->dec);
 	if (b->fd >= 0)
 		close(b->fd);
+	mc__ostream_free(b->remote); /* its thread ends once fd is closed */
 	free(b->path);
 	mc__manifest_free(&b->m);
 	for (i = 0; i < b->nsigs; i++) {

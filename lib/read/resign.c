@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "read/read.h"
 
@@ -123,10 +124,11 @@ copy_index(struct resign *r)
 	return rc;
 }
 
-/* Writes the copy: the manifest's bytes, the n signatures, then every object. */
+/* Writes the copy: the manifest's bytes, the n signatures, then every object; to fd
+ * when it is not -1 (out_path names it then), else to out_path. */
 static int
-write_copy(mc_bundle *b, const char *out_path, const unsigned char *mbytes, char *const *texts,
-	   const size_t *lens, const char (*ids)[17], size_t n)
+write_copy(mc_bundle *b, const char *out_path, int fd, const unsigned char *mbytes,
+	   char *const *texts, const size_t *lens, const char (*ids)[17], size_t n)
 {
 	struct resign r;
 	size_t units;
@@ -134,7 +136,11 @@ write_copy(mc_bundle *b, const char *out_path, const unsigned char *mbytes, char
 
 	memset(&r, 0, sizeof r);
 	r.b = b;
-	if ((rc = mc__emit_open(b->ctx, out_path, &r.e)) != MC_OK)
+	if (fd >= 0)
+		rc = mc__emit_open_fd(b->ctx, fd, out_path, &r.e);
+	else
+		rc = mc__emit_open(b->ctx, out_path, &r.e);
+	if (rc != MC_OK)
 		return rc;
 	units = b->m.version == 2 ? b->m.nblocks : b->m.nobjects;
 	rc = mc__emit_head(r.e, (const char *)mbytes, b->mlen, texts, lens, ids, n);
@@ -156,7 +162,7 @@ mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk, const char *out_path)
 	char (*ids)[17] = NULL;
 	size_t *lens = NULL, minelen = 0, n;
 	unsigned char *mbytes = NULL;
-	int rc;
+	int rc, fd;
 
 	if (b == NULL || sk == NULL || out_path == NULL)
 		return MC_ERR_INVALID;
@@ -173,7 +179,16 @@ mc_bundle_add_signature(mc_bundle *b, const mc_seckey *sk, const char *out_path)
 		goto out;
 	}
 	n = merge_sigs(b, mine, minelen, id, texts, lens, ids);
-	rc = write_copy(b, out_path, mbytes, texts, lens, (const char (*)[17])ids, n);
+	if (!mc_is_reference(out_path))
+		rc = write_copy(b, out_path, -1, mbytes, texts, lens, (const char (*)[17])ids, n);
+	else if ((fd = mc__open_temp_anon(b->ctx)) < 0)
+		rc = MC_ERR_IO;
+	else {
+		rc = write_copy(b, out_path, fd, mbytes, texts, lens, (const char (*)[17])ids, n);
+		if (rc == MC_OK)
+			rc = mc__push_bundle(b->ctx, fd, out_path);
+		close(fd);
+	}
 out:
 	free(mine);
 	free(mbytes);

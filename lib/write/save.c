@@ -1120,11 +1120,27 @@ save(mc_writer *w, const char *path, int out_fd)
 	return MC_OK;
 }
 
+/* A save to a registry reference: written whole to a temp file, then pushed. */
+static int
+save_to_reference(mc_writer *w, const char *ref)
+{
+	int fd = mc__open_temp_anon(w->ctx), rc;
+
+	if (fd < 0)
+		return MC_ERR_IO;
+	if ((rc = save(w, ref, fd)) == MC_OK)
+		rc = mc__push_bundle(w->ctx, fd, ref);
+	close(fd);
+	return rc;
+}
+
 int
 mc_writer_save(mc_writer *w, const char *path)
 {
 	if (w == NULL || path == NULL)
 		return MC_ERR_INVALID;
+	if (mc_is_reference(path))
+		return save_to_reference(w, path);
 	return save(w, path, -1);
 }
 

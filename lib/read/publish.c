@@ -1,0 +1,227 @@
+/* publish.c - bundles to and from registries as whole files: a bundle written to a
+ * temp file pushed, its manifest's facts as the artifact's annotations, and
+ * mc_copy() between files and references. Streaming reads are the reader's
+ * (reader.c); this file only reads a finished bundle's head. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "read/read.h"
+
+#define MC_ANNOTS_MAX 256 /* the most labels made annotations (a bundle has few) */
+
+/* The annotations of a bundle: created, format, version, artifacts, GPU targets, one
+ * per label. Their strings live in the arena. */
+struct annots {
+	struct mc_annot a[MC_ANNOTS_MAX + 5];
+	size_t n;
+	char *arena[MC_ANNOTS_MAX + 5];
+	size_t narena;
+};
+
+static void
+annots_free(struct annots *t)
+{
+	while (t->narena > 0)
+		free(t->arena[--t->narena]);
+}
+
+/* Adds key = value (both copied). */
+static int
+annot(struct annots *t, const char *prefix, const char *key, const char *value)
+{
+	size_t kn = strlen(prefix) + strlen(key) + 1, vn = strlen(value) + 1;
+	char *k = malloc(kn + vn);
+
+	if (k == NULL)
+		return MC_ERR_NOMEM;
+	snprintf(k, kn, "%s%s", prefix, key);
+	memcpy(k + kn, value, vn);
+	t->arena[t->narena++] = k;
+	t->a[t->n].key = k;
+	t->a[t->n++].value = k + kn;
+	return MC_OK;
+}
+
+/* The GPU targets, comma-joined, into out (cap bytes); "" for none. */
+static void
+gpu_list(const mc_bundle *b, char *out, size_t cap)
+{
+	size_t i, len = 0;
+	const char *t;
+
+	out[0] = '\0';
+	for (i = 0; (t = mc_bundle_gpu_target(b, i)) != NULL && len + strlen(t) + 2 < cap; i++)
+		len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? "," : "", t);
+}
+
+static int
+annotate(mc_bundle *b, struct annots *t)
+{
+	char num[32], when[32], gpus[1024];
+	time_t created = (time_t)mc_bundle_created(b);
+	const char *k, *v;
+	struct tm tm;
+	size_t i;
+	int rc = MC_OK;
+
+	if (gmtime_r(&created, &tm) == NULL || strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ",
+							&tm) == 0)
+		snprintf(when, sizeof when, "1970-01-01T00:00:00Z");
+	rc |= annot(t, "", "org.opencontainers.image.created", when);
+	snprintf(num, sizeof num, "%d", mc_bundle_format_version(b));
+	rc |= annot(t, "vnd.megacache.", "format", num);
+	snprintf(num, sizeof num, "%llu", (unsigned long long)mc_bundle_version(b));
+	rc |= annot(t, "vnd.megacache.", "bundle-version", num);
+	snprintf(num, sizeof num, "%zu", mc_bundle_artifact_count(b));
+	rc |= annot(t, "vnd.megacache.", "artifacts", num);
+	gpu_list(b, gpus, sizeof gpus);
+	if (gpus[0] != '\0')
+		rc |= annot(t, "vnd.megacache.", "gpu-targets", gpus);
+	for (i = 0; rc == MC_OK && i < mc_bundle_label_count(b) && i < MC_ANNOTS_MAX; i++)
+		if (mc_bundle_label(b, i, &k, &v) == MC_OK)
+			rc = annot(t, "vnd.megacache.label.", k, v);
+	return rc == MC_OK ? MC_OK : mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
+}
+
+/* Pushes the bundle in fd (a file, whole) to ref, its manifest's facts annotating it. */
+int
+mc__push_bundle(mc_ctx *ctx, int fd, const char *ref)
+{
+	struct annots t = {.n = 0};
+	struct mc_layer layer;
+	struct mc_oci *o = NULL;
+	mc_bundle *b = NULL;
+	struct stat st;
+	int rc, format = 2;
+
+	if (fstat(fd, &st) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+		return mc__errno(ctx, MC_ERR_IO, "cannot read back", "the bundle written");
+	if ((rc = mc__oci_new(ctx, ref, &o)) != MC_OK)
+		return rc;
+	if ((rc = mc_bundle_open_fd(ctx, fd, ref, &b)) == MC_OK) {
+		format = mc_bundle_format_version(b);
+		rc = annotate(b, &t);
+	}
+	mc_bundle_free(b);
+	if (rc == MC_OK)
+		rc = mc__oci_push(o, fd, (uint64_t)st.st_size, format, t.a, t.n, &layer);
+	if (rc == MC_OK)
+		mc__oci_note(ctx, &layer);
+	annots_free(&t);
+	mc__oci_free(o);
+	return rc;
+}
+
+/* ---- copy ---- */
+
+/* Whether fd starts as a bundle does: a ustar header. */
+static int
+looks_like_bundle(mc_ctx *ctx, int fd, const char *path)
+{
+	unsigned char block[512];
+
+	if (mc__pread_full(fd, block, sizeof block, 0) != 0 ||
+	    memcmp(block + 257, "ustar\0" "00", 8) != 0)
+		return mc__err(ctx, MC_ERR_NOT_BUNDLE, "%s: not a megacache bundle", path);
+	return MC_OK;
+}
+
+/* Copies fd (from its start) into out, hashing: *sha and *size get its digest. */
+static int
+copy_hashing(mc_ctx *ctx, int fd, int out, const char *src, const char *dst, struct mc_layer *l)
+{
+	unsigned char buf[1 << 16], sha[MC_SHA256_BYTES];
+	struct mc_sha256 h = {0};
+	uint64_t off = 0;
+	ssize_t r;
+	int rc = mc__sha256_init(&h);
+
+	while (rc == MC_OK && (r = pread(fd, buf, sizeof buf, (off_t)off)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			rc = mc__errno(ctx, MC_ERR_IO, "cannot read", src);
+		else if (mc__write_all(out, buf, (size_t)r) != 0)
+			rc = mc__errno(ctx, MC_ERR_IO, "cannot write", dst);
+		else {
+			mc__sha256_update(&h, buf, (size_t)r);
+			off += (uint64_t)r;
+		}
+	}
+	if (rc == MC_OK) {
+		mc__sha256_final(&h, sha);
+		mc__digest_text(sha, l->digest);
+		l->manifest_digest[0] = '\0';
+		l->size = off;
+	}
+	mc__sha256_drop(&h);
+	return rc;
+}
+
+/* The bytes of the source: a file's (opened), or a reference's, fetched (checked) into a
+ * temp file. */
+static int
+open_source(mc_ctx *ctx, const char *src, int *fd, struct mc_layer *layer)
+{
+	struct mc_oci *o;
+	struct stat st;
+	int rc;
+
+	memset(layer, 0, sizeof *layer);
+	if (!mc_is_reference(src)) {
+		if ((rc = mc__open_input(ctx, src, fd, &st)) != MC_OK)
+			return rc;
+		if (!S_ISREG(st.st_mode)) {
+			close(*fd);
+			return mc__err(ctx, MC_ERR_INVALID, "%s: not a regular file", src);
+		}
+		return MC_OK;
+	}
+	if ((rc = mc__oci_new(ctx, src, &o)) != MC_OK)
+		return rc;
+	if ((rc = mc__oci_resolve(o, layer)) == MC_OK && (*fd = mc__open_temp_anon(ctx)) < 0)
+		rc = MC_ERR_IO;
+	if (rc == MC_OK && (rc = mc__oci_fetch(o, layer, *fd)) != MC_OK)
+		close(*fd);
+	mc__oci_free(o);
+	return rc;
+}
+
+int
+mc_copy(mc_ctx *ctx, const char *src, const char *dst)
+{
+	struct mc_layer layer, copied;
+	char *tmp = NULL;
+	int fd, out, rc;
+
+	if (ctx == NULL || src == NULL || dst == NULL)
+		return MC_ERR_INVALID;
+	if ((rc = open_source(ctx, src, &fd, &layer)) != MC_OK)
+		return rc;
+	if ((rc = looks_like_bundle(ctx, fd, src)) != MC_OK) {
+		close(fd);
+		return rc;
+	}
+	if (mc_is_reference(dst))
+		rc = mc__push_bundle(ctx, fd, dst);
+	else if ((out = mc__open_temp_beside(ctx, dst, &tmp, 0644)) < 0)
+		rc = MC_ERR_IO;
+	else if ((rc = copy_hashing(ctx, fd, out, src, dst, &copied)) != MC_OK) {
+		close(out);
+		unlink(tmp);
+	} else if ((rc = mc__commit_temp(ctx, out, tmp, dst)) == MC_OK) {
+		if (layer.manifest_digest[0] != '\0')
+			copied = layer;
+		mc__oci_note(ctx, &copied);
+	}
+	free(tmp);
+	close(fd);
+	return rc;
+}
