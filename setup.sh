@@ -9,6 +9,9 @@
 # Python as torch reads them). libssl-dev: OpenSSL's libcrypto, whose SHA-256 uses the
 # CPU's SHA extensions (the FX-graph and AOTAutograd files' hashes). python3-pip,
 # python3-setuptools and python3-wheel: the Python package's offline pip install test.
+# libcurl4-openssl-dev: the HTTP client of oci:// registry references; docker-registry
+# (the CNCF distribution registry), skopeo, apache2-utils (htpasswd) and openssl: a real
+# registry with TLS and authentication for their tests, and the other client.
 set -eu
 cd "$(dirname "$0")"
 if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi

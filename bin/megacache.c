@@ -256,6 +256,7 @@ version_command(int argc, char **argv)
 	cJSON_AddItemToArray(a, cJSON_CreateString("2.7"));
 	cJSON_AddItemToArray(a, cJSON_CreateString("current"));
 	cJSON_AddBoolToObject(j, "redis", mc_redis_supported() != 0);
+	cJSON_AddBoolToObject(j, "registry", mc_registry_supported() != 0);
 	a = cJSON_AddArrayToObject(j, "commands");
 	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		cJSON_AddItemToArray(a, cJSON_CreateString(commands[i].name));

@@ -225,6 +225,9 @@ MC_API MC_MUST_CHECK int mc_ctx_set_owner(mc_ctx *ctx, long uid, long gid);
 
 /* 1 when s is a registry reference (begins with "oci://"), else 0. */
 MC_API int mc_is_reference(const char *s);
+/* 1 when references can be used: the library was built with registry support and
+ * libcurl can be loaded; else 0. */
+MC_API int mc_registry_supported(void);
 
 /* The registry settings of mc_ctx_set_registry(). */
 enum {

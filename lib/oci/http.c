@@ -618,6 +618,13 @@ mc__oci_status_err(struct mc_oci *o, const struct mc_resp *r, const char *what)
 /* ---- sessions ---- */
 
 int
+mc_registry_supported(void)
+{
+	pthread_once(&cu_once, cu_load);
+	return cu_error[0] == '\0';
+}
+
+int
 mc__oci_new(mc_ctx *ctx, const char *text, struct mc_oci **out)
 {
 	struct mc_oci *o;
@@ -682,6 +689,12 @@ mc__oci_set_ctx(struct mc_oci *o, mc_ctx *ctx)
 }
 
 #else /* without libcurl: references are refused */
+
+int
+mc_registry_supported(void)
+{
+	return 0;
+}
 
 int
 mc__oci_new(mc_ctx *ctx, const char *text, struct mc_oci **out)
