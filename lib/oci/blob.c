@@ -198,8 +198,10 @@ mc__ostream_free(struct mc_ostream *s)
 {
 	if (s == NULL)
 		return;
-	if (!s->joined)
+	if (!s->joined) {
+		mc__oci_stop(s->t.o);
 		pthread_join(s->thread, NULL);
+	}
 	mc__oci_free(s->t.o);
 	free(s);
 }

@@ -19,6 +19,7 @@
 #ifdef MC_WITH_CURL
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* The calls go through pointers: curl.h's checking macros would rename them. */
 #define CURL_DISABLE_TYPECHECK 1
@@ -95,6 +96,7 @@ struct mc_oci {
 	uint64_t sent;        /* of its body */
 	int sink_rc;          /* what its sink failed with */
 	CURLcode code;        /* how it ended */
+	_Atomic int stop;     /* mc__oci_stop(): the transfer under way ends */
 };
 
 /* ---- one transfer ---- */
@@ -202,6 +204,26 @@ on_send(char *p, size_t size, size_t nitems, void *ud)
 	return (size_t)got;
 }
 
+/* Ends a transfer that the session was stopped in, or whose context was cancelled. */
+static int
+on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct mc_oci *o = ud;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	if (atomic_load(&o->stop) || mc__cancelled(o->ctx)) {
+		o->sink_rc = mc__cancelled(o->ctx) ? mc__cancel_err(o->ctx) : MC_ERR_CANCELLED;
+		return 1;
+	}
+	return 0;
+}
+
+void
+mc__oci_stop(struct mc_oci *o)
+{
+	atomic_store(&o->stop, 1);
+}
+
 void
 mc__resp_free(struct mc_resp *resp)
 {
@@ -244,6 +266,9 @@ set_up(struct mc_oci *o, const struct mc_req *q, const char *url, struct curl_sl
 	cu.curl_easy_setopt(c, CURLOPT_HEADERDATA, o);
 	cu.curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	cu.curl_easy_setopt(c, CURLOPT_WRITEDATA, o);
+	cu.curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	cu.curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+	cu.curl_easy_setopt(c, CURLOPT_XFERINFODATA, o);
 	if (strcmp(q->method, "HEAD") == 0)
 		cu.curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	else if (strcmp(q->method, "PUT") == 0) {
@@ -749,6 +774,12 @@ void
 mc__oci_set_ctx(struct mc_oci *o, mc_ctx *ctx)
 {
 	(void)o, (void)ctx;
+}
+
+void
+mc__oci_stop(struct mc_oci *o)
+{
+	(void)o;
 }
 
 #endif /* MC_WITH_CURL */

@@ -62,6 +62,8 @@ MC_HIDDEN int mc__oci_new(mc_ctx *ctx, const char *text, struct mc_oci **out);
 MC_HIDDEN void mc__oci_free(struct mc_oci *o);
 MC_HIDDEN const struct mc_ref *mc__oci_ref(const struct mc_oci *o);
 MC_HIDDEN mc_ctx *mc__oci_ctx(const struct mc_oci *o);
+/* Ends the transfer under way in the session (from any thread): it fails soon. */
+MC_HIDDEN void mc__oci_stop(struct mc_oci *o);
 /* Moves the session's messages to ctx (a worker's copy of the session's context). */
 MC_HIDDEN void mc__oci_set_ctx(struct mc_oci *o, mc_ctx *ctx);
 /* Sends req, with the registry's authentication and its redirects (at most 5), into

@@ -165,63 +165,97 @@ copy_hashing(mc_ctx *ctx, int fd, int out, const char *src, const char *dst, str
 	return rc;
 }
 
-/* The bytes of the source: a file's (opened), or a reference's, fetched (checked) into a
- * temp file. */
+/* The bytes of the source file src, opened into *fd. */
 static int
-open_source(mc_ctx *ctx, const char *src, int *fd, struct mc_layer *layer)
+open_file(mc_ctx *ctx, const char *src, int *fd)
 {
-	struct mc_oci *o;
 	struct stat st;
 	int rc;
 
-	memset(layer, 0, sizeof *layer);
-	if (!mc_is_reference(src)) {
-		if ((rc = mc__open_input(ctx, src, fd, &st)) != MC_OK)
-			return rc;
-		if (!S_ISREG(st.st_mode)) {
-			close(*fd);
-			return mc__err(ctx, MC_ERR_INVALID, "%s: not a regular file", src);
-		}
-		return MC_OK;
+	if ((rc = mc__open_input(ctx, src, fd, &st)) != MC_OK)
+		return rc;
+	if (!S_ISREG(st.st_mode)) {
+		close(*fd);
+		return mc__err(ctx, MC_ERR_INVALID, "%s: not a regular file", src);
 	}
+	return MC_OK;
+}
+
+/* The layer of the reference src, fetched into out (checked as it comes). */
+static int
+fetch(mc_ctx *ctx, const char *src, int out, struct mc_layer *layer)
+{
+	struct mc_oci *o;
+	int rc;
+
 	if ((rc = mc__oci_new(ctx, src, &o)) != MC_OK)
 		return rc;
-	if ((rc = mc__oci_resolve(o, layer)) == MC_OK && (*fd = mc__open_temp_anon(ctx)) < 0)
-		rc = MC_ERR_IO;
-	if (rc == MC_OK && (rc = mc__oci_fetch(o, layer, *fd)) != MC_OK)
-		close(*fd);
+	if ((rc = mc__oci_resolve(o, layer)) == MC_OK)
+		rc = mc__oci_fetch(o, layer, out);
 	mc__oci_free(o);
+	return rc;
+}
+
+/* From a reference to a file: fetched into a temp file beside it, renamed once whole. */
+static int
+ref_to_file(mc_ctx *ctx, const char *src, const char *dst)
+{
+	struct mc_layer layer;
+	char *tmp = NULL;
+	int out = mc__open_temp_beside(ctx, dst, &tmp, 0644), rc;
+
+	if (out < 0)
+		return MC_ERR_IO;
+	if ((rc = fetch(ctx, src, out, &layer)) != MC_OK ||
+	    (rc = looks_like_bundle(ctx, out, src)) != MC_OK) {
+		close(out);
+		unlink(tmp);
+	} else if ((rc = mc__commit_temp(ctx, out, tmp, dst)) == MC_OK)
+		mc__oci_note(ctx, &layer);
+	free(tmp);
+	return rc;
+}
+
+/* From a file to a file: the bytes copied through a temp file beside dst. */
+static int
+file_to_file(mc_ctx *ctx, int fd, const char *src, const char *dst)
+{
+	struct mc_layer layer;
+	char *tmp = NULL;
+	int out = mc__open_temp_beside(ctx, dst, &tmp, 0644), rc;
+
+	if (out < 0)
+		return MC_ERR_IO;
+	if ((rc = copy_hashing(ctx, fd, out, src, dst, &layer)) != MC_OK) {
+		close(out);
+		unlink(tmp);
+	} else if ((rc = mc__commit_temp(ctx, out, tmp, dst)) == MC_OK)
+		mc__oci_note(ctx, &layer);
+	free(tmp);
 	return rc;
 }
 
 int
 mc_copy(mc_ctx *ctx, const char *src, const char *dst)
 {
-	struct mc_layer layer, copied;
-	char *tmp = NULL;
-	int fd, out, rc;
+	struct mc_layer layer;
+	int fd, rc;
 
 	if (ctx == NULL || src == NULL || dst == NULL)
 		return MC_ERR_INVALID;
-	if ((rc = open_source(ctx, src, &fd, &layer)) != MC_OK)
-		return rc;
-	if ((rc = looks_like_bundle(ctx, fd, src)) != MC_OK) {
-		close(fd);
-		return rc;
-	}
-	if (mc_is_reference(dst))
-		rc = mc__push_bundle(ctx, fd, dst);
-	else if ((out = mc__open_temp_beside(ctx, dst, &tmp, 0644)) < 0)
+	if (mc_is_reference(src) && !mc_is_reference(dst))
+		return ref_to_file(ctx, src, dst);
+	if (!mc_is_reference(src))
+		rc = open_file(ctx, src, &fd);
+	else if ((fd = mc__open_temp_anon(ctx)) < 0)
 		rc = MC_ERR_IO;
-	else if ((rc = copy_hashing(ctx, fd, out, src, dst, &copied)) != MC_OK) {
-		close(out);
-		unlink(tmp);
-	} else if ((rc = mc__commit_temp(ctx, out, tmp, dst)) == MC_OK) {
-		if (layer.manifest_digest[0] != '\0')
-			copied = layer;
-		mc__oci_note(ctx, &copied);
-	}
-	free(tmp);
+	else if ((rc = fetch(ctx, src, fd, &layer)) != MC_OK)
+		close(fd);
+	if (rc != MC_OK)
+		return rc;
+	if ((rc = looks_like_bundle(ctx, fd, src)) == MC_OK)
+		rc = mc_is_reference(dst) ? mc__push_bundle(ctx, fd, dst)
+					  : file_to_file(ctx, fd, src, dst);
 	close(fd);
 	return rc;
 }
