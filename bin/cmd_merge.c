@@ -232,17 +232,18 @@ refuse_unsigned(const struct merge_opts *o)
 	return EXIT_USAGE;
 }
 
-/* The folder the inputs' contents wait in (for freeing): the output's, or with -o -
- * $TMPDIR (or /tmp). */
+/* The folder the inputs' contents wait in (for freeing): the output's, or with -o - or
+ * a registry reference $TMPDIR (or /tmp). */
 static char *
 spool_dir(const struct merge_opts *o)
 {
 	const char *tmp = getenv("TMPDIR");
+	int elsewhere = o->out_fd >= 0 || mc_is_reference(o->out);
 	char *dir, *slash;
 
-	if ((dir = strdup(o->out_fd < 0 ? o->out : tmp != NULL && tmp[0] ? tmp : "/tmp")) == NULL)
+	if ((dir = strdup(!elsewhere ? o->out : tmp != NULL && tmp[0] ? tmp : "/tmp")) == NULL)
 		usage_say("out of memory");
-	if (o->out_fd >= 0)
+	if (elsewhere)
 		return dir;
 	slash = strrchr(dir, '/');
 	if (slash == NULL)
