@@ -236,9 +236,7 @@ cmd_push(struct tool *t, int argc, char **argv)
 	ta.verbose = t->verbose, ta.quiet = t->quiet;
 	if (t->json)
 		ta.entries = cJSON_CreateArray();
-	/* The bundle's trust is checked before the server is reached; one from a registry is
-	 * fetched into a temp file first (a push reads parts of it again). */
-	t->need_file = 1;
+	/* The bundle's trust is checked before the server is reached. */
 	rc = open_trusted(t, argv[optind], &b, keys);
 	if (rc == MC_OK && o.types != NULL)
 		rc = select_types(t->ctx, b, o.types);

@@ -166,7 +166,6 @@ cmd_sign(struct tool *t, int argc, char **argv)
 	path = argv[optind];
 	if (strcmp(path, "-") == 0)
 		usage_say("sign reads the bundle twice: name a file, not standard input (-)");
-	t->need_file = 1;
 	if (t->trust.npubs == 0 && !t->trust.insecure)
 		usage_say("sign needs -p PUBFILE to verify the bundle it endorses (or "
 			  "--insecure-no-verify to sign it unchecked)");

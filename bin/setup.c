@@ -4,7 +4,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
@@ -227,44 +226,12 @@ apply_trust(mc_bundle *b, const struct trust *t, mc_pubkey **keys)
 	return mc_bundle_set_insecure(b, t->insecure);
 }
 
-/* The bundle of a registry reference, fetched (its digests checked) into a temp file
- * with no name, opened into *b: for a command that reads a bundle twice. */
-static int
-open_fetched(struct tool *t, const char *ref, mc_bundle **b)
-{
-	const char *dir = getenv("TMPDIR");
-	char tmp[4096];
-	int fd, rc;
-
-	snprintf(tmp, sizeof tmp, "%s/megacache-fetch-XXXXXX", dir != NULL && dir[0] ? dir : "/tmp");
-	if ((fd = mkstemp(tmp)) < 0) {
-		say(stderr, "%s: cannot make a temp file in %s: %s", PROG,
-		    dir != NULL && dir[0] ? dir : "/tmp", strerror(errno));
-		json_error("io");
-		json_exit(EXIT_USAGE);
-	}
-	close(fd);
-	if ((rc = mc_copy(t->ctx, ref, tmp)) == MC_OK) {
-		if ((fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0)
-			rc = MC_ERR_IO;
-		else {
-			rc = mc_bundle_open_fd(t->ctx, fd, ref, b);
-			close(fd);
-		}
-	}
-	unlink(tmp);
-	return rc;
-}
-
-/* Opens the bundle at path into *b; "-" is standard input, read once, in order, as is a
- * registry reference (fetched first when the command reads its bundle twice). */
+/* Opens the bundle at path into *b; "-" is standard input, read once, in order. */
 int
 open_bundle(struct tool *t, const char *path, mc_bundle **b)
 {
 	if (strcmp(path, "-") == 0)
 		return mc_bundle_open_fd(t->ctx, STDIN_FILENO, "standard input", b);
-	if (t->need_file && mc_is_reference(path))
-		return open_fetched(t, path, b);
 	return mc_bundle_open(t->ctx, path, b);
 }
 

@@ -129,8 +129,6 @@ struct tool {
 	 * --timeout (as given), --plain-http */
 	const char *registry_ca, *registry_user, *registry_password_file, *timeout;
 	int plain_http;
-	int need_file; /* the command reads a bundle twice: one from a registry is fetched into
-			  a temp file first */
 	mc_ctx *ctx; /* from tool_start(); run_command() frees it */
 };
 

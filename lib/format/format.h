@@ -16,8 +16,9 @@ typedef struct mc_zin mc_zin;
  * ustar header (input that ends inside the first block of a bundle is a truncated
  * bundle, any other is not a bundle). */
 MC_HIDDEN int mc__zin_new(mc_ctx *ctx, int fd, const char *path, mc_zin **out);
-/* The same for bytes that a source hands on through fd (a registry's stream): at their
- * end at_end(ud, ctx) says whether they were whole, and its error is the read's. */
+/* The same for bytes that a source puts in fd as they come (a registry's): at the end of
+ * those read so far at_end(ud, ctx) waits, and says 1 when there are more, MC_OK when
+ * they were whole, or an error, which is the read's. */
 MC_HIDDEN int mc__zin_new_src(mc_ctx *ctx, int fd, const char *path,
 			      int (*at_end)(void *ud, mc_ctx *ctx), void *ud, mc_zin **out);
 /* Reads exactly n bytes; on truncation MC_ERR_MALFORMED with mc__truncated()'s text. */

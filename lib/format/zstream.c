@@ -33,12 +33,15 @@ struct mc_zin {
 	void *end_ud;
 };
 
-/* The end of fd's bytes: whether their source says they were all there were. */
+/* The end of fd's bytes so far: 1 when their source has more now (read again), else
+ * whether it says they were all there were. */
 static int
 source_end(mc_zin *z)
 {
-	z->eof = 1;
-	return z->at_end != NULL ? z->at_end(z->end_ud, z->ctx) : MC_OK;
+	int rc = z->at_end != NULL ? z->at_end(z->end_ud, z->ctx) : MC_OK;
+
+	z->eof = rc == MC_OK;
+	return rc;
 }
 
 /* The smallest bundle: a manifest member of one byte, padded, and the end blocks. */
@@ -56,21 +59,25 @@ static int
 zin_fill(mc_zin *z)
 {
 	ssize_t r;
+	int rc;
 
 	if (z->pos < z->len || z->eof)
 		return MC_OK;
 	/* A read from a pipe that a signal interrupts ends there once ctx is cancelled. */
-	do
-		r = mc__cancelled(z->ctx) ? 0 : read(z->fd, z->buf, z->cap);
-	while (r < 0 && errno == EINTR);
-	if (mc__cancelled(z->ctx))
-		return mc__cancel_err(z->ctx);
-	if (r < 0)
-		return mc__errno(z->ctx, MC_ERR_IO, "cannot read", z->path);
-	z->base += z->len;
-	z->pos = 0;
-	z->len = (size_t)r;
-	return r == 0 ? source_end(z) : MC_OK;
+	for (;;) {
+		do
+			r = mc__cancelled(z->ctx) ? 0 : read(z->fd, z->buf, z->cap);
+		while (r < 0 && errno == EINTR);
+		if (mc__cancelled(z->ctx))
+			return mc__cancel_err(z->ctx);
+		if (r < 0)
+			return mc__errno(z->ctx, MC_ERR_IO, "cannot read", z->path);
+		z->base += z->len;
+		z->pos = 0;
+		z->len = (size_t)r;
+		if (r > 0 || (rc = source_end(z)) <= 0)
+			return r > 0 ? MC_OK : rc;
+	}
 }
 
 /* Whether the n bytes at p start as a torch cache blob does (format/SPEC.md section
@@ -139,7 +146,7 @@ mc__zin_new_src(mc_ctx *ctx, int fd, const char *path, int (*at_end)(void *ud, m
 			mc__zin_free(z);
 			return rc;
 		}
-		if (r == 0 && (rc = source_end(z)) != MC_OK) {
+		if (r == 0 && (rc = source_end(z)) < 0) {
 			mc__zin_free(z);
 			return rc;
 		}

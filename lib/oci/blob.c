@@ -1,8 +1,9 @@
-/* blob.c - the layer's bytes. Read in: into a socket, from a thread of its own, so that
- * a reader takes them as from a pipe; their length and SHA-256 are checked as they
- * come, and the last byte is held back until both are the descriptor's, so that no
- * reader can finish on a layer the registry did not name. Or into a file, checked the
- * same way. Pushed out: a monolithic upload (POST, then PUT with the digest), skipped
+/* blob.c - the layer's bytes. Read in: into a temp file, from a thread of its own, that
+ * a reader reads as it fills (each read waits for the bytes it asks for), so that the
+ * reading overlaps the download and workers can read parts of it at once; their length
+ * and SHA-256 are checked as they come, and the reader's pass ends only once both are
+ * the descriptor's (mc__ostream_end()), so that nothing is installed from a layer the
+ * registry did not name. Or into a file, checked the same way. Pushed out: a monolithic upload (POST, then PUT with the digest), skipped
  * when the registry has the blob already. */
 #include "config.h"
 
@@ -11,60 +12,48 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "oci/oci.h"
 
-/* A layer's bytes as they arrive: counted, hashed, and handed on. */
+/* A layer's bytes as they arrive: counted, hashed, and written at their place in a
+ * file. */
 struct take {
 	struct mc_oci *o;
 	struct mc_layer layer;
 	struct mc_sha256 sha;
 	uint64_t got;
-	int fd;            /* where they go */
-	int hold;          /* hold the last byte back (a stream) */
-	unsigned char last;
+	int fd;
+	struct mc_ostream *stream; /* told of each piece written, or NULL */
 };
 
-/* Writes n bytes to t's socket or file. */
-static int
-hand_on(struct take *t, const unsigned char *p, size_t n)
-{
-	ssize_t w;
-
-	while (n > 0) {
-		w = t->hold ? send(t->fd, p, n, MSG_NOSIGNAL) : write(t->fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return mc__errno(mc__oci_ctx(t->o), t->hold ? MC_ERR_CANCELLED : MC_ERR_IO,
-					 t->hold ? "the reader went away from" : "cannot write",
-					 mc__oci_ref(t->o)->text);
-		p += w;
-		n -= (size_t)w;
-	}
-	return MC_OK;
-}
+static void stream_moved(struct mc_ostream *s, uint64_t avail);
 
 static int
 take_sink(void *ud, const unsigned char *p, size_t n)
 {
 	struct take *t = ud;
-	uint64_t size = t->layer.size;
-	size_t now = n;
+	ssize_t w;
+	size_t k;
 
-	if (t->got + n > size)
+	if (t->got + n > t->layer.size)
 		return mc__err(mc__oci_ctx(t->o), MC_ERR_DIGEST_MISMATCH, "%s: the layer is longer "
 			       "than the %llu bytes its descriptor says", mc__oci_ref(t->o)->text,
-			       (unsigned long long)size);
+			       (unsigned long long)t->layer.size);
 	mc__sha256_update(&t->sha, p, n);
-	if (t->hold && t->got + n == size) { /* the last byte waits for the checks */
-		t->last = p[n - 1];
-		now = n - 1;
+	for (k = 0; k < n; k += (size_t)w) {
+		w = pwrite(t->fd, p + k, n - k, (off_t)(t->got + k));
+		if (w < 0 && errno == EINTR)
+			w = 0;
+		else if (w <= 0)
+			return mc__errno(mc__oci_ctx(t->o), MC_ERR_IO, "cannot write a temp file for",
+					 mc__oci_ref(t->o)->text);
 	}
 	t->got += n;
-	return hand_on(t, p, now);
+	if (t->stream != NULL)
+		stream_moved(t->stream, t->got);
+	return MC_OK;
 }
 
 /* After the transfer: the length and the digest. */
@@ -106,8 +95,6 @@ take_layer(struct take *t)
 		rc = mc__oci_status_err(t->o, &r, "the layer");
 	if (rc == MC_OK)
 		rc = take_check(t);
-	if (rc == MC_OK && t->hold && t->layer.size > 0)
-		rc = hand_on(t, &t->last, 1);
 	mc__sha256_drop(&t->sha);
 	mc__resp_free(&r);
 	return rc;
@@ -125,21 +112,37 @@ mc__oci_fetch(struct mc_oci *o, const struct mc_layer *layer, int fd)
 
 struct mc_ostream {
 	struct take t;
-	mc_ctx tctx;   /* the thread's messages */
+	mc_ctx tctx;          /* the thread's messages */
 	pthread_t thread;
-	int joined;
+	pthread_mutex_t lock;
+	pthread_cond_t moved;
+	uint64_t avail;       /* bytes in the file so far */
+	int done;             /* the thread has ended, as rc says */
 	int rc;
+	int joined;
+	int rfd;              /* the reader's descriptor, whose offset says how far it read */
 };
+
+static void
+stream_moved(struct mc_ostream *s, uint64_t avail)
+{
+	pthread_mutex_lock(&s->lock);
+	s->avail = avail;
+	pthread_cond_broadcast(&s->moved);
+	pthread_mutex_unlock(&s->lock);
+}
 
 static void *
 stream_main(void *p)
 {
 	struct mc_ostream *s = p;
+	int rc = take_layer(&s->t);
 
-	s->rc = take_layer(&s->t);
-	shutdown(s->t.fd, SHUT_WR);
-	close(s->t.fd);
-	s->t.fd = -1;
+	pthread_mutex_lock(&s->lock);
+	s->rc = rc;
+	s->done = 1;
+	pthread_cond_broadcast(&s->moved);
+	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
 
@@ -148,7 +151,7 @@ mc__oci_stream(struct mc_oci *o, const struct mc_layer *layer, int *fd, struct m
 {
 	struct mc_ostream *s;
 	mc_ctx *ctx = mc__oci_ctx(o);
-	int sv[2];
+	int tfd;
 
 	*out = NULL;
 	*fd = -1;
@@ -156,41 +159,78 @@ mc__oci_stream(struct mc_oci *o, const struct mc_layer *layer, int *fd, struct m
 		mc__oci_free(o);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+	if ((tfd = mc__open_temp_anon(ctx)) < 0 ||
+	    (s->rfd = fcntl(tfd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		int rc = tfd < 0 ? MC_ERR_IO : mc__errno(ctx, MC_ERR_IO, "cannot read", layer->digest);
+		if (tfd >= 0)
+			close(tfd);
 		free(s);
 		mc__oci_free(o);
-		return mc__errno(ctx, MC_ERR_IO, "cannot make a socket for", layer->digest);
+		return rc;
 	}
 	s->tctx = *ctx;
-	s->t.o = o;
-	s->t.layer = *layer;
-	s->t.fd = sv[1];
-	s->t.hold = 1;
+	s->t = (struct take){.o = o, .layer = *layer, .fd = tfd, .stream = s};
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->moved, NULL);
 	mc__oci_set_ctx(o, &s->tctx);
 	if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
-		close(sv[0]);
-		close(sv[1]);
-		mc__oci_free(o);
-		free(s);
+		s->joined = 1;
+		close(s->rfd);
+		mc__ostream_free(s);
 		return mc__err(ctx, MC_ERR_NOMEM, "cannot start a thread");
 	}
-	*fd = sv[0];
+	*fd = s->rfd;
 	*out = s;
 	return MC_OK;
 }
 
+/* The thread's failure, said on ctx; MC_OK when it has none. Called under the lock. */
+static int
+stream_rc(struct mc_ostream *s, mc_ctx *ctx)
+{
+	return s->rc != MC_OK ? mc__err(ctx, s->rc, "%s", s->tctx.err) : MC_OK;
+}
+
 int
-mc__ostream_end(void *stream, mc_ctx *ctx)
+mc__ostream_wait(struct mc_ostream *s, uint64_t upto, mc_ctx *ctx)
+{
+	int rc = MC_OK;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->done && s->avail < upto)
+		pthread_cond_wait(&s->moved, &s->lock);
+	if (s->avail < upto)
+		rc = stream_rc(s, ctx);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+mc__ostream_more(void *stream, mc_ctx *ctx)
 {
 	struct mc_ostream *s = stream;
+	off_t at = lseek(s->rfd, 0, SEEK_CUR);
+	int rc;
 
-	if (!s->joined) {
-		pthread_join(s->thread, NULL);
-		s->joined = 1;
-	}
-	if (s->rc != MC_OK)
-		return mc__err(ctx, s->rc, "%s", s->tctx.err);
-	return MC_OK;
+	pthread_mutex_lock(&s->lock);
+	while (!s->done && s->avail <= (uint64_t)at)
+		pthread_cond_wait(&s->moved, &s->lock);
+	rc = s->avail > (uint64_t)at ? 1 : stream_rc(s, ctx);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+mc__ostream_end(struct mc_ostream *s, mc_ctx *ctx)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->done)
+		pthread_cond_wait(&s->moved, &s->lock);
+	rc = stream_rc(s, ctx);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
 }
 
 void
@@ -202,6 +242,9 @@ mc__ostream_free(struct mc_ostream *s)
 		mc__oci_stop(s->t.o);
 		pthread_join(s->thread, NULL);
 	}
+	close(s->t.fd);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->moved);
 	mc__oci_free(s->t.o);
 	free(s);
 }

@@ -125,20 +125,25 @@ MC_HIDDEN int mc__oci_push(struct mc_oci *o, int fd, uint64_t size, int format,
 
 /* ---- the layer's bytes (blob.c) ---- */
 
-/* A layer being read in the background into a socket. */
+/* A layer being read in the background into a temp file. */
 struct mc_ostream;
-/* Starts reading layer into a socket, whose other end *fd (the caller's, to close)
- * reads: the bytes come as they arrive, the last one only once their length and
- * SHA-256 are the layer's. Takes o over, whatever it returns. */
+/* Starts reading layer into a temp file, which *fd (the caller's, to close before
+ * mc__ostream_free()) reads from its start as it fills. Takes o over, whatever it
+ * returns. */
 MC_HIDDEN int mc__oci_stream(struct mc_oci *o, const struct mc_layer *layer, int *fd,
 			     struct mc_ostream **out);
-/* Called at the end of what fd gave: MC_OK when the layer was whole and its digest
- * right, else the reason, said on ctx (MC_ERR_DIGEST_MISMATCH, MC_ERR_REMOTE, ...).
- * Waits for the reading to end. */
-MC_HIDDEN int mc__ostream_end(void *stream, mc_ctx *ctx);
-/* Stops the reading (fd must have been closed first) and frees s. */
+/* Waits until the file holds upto bytes, or the reading ended: MC_OK, or why it ended
+ * short (said on ctx). A pread then finds the bytes, or the file's end. */
+MC_HIDDEN int mc__ostream_wait(struct mc_ostream *s, uint64_t upto, mc_ctx *ctx);
+/* For a reader in order at the end of what fd gave: 1 once there is more, MC_OK at the
+ * end of a whole layer, else why not (MC_ERR_DIGEST_MISMATCH, MC_ERR_REMOTE, ...). */
+MC_HIDDEN int mc__ostream_more(void *stream, mc_ctx *ctx);
+/* Waits for the reading to end: MC_OK when the layer was whole and its digest right,
+ * else why not, said on ctx. */
+MC_HIDDEN int mc__ostream_end(struct mc_ostream *s, mc_ctx *ctx);
+/* Stops the reading and frees s. */
 MC_HIDDEN void mc__ostream_free(struct mc_ostream *s);
-/* Writes layer into fd, checked as a stream is; nothing is held back. */
+/* Writes layer into fd, from its start, checked as a stream is. */
 MC_HIDDEN int mc__oci_fetch(struct mc_oci *o, const struct mc_layer *layer, int fd);
 /* Pushes size bytes of fd as a blob of the reference's repository, unless it is there
  * already. */

@@ -616,6 +616,8 @@ mc__bundle_whole(mc_bundle *b)
 	if ((rc = mc__bundle_layout(b, NULL, &size)) != MC_OK)
 		return rc;
 	size += 2 * MC_TAR_BLOCK; /* the end */
+	if (b->remote != NULL && (rc = mc__ostream_end(b->remote, b->ctx)) != MC_OK)
+		return rc;
 	if (fstat(b->fd, &st) != 0)
 		return mc__errno(b->ctx, MC_ERR_IO, "cannot stat", b->path);
 	if ((uint64_t)st.st_size < size)
@@ -647,7 +649,7 @@ mc__bundle_open_stream(mc_bundle *b)
 	b->fresh = 0;
 	if (!b->seq && lseek(b->fd, 0, SEEK_SET) != 0)
 		return mc__errno(b->ctx, MC_ERR_IO, "cannot seek", b->path);
-	if ((rc = mc__zin_new_src(b->ctx, b->fd, b->path, b->remote ? mc__ostream_end : NULL,
+	if ((rc = mc__zin_new_src(b->ctx, b->fd, b->path, b->remote ? mc__ostream_more : NULL,
 				  b->remote, &b->z)) != MC_OK ||
 	    (rc = manifest_member(b, first)) != MC_OK || (rc = sig_members(b, first)) != MC_OK ||
 	    (rc = index_member(b, first)) != MC_OK)
@@ -667,7 +669,10 @@ int
 mc__bundle_pread(mc_ctx *ctx, const mc_bundle *b, void *buf, size_t n, uint64_t off)
 {
 	struct stat st;
+	int rc;
 
+	if (b->remote != NULL && (rc = mc__ostream_wait(b->remote, off + n, ctx)) != MC_OK)
+		return rc;
 	if (b->seq && off == b->peek_at && n == MC_TAR_BLOCK) {
 		memcpy(buf, b->peek, n);
 		return MC_OK;

@@ -728,6 +728,9 @@ check_end(struct sworker *w, uint64_t off)
 			return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: bad end-of-archive marker", b->path);
 	if (b->seq)
 		return mc__zin_expect_end(b->z);
+	/* a registry's layer: whole, and the bytes its manifest names, before the pass ends */
+	if (b->remote != NULL && (rc = mc__ostream_end(b->remote, w->ctx)) != MC_OK)
+		return rc;
 	if (fstat(b->fd, &st) != 0)
 		return mc__errno(w->ctx, MC_ERR_IO, "cannot read", b->path);
 	if ((uint64_t)st.st_size != off + 2 * MC_TAR_BLOCK)
