@@ -537,17 +537,28 @@ authenticate(struct mc_oci *o)
 
 /* ---- requests ---- */
 
-/* Whether the failure of the first contact with a loopback registry says that it
- * speaks plain HTTP, which is then tried (as docker treats localhost). */
-static int
-fall_back(struct mc_oci *o, int rc)
+/* A loopback registry is asked in plain HTTP first, as docker may speak to localhost:
+ * its answer to GET /v2/ tells whether it speaks TLS (Go's and nginx's plain answers on
+ * a TLS port name HTTPS; others close), and HTTPS is used then. No credential goes
+ * before a registry's 401 asks for one, so none is sent in plain HTTP to a TLS port. */
+static void
+probe_scheme(struct mc_oci *o)
 {
-	if (rc == MC_OK || o->scheme_known || !o->ref.loopback ||
-	    strncmp(o->base, "https://", 8) != 0 ||
-	    (o->code != CURLE_SSL_CONNECT_ERROR && o->code != CURLE_RECV_ERROR))
-		return 0;
-	snprintf(o->base, sizeof o->base, "http://%s", o->ref.host);
-	return 1;
+	struct mc_req q = {.method = "GET", .url = "/v2/", .body_fd = -1};
+	struct mc_resp r = {0};
+	char url[320];
+	int rc;
+
+	o->scheme_known = 1;
+	if (!o->ref.loopback || strncmp(o->base, "http://", 7) != 0)
+		return;
+	snprintf(url, sizeof url, "%s/v2/", o->base);
+	rc = perform(o, &q, url, &r);
+	if (rc == MC_OK ? r.status == 400 && r.body != NULL && strstr((char *)r.body, "HTTPS") != NULL
+			: o->code == CURLE_RECV_ERROR || o->code == CURLE_GOT_NOTHING ||
+			  o->code == CURLE_WEIRD_SERVER_REPLY)
+		snprintf(o->base, sizeof o->base, "https://%s", o->ref.host);
+	mc__resp_free(&r);
 }
 
 /* The next URL after an answer r to url; MC_OK to go on (*done 0), or the end. */
@@ -588,6 +599,8 @@ mc__oci_request(struct mc_oci *o, const struct mc_req *q, struct mc_resp *r)
 	char url[2048];
 	int rc, tried = 0, hops = 0, done = 0;
 
+	if (!o->scheme_known)
+		probe_scheme(o);
 	for (;;) {
 		if (strstr(q->url, "://") != NULL || hops > 0 || tried) {
 			if (!hops && !tried)
@@ -595,9 +608,6 @@ mc__oci_request(struct mc_oci *o, const struct mc_req *q, struct mc_resp *r)
 		} else
 			snprintf(url, sizeof url, "%s%s", o->base, q->url);
 		rc = perform(o, q, url, r);
-		if (fall_back(o, rc))
-			continue;
-		o->scheme_known = 1;
 		if (rc != MC_OK || (rc = next_step(o, q, r, &tried, &hops, url, sizeof url, &done)) !=
 				       MC_OK || done)
 			return rc;
@@ -667,8 +677,8 @@ mc__oci_new(mc_ctx *ctx, const char *text, struct mc_oci **out)
 		free(o);
 		return rc;
 	}
-	snprintf(o->base, sizeof o->base, "%s://%s",
-		 ctx->reg != NULL && ctx->reg->plain_http ? "http" : "https", o->ref.host);
+	snprintf(o->base, sizeof o->base, "%s://%s", o->ref.loopback || (ctx->reg != NULL &&
+		 ctx->reg->plain_http) ? "http" : "https", o->ref.host);
 	if ((o->curl = cu.curl_easy_init()) == NULL) {
 		free(o);
 		return mc__err(ctx, MC_ERR_NOMEM, "out of memory");

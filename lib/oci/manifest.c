@@ -209,33 +209,15 @@ put_manifest(struct mc_oci *o, const char *text, struct mc_layer *layer)
 }
 
 int
-mc__oci_push(struct mc_oci *o, int fd, uint64_t size, int format, const struct mc_annot *a,
-	     size_t n, struct mc_layer *layer)
+mc__oci_push(struct mc_oci *o, int fd, const struct mc_layer *bytes, int format,
+	     const struct mc_annot *a, size_t n, struct mc_layer *layer)
 {
-	unsigned char sha[MC_SHA256_BYTES], buf[1 << 16];
-	struct mc_sha256 h = {0};
-	uint64_t off = 0;
 	char *text;
 	int rc;
 
-	memset(layer, 0, sizeof *layer);
-	if ((rc = mc__sha256_init(&h)) != MC_OK)
-		return mc__err(mc__oci_ctx(o), rc, "out of memory");
-	while (off < size) {
-		size_t k = size - off < sizeof buf ? (size_t)(size - off) : sizeof buf;
-		if (mc__pread_full(fd, buf, k, off) != 0) {
-			mc__sha256_drop(&h);
-			return mc__errno(mc__oci_ctx(o), MC_ERR_IO, "cannot read", "the bundle written");
-		}
-		mc__sha256_update(&h, buf, k);
-		off += k;
-	}
-	mc__sha256_final(&h, sha);
-	mc__sha256_drop(&h);
-	mc__digest_text(sha, layer->digest);
-	layer->size = size;
+	*layer = *bytes;
 	if ((rc = mc__oci_put_blob(o, -1, "{}", 2, MC_OCI_EMPTY_DIGEST)) != MC_OK ||
-	    (rc = mc__oci_put_blob(o, fd, NULL, size, layer->digest)) != MC_OK)
+	    (rc = mc__oci_put_blob(o, fd, NULL, layer->size, layer->digest)) != MC_OK)
 		return rc;
 	if ((text = render(format, layer, a, n)) == NULL)
 		return mc__err(mc__oci_ctx(o), MC_ERR_NOMEM, "out of memory");

@@ -117,10 +117,11 @@ struct mc_annot {
  * the one layer it holds into *layer: MC_ERR_NOT_BUNDLE for an artifact that is not a
  * megacache bundle, MC_ERR_LIMIT for a manifest over 4 MiB. */
 MC_HIDDEN int mc__oci_resolve(struct mc_oci *o, struct mc_layer *layer);
-/* Pushes the size bytes of fd (from its start) as the layer of a bundle of format
- * version format with the n annotations, and the manifest to the reference's tag (or
- * digest, which must then be the manifest's): *layer gets the digests. */
-MC_HIDDEN int mc__oci_push(struct mc_oci *o, int fd, uint64_t size, int format,
+/* Pushes the bytes->size bytes of fd (from its start), whose SHA-256 is bytes->digest,
+ * as the layer of a bundle of format version format with the n annotations, and the
+ * manifest to the reference's tag (or digest, which must then be the manifest's):
+ * *layer gets the digests. */
+MC_HIDDEN int mc__oci_push(struct mc_oci *o, int fd, const struct mc_layer *bytes, int format,
 			   const struct mc_annot *a, size_t n, struct mc_layer *layer);
 
 /* ---- the layer's bytes (blob.c) ---- */

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,28 +91,91 @@ annotate(mc_bundle *b, struct annots *t)
 	return rc == MC_OK ? MC_OK : mc__err(b->ctx, MC_ERR_NOMEM, "out of memory");
 }
 
+/* The SHA-256 of a file, made on a thread of its own while the bundle's head is read. */
+struct filehash {
+	int fd;
+	uint64_t size;
+	struct mc_layer layer; /* digest and size */
+	int err;               /* errno of a failed read, or ENOMEM */
+	pthread_t thread;
+};
+
+static void *
+filehash_run(void *p)
+{
+	struct filehash *h = p;
+	unsigned char sha[MC_SHA256_BYTES], *buf = malloc(1u << 20);
+	struct mc_sha256 s = {0};
+	uint64_t off = 0;
+	ssize_t r;
+
+	if (buf == NULL || mc__sha256_init(&s) != MC_OK) {
+		free(buf);
+		h->err = ENOMEM;
+		return NULL;
+	}
+	while (off < h->size && (r = pread(h->fd, buf, 1u << 20, (off_t)off)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			h->err = errno;
+			break;
+		}
+		mc__sha256_update(&s, buf, (size_t)r);
+		off += (uint64_t)r;
+	}
+	if (h->err == 0 && off != h->size)
+		h->err = EIO; /* the file shrank */
+	mc__sha256_final(&s, sha);
+	mc__sha256_drop(&s);
+	mc__digest_text(sha, h->layer.digest);
+	h->layer.size = off;
+	free(buf);
+	return NULL;
+}
+
+/* The annotations of the bundle in fd, into t: its format version into *format. */
+static int
+bundle_annotations(mc_ctx *ctx, int fd, const char *ref, struct annots *t, int *format)
+{
+	mc_bundle *b = NULL;
+	int rc;
+
+	if ((rc = mc_bundle_open_fd(ctx, fd, ref, &b)) == MC_OK) {
+		*format = mc_bundle_format_version(b);
+		rc = annotate(b, t);
+	}
+	mc_bundle_free(b);
+	return rc;
+}
+
 /* Pushes the bundle in fd (a file, whole) to ref, its manifest's facts annotating it. */
 int
 mc__push_bundle(mc_ctx *ctx, int fd, const char *ref)
 {
 	struct annots t = {.n = 0};
+	struct filehash h = {.fd = fd};
 	struct mc_layer layer;
 	struct mc_oci *o = NULL;
-	mc_bundle *b = NULL;
 	struct stat st;
-	int rc, format = 2;
+	int rc, format = 2, hashing;
 
 	if (fstat(fd, &st) != 0 || lseek(fd, 0, SEEK_SET) != 0)
 		return mc__errno(ctx, MC_ERR_IO, "cannot read back", "the bundle written");
 	if ((rc = mc__oci_new(ctx, ref, &o)) != MC_OK)
 		return rc;
-	if ((rc = mc_bundle_open_fd(ctx, fd, ref, &b)) == MC_OK) {
-		format = mc_bundle_format_version(b);
-		rc = annotate(b, &t);
-	}
-	mc_bundle_free(b);
+	h.size = (uint64_t)st.st_size;
+	hashing = pthread_create(&h.thread, NULL, filehash_run, &h) == 0;
+	if (!hashing)
+		filehash_run(&h);
+	rc = bundle_annotations(ctx, fd, ref, &t, &format);
+	if (hashing)
+		pthread_join(h.thread, NULL);
+	if (rc == MC_OK && h.err != 0)
+		rc = h.err == ENOMEM ? mc__err(ctx, MC_ERR_NOMEM, "out of memory")
+				     : (errno = h.err, mc__errno(ctx, MC_ERR_IO, "cannot read", ref));
 	if (rc == MC_OK)
-		rc = mc__oci_push(o, fd, (uint64_t)st.st_size, format, t.a, t.n, &layer);
+		rc = mc__oci_push(o, fd, &h.layer, format, t.a, t.n, &layer);
 	if (rc == MC_OK)
 		mc__oci_note(ctx, &layer);
 	annots_free(&t);

@@ -1,8 +1,8 @@
 #!/bin/sh
 # registry.sh - bundles through a registry against bundles from a file: load of the same
 # bundle from a local registry over loopback (oci://) and from its file, and, for the
-# memory a stream needs, from a pipe; then copy of the bundle file into a new repository
-# of the registry, against skopeo copy of the same bytes from an OCI layout. Each pair
+# memory a stream needs, from a pipe; then copy of the bundle file into an empty
+# registry, against skopeo copy of the same bytes from an OCI layout. Each pair
 # alternates which side goes first (it flips every run); the table gives medians of wall
 # time, peak RSS and CPU-seconds (user and system) of each side, and the ratios.
 #   sh tests/bench/registry.sh [COPIES]
@@ -29,37 +29,55 @@ for tool in docker-registry skopeo python3 /usr/bin/time tar; do
 	command -v "$tool" >/dev/null 2>&1 || { echo "registry bench: $tool is needed" >&2; exit 2; }
 done
 mkdir -p "$WORK"
-rm -rf "$WORK/src" "$WORK"/out-* "$WORK/reg" "$WORK/layout" "$WORK/empty"
+rm -rf "$WORK/src" "$WORK"/out-* "$WORK"/reg-* "$WORK/layout" "$WORK/empty"
 mkdir -p "$WORK/src" "$WORK/empty"
 tar -xzf "$top/tests/data/torch-2.11/mlp-cuda-cachedir.tar.gz" -C "$WORK/src"
-"$M" keygen -q -W -f -p "$WORK/k.pub" -s "$WORK/k.key"
+[ -f "$WORK/k.key" ] || "$M" keygen -q -W -p "$WORK/k.pub" -s "$WORK/k.key"
 C="$WORK/cache-$copies"
 [ -d "$C" ] || python3 "$SHARED/bench/scale_cache.py" "$WORK/src/cache_mlp_cold" "$C" "$copies"
 B="$WORK/bundle-$copies.mcache"
 CAP="--max-manifest-bytes 1073741824"
 [ -f "$B" ] || "$M" pack -q $CAP -o "$B" -s "$WORK/k.key" --from-dir "$C" --level 3
 
-# The registry: CNCF distribution on a free loopback port, plain HTTP (as on localhost).
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat > "$WORK/registry.yml" <<CFG
+# The registries: CNCF distribution on free loopback ports, plain HTTP (as on localhost):
+# one holds the bundle the loads read; the other, made anew before each copy, receives
+# the copies, so that neither client finds the blob there already (skopeo remembers
+# where it saw a blob, and would mount it from there rather than send it).
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+start_registry() { # start_registry NAME PORT: its pid in $pid
+	rm -rf "$WORK/reg-$1"
+	cat > "$WORK/registry-$1.yml" <<CFG
 version: 0.1
 log:
   level: error
 storage:
   filesystem:
-    rootdirectory: $WORK/reg
+    rootdirectory: $WORK/reg-$1
 http:
-  addr: 127.0.0.1:$port
+  addr: 127.0.0.1:$2
 CFG
-docker-registry serve "$WORK/registry.yml" > "$WORK/registry.log" 2>&1 &
-reg_pid=$!
-trap 'kill $reg_pid 2>/dev/null || :' EXIT INT TERM
-n=0
-until python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/v2/')" 2>/dev/null; do
-	n=$((n + 1))
-	[ "$n" -lt 100 ] || { echo "registry bench: the registry did not start" >&2; exit 1; }
-	sleep 0.1
-done
+	docker-registry serve "$WORK/registry-$1.yml" > "$WORK/registry-$1.log" 2>&1 &
+	pid=$!
+	n=0
+	until python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$2/v2/')" 2>/dev/null; do
+		n=$((n + 1))
+		[ "$n" -lt 100 ] || { echo "registry bench: a registry did not start" >&2; exit 1; }
+		sleep 0.1
+	done
+}
+port=$(free_port)
+cport=$(free_port)
+start_registry loads "$port"
+reg_pid=$pid
+copy_pid=
+trap 'kill $reg_pid $copy_pid 2>/dev/null || :' EXIT INT TERM
+fresh_copies() { # the registry the copies go to, made anew
+	[ -z "$copy_pid" ] || { kill "$copy_pid"; wait "$copy_pid" 2>/dev/null || :; }
+	start_registry copies "$cport"
+	copy_pid=$pid
+}
 R="oci://127.0.0.1:$port/bench/cache:v1"
 "$M" copy -q "$B" "$R"
 
@@ -99,7 +117,7 @@ PY
 BENCH="registry bench"
 . "$top/tests/bench/timing.sh"
 COMMON="$CAP -q --threads $THREADS"
-blob="$WORK/reg/docker/registry/v2/blobs"
+blob="$WORK/reg-loads/docker/registry/v2/blobs"
 load_file() {
 	settle "$B"
 	t load-file "$M" load $COMMON "$B" -p "$WORK/k.pub" --max-expansion 0 \
@@ -116,16 +134,26 @@ load_pipe() {
 		--triton-dir "$5/t" --vllm-dir "$5/v" < "$6"' _ "$M" "$COMMON" "$WORK/k.pub" \
 		"$WORK/out-pipe-$i" "$WORK/empty" "$B"
 }
+# same MANIFEST-DIGEST: the manifest the copies' registry holds is the one pushed first.
+same() {
+	got=$(skopeo inspect --raw --tls-verify=false "docker://127.0.0.1:$cport/bench/copy:v1" | sha256sum | cut -d' ' -f1)
+	[ "$got" = "$want" ] || { echo "registry bench: a copy made another manifest" >&2; exit 1; }
+}
 copy_megacache() {
+	fresh_copies
 	settle "$B"
-	t copy-megacache "$M" copy -q "$B" "oci://127.0.0.1:$port/bench/m$i:v1"
+	t copy-megacache "$M" copy -q "$B" "oci://127.0.0.1:$cport/bench/copy:v1"
+	same
 }
 copy_skopeo() {
+	fresh_copies
 	settle "$WORK/layout"
 	t copy-skopeo skopeo copy -q --dest-tls-verify=false "oci:$WORK/layout:v1" \
-		"docker://127.0.0.1:$port/bench/s$i:v1"
+		"docker://127.0.0.1:$cport/bench/copy:v1"
+	same
 }
 
+want=$(skopeo inspect --raw --tls-verify=false "docker://127.0.0.1:$port/bench/cache:v1" | sha256sum | cut -d' ' -f1)
 rm -f "$WORK"/*.times
 i=0
 while [ "$i" -lt "$RUNS" ]; do
@@ -137,15 +165,9 @@ while [ "$i" -lt "$RUNS" ]; do
 	fi
 done
 
-# The registry's load is the file's: the same files, the same bytes; and each copy made
-# the manifest megacache pushed first.
+# The registry's load is the file's: the same files, the same bytes.
 diff -r "$WORK/out-file-$RUNS" "$WORK/out-registry-$RUNS" >/dev/null ||
 	{ echo "registry bench: the registry's load differs from the file's" >&2; exit 1; }
-want=$(skopeo inspect --raw --tls-verify=false "docker://127.0.0.1:$port/bench/cache:v1" | sha256sum | cut -d' ' -f1)
-for r in "m$RUNS" "s$RUNS"; do
-	got=$(skopeo inspect --raw --tls-verify=false "docker://127.0.0.1:$port/bench/$r:v1" | sha256sum | cut -d' ' -f1)
-	[ "$got" = "$want" ] || { echo "registry bench: bench/$r holds another manifest" >&2; exit 1; }
-done
 
 row() { # row NAME A B: the medians of A and B, and B/A
 	a=$(median 1 "$WORK/$2.times"); b=$(median 1 "$WORK/$3.times")
@@ -161,4 +183,4 @@ echo "|---|---|---|---|---|---|---|---|"
 row "load: file, registry" load-file load-registry
 row "load: pipe, registry" load-pipe load-registry
 row "copy into a registry: skopeo, megacache" copy-skopeo copy-megacache
-rm -rf "$WORK"/out-*
+rm -rf "$WORK"/out-* "$WORK"/reg-*
