@@ -1,14 +1,16 @@
 # completion.bash - bash completion for megacache: the commands, each command's options,
-# file names where an option or operand takes a file (BUNDLE, -p, -s, -o, ...), folders
+# file names where an option or operand takes a file (BUNDLE, -p, -s, -o, ...; a bundle
+# may also be an oci:// reference, which is typed out), folders
 # for the folder options, and the artifact types for --types.
 # Installed as $(datadir)/bash-completion/completions/megacache; or: . completion.bash
 
-_megacache_commands="keygen save run pack sign verify list load export merge diff push pull audit help"
+_megacache_commands="keygen save run pack sign verify list load export merge diff copy push pull audit help"
 # The built-in artifact types (megacache load --types bogus lists them).
 _megacache_types="inductor aot_autograd autotune pgo precompile kernel_code gemm_timing triton extra triton_home
 	vllm_meta vllm_handles vllm_artifact vllm_aot vllm_inductor vllm_extra"
 _megacache_common="-q --quiet -v --verbose -h --help --progress --password-file --threads
-	--max-manifest-bytes --max-artifacts --max-artifact-bytes --max-total-bytes --max-expansion"
+	--max-manifest-bytes --max-artifacts --max-artifact-bytes --max-total-bytes --max-expansion
+	--registry-ca --plain-http --registry-user --registry-password-file --timeout"
 _megacache_trust="-p --threshold --min-version --require --now --insecure-no-verify"
 _megacache_record="-s --label --label-from-env --labels-json --bundle-version --expires --level
 	--no-compress --format-version --keep-unknown"
@@ -30,6 +32,7 @@ _megacache_options()
 	export) echo "--torch --torch-format --json $_megacache_trust" ;;
 	merge) echo "-o --output -s --unsigned --label --bundle-version --level --expires --json $_megacache_trust" ;;
 	diff) echo "--json" ;;
+	copy) echo "--json" ;;
 	push) echo "--redis --redis-password-file --triton --triton-key-format --types --ttl --dry-run
 		--json $_megacache_trust" ;;
 	pull) echo "-o --output --redis --redis-password-file --triton --triton-key-format --match
@@ -68,11 +71,12 @@ _megacache()
 	--cache-dir|--triton-dir|--vllm-dir|--from-dir|--from-triton-dir|--from-vllm-dir)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-p|-s|-o|-b|--output|--bundle|--save-to|--torch|--from-torch|--labels-json|--password-file|\
-	--json-file|--redis-password-file)
+	--json-file|--redis-password-file|--registry-ca|--registry-password-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--label-from-env) COMPREPLY=($(compgen -v -- "$cur")); return ;;
 	--threshold|--min-version|--require|--now|--expires|--level|--bundle-version|--owner|\
-	--label|--threads|--max-*|--redis|--ttl|--match|--triton-key-format|--gpu-target)
+	--label|--threads|--max-*|--redis|--ttl|--match|--triton-key-format|--gpu-target|\
+	--registry-user|--timeout)
 		return ;;
 	esac
 	if [ "$cmd" = help ]; then
