@@ -100,8 +100,7 @@ const struct cmd_help run_help = {
 		"files it wrote anew (reads are told by access times, set to a mark before CMD:\n"
 		"not on a noatime mount, nor of another user's files); a warning names the types\n"
 		"it read none of (those read only to compile, once it read no FX graph either):\n"
-		"likely a torch, Triton or config mismatch (megacache list BUNDLE shows the\n"
-		"bundle's labels).\n",
+		"likely a torch, Triton or config mismatch (megacache list BUNDLE: its labels).\n",
 	.options =
 		"  -b, --bundle BUNDLE    a bundle to verify and load first (several: in order)\n"
 		"  -p PUBFILE             a trusted public key (a file, its text or its base64 line)\n"

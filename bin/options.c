@@ -194,23 +194,14 @@ next_opt(int argc, char **argv, const char *shortopts, const struct option *lo)
 /* The close of every command's help: the options all take. */
 static const char common_help[] =
 	"common options (every command):\n"
-	"  -q, --quiet           print nothing but errors\n"
+	"  -q, --quiet           print nothing but errors (-h, --help: this text)\n"
 	"  --progress WHEN       tty (default: on a terminal), plain (lines, for logs), none\n"
 	"  --password-file F     a secret key's password (several: one per encrypted key)\n"
 	"  --threads N           worker threads (default 0: one per CPU, at most 8)\n"
 	"  --max-manifest-bytes N, --max-artifacts N, --max-artifact-bytes N,\n"
 	"  --max-total-bytes N, --max-expansion N   caps on what a bundle may declare\n"
-	"registry options (where a bundle is oci://HOST[:PORT]/REPO[:TAG|@sha256:DIGEST]):\n"
-	"  --registry-ca FILE    trust the CAs of this PEM file instead of the system's\n"
-	"  --plain-http          allow plain HTTP to any registry (without it: only to\n"
-	"                        localhost, 127.0.0.0/8 and ::1, which are tried in\n"
-	"                        HTTP first, then HTTPS if they ask for it)\n"
-	"  --registry-user USER  with --registry-password-file: the registry's credentials\n"
-	"                        (default: $MEGACACHE_REGISTRY_USER, then the auth files)\n"
-	"  --registry-password-file F  the password or token: the first line of F\n"
-	"                        (default: $MEGACACHE_REGISTRY_PASSWORD)\n"
-	"  --timeout SECONDS     give up on a registry silent that long (default 30)\n"
-	"  -h, --help            this text; megacache --help: all commands\n";
+	"  --registry-ca F, --plain-http, --registry-user U, --registry-password-file F,\n"
+	"  --timeout S           for a bundle oci://HOST/REPO[:TAG|@DIGEST] (megacache --help)\n";
 
 /* Prints the help of a command to standard output: h's, then the common options. */
 void

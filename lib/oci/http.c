@@ -273,6 +273,7 @@ set_up(struct mc_oci *o, const struct mc_req *q, const char *url, struct curl_sl
 		cu.curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	else if (strcmp(q->method, "PUT") == 0) {
 		cu.curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+		cu.curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20); /* fewer, larger writes */
 		cu.curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)q->body_len);
 		cu.curl_easy_setopt(c, CURLOPT_READFUNCTION, on_send);
 		cu.curl_easy_setopt(c, CURLOPT_READDATA, o);

@@ -168,7 +168,10 @@ mc__push_bundle(mc_ctx *ctx, int fd, const char *ref)
 	hashing = pthread_create(&h.thread, NULL, filehash_run, &h) == 0;
 	if (!hashing)
 		filehash_run(&h);
-	rc = bundle_annotations(ctx, fd, ref, &t, &format);
+	/* the registry is reached, and the empty config sent, while the hash is made */
+	rc = mc__oci_put_blob(o, -1, "{}", 2, MC_OCI_EMPTY_DIGEST);
+	if (rc == MC_OK)
+		rc = bundle_annotations(ctx, fd, ref, &t, &format);
 	if (hashing)
 		pthread_join(h.thread, NULL);
 	if (rc == MC_OK && h.err != 0)
