@@ -27,7 +27,8 @@ const struct cmd_help copy_help = {
 		"digests are checked as the bytes come. A file DST is written whole or not at all.\n"
 		"Prints the manifest's digest when a registry is one side, else the bytes' SHA-256.\n",
 	.options =
-		"  --json                the digests and size as JSON\n",
+		"  --json                the digests and size as JSON\n"
+		"  -v, --verbose         no extra output\n",
 	.example = "megacache copy cache.mcache oci://registry.example.com/caches/llama:v1",
 };
 
