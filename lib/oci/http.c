@@ -312,6 +312,9 @@ transfer_err(struct mc_oci *o, CURLcode e, const char *url)
 	case CURLE_OPERATION_TIMEDOUT:
 		return mc__err(o->ctx, MC_ERR_REMOTE, "%s: the registry sent no data for %u s "
 			       "(--timeout)", o->ref.text, t);
+	case CURLE_PARTIAL_FILE:
+		return mc__err(o->ctx, MC_ERR_REMOTE, "%s: the registry ended the transfer early "
+			       "(%s)", o->ref.text, detail);
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CACERT_BADFILE:
 		return mc__err(o->ctx, MC_ERR_REMOTE, "%s: the registry's TLS certificate cannot be "
