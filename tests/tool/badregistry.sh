@@ -82,7 +82,11 @@ bad_load truncated 2 remote "the registry ended the transfer early"
 rc=$?
 [ "$rc" = 1 ] && grep -qF "$R/bigmanifest:t: the manifest is over 4 MiB" "$T/err" && ok ||
 	bad "bigmanifest: exited $rc: $(cat "$T/err")"
-[ "$(tail -n 1 "$T/rss")" -lt 65536 ] && ok || bad "bigmanifest: the client grew to $(tail -n 1 "$T/rss") KiB"
+# (sanitizers' shadow memory makes the size of a sanitized build's no measure)
+[ -n "${MC_SANITIZED:-}" ] || { [ "$(tail -n 1 "$T/rss")" -lt 65536 ] && ok ||
+	bad "bigmanifest: the client grew to $(tail -n 1 "$T/rss") KiB"; }
+grep -q '^GET /v2/bigmanifest/manifests/t client went away' "$T/requests.log" && ok ||
+	bad "bigmanifest: the client read the whole manifest"
 
 # Pulled by digest, a manifest that is not that digest.
 "$MEGACACHE" copy --json "$R/good:t" "$T/a-copy.mcache" >"$T/out" 2>"$T/err" &&
