@@ -5,7 +5,8 @@
 # uid 1000, the exec bit came back, the image's ENV names the roots megacache loaded and
 # a dry run there finds the cache warm, and neither the bundle, curl nor a compiler is
 # left. The bundle comes from the build context, or from a local HTTP server: through a
-# pipe, or with BUNDLE_SHA256 checked first. A tampered bundle, a cut download and a
+# pipe, or with BUNDLE_SHA256 checked first; or from a local registry (docker-registry)
+# by digest, BUNDLE_REF with BUNDLE_DIGEST, where a tag alone is refused. A tampered bundle, a cut download and a
 # BUNDLE_SHA256 that does not match (the context's bundle, or the download) fail the
 # build at the load step (exit 1) with nothing installed. With BASE naming a stand-in
 # for a torch image (the base image with a file and torch images' ENV PATH and WORKDIR),
@@ -341,6 +342,31 @@ grep -q "GET /bundle-$SHA.mcache HTTP/1.1\" 200" "$T/http.log" && ok || bad "the
 built url-sha256 "the build from a URL with BUNDLE_SHA256, for the bundle's GPU" \
 	--build-arg BUNDLE_URL="$URL/bundle-$SHA.mcache" --build-arg BUNDLE_SHA256="$SHA" \
 	--build-arg GPU_TARGET=cuda:90
+
+# From a registry: docker-registry on a free loopback port, the bundle pushed there by
+# this build's megacache; the recipe loads it by digest, and refuses a tag alone.
+REG_PID=
+if command -v docker-registry >/dev/null 2>&1; then
+	RP=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+		"$T/registry" "$RP" >"$T/registry.yml"
+	docker-registry serve "$T/registry.yml" >"$T/registry.log" 2>&1 &
+	REG_PID=$!
+	i=0
+	until curl -s -o /dev/null "http://127.0.0.1:$RP/v2/" || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+	REF="oci://127.0.0.1:$RP/caches/mlp:v1"
+	if DIGEST=$("$MEGACACHE" copy "$T/ctx/bundle.mcache" "$REF" 2>"$T/push.err"); then
+		ok
+		built ref "the build from a registry" --build-arg BUNDLE_REF="$REF" \
+			--build-arg BUNDLE_DIGEST="$DIGEST"
+		refused ref-tag "$T/ctx" "^BUNDLE_REF $REF names no digest" --build-arg BUNDLE_REF="$REF"
+	else
+		bad "the bundle could not be pushed to the registry: $(cat "$T/push.err")"
+	fi
+	kill "$REG_PID" 2>/dev/null
+else
+	echo "note: no docker-registry here; the build from a registry left untried"
+fi
 
 refused tampered "$T/ctx-bad" "^megacache.*do not match their hash" --build-arg BUNDLE_SHA256="$SHA_BAD"
 # An image for another GPU: the bundle's cuda:90 kernels refuse the build.
