@@ -24,10 +24,10 @@ def copy(src: PathArg, dst: PathArg, *, registry_ca: Optional[PathArg] = None,
     The registry settings, which every call that takes a reference takes too:
     registry_ca, a PEM file of the CAs to trust instead of the system's; plain_http=True
     allows plain HTTP to any registry (without it, only to localhost, 127.0.0.0/8 and
-    ::1); registry_user and registry_password (str, never shown
-    in an error) log in, else $MEGACACHE_REGISTRY_USER and $MEGACACHE_REGISTRY_PASSWORD,
-    else the auth files podman and docker write; timeout: the seconds a registry may send nothing, or take to connect, before
-    the call gives up (default 30).
+    ::1); registry_user and registry_password (str, never shown in an error) log in,
+    else $MEGACACHE_REGISTRY_USER and $MEGACACHE_REGISTRY_PASSWORD, else the auth files
+    podman and docker write; timeout: the seconds a registry may send nothing, or take
+    to connect, before the call gives up (default 30).
     """
     reg = _registry(registry_ca, plain_http, registry_user, registry_password, timeout)
     a, b = _path(src, "source"), _path(dst, "destination")
@@ -35,5 +35,5 @@ def copy(src: PathArg, dst: PathArg, *, registry_ca: Optional[PathArg] = None,
         s.call(s.lib.mc_copy, s.ctx, a, b)
         manifest = s.lib.mc_ctx_registry_digest(s.ctx, 0)
         layer = _str(s.lib.mc_ctx_registry_digest(s.ctx, 1))
-        return CopyReport(os.fsdecode(a), os.fsdecode(b), _str(manifest) if manifest else layer, layer,
-                          s.lib.mc_ctx_registry_size(s.ctx))
+        return CopyReport(os.fsdecode(a), os.fsdecode(b), _str(manifest) if manifest else layer,
+                          layer, s.lib.mc_ctx_registry_size(s.ctx))
