@@ -8,6 +8,11 @@ A thin layer over libmegacache (ctypes, no compiler needed). The calls:
 - :func:`pack_torch_artifacts` and :func:`torch_artifacts` take and give the bytes of
   ``torch.compiler.save_cache_artifacts()`` / ``load_cache_artifacts()``.
 - :func:`verify` checks a bundle without installing; :func:`list` shows one, unverified.
+- :func:`copy` copies a bundle's bytes between files and registries.
+
+A bundle may be stored in an OCI registry: wherever a call reads or writes one, a str
+"oci://HOST[:PORT]/REPO[:TAG|@sha256:HEX]" names it there (registry_ca, plain_http,
+registry_user, registry_password and timeout: how to reach it; see :func:`copy`).
 
 Keys are minisign keys: a path, or the text of a key file (anything with a line break
 or starting "untrusted comment:"), or for public keys the bare base64 key. Paths may be
@@ -26,11 +31,12 @@ from __future__ import annotations
 from typing import Dict, List, Optional  # noqa: F401
 
 from ._args import AOT_REMOTE_LABEL
-from ._errors import (Error, GpuMismatchError, LibraryError, UnsupportedVersionError, UsageError,
-                      VerificationError)
+from ._copy import copy
+from ._errors import (DigestMismatchError, Error, GpuMismatchError, LibraryError,
+                      UnsupportedVersionError, UsageError, VerificationError)
 from ._load import GpuTargetsNotChecked, gpu_targets, list_bundle, load, torch_artifacts, verify
-from ._reports import (Artifact, BundleInfo, Change, Folder, LoadedArtifact, LoadReport,
-                       SaveReport, Signature, Used, Warm)
+from ._reports import (Artifact, BundleInfo, Change, CopyReport, Folder, LoadedArtifact,
+                       LoadReport, RegistryArtifact, SaveReport, Signature, Used, Warm)
 from ._save import keygen, pack_torch_artifacts, save
 from ._session import library_version
 from ._version import __version__
@@ -47,10 +53,10 @@ from ._session import ROOT_TIERS, U64  # noqa: F401,E402
 
 # list() is left out of __all__: a star import would hide the builtin.
 __all__ = [
-    "Artifact", "BundleInfo", "Change", "Error", "Folder", "GpuMismatchError",
-    "GpuTargetsNotChecked", "LibraryError", "LoadReport",
-    "LoadedArtifact", "SaveReport", "Signature", "UnsupportedVersionError", "UsageError",
-    "Used", "VerificationError", "Warm", "keygen",
+    "Artifact", "BundleInfo", "Change", "CopyReport", "DigestMismatchError", "Error", "Folder",
+    "GpuMismatchError", "GpuTargetsNotChecked", "LibraryError", "LoadReport",
+    "LoadedArtifact", "RegistryArtifact", "SaveReport", "Signature", "UnsupportedVersionError",
+    "UsageError", "Used", "VerificationError", "Warm", "copy", "keygen",
     "gpu_targets", "library_version", "load", "pack_torch_artifacts", "save", "torch_artifacts",
     "verify", "warm", "AOT_REMOTE_LABEL", "__version__",
 ]
@@ -68,7 +74,8 @@ def __dir__() -> List[str]:
 for _name in (*__all__, "list_bundle"):
     _obj = globals()[_name]
     if getattr(_obj, "__module__", None) in {"%s.%s" % (__name__, m) for m in
-                                             ("_load", "_reports", "_save", "_session", "_warm")}:
+                                             ("_copy", "_load", "_reports", "_save", "_session",
+                                              "_warm")}:
         _obj.__module__ = __name__
 del _name, _obj
 

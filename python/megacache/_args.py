@@ -1,14 +1,15 @@
-"""The arguments callers give, checked and converted for the library: paths, text,
-keys, labels, integers in range, the progress display, and the facts a save records
-from the environment."""
+"""The arguments callers give, checked and converted for the library: paths (or registry
+references), text, keys, labels, integers in range, the progress display, registry
+settings, and the facts a save records from the environment."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
-from typing import Callable, Iterable, List, Mapping, Optional, Union
+from typing import Callable, Iterable, List, Mapping, Optional, Tuple, Union
 
+from . import _ffi
 from ._errors import UsageError
 from ._progress import TerminalBar
 
@@ -18,6 +19,8 @@ Keys = Union[KeyArg, Iterable[KeyArg]]
 Password = Union[str, bytes, Callable[[str], Union[str, bytes]], None]
 ProgressFn = Callable[[str, int, int], None]
 Progress = Union[ProgressFn, bool, None]
+# The longest --timeout the tool takes, in seconds.
+TIMEOUT_MAX = 86400
 
 
 def _path(p: PathArg, what: str = "path") -> bytes:
@@ -79,6 +82,34 @@ def _int(value, what: str, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise UsageError("%s must be an integer from %d to %d, not %r" % (what, lo, hi, value))
     return value
+
+
+def _registry(ca: Optional[PathArg], plain_http: bool, user: Optional[Union[str, bytes]],
+              password: Optional[Union[str, bytes]],
+              timeout: Optional[int]) -> List[Tuple[int, bytes]]:
+    """The registry settings given, as (MC_REGISTRY_*, value) pairs for
+    mc_ctx_set_registry(). The password is never shown, not even in an error about it."""
+    out = []
+    if ca is not None:
+        out.append((_ffi.MC_REGISTRY_CA, _path(ca, "registry_ca")))
+    if plain_http not in (True, False):
+        raise UsageError("plain_http must be True or False, not %r" % (plain_http,))
+    if plain_http:
+        out.append((_ffi.MC_REGISTRY_PLAIN_HTTP, b"1"))
+    if user is not None:
+        out.append((_ffi.MC_REGISTRY_USER, _text(user, "registry_user")))
+    if password is not None:
+        if not isinstance(password, (str, bytes)):
+            raise UsageError("registry_password must be str or bytes, not %s"
+                             % type(password).__name__)
+        b = password.encode("utf-8", "surrogateescape") if isinstance(password, str) else password
+        if b"\0" in b:
+            raise UsageError("registry_password holds a NUL byte")
+        out.append((_ffi.MC_REGISTRY_PASSWORD, b))
+    if timeout is not None:
+        out.append((_ffi.MC_REGISTRY_TIMEOUT,
+                    b"%d" % _int(timeout, "timeout", 1, TIMEOUT_MAX)))
+    return out
 
 
 def _created() -> int:

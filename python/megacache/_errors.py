@@ -12,6 +12,7 @@ CODES = {
     -20: "MC_ERR_TORCH_FORMAT", -21: "MC_ERR_CRYPTO", -22: "MC_ERR_EXISTS",
     -23: "MC_ERR_LABEL", -24: "MC_ERR_REMOTE", -25: "MC_ERR_UNSUPPORTED",
     -26: "MC_ERR_UNSUPPORTED_VERSION", -27: "MC_ERR_GPU_MISMATCH", -28: "MC_ERR_CANCELLED",
+    -29: "MC_ERR_DIGEST_MISMATCH",
 }
 
 
@@ -63,6 +64,12 @@ class GpuMismatchError(VerificationError):
     leaves those kernels out."""
 
 
+class DigestMismatchError(VerificationError):
+    """A registry sent a manifest or a bundle that is not the digest or size it was
+    named by (status "digest_mismatch"): corrupted, or changed, on the way or in the
+    registry; nothing was installed or written."""
+
+
 class UsageError(Error):
     """Not a verdict on a bundle: a bad argument, a missing or unwritable file, a key
     file or password, or a system or resource error."""
@@ -81,5 +88,6 @@ def error_for(number, message, verification, code):
     mc_status_is_verification_failure() says of it; code: its mc_status_code()."""
     cls = (UnsupportedVersionError if code == "unsupported_version" else
            GpuMismatchError if code == "gpu_mismatch" else
+           DigestMismatchError if code == "digest_mismatch" else
            VerificationError if verification else UsageError)
     return cls(message, code, number)

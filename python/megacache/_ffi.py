@@ -30,6 +30,8 @@ MC_DIFF_ADDED, MC_DIFF_REMOVED, MC_DIFF_CHANGED = 0, 1, 2
 MC_TORCH_FORMAT_CURRENT, MC_TORCH_FORMAT_2_7 = 1, 2
 MC_USED_INSTALLED, MC_USED_READ, MC_USED_NEW, MC_USED_NOT_SEEN = 0, 1, 2, 3
 MC_UNSEEN_KINDS = 6
+MC_REGISTRY_CA, MC_REGISTRY_PLAIN_HTTP, MC_REGISTRY_USER = 0, 1, 2
+MC_REGISTRY_PASSWORD, MC_REGISTRY_TIMEOUT = 3, 4
 
 # Callback types.
 PROGRESS_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_uint64, c_uint64)
@@ -104,6 +106,12 @@ _SIGNATURES = [
     ("mc_ctx_type_tier", [c_handle, c_char_p], c_char_p, None),
     ("mc_ctx_set_progress", [c_handle, PROGRESS_FN, c_void_p], None, None),
     ("mc_ctx_set_threads", [c_handle, c_uint], c_int, _check_ctx),
+    ("mc_is_reference", [c_char_p], c_int, None),
+    ("mc_ctx_set_registry", [c_handle, c_int, c_char_p], c_int, _check_ctx),
+    ("mc_copy", [c_handle, c_char_p, c_char_p], c_int, _check_ctx),
+    # which: 0 the manifest's digest, 1 the layer's
+    ("mc_ctx_registry_digest", [c_handle, c_int], c_char_p, None),
+    ("mc_ctx_registry_size", [c_handle], c_uint64, None),
     ("mc_keygen", [c_handle, POINTER(c_handle), POINTER(c_handle)], c_int, _check_ctx),
     ("mc_keypair_save", [c_handle, c_handle, c_handle, c_char_p, c_char_p, c_char_p, c_int],
      c_int, _check_ctx),

@@ -9,7 +9,7 @@ import warnings
 from typing import Iterable, List, Mapping, Optional, Union
 
 from . import _ffi
-from ._args import Keys, PathArg, Progress, _key_list, _path, _str, _text
+from ._args import Keys, PathArg, Progress, _key_list, _path, _registry, _str, _text
 from ._errors import Error, UsageError
 from ._reports import BundleInfo, LoadedArtifact, LoadReport
 from ._session import _Session
@@ -72,7 +72,7 @@ def _load_in(s: _Session, b, bundle: PathArg, pubs: list, types, require, thresh
     return LoadReport(os.fsdecode(_path(bundle)), bool(dry_run), bool(sync) and not dry_run,
                       count["installed"], count["replaced"], count["unchanged"],
                       count["would_install"], count["would_replace"], nbytes, s.roots(), done,
-                      gpus, [*host], bool(host), count["skipped"])
+                      gpus, [*host], bool(host), count["skipped"], s.registry_artifact(bundle))
 
 
 def load(bundle: PathArg, trusted_keys: Keys, cache_dir: Optional[PathArg] = None,
@@ -80,7 +80,10 @@ def load(bundle: PathArg, trusted_keys: Keys, cache_dir: Optional[PathArg] = Non
          require: Union[Mapping[str, str], Iterable[str], None] = None, threshold: int = 1,
          min_version: int = 0, dry_run: bool = False, sync: bool = False,
          progress: Progress = None, gpu_targets: Optional[Iterable[str]] = None,
-         skip_other_gpus: bool = False, vllm_dir: Optional[PathArg] = None) -> LoadReport:
+         skip_other_gpus: bool = False, vllm_dir: Optional[PathArg] = None, *,
+         registry_ca: Optional[PathArg] = None, plain_http: bool = False,
+         registry_user: Optional[str] = None, registry_password: Optional[str] = None,
+         timeout: Optional[int] = None) -> LoadReport:
     """Verifies a bundle and installs its artifacts into the cache folders.
 
     The folders are those torch, Triton and vLLM use here ($TORCHINDUCTOR_CACHE_DIR,
@@ -102,8 +105,13 @@ def load(bundle: PathArg, trusted_keys: Keys, cache_dir: Optional[PathArg] = Non
     GpuMismatchError with nothing installed, or with skip_other_gpus=True its kernel
     folder is left out (action "skipped") and the rest installed. With no GPU seen and
     no gpu_targets, everything is installed and a GpuTargetsNotChecked warning says so.
+
+    bundle may be a registry reference, "oci://HOST[:PORT]/REPO[:TAG|@sha256:HEX]" (a
+    str), read as it streams; registry_ca, plain_http, registry_user, registry_password
+    and timeout are as :func:`copy` takes them.
     """
-    with _Session(cache_dir, triton_dir, progress, vllm_dir) as s:
+    reg = _registry(registry_ca, plain_http, registry_user, registry_password, timeout)
+    with _Session(cache_dir, triton_dir, progress, vllm_dir, reg) as s:
         return _load_in(s, s.bundle(bundle), bundle, s.trusted(trusted_keys), types, require,
                         threshold, min_version, dry_run, sync, s.host_gpus(gpu_targets),
                         skip_other_gpus)
@@ -124,10 +132,15 @@ def gpu_targets() -> List[str]:
 
 def verify(bundle: PathArg, trusted_keys: Keys, threshold: int = 1, min_version: int = 0,
            require: Union[Mapping[str, str], Iterable[str], None] = None,
-           signatures_only: bool = False, progress: Progress = None) -> BundleInfo:
+           signatures_only: bool = False, progress: Progress = None, *,
+           registry_ca: Optional[PathArg] = None, plain_http: bool = False,
+           registry_user: Optional[str] = None, registry_password: Optional[str] = None,
+           timeout: Optional[int] = None) -> BundleInfo:
     """Checks a bundle's signatures, policy and (unless signatures_only) every byte of
-    it; writes nothing. Returns its manifest, marked verified; raises on any failure."""
-    with _Session(progress=progress) as s:
+    it; writes nothing. Returns its manifest, marked verified; raises on any failure.
+    bundle and the registry settings: as :func:`load` takes them."""
+    reg = _registry(registry_ca, plain_http, registry_user, registry_password, timeout)
+    with _Session(progress=progress, registry=reg) as s:
         b = s.bundle(bundle)
         s.policy(b, s.trusted(trusted_keys), threshold, min_version, require)
         f = s.lib.mc_bundle_check_signatures if signatures_only else s.lib.mc_bundle_verify
@@ -135,12 +148,17 @@ def verify(bundle: PathArg, trusted_keys: Keys, threshold: int = 1, min_version:
         return s.info(b, bundle, True)
 
 
-def list_bundle(bundle: PathArg, trusted_keys: Optional[Keys] = None) -> BundleInfo:
+def list_bundle(bundle: PathArg, trusted_keys: Optional[Keys] = None, *,
+                registry_ca: Optional[PathArg] = None, plain_http: bool = False,
+                registry_user: Optional[str] = None, registry_password: Optional[str] = None,
+                timeout: Optional[int] = None) -> BundleInfo:
     """A bundle's labels, signatures and artifacts, read from its manifest. Nothing is
     verified (verified is False): use :func:`verify` before trusting any of it. With
     trusted_keys, each signature's state says whether it verifies under them (nothing
-    is refused); without, every one is "not_checked"."""
-    with _Session() as s:
+    is refused); without, every one is "not_checked". bundle and the registry settings:
+    as :func:`load` takes them."""
+    reg = _registry(registry_ca, plain_http, registry_user, registry_password, timeout)
+    with _Session(registry=reg) as s:
         b = s.bundle(bundle)
         keys = _key_list(trusted_keys)
         for pk in (s.trusted(keys) if keys else ()):
@@ -151,14 +169,20 @@ def list_bundle(bundle: PathArg, trusted_keys: Optional[Keys] = None) -> BundleI
 def torch_artifacts(bundle: PathArg, trusted_keys: Keys, threshold: int = 1,
                     min_version: int = 0,
                     require: Union[Mapping[str, str], Iterable[str], None] = None,
-                    torch_format: str = "current", progress: Progress = None) -> bytes:
+                    torch_format: str = "current", progress: Progress = None, *,
+                    registry_ca: Optional[PathArg] = None, plain_http: bool = False,
+                    registry_user: Optional[str] = None,
+                    registry_password: Optional[str] = None,
+                    timeout: Optional[int] = None) -> bytes:
     """Verifies a bundle and returns its torch artifacts as the bytes
     torch.compiler.load_cache_artifacts() takes. torch_format "2.7" writes torch 2.7's
-    format. Types torch's format cannot hold (Triton's own cache, for one) are left out."""
+    format. Types torch's format cannot hold (Triton's own cache, for one) are left out.
+    bundle and the registry settings: as :func:`load` takes them."""
     if torch_format not in TORCH_FORMATS:
         raise UsageError("torch_format must be one of %s, not %r"
                          % (", ".join(TORCH_FORMATS), torch_format))
-    with _Session(progress=progress) as s:
+    reg = _registry(registry_ca, plain_http, registry_user, registry_password, timeout)
+    with _Session(progress=progress, registry=reg) as s:
         b = s.bundle(bundle)
         s.policy(b, s.trusted(trusted_keys), threshold, min_version, require)
         data, n = ctypes.c_void_p(), ctypes.c_size_t()

@@ -14,6 +14,34 @@ UNSEEN_WORDS = {"noatime": "on a noatime mount", "not_owner": "owned by another 
 
 
 @dataclasses.dataclass(frozen=True)
+class RegistryArtifact:
+    """A bundle as a registry holds it, pushed or read through an ``oci://`` reference:
+    reference, the repository pinned to the manifest's digest
+    ("oci://HOST/REPO@sha256:..."), which names these bytes however the tag moves;
+    digest, the manifest's; layer_digest, the sha256 of the bundle's bytes; size, their
+    length. The names of the tool's --json "registry"."""
+    reference: str
+    digest: str
+    layer_digest: str
+    size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyReport:
+    """What :func:`copy` did: source and destination as given; layer_digest, the sha256
+    of the bundle's bytes, size their length; digest, the manifest's where a registry
+    was involved, else the same as layer_digest. The names of the tool's copy --json."""
+    source: str
+    destination: str
+    digest: str
+    layer_digest: str
+    size: int
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
 class Artifact:
     """An artifact of a bundle's manifest; hash is its content hash in hex (SHA-256 in
     bundle format 2, BLAKE2b-256 in format 1); executable: load makes it executable (its
@@ -41,7 +69,9 @@ class BundleInfo:
     then only signatures whose state is "verified" vouch for it. gpu_targets: the GPU
     targets of its Triton kernels ("cuda:90", "hip:gfx942"), as its manifest records
     them or, for a bundle that records none (format 1, an older one), as :func:`verify`
-    read them from the kernels; None when not known (such a bundle listed)."""
+    read them from the kernels; None when not known (such a bundle listed). registry:
+    for a bundle read through an ``oci://`` reference, the :class:`RegistryArtifact`
+    read; else None."""
     bundle: str
     created: int
     bundle_version: int
@@ -51,6 +81,7 @@ class BundleInfo:
     artifacts: List[Artifact]
     verified: bool
     gpu_targets: Optional[List[str]] = None
+    registry: Optional[RegistryArtifact] = None
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -78,7 +109,9 @@ class LoadReport:
     would_install and would_replace. bytes counts what was (or would be) written.
     gpu_targets: the targets of the bundle's Triton kernels; host_gpu_targets: the ones
     the host was taken to have (given, or detected); gpu_targets_checked: False when
-    none was (no GPU seen); skipped: the kernel files left out (skip_other_gpus)."""
+    none was (no GPU seen); skipped: the kernel files left out (skip_other_gpus).
+    registry: for a bundle read through an ``oci://`` reference, the
+    :class:`RegistryArtifact` loaded (its digest pins what a tag named); else None."""
     bundle: str
     dry_run: bool
     synced: bool
@@ -94,6 +127,7 @@ class LoadReport:
     host_gpu_targets: List[str] = dataclasses.field(default_factory=lambda: [])
     gpu_targets_checked: bool = False
     skipped: int = 0
+    registry: Optional[RegistryArtifact] = None
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -125,7 +159,8 @@ class SaveReport:
     :class:`Signature`, as :attr:`BundleInfo.signatures` is (earlier versions of this
     package gave a number): one per secret key, in state "not_checked", as :func:`list`
     of the bundle gives them with no trusted key; none in a dry run. signature_count:
-    their number (the tool's --json name)."""
+    their number (the tool's --json name). registry: for a bundle pushed to an ``oci://``
+    reference, the :class:`RegistryArtifact` pushed; else None."""
     bundle: str
     dry_run: bool
     artifact_count: int
@@ -134,6 +169,7 @@ class SaveReport:
     folders: List[Folder]
     skipped_files: int
     changes: List[Change] = dataclasses.field(default_factory=lambda: [])
+    registry: Optional[RegistryArtifact] = None
 
     @property
     def signature_count(self) -> int:

@@ -8,7 +8,7 @@ import os
 from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _ffi
-from ._args import Keys, PathArg, Password, Progress, _path, _str, _text
+from ._args import Keys, PathArg, Password, Progress, _path, _registry, _str, _text
 from ._errors import UsageError
 from ._reports import Folder, SaveReport
 from ._session import _Session
@@ -57,7 +57,9 @@ def save(path: PathArg, secret_key: Optional[Keys], *, cache_dir: Optional[PathA
          expires: int = 0, level: int = 3, keep_unknown: bool = False,
          password: Password = None, dry_run: bool = False,
          on_skip: Optional[Callable[[str, str], None]] = None,
-         progress: Progress = None) -> SaveReport:
+         progress: Progress = None, registry_ca: Optional[PathArg] = None,
+         plain_http: bool = False, registry_user: Optional[str] = None,
+         registry_password: Optional[str] = None, timeout: Optional[int] = None) -> SaveReport:
     """Records everything torch, Triton and vLLM left in their cache folders (the ones
     :func:`load` installs into, or cache_dir / triton_dir / vllm_dir) into a new bundle
     at path, signed by secret_key (one key, several, or None for an unsigned bundle).
@@ -69,8 +71,13 @@ def save(path: PathArg, secret_key: Optional[Keys], *, cache_dir: Optional[PathA
     callable(prompt)); asked on the terminal when None and there is one. created is
     $SOURCE_DATE_EPOCH when set, else now. on_skip(relpath, reason) hears of each file
     not recorded.
+
+    path may be a registry reference, "oci://HOST[:PORT]/REPO[:TAG]" (a str): the bundle
+    is pushed there, and the report's registry gives its digests (registry_ca,
+    plain_http, registry_user, registry_password and timeout: as :func:`copy` takes them).
     """
-    with _Session(cache_dir, triton_dir, progress, vllm_dir) as s:
+    reg = _registry(registry_ca, plain_http, registry_user, registry_password, timeout)
+    with _Session(cache_dir, triton_dir, progress, vllm_dir, reg) as s:
         w = s.writer()
         sigs = [] if dry_run else s.writer_setup(w, secret_key, password, labels, bundle_version,
                                                 expires, level, env_facts=True)
@@ -86,12 +93,18 @@ def pack_torch_artifacts(blob: Union[bytes, bytearray, memoryview], out: PathArg
                          secret_key: Optional[Keys], *,
                          labels: Union[Mapping[str, str], Iterable[str], None] = None,
                          bundle_version: int = 0, expires: int = 0, level: int = 3,
-                         password: Password = None, progress: Progress = None) -> SaveReport:
+                         password: Password = None, progress: Progress = None,
+                         registry_ca: Optional[PathArg] = None, plain_http: bool = False,
+                         registry_user: Optional[str] = None,
+                         registry_password: Optional[str] = None,
+                         timeout: Optional[int] = None) -> SaveReport:
     """Makes a bundle at out of the bytes torch.compiler.save_cache_artifacts()[0]
     returned, signed by secret_key. :func:`torch_artifacts` of it gives those bytes back
-    (for torch 2.8 and later blobs, byte for byte)."""
+    (for torch 2.8 and later blobs, byte for byte). out and the registry settings: as
+    :func:`save` takes them."""
     data = bytes(blob)
-    with _Session(progress=progress) as s:
+    reg = _registry(registry_ca, plain_http, registry_user, registry_password, timeout)
+    with _Session(progress=progress, registry=reg) as s:
         w = s.writer()
         sigs = s.writer_setup(w, secret_key, password, labels, bundle_version, expires, level)
         s.lib.mc_writer_add_torch_blob_memory(w, data, len(data))

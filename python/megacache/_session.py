@@ -7,14 +7,14 @@ import ctypes
 import getpass
 import os
 import sys
-from typing import Dict, Iterable, List, Mapping, Optional, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _ffi
 from ._args import (AOT_REMOTE_LABEL, KeyArg, Keys, PathArg, Password, Progress, _aot_remote,
                     _created, _int, _is_key_text, _key_list, _labels, _path, _progress_fn, _str,
                     _text)
 from ._errors import Error, UsageError
-from ._reports import Artifact, BundleInfo, SaveReport, Signature
+from ._reports import Artifact, BundleInfo, RegistryArtifact, SaveReport, Signature
 
 ROOT_TIERS = ("inductor", "triton", "triton_home", "vllm")
 
@@ -35,7 +35,8 @@ class _Session:
     """
 
     def __init__(self, cache_dir: Optional[PathArg] = None, triton_dir: Optional[PathArg] = None,
-                 progress: Progress = False, vllm_dir: Optional[PathArg] = None):
+                 progress: Progress = False, vllm_dir: Optional[PathArg] = None,
+                 registry: Sequence[Tuple[int, bytes]] = ()):
         self.lib = _ffi.lib()
         self.ctx = _ffi.c_handle()
         self._free: List[tuple] = []
@@ -58,6 +59,8 @@ class _Session:
                 cb = self.callback(_ffi.PROGRESS_FN,
                                    lambda ud, phase, done, total: fn(phase.decode(), done, total))
                 self.lib.mc_ctx_set_progress(self.ctx, cb, None)
+            for which, value in registry:
+                self.lib.mc_ctx_set_registry(self.ctx, which, value)
         except BaseException:
             self.close()
             raise
@@ -211,7 +214,8 @@ class _Session:
         count, size = ((lib.mc_writer_artifact_count, lib.mc_writer_total_bytes) if dry_run
                        else (lib.mc_writer_saved_count, lib.mc_writer_saved_bytes))
         return SaveReport(os.fsdecode(_path(path)), bool(dry_run), count(w), size(w),
-                          [*sigs], [*folders], skipped, [*changes])
+                          [*sigs], [*folders], skipped, [*changes],
+                          None if dry_run else self.registry_artifact(path))
 
     def info(self, b, path: PathArg, verified: bool) -> BundleInfo:
         lib = self.lib
@@ -234,7 +238,18 @@ class _Session:
                                  x == 1))
         return BundleInfo(os.fsdecode(_path(path)), lib.mc_bundle_created(b),
                           lib.mc_bundle_version(b), lib.mc_bundle_expires(b), labels, sigs,
-                          arts, verified, self.bundle_gpus(b))
+                          arts, verified, self.bundle_gpus(b), self.registry_artifact(path))
+
+    def registry_artifact(self, path: PathArg) -> Optional[RegistryArtifact]:
+        """What the last push or read of the reference path went through; None when path
+        is a file's."""
+        lib, ref = self.lib, _path(path)
+        digest = lib.mc_ctx_registry_digest(self.ctx, 0)
+        if not lib.mc_is_reference(ref) or digest is None:
+            return None
+        return RegistryArtifact(_pinned(_str(ref), _str(digest)),
+                                _str(digest), _str(lib.mc_ctx_registry_digest(self.ctx, 1)),
+                                lib.mc_ctx_registry_size(self.ctx))
 
     def bundle_gpus(self, b) -> Optional[List[str]]:
         """The targets of b's kernels, or None when they are not known."""
@@ -278,6 +293,14 @@ class _Session:
         if tier is None:
             return os.fsdecode(dest)
         return os.path.join(self.tier_root(tier.decode()), os.fsdecode(dest))
+
+
+def _pinned(ref: str, digest: str) -> str:
+    """The reference oci://HOST[:PORT]/REPO[:TAG][@DIGEST] as oci://HOST[:PORT]/REPO@digest."""
+    ref = ref.split("@", 1)[0]
+    slash = ref.rfind("/")
+    colon = ref.find(":", slash)
+    return (ref if colon < 0 else ref[:colon]) + "@" + digest
 
 
 def _password_fn(password: Password):

@@ -8,7 +8,7 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
 from . import _ffi
 from ._args import (AOT_REMOTE_LABEL, Keys, PathArg, Password, Progress, _aot_remote, _key_list,
-                    _labels, _path, _str)
+                    _labels, _path, _registry, _str)
 from ._errors import Error, VerificationError
 from ._load import _load_in
 from ._reports import Change, SaveReport, Signature, Used, Warm
@@ -30,7 +30,10 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
          labels: Union[Mapping[str, str], Iterable[str], None] = None,
          password: Password = None, sync: bool = False,
          progress: Progress = None, gpu_targets: Optional[Iterable[str]] = None,
-         skip_other_gpus: bool = False, vllm_dir: Optional[PathArg] = None) -> Iterator[Warm]:
+         skip_other_gpus: bool = False, vllm_dir: Optional[PathArg] = None,
+         registry_ca: Optional[PathArg] = None, plain_http: bool = False,
+         registry_user: Optional[str] = None, registry_password: Optional[str] = None,
+         timeout: Optional[int] = None) -> Iterator[Warm]:
     """Loads bundles before the block and saves what is new in the caches after it::
 
         with megacache.warm("job.mcache", "k.pub", save_to="next.mcache",
@@ -69,14 +72,21 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
     plainly: the likely cause is a torch, Triton or config mismatch, and `megacache list`
     of the bundle shows the labels to compare with this host's.
 
+    Each bundle, and save_to, may be a registry reference, "oci://HOST[:PORT]/REPO[:TAG]"
+    (a str), as :func:`load` and :func:`save` take them, with their registry settings
+    (registry_ca, plain_http, registry_user, registry_password, timeout); with
+    allow_cold=True, a reference the registry does not have (error "remote") goes in
+    w.cold: the first run of a job whose tag is not pushed yet starts cold.
+
     It changes this process's environment: do not run two warm() blocks at once, or
     library calls in other threads during one.
     """
     paths = [] if bundles is None else _key_list(bundles)
     cache_dir, triton_dir = _abs(cache_dir, "cache_dir"), _abs(triton_dir, "triton_dir")
     vllm_dir = _abs(vllm_dir, "vllm_dir")
+    reg = _registry(registry_ca, plain_http, registry_user, registry_password, timeout)
     w = Warm()
-    with _Session(cache_dir, triton_dir, progress, vllm_dir) as s:
+    with _Session(cache_dir, triton_dir, progress, vllm_dir, reg) as s:
         w.roots = s.roots()
         usage = s.usage()
         if len(paths) == 1:
@@ -130,9 +140,10 @@ def _load_all(s: _Session, w: Warm, paths: List[PathArg], pubs: list, types, syn
                                      skip_other_gpus, usage, stacklevel=4))
             bases.append(b)
         except Error as e:
-            # Only the bundle's own fault goes cold: missing, unreadable, untrusted.
+            # Only the bundle's own fault goes cold: missing (a file, or a registry's
+            # reference), unreadable, untrusted.
             bundle_fault = isinstance(e, VerificationError) or e.name in (
-                "MC_ERR_IO", "MC_ERR_NOT_BUNDLE")
+                "MC_ERR_IO", "MC_ERR_NOT_BUNDLE", "MC_ERR_REMOTE")
             if not (allow_cold and bundle_fault):
                 raise
             w.cold.append((os.fsdecode(_path(p)), str(e)))
