@@ -659,6 +659,17 @@ mc__bundle_open_stream(mc_bundle *b)
 }
 
 int
+mc__bundle_remote_why(mc_bundle *b, int rc)
+{
+	int why;
+
+	if (rc == MC_OK || rc == MC_ERR_CANCELLED || b->remote == NULL)
+		return rc;
+	why = mc__ostream_end(b->remote, b->ctx);
+	return why != MC_OK ? why : rc;
+}
+
+int
 mc__bundle_once(mc_ctx *ctx, const mc_bundle *b)
 {
 	return mc__err(ctx, MC_ERR_INVALID, "%s: read from a pipe, which can be read only once; "
@@ -734,7 +745,7 @@ open_fd(mc_ctx *ctx, int fd, const struct stat *st, const char *name, struct mc_
 	if ((b->path = mc__strdup(name)) == NULL)
 		rc = mc__err(ctx, MC_ERR_NOMEM, "out of memory");
 	else
-		rc = mc__bundle_open_stream(b);
+		rc = mc__bundle_remote_why(b, mc__bundle_open_stream(b));
 	if (rc != MC_OK) {
 		mc_bundle_free(b);
 		return rc;

@@ -963,6 +963,7 @@ stream(mc_bundle *b, unsigned nworkers, struct sstate *s)
 	}
 	if (rc == MC_OK && s->want == NULL)
 		rc = mc__gpu_derived(b);
+	rc = mc__bundle_remote_why(b, rc);
 	/* Only worker 0 reports on the way; a pass that got through ends at its total. */
 	if (rc == MC_OK)
 		mc__progress(b->ctx, "verify", s->total, s->total);

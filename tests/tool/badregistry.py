@@ -7,6 +7,7 @@ A and B, and the repository's name picks how it goes wrong:
   longlayer      the layer is A with bytes after it, the descriptor A's size
   shortlayer     the descriptor says 10 bytes more than the layer has
   wrongdigest    A's bytes and size, the descriptor naming other content
+  corrupt        A's descriptor, A's bytes with one flipped in the middle
   manifestdigest by digest: a manifest whose SHA-256 is not the one asked for
   mediatype      a docker v2 manifest
   artifacttype   an OCI manifest of another artifact type
@@ -123,6 +124,10 @@ class Handler(BaseHTTPRequestHandler):
         data = {digest(A): A, digest(B): B}.get(ref)
         if mode in ("shortlayer", "wrongdigest"):
             data = A
+        if mode == "corrupt" and data is A:
+            data = bytearray(A)
+            data[len(A) // 2] ^= 1
+            data = bytes(data)
         if data is None:
             return self.answer(404, b'{"errors": [{"code": "BLOB_UNKNOWN", "message": "blob unknown"}]}',
                                "application/json")

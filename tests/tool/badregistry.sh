@@ -65,6 +65,8 @@ PY
 	bad "the good mode did not load: $(cat "$T/err")"
 
 bad_load wrongdigest 1 digest_mismatch "the layer's bytes are sha256:"
+# bytes the bundle's own checks find wrong first: the registry's digest is named the cause
+bad_load corrupt 1 digest_mismatch "the layer's bytes are sha256:"
 bad_load shortlayer 1 digest_mismatch "shorter than the"
 bad_load longlayer 1 digest_mismatch "longer than the"
 bad_load mediatype 2 not_bundle "application/vnd.docker.distribution.manifest.v2+json"
