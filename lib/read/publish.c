@@ -149,40 +149,72 @@ bundle_annotations(mc_ctx *ctx, int fd, const char *ref, struct annots *t, int *
 	return rc;
 }
 
+/* The registry reached, and the empty config sent, on a thread of its own with a copy of
+ * the context for its messages, while the bundle is hashed and its head read: libcurl's
+ * loading and the first requests take as long as those. */
+struct reach {
+	mc_ctx ctx;
+	const char *ref;
+	struct mc_oci *o;
+	int rc;
+	pthread_t thread;
+};
+
+static void *
+reach_run(void *p)
+{
+	struct reach *r = p;
+
+	if ((r->rc = mc__oci_new(&r->ctx, r->ref, &r->o)) == MC_OK)
+		r->rc = mc__oci_put_blob(r->o, -1, "{}", 2, MC_OCI_EMPTY_DIGEST);
+	return NULL;
+}
+
+/* Runs fn(p) on a thread of its own, or here when none starts: whether it started. */
+static int
+start(pthread_t *t, void *(*fn)(void *), void *p)
+{
+	if (pthread_create(t, NULL, fn, p) == 0)
+		return 1;
+	fn(p);
+	return 0;
+}
+
 /* Pushes the bundle in fd (a file, whole) to ref, its manifest's facts annotating it. */
 int
 mc__push_bundle(mc_ctx *ctx, int fd, const char *ref)
 {
 	struct annots t = {.n = 0};
 	struct filehash h = {.fd = fd};
+	struct reach n = {.ref = ref};
 	struct mc_layer layer;
-	struct mc_oci *o = NULL;
 	struct stat st;
-	int rc, format = 2, hashing;
+	int rc, format = 2, hashing, reaching;
 
 	if (fstat(fd, &st) != 0 || lseek(fd, 0, SEEK_SET) != 0)
 		return mc__errno(ctx, MC_ERR_IO, "cannot read back", "the bundle written");
-	if ((rc = mc__oci_new(ctx, ref, &o)) != MC_OK)
-		return rc;
 	h.size = (uint64_t)st.st_size;
-	hashing = pthread_create(&h.thread, NULL, filehash_run, &h) == 0;
-	if (!hashing)
-		filehash_run(&h);
-	/* the registry is reached, and the empty config sent, while the hash is made */
-	rc = mc__oci_put_blob(o, -1, "{}", 2, MC_OCI_EMPTY_DIGEST);
-	if (rc == MC_OK)
-		rc = bundle_annotations(ctx, fd, ref, &t, &format);
+	n.ctx = *ctx;
+	hashing = start(&h.thread, filehash_run, &h);
+	reaching = start(&n.thread, reach_run, &n);
+	rc = bundle_annotations(ctx, fd, ref, &t, &format);
 	if (hashing)
 		pthread_join(h.thread, NULL);
+	if (reaching)
+		pthread_join(n.thread, NULL);
+	if (n.o != NULL)
+		mc__oci_set_ctx(n.o, ctx);
+	if (rc == MC_OK && n.rc != MC_OK)
+		rc = mc__err(ctx, n.rc, "%s", n.ctx.err);
 	if (rc == MC_OK && h.err != 0)
 		rc = h.err == ENOMEM ? mc__err(ctx, MC_ERR_NOMEM, "out of memory")
 				     : (errno = h.err, mc__errno(ctx, MC_ERR_IO, "cannot read", ref));
 	if (rc == MC_OK)
-		rc = mc__oci_push(o, fd, &h.layer, format, t.a, t.n, &layer);
+		rc = mc__oci_push(n.o, fd, &h.layer, format, t.a, t.n, &layer);
 	if (rc == MC_OK)
 		mc__oci_note(ctx, &layer);
 	annots_free(&t);
-	mc__oci_free(o);
+	mc__oci_free(n.o);
 	return rc;
 }
 
