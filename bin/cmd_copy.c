@@ -32,24 +32,8 @@ const struct cmd_help copy_help = {
 	.example = "megacache copy cache.mcache oci://registry.example.com/caches/llama:v1",
 };
 
-/* A temp file with no name left, in $TMPDIR (or /tmp); its name into path while open. */
-static int
-temp_file(char *path, size_t len)
-{
-	const char *dir = getenv("TMPDIR");
-	int fd;
-
-	snprintf(path, len, "%s/megacache-copy-XXXXXX", dir != NULL && dir[0] ? dir : "/tmp");
-	if ((fd = mkstemp(path)) < 0) {
-		say(stderr, "%s: cannot make a temp file in %s: %s", PROG,
-		    dir != NULL && dir[0] ? dir : "/tmp", strerror(errno));
-		json_error("io");
-		json_exit(EXIT_USAGE);
-	}
-	return fd;
-}
-
-/* Copies from fd to out until the end: 0, or the exit status of a failure it said. */
+/* Copies fd (standard input) to out, a temp file, to the end: 0, or the exit status of a
+ * failure it said. */
 static int
 pump(int fd, int out, const char *from)
 {
@@ -112,21 +96,21 @@ cmd_copy(struct tool *t, int argc, char **argv)
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if (strcmp(src, "-") == 0) { /* standard input, whole, then copied as a file */
-		fd = temp_file(tmp, sizeof tmp);
-		rc = pump(STDIN_FILENO, fd, "standard input");
-		close(fd);
+		if ((rc = tmpdir_file(tmp, sizeof tmp, "copy")) == 0 &&
+		    (fd = open(tmp, O_WRONLY | O_CLOEXEC)) < 0)
+			rc = fail(t->ctx, MC_ERR_IO);
+		else if (rc == 0) {
+			rc = pump(STDIN_FILENO, fd, "standard input");
+			close(fd);
+		}
 		if (rc == 0 && (rc = mc_copy(t->ctx, tmp, dst)) != MC_OK)
 			rc = fail(t->ctx, rc);
 	} else if (out_fd >= 0) { /* to a temp file, checked, then to standard output */
-		close(temp_file(tmp, sizeof tmp));
-		if ((rc = mc_copy(t->ctx, src, tmp)) != MC_OK)
+		if ((rc = tmpdir_file(tmp, sizeof tmp, "copy")) == 0 &&
+		    (rc = mc_copy(t->ctx, src, tmp)) != MC_OK)
 			rc = fail(t->ctx, rc);
-		else if ((fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0)
-			rc = fail(t->ctx, MC_ERR_IO);
-		else {
-			rc = pump(fd, out_fd, tmp);
-			close(fd);
-		}
+		else if (rc == 0)
+			rc = put_stdout_file(tmp, out_fd);
 	} else if ((rc = mc_copy(t->ctx, src, dst)) != MC_OK)
 		rc = fail(t->ctx, rc);
 	if (tmp[0] != '\0')

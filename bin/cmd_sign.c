@@ -90,48 +90,6 @@ sign_report(const struct tool *t, mc_bundle *src, const char *bundle, const char
 	print_json(j);
 }
 
-/* A temp file for the signed copy of sign -o - (sign_to_fd()), in $TMPDIR (or /tmp),
- * its name into path. Returns 0 or the exit status of a failure it has said. */
-static int
-stdout_temp(char *path, size_t len)
-{
-	const char *dir = getenv("TMPDIR");
-	int fd;
-
-	snprintf(path, len, "%s/megacache-sign-XXXXXX", dir != NULL && dir[0] ? dir : "/tmp");
-	if ((fd = mkstemp(path)) < 0) {
-		json_error("io");
-		say(stderr, "%s: cannot make a temp file %s: %s", PROG, path, strerror(errno));
-		return EXIT_USAGE;
-	}
-	close(fd);
-	return 0;
-}
-
-/* Sends the file at path to fd and removes it. Returns 0 or the exit status of a
- * failure it has said. */
-static int
-copy_out(const char *path, int fd)
-{
-	char buf[65536];
-	int in = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
-	ssize_t n = -1;
-
-	unlink(path);
-	while (rc == 0 && in >= 0 &&
-	       ((n = read(in, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
-		if (n > 0)
-			rc = put_stdout(fd, buf, (size_t)n);
-	if (in >= 0)
-		close(in);
-	if (rc == 0 && n != 0) {
-		json_error("io");
-		say(stderr, "%s: cannot read the signed copy (a temp file): %s", PROG, strerror(errno));
-		rc = EXIT_USAGE;
-	}
-	return rc;
-}
-
 /* sign -o -: the signed copy of b is made in a temp file (the signature goes before the
  * objects, and the copy is checked as it is made), then sent to fd. Returns 0 or the
  * exit status of a failure it has said. */
@@ -141,13 +99,15 @@ sign_to_fd(struct tool *t, mc_bundle *b, const mc_seckey *sk, int fd)
 	char tmp[4096];
 	int rc;
 
-	if ((rc = stdout_temp(tmp, sizeof tmp)) != 0)
+	if ((rc = tmpdir_file(tmp, sizeof tmp, "sign")) != 0)
 		return rc;
 	if ((rc = mc_bundle_add_signature(b, sk, tmp)) != MC_OK) {
 		unlink(tmp);
 		return fail_signed(t, b, rc);
 	}
-	return copy_out(tmp, fd);
+	rc = put_stdout_file(tmp, fd);
+	unlink(tmp);
+	return rc;
 }
 
 int

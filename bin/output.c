@@ -347,6 +347,47 @@ take_stdout(const struct tool *t, const char **path, const char *what)
 	return fd;
 }
 
+/* A new empty file in $TMPDIR (or /tmp), megacache-STEM-XXXXXX, its name into path (len
+ * bytes): 0, or the exit status of a failure it has said. */
+int
+tmpdir_file(char *path, size_t len, const char *stem)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd;
+
+	snprintf(path, len, "%s/megacache-%s-XXXXXX", dir != NULL && dir[0] ? dir : "/tmp", stem);
+	if ((fd = mkstemp(path)) < 0) {
+		json_error("io");
+		say(stderr, "%s: cannot make a temp file %s: %s", PROG, path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Sends the file at path to fd, the file take_stdout() gave: 0, or the exit status of a
+ * failure it has said. */
+int
+put_stdout_file(const char *path, int fd)
+{
+	char buf[65536];
+	int in = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	ssize_t n = -1;
+
+	while (rc == 0 && in >= 0 &&
+	       ((n = read(in, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+		if (n > 0)
+			rc = put_stdout(fd, buf, (size_t)n);
+	if (in >= 0)
+		close(in);
+	if (rc == 0 && n != 0) {
+		json_error("io");
+		say(stderr, "%s: cannot read %s (a temp file): %s", PROG, path, strerror(errno));
+		rc = EXIT_USAGE;
+	}
+	return rc;
+}
+
 /* Writes n bytes at buf to fd, the file take_stdout() gave: 0, or the exit status of a
  * failure it has said. A signal caught while the reader stalls ends the wait (128 + the
  * signal, the command's work undone by its caller). */

@@ -178,6 +178,8 @@ void check_out_folder(const char *path);
 void say_pushed(const struct tool *t, const char *out, cJSON *j, FILE *f);
 int take_stdout(const struct tool *t, const char **path, const char *what);
 int put_stdout(int fd, const void *buf, size_t n);
+int tmpdir_file(char *path, size_t len, const char *stem);
+int put_stdout_file(const char *path, int fd);
 /* After the command, with its status rc: ends the process by the signal caught, if any
  * and rc tells of a failure; else says the work was done first and returns rc. */
 int interrupt_end(int rc);

@@ -295,29 +295,27 @@ fetch(mc_ctx *ctx, const char *src, int out, struct mc_layer *layer)
 	return rc;
 }
 
-/* From a reference to a file: fetched into a temp file beside it, renamed once whole. */
-static int
-ref_to_file(mc_ctx *ctx, const char *src, const char *dst)
-{
-	struct mc_layer layer;
-	char *tmp = NULL;
-	int out = mc__open_temp_beside(ctx, dst, &tmp, 0644), rc;
+/* How a copy into a file fills its temp file: from a reference, or from a file. */
+struct fill {
+	const char *src;
+	int fd; /* a file's */
+};
 
-	if (out < 0)
-		return MC_ERR_IO;
-	if ((rc = fetch(ctx, src, out, &layer)) != MC_OK ||
-	    (rc = looks_like_bundle(ctx, out, src)) != MC_OK) {
-		close(out);
-		unlink(tmp);
-	} else if ((rc = mc__commit_temp(ctx, out, tmp, dst)) == MC_OK)
-		mc__oci_note(ctx, &layer);
-	free(tmp);
+static int
+fill(mc_ctx *ctx, const struct fill *f, int out, const char *dst, struct mc_layer *layer)
+{
+	int rc;
+
+	if (f->fd >= 0)
+		return copy_hashing(ctx, f->fd, out, f->src, dst, layer);
+	if ((rc = fetch(ctx, f->src, out, layer)) == MC_OK)
+		rc = looks_like_bundle(ctx, out, f->src);
 	return rc;
 }
 
-/* From a file to a file: the bytes copied through a temp file beside dst. */
+/* Into the file dst: filled in a temp file beside it, renamed once whole. */
 static int
-file_to_file(mc_ctx *ctx, int fd, const char *src, const char *dst)
+to_file(mc_ctx *ctx, const struct fill *f, const char *dst)
 {
 	struct mc_layer layer;
 	char *tmp = NULL;
@@ -325,7 +323,7 @@ file_to_file(mc_ctx *ctx, int fd, const char *src, const char *dst)
 
 	if (out < 0)
 		return MC_ERR_IO;
-	if ((rc = copy_hashing(ctx, fd, out, src, dst, &layer)) != MC_OK) {
+	if ((rc = fill(ctx, f, out, dst, &layer)) != MC_OK) {
 		close(out);
 		unlink(tmp);
 	} else if ((rc = mc__commit_temp(ctx, out, tmp, dst)) == MC_OK)
@@ -343,7 +341,7 @@ mc_copy(mc_ctx *ctx, const char *src, const char *dst)
 	if (ctx == NULL || src == NULL || dst == NULL)
 		return MC_ERR_INVALID;
 	if (mc_is_reference(src) && !mc_is_reference(dst))
-		return ref_to_file(ctx, src, dst);
+		return to_file(ctx, &(struct fill){.src = src, .fd = -1}, dst);
 	if (!mc_is_reference(src))
 		rc = open_file(ctx, src, &fd);
 	else if ((fd = mc__open_temp_anon(ctx)) < 0)
@@ -354,7 +352,7 @@ mc_copy(mc_ctx *ctx, const char *src, const char *dst)
 		return rc;
 	if ((rc = looks_like_bundle(ctx, fd, src)) == MC_OK)
 		rc = mc_is_reference(dst) ? mc__push_bundle(ctx, fd, dst)
-					  : file_to_file(ctx, fd, src, dst);
+					  : to_file(ctx, &(struct fill){.src = src, .fd = fd}, dst);
 	close(fd);
 	return rc;
 }
