@@ -220,6 +220,31 @@ mc__ostream_more(void *stream, mc_ctx *ctx)
 	return rc;
 }
 
+uint64_t
+mc__ostream_size(const struct mc_ostream *s)
+{
+	return s->t.layer.size;
+}
+
+void
+mc__ostream_stop(struct mc_ostream *s)
+{
+	mc__oci_stop(s->t.o);
+}
+
+int
+mc__ostream_status(struct mc_ostream *s)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->done)
+		pthread_cond_wait(&s->moved, &s->lock);
+	rc = s->rc;
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
 int
 mc__ostream_end(struct mc_ostream *s, mc_ctx *ctx)
 {

@@ -139,6 +139,12 @@ MC_HIDDEN int mc__ostream_wait(struct mc_ostream *s, uint64_t upto, mc_ctx *ctx)
 /* For a reader in order at the end of what fd gave: 1 once there is more, MC_OK at the
  * end of a whole layer, else why not (MC_ERR_DIGEST_MISMATCH, MC_ERR_REMOTE, ...). */
 MC_HIDDEN int mc__ostream_more(void *stream, mc_ctx *ctx);
+/* The size the layer's descriptor gives. */
+MC_HIDDEN uint64_t mc__ostream_size(const struct mc_ostream *s);
+/* Ends the reading soon (from any thread): it fails, MC_ERR_CANCELLED. */
+MC_HIDDEN void mc__ostream_stop(struct mc_ostream *s);
+/* Waits for the reading to end: how it ended, said nowhere. */
+MC_HIDDEN int mc__ostream_status(struct mc_ostream *s);
 /* Waits for the reading to end: MC_OK when the layer was whole and its digest right,
  * else why not, said on ctx. */
 MC_HIDDEN int mc__ostream_end(struct mc_ostream *s, mc_ctx *ctx);

@@ -113,8 +113,8 @@ MC_HIDDEN int mc__bundle_open_stream(mc_bundle *b);
 MC_HIDDEN int mc__bundle_pread(mc_ctx *ctx, const mc_bundle *b, void *buf, size_t n,
 			       uint64_t off);
 /* After a read of a bundle from a registry failed with rc: when the registry's layer was
- * not the one its manifest names, that is the cause, said on b's context and returned
- * (the read waits for the layer's end); else rc. */
+ * not the one its manifest names, or its transfer failed, that is the cause, said on b's
+ * context and returned (the read waits for the layer's end); else rc. */
 MC_HIDDEN int mc__bundle_remote_why(mc_bundle *b, int rc);
 /* The error of a second pass over a bundle read in order. */
 MC_HIDDEN int mc__bundle_once(mc_ctx *ctx, const mc_bundle *b);

@@ -663,10 +663,12 @@ mc__bundle_remote_why(mc_bundle *b, int rc)
 {
 	int why;
 
-	if (rc == MC_OK || rc == MC_ERR_CANCELLED || b->remote == NULL)
+	if (rc == MC_OK || rc == MC_ERR_CANCELLED || rc == MC_ERR_DIGEST_MISMATCH || b->remote == NULL)
 		return rc;
-	why = mc__ostream_end(b->remote, b->ctx);
-	return why != MC_OK ? why : rc;
+	why = mc__ostream_status(b->remote);
+	if (why != MC_ERR_DIGEST_MISMATCH && why != MC_ERR_REMOTE)
+		return rc;
+	return mc__ostream_end(b->remote, b->ctx); /* says why */
 }
 
 int

@@ -728,7 +728,15 @@ check_end(struct sworker *w, uint64_t off)
 			return mc__err(w->ctx, MC_ERR_MALFORMED, "%s: bad end-of-archive marker", b->path);
 	if (b->seq)
 		return mc__zin_expect_end(b->z);
-	/* a registry's layer: whole, and the bytes its manifest names, before the pass ends */
+	/* a registry's layer: the bundle's size (told before its bytes are all waited for),
+	 * whole, and the bytes its manifest names, before the pass ends */
+	if (b->remote != NULL && mc__ostream_size(b->remote) != off + 2 * MC_TAR_BLOCK) {
+		mc__ostream_stop(b->remote); /* what more it promises is not waited for */
+		return mc__err(w->ctx, MC_ERR_DIGEST_MISMATCH, "%s: the layer is %llu bytes by its "
+			       "descriptor, but the bundle in it ends at %llu: not the bundle its "
+			       "manifest names", b->path, (unsigned long long)mc__ostream_size(b->remote),
+			       (unsigned long long)(off + 2 * MC_TAR_BLOCK));
+	}
 	if (b->remote != NULL && (rc = mc__ostream_end(b->remote, w->ctx)) != MC_OK)
 		return rc;
 	if (fstat(b->fd, &st) != 0)
