@@ -3,8 +3,9 @@
  * reading overlaps the download and workers can read parts of it at once; their length
  * and SHA-256 are checked as they come, and the reader's pass ends only once both are
  * the descriptor's (mc__ostream_end()), so that nothing is installed from a layer the
- * registry did not name. Or into a file, checked the same way. Pushed out: a monolithic upload (POST, then PUT with the digest), skipped
- * when the registry has the blob already. */
+ * registry did not name. Or into a file, checked the same way. Pushed out: a monolithic
+ * upload (POST, then PUT with the digest), skipped when the registry has the blob
+ * already. */
 #include "config.h"
 
 #include <errno.h>

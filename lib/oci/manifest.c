@@ -67,7 +67,8 @@ check_manifest(struct mc_oci *o, const cJSON *doc, const char *ctype, struct mc_
 	size = cJSON_GetObjectItemCaseSensitive(l, "size");
 	if (d == NULL || strncmp(d, "sha256:", 7) != 0 || strlen(d) != 71 ||
 	    !mc__is_lower_hex(d + 7, 64) || !cJSON_IsNumber(size) || size->valuedouble < 0 ||
-	    size->valuedouble > 9007199254740991.0 || size->valuedouble != (double)(uint64_t)size->valuedouble)
+	    size->valuedouble > 9007199254740991.0 ||
+	    size->valuedouble != (double)(uint64_t)size->valuedouble)
 		return mc__err(ctx, MC_ERR_NOT_BUNDLE, "%s: the manifest's layer has no sha256 digest "
 			       "or size", ref);
 	snprintf(layer->digest, sizeof layer->digest, "%s", d);
