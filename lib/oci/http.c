@@ -605,12 +605,8 @@ mc__oci_request(struct mc_oci *o, const struct mc_req *q, struct mc_resp *r)
 
 	if (!o->scheme_known)
 		probe_scheme(o);
-	for (;;) {
-		if (strstr(q->url, "://") != NULL || hops > 0 || tried) {
-			if (!hops && !tried)
-				snprintf(url, sizeof url, "%s", q->url);
-		} else
-			snprintf(url, sizeof url, "%s%s", o->base, q->url);
+	snprintf(url, sizeof url, "%s%s", strstr(q->url, "://") != NULL ? "" : o->base, q->url);
+	for (;;) { /* the same url again after a 401, a redirect's next */
 		rc = perform(o, q, url, r);
 		if (rc != MC_OK || (rc = next_step(o, q, r, &tried, &hops, url, sizeof url, &done)) !=
 				       MC_OK || done)
