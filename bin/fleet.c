@@ -52,23 +52,17 @@ redis_check(struct redis_opts *o, const char *cmd)
 int
 redis_connect(struct tool *t, const struct redis_opts *o, mc_redis **r)
 {
-	char pw[1024], *nl;
+	char pw[1024];
 	const char *password = getenv("MEGACACHE_REDIS_PASSWORD");
 	int rc;
 
 	if (o->password_file != NULL) {
-		FILE *f = fopen(o->password_file, "r");
-		if (f == NULL || fgets(pw, sizeof pw, f) == NULL) {
+		if (first_line(o->password_file, pw, sizeof pw) != 0) {
 			say(stderr, "%s: cannot read the Redis password from %s", PROG,
 			    o->password_file);
-			if (f != NULL)
-				fclose(f);
 			json_error("io");
 			return EXIT_USAGE;
 		}
-		fclose(f);
-		if ((nl = strpbrk(pw, "\r\n")) != NULL)
-			*nl = '\0';
 		password = pw;
 	}
 	rc = mc_redis_open(t->ctx, o->url, password != NULL && password[0] ? password : NULL, r);

@@ -47,12 +47,32 @@ on_progress(void *ud, const char *phase, uint64_t done, uint64_t total)
 /* Makes t->ctx from the options: progress on a terminal unless -q, threads, caps, and the
  * tier roots given. Returns 0, or the exit status of a failure it has reported; a bad
  * --threads or cap value, or a context that cannot be made, ends the process (exit 2). */
+/* The first line of the file at path, without its line end, into buf (len bytes): 0, or
+ * -1 when it cannot be read (errno set) or is empty (errno 0). */
+int
+first_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	char *nl;
+
+	errno = 0;
+	if (f == NULL)
+		return -1;
+	if (fgets(buf, (int)len, f) == NULL) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	if ((nl = strpbrk(buf, "\r\n")) != NULL)
+		*nl = '\0';
+	return 0;
+}
+
 /* The registry options, set on the context; the password from its file's first line. */
 static int
 registry_setup(struct tool *t)
 {
-	char pw[4096], *nl;
-	FILE *f;
+	char pw[4096];
 	int rc = MC_OK;
 
 	if (t->registry_ca != NULL)
@@ -65,18 +85,13 @@ registry_setup(struct tool *t)
 		rc = mc_ctx_set_registry(t->ctx, MC_REGISTRY_USER, t->registry_user);
 	if (rc != MC_OK || t->registry_password_file == NULL)
 		return rc;
-	if ((f = fopen(t->registry_password_file, "r")) == NULL || fgets(pw, sizeof pw, f) == NULL) {
+	if (first_line(t->registry_password_file, pw, sizeof pw) != 0) {
 		say(stderr, "%s: cannot read the registry password from %s%s%s", PROG,
-		    t->registry_password_file, f == NULL ? ": " : " (it is empty)",
-		    f == NULL ? strerror(errno) : "");
-		if (f != NULL)
-			fclose(f);
+		    t->registry_password_file, errno ? ": " : " (it is empty)",
+		    errno ? strerror(errno) : "");
 		json_error("io");
 		json_exit(EXIT_USAGE);
 	}
-	fclose(f);
-	if ((nl = strpbrk(pw, "\r\n")) != NULL)
-		*nl = '\0';
 	rc = mc_ctx_set_registry(t->ctx, MC_REGISTRY_PASSWORD, pw);
 	explicit_bzero(pw, sizeof pw);
 	return rc;

@@ -240,6 +240,7 @@ void end_by_signal(int sig);
 /* setup.c */
 int tool_start(struct tool *t);
 int read_password(void *ud, const char *prompt, char *buf, size_t len);
+int first_line(const char *path, char *buf, size_t len);
 int open_bundle(struct tool *t, const char *path, mc_bundle **b);
 int open_trusted(struct tool *t, const char *path, mc_bundle **b, mc_pubkey **keys);
 /* The two steps of open_trusted(), for a command that opens several bundles under the
