@@ -21,43 +21,8 @@ if ! "$MEGACACHE" --version --json | grep -q '"registry":[[:space:]]*true'; then
 	echo "SKIP: megacache built without registry support (libcurl)"
 	exit 77
 fi
-for tool in docker-registry skopeo openssl htpasswd; do
-	command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: no $tool"; exit 77; }
-done
-
-PIDS=""
-stop_all() {
-	for p in $PIDS; do
-		kill "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-}
-trap stop_all EXIT
-
-free_port() {
-	$PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# start_registry NAME PORT [ADDR] [EXTRA-YAML-FILE]: docker-registry serving $T/NAME,
-# at ADDR:PORT (127.0.0.1), its config extended by the file's lines; waits for /v2/.
-start_registry() {
-	name=$1; port=$2; addr=${3:-127.0.0.1}; extra=${4:-}
-	mkdir -p "$T/$name"
-	{
-		printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n'
-		printf '    rootdirectory: %s/%s/data\nhttp:\n  addr: %s:%s\n' "$T" "$name" "$addr" "$port"
-		[ -z "$extra" ] || cat "$extra"
-	} >"$T/$name/config.yml"
-	docker-registry serve "$T/$name/config.yml" >"$T/$name/log" 2>&1 &
-	PIDS="$PIDS $!"
-	for _ in $(seq 200); do
-		curl -sk -o /dev/null "http://127.0.0.1:$port/v2/" 2>/dev/null && return 0
-		curl -sk -o /dev/null "https://127.0.0.1:$port/v2/" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	echo "FAIL: docker-registry $name did not start: $(cat "$T/$name/log")"
-	exit 1
-}
+. "$MC_SRCDIR/tests/tool/registry_lib.sh"
+SECRET=$REG_PASSWORD
 
 # The bundle: the real CUDA MLP cache, signed, with a label.
 mkdir -p "$T/src"
@@ -77,8 +42,8 @@ load_into "$T/want" "$B" 2>/dev/null || { echo "FAIL: load of the file"; exit 1;
 WANT=$(tree_sum "$T/want")
 
 # ---- plain HTTP, anonymous, on loopback (bound to every address, for the rule below)
-P=$(free_port)
-start_registry plain "$P" 0.0.0.0
+registry_start plain plain 0.0.0.0
+P=$REG_PORT
 R="oci://127.0.0.1:$P"
 manifest_sha() { # manifest_sha HOSTPORT/REPO:TAG [skopeo args]: sha256 of the manifest skopeo reads
 	ref=$1; shift
@@ -216,47 +181,31 @@ else
 fi
 
 # ---- TLS, with a CA made here, and htpasswd Basic auth
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -out "$T/ca.pem" -days 2 \
-	-subj "/CN=megacache test CA" 2>/dev/null &&
-openssl req -newkey rsa:2048 -nodes -keyout "$T/srv.key" -out "$T/srv.csr" -subj "/CN=localhost" 2>/dev/null &&
-printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$T/ext" &&
-openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
-	-out "$T/srv.pem" -days 2 -extfile "$T/ext" 2>/dev/null || { echo "FAIL: openssl"; exit 1; }
-SECRET="pw-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
-htpasswd -Bbn alice "$SECRET" >"$T/htpasswd"
-cat >"$T/basic.yml" <<CFG
-  tls:
-    certificate: $T/srv.pem
-    key: $T/srv.key
-auth:
-  htpasswd:
-    realm: megacache-test
-    path: $T/htpasswd
-CFG
-S=$(free_port)
-start_registry basic "$S" 127.0.0.1 "$T/basic.yml"
+registry_start basic basic
+S=$REG_PORT
+CA=$REG_CA
 RS="oci://127.0.0.1:$S/secure/mlp"
 echo "$SECRET" >"$T/pw"
 echo "wrong-$SECRET" >"$T/wrongpw"
 run 2 "certificate cannot be trusted" copy "$B" "$RS:v1"
 grep -qF -- "--registry-ca" "$T/err" && ok || bad "the TLS error does not name --registry-ca: $(cat "$T/err")"
-run 2 "asks for a user and password" copy --registry-ca "$T/ca.pem" "$B" "$RS:v1"
-run 0 "sha256:" copy --registry-ca "$T/ca.pem" --registry-user alice --registry-password-file "$T/pw" \
+run 2 "asks for a user and password" copy --registry-ca "$CA" "$B" "$RS:v1"
+run 0 "sha256:" copy --registry-ca "$CA" --registry-user alice --registry-password-file "$T/pw" \
 	"$B" "$RS:v1"
 cat "$T/out" "$T/err" >>"$T/all-output"
-run 2 "authentication failed (401" verify --registry-ca "$T/ca.pem" --registry-user alice \
+run 2 "authentication failed (401" verify --registry-ca "$CA" --registry-user alice \
 	--registry-password-file "$T/wrongpw" "$RS:v1" -p "$PUB"
 cat "$T/out" "$T/err" >>"$T/all-output"
 MEGACACHE_REGISTRY_USER=alice MEGACACHE_REGISTRY_PASSWORD="$SECRET" \
-	run 0 "OK (154 artifacts" verify --registry-ca "$T/ca.pem" "$RS:v1" -p "$PUB"
+	run 0 "OK (154 artifacts" verify --registry-ca "$CA" "$RS:v1" -p "$PUB"
 cat "$T/out" "$T/err" >>"$T/all-output"
 rm -rf "$T/got4"
 MEGACACHE_REGISTRY_USER=alice MEGACACHE_REGISTRY_PASSWORD="$SECRET" load_into "$T/got4" "$RS:v1" \
-	--registry-ca "$T/ca.pem" 2>"$T/err" && [ "$(tree_sum "$T/got4")" = "$WANT" ] && ok ||
+	--registry-ca "$CA" 2>"$T/err" && [ "$(tree_sum "$T/got4")" = "$WANT" ] && ok ||
 	bad "the load through TLS and Basic auth is not the file's: $(cat "$T/err")"
 # localhost is the same registry, by name
 MEGACACHE_REGISTRY_USER=alice MEGACACHE_REGISTRY_PASSWORD="$SECRET" \
-	run 0 "OK (154 artifacts" verify --registry-ca "$T/ca.pem" "oci://localhost:$S/secure/mlp:v1" -p "$PUB"
+	run 0 "OK (154 artifacts" verify --registry-ca "$CA" "oci://localhost:$S/secure/mlp:v1" -p "$PUB"
 
 # The auth files, in podman's order: $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/
 # auth.json, ~/.docker/config.json; the first that speaks of the host is the one used.
@@ -268,18 +217,18 @@ auth_json() { # auth_json FILE PASSWORD [KEY]
 PODMAN="$XDG_RUNTIME_DIR/containers/auth.json"
 DOCKER="$HOME/.docker/config.json"
 auth_json "$DOCKER" "$SECRET" "https://127.0.0.1:$S/v1/"
-run 0 "OK (154" verify --registry-ca "$T/ca.pem" "$RS:v1" -p "$PUB"
+run 0 "OK (154" verify --registry-ca "$CA" "$RS:v1" -p "$PUB"
 auth_json "$PODMAN" "wrong-$SECRET"
-run 2 "authentication failed" verify --registry-ca "$T/ca.pem" "$RS:v1" -p "$PUB"
+run 2 "authentication failed" verify --registry-ca "$CA" "$RS:v1" -p "$PUB"
 auth_json "$T/authfile.json" "$SECRET"
-REGISTRY_AUTH_FILE="$T/authfile.json" run 0 "OK (154" verify --registry-ca "$T/ca.pem" "$RS:v1" -p "$PUB"
+REGISTRY_AUTH_FILE="$T/authfile.json" run 0 "OK (154" verify --registry-ca "$CA" "$RS:v1" -p "$PUB"
 auth_json "$PODMAN" "$SECRET"
 auth_json "$T/authfile.json" "wrong-$SECRET"
-REGISTRY_AUTH_FILE="$T/authfile.json" run 2 "authentication failed" verify --registry-ca "$T/ca.pem" \
+REGISTRY_AUTH_FILE="$T/authfile.json" run 2 "authentication failed" verify --registry-ca "$CA" \
 	"$RS:v1" -p "$PUB"
 # a file that does not speak of the host is passed by
 auth_json "$T/authfile.json" "wrong-$SECRET" "other.example.com"
-REGISTRY_AUTH_FILE="$T/authfile.json" run 0 "OK (154" verify --registry-ca "$T/ca.pem" "$RS:v1" -p "$PUB"
+REGISTRY_AUTH_FILE="$T/authfile.json" run 0 "OK (154" verify --registry-ca "$CA" "$RS:v1" -p "$PUB"
 rm -f "$PODMAN" "$DOCKER" "$T/authfile.json"
 
 # Credential helpers, run as docker runs them: "get", the host on standard input.
@@ -295,69 +244,50 @@ HELPER
 chmod +x "$T/bin/docker-credential-mctest"
 mkdir -p "$HOME/.docker"
 printf '{"credHelpers": {"127.0.0.1:%s": "mctest"}}\n' "$S" >"$DOCKER"
-PATH="$T/bin:$PATH" run 0 "OK (154" verify --registry-ca "$T/ca.pem" "$RS:v1" -p "$PUB"
+PATH="$T/bin:$PATH" run 0 "OK (154" verify --registry-ca "$CA" "$RS:v1" -p "$PUB"
 cat "$T/out" "$T/err" >>"$T/all-output"
 [ "$(grep -c '^argv: get$' "$T/helper.log")" -ge 1 ] && ! grep -v '^argv: get$' "$T/helper.log" | grep -q '^argv' &&
 	grep -qx "host: 127.0.0.1:$S" "$T/helper.log" && ok ||
 	bad "the credential helper was not run as docker runs it: $(cat "$T/helper.log")"
 : >"$T/helper.log"
 printf '{"auths": {"127.0.0.1:%s": {}}, "credsStore": "mctest"}\n' "$S" >"$DOCKER"
-PATH="$T/bin:$PATH" run 0 "OK (154" verify --registry-ca "$T/ca.pem" "$RS:v1" -p "$PUB"
+PATH="$T/bin:$PATH" run 0 "OK (154" verify --registry-ca "$CA" "$RS:v1" -p "$PUB"
 grep -qx "host: 127.0.0.1:$S" "$T/helper.log" && ok || bad "credsStore's helper was not asked"
 printf '{"credHelpers": {"127.0.0.1:%s": "mcnosuch"}}\n' "$S" >"$DOCKER"
-run 2 "docker-credential-mcnosuch" verify --registry-ca "$T/ca.pem" "$RS:v1" -p "$PUB"
+run 2 "docker-credential-mcnosuch" verify --registry-ca "$CA" "$RS:v1" -p "$PUB"
 grep -qF "$DOCKER" "$T/err" && ok || bad "the missing helper's error does not name the file: $(cat "$T/err")"
 rm -f "$DOCKER"
 
 # ---- TLS and the Bearer token flow, with a token service of this test's own
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/tok.key" -out "$T/tok.pem" -days 2 \
-	-subj "/CN=megacache test tokens" 2>/dev/null || { echo "FAIL: openssl"; exit 1; }
-TP=$(free_port)
-$PY "$MC_SRCDIR/tests/tool/tokenserver.py" "$TP" "$T/tok.key" "$T/tok.pem" bob "$SECRET" \
-	mc-issuer "$T/tokens.log" 2>"$T/tokenserver.err" &
-PIDS="$PIDS $!"
-for _ in $(seq 200); do
-	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TP/token")" = 401 ] && break
-	sleep 0.05
-done
-: >"$T/tokens.log"
-cat >"$T/token.yml" <<CFG
-  tls:
-    certificate: $T/srv.pem
-    key: $T/srv.key
-auth:
-  token:
-    realm: http://127.0.0.1:$TP/token
-    service: mc-registry
-    issuer: mc-issuer
-    rootcertbundle: $T/tok.pem
-CFG
-K=$(free_port)
-start_registry token "$K" 127.0.0.1 "$T/token.yml"
+registry_start token token
+K=$REG_PORT
+TOKENS=$REG_TOKEN_LOG
 RK="oci://127.0.0.1:$K/tokened/mlp"
-MEGACACHE_REGISTRY_USER=bob MEGACACHE_REGISTRY_PASSWORD="$SECRET" \
-	run 0 "sha256:" copy --registry-ca "$T/ca.pem" "$B" "$RK:v1"
+MEGACACHE_REGISTRY_USER=alice MEGACACHE_REGISTRY_PASSWORD="$SECRET" \
+	run 0 "sha256:" copy --registry-ca "$CA" "$B" "$RK:v1"
 cat "$T/out" "$T/err" >>"$T/all-output"
-grep -q "^granted repository:tokened/mlp:pull,push$" "$T/tokens.log" && ok ||
-	bad "no push token was granted: $(cat "$T/tokens.log" "$T/tokenserver.err")"
+# (the registry names the actions in either order)
+PUSH_SCOPE='repository:tokened/mlp:(pull,push|push,pull)$'
+grep -qE "^GET /token granted basic $PUSH_SCOPE" "$TOKENS" && ok ||
+	bad "no push token was granted: $(cat "$TOKENS")"
 # one token per scope for the whole run: the push's many requests asked for it once
-[ "$(grep -c "^granted repository:tokened/mlp:pull,push$" "$T/tokens.log")" = 1 ] && ok ||
-	bad "the push token was asked for more than once: $(cat "$T/tokens.log")"
-: >"$T/tokens.log"
+[ "$(grep -cE "granted basic $PUSH_SCOPE" "$TOKENS")" = 1 ] && ok ||
+	bad "the push token was asked for more than once: $(cat "$TOKENS")"
+: >"$TOKENS"
 rm -rf "$T/got5"
-MEGACACHE_REGISTRY_USER=bob MEGACACHE_REGISTRY_PASSWORD="$SECRET" load_into "$T/got5" "$RK:v1" \
-	--registry-ca "$T/ca.pem" 2>"$T/err" && [ "$(tree_sum "$T/got5")" = "$WANT" ] && ok ||
+MEGACACHE_REGISTRY_USER=alice MEGACACHE_REGISTRY_PASSWORD="$SECRET" load_into "$T/got5" "$RK:v1" \
+	--registry-ca "$CA" 2>"$T/err" && [ "$(tree_sum "$T/got5")" = "$WANT" ] && ok ||
 	bad "the load through a token is not the file's: $(cat "$T/err")"
-grep -q "^granted repository:tokened/mlp:pull$" "$T/tokens.log" && ok ||
-	bad "no pull token was granted: $(cat "$T/tokens.log")"
-MEGACACHE_REGISTRY_USER=bob MEGACACHE_REGISTRY_PASSWORD="wrong" \
-	run 2 "authentication failed: the token service answered 401" verify --registry-ca "$T/ca.pem" \
+grep -q "^GET /token granted basic repository:tokened/mlp:pull$" "$TOKENS" && ok ||
+	bad "no pull token was granted: $(cat "$TOKENS")"
+MEGACACHE_REGISTRY_USER=alice MEGACACHE_REGISTRY_PASSWORD="wrong" \
+	run 2 "authentication failed: the token service answered 401" verify --registry-ca "$CA" \
 	"$RK:v1" -p "$PUB"
 cat "$T/out" "$T/err" >>"$T/all-output"
-run 2 "authentication failed" verify --registry-ca "$T/ca.pem" "$RK:v1" -p "$PUB"
+run 2 "authentication failed" verify --registry-ca "$CA" "$RK:v1" -p "$PUB"
 
 # The password was never shown.
-if grep -qF -- "$SECRET" "$T/all-output" "$T"/*.log 2>/dev/null; then
+if grep -qF -- "$SECRET" "$T/all-output" "$T"/*.log "$TOKENS" 2>/dev/null; then
 	bad "the password appears in megacache's output"
 else
 	ok
