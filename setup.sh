@@ -11,7 +11,8 @@
 # python3-setuptools and python3-wheel: the Python package's offline pip install test.
 # libcurl4-openssl-dev: the HTTP client of oci:// registry references; docker-registry
 # (the CNCF distribution registry), skopeo, apache2-utils (htpasswd) and openssl: a real
-# registry with TLS and authentication for their tests, and the other client.
+# registry with TLS and authentication for their tests, and the other client; curl asks
+# the test servers whether they are up.
 set -eu
 cd "$(dirname "$0")"
 if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
@@ -24,7 +25,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	python3-pip python3-setuptools python3-wheel \
 	clang libclang-rt-14-dev buildah mmdebstrap \
 	libhiredis-dev redis-server redis-tools python3-redis libssl-dev zstd procps \
-	libcurl4-openssl-dev docker-registry skopeo apache2-utils openssl >/dev/null
+	libcurl4-openssl-dev curl docker-registry skopeo apache2-utils openssl >/dev/null
 autoreconf -fi
 ./configure --enable-werror --with-hiredis --with-openssl --with-curl
 make -j"$(nproc)"
