@@ -150,6 +150,8 @@ run_helper(mc_ctx *ctx, const char *name, const char *host, char *out, size_t ca
 	in[1] = -1;
 	if (read_helper(res[0], out, cap, &len) != 0)
 		rc = mc__err(ctx, MC_ERR_REMOTE, "%s: its answer is over %zu bytes", prog, cap - 1);
+	close(res[0]); /* a helper still writing ends (SIGPIPE) rather than wait on us */
+	res[0] = -1;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;

@@ -254,7 +254,15 @@ set_up(struct mc_oci *o, const struct mc_req *q, const char *url, struct curl_sl
 	cu.curl_easy_reset(c);
 	cu.curl_easy_setopt(c, CURLOPT_URL, url);
 	cu.curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	cu.curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* only HTTP(S), whatever a Location names; libcurl before 7.85 takes the bit mask */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	if (cu.curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK &&
+	    cu.curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS)) !=
+		    CURLE_OK)
+#pragma GCC diagnostic pop
+		return mc__err(o->ctx, MC_ERR_UNSUPPORTED, "%s: libcurl cannot be kept to HTTP(S)",
+			       o->ref.text);
 	cu.curl_easy_setopt(c, CURLOPT_ERRORBUFFER, o->errbuf);
 	cu.curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, t);
 	cu.curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -493,6 +501,18 @@ fetch_token(struct mc_oci *o, const struct mc_challenge *c, char **out)
 	return rc;
 }
 
+/* Forgets token i of the cache, and the header sent, when it was that one. */
+static void
+drop_token(struct mc_oci *o, size_t i)
+{
+	if (o->auth == o->tokens[i].header)
+		o->auth = NULL;
+	free(o->tokens[i].scope);
+	mc__secret_free(o->tokens[i].header);
+	memmove(o->tokens + i, o->tokens + i + 1, sizeof o->tokens[0] * (o->ntokens - i - 1));
+	o->ntokens--;
+}
+
 /* Answers the challenge of the last 401: sets o->auth to what the next try sends. */
 static int
 authenticate(struct mc_oci *o)
@@ -518,15 +538,15 @@ authenticate(struct mc_oci *o)
 	}
 	for (i = 0; i < o->ntokens; i++)
 		if (strcmp(o->tokens[i].scope, c.scope) == 0) {
-			o->auth = o->tokens[i].header;
-			return MC_OK;
+			if (o->auth != o->tokens[i].header) {
+				o->auth = o->tokens[i].header;
+				return MC_OK;
+			}
+			drop_token(o, i); /* it was just refused (expired): a new one is asked for */
+			break;
 		}
-	if (o->ntokens == MC_TOKENS) { /* the oldest goes */
-		free(o->tokens[0].scope);
-		mc__secret_free(o->tokens[0].header);
-		memmove(o->tokens, o->tokens + 1, sizeof o->tokens[0] * (MC_TOKENS - 1));
-		o->ntokens--;
-	}
+	if (o->ntokens == MC_TOKENS) /* the oldest goes */
+		drop_token(o, 0);
 	t = &o->tokens[o->ntokens];
 	if ((t->scope = mc__strdup(c.scope)) == NULL)
 		return mc__err(o->ctx, MC_ERR_NOMEM, "out of memory");
@@ -605,7 +625,15 @@ mc__oci_request(struct mc_oci *o, const struct mc_req *q, struct mc_resp *r)
 
 	if (!o->scheme_known)
 		probe_scheme(o);
-	snprintf(url, sizeof url, "%s%s", strstr(q->url, "://") != NULL ? "" : o->base, q->url);
+	if (snprintf(url, sizeof url, "%s%s", strstr(q->url, "://") != NULL ? "" : o->base,
+		     q->url) >= (int)sizeof url)
+		return mc__err(o->ctx, MC_ERR_REMOTE, "%s: an address of the registry's is too long",
+			       o->ref.text);
+	/* a URL the registry gave (an upload's Location) is held to the scheme rule too */
+	if (!scheme_allowed(o, url))
+		return mc__err(o->ctx, MC_ERR_REMOTE, "%s: the registry sent to plain HTTP or another "
+			       "scheme (%.*s); --plain-http allows HTTP", o->ref.text,
+			       (int)strcspn(url, "?"), url);
 	for (;;) { /* the same url again after a 401, a redirect's next */
 		rc = perform(o, q, url, r);
 		if (rc != MC_OK || (rc = next_step(o, q, r, &tried, &hops, url, sizeof url, &done)) !=
