@@ -281,6 +281,7 @@ list_text(const struct tool *t, mc_bundle *b, const char *path)
 {
 	size_t i, n = mc_bundle_artifact_count(b);
 	char hb[32], created[32], exp[48] = "", gt[1024];
+	const char *used;
 	int rc;
 
 	say(stdout, "bundle %s (format %d, not verified)", path, mc_bundle_format_version(b));
@@ -303,6 +304,9 @@ list_text(const struct tool *t, mc_bundle *b, const char *path)
 		gpu_targets_text(b, gt, sizeof gt);
 		say(stdout, "GPU targets %s", gt);
 	}
+	if ((used = bundle_label(b, USED_LABEL)) != NULL && strcmp(used, USED_LABEL_VALUE) == 0)
+		say(stdout, "what one job used (run --save-used): for the same job on the same GPU "
+		    "and torch; a job that differs compiles what is not here, as from cold");
 	say_signatures(stdout, b, "", t->trust.npubs > 0);
 	if (mc_bundle_signature_count(b) == 0)
 		say(stdout, "unsigned");

@@ -21,9 +21,9 @@
 struct run_opts {
 	const char *bundles[MAX_BUNDLES];
 	size_t nbundles;
-	const char *save_to, *types;
+	const char *save_to, *save_used, *types;
 	struct record_opts rec;
-	int allow_cold, sync;
+	int allow_cold, sync, keep_unseen;
 	FILE *json_file; /* --json-file */
 	struct gpu_opts gpu;
 };
@@ -33,6 +33,7 @@ struct run_opts {
 struct run_json {
 	cJSON *bundles; /* one object per bundle, loaded or (--allow-cold) not */
 	cJSON *save;    /* NULL: no --save-to */
+	cJSON *save_used; /* NULL: no --save-used */
 	mc_usage *usage; /* the loads add to it; NULL once it cannot tell */
 	cJSON *used, *not_seen; /* NULL: not told (the command did not start, or failed) */
 };
@@ -40,6 +41,8 @@ struct run_json {
 static const struct option run_long[] = {
 	{"bundle", required_argument, NULL, 'b'},
 	{"save-to", required_argument, NULL, 'o'},
+	{"save-used", required_argument, NULL, OPT_SAVE_USED},
+	{"save-used-keep-unseen", no_argument, NULL, OPT_SAVE_USED_KEEP_UNSEEN},
 	{"allow-cold", no_argument, NULL, OPT_ALLOW_COLD},
 	{"types", required_argument, NULL, OPT_TYPES},
 	{"sync", no_argument, NULL, OPT_SYNC},
@@ -64,6 +67,11 @@ run_opt(struct tool *t, void *opts, int c, char *arg)
 		refuse_dash("--save-to", arg, "standard output is the command's");
 		o->save_to = arg;
 		return 1;
+	case OPT_SAVE_USED:
+		refuse_dash("--save-used", arg, "standard output is the command's");
+		o->save_used = arg;
+		return 1;
+	case OPT_SAVE_USED_KEEP_UNSEEN: o->keep_unseen = 1; return 1;
 	case OPT_ALLOW_COLD: o->allow_cold = 1; return 1;
 	case OPT_TYPES: o->types = arg; return 1;
 	case OPT_SYNC: o->sync = 1; return 1;
@@ -80,46 +88,47 @@ static const struct tool_optspec run_spec = {"+b:o:s:", run_long, run_opt};
  * run --help): usage, what it does, a line or more per option, an example. */
 const struct cmd_help run_help = {
 	.synopsis =
-		"  run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT [-s SECFILE]... [--label K=V]...]\n"
-		"      [--cache-dir DIR] [--triton-dir DIR] [--vllm-dir DIR] [--types T[,T]...] [--sync]\n"
+		"  run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT] [--save-used OUT\n"
+		"      [--save-used-keep-unseen]] [-s SECFILE]... [--label K=V]... [--cache-dir DIR]\n"
+		"      [--triton-dir DIR] [--vllm-dir DIR] [--types T[,T]...] [--sync]\n"
 		"      [--allow-cold] [--json | --json-file FILE] -- CMD [ARGS]...\n",
 	.summary =
 		"        verify and load the bundles, run CMD (--cache-dir, --triton-dir and --vllm-dir\n"
 		"        are exported to it), pass on its exit status, say per type how many loaded\n"
 		"        artifacts it read and how many it wrote anew, then save what it added to the\n"
-		"        caches to OUT (not written when nothing is new); a bundle that fails to\n"
-		"        verify stops the run unless --allow-cold\n",
+		"        caches to OUT (not written when nothing is new), or with --save-used what it\n"
+		"        read and wrote; a bundle that fails to verify stops the run unless --allow-cold\n",
 	.usage =
-		"usage: megacache run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT [-s SECFILE]...]\n"
-		"       [--cache-dir DIR] [--triton-dir DIR] [--vllm-dir DIR] [--types T[,T]...] [--sync]\n"
-		"       [--allow-cold] [--gpu-target T]... [--skip-other-gpus] [--json | --json-file FILE]\n"
-		"       -- CMD [ARGS]...\n",
+		"usage: megacache run [-b BUNDLE]... [-p PUBFILE]... [--save-to OUT] [--save-used OUT\n"
+		"       [--save-used-keep-unseen]] [-s SECFILE]... [--cache-dir DIR] [--triton-dir DIR]\n"
+		"       [--vllm-dir DIR] [--types T[,T]...] [--sync] [--allow-cold] [--gpu-target T]...\n"
+		"       [--skip-other-gpus] [--json | --json-file FILE] -- CMD [ARGS]...\n",
 	.about =
 		"Load the bundles, run CMD with its exit status passed on, save what it added.\n"
 		"After CMD, a line tells per type how many loaded artifacts it read and how many\n"
-		"files it wrote anew (reads are told by access times, set to a mark before CMD:\n"
-		"not on a noatime mount, nor of another user's files); a warning names the types\n"
-		"it read none of (those read only to compile, once it read no FX graph either):\n"
-		"likely a torch, Triton or config mismatch (megacache list BUNDLE: its labels).\n",
+		"files it wrote anew (told by access times, set to a mark before CMD: not on a\n"
+		"noatime mount, nor of another user's files); a warning names the types it read\n"
+		"none of: likely a torch, Triton or config mismatch (megacache list BUNDLE).\n",
 	.options =
 		"  -b, --bundle BUNDLE    a bundle to verify and load first (several: in order)\n"
 		"  -p PUBFILE             a trusted public key (a file, its text or its base64 line)\n"
 		"  -o, --save-to OUT      save the artifacts CMD added to OUT (not written if none)\n"
-		"  -s SECFILE             sign OUT with this key\n"
+		"  --save-used OUT        save what CMD used to OUT: the cache files it read (with the\n"
+		"                         rest of their units) and those it wrote\n"
+		"  --save-used-keep-unseen  keep files whose reads cannot be seen (else exit 2)\n"
+		"  -s SECFILE             sign the bundles written with this key\n"
 		"  --types T[,T]...       load only these artifact types\n"
 		"  --cache-dir, --triton-dir, --vllm-dir DIR   the cache folders (exported to CMD)\n"
 		"  --sync                 flush what is loaded to disk before CMD starts\n"
-		"  --allow-cold           run CMD even when a bundle fails to verify (or holds\n"
-		"                         kernels for another GPU)\n"
+		"  --allow-cold           run CMD even when a bundle fails to verify or is for another GPU\n"
 		"  --gpu-target T, --skip-other-gpus   the host's GPUs, kernels for others: as load\n"
-		"  --json                 the report as JSON at the end of standard error, from its\n"
-		"                         last line that is a lone { (standard output is CMD's)\n"
+		"  --json                 the report as JSON, last on standard error (stdout is CMD's)\n"
 		"  --json-file FILE       the report as JSON, written to FILE instead\n"
 		"  --threshold K, --min-version N, --require K=V, --now TIME, --insecure-no-verify:\n"
 		"                         as verify\n"
 		"  --label K=V, --label-from-env VAR, --labels-json FILE, --bundle-version N,\n"
 		"  --expires TIME, --level N, --no-compress, --format-version N, --keep-unknown:\n"
-		"                         as pack, for OUT\n"
+		"                         as pack, for the bundles written\n"
 		"  -v, --verbose          list every new artifact saved (else the first few)\n",
 	.example = "megacache run -b cache.mcache -p ci.pub --save-to new.mcache -s ci.key -- python train.py",
 };
@@ -137,8 +146,14 @@ run_check(const struct tool *t, const struct run_opts *o, int argc)
 				 o->gpu.skip))
 		usage_say("-p, --types, --gpu-target and --skip-other-gpus apply to bundles given "
 			  "with -b; none given");
-	if (o->save_to == NULL && (o->rec.signers.n > 0 || o->rec.nlabels > 0))
-		usage_say("-s and --label apply to the bundle of --save-to; none given");
+	if (o->save_to == NULL && o->save_used == NULL &&
+	    (o->rec.signers.n > 0 || o->rec.nlabels > 0))
+		usage_say("-s and --label apply to the bundles of --save-to and --save-used; none "
+			  "given");
+	if (o->keep_unseen && o->save_used == NULL)
+		usage_say("--save-used-keep-unseen applies to --save-used; none given");
+	if (o->save_to != NULL && o->save_used != NULL && strcmp(o->save_to, o->save_used) == 0)
+		usage_error("--save-to and --save-used name one file: %s", o->save_to);
 }
 
 /* Whether file can be run: a regular file executable by us. */
@@ -413,20 +428,22 @@ on_new(void *ud, int what, const char *type, const char *key, uint64_t size_a, u
 	nw->n++;
 }
 
-/* The --json entry of the save: nothing written when nothing was new or it failed. */
+/* The --json entry of a save to out: nothing written when there was nothing to save
+ * or it failed. */
 static cJSON *
-save_json(const struct tool *t, const struct run_opts *o, mc_writer *w, int written)
+save_json(const struct tool *t, const struct run_opts *o, const char *out, mc_writer *w,
+	  int written)
 {
 	cJSON *j = cJSON_CreateObject();
 
-	cJSON_AddStringToObject(j, "output", o->save_to);
+	cJSON_AddStringToObject(j, "output", out);
 	cJSON_AddBoolToObject(j, "written", written);
 	cJSON_AddNumberToObject(j, "artifact_count", (double)mc_writer_artifact_count(w));
 	cJSON_AddNumberToObject(j, "bytes", (double)mc_writer_total_bytes(w));
 	cJSON_AddNumberToObject(j, "signature_count", written ? (double)o->rec.signers.n : 0);
 	cJSON_AddBoolToObject(j, "signed", written && o->rec.signers.n > 0);
 	if (written)
-		say_pushed(t, o->save_to, j, stdout);
+		say_pushed(t, out, j, stdout);
 	return j;
 }
 
@@ -470,29 +487,79 @@ save_new(struct tool *t, const struct run_opts *o, mc_writer *w, mc_bundle **bas
 		say_pushed(t, o->save_to, NULL, stderr);
 done:
 	if (t->json)
-		rj->save = save_json(t, o, w, written);
+		rj->save = save_json(t, o, o->save_to, w, written);
 	return rc == MC_OK ? 0 : fail(t->ctx, rc);
 }
 
-/* What the job used: how it is told of the files it could not be seen reading
- * (MC_UNSEEN_*), after their count. */
-static const char *const unseen_words[MC_UNSEEN_KINDS] = {
-	[MC_UNSEEN_NOATIME] = "on a noatime mount",
-	[MC_UNSEEN_NOT_OWNER] = "owned by another user",
-	[MC_UNSEEN_READ_ONLY] = "on a read-only mount",
-	[MC_UNSEEN_OVERLAYFS] = "found in place on overlayfs",
-	[MC_UNSEEN_GONE] = "removed or replaced during the job",
-	[MC_UNSEEN_OTHER] = "other",
-};
+
+/* After the command: records what it used of the caches (what it read of the files
+ * there, what it wrote) and writes it to --save-used unless that is nothing. */
+static int
+save_used(struct tool *t, const struct run_opts *o, mc_writer *w, struct run_json *rj)
+{
+	int quiet = t->quiet || t->json, rc, written = 0;
+	size_t left = 0, unseen = 0;
+	char hb[32];
+
+	if (rj->usage == NULL) {
+		json_error(mc_status_code(MC_ERR_NOT_SEEN));
+		say(stderr, "%s: %s not written: what the job used could not be told", PROG,
+		    o->save_used);
+		rc = EXIT_USAGE;
+		goto done;
+	}
+	if ((rc = mc_writer_set_label(w, USED_LABEL, USED_LABEL_VALUE)) == MC_OK)
+		rc = mc_usage_record(rj->usage, w, o->keep_unseen ? MC_USED_KEEP_UNSEEN : 0, &left,
+				     &unseen);
+	if (rc != MC_OK) {
+		if (rc != MC_ERR_NOT_SEEN) {
+			rc = fail(t->ctx, rc);
+			goto done;
+		}
+		json_error(mc_status_code(rc));
+		say(stderr, "%s: %s not written: %s; --save-used-keep-unseen keeps them", PROG,
+		    o->save_used, mc_ctx_error(t->ctx));
+		rc = EXIT_USAGE;
+		goto done;
+	}
+	if (mc_writer_artifact_count(w) == 0) {
+		if (!quiet)
+			say(stderr, "%s: the job used nothing of the caches; %s not written", PROG,
+			    o->save_used);
+		goto done;
+	}
+	if ((rc = mc_writer_save(w, o->save_used)) != MC_OK) {
+		rc = fail(t->ctx, rc);
+		goto done;
+	}
+	written = 1;
+	human_bytes(mc_writer_total_bytes(w), hb, sizeof hb);
+	if (!quiet) {
+		say(stderr, "%s: saved %zu used artifact%s (%s) into %s; %zu in the caches left out",
+		    PROG, mc_writer_artifact_count(w), mc_writer_artifact_count(w) == 1 ? "" : "s",
+		    hb, o->save_used, left);
+		if (unseen > 0)
+			say(stderr, "%s: warning: %s keeps %zu file%s whose reads could not be seen",
+			    PROG, o->save_used, unseen, unseen == 1 ? "" : "s");
+		say_pushed(t, o->save_used, NULL, stderr);
+	}
+done:
+	if (t->json) {
+		rj->save_used = save_json(t, o, o->save_used, w, written);
+		cJSON_AddNumberToObject(rj->save_used, "left_out", (double)left);
+		cJSON_AddNumberToObject(rj->save_used, "kept_unseen", (double)unseen);
+	}
+	return rc;
+}
 
 /* Just before the command starts: the marks on the loaded files. A failure is said and
  * the run goes on without telling what the job used. */
 static void
-used_start(struct tool *t, struct run_json *rj)
+used_start(struct tool *t, const struct run_opts *o, struct run_json *rj)
 {
-	int rc = mc_usage_start(rj->usage);
+	int rc = o->save_used != NULL ? mc_usage_watch_all(rj->usage) : MC_OK;
 
-	if (rc == MC_OK)
+	if (rc == MC_OK && (rc = mc_usage_start(rj->usage)) == MC_OK)
 		return;
 	if (!t->quiet)
 		say(stderr, "%s: warning: what the job uses cannot be told: %s", PROG,
@@ -542,7 +609,7 @@ say_used(const mc_usage *u)
 		for (k = 0, types = 0; k < MC_UNSEEN_KINDS; k++)
 			if (mc_usage_not_seen(u, (int)k) > 0)
 				append(line, sizeof line, &at, "%s%zu %s", types++ ? ", " : "",
-				       mc_usage_not_seen(u, (int)k), unseen_words[k]);
+				       mc_usage_not_seen(u, (int)k), mc_unseen_text((int)k));
 		append(line, sizeof line, &at, ")");
 	}
 	say(stderr, "%s: %s", PROG, line);
@@ -566,24 +633,37 @@ never_read(const char *type)
 	return strcmp(type, "vllm_meta") == 0;
 }
 
+/* Types a job that hit dynamo's precompile cache does not read: the compiled graphs'
+ * entries, which dynamo's entries carry. */
+static int
+read_without_precompile(const char *type)
+{
+	return strcmp(type, "inductor") == 0 || strcmp(type, "aot_autograd") == 0;
+}
+
 /* The types of which the job read no loaded file it could be seen reading: a torch,
  * Triton or config that differs from the one the bundle was made with. One of the
- * types read only to compile counts once the job read no FX graph entry either. */
+ * types read only to compile counts once the job read no FX graph entry (nor
+ * precompile entry) either; the FX and AOTAutograd entries count once it read no
+ * precompile entry. */
 static void
 warn_unread(const mc_usage *u, const char *bundle)
 {
-	size_t i, at = 0, n = 0, fx_read = 0;
+	size_t i, at = 0, n = 0, fx_read = 0, pre_read = 0;
 	const char *type;
 	char list[2048];
 
 	for (i = 0; (type = mc_usage_type(u, i)) != NULL; i++)
 		if (strcmp(type, "inductor") == 0)
 			fx_read = mc_usage_count(u, i, MC_USED_READ);
+		else if (strcmp(type, "precompile") == 0)
+			pre_read = mc_usage_count(u, i, MC_USED_READ);
 	for (i = 0; (type = mc_usage_type(u, i)) != NULL; i++) {
 		size_t seen = mc_usage_count(u, i, MC_USED_INSTALLED) -
 			      mc_usage_count(u, i, MC_USED_NOT_SEEN);
 		if (seen > 0 && mc_usage_count(u, i, MC_USED_READ) == 0 && !never_read(type) &&
-		    !(fx_read > 0 && read_on_miss(type)))
+		    !((fx_read > 0 || pre_read > 0) && read_on_miss(type)) &&
+		    !(pre_read > 0 && read_without_precompile(type)))
 			append(list, sizeof list, &at, "%s%s (%zu)", n++ ? ", " : "", type, seen);
 	}
 	if (n > 0)
@@ -641,21 +721,25 @@ used_finish(struct tool *t, const struct run_opts *o, struct run_json *rj)
 	}
 }
 
-/* Before the command: the writer of --save-to set up (its keys' passwords asked for
- * now, not after the command), the bundles loaded, and the command's environment.
+/* Before the command: the writers of --save-to and --save-used (w[0], w[1]) set up
+ * (the keys' passwords asked for now, not after the command), the bundles loaded, and
+ * the command's environment.
  * Returns 0, or the exit status of a failure it has said. */
 static int
 run_prepare(struct tool *t, struct run_opts *o, mc_writer **w, mc_bundle **bases,
 	    size_t *nbases, mc_pubkey **keys, struct run_json *rj)
 {
+	const char *outs[2] = {o->save_to, o->save_used};
+	size_t i;
 	int rc;
 
-	if (o->save_to != NULL) {
-		if ((rc = mc_writer_new(t->ctx, w)) == MC_OK)
-			rc = record_setup(t, *w, &o->rec);
-		if (rc != MC_OK)
-			return fail(t->ctx, rc);
-	}
+	for (i = 0; i < 2; i++)
+		if (outs[i] != NULL) {
+			if ((rc = mc_writer_new(t->ctx, &w[i])) == MC_OK)
+				rc = record_setup(t, w[i], &o->rec);
+			if (rc != MC_OK)
+				return fail(t->ctx, rc);
+		}
 	if ((rc = load_bundles(t, o, bases, nbases, keys, rj)) != 0)
 		return rc;
 	gpu_detect_wait(&o->gpu);
@@ -715,14 +799,13 @@ print_run(struct run_json *rj, char **cmd, int spawn_rc, int status, int saved, 
 	else
 		cJSON_AddNullToObject(c, "signal");
 	cJSON_AddItemToObject(j, "child", c);
-	if (rj->save != NULL)
-		cJSON_AddItemToObject(j, "save", rj->save);
-	else
-		cJSON_AddNullToObject(j, "save");
+	cJSON_AddItemToObject(j, "save", rj->save != NULL ? rj->save : cJSON_CreateNull());
+	cJSON_AddItemToObject(j, "save_used",
+			      rj->save_used != NULL ? rj->save_used : cJSON_CreateNull());
 	cJSON_AddItemToObject(j, "used", rj->used != NULL ? rj->used : cJSON_CreateNull());
 	cJSON_AddItemToObject(j, "used_not_seen",
 			      rj->not_seen != NULL ? rj->not_seen : cJSON_CreateNull());
-	rj->bundles = rj->save = rj->used = rj->not_seen = NULL;
+	rj->bundles = rj->save = rj->save_used = rj->used = rj->not_seen = NULL;
 	print_json(j);
 }
 
@@ -730,18 +813,19 @@ int
 cmd_run(struct tool *t, int argc, char **argv)
 {
 	struct run_opts o = {.rec.level = 3};
-	struct run_json rj = {NULL, NULL, NULL, NULL, NULL};
+	struct run_json rj = {NULL, NULL, NULL, NULL, NULL, NULL};
 	mc_pubkey *keys[MAX_BUNDLES * MAX_PUBKEYS] = {NULL};
 	mc_bundle *bases[MAX_BUNDLES];
-	mc_writer *w = NULL;
+	mc_writer *w[2] = {NULL, NULL}; /* of --save-to, of --save-used */
 	size_t nbases = 0, i;
-	int rc, status = 0, saved = 0, spawn_rc;
+	int rc, status = 0, saved = 0, used, spawn_rc;
 
 	json_target(t, &o, argc, argv);
 	tool_parse(t, argc, argv, &run_spec, &o);
 	o.rec.aot_remote = aot_remote_env();
 	run_check(t, &o, argc);
 	check_out_folder(o.save_to);
+	check_out_folder(o.save_used);
 	if ((rc = tool_start(t)) != 0)
 		return rc;
 	if ((rc = mc_usage_new(t->ctx, &rj.usage)) != MC_OK)
@@ -751,9 +835,12 @@ cmd_run(struct tool *t, int argc, char **argv)
 		gpu_detect_start(&o.gpu);
 	if (t->json)
 		rj.bundles = cJSON_CreateArray();
-	if (o.save_to != NULL && o.rec.signers.n == 0 && !t->quiet)
-		say(stderr, "%s: warning: %s will be unsigned: loads will need --insecure-no-verify "
-		    "(sign it with -s SECFILE)", PROG, o.save_to);
+	for (i = 0; i < 2; i++) {
+		const char *out = i == 0 ? o.save_to : o.save_used;
+		if (out != NULL && o.rec.signers.n == 0 && !t->quiet)
+			say(stderr, "%s: warning: %s will be unsigned: loads will need "
+			    "--insecure-no-verify (sign it with -s SECFILE)", PROG, out);
+	}
 	/* CMD is looked for before anything is loaded; the signing keys' passwords are asked
 	 * for now, not after the command. */
 	if ((spawn_rc = command_check(argv[optind])) != 0) {
@@ -761,16 +848,19 @@ cmd_run(struct tool *t, int argc, char **argv)
 		if (t->json)
 			print_run(&rj, argv + optind, spawn_rc, 0, 0, rc);
 	} else {
-		rc = run_prepare(t, &o, &w, bases, &nbases, keys, &rj);
+		rc = run_prepare(t, &o, w, bases, &nbases, keys, &rj);
 	}
 	if (rc == 0 && interrupted()) /* a signal between the load and the command */
 		rc = 128 + interrupted();
 	if (rc == 0) {
-		used_start(t, &rj);
+		used_start(t, &o, &rj);
 		if ((spawn_rc = run_child(argv + optind, &status)) == 0)
 			used_finish(t, &o, &rj);
 		if (spawn_rc == 0 && o.save_to != NULL)
-			saved = save_new(t, &o, w, bases, nbases, &rj);
+			saved = save_new(t, &o, w[0], bases, nbases, &rj);
+		if (spawn_rc == 0 && o.save_used != NULL && (used = save_used(t, &o, w[1], &rj)) != 0 &&
+		    saved == 0)
+			saved = used;
 		rc = spawn_rc != 0 ? spawn_rc
 		     : !WIFEXITED(status) ? 128 + WTERMSIG(status)
 		     : WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : saved;
@@ -785,11 +875,13 @@ cmd_run(struct tool *t, int argc, char **argv)
 		mc_pubkey_free(keys[i]);
 	cJSON_Delete(rj.bundles);
 	cJSON_Delete(rj.save);
+	cJSON_Delete(rj.save_used);
 	cJSON_Delete(rj.used);
 	cJSON_Delete(rj.not_seen);
 	mc_usage_free(rj.usage);
 	record_free(&o.rec);
 	gpu_free(&o.gpu);
-	mc_writer_free(w);
+	mc_writer_free(w[0]);
+	mc_writer_free(w[1]);
 	return rc;
 }

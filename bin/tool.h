@@ -52,7 +52,8 @@ enum {
 	OPT_UNSIGNED, OPT_PROGRESS, OPT_JSON_FILE, OPT_REDIS, OPT_REDIS_PASSWORD_FILE, OPT_TRITON,
 	OPT_TRITON_KEY_FORMAT, OPT_TTL, OPT_MATCH, OPT_FORMAT_VERSION, OPT_GPU_TARGET,
 	OPT_SKIP_OTHER_GPUS, OPT_VLLM_DIR, OPT_FROM_VLLM, OPT_REGISTRY_CA, OPT_PLAIN_HTTP,
-	OPT_REGISTRY_USER, OPT_REGISTRY_PASSWORD_FILE, OPT_TIMEOUT,
+	OPT_REGISTRY_USER, OPT_REGISTRY_PASSWORD_FILE, OPT_TIMEOUT, OPT_SAVE_USED,
+	OPT_SAVE_USED_KEEP_UNSEEN,
 	OPT_CAP /* + 0..4 */
 };
 
@@ -285,6 +286,9 @@ struct record_opts {
  * that disagree on it, and push warns when the entries it writes were not made with the
  * remote caches' setting, "1". */
 #define AOT_REMOTE_LABEL "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE"
+/* The label run --save-used sets on its bundle: what the job used, nothing else. */
+#define USED_LABEL "megacache.contents"
+#define USED_LABEL_VALUE "used"
 /* Its value as torch reads it from this environment: "1", "0" or "unset". */
 const char *aot_remote_env(void);
 /* The value of label key of b, or NULL. */

@@ -21,7 +21,7 @@ _megacache_options()
 	case $1 in
 	keygen) echo "-p -s -W -f --force --json" ;;
 	save) echo "-o --output --dry-run --cache-dir --triton-dir --vllm-dir --json $_megacache_record" ;;
-	run) echo "-b --bundle -o --save-to --allow-cold --types --sync --cache-dir --triton-dir --vllm-dir
+	run) echo "-b --bundle -o --save-to --save-used --save-used-keep-unseen --allow-cold --types --sync --cache-dir --triton-dir --vllm-dir
 		--gpu-target --skip-other-gpus --json --json-file $_megacache_trust $_megacache_record" ;;
 	pack) echo "-o --output --from-torch --from-dir --from-triton-dir --from-vllm-dir --json $_megacache_record" ;;
 	sign) echo "-s -o --output --json $_megacache_trust" ;;
@@ -70,7 +70,7 @@ _megacache()
 	--torch-format) COMPREPLY=($(compgen -W "2.7 current" -- "$cur")); return ;;
 	--cache-dir|--triton-dir|--vllm-dir|--from-dir|--from-triton-dir|--from-vllm-dir)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;
-	-p|-s|-o|-b|--output|--bundle|--save-to|--torch|--from-torch|--labels-json|--password-file|\
+	-p|-s|-o|-b|--output|--bundle|--save-to|--save-used|--torch|--from-torch|--labels-json|--password-file|\
 	--json-file|--redis-password-file|--registry-ca|--registry-password-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--label-from-env) COMPREPLY=($(compgen -v -- "$cur")); return ;;

@@ -74,8 +74,10 @@ enum {
 					   * library reads: upgrade megacache */
 	MC_ERR_GPU_MISMATCH = -27, /* the bundle holds kernels for a GPU the host lacks */
 	MC_ERR_CANCELLED = -28,    /* mc_ctx_cancel() stopped the operation */
-	MC_ERR_DIGEST_MISMATCH = -29 /* a registry's blob or manifest is not the digest or
-					size it was named by */
+	MC_ERR_DIGEST_MISMATCH = -29, /* a registry's blob or manifest is not the digest or
+					 size it was named by */
+	MC_ERR_NOT_SEEN = -30      /* a bundle of what a job used would have to leave out
+				    * files whose reads could not be seen */
 };
 
 /* The version of the library in use, MC_VERSION_STRING as it was built: a binding
@@ -739,6 +741,35 @@ MC_API size_t mc_usage_not_seen(const mc_usage *u, int why);
 /* A stable snake_case name of a reason: "noatime", "not_owner", "read_only",
  * "overlayfs", "gone", "other"; "unknown" for another value. Static storage. */
 MC_API const char *mc_unseen_name(int why);
+/* The reason in words, as "on a noatime mount"; "unknown" for another value. Static
+ * storage. */
+MC_API const char *mc_unseen_text(int why);
+
+/* ---- A bundle of what a job used ----
+ *
+ * mc_usage_watch_all(), before mc_usage_start(): the files the cache folders hold
+ * already, besides those loaded, are watched too. mc_usage_start() first scans the
+ * folders mc_usage_finish() scans and marks each file no load added; such files are
+ * counted nowhere (mc_usage_count() and mc_usage_not_seen() tell of loaded files only),
+ * but mc_usage_record() knows whether the job read them. */
+MC_API MC_MUST_CHECK int mc_usage_watch_all(mc_usage *u);
+
+/* mc_usage_record() flags. */
+#define MC_USED_KEEP_UNSEEN 1u /* keep the files whose reads could not be seen */
+
+/* After mc_usage_finish(): records into w what the job used of the cache folders, from
+ * the same scans: each watched file it read, each file it wrote or replaced, and with
+ * any of them the rest of its unit: a Triton kernel's folder (its group file, metadata
+ * and binaries), the files of a vLLM model's folder that name its artifacts, and the
+ * generated kernel code an FX graph entry names. The other files are left out, and
+ * *left (may be NULL) gets how many. A watched file whose reads could not be seen (a
+ * noatime or read-only mount, another user's file, a file found in place on overlayfs)
+ * or a file that was there before the job and not watched fails the call with
+ * MC_ERR_NOT_SEEN, whose message counts them by reason, and w records nothing more;
+ * with MC_USED_KEEP_UNSEEN they are recorded, and *kept_unseen (may be NULL) gets how
+ * many. Once only. */
+MC_API MC_MUST_CHECK int mc_usage_record(mc_usage *u, mc_writer *w, unsigned flags,
+					 size_t *left, size_t *kept_unseen);
 
 /* ---- The fleet tier: torch's and Triton's Redis remote caches ----
  *

@@ -50,6 +50,7 @@ mc_strerror(int status)
 	case MC_ERR_GPU_MISMATCH: return "bundle holds kernels for another GPU";
 	case MC_ERR_CANCELLED: return "cancelled";
 	case MC_ERR_DIGEST_MISMATCH: return "registry digest mismatch";
+	case MC_ERR_NOT_SEEN: return "reads not seen";
 	default: return "unknown error";
 	}
 }
@@ -88,6 +89,7 @@ mc_status_code(int status)
 	case MC_ERR_GPU_MISMATCH: return "gpu_mismatch";
 	case MC_ERR_CANCELLED: return "cancelled";
 	case MC_ERR_DIGEST_MISMATCH: return "digest_mismatch";
+	case MC_ERR_NOT_SEEN: return "not_seen";
 	default: return "unknown";
 	}
 }

@@ -1,6 +1,7 @@
 /*
  * interop.h - torch's own formats: the cache blob, read and written, and cache folders,
- * and what a job used of those folders (usage.c); not installed.
+ * what a job used of those folders (usage.c) and a bundle of it (usedsave.c); not
+ * installed.
  */
 #ifndef MC_INTEROP_H
 #define MC_INTEROP_H
@@ -45,5 +46,27 @@ MC_HIDDEN void mc__torch_blob_free(struct mc_tb *tb);
  * key (vllm.torch_key); a file that tells nothing is passed over. */
 MC_HIDDEN int mc__vllm_note(mc_writer *w, const char *type, const char *key, const char *path);
 
+/* ---- what a job used of the cache folders (usage.c) ---- */
+
+/* The scans of the folders save records: MC_USAGE_SCANS of them, in order, the inductor
+ * root (with its triton/), the triton_home root and the vllm root. */
+#define MC_USAGE_SCANS 3
+/* Scan i of them into w, its root resolved into *root before the scan starts (fn may
+ * read it through ud); a root that is not a folder is passed over. */
+MC_HIDDEN int mc__usage_scan(mc_ctx *ctx, mc_writer *w, size_t i, mc_scan_fn fn, void *ud,
+			     const char **root);
+/* root "/" rel into buf (len bytes), each run of slashes made one and a trailing slash
+ * dropped: two spellings of one root meet. 0, or -1 when it does not fit. */
+MC_HIDDEN int mc__usage_join(char *buf, size_t len, const char *root, const char *rel);
+/* What the job did with the watched file at path (as mc__usage_join() spells it), once
+ * finished: MC_USEDF_*; *why the reason (MC_UNSEEN_*) of one not seen, *changed whether
+ * its change time moved. */
+enum { MC_USEDF_NONE, MC_USEDF_READ, MC_USEDF_UNREAD, MC_USEDF_UNSEEN };
+MC_HIDDEN int mc__usage_file(const mc_usage *u, const char *path, int *why, int *changed);
+/* The time the job started, as files' change times are stamped. */
+MC_HIDDEN const struct timespec *mc__usage_started(const mc_usage *u);
+MC_HIDDEN mc_ctx *mc__usage_ctx(const mc_usage *u);
+/* MC_OK once, after mc_usage_finish(), for mc_usage_record(). */
+MC_HIDDEN int mc__usage_to_record(mc_usage *u);
 
 #endif /* MC_INTEROP_H */

@@ -1,7 +1,8 @@
 /*
  * usage.c - what a job used of the loaded artifacts: which loaded files it read, told by
  * their access times against a mark set before it started, and which files it wrote
- * anew in the cache folders save records, told by their change times.
+ * anew in the cache folders save records, told by their change times; with
+ * mc_usage_watch_all(), the files found in those folders are watched too.
  */
 #include "config.h"
 
@@ -26,11 +27,14 @@ struct used_file {
 	char *path;  /* its tier root and dest, repeated slashes made one */
 	size_t type; /* in u->types */
 	int written; /* a load wrote it (installed or replaced), not found it in place */
+	int found;   /* watched, found in the folders: no load added it (not counted) */
+	int changed; /* its change time moved after the mark: written, or its mode set */
 	int state;   /* FILE_* */
 	int why;     /* MC_UNSEEN_*, for FILE_UNSEEN */
 	dev_t dev;   /* as marked */
 	ino_t ino;
 	struct timespec mark; /* its access time once marked, as the filesystem keeps it */
+	struct timespec ctime; /* its change time once marked */
 };
 
 /* A marked file's device and inode: the job may reach a loaded file by another path. */
@@ -46,8 +50,9 @@ struct used_type {
 
 struct mc_usage {
 	mc_ctx *ctx;
-	int phase;  /* 0: adding, 1: started, 2: finished */
+	int phase;  /* 0: adding, 1: started, 2: finished, 3: recorded */
 	int failed; /* the first failure of mc_usage_add() */
+	int watch_all; /* mc_usage_watch_all() */
 	struct used_file *files; /* sorted by path from the start */
 	size_t nfiles, capfiles;
 	struct inode_key *by_inode; /* the marked files, by device and inode */
@@ -65,10 +70,25 @@ static const char *const unseen_names[MC_UNSEEN_KINDS] = {
 	[MC_UNSEEN_GONE] = "gone",           [MC_UNSEEN_OTHER] = "other",
 };
 
+static const char *const unseen_texts[MC_UNSEEN_KINDS] = {
+	[MC_UNSEEN_NOATIME] = "on a noatime mount",
+	[MC_UNSEEN_NOT_OWNER] = "owned by another user",
+	[MC_UNSEEN_READ_ONLY] = "on a read-only mount",
+	[MC_UNSEEN_OVERLAYFS] = "found in place on overlayfs",
+	[MC_UNSEEN_GONE] = "removed or replaced during the job",
+	[MC_UNSEEN_OTHER] = "other",
+};
+
 const char *
 mc_unseen_name(int why)
 {
 	return why >= 0 && why < MC_UNSEEN_KINDS ? unseen_names[why] : "unknown";
+}
+
+const char *
+mc_unseen_text(int why)
+{
+	return why >= 0 && why < MC_UNSEEN_KINDS ? unseen_texts[why] : "unknown";
 }
 
 int
@@ -127,10 +147,8 @@ type_index(mc_usage *u, const char *name)
 	return i;
 }
 
-/* root "/" rel into buf (len bytes), each run of slashes made one and a trailing slash
- * dropped: two spellings of one root meet. 0, or -1 when it does not fit. */
-static int
-join_path(char *buf, size_t len, const char *root, const char *rel)
+int
+mc__usage_join(char *buf, size_t len, const char *root, const char *rel)
 {
 	size_t o = 0;
 	const char *parts[2] = {root, rel}, *c;
@@ -181,7 +199,7 @@ mc_usage_add(mc_usage *u, int what, const char *type, const char *dest)
 		return add_fail(u, mc__err(u->ctx, MC_ERR_UNKNOWN_TYPE, "unknown type %s", type));
 	if ((rc = mc__tier_root(u->ctx, t->tier, &root, &named)) != MC_OK)
 		return add_fail(u, rc);
-	if (join_path(path, sizeof path, root, dest) != 0)
+	if (mc__usage_join(path, sizeof path, root, dest) != 0)
 		return add_fail(u, mc__err(u->ctx, MC_ERR_INVALID, "%s/%s: path too long", root,
 					   dest));
 	if (mc__grow(&u->files, &u->capfiles, u->nfiles + 1, sizeof *u->files) != MC_OK)
@@ -214,6 +232,9 @@ dedupe(mc_usage *u)
 	for (i = 0; i < u->nfiles; i++) {
 		if (k > 0 && strcmp(u->files[k - 1].path, u->files[i].path) == 0) {
 			u->files[k - 1].written |= u->files[i].written;
+			if (u->files[k - 1].found && !u->files[i].found) /* a load's, then */
+				u->files[k - 1].type = u->files[i].type;
+			u->files[k - 1].found &= u->files[i].found;
 			free(u->files[i].path);
 			continue;
 		}
@@ -284,6 +305,7 @@ mark_file(struct used_file *f, const struct timespec *mark)
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
 	f->mark = st.st_atim;
+	f->ctime = st.st_ctim;
 	f->state = FILE_MARKED;
 	return -1;
 }
@@ -320,7 +342,10 @@ tally(mc_usage *u)
 			u->types[i].n[MC_USED_NOT_SEEN] = 0;
 	for (i = 0; i < u->nfiles; i++) {
 		const struct used_file *f = &u->files[i];
-		size_t *n = u->types[f->type].n;
+		size_t *n;
+		if (f->found)
+			continue;
+		n = u->types[f->type].n;
 		n[MC_USED_INSTALLED]++;
 		n[MC_USED_READ] += f->state == FILE_READ;
 		if (f->state == FILE_UNSEEN) {
@@ -361,6 +386,92 @@ index_inodes(mc_usage *u)
 }
 
 int
+mc_usage_watch_all(mc_usage *u)
+{
+	if (u == NULL)
+		return MC_ERR_INVALID;
+	if (u->phase != 0)
+		return mc__err(u->ctx, MC_ERR_INVALID, "mc_usage_watch_all: started already");
+	u->watch_all = 1;
+	return MC_OK;
+}
+
+/* The mc_scan_fn of the scan for the files to watch (ud: struct watch_scan). */
+struct watch_scan {
+	mc_usage *u;
+	const char *root;
+	int rc;
+};
+
+static void
+on_watched(void *ud, int what, const char *rel, const char *type)
+{
+	struct watch_scan *s = ud;
+	char path[MC_PATH_MAX];
+	struct used_file *f;
+
+	(void)type;
+	if (what != MC_SCAN_RECORDED || s->rc != MC_OK)
+		return;
+	if (mc__usage_join(path, sizeof path, s->root, rel) != 0) {
+		s->rc = mc__err(s->u->ctx, MC_ERR_INVALID, "%s/%s: path too long", s->root, rel);
+		return;
+	}
+	if (mc__grow(&s->u->files, &s->u->capfiles, s->u->nfiles + 1, sizeof *s->u->files) !=
+	    MC_OK) {
+		s->rc = mc__err(s->u->ctx, MC_ERR_NOMEM, "out of memory");
+		return;
+	}
+	f = &s->u->files[s->u->nfiles];
+	memset(f, 0, sizeof *f);
+	f->type = MC_NO_INDEX;
+	f->found = 1;
+	if ((f->path = mc__strdup(path)) == NULL)
+		s->rc = mc__err(s->u->ctx, MC_ERR_NOMEM, "out of memory");
+	else
+		s->u->nfiles++;
+}
+
+/* The folders the scans record, in their order: the inductor root (with its triton/),
+ * the triton_home root, the vllm root. */
+static const char *const scanned_tiers[MC_USAGE_SCANS] = {"inductor", "triton_home", "vllm"};
+
+int
+mc__usage_scan(mc_ctx *ctx, mc_writer *w, size_t i, mc_scan_fn fn, void *ud,
+	       const char **root)
+{
+	struct stat st;
+	size_t named;
+	int rc;
+
+	*root = NULL;
+	if ((rc = mc__tier_root(ctx, scanned_tiers[i], root, &named)) != MC_OK)
+		return rc;
+	if (stat(*root, &st) != 0 || !S_ISDIR(st.st_mode))
+		return MC_OK;
+	return i == 0   ? mc_writer_add_cache_dir(w, *root, fn, ud)
+	       : i == 1 ? mc_writer_add_triton_cache(w, *root, fn, ud)
+			: mc_writer_add_vllm_dir(w, *root, fn, ud);
+}
+
+/* mc_usage_watch_all(): the files the folders hold now, added as found. */
+static int
+watch_scan(mc_usage *u)
+{
+	struct watch_scan s = {u, NULL, MC_OK};
+	mc_writer *w = NULL;
+	size_t i;
+	int rc;
+
+	if ((rc = mc__writer_new(u->ctx, &w, 0)) != MC_OK) /* scans, never saves */
+		return rc;
+	for (i = 0; rc == MC_OK && s.rc == MC_OK && i < MC_USAGE_SCANS; i++)
+		rc = mc__usage_scan(u->ctx, w, i, on_watched, &s, &s.root);
+	mc_writer_free(w);
+	return rc != MC_OK ? rc : s.rc;
+}
+
+int
 mc_usage_start(mc_usage *u)
 {
 	struct timespec mark;
@@ -373,6 +484,8 @@ mc_usage_start(mc_usage *u)
 		return u->failed;
 	if (u->phase != 0)
 		return mc__err(u->ctx, MC_ERR_INVALID, "mc_usage_start: started already");
+	if (u->watch_all && (rc = watch_scan(u)) != MC_OK)
+		return rc;
 	dedupe(u);
 	clock_gettime(CLOCK_REALTIME, &mark);
 	mark.tv_sec -= 2;
@@ -400,6 +513,7 @@ check_file(struct used_file *f)
 		return errno == ENOENT ? MC_UNSEEN_GONE : MC_UNSEEN_OTHER;
 	if (st.st_dev != f->dev || st.st_ino != f->ino)
 		return MC_UNSEEN_GONE;
+	f->changed = ts_cmp(&st.st_ctim, &f->ctime) != 0;
 	f->state = ts_cmp(&st.st_atim, &f->mark) != 0 ? FILE_READ : FILE_UNREAD;
 	return -1;
 }
@@ -437,7 +551,7 @@ on_found(void *ud, int what, const char *rel, const char *type)
 	struct stat st;
 	size_t ti;
 
-	if (what != MC_SCAN_RECORDED || join_path(path, sizeof path, s->root, rel) != 0 ||
+	if (what != MC_SCAN_RECORDED || mc__usage_join(path, sizeof path, s->root, rel) != 0 ||
 	    lstat(path, &st) != 0 || ts_cmp(&st.st_ctim, &s->u->start) < 0 ||
 	    loaded(s->u, path, &st))
 		return;
@@ -455,24 +569,15 @@ on_found(void *ud, int what, const char *rel, const char *type)
 static int
 scan_new(mc_usage *u)
 {
-	static const char *const tiers[3] = {"inductor", "triton_home", "vllm"};
 	struct new_scan s = {u, NULL, 0};
 	mc_writer *w = NULL;
-	struct stat st;
-	size_t named, i;
+	size_t i;
 	int rc;
 
 	if ((rc = mc__writer_new(u->ctx, &w, 0)) != MC_OK) /* scans, never saves */
 		return rc;
-	for (i = 0; rc == MC_OK && i < sizeof tiers / sizeof tiers[0]; i++) {
-		if ((rc = mc__tier_root(u->ctx, tiers[i], &s.root, &named)) != MC_OK)
-			break;
-		if (stat(s.root, &st) != 0 || !S_ISDIR(st.st_mode))
-			continue;
-		rc = i == 0   ? mc_writer_add_cache_dir(w, s.root, on_found, &s)
-		     : i == 1 ? mc_writer_add_triton_cache(w, s.root, on_found, &s)
-			      : mc_writer_add_vllm_dir(w, s.root, on_found, &s);
-	}
+	for (i = 0; rc == MC_OK && i < MC_USAGE_SCANS; i++)
+		rc = mc__usage_scan(u->ctx, w, i, on_found, &s, &s.root);
 	mc_writer_free(w);
 	if (rc == MC_OK && s.nomem)
 		rc = mc__err(u->ctx, MC_ERR_NOMEM, "out of memory");
@@ -519,4 +624,48 @@ size_t
 mc_usage_not_seen(const mc_usage *u, int why)
 {
 	return u != NULL && why >= 0 && why < MC_UNSEEN_KINDS ? u->unseen[why] : 0;
+}
+
+int
+mc__usage_file(const mc_usage *u, const char *path, int *why, int *changed)
+{
+	struct used_file key;
+	const struct used_file *f;
+
+	memset(&key, 0, sizeof key);
+	key.path = (char *)path;
+	*why = MC_UNSEEN_OTHER;
+	*changed = 0;
+	if (u->nfiles == 0 ||
+	    (f = bsearch(&key, u->files, u->nfiles, sizeof *u->files, path_cmp)) == NULL)
+		return MC_USEDF_NONE;
+	*why = f->why;
+	*changed = f->changed;
+	return f->state == FILE_READ     ? MC_USEDF_READ
+	       : f->state == FILE_UNREAD ? MC_USEDF_UNREAD
+	       : f->state == FILE_UNSEEN ? MC_USEDF_UNSEEN
+					 : MC_USEDF_NONE;
+}
+
+const struct timespec *
+mc__usage_started(const mc_usage *u)
+{
+	return &u->start;
+}
+
+mc_ctx *
+mc__usage_ctx(const mc_usage *u)
+{
+	return u->ctx;
+}
+
+int
+mc__usage_to_record(mc_usage *u)
+{
+	if (u->phase != 2)
+		return mc__err(u->ctx, MC_ERR_INVALID, "what the job used: %s",
+			       u->phase < 2 ? "the job is not finished (mc_usage_finish())"
+					    : "recorded already");
+	u->phase = 3;
+	return MC_OK;
 }

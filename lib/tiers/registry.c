@@ -99,6 +99,7 @@ add_type(mc_ctx *ctx, const struct mc_typedesc *d, void *ud)
 	t->record = d->record;
 	t->derive = d->derive;
 	t->unit_key = d->unit_key;
+	t->used_role = d->used_role;
 	ctx->ntypes++;
 	return MC_OK;
 }

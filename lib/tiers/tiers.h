@@ -66,7 +66,16 @@ struct mc_typedesc {
 	 * whose keys lie in such folders and others (vLLM's Triton kernel folders); NULL:
 	 * none is. */
 	int (*unit_key)(const char *key);
+	int used_role;            /* MC_ROLE_* */
 };
+
+/* What a file of a type tells of others, for a bundle of what a job used
+ * (interop/usedsave.c): an FX graph entry names the generated kernel code it runs
+ * (MC_ROLE_CODE files) by their names' stems; a file of a vLLM model keeps the files
+ * right in its model's folder (the first MC_MODEL_DEPTH components of its key), which
+ * name or tell of the model's artifacts. */
+enum { MC_ROLE_NONE = 0, MC_ROLE_NAMES_CODE, MC_ROLE_CODE, MC_ROLE_MODEL };
+#define MC_MODEL_DEPTH 4 /* torch_compile_cache/<hash>/rank_<r>_<dp>/<prefix> */
 
 /* A registered type. */
 struct mc_type {
@@ -82,6 +91,7 @@ struct mc_type {
 	mc_record_fn record;
 	mc_derive_fn derive;
 	int (*unit_key)(const char *key);
+	int used_role;            /* as in its descriptor */
 };
 
 struct mc_tier {

@@ -33,7 +33,7 @@ from typing import Dict, List, Optional  # noqa: F401
 from ._args import AOT_REMOTE_LABEL
 from ._copy import copy
 from ._errors import (DigestMismatchError, Error, GpuMismatchError, LibraryError,
-                      UnsupportedVersionError, UsageError, VerificationError)
+                      NotSeenError, UnsupportedVersionError, UsageError, VerificationError)
 from ._load import GpuTargetsNotChecked, gpu_targets, list_bundle, load, torch_artifacts, verify
 from ._reports import (Artifact, BundleInfo, Change, CopyReport, Folder, LoadedArtifact,
                        LoadReport, RegistryArtifact, SaveReport, Signature, Used, Warm)
@@ -55,7 +55,8 @@ from ._session import ROOT_TIERS, U64  # noqa: F401,E402
 __all__ = [
     "Artifact", "BundleInfo", "Change", "CopyReport", "DigestMismatchError", "Error", "Folder",
     "GpuMismatchError", "GpuTargetsNotChecked", "LibraryError", "LoadReport",
-    "LoadedArtifact", "RegistryArtifact", "SaveReport", "Signature", "UnsupportedVersionError",
+    "LoadedArtifact", "NotSeenError", "RegistryArtifact", "SaveReport", "Signature",
+    "UnsupportedVersionError",
     "UsageError", "Used", "VerificationError", "Warm", "copy", "keygen",
     "gpu_targets", "library_version", "load", "pack_torch_artifacts", "save", "torch_artifacts",
     "verify", "warm", "AOT_REMOTE_LABEL", "__version__",

@@ -126,6 +126,9 @@ def _created() -> int:
 #: whether workers with torch's remote caches on will find them.
 AOT_REMOTE_LABEL = "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE"
 
+# The label of a bundle of what a job used (run --save-used, warm(save_used=...)).
+USED_LABEL = "megacache.contents"
+
 
 def _aot_remote() -> str:
     """TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE as torch keys entries by it: "1", "0" or "unset".

@@ -12,7 +12,7 @@ CODES = {
     -20: "MC_ERR_TORCH_FORMAT", -21: "MC_ERR_CRYPTO", -22: "MC_ERR_EXISTS",
     -23: "MC_ERR_LABEL", -24: "MC_ERR_REMOTE", -25: "MC_ERR_UNSUPPORTED",
     -26: "MC_ERR_UNSUPPORTED_VERSION", -27: "MC_ERR_GPU_MISMATCH", -28: "MC_ERR_CANCELLED",
-    -29: "MC_ERR_DIGEST_MISMATCH",
+    -29: "MC_ERR_DIGEST_MISMATCH", -30: "MC_ERR_NOT_SEEN",
 }
 
 
@@ -77,6 +77,15 @@ class UsageError(Error):
     _code = "usage"
 
 
+class NotSeenError(UsageError):
+    """A bundle of what a block used was not written: the reads of some files in the
+    caches could not be seen (status "not_seen"; a noatime or read-only mount, overlayfs
+    lower files, another user's files), and leaving them out could leave out what the
+    block read. save_used_keep_unseen=True keeps them instead."""
+
+    _code = "not_seen"
+
+
 class LibraryError(UsageError):
     """libmegacache could not be loaded, or is not the version of this package."""
 
@@ -89,5 +98,6 @@ def error_for(number, message, verification, code):
     cls = (UnsupportedVersionError if code == "unsupported_version" else
            GpuMismatchError if code == "gpu_mismatch" else
            DigestMismatchError if code == "digest_mismatch" else
+           NotSeenError if code == "not_seen" else
            VerificationError if verification else UsageError)
     return cls(message, code, number)

@@ -30,6 +30,7 @@ MC_DIFF_ADDED, MC_DIFF_REMOVED, MC_DIFF_CHANGED = 0, 1, 2
 MC_TORCH_FORMAT_CURRENT, MC_TORCH_FORMAT_2_7 = 1, 2
 MC_USED_INSTALLED, MC_USED_READ, MC_USED_NEW, MC_USED_NOT_SEEN = 0, 1, 2, 3
 MC_UNSEEN_KINDS = 6
+MC_USED_KEEP_UNSEEN = 1
 MC_REGISTRY_CA, MC_REGISTRY_PLAIN_HTTP, MC_REGISTRY_USER = 0, 1, 2
 MC_REGISTRY_PASSWORD, MC_REGISTRY_TIMEOUT = 3, 4
 
@@ -193,6 +194,10 @@ _SIGNATURES = [
     ("mc_usage_count", [c_handle, c_size_t, c_int], c_size_t, None),
     ("mc_usage_not_seen", [c_handle, c_int], c_size_t, None),
     ("mc_unseen_name", [c_int], c_char_p, None),
+    ("mc_unseen_text", [c_int], c_char_p, None),
+    ("mc_usage_watch_all", [c_handle], c_int, _check_handle),
+    ("mc_usage_record", [c_handle, c_handle, c_uint, POINTER(c_size_t), POINTER(c_size_t)],
+     c_int, _check_handle),
 ]
 
 

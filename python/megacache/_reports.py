@@ -205,7 +205,11 @@ class Warm:
     "noatime" (a noatime mount), "not_owner" (another user's file), "read_only",
     "overlayfs" (found in place on overlayfs, maybe in an image's lower layer), "gone"
     (removed or replaced during the block), "other". Where that could not be told,
-    both stay empty and used_error says why."""
+    both stay empty and used_error says why.
+
+    With save_used, the bundle of what the block used: saved_used (None when it used
+    nothing, or the save failed: save_used_error), used_left_out (the files of the
+    caches left out) and used_kept_unseen (those kept whose reads could not be seen)."""
 
     def __init__(self) -> None:
         self.loaded: List[LoadReport] = []
@@ -216,7 +220,12 @@ class Warm:
         self.used: Dict[str, Used] = {}
         self.used_not_seen: Dict[str, int] = {}
         self.used_error: Optional[Exception] = None
+        self.saved_used: Optional[SaveReport] = None
+        self.save_used_error: Optional[Exception] = None
+        self.used_left_out = 0
+        self.used_kept_unseen = 0
         self._save_to: Optional[str] = None
+        self._save_used: Optional[str] = None
         self._bundle = "BUNDLE"  # what `megacache list` is to be run on, to see its labels
         self._ended = False
 
@@ -229,6 +238,8 @@ class Warm:
             parts.append("no bundle loaded")
         parts += self._used_lines()
         parts.append(self._save_repr())
+        if self._save_used is not None:
+            parts.append(self._save_used_repr())
         parts.append("roots " + ", ".join("%s=%r" % kv for kv in self.roots.items()))
         return "<megacache.Warm %s>" % "; ".join(parts)
 
@@ -252,14 +263,29 @@ class Warm:
                 "%d %s" % (n, UNSEEN_WORDS.get(why, why)) for why, n in self.used_not_seen.items()))
         # Types torch reads only to compile are not needed once FX graphs were read.
         fx_read = self.used["inductor"].read if "inductor" in self.used else 0
+        # A precompile entry read (dynamo's whole frame) needs no FX or AOT entry either.
+        pre_read = self.used["precompile"].read if "precompile" in self.used else 0
         unread = ["%s (%d)" % (t, u.installed - u.not_seen) for t, u in self.used.items()
                   if u.installed > u.not_seen and u.read == 0 and
-                  not (fx_read and t in _READ_ON_MISS)]
+                  not ((fx_read or pre_read) and t in _READ_ON_MISS) and
+                  not (pre_read and t in ("inductor", "aot_autograd"))]
         if not unread:
             return [line]
         return [line, "read none of the loaded %s artifacts; the likely cause is a torch, "
                 "Triton or config mismatch: compare the bundle's labels (megacache list %s) "
                 "with this host's" % (", ".join(unread), self._bundle)]
+
+    def _save_used_repr(self) -> str:
+        if self.saved_used is not None:
+            return "saved what it used to %r: %d artifact%s, %d in the caches left out" % (
+                self.saved_used.bundle, self.saved_used.artifact_count,
+                "" if self.saved_used.artifact_count == 1 else "s", self.used_left_out)
+        if not self._ended:
+            return "saves what it uses to %r after the block" % self._save_used
+        if self.save_used_error is not None:
+            return "the save of what it used to %r failed: %s" % (self._save_used,
+                                                                  self.save_used_error)
+        return "used nothing, %r not written" % self._save_used
 
     def _save_repr(self) -> str:
         if self.saved is not None:

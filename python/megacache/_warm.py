@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
 from . import _ffi
-from ._args import (AOT_REMOTE_LABEL, Keys, PathArg, Password, Progress, _aot_remote, _key_list,
+from ._args import (AOT_REMOTE_LABEL, USED_LABEL, Keys, PathArg, Password, Progress, _aot_remote, _key_list,
                     _labels, _path, _registry, _str)
 from ._errors import Error, VerificationError
 from ._load import _load_in
@@ -33,7 +34,8 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
          skip_other_gpus: bool = False, vllm_dir: Optional[PathArg] = None,
          registry_ca: Optional[PathArg] = None, plain_http: bool = False,
          registry_user: Optional[str] = None, registry_password: Optional[str] = None,
-         timeout: Optional[int] = None) -> Iterator[Warm]:
+         timeout: Optional[int] = None, save_used: Optional[PathArg] = None,
+         save_used_keep_unseen: bool = False) -> Iterator[Warm]:
     """Loads bundles before the block and saves what is new in the caches after it::
 
         with megacache.warm("job.mcache", "k.pub", save_to="next.mcache",
@@ -72,7 +74,16 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
     plainly: the likely cause is a torch, Triton or config mismatch, and `megacache list`
     of the bundle shows the labels to compare with this host's.
 
-    Each bundle, and save_to, may be a registry reference, "oci://HOST[:PORT]/REPO[:TAG]"
+    save_used: after the block (and after save_to), a bundle of what it used of the
+    caches is saved there (w.saved_used): the files it read, of those loaded and of those
+    the folders held already (watched the same way), and the files it wrote, each with
+    the rest of its unit (a Triton kernel's folder, the kernel code an FX graph entry
+    names), labelled megacache.contents=used; nothing when it used nothing. It is for the
+    same job on the same GPU and torch. When the reads of some files could not be seen
+    it is not written and NotSeenError is raised (kept in w.save_used_error when the block
+    raised), unless save_used_keep_unseen=True keeps those files.
+
+    Each bundle, save_to and save_used may be a registry reference, "oci://HOST[:PORT]/REPO[:TAG]"
     (a str), as :func:`load` and :func:`save` take them, with their registry settings
     (registry_ca, plain_http, registry_user, registry_password, timeout); with
     allow_cold=True, a reference the registry does not have (error "remote") goes in
@@ -94,6 +105,7 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
         # Read now: a bad key file is the caller's mistake, never a cold start.
         pubs = s.trusted(trusted_keys) if paths else []
         wr, sigs, aot_label = _save_setup(s, w, save_to, secret_key, password, labels)
+        uw, usigs = _used_setup(s, w, save_used, secret_key, password, labels, usage)
         host = s.host_gpus(gpu_targets) if paths else []
         bases = _load_all(s, w, paths, pubs, types, sync, host, skip_other_gpus, allow_cold,
                           usage)
@@ -104,10 +116,12 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
         except BaseException as body:
             _warm_used(s, w, usage)
             _warm_save(s, w, wr, sigs, bases, save_to, body, aot_label)
+            _warm_save_used(s, w, uw, usigs, usage, save_used, save_used_keep_unseen, body)
             raise
         else:
             _warm_used(s, w, usage)
             _warm_save(s, w, wr, sigs, bases, save_to, None, aot_label)
+            _warm_save_used(s, w, uw, usigs, usage, save_used, save_used_keep_unseen, None)
         finally:
             _env_restore(saved_env)
 
@@ -125,6 +139,20 @@ def _save_setup(s: _Session, w: Warm, save_to, secret_key: Optional[Keys],
     # taken at the save, after the block: its code may set torch's config
     aot_label = not any(k == AOT_REMOTE_LABEL for k, _ in _labels(labels))
     return wr, sigs, aot_label
+
+
+def _used_setup(s: _Session, w: Warm, save_used, secret_key: Optional[Keys],
+                password: Password, labels, usage) -> tuple:
+    """Before the block, the bundle of what it used: (writer, signatures), (None, [])
+    without save_used. The folders' files are watched as well as those loaded."""
+    if save_used is None:
+        return None, []
+    w._save_used = os.fsdecode(_path(save_used, "save_used"))
+    uw = s.writer()
+    sigs = s.writer_setup(uw, secret_key, password, labels, 0, 0, 3)
+    s.lib.mc_writer_set_label(uw, USED_LABEL.encode(), b"used")
+    s.call(s.lib.mc_usage_watch_all, usage)
+    return uw, sigs
 
 
 def _load_all(s: _Session, w: Warm, paths: List[PathArg], pubs: list, types, sync: bool,
@@ -218,6 +246,30 @@ def _warm_save(s: _Session, w: Warm, wr, sigs: List[Signature], bases, save_to,
             body.add_note("megacache: the save after this block failed: %s" % e)
         return
     w.save_error = None
+
+
+def _warm_save_used(s: _Session, w: Warm, uw, sigs: List[Signature], usage, save_used,
+                    keep_unseen: bool, body: Optional[BaseException]) -> None:
+    """After the block and its save: the bundle of what it used, into w.saved_used; a
+    failure raises, or when the block raised is kept in w.save_used_error."""
+    if uw is None:
+        return
+    try:
+        if usage is None:
+            raise w.used_error or Error("what the block used could not be told")
+        left, unseen = ctypes.c_size_t(), ctypes.c_size_t()
+        s.call(s.lib.mc_usage_record, usage, uw, _ffi.MC_USED_KEEP_UNSEEN if keep_unseen else 0,
+               ctypes.byref(left), ctypes.byref(unseen))
+        w.used_left_out, w.used_kept_unseen = left.value, unseen.value
+        if s.lib.mc_writer_artifact_count(uw) > 0:
+            s.call(s.lib.mc_writer_save, uw, _path(save_used, "save_used"))
+            w.saved_used = s.report(uw, save_used, False, sigs)
+    except Exception as e:  # noqa: B902 - the block's exception goes on instead
+        w.save_used_error = e
+        if body is None:
+            raise
+        if hasattr(body, "add_note"):  # Python 3.11
+            body.add_note("megacache: the save of what this block used failed: %s" % e)
 
 
 def _save_new(s: _Session, wr, sigs: List[Signature], bases,

@@ -3,6 +3,7 @@ swallow the block's exception."""
 
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -241,3 +242,69 @@ def test_used_is_told_when_the_block_raises_and_before_the_save(tmp_path, setup,
     assert w.used["aot_autograd"] == megacache.Used(installed=2, read=2, new=0, not_seen=0)
     assert w.used["inductor"] == megacache.Used(installed=3, read=0, new=1, not_seen=0)
     assert sum(u.read for u in w.used.values()) == 2
+
+
+def test_save_used_keeps_what_the_block_read_and_wrote_with_their_units(tmp_path, setup, keys):
+    # The block reads one FX graph entry and one file of one Triton kernel, and writes a
+    # kernel_code file: the bundle holds those, the kernel's whole folder and the kernel
+    # code the entry names, and nothing else.
+    used = tmp_path / "used.mcache"
+    c = setup.cache
+    with megacache.warm(setup.bundle, keys.pub, save_used=used, secret_key=keys.sec) as w:
+        entry = sorted(c.glob("fxgraph/*/*/*"))[0]
+        kernel = sorted((c / "triton" / "0").iterdir())[0]
+        _read([entry, sorted(kernel.iterdir())[0]])
+        (c / "zz").mkdir()
+        (c / "zz" / "cjobnew.py").write_text("print(1)")
+    names = set()
+    for p in c.glob("*/c*.py"):
+        if p.stem.encode() in entry.read_bytes():
+            names.add(("kernel_code", "%s/%s" % (p.parent.name, p.name)))
+    assert len(names) >= 1
+    info = megacache.list_bundle(used, keys.pub)
+    got = {(a.type, a.key) for a in info.artifacts}
+    want = ({("inductor", "%s/%s" % (entry.parent.name, entry.name)),
+             ("kernel_code", "zz/cjobnew.py")} | names |
+            {("triton", "0/%s/%s" % (kernel.name, f.name)) for f in kernel.iterdir()})
+    assert got == want
+    assert info.labels["megacache.contents"] == "used"
+    assert w.saved_used is not None and w.saved_used.artifact_count == len(want)
+    assert w.used_left_out == 154 - len(want) and w.used_kept_unseen == 0
+    assert w.save_used_error is None
+    assert ("saved what it used to %r: %d artifacts, %d in the caches left out"
+            % (str(used), len(want), 154 - len(want))) in repr(w)
+
+
+def test_save_used_writes_nothing_when_the_block_used_nothing(tmp_path, setup, keys):
+    used = tmp_path / "used.mcache"
+    with megacache.warm(setup.bundle, keys.pub, save_used=used, secret_key=keys.sec) as w:
+        pass
+    assert w.saved_used is None and not used.exists()
+    assert "used nothing, %r not written" % str(used) in repr(w)
+
+
+def test_save_used_refuses_files_whose_reads_cannot_be_seen(tmp_path, setup, keys):
+    # On a noatime mount no read is seen: nothing is written and NotSeenError says why;
+    # save_used_keep_unseen=True keeps those files. Mounting needs root.
+    mnt = tmp_path / "na"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.call(
+            ["mount", "-t", "tmpfs", "-o", "noatime,size=64m", "tmpfs", str(mnt)],
+            stderr=subprocess.DEVNULL) != 0:
+        pytest.skip("a noatime tmpfs cannot be mounted here")
+    try:
+        used = tmp_path / "used.mcache"
+        with pytest.raises(megacache.NotSeenError) as e:
+            with megacache.warm(setup.bundle, keys.pub, save_used=used, secret_key=keys.sec,
+                                cache_dir=mnt / "c"):
+                _read(sorted((mnt / "c").glob("fxgraph/*/*/*"))[:1])
+        assert (e.value.code, e.value.name) == ("not_seen", "MC_ERR_NOT_SEEN")
+        assert "could not be seen (153 on a noatime mount)" in str(e.value)
+        assert not used.exists()
+        with megacache.warm(setup.bundle, keys.pub, save_used=used, secret_key=keys.sec,
+                            cache_dir=mnt / "c2", save_used_keep_unseen=True) as w:
+            pass
+        assert w.saved_used is not None and w.saved_used.artifact_count == 153
+        assert w.used_kept_unseen == 153 and w.used_left_out == 0
+    finally:
+        subprocess.call(["umount", str(mnt)])

@@ -74,6 +74,23 @@ grep -qxF "$line" "$T/err" && ok || bad "no bundle: no line '$line': $(cat "$T/e
 run 0 "" run --cache-dir "$T/c" -- true
 [ ! -s "$T/err" ] && ok || bad "run of nothing said: $(cat "$T/err")"
 
+# A job that hits torch's precompile cache (dynamo's whole frame) reads no FX graph or
+# AOTAutograd entry, nor what a compile reads: a warm start, with no warning.
+cp -a "$T/cache_mlp_cold" "$T/pre"
+PRE=dynamo/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+mkdir -p "$T/pre/$PRE"
+echo "frame" >"$T/pre/$PRE/entry"
+run 0 "" pack -q -o "$T/pre.mcache" --from-dir "$T/pre"
+run 0 "" run -b "$T/pre.mcache" --insecure-no-verify --cache-dir "$T/c3" -- \
+	sh -c 'cat "$0/'"$PRE"'/entry" >/dev/null' "$T/c3"
+line="megacache: the job read 1 of 155 loaded artifacts (aot_autograd 0 of 2, autotune 0 of 4, inductor 0 of 4, kernel_code 0 of 16, precompile 1 of 1, triton 0 of 128); 0 new"
+grep -qxF "$line" "$T/err" && ok || bad "precompile: no line '$line': $(cat "$T/err")"
+! grep -q "warning: the job read none" "$T/err" && ok || bad "precompile: a warning: $(cat "$T/err")"
+# The same bundle, its precompile entry unread: every type is named.
+run 0 "" run -b "$T/pre.mcache" --insecure-no-verify --cache-dir "$T/c4" -- true
+grep -qF "warning: the job read none of the loaded aot_autograd (2), autotune (4), inductor (4), kernel_code (16), precompile (1), triton (128) artifacts" "$T/err" &&
+	ok || bad "precompile unread: no warning naming it: $(cat "$T/err")"
+
 # Files whose reads cannot be seen. Both cases need root: a tmpfs mounted noatime, and
 # files of root's that another user's job reads.
 if [ "$(id -u)" != 0 ]; then
