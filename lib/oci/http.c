@@ -445,6 +445,18 @@ scheme_allowed(const struct mc_oci *o, const char *url)
 	return mc__ref_parse(NULL, probe, &host) == MC_OK && host.loopback;
 }
 
+/* Whether a bearer token can go in a header line: printable ASCII, no space. */
+static int
+token_ok(const char *t)
+{
+	if (*t == '\0')
+		return 0;
+	for (; *t != '\0'; t++)
+		if ((unsigned char)*t <= 0x20 || (unsigned char)*t >= 0x7f)
+			return 0;
+	return 1;
+}
+
 /* Asks the realm of c for a token of its scope, with the user's credentials when there
  * are some: *out gets the "Authorization: Bearer ..." line. */
 static int
@@ -490,12 +502,18 @@ fetch_token(struct mc_oci *o, const struct mc_challenge *c, char **out)
 			     !cJSON_IsString(tok = cJSON_GetObjectItemCaseSensitive(doc, "access_token")))))
 		rc = mc__err(o->ctx, MC_ERR_REMOTE, "%s: the token service's answer holds no token",
 			     o->ref.text);
+	/* a token goes in a header line: a space or a control character in it is refused */
+	if (rc == MC_OK && !token_ok(tok->valuestring))
+		rc = mc__err(o->ctx, MC_ERR_REMOTE, "%s: the token service's token is empty or "
+			     "holds a character a header cannot carry", o->ref.text);
 	if (rc == MC_OK && (*out = malloc(strlen(tok->valuestring) + 32)) == NULL)
 		rc = mc__err(o->ctx, MC_ERR_NOMEM, "out of memory");
 	if (rc == MC_OK)
 		sprintf(*out, "Authorization: Bearer %s", tok->valuestring);
 	if (r.body != NULL)
 		sodium_memzero(r.body, r.body_len);
+	if (tok != NULL && cJSON_IsString(tok))
+		sodium_memzero(tok->valuestring, strlen(tok->valuestring));
 	mc__resp_free(&r);
 	cJSON_Delete(doc);
 	return rc;

@@ -17,6 +17,7 @@ A and B, and the repository's name picks how it goes wrong:
   redirectok     the blob answers 307 to /storage/..., which serves it; whether an
                  Authorization header came there is logged
   unauthloop     every request is 401, the realm's token refused again
+  badtoken       every request is 401, the realm's token a line break and a header
   stall          the blob's headers, half its bytes, then nothing
   stallheaders   the blob request is taken, then nothing
   truncated      Content-Length of the whole blob, the connection closed at half
@@ -93,13 +94,16 @@ class Handler(BaseHTTPRequestHandler):
         self.log("")
         if self.path.startswith("/storage/"):
             return self.answer(200, A)
+        if self.path.startswith("/token/crlf"):
+            return self.answer(200, b'{"token": "t\\r\\nX-Injected: yes"}', "application/json")
         if self.path.startswith("/token"):
             return self.answer(200, b'{"token": "refused-anyway"}', "application/json")
         if parts[:2] != ["", "v2"] or len(parts) < 5:
             return self.answer(200, b"{}", "application/json")
         mode, kind, ref = parts[2], parts[3], parts[4]
-        if mode == "unauthloop":
-            realm = 'Bearer realm="http://127.0.0.1:%d/token",service="bad",scope="x"' % self.server.server_port
+        if mode in ("unauthloop", "badtoken"):
+            realm = 'Bearer realm="http://127.0.0.1:%d/token%s",service="bad",scope="x"' % (
+                self.server.server_port, "/crlf" if mode == "badtoken" else "")
             return self.answer(401, b"{}", "application/json", [("WWW-Authenticate", realm)])
         if kind == "manifests":
             return self.manifests(mode, ref)

@@ -76,6 +76,7 @@ bad_load twolayers 2 not_bundle "it has 2 layers, not 1"
 bad_load index 2 not_bundle "application/vnd.oci.image.index.v1+json"
 bad_load redirectloop 2 remote "too many redirects"
 bad_load unauthloop 2 remote "authentication failed"
+bad_load badtoken 2 remote "holds a character a header cannot carry"
 bad_load stall 2 remote "no data for 2 s" --timeout 2
 bad_load stallheaders 2 remote "no data for 2 s" --timeout 2
 bad_load truncated 2 remote "the registry ended the transfer early"
