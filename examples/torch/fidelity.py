@@ -13,6 +13,9 @@ JOB:
               backward (GEMM autotuning; TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS=TRITON
               makes it cheaper, for every run alike)
   userkernel  a user @triton.jit kernel launched once, nothing else
+  precompile  the mlp job with torch's precompile cache on: fidelity.sh sets
+              TORCH_CACHING_PRECOMPILE=1 for each of its runs, and dynamo saves and
+              loads the whole compiled frame (<cache dir>/dynamo/<key>/entry)
 MODE:
   cold        run the job; write torch's save_cache_artifacts() blob to --blob (not when
               torch recorded nothing) and facts for `megacache pack --labels-json` to
@@ -22,7 +25,8 @@ MODE:
 
 The cache folders are the environment's: TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR
 (and the remote-cache variables, for the fleet rows). RESULT.json holds torch's cache
-counters, Triton's cache_hit for the user kernel, the job's seconds, what the cache
+counters (inductor, aot_autograd, and dynamo's precompile cache: dynamo_cache),
+Triton's cache_hit for the user kernel, the job's seconds, what the cache
 folders hold afterwards (FX graph and AOTAutograd keys, entries per key) and versions.
 """
 import argparse
@@ -151,7 +155,7 @@ def artifact_counts(info):
 
 
 JOBS = {"mlp": job_mlp, "blocks": job_blocks, "guard": job_guard, "autotune": job_autotune,
-        "userkernel": job_userkernel}
+        "userkernel": job_userkernel, "precompile": job_mlp}
 
 
 def main():
@@ -203,12 +207,14 @@ def main():
         "import_torch_s": import_s,
         "torch_load_cache_artifacts_s": load_s,
         "torch_load_artifacts": load_info,
-        "counters": {k: dict(counters[k]) for k in ("inductor", "aot_autograd") if k in counters},
+        "counters": {k: dict(counters[k]) for k in ("inductor", "aot_autograd", "dynamo_cache")
+                     if k in counters},
         "layout": layout(cache_dir),
         "env": {k: os.environ.get(k) for k in (
             "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_REDIS_URL",
             "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE", "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE",
-            "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS")},
+            "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS", "TORCH_CACHING_PRECOMPILE")},
+        "caching_precompile": bool(torch._dynamo.config.caching_precompile),
         "torch": torch.__version__,
         "triton": triton.__version__,
         "cuda": torch.version.cuda,
@@ -238,9 +244,11 @@ def main():
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     ind, ag = result["counters"].get("inductor", {}), result["counters"].get("aot_autograd", {})
+    dc = result["counters"].get("dynamo_cache", {})
     print(json.dumps({"job": args.job, "mode": args.mode, "first_step_s": round(first_s, 3),
                       "fx": [ind.get("fxgraph_cache_hit", 0), ind.get("fxgraph_cache_miss", 0)],
                       "aot": [ag.get("autograd_cache_hit", 0), ag.get("autograd_cache_miss", 0)],
+                      "dynamo": [dc.get("dynamo_cache_hit", 0), dc.get("dynamo_cache_miss", 0)],
                       "user_kernel": result.get("user_kernel")}))
 
 

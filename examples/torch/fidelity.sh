@@ -1,12 +1,15 @@
 #!/bin/sh
 # fidelity.sh - proves on a GPU machine, side by side, that a cache restored by megacache
 # gives a fresh process the same cache hits as the same cache restored by `cp -a`: for
-# one JOB of examples/torch/fidelity.py (mlp, blocks, guard, autotune or userkernel) a cold run
+# one JOB of examples/torch/fidelity.py (mlp, blocks, guard, autotune, userkernel or
+# precompile, the mlp job with TORCH_CACHING_PRECOMPILE=1 in every run) a cold run
 # fills $W/c/inductor (TORCHINDUCTOR_CACHE_DIR) and $W/c/triton (TRITON_CACHE_DIR); then,
 # for each way of restoring, $W/c is emptied, restored into the SAME paths (Triton's group
 # files hold absolute paths) and the job runs warm in a fresh process:
 #   same dir (the untouched cold folders), cp -a, torch's load_cache_artifacts, megacache
-#   save -> load, megacache pack --from-torch -> load, and the fleet: megacache push into
+#   save -> load, megacache run -b of the save with --save-used (warm under run, writing a
+#   bundle of what the job used), a load of that used bundle alone, megacache pack
+#   --from-torch -> load, and the fleet: megacache push into
 #   a real Redis, read by a worker with EMPTY folders and torch's remote caches on (once
 #   from the cold run above, once from a cold run with the remote caches on).
 # The megacache rows must equal the cp -a row (FX graph and AOTAutograd hits and misses,
@@ -22,9 +25,9 @@
 set -eu
 JOB=${1:-}
 case $JOB in
-mlp | blocks | guard | autotune | userkernel) ;;
+mlp | blocks | guard | autotune | userkernel | precompile) ;;
 *)
-	echo "usage: sh examples/torch/fidelity.sh mlp|blocks|guard|autotune|userkernel" >&2
+	echo "usage: sh examples/torch/fidelity.sh mlp|blocks|guard|autotune|userkernel|precompile" >&2
 	exit 2
 	;;
 esac
@@ -39,7 +42,10 @@ export LD_LIBRARY_PATH="$top/.gpu-libs:$FG/lib:$top/lib/.libs${LD_LIBRARY_PATH:+
 M="$top/bin/.libs/megacache"
 [ -x "$M" ] || M="$top/bin/megacache"
 unset TORCHINDUCTOR_CACHE_DIR TRITON_CACHE_DIR TRITON_HOME TORCHINDUCTOR_REDIS_URL \
-	TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE || true
+	TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE \
+	TORCH_CACHING_PRECOMPILE || true
+# torch reads it at import: dynamo then saves and loads whole compiled frames
+if [ "$JOB" = precompile ]; then export TORCH_CACHING_PRECOMPILE=1; fi
 rm -rf "$W"
 mkdir -p "$W" "$R"
 C="$W/c"
@@ -108,6 +114,7 @@ at "$C" "$M" save -o "$W/save.mcache" -s "$W/k.key" --labels-json "$labels" \
 	> "$W/save.txt" 2> "$W/save.err"
 cat "$W/save.txt" "$W/save.err"
 "$M" list "$W/save.mcache" > "$W/list-save.txt" || true
+"$M" list --json "$W/save.mcache" > "$W/list-save.json" || true
 
 echo "== same dir: warm in the untouched cold folders"
 job warm "$C" same-dir || note same-dir "failed: fidelity.py exited $?"
@@ -127,6 +134,23 @@ fi
 
 echo "== megacache save -> load"
 mc_row save-load "$W/save.mcache"
+
+echo "== megacache run -b save.mcache --save-used: warm under run, then a bundle of what it used"
+fresh
+if at "$C" "$M" run -b "$W/save.mcache" -p "$W/k.pub" --save-used "$W/used.mcache" -s "$W/k.key" \
+	--json-file "$W/run-used.report.json" -- \
+	"$PY" "$FID" "$JOB" warm --blob "$W/blob-cold.bin" --out "$W/r-run-used.json" \
+	> "$W/run-used.txt" 2> "$W/run-used.err"; then
+	cat "$W/run-used.err"
+	"$M" list "$W/used.mcache" > "$W/list-used.txt" || true
+	"$M" list --json "$W/used.mcache" > "$W/list-used.json" || true
+	echo "== megacache load of the used bundle alone into the emptied folders"
+	mc_row used-load "$W/used.mcache"
+else
+	rc=$?
+	note run-used "failed: megacache run exited $rc: $(tail -n 1 "$W/run-used.err")"
+	note used-load "skipped: no used bundle"
+fi
 
 echo "== megacache pack --from-torch -> load"
 if [ ! -f "$W/blob-cold.bin" ]; then

@@ -1,8 +1,10 @@
 """Turns the results of fidelity.sh (one JOB) into a Markdown table, with a note per row,
-and checks the rule: each megacache row that runs on a local restore (save -> load, pack
---from-torch -> load) gives the same FX graph hits and misses, AOTAutograd hits and
-misses and user kernel hits as the cp -a row; exit status 1 if not. The fleet rows are
-told, with what torch 2.11 does that explains them, and decide nothing.
+and checks the rule: each megacache row that runs on a local restore (save -> load, run
+-b save.mcache --save-used, a load of the used bundle alone, pack --from-torch -> load)
+gives the same FX graph hits and misses, AOTAutograd hits and misses, dynamo precompile
+hits and misses and user kernel hits as the cp -a row; exit status 1 if not. The fleet
+rows are told, with what torch 2.11 does that explains them, and decide nothing. A second
+table sets the full bundle (save) beside the bundle of what the job used.
 
   python fidelity_summary.py WORK_DIR JOB
 """
@@ -17,6 +19,8 @@ ROWS = (
     ("cp", "`cp -a` back into the same paths", "base"),
     ("torch-load", "torch `load_cache_artifacts` of the cold run's blob", "info"),
     ("save-load", "megacache `save` -> `load`", "local"),
+    ("run-used", "megacache `run -b` of that bundle, `--save-used`", "local"),
+    ("used-load", "megacache `load` of the used bundle alone", "local"),
     ("pack-load", "megacache `pack --from-torch` -> `load`", "local"),
     ("fleet-off", "fleet: `push` of the `save` above (db 0), empty folders, remote on", "fleet"),
     ("cold-remote", "cold run, remote caches on, no Redis reachable", "ref"),
@@ -33,13 +37,16 @@ def read(w, name):
 
 
 def stats(r):
-    """(FX hit, FX miss, AOT hit, AOT miss, user kernel hits) and the user kernel count."""
+    """(FX hit, FX miss, AOT hit, AOT miss, user kernel hits, dynamo precompile hit,
+    dynamo precompile miss) and the user kernel count."""
     ind = r["counters"].get("inductor", {})
     ag = r["counters"].get("aot_autograd", {})
+    dc = r["counters"].get("dynamo_cache", {})
     uk = r.get("user_kernel")
     return ((ind.get("fxgraph_cache_hit", 0), ind.get("fxgraph_cache_miss", 0),
              ag.get("autograd_cache_hit", 0), ag.get("autograd_cache_miss", 0),
-             None if uk is None else sum(1 for k in uk if k.get("cache_hit") is True)),
+             None if uk is None else sum(1 for k in uk if k.get("cache_hit") is True),
+             dc.get("dynamo_cache_hit", 0), dc.get("dynamo_cache_miss", 0)),
             None if uk is None else len(uk))
 
 
@@ -76,6 +83,32 @@ def push_line(w, name):
     return out
 
 
+def bundles(w, results):
+    """The full bundle beside the bundle of what the job used: artifacts, their bytes, the
+    file's bytes, and the warm row each gave."""
+    rows = []
+    for name, row in (("save", "save-load"), ("used", "used-load")):
+        info = read(w, "list-%s.json" % name)
+        path = os.path.join(w, "%s.mcache" % name)
+        if not isinstance(info, dict) or not os.path.exists(path):
+            continue
+        r = results[row]
+        hits = "—" if r is None else "FX %d/%d, AOT %d/%d, precompile %d/%d" % (
+            stats(r)[0][0], stats(r)[0][1], stats(r)[0][2], stats(r)[0][3], stats(r)[0][5],
+            stats(r)[0][6])
+        rows.append("| %s | %d | %.1f | %.1f | %s | %s |" % (
+            "`save` (everything)" if name == "save" else "`run --save-used` (what the job used)",
+            info["artifact_count"], sum(a["size"] for a in info["artifacts"]) / 1e6,
+            os.path.getsize(path) / 1e6, hits,
+            "—" if r is None else "%.2f" % r["first_step_s"]))
+    if rows:
+        print()
+        print("| bundle | artifacts | content MB | file MB | warm from it alone | first step s |")
+        print("|---|---|---|---|---|---|")
+        for line in rows:
+            print(line)
+
+
 def main(w, job):
     results = {row: read(w, "r-%s.json" % row) for row, _, _ in ROWS}
     cold = results["cold"]
@@ -88,9 +121,9 @@ def main(w, job):
     print("Job `%s` on %s, torch %s, triton %s, CUDA %s. The cold run left fxgraph: %s; "
           "aotautograd: %s.\n" % (job, cold["gpu"], cold["torch"], cold.get("triton"),
                                    cold.get("cuda"), fx_shape, ag_shape))
-    print("| restored by | FX hit/miss | AOT hit/miss | user kernel hits | first step s "
-          "| equal to cp -a |")
-    print("|---|---|---|---|---|---|")
+    print("| restored by | FX hit/miss | AOT hit/miss | precompile hit/miss | user kernel hits "
+          "| first step s | equal to cp -a |")
+    print("|---|---|---|---|---|---|---|")
     ok, notes = True, []
     if base is None:
         ok = False
@@ -99,7 +132,7 @@ def main(w, job):
         r = results[row]
         if r is None:
             why = read(w, "r-%s.note" % row) or "no result"
-            print("| %s | %s | | | | |" % (label, cell(why)))
+            print("| %s | %s | | | | | |" % (label, cell(why)))
             if part in ("local", "base") and not why.startswith("skipped"):
                 ok = False
             continue
@@ -111,8 +144,8 @@ def main(w, job):
             equal = "yes" if s == base else "NO"
             if s != base and part == "local":
                 ok = False
-        print("| %s | %d/%d | %d/%d | %s | %.2f | %s |" % (label, s[0], s[1], s[2], s[3], uk,
-                                                         r["first_step_s"], equal))
+        print("| %s | %d/%d | %d/%d | %d/%d | %s | %.2f | %s |" % (
+            label, s[0], s[1], s[2], s[3], s[5], s[6], uk, r["first_step_s"], equal))
         bypass = [(k, v) for c in r["counters"].values() for k, v in c.items()
                   if k.endswith("_bypass") and v]
         if bypass:
@@ -161,8 +194,9 @@ def main(w, job):
         print()
         for n in notes:
             print("- " + n)
+    bundles(w, results)
     print()
-    print("megacache save -> load and pack --from-torch -> load equal to cp -a:",
+    print("megacache's local rows (save, run --save-used, the used bundle, pack) equal to cp -a:",
           "PASS" if ok else "FAIL")
     return 0 if ok else 1
 
