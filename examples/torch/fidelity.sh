@@ -21,7 +21,9 @@
 # fleet rows need run/fleet-gpu unpacked into $FG (see examples/fleet/proof.sh), else they
 # say "skipped (no redis)". Works in $WORK/JOB (default /tmp/megacache-fidelity/JOB);
 # the JSON of each run, what megacache said and table.md go to $OUT/JOB (default
-# ./run/fidelity/JOB).
+# ./run/fidelity/JOB). ROWS=used runs only the rows of the used bundle's comparison
+# (cold, cp -a, save -> load, run --save-used, the used bundle), the others noted as
+# skipped.
 set -eu
 JOB=${1:-}
 case $JOB in
@@ -87,6 +89,16 @@ note() {
 	printf '%s\n' "$2" > "$W/r-$1.note"
 	echo "fidelity: $1: $2" >&2
 }
+# want ROW: whether ROW runs (ROWS=used: only the used bundle's comparison).
+want() {
+	case ${ROWS:-all}:$1 in
+	used:same-dir | used:torch-load | used:pack-load)
+		note "$1" "skipped (ROWS=used)"
+		return 1
+		;;
+	esac
+	return 0
+}
 # fresh: the cache folders of the cold run, there and empty.
 fresh() {
 	rm -rf "$C"
@@ -117,7 +129,7 @@ cat "$W/save.txt" "$W/save.err"
 "$M" list --json "$W/save.mcache" > "$W/list-save.json" || true
 
 echo "== same dir: warm in the untouched cold folders"
-job warm "$C" same-dir || note same-dir "failed: fidelity.py exited $?"
+if want same-dir; then job warm "$C" same-dir || note same-dir "failed: fidelity.py exited $?"; fi
 
 echo "== cp -a: the snapshot copied back into the same paths"
 fresh
@@ -125,7 +137,9 @@ cp -a "$W/snap/." "$C/"
 job warm "$C" cp || note cp "failed: fidelity.py exited $?"
 
 echo "== torch load_cache_artifacts of the cold run's blob, empty folders"
-if [ -f "$W/blob-cold.bin" ]; then
+if ! want torch-load; then
+	:
+elif [ -f "$W/blob-cold.bin" ]; then
 	fresh
 	job torch-load "$C" torch-load || note torch-load "failed: fidelity.py exited $?"
 else
@@ -142,6 +156,10 @@ if at "$C" "$M" run -b "$W/save.mcache" -p "$W/k.pub" --save-used "$W/used.mcach
 	"$PY" "$FID" "$JOB" warm --blob "$W/blob-cold.bin" --out "$W/r-run-used.json" \
 	> "$W/run-used.txt" 2> "$W/run-used.err"; then
 	cat "$W/run-used.err"
+	"$PY" -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+print("run --save-used:", json.dumps({"used": j["used"], "save_used": j["save_used"]}))' \
+		"$W/run-used.report.json" || true
 	"$M" list "$W/used.mcache" > "$W/list-used.txt" || true
 	"$M" list --json "$W/used.mcache" > "$W/list-used.json" || true
 	echo "== megacache load of the used bundle alone into the emptied folders"
@@ -153,7 +171,9 @@ else
 fi
 
 echo "== megacache pack --from-torch -> load"
-if [ ! -f "$W/blob-cold.bin" ]; then
+if ! want pack-load; then
+	:
+elif [ ! -f "$W/blob-cold.bin" ]; then
 	note pack-load "skipped: torch's blob holds nothing (no torch.compile in this job)"
 elif "$M" pack -o "$W/pack.mcache" -s "$W/k.key" --from-torch "$W/blob-cold.bin" \
 	--labels-json "$labels" > "$W/pack.txt" 2> "$W/pack.err"; then
