@@ -493,14 +493,23 @@ done:
 
 
 /* After the command: records what it used of the caches (what it read of the files
- * there, what it wrote) and writes it to --save-used unless that is nothing. */
+ * there, what it wrote) and writes it to --save-used unless that is nothing, or the
+ * command failed (wait status status): a job that did not finish used part of what it
+ * needs. */
 static int
-save_used(struct tool *t, const struct run_opts *o, mc_writer *w, struct run_json *rj)
+save_used(struct tool *t, const struct run_opts *o, mc_writer *w, int status,
+	  struct run_json *rj)
 {
-	int quiet = t->quiet || t->json, rc, written = 0;
+	int quiet = t->quiet || t->json, rc = 0, written = 0;
 	size_t left = 0, unseen = 0;
 	char hb[32];
 
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		if (!quiet)
+			say(stderr, "%s: %s not written: the job did not succeed, and what it used "
+			    "is not what the whole job uses", PROG, o->save_used);
+		goto done;
+	}
 	if (rj->usage == NULL) {
 		json_error(mc_status_code(MC_ERR_NOT_SEEN));
 		say(stderr, "%s: %s not written: what the job used could not be told", PROG,
@@ -858,8 +867,8 @@ cmd_run(struct tool *t, int argc, char **argv)
 			used_finish(t, &o, &rj);
 		if (spawn_rc == 0 && o.save_to != NULL)
 			saved = save_new(t, &o, w[0], bases, nbases, &rj);
-		if (spawn_rc == 0 && o.save_used != NULL && (used = save_used(t, &o, w[1], &rj)) != 0 &&
-		    saved == 0)
+		if (spawn_rc == 0 && o.save_used != NULL &&
+		    (used = save_used(t, &o, w[1], status, &rj)) != 0 && saved == 0)
 			saved = used;
 		rc = spawn_rc != 0 ? spawn_rc
 		     : !WIFEXITED(status) ? 128 + WTERMSIG(status)

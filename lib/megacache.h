@@ -765,9 +765,12 @@ MC_API MC_MUST_CHECK int mc_usage_watch_all(mc_usage *u);
  * *left (may be NULL) gets how many. A watched file whose reads could not be seen (a
  * noatime or read-only mount, another user's file, a file found in place on overlayfs)
  * or a file that was there before the job and not watched fails the call with
- * MC_ERR_NOT_SEEN, whose message counts them by reason, and w records nothing more;
- * with MC_USED_KEEP_UNSEEN they are recorded, and *kept_unseen (may be NULL) gets how
- * many. Once only. */
+ * MC_ERR_NOT_SEEN, whose message counts them by reason, and w records nothing more
+ * (as after any failure); with MC_USED_KEEP_UNSEEN they are recorded, and *kept_unseen
+ * (may be NULL) gets how many. After a failure it may be called again (with
+ * MC_USED_KEEP_UNSEEN, say); once it succeeded, not again. Only a file's modification
+ * time or inode tells it was written: the marks of another run on the same folders
+ * move change times, never those. */
 MC_API MC_MUST_CHECK int mc_usage_record(mc_usage *u, mc_writer *w, unsigned flags,
 					 size_t *left, size_t *kept_unseen);
 

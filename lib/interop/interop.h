@@ -66,7 +66,8 @@ MC_HIDDEN int mc__usage_file(const mc_usage *u, const char *path, int *why, int 
 /* The time the job started, as files' change times are stamped. */
 MC_HIDDEN const struct timespec *mc__usage_started(const mc_usage *u);
 MC_HIDDEN mc_ctx *mc__usage_ctx(const mc_usage *u);
-/* MC_OK once, after mc_usage_finish(), for mc_usage_record(). */
-MC_HIDDEN int mc__usage_to_record(mc_usage *u);
+/* MC_OK after mc_usage_finish() until a record succeeded, which done says (then once
+ * only), for mc_usage_record(). */
+MC_HIDDEN int mc__usage_to_record(mc_usage *u, int done);
 
 #endif /* MC_INTEROP_H */

@@ -28,13 +28,14 @@ struct used_file {
 	size_t type; /* in u->types */
 	int written; /* a load wrote it (installed or replaced), not found it in place */
 	int found;   /* watched, found in the folders: no load added it (not counted) */
-	int changed; /* its change time moved after the mark: written, or its mode set */
+	int changed; /* its modification time moved after the mark: written in place */
 	int state;   /* FILE_* */
 	int why;     /* MC_UNSEEN_*, for FILE_UNSEEN */
 	dev_t dev;   /* as marked */
 	ino_t ino;
 	struct timespec mark; /* its access time once marked, as the filesystem keeps it */
-	struct timespec ctime; /* its change time once marked */
+	struct timespec mtime; /* its modification time once marked (the change time moves
+				* with any marking, another run's too) */
 };
 
 /* A marked file's device and inode: the job may reach a loaded file by another path. */
@@ -305,7 +306,7 @@ mark_file(struct used_file *f, const struct timespec *mark)
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
 	f->mark = st.st_atim;
-	f->ctime = st.st_ctim;
+	f->mtime = st.st_mtim;
 	f->state = FILE_MARKED;
 	return -1;
 }
@@ -513,7 +514,7 @@ check_file(struct used_file *f)
 		return errno == ENOENT ? MC_UNSEEN_GONE : MC_UNSEEN_OTHER;
 	if (st.st_dev != f->dev || st.st_ino != f->ino)
 		return MC_UNSEEN_GONE;
-	f->changed = ts_cmp(&st.st_ctim, &f->ctime) != 0;
+	f->changed = ts_cmp(&st.st_mtim, &f->mtime) != 0;
 	f->state = ts_cmp(&st.st_atim, &f->mark) != 0 ? FILE_READ : FILE_UNREAD;
 	return -1;
 }
@@ -660,12 +661,13 @@ mc__usage_ctx(const mc_usage *u)
 }
 
 int
-mc__usage_to_record(mc_usage *u)
+mc__usage_to_record(mc_usage *u, int done)
 {
 	if (u->phase != 2)
 		return mc__err(u->ctx, MC_ERR_INVALID, "what the job used: %s",
 			       u->phase < 2 ? "the job is not finished (mc_usage_finish())"
 					    : "recorded already");
-	u->phase = 3;
+	if (done)
+		u->phase = 3;
 	return MC_OK;
 }

@@ -315,7 +315,8 @@ say_unseen(const struct urec *r, char *buf, size_t len)
 	}
 }
 
-/* Takes back the artifacts the scans recorded that are not kept (all of them: all). */
+/* Takes back the artifacts the scans recorded that are not kept, or with all every one
+ * they recorded (those after a failure too, which no file names). */
 static int
 leave_out(struct urec *r, int all, size_t *left)
 {
@@ -326,11 +327,12 @@ leave_out(struct urec *r, int all, size_t *left)
 	*left = 0;
 	if ((gone = calloc(total + 1, 1)) == NULL)
 		return mc__err(r->ctx, MC_ERR_NOMEM, "out of memory");
-	for (i = 0; i < r->n; i++)
-		if (all || r->f[i].keep == KEEP_NO) {
-			gone[r->f[i].art] = 1;
-			++*left;
-		}
+	if (all)
+		memset(gone + r->first, 1, total - r->first);
+	for (i = 0; !all && i < r->n; i++)
+		gone[r->f[i].art] = r->f[i].keep == KEEP_NO;
+	for (i = r->first; i < total; i++)
+		*left += gone[i];
 	rc = *left > 0 ? mc__writer_drop(r->w, gone) : MC_OK;
 	free(gone);
 	return rc;
@@ -374,7 +376,7 @@ mc_usage_record(mc_usage *u, mc_writer *w, unsigned flags, size_t *left, size_t 
 		*kept_unseen = 0;
 	if (u == NULL || w == NULL || (flags & ~MC_USED_KEEP_UNSEEN) != 0)
 		return MC_ERR_INVALID;
-	if ((rc = mc__usage_to_record(u)) != MC_OK)
+	if ((rc = mc__usage_to_record(u, 0)) != MC_OK)
 		return rc;
 	memset(&r, 0, sizeof r);
 	r.u = u;
@@ -390,9 +392,12 @@ mc_usage_record(mc_usage *u, mc_writer *w, unsigned flags, size_t *left, size_t 
 			     "folders could not be seen (%s), so what it used of them is not known",
 			     unseen, unseen == 1 ? "" : "s", why);
 	}
-	if (rc != MC_OK)
-		(void)leave_out(&r, 1, &nleft); /* w as it was (a failure there: out of memory) */
-	else if ((rc = leave_out(&r, 0, &nleft)) == MC_OK) {
+	if (rc != MC_OK) {
+		/* w as it was, and the record may be tried again (MC_USED_KEEP_UNSEEN) */
+		if (leave_out(&r, 1, &nleft) != MC_OK)
+			rc = MC_ERR_NOMEM; /* w keeps what the scans added: told, not saved */
+	} else if ((rc = leave_out(&r, 0, &nleft)) == MC_OK &&
+		   (rc = mc__usage_to_record(u, 1)) == MC_OK) {
 		if (left != NULL)
 			*left = nleft;
 		if (kept_unseen != NULL)

@@ -228,6 +228,7 @@ class Warm:
         self._save_used: Optional[str] = None
         self._bundle = "BUNDLE"  # what `megacache list` is to be run on, to see its labels
         self._ended = False
+        self._raised = False  # the block raised: what it used is not saved
 
     def __repr__(self) -> str:
         # One line of counts: the reports' own reprs list every artifact.
@@ -282,6 +283,8 @@ class Warm:
                 "" if self.saved_used.artifact_count == 1 else "s", self.used_left_out)
         if not self._ended:
             return "saves what it uses to %r after the block" % self._save_used
+        if self._raised:
+            return "the block raised, %r not written" % self._save_used
         if self.save_used_error is not None:
             return "the save of what it used to %r failed: %s" % (self._save_used,
                                                                   self.save_used_error)

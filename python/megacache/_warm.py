@@ -79,9 +79,10 @@ def warm(bundles: Union[PathArg, Iterable[PathArg], None], trusted_keys: Optiona
     the folders held already (watched the same way), and the files it wrote, each with
     the rest of its unit (a Triton kernel's folder, the kernel code an FX graph entry
     names), labelled megacache.contents=used; nothing when it used nothing. It is for the
-    same job on the same GPU and torch. When the reads of some files could not be seen
-    it is not written and NotSeenError is raised (kept in w.save_used_error when the block
-    raised), unless save_used_keep_unseen=True keeps those files.
+    same job on the same GPU and torch; not after a block that raised, which used part of
+    what the job needs. When the reads of some files could not be seen it is not written
+    and NotSeenError is raised (and kept in w.save_used_error), unless
+    save_used_keep_unseen=True keeps those files.
 
     Each bundle, save_to and save_used may be a registry reference, "oci://HOST[:PORT]/REPO[:TAG]"
     (a str), as :func:`load` and :func:`save` take them, with their registry settings
@@ -251,8 +252,9 @@ def _warm_save(s: _Session, w: Warm, wr, sigs: List[Signature], bases, save_to,
 def _warm_save_used(s: _Session, w: Warm, uw, sigs: List[Signature], usage, save_used,
                     keep_unseen: bool, body: Optional[BaseException]) -> None:
     """After the block and its save: the bundle of what it used, into w.saved_used; a
-    failure raises, or when the block raised is kept in w.save_used_error."""
-    if uw is None:
+    failure raises. Not after a block that raised: it used part of what the job needs."""
+    w._raised = body is not None
+    if uw is None or body is not None:
         return
     try:
         if usage is None:
@@ -264,12 +266,9 @@ def _warm_save_used(s: _Session, w: Warm, uw, sigs: List[Signature], usage, save
         if s.lib.mc_writer_artifact_count(uw) > 0:
             s.call(s.lib.mc_writer_save, uw, _path(save_used, "save_used"))
             w.saved_used = s.report(uw, save_used, False, sigs)
-    except Exception as e:  # noqa: B902 - the block's exception goes on instead
+    except Exception as e:  # noqa: B902 - kept for repr(w), and raised
         w.save_used_error = e
-        if body is None:
-            raise
-        if hasattr(body, "add_note"):  # Python 3.11
-            body.add_note("megacache: the save of what this block used failed: %s" % e)
+        raise
 
 
 def _save_new(s: _Session, wr, sigs: List[Signature], bases,

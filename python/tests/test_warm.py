@@ -308,3 +308,14 @@ def test_save_used_refuses_files_whose_reads_cannot_be_seen(tmp_path, setup, key
         assert w.used_kept_unseen == 153 and w.used_left_out == 0
     finally:
         subprocess.call(["umount", str(mnt)])
+
+
+def test_save_used_is_not_written_after_a_block_that_raised(tmp_path, setup, keys):
+    # A job that failed used part of what the whole job needs: nothing is saved.
+    used = tmp_path / "used.mcache"
+    with pytest.raises(ValueError):
+        with megacache.warm(setup.bundle, keys.pub, save_used=used, secret_key=keys.sec) as w:
+            _read(sorted(setup.cache.glob("fxgraph/*/*/*"))[:1])
+            raise ValueError("training failed")
+    assert w.saved_used is None and w.save_used_error is None and not used.exists()
+    assert "the block raised, %r not written" % str(used) in repr(w)

@@ -89,10 +89,16 @@ line="megacache: saved 8 used artifacts (36.9 kB) into $T/u3.mcache; 147 in the 
 grep -qxF "$line" "$T/err" && ok || bad "no bundle loaded: no line '$line': $(cat "$T/err")"
 [ "$(keys "$T/u3.mcache" | grep -c "^triton 0/$KERNEL/")" = 8 ] && ok || bad "no bundle loaded: $(keys "$T/u3.mcache")"
 
-# A job that uses nothing: nothing written, and the command's status passed on.
-run 3 "megacache: the job used nothing of the caches; $T/u4.mcache not written" \
-	run -b "$B" -p "$T/k.pub" --cache-dir "$T/c" --save-used "$T/u4.mcache" -s "$T/k.key" -- sh -c 'exit 3'
+# A job that uses nothing: nothing written.
+run 0 "" run -b "$B" -p "$T/k.pub" --cache-dir "$T/c" --save-used "$T/u4.mcache" -s "$T/k.key" -- true
+grep -qxF "megacache: the job used nothing of the caches; $T/u4.mcache not written" "$T/err" &&
+	ok || bad "a job that used nothing: $(cat "$T/err")"
 [ ! -e "$T/u4.mcache" ] && ok || bad "a job that used nothing: $T/u4.mcache written"
+# A job that fails used only part of what it needs: nothing written, its status passed on.
+run 3 "megacache: $T/u4.mcache not written: the job did not succeed" \
+	run -b "$B" -p "$T/k.pub" --cache-dir "$T/c" --save-used "$T/u4.mcache" -s "$T/k.key" -- \
+	sh -c 'cat "$0/'"$FXFILE"'"; exit 3' "$T/c"
+[ ! -e "$T/u4.mcache" ] && ok || bad "a job that failed: $T/u4.mcache written"
 
 # Options that do not go together.
 run 2 "--save-used-keep-unseen applies to --save-used" run --save-used-keep-unseen -- true
