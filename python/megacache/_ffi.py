@@ -194,7 +194,6 @@ _SIGNATURES = [
     ("mc_usage_count", [c_handle, c_size_t, c_int], c_size_t, None),
     ("mc_usage_not_seen", [c_handle, c_int], c_size_t, None),
     ("mc_unseen_name", [c_int], c_char_p, None),
-    ("mc_unseen_text", [c_int], c_char_p, None),
     ("mc_usage_watch_all", [c_handle], c_int, _check_handle),
     ("mc_usage_record", [c_handle, c_handle, c_uint, POINTER(c_size_t), POINTER(c_size_t)],
      c_int, _check_handle),
