@@ -119,6 +119,11 @@ mc__load_rollback(struct loader *L)
 		remove_unit_temp(L, &L->units[i]);
 	/* A folder another process filled meanwhile stays. */
 	remove_made_dirs(L);
+	for (i = 0; i < L->ntiers; i++)
+		if (L->tiers[i].fresh == MC_FRESH_STAGED) {
+			mc__remove_tree(L->tiers[i].pfd, L->tiers[i].sname);
+			L->tiers[i].fresh = MC_FRESH_NONE;
+		}
 }
 
 /* Item k of the commit on a worker thread: staged file k (outside units) renamed into
@@ -144,6 +149,8 @@ commit_one(struct loader *L, unsigned worker, mc_ctx *ctx, size_t k)
 			remove_staged(L, ctx, &lw->cur, &lw->dc, s);
 			return MC_OK;
 		}
+		if (L->tiers[s->tier].sname != NULL)
+			return MC_OK; /* in place in its fresh tree, renamed with it */
 		if ((rc = mc__staged_names(L, ctx, &lw->cur, s, &n, NULL)) != MC_OK)
 			return rc;
 		tier = s->tier;
@@ -153,7 +160,7 @@ commit_one(struct loader *L, unsigned worker, mc_ctx *ctx, size_t k)
 		to = n.base;
 	} else {
 		struct unit *u = &L->units[k - L->nst];
-		if (!u->made || mc__gpu_dropped(L->b, u->art))
+		if (!u->made || mc__gpu_dropped(L->b, u->art) || L->tiers[u->tier].sname != NULL)
 			return MC_OK;
 		lw->cur.ctx = ctx;
 		if ((rc = mc__unit_dir(ctx, &lw->cur, u, dir, sizeof dir)) != MC_OK)
@@ -201,6 +208,154 @@ commit_item(void *ud, unsigned worker, mc_ctx *ctx, size_t k)
 	return rc;
 }
 
+/* The umask, read without changing it (other threads create files meanwhile). */
+static mode_t
+process_umask(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	unsigned m = 022;
+
+	while (f != NULL && fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "Umask: %o", &m) == 1)
+			break;
+	if (f != NULL)
+		fclose(f);
+	return (mode_t)m & 0777;
+}
+
+/* Renames folder from onto to in dfd unless to exists (a folder that is not empty,
+ * where the file system cannot tell more). */
+static int
+rename_noreplace(int dfd, const char *from, const char *to)
+{
+#ifdef RENAME_NOREPLACE
+	if (renameat2(dfd, from, dfd, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+#endif
+	return renameat(dfd, from, dfd, to);
+}
+
+/* The items of a tier now in place: nothing of them left to undo. */
+static void
+mark_placed(struct loader *L, size_t tier)
+{
+	size_t i;
+
+	for (i = 0; i < L->nst; i++)
+		if (L->st[i].tier == tier && L->st[i].unit == NO_UNIT && L->st[i].made) {
+			L->st[i].made = 0;
+			L->st[i].placed = 1;
+		}
+	for (i = 0; i < L->nunits; i++)
+		if (L->units[i].tier == tier && !mc__gpu_dropped(L->b, L->units[i].art))
+			L->units[i].made = 0;
+}
+
+/* Moves staged file s, or unit u's folder, from the staging folder sfd into the
+ * root, the folders on the way made: a file replaces what is there, a unit whose
+ * folder another writer installed first is lost (left in the staging folder). */
+static int
+move_one(struct loader *L, struct dcur *dc, int sfd, size_t tier, const char *dir,
+	 const char *name, int unit)
+{
+	int from, to, rc, err;
+
+	if ((rc = mc__dcur_open(L, L->ctx, dc, tier, dir, MC_DIR_MAKE, &to)) != MC_OK)
+		return rc;
+	if ((from = openat(sfd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return mc__errno(L->ctx, MC_ERR_IO, "cannot open the staging folder", dir);
+	rc = renameat(from, name, to, name) == 0 ? 0 : -1;
+	err = errno;
+	close(from);
+	if (rc == 0 || (unit && (err == EEXIST || err == ENOTEMPTY)))
+		return rc == 0 ? MC_OK : MC_ERR_EXISTS;
+	return mc__err(L->ctx, MC_ERR_IO, "%s/%s/%s: cannot rename into place: %s",
+		       L->tiers[tier].root, dir, name, strerror(err));
+}
+
+/* Another loader made the root of a fresh tier first: its staged files and units
+ * moved into that root one by one, as a load into an existing root installs them. */
+static int
+commit_into_root(struct loader *L, size_t tier)
+{
+	struct tier_root *t = &L->tiers[tier];
+	char dir[MC_PATH_MAX];
+	struct snames n;
+	struct unames un;
+	struct dcur dc;
+	size_t i;
+	int sfd = t->fd, rc = MC_OK;
+
+	if ((t->fd = open(t->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		t->fd = sfd;
+		return mc__errno(L->ctx, MC_ERR_IO, "cannot open the cache folder", t->root);
+	}
+	for (i = 0; i < L->nwk; i++) /* their folders were the staging folder's */
+		mc__dcur_close(&L->wk[i].dc);
+	mc__dcur_init(&dc);
+	for (i = 0; i < L->nst && rc == MC_OK; i++) {
+		struct staged *s = &L->st[i];
+		if (s->tier != tier || s->unit != NO_UNIT || !s->made ||
+		    (rc = mc__staged_names(L, L->ctx, &L->cur, s, &n, NULL)) != MC_OK)
+			continue;
+		if ((rc = move_one(L, &dc, sfd, tier, n.dir, n.base, 0)) == MC_OK) {
+			s->made = 0;
+			s->placed = 1;
+		}
+	}
+	for (i = 0; i < L->nunits && rc == MC_OK; i++) {
+		struct unit *u = &L->units[i];
+		if (u->tier != tier || !u->made ||
+		    (rc = mc__unit_dir(L->ctx, &L->cur, u, dir, sizeof dir)) != MC_OK)
+			continue;
+		mc__unit_names(L, u, dir, &un);
+		if (!mc__gpu_dropped(L->b, u->art) &&
+		    (rc = move_one(L, &dc, sfd, tier, un.parent, un.name, 1)) == MC_ERR_EXISTS) {
+			u->lost = 1;
+			rc = MC_OK;
+		}
+		u->made = 0; /* what stays goes with the staging folder */
+	}
+	mc__dcur_close(&dc);
+	for (i = 0; i < L->nst; i++) /* the files of lost units go with it too */
+		if (L->st[i].tier == tier && L->st[i].unit != NO_UNIT)
+			L->st[i].made = 0;
+	close(sfd);
+	return rc;
+}
+
+/* A fresh tier's staging folder given the root's mode (as a folder made: 0777 less
+ * the umask) and renamed onto the root; where the root was made meanwhile, its
+ * content moved into it instead. */
+static int
+commit_fresh(struct loader *L, size_t tier)
+{
+	struct tier_root *t = &L->tiers[tier];
+	char parent[MC_PATH_MAX];
+	const char *base;
+	int rc;
+
+	mc__split_dest(t->root, parent, sizeof parent, &base);
+	if (fchmod(t->fd, 0777 & ~process_umask()) != 0)
+		return mc__errno(L->ctx, MC_ERR_IO, "cannot set the mode of", t->root);
+	if (rename_noreplace(t->pfd, t->sname, base) == 0) {
+		mark_placed(L, tier);
+		t->fresh = MC_FRESH_RENAMED;
+		return MC_OK;
+	}
+	if (errno != EEXIST && errno != ENOTEMPTY)
+		return mc__errno(L->ctx, MC_ERR_IO, "cannot rename into place", t->root);
+	rc = commit_into_root(L, tier);
+	mc__remove_tree(t->pfd, t->sname);
+	free(t->sname);
+	t->sname = NULL;
+	t->fresh = MC_FRESH_NONE;
+	return rc;
+}
+
 /* Tells fn what became of the files outside units: installed, replaced, or left out. */
 static int
 report_files(struct loader *L, mc_artifact_fn fn, void *ud)
@@ -242,6 +397,9 @@ mc__load_commit(struct loader *L, mc_artifact_fn fn, void *ud)
 	atomic_store(&L->committed, 0);
 	mc__progress(L->ctx, "install", 0, L->nst + L->nunits);
 	rc = mc__parallel_all(L->ctx, L->nst + L->nunits, L->nwk, commit_item, L);
+	for (i = 0; i < L->ntiers && rc == MC_OK; i++)
+		if (L->tiers[i].fresh == MC_FRESH_STAGED)
+			rc = commit_fresh(L, i);
 	if (rc == MC_OK)
 		mc__progress(L->ctx, "install", L->nst + L->nunits, L->nst + L->nunits);
 	t = mc__prof_since(L->ctx, "renames", t, 0);

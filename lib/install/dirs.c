@@ -300,6 +300,9 @@ mc__setup_tiers(struct loader *L)
 		t->abs = NULL;
 		t->keys = NULL;
 		t->nkeys = 0;
+		t->pfd = -1;
+		t->sname = NULL;
+		t->fresh = MC_FRESH_NONE;
 		if ((rc = mc__tier_root(L->ctx, t->name, &t->root, &t->named)) != MC_OK)
 			return rc;
 		/* Opened if it exists; made only when the first file is staged, so that a
@@ -547,8 +550,8 @@ temp_owner(const char *n, long *pid, uint32_t *key)
 	return *pid > 0 && *pid <= INT_MAX; /* a pid_t: none a process can have is read as one */
 }
 
-static void
-remove_tree_at(int dfd, const char *name)
+void
+mc__remove_tree(int dfd, const char *name)
 {
 	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d;
@@ -564,7 +567,7 @@ remove_tree_at(int dfd, const char *name)
 	}
 	while ((e = readdir(d)) != NULL)
 		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			unlinkat(dirfd(d), e->d_name, 0); /* a unit folder holds only files */
+			mc__remove_tree(dirfd(d), e->d_name);
 	closedir(d);
 	unlinkat(dfd, name, AT_REMOVEDIR);
 }
@@ -597,7 +600,7 @@ mc__clean_stale(int dfd, uint32_t key)
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
 		if (S_ISDIR(st.st_mode))
-			remove_tree_at(dfd, n);
+			mc__remove_tree(dfd, n);
 		else if (S_ISREG(st.st_mode))
 			unlinkat(dfd, n, 0);
 	}

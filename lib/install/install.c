@@ -22,6 +22,9 @@ loader_free(struct loader *L)
 	for (i = 0; i < L->ntiers; i++) {
 		if (L->tiers[i].fd >= 0)
 			close(L->tiers[i].fd);
+		if (L->tiers[i].pfd >= 0)
+			close(L->tiers[i].pfd);
+		free(L->tiers[i].sname);
 		free(L->tiers[i].abs);
 		mc__strv_free(L->tiers[i].keys, L->tiers[i].nkeys);
 	}

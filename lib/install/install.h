@@ -20,7 +20,16 @@ struct tier_root {
 	char **keys;  /* when a type of the tier derives all its files: the keys of the
 		       * tier's selected artifacts, sorted (derive.c) */
 	size_t nkeys;
+	/* A root missing at load time: made whole in a private staging folder beside it,
+	 * renamed onto it once at commit (stage.c, commit.c). */
+	int pfd;      /* the root's parent, -1 when the root is not made so */
+	char *sname;  /* the staging folder's name in pfd; files in it take their final
+		       * names at once */
+	int fresh;    /* MC_FRESH_* */
 };
+
+/* Where a staging folder of a missing root is. */
+enum { MC_FRESH_NONE = 0, MC_FRESH_STAGED = 1, MC_FRESH_RENAMED = 2 };
 
 /* A folder the load made, removed again by the rollback. */
 struct made_dir {
@@ -189,6 +198,9 @@ MC_HIDDEN uint32_t mc__pid_ns_key(void);
 /* Removes the temp files and folders that killed loaders left in folder dfd: at once
  * those of a process gone that carry key, else once they are an hour old. */
 MC_HIDDEN void mc__clean_stale(int dfd, uint32_t key);
+/* Removes name in folder dfd and, when a folder, all beneath it, following no link
+ * (best effort). */
+MC_HIDDEN void mc__remove_tree(int dfd, const char *name);
 
 /* ---- what is staged (survey.c) ---- */
 
@@ -232,6 +244,11 @@ MC_HIDDEN void mc__unit_names(const struct loader *L, const struct unit *u, cons
  * dry run, on the calling thread): checks they could be made, and files made in them,
  * writing nothing. */
 MC_HIDDEN int mc__stage_prepare(struct loader *L, int probe);
+/* A tier whose root is missing and whose root was named whole, in a parent that
+ * exists: makes its private staging folder (mode 0700, the owner given) beside the root
+ * and opens it as the tier's root, the parent scanned for stale temp files first.
+ * Leaves the tier as it was when that cannot be done: the root is made as ever. */
+MC_HIDDEN int mc__stage_fresh(struct loader *L, size_t tier);
 /* Makes the folder of job (once, whichever thread asks first). */
 MC_HIDDEN int mc__stage_job(struct loader *L, mc_ctx *ctx, struct lworker *lw, uint32_t job);
 /* The jobs not done, in order, on the calling thread: a folder that cannot be made is

@@ -60,7 +60,10 @@ void
 mc__unit_names(const struct loader *L, const struct unit *u, const char *dir, struct unames *n)
 {
 	mc__split_dest(dir, n->parent, sizeof n->parent, &n->name);
-	temp_name(L, n->tmp, sizeof n->tmp, n->name, u->tries);
+	if (L->tiers[u->tier].sname != NULL) /* a private, fresh tree */
+		snprintf(n->tmp, sizeof n->tmp, "%s", n->name);
+	else
+		temp_name(L, n->tmp, sizeof n->tmp, n->name, u->tries);
 	if (strcmp(n->parent, ".") == 0)
 		snprintf(n->stage, sizeof n->stage, "%s", n->tmp);
 	else
@@ -80,7 +83,10 @@ mc__staged_names(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct 
 		return rc;
 	if (s->unit == NO_UNIT) {
 		snprintf(n->stage, sizeof n->stage, "%s", n->dir);
-		temp_name(L, n->tmp, sizeof n->tmp, n->base, s->tries);
+		if (L->tiers[s->tier].sname != NULL) /* a private, fresh tree */
+			snprintf(n->tmp, sizeof n->tmp, "%s", n->base);
+		else
+			temp_name(L, n->tmp, sizeof n->tmp, n->base, s->tries);
 	} else {
 		/* A private, fresh folder: files take their final names at once. */
 		struct unames un;
@@ -345,6 +351,42 @@ list_jobs(struct loader *L, struct hset *C, struct hset *F)
 	return rc;
 }
 
+int
+mc__stage_fresh(struct loader *L, size_t tier)
+{
+	struct tier_root *t = &L->tiers[tier];
+	char parent[MC_PATH_MAX], name[512];
+	const char *base;
+	int pfd, fd, rc;
+
+	if (t->named != strlen(t->root))
+		return MC_OK; /* folders a default adds: walked one at a time, as ever */
+	mc__split_dest(t->root, parent, sizeof parent, &base);
+	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
+	    (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return MC_OK;
+	mc__clean_stale(pfd, L->nskey);
+	temp_name(L, name, sizeof name, base, 0);
+	if (mkdirat(pfd, name, 0700) != 0) {
+		close(pfd);
+		return MC_OK;
+	}
+	if ((fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (t->sname = mc__strdup(name)) == NULL) {
+		rc = fd < 0 ? mc__errno(L->ctx, MC_ERR_IO, "cannot open the staging folder", name)
+			    : mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+		if (fd >= 0)
+			close(fd);
+		unlinkat(pfd, name, AT_REMOVEDIR);
+		close(pfd);
+		return rc;
+	}
+	t->fd = fd;
+	t->pfd = pfd;
+	t->fresh = MC_FRESH_STAGED;
+	return mc__give_owner(L->ctx, fd, -1, NULL, "%s", t->root);
+}
+
 /* Lists the jobs (list_jobs()); the threads run them as their first files arrive
  * (mc__stage_job()); the tier roots are made now. A dry run (probe) checks the jobs
  * now instead, on the calling thread, that they could be made and files made in them,
@@ -374,7 +416,8 @@ mc__stage_prepare(struct loader *L, int probe)
 
 		if (probe)
 			rc = probe_job(L, &L->jobs[i]);
-		else if (L->tiers[s->tier].fd < 0 &&
+		else if (L->tiers[s->tier].fd < 0 && (rc = mc__stage_fresh(L, s->tier)) == MC_OK &&
+			 L->tiers[s->tier].fd < 0 &&
 			 (rc = mc__open_dir_of(L, s->tier, ".", MC_DIR_MAKE, &fd)) == MC_OK)
 			close(fd);
 	}

@@ -129,8 +129,10 @@ cmp -s "$T/src.sums" "$T/after.sums" && ok || bad "the packed cache changed"
 # 3. A load killed with -9 half way leaves temp files and folders; the next load into
 # the same folders removes them, but not one named for a live process (this shell) nor
 # a young one of another pid namespace (a container sharing the cache), nor what it did
-# not make.
+# not make. The tier roots exist already (a load into missing ones stages them whole
+# beside them: below).
 d="$T/killed"
+mkdir "$d"
 env $DFL "$BIN" load -q - -p "$PUB" --cache-dir "$d" < "$T/fifo" 2>/dev/null &
 pid=$!
 exec 7>"$T/fifo"
@@ -158,6 +160,44 @@ printf '%s\n' "$(echo "$dir" | sed "s/\.mc[0-9]*-/.mc$$-/")" "$foreign" "$live" 
 	LC_ALL=C sort > "$T/spared"
 cmp -s "$T/left" "$T/spared" && ok || bad "after the next load: $(diff "$T/spared" "$T/left")"
 rm -rf "$(echo "$dir" | sed "s/\.mc[0-9]*-/.mc$$-/")" "$foreign" "$live" "$mine"
+
+# 3b. A load into tier roots that do not exist yet stages each whole in one hidden
+# staging folder beside it; killed with -9 half way, it leaves those folders and no
+# root; the next load removes them and installs the same tree as a load into existing
+# roots, derived files (Triton's group files) naming the final roots.
+f="$T/fresh"
+mkdir -p "$f" "$T/same/cache" "$T/same/triton"
+env $DFL "$BIN" load -q - -p "$PUB" --cache-dir "$f/cache" --triton-dir "$f/triton" \
+	< "$T/fifo" 2>/dev/null &
+pid=$!
+exec 7>"$T/fifo"
+head -c "$half" "$T/all.mcache" >&7
+wait_for "$f" ".cache.mc$pid-*.tmp"
+sleep 0.2
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+exec 7>&-
+stage=$(find "$f" -maxdepth 1 -name ".cache.mc$pid-*.tmp" -type d)
+[ -n "$stage" ] && ok || bad "the killed load left no staging folder"
+[ ! -e "$f/cache" ] && ok || bad "the killed load made the root"
+[ "$(stat -c %a "$stage")" = 700 ] && ok || bad "staging folder mode $(stat -c %a "$stage")"
+[ -z "$(find "$stage" -mindepth 1 -name '.*.tmp')" ] && ok || bad "temp names in the staging folder"
+run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$f/cache" --triton-dir "$f/triton"
+[ "$(ls -A "$f" | tr '\n' ' ')" = "cache triton " ] && ok ||
+	bad "left beside the roots: $(ls -A "$f")"
+run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/same/cache" --triton-dir "$T/same/triton"
+# Every file's bytes alike, the folder the derived files name aside.
+bytes() { (cd "$1" && find . | LC_ALL=C sort | while read -r n; do
+	if [ -f "$n" ]; then
+		printf '%s %s %s\n' "$n" "$(stat -c %a "$n")" "$(sed "s|$1|ROOT|g" "$n" | cksum)"
+	else
+		printf '%s %s\n' "$n" "$(stat -c %a "$n")"
+	fi; done); }
+bytes "$T/same" > "$T/same.bytes"
+bytes "$f" > "$T/fresh.bytes"
+cmp -s "$T/same.bytes" "$T/fresh.bytes" && ok || bad "fresh tree: $(diff "$T/same.bytes" "$T/fresh.bytes")"
+[ -n "$(grep -rl "$f/triton/" "$f/triton")" ] && ok || bad "no group file names the root"
+[ -z "$(grep -rl '\.mc[0-9]' "$f")" ] && ok || bad "a file names a staging folder"
 run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/ref"
 [ "$(sums "$d")" = "$(sums "$T/ref")" ] && ok || bad "the next load did not complete the tree"
 rm -rf "$T"/load-* "$d" "$T/ref" "$T/dest"
