@@ -198,6 +198,25 @@ bytes "$f" > "$T/fresh.bytes"
 cmp -s "$T/same.bytes" "$T/fresh.bytes" && ok || bad "fresh tree: $(diff "$T/same.bytes" "$T/fresh.bytes")"
 [ -n "$(grep -rl "$f/triton/" "$f/triton")" ] && ok || bad "no group file names the root"
 [ -z "$(grep -rl '\.mc[0-9]' "$f")" ] && ok || bad "a file names a staging folder"
+
+# 3c. Another loader installs the roots while a load stages them: that load moves its
+# files into those roots one by one instead, and the tree is the same.
+f="$T/raced"
+mkdir -p "$f"
+env $DFL "$BIN" load -q - -p "$PUB" --cache-dir "$f/cache" --triton-dir "$f/triton" \
+	< "$T/fifo" 2> "$T/raced.err" &
+pid=$!
+exec 7>"$T/fifo"
+head -c "$half" "$T/all.mcache" >&7
+wait_for "$f" ".cache.mc$pid-*.tmp"
+run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$f/cache" --triton-dir "$f/triton"
+tail -c +$((half + 1)) "$T/all.mcache" >&7
+exec 7>&-
+wait "$pid" && ok || bad "the raced load failed: $(cat "$T/raced.err")"
+[ "$(ls -A "$f" | tr '\n' ' ')" = "cache triton " ] && ok ||
+	bad "left beside the roots: $(ls -A "$f")"
+bytes "$f" > "$T/raced.bytes"
+cmp -s "$T/same.bytes" "$T/raced.bytes" && ok || bad "raced tree: $(diff "$T/same.bytes" "$T/raced.bytes")"
 run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/ref"
 [ "$(sums "$d")" = "$(sums "$T/ref")" ] && ok || bad "the next load did not complete the tree"
 rm -rf "$T"/load-* "$d" "$T/ref" "$T/dest"
