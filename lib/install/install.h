@@ -244,8 +244,8 @@ MC_HIDDEN void mc__unit_names(const struct loader *L, const struct unit *u, cons
  * dry run, on the calling thread): checks they could be made, and files made in them,
  * writing nothing. */
 MC_HIDDEN int mc__stage_prepare(struct loader *L, int probe);
-/* A tier whose root is missing and whose root was named whole, in a parent that
- * exists: makes its private staging folder (mode 0700, the owner given) beside the root
+/* A tier whose root is missing, was named whole and holds no other tier's root, in a
+ * parent that exists: makes its private staging folder (mode 0700, the owner given) beside the root
  * and opens it as the tier's root, the parent scanned for stale temp files first.
  * Leaves the tier as it was when that cannot be done: the root is made as ever. */
 MC_HIDDEN int mc__stage_fresh(struct loader *L, size_t tier);

@@ -351,6 +351,20 @@ list_jobs(struct loader *L, struct hset *C, struct hset *F)
 	return rc;
 }
 
+/* Whether another tier's root lies beneath tier's root (Triton's in torch's, by
+ * default): that tier would make the root before the rename. */
+static int
+holds_tier(const struct loader *L, size_t tier)
+{
+	const char *r = L->tiers[tier].root;
+	size_t i, n = strlen(r);
+
+	for (i = 0; i < L->ntiers; i++)
+		if (i != tier && strncmp(L->tiers[i].root, r, n) == 0 && L->tiers[i].root[n] == '/')
+			return 1;
+	return 0;
+}
+
 int
 mc__stage_fresh(struct loader *L, size_t tier)
 {
@@ -359,7 +373,7 @@ mc__stage_fresh(struct loader *L, size_t tier)
 	const char *base;
 	int pfd, fd, rc;
 
-	if (t->named != strlen(t->root))
+	if (t->named != strlen(t->root) || holds_tier(L, tier))
 		return MC_OK; /* folders a default adds: walked one at a time, as ever */
 	mc__split_dest(t->root, parent, sizeof parent, &base);
 	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
