@@ -199,6 +199,24 @@ cmp -s "$T/same.bytes" "$T/fresh.bytes" && ok || bad "fresh tree: $(diff "$T/sam
 [ -n "$(grep -rl "$f/triton/" "$f/triton")" ] && ok || bad "no group file names the root"
 [ -z "$(grep -rl '\.mc[0-9]' "$f")" ] && ok || bad "a file names a staging folder"
 
+# 3b'. Stopped by a signal instead, that load removes its staging folders: no root, nothing
+# beside where the roots would be.
+f="$T/stopped"
+mkdir -p "$f"
+env $DFL "$BIN" load -q - -p "$PUB" --cache-dir "$f/cache" --triton-dir "$f/triton" \
+	< "$T/fifo" 2>/dev/null &
+pid=$!
+exec 7>"$T/fifo"
+head -c "$half" "$T/all.mcache" >&7
+wait_for "$f" ".triton.mc$pid-*.tmp"
+[ -n "$(find "$f" -mindepth 2 -type f)" ] && ok || bad "stopped load: nothing staged before the signal"
+kill -TERM "$pid"
+reap "$pid"
+rc=$?
+exec 7>&-
+[ "$rc" = 143 ] && ok || bad "stopped load: exit $rc, expected 143"
+[ -z "$(ls -A "$f")" ] && ok || bad "the stopped load left: $(ls -A "$f")"
+
 # 3c. Another loader installs the roots while a load stages them: that load moves its
 # files into those roots one by one instead, and the tree is the same.
 f="$T/raced"
