@@ -117,13 +117,13 @@ mc__load_rollback(struct loader *L)
 	mc__dcur_close(&dc);
 	for (i = 0; i < L->nunits; i++)
 		remove_unit_temp(L, &L->units[i]);
-	/* A folder another process filled meanwhile stays. */
-	remove_made_dirs(L);
 	for (i = 0; i < L->ntiers; i++)
 		if (L->tiers[i].fresh == MC_FRESH_STAGED) {
 			mc__remove_tree(L->tiers[i].pfd, L->tiers[i].sname);
 			L->tiers[i].fresh = MC_FRESH_NONE;
 		}
+	/* A folder another process filled meanwhile stays. */
+	remove_made_dirs(L);
 }
 
 /* Item k of the commit on a worker thread: staged file k (outside units) renamed into
@@ -139,7 +139,7 @@ commit_one(struct loader *L, unsigned worker, mc_ctx *ctx, size_t k)
 	struct snames n;
 	struct unames un;
 	size_t tier;
-	int dfd, rc;
+	int dfd, rc, fresh = 0;
 
 	if (k < L->nst) {
 		struct staged *s = &L->st[k];
@@ -149,7 +149,7 @@ commit_one(struct loader *L, unsigned worker, mc_ctx *ctx, size_t k)
 			remove_staged(L, ctx, &lw->cur, &lw->dc, s);
 			return MC_OK;
 		}
-		if (L->tiers[s->tier].sname != NULL)
+		if (MC_IN_FRESH(&L->tiers[s->tier]))
 			return MC_OK; /* in place in its fresh tree, renamed with it */
 		if ((rc = mc__staged_names(L, ctx, &lw->cur, s, &n, NULL)) != MC_OK)
 			return rc;
@@ -160,7 +160,11 @@ commit_one(struct loader *L, unsigned worker, mc_ctx *ctx, size_t k)
 		to = n.base;
 	} else {
 		struct unit *u = &L->units[k - L->nst];
-		if (!u->made || mc__gpu_dropped(L->b, u->art) || L->tiers[u->tier].sname != NULL)
+		/* In a fresh tree, a unit is in place but for one left out (a kernel for
+		 * another GPU), removed before the tree is renamed; elsewhere, that is
+		 * removed once told of (mc__load_commit()). */
+		fresh = MC_IN_FRESH(&L->tiers[u->tier]);
+		if (!u->made || mc__gpu_dropped(L->b, u->art) != fresh)
 			return MC_OK;
 		lw->cur.ctx = ctx;
 		if ((rc = mc__unit_dir(ctx, &lw->cur, u, dir, sizeof dir)) != MC_OK)
@@ -177,6 +181,11 @@ commit_one(struct loader *L, unsigned worker, mc_ctx *ctx, size_t k)
 	if (dfd < 0)
 		return mc__err(ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
 			       L->tiers[tier].root, where);
+	if (fresh) {
+		mc__remove_tree(dfd, from);
+		L->units[k - L->nst].made = 0;
+		return MC_OK;
+	}
 	if (renameat(dfd, from, dfd, to) == 0) {
 		if (k < L->nst) {
 			L->st[k].made = 0;
@@ -224,18 +233,20 @@ process_umask(void)
 	return (mode_t)m & 0777;
 }
 
-/* Renames folder from onto to in dfd unless to exists (a folder that is not empty,
- * where the file system cannot tell more). */
+/* Renames folder from onto to in dfd unless to exists; -1 with errno EEXIST,
+ * ENOTEMPTY or, where the file system cannot rename so, EINVAL or ENOSYS otherwise. A
+ * plain rename would replace an empty folder another loader has just made and is
+ * filling. */
 static int
 rename_noreplace(int dfd, const char *from, const char *to)
 {
 #ifdef RENAME_NOREPLACE
-	if (renameat2(dfd, from, dfd, to, RENAME_NOREPLACE) == 0)
-		return 0;
-	if (errno != EINVAL && errno != ENOSYS)
-		return -1;
+	return renameat2(dfd, from, dfd, to, RENAME_NOREPLACE);
+#else
+	(void)dfd, (void)from, (void)to;
+	errno = ENOSYS;
+	return -1;
 #endif
-	return renameat(dfd, from, dfd, to);
 }
 
 /* The items of a tier now in place: nothing of them left to undo. */
@@ -287,12 +298,14 @@ commit_into_root(struct loader *L, size_t tier)
 	struct unames un;
 	struct dcur dc;
 	size_t i;
-	int sfd = t->fd, rc = MC_OK;
+	int sfd = t->fd, fd, rc;
 
-	if ((t->fd = open(t->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		t->fd = sfd;
-		return mc__errno(L->ctx, MC_ERR_IO, "cannot open the cache folder", t->root);
+	t->fd = -1; /* opened, or made, as a load opens a root, the folders checked */
+	if ((rc = mc__open_dir_of(L, tier, ".", MC_DIR_MAKE, &fd)) != MC_OK) {
+		close(sfd);
+		return rc;
 	}
+	close(fd);
 	for (i = 0; i < L->nwk; i++) /* their folders were the staging folder's */
 		mc__dcur_close(&L->wk[i].dc);
 	mc__dcur_init(&dc);
@@ -327,32 +340,66 @@ commit_into_root(struct loader *L, size_t tier)
 	return rc;
 }
 
+/* The folders of root path p past its first n bytes (a root made inside another's
+ * staging folder, and those on the way), counted among those the load made. */
+static int
+remember_inner(struct loader *L, const char *p, size_t n)
+{
+	char path[MC_PATH_MAX];
+	size_t i;
+	int rc = MC_OK;
+
+	if (snprintf(path, sizeof path, "%s", p) >= (int)sizeof path)
+		return MC_OK; /* not reached: the root was opened */
+	for (i = n + 1; rc == MC_OK && i <= strlen(p); i++)
+		if ((p[i] == '/' || p[i] == '\0') && p[i - 1] != '/') {
+			path[i] = '\0';
+			rc = mc__remember_root(L, path);
+			path[i] = p[i];
+		}
+	return rc;
+}
+
 /* A fresh tier's staging folder given the root's mode (as a folder made: 0777 less
- * the umask) and renamed onto the root; where the root was made meanwhile, its
- * content moved into it instead. */
+ * the umask) and renamed onto the root, with the roots made inside it; where the root
+ * was made meanwhile, or the file system cannot rename without replacing, the content
+ * of each is moved into its root instead. */
 static int
 commit_fresh(struct loader *L, size_t tier)
 {
 	struct tier_root *t = &L->tiers[tier];
 	char parent[MC_PATH_MAX];
 	const char *base;
+	size_t i;
 	int rc;
 
 	mc__split_dest(t->root, parent, sizeof parent, &base);
 	if (fchmod(t->fd, 0777 & ~process_umask()) != 0)
 		return mc__errno(L->ctx, MC_ERR_IO, "cannot set the mode of", t->root);
 	if (rename_noreplace(t->pfd, t->sname, base) == 0) {
-		mark_placed(L, tier);
-		t->fresh = MC_FRESH_RENAMED;
-		return MC_OK;
+		rc = mc__remember_root(L, t->root);
+		for (i = 0; i < L->ntiers; i++)
+			if (i == tier || (L->tiers[i].fresh == MC_FRESH_INNER && L->tiers[i].host == tier)) {
+				mark_placed(L, i);
+				L->tiers[i].fresh = MC_FRESH_RENAMED;
+				if (i != tier && rc == MC_OK)
+					rc = remember_inner(L, L->tiers[i].root, strlen(t->root));
+			}
+		return rc;
 	}
-	if (errno != EEXIST && errno != ENOTEMPTY)
+	if (errno != EEXIST && errno != ENOTEMPTY && errno != EINVAL && errno != ENOSYS)
 		return mc__errno(L->ctx, MC_ERR_IO, "cannot rename into place", t->root);
+	t->fresh = MC_FRESH_NONE;
 	rc = commit_into_root(L, tier);
+	for (i = 0; i < L->ntiers; i++)
+		if (L->tiers[i].fresh == MC_FRESH_INNER && L->tiers[i].host == tier) {
+			L->tiers[i].fresh = MC_FRESH_NONE;
+			if (rc == MC_OK)
+				rc = commit_into_root(L, i);
+		}
 	mc__remove_tree(t->pfd, t->sname);
 	free(t->sname);
 	t->sname = NULL;
-	t->fresh = MC_FRESH_NONE;
 	return rc;
 }
 

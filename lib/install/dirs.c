@@ -55,6 +55,12 @@ remember_dir(struct loader *L, mc_ctx *ctx, size_t tier, const char *path)
 }
 
 int
+mc__remember_root(struct loader *L, const char *path)
+{
+	return remember_dir(L, L->ctx, MC_NO_INDEX, path);
+}
+
+int
 mc__give_owner(mc_ctx *ctx, int fd, int dfd, const char *name, const char *fmt, ...)
 {
 	char what[2 * MC_PATH_MAX];
@@ -230,6 +236,31 @@ probe_named(struct loader *L, char *p, size_t named, int *missing)
 	return rc;
 }
 
+int
+mc__make_path(struct loader *L, char *p, size_t n)
+{
+	size_t k, nmade = L->nmade;
+	char *s, c;
+	int rc = MC_OK;
+
+	for (s = p + 1; (size_t)(s - p) <= n; s++) {
+		if (*s != '/' && (size_t)(s - p) != n)
+			continue;
+		c = *s;
+		*s = '\0';
+		if (mkdir(p, 0777) == 0)
+			rc = remember_dir(L, L->ctx, MC_NO_INDEX, p);
+		else if (errno != EEXIST)
+			rc = mc__errno(L->ctx, MC_ERR_IO, "cannot create folder", p);
+		*s = c;
+		if (rc != MC_OK)
+			break;
+	}
+	for (k = nmade; rc == MC_OK && k < L->nmade; k++)
+		rc = mc__give_owner(L->ctx, -1, AT_FDCWD, L->made[k].path, "%s", L->made[k].path);
+	return rc;
+}
+
 /* Opens a tier root, creating it when create is MC_DIR_MAKE (*fd is -1 with MC_OK when
  * it is missing and create is not), or checking with MC_DIR_PROBE that it could be
  * made. The part of the path its setter named is taken as given, links and all; the
@@ -239,30 +270,16 @@ probe_named(struct loader *L, char *p, size_t named, int *missing)
 static int
 open_tier_root(struct loader *L, struct tier_root *t, int create, int *fd)
 {
-	char *p = mc__strdup(t->root), *s;
+	char *p = mc__strdup(t->root);
 	int cur = -1, rc = MC_OK, make = create == MC_DIR_MAKE, missing = 0;
-	size_t k, nmade = L->nmade;
 
 	*fd = -1;
 	if (p == NULL)
 		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
 	if (create == MC_DIR_PROBE)
 		rc = probe_named(L, p, t->named, &missing);
-	for (s = p + 1; make; s++) { /* the named part, made as mkdir -p would */
-		if (*s == '/' || (size_t)(s - p) == t->named) {
-			char c = *s;
-			*s = '\0';
-			if (mkdir(p, 0777) == 0)
-				rc = remember_dir(L, L->ctx, MC_NO_INDEX, p);
-			else if (errno != EEXIST)
-				rc = mc__errno(L->ctx, MC_ERR_IO, "cannot create folder", p);
-			*s = c;
-			if (rc != MC_OK || (size_t)(s - p) >= t->named)
-				break;
-		}
-	}
-	for (k = nmade; rc == MC_OK && k < L->nmade; k++)
-		rc = mc__give_owner(L->ctx, -1, AT_FDCWD, L->made[k].path, "%s", L->made[k].path);
+	if (make)
+		rc = mc__make_path(L, p, t->named);
 	p[t->named] = '\0';
 	if (rc == MC_OK && !missing && (cur = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 &&
 	    (create || errno != ENOENT))
@@ -303,6 +320,7 @@ mc__setup_tiers(struct loader *L)
 		t->pfd = -1;
 		t->sname = NULL;
 		t->fresh = MC_FRESH_NONE;
+		t->host = MC_NO_INDEX;
 		if ((rc = mc__tier_root(L->ctx, t->name, &t->root, &t->named)) != MC_OK)
 			return rc;
 		/* Opened if it exists; made only when the first file is staged, so that a

@@ -26,10 +26,15 @@ struct tier_root {
 	char *sname;  /* the staging folder's name in pfd; files in it take their final
 		       * names at once */
 	int fresh;    /* MC_FRESH_* */
+	size_t host;  /* MC_FRESH_INNER: the tier whose staging folder holds this root
+		       * (Triton's in torch's, by default) */
 };
 
-/* Where a staging folder of a missing root is. */
-enum { MC_FRESH_NONE = 0, MC_FRESH_STAGED = 1, MC_FRESH_RENAMED = 2 };
+/* Where the tree of a root missing at load time is made: NONE, as ever; STAGED, in
+ * its own staging folder; INNER, in another tier's (host); RENAMED, in place. Files of
+ * a STAGED or INNER tier take their final names at once. */
+enum { MC_FRESH_NONE = 0, MC_FRESH_STAGED = 1, MC_FRESH_INNER = 2, MC_FRESH_RENAMED = 3 };
+#define MC_IN_FRESH(t) ((t)->fresh == MC_FRESH_STAGED || (t)->fresh == MC_FRESH_INNER)
 
 /* A folder the load made, removed again by the rollback. */
 struct made_dir {
@@ -198,6 +203,12 @@ MC_HIDDEN uint32_t mc__pid_ns_key(void);
 /* Removes the temp files and folders that killed loaders left in folder dfd: at once
  * those of a process gone that carry key, else once they are an hour old. */
 MC_HIDDEN void mc__clean_stale(int dfd, uint32_t key);
+/* Folder path (as a tier root is named) counted among those the load made: removed by
+ * the rollback, or at the end when left empty by the kernels left out. */
+MC_HIDDEN int mc__remember_root(struct loader *L, const char *path);
+/* The first n bytes of path p made as mkdir -p would, following links, the folders
+ * made remembered for the rollback and given the owner. */
+MC_HIDDEN int mc__make_path(struct loader *L, char *p, size_t n);
 /* Removes name in folder dfd and, when a folder, all beneath it, following no link
  * (best effort). */
 MC_HIDDEN void mc__remove_tree(int dfd, const char *name);
@@ -244,11 +255,12 @@ MC_HIDDEN void mc__unit_names(const struct loader *L, const struct unit *u, cons
  * dry run, on the calling thread): checks they could be made, and files made in them,
  * writing nothing. */
 MC_HIDDEN int mc__stage_prepare(struct loader *L, int probe);
-/* A tier whose root is missing, was named whole and holds no other tier's root, in a
- * parent that exists: makes its private staging folder (mode 0700, the owner given) beside the root
- * and opens it as the tier's root, the parent scanned for stale temp files first.
- * Leaves the tier as it was when that cannot be done: the root is made as ever. */
-MC_HIDDEN int mc__stage_fresh(struct loader *L, size_t tier);
+/* The tiers with files to make whose roots are missing, in a parent that exists and
+ * that their setter named: each gets a private staging folder (mode 0700, the owner
+ * given) beside its root, opened as the root, the parent scanned for stale temp files
+ * first; a missing root beneath one of them (Triton's in torch's) is made inside that
+ * folder. A tier that cannot be staged is left as it was: its root is made as ever. */
+MC_HIDDEN int mc__stage_fresh(struct loader *L);
 /* Makes the folder of job (once, whichever thread asks first). */
 MC_HIDDEN int mc__stage_job(struct loader *L, mc_ctx *ctx, struct lworker *lw, uint32_t job);
 /* The jobs not done, in order, on the calling thread: a folder that cannot be made is

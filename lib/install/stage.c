@@ -60,7 +60,7 @@ void
 mc__unit_names(const struct loader *L, const struct unit *u, const char *dir, struct unames *n)
 {
 	mc__split_dest(dir, n->parent, sizeof n->parent, &n->name);
-	if (L->tiers[u->tier].sname != NULL) /* a private, fresh tree */
+	if (MC_IN_FRESH(&L->tiers[u->tier])) /* a private, fresh tree */
 		snprintf(n->tmp, sizeof n->tmp, "%s", n->name);
 	else
 		temp_name(L, n->tmp, sizeof n->tmp, n->name, u->tries);
@@ -83,7 +83,7 @@ mc__staged_names(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct 
 		return rc;
 	if (s->unit == NO_UNIT) {
 		snprintf(n->stage, sizeof n->stage, "%s", n->dir);
-		if (L->tiers[s->tier].sname != NULL) /* a private, fresh tree */
+		if (MC_IN_FRESH(&L->tiers[s->tier])) /* a private, fresh tree */
 			snprintf(n->tmp, sizeof n->tmp, "%s", n->base);
 		else
 			temp_name(L, n->tmp, sizeof n->tmp, n->base, s->tries);
@@ -351,33 +351,38 @@ list_jobs(struct loader *L, struct hset *C, struct hset *F)
 	return rc;
 }
 
-/* Whether another tier's root lies beneath tier's root (Triton's in torch's, by
- * default): that tier would make the root before the rename. */
-static int
-holds_tier(const struct loader *L, size_t tier)
+/* The part of root path p that lies within root r (the slashes after r skipped: ""
+ * when p is r), or NULL when p is neither r nor beneath it. */
+static const char *
+within(const char *p, const char *r)
 {
-	const char *r = L->tiers[tier].root;
-	size_t i, n = strlen(r);
+	size_t n = strlen(r);
 
-	for (i = 0; i < L->ntiers; i++)
-		if (i != tier && strncmp(L->tiers[i].root, r, n) == 0 && L->tiers[i].root[n] == '/')
-			return 1;
-	return 0;
+	if (strncmp(p, r, n) != 0 || (p[n] != '/' && p[n] != '\0'))
+		return NULL;
+	return p + n + strspn(p + n, "/");
 }
 
-int
-mc__stage_fresh(struct loader *L, size_t tier)
+/* Makes tier's staging folder beside its missing root, when the parent exists and
+ * lies within what the root's setter named (torch's default torchinductor_<user> in
+ * /tmp, made whole, is ours: a folder planted there first makes the rename fail).
+ * Leaves the tier as it was when the folder cannot be made. */
+static int
+stage_root(struct loader *L, size_t tier)
 {
 	struct tier_root *t = &L->tiers[tier];
 	char parent[MC_PATH_MAX], name[512];
 	const char *base;
 	int pfd, fd, rc;
 
-	if (t->named != strlen(t->root) || holds_tier(L, tier))
-		return MC_OK; /* folders a default adds: walked one at a time, as ever */
 	mc__split_dest(t->root, parent, sizeof parent, &base);
 	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
-	    (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+	    (size_t)(base - t->root) > t->named + 1)
+		return MC_OK;
+	if ((pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 && errno == ENOENT &&
+	    parent[0] != '\0' && (rc = mc__make_path(L, parent, strlen(parent))) != MC_OK)
+		return rc;
+	if (pfd < 0 && (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return MC_OK;
 	mc__clean_stale(pfd, L->nskey);
 	temp_name(L, name, sizeof name, base, 0);
@@ -399,6 +404,80 @@ mc__stage_fresh(struct loader *L, size_t tier)
 	t->pfd = pfd;
 	t->fresh = MC_FRESH_STAGED;
 	return mc__give_owner(L->ctx, fd, -1, NULL, "%s", t->root);
+}
+
+/* Makes the missing root of tier inside the staging folder of host, whose root it lies
+ * beneath, the folders on the way made as the load makes folders. */
+static int
+stage_inner(struct loader *L, size_t tier, size_t host)
+{
+	struct tier_root *t = &L->tiers[tier];
+	const char *rel = within(t->root, L->tiers[host].root);
+	char path[MC_PATH_MAX], *c, *end;
+	int cur, next, rc = MC_OK;
+
+	if (snprintf(path, sizeof path, "%s", rel) >= (int)sizeof path)
+		return mc__err(L->ctx, MC_ERR_INVALID, "%s: path too long", t->root);
+	if ((cur = dup(L->tiers[host].fd)) < 0)
+		return mc__errno(L->ctx, MC_ERR_IO, "cannot open", L->tiers[host].root);
+	for (c = path; rc == MC_OK && *c != '\0'; c = end + strspn(end, "/")) {
+		end = c + strcspn(c, "/");
+		if (*end != '\0')
+			*end++ = '\0';
+		if (strcmp(c, ".") == 0)
+			continue;
+		if (mkdirat(cur, c, 0777) != 0 && errno != EEXIST) /* less the umask */
+			rc = mc__err(L->ctx, MC_ERR_IO, "%s: cannot create folder %s: %s", t->root, c,
+				     strerror(errno));
+		else if ((next = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			rc = mc__errno(L->ctx, MC_ERR_IO, "cannot open the staging folder", t->root);
+		else {
+			close(cur);
+			cur = next;
+			rc = mc__give_owner(L->ctx, cur, -1, NULL, "%s", t->root);
+		}
+	}
+	if (rc != MC_OK) {
+		close(cur);
+		return rc;
+	}
+	t->fd = cur;
+	t->fresh = MC_FRESH_INNER;
+	t->host = host;
+	return MC_OK;
+}
+
+int
+mc__stage_fresh(struct loader *L)
+{
+	unsigned char *jobs = calloc(L->ntiers + 1, 1);
+	size_t i, j;
+	int rc = MC_OK;
+
+	if (jobs == NULL)
+		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	for (i = 0; i < L->njobs; i++) /* 1: files to make; 2: and a missing root */
+		jobs[L->st[L->jobs[i].st].tier] = 1;
+	for (i = 0; i < L->ntiers; i++)
+		jobs[i] += jobs[i] && L->tiers[i].fd < 0;
+	/* The outermost missing roots first (of tiers of one root, the first), then those
+	 * within a staged one. */
+	for (i = 0; i < L->ntiers && rc == MC_OK; i++) {
+		for (j = 0; j < L->ntiers; j++) {
+			const char *rel = within(L->tiers[i].root, L->tiers[j].root);
+			if (j != i && jobs[j] == 2 && rel != NULL && (*rel != '\0' || j < i))
+				break;
+		}
+		if (jobs[i] == 2 && j == L->ntiers)
+			rc = stage_root(L, i);
+	}
+	for (i = 0; i < L->ntiers && rc == MC_OK; i++)
+		for (j = 0; j < L->ntiers && L->tiers[i].fd < 0 && jobs[i] == 2 && rc == MC_OK; j++)
+			if (L->tiers[j].fresh == MC_FRESH_STAGED &&
+			    within(L->tiers[i].root, L->tiers[j].root) != NULL)
+				rc = stage_inner(L, i, j);
+	free(jobs);
+	return rc;
 }
 
 /* Lists the jobs (list_jobs()); the threads run them as their first files arrive
@@ -424,14 +503,15 @@ mc__stage_prepare(struct loader *L, int probe)
 	rc = list_jobs(L, &C, &F);
 	hset_free(&C);
 	hset_free(&F);
+	if (rc == MC_OK && !probe)
+		rc = mc__stage_fresh(L);
 	for (i = 0; i < L->njobs && rc == MC_OK; i++) {
 		const struct staged *s = &L->st[L->jobs[i].st];
 		int fd;
 
 		if (probe)
 			rc = probe_job(L, &L->jobs[i]);
-		else if (L->tiers[s->tier].fd < 0 && (rc = mc__stage_fresh(L, s->tier)) == MC_OK &&
-			 L->tiers[s->tier].fd < 0 &&
+		else if (L->tiers[s->tier].fd < 0 &&
 			 (rc = mc__open_dir_of(L, s->tier, ".", MC_DIR_MAKE, &fd)) == MC_OK)
 			close(fd);
 	}

@@ -39,6 +39,8 @@ while [ "$i" -lt "$TRIALS" ]; do
 	i=$((i + 1))
 	d="$T/k"
 	rm -rf "$d"
+	# Every other load into a folder that exists; the rest stage it whole beside it.
+	[ $((i % 2)) = 1 ] && mkdir "$d"
 	delay=$(awk -v s="$i" -v ms="$span_ms" 'BEGIN { srand(s * 7919); printf "%.4f", rand() * ms / 1000 }')
 	"$BIN" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$d" 2>/dev/null &
 	pid=$!
@@ -51,7 +53,7 @@ while [ "$i" -lt "$TRIALS" ]; do
 		span_ms=$((span_ms * 9 / 10 + 1))
 	fi
 	wait "$pid" 2>/dev/null
-	[ -n "$(find "$d" -name '.*.tmp' 2>/dev/null | head -n 1)" ] && staged=$((staged + 1))
+	[ -n "$({ find "$d" -name ".*.tmp"; find "$T" -maxdepth 1 -name ".k.mc*"; } 2>/dev/null | head -n 1)" ] && staged=$((staged + 1))
 	if [ -d "$d" ]; then
 		sums "$d" > "$T/got.sums"
 		# Every final file present is one of the reference's, byte for byte.
@@ -68,6 +70,8 @@ while [ "$i" -lt "$TRIALS" ]; do
 	}
 	sums "$d" > "$T/got.sums"
 	cmp -s "$T/got.sums" "$T/ref.sums" && ok || bad "trial $i: the rerun did not complete the tree"
+	[ -z "$(find "$T" -maxdepth 1 -name '.k.mc*')" ] && ok ||
+		bad "trial $i: a staging folder was left: $(find "$T" -maxdepth 1 -name '.k.mc*')"
 done
 echo "kill trials: $TRIALS; killed while running: $interrupted; left staged temp files: $staged; left some final files but not all: $partial"
 [ "$interrupted" -ge $((TRIALS / 2)) ] && ok || bad "only $interrupted of $TRIALS kills hit a running load"
@@ -80,6 +84,7 @@ echo "kill trials: $TRIALS; killed while running: $interrupted; left staged temp
 left=0
 for try in 1 2 3 4 5 6 7 8; do
 	rm -rf "$T/st"
+	mkdir "$T/st"
 	"$BIN" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/st" 2>/dev/null &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do

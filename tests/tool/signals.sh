@@ -68,20 +68,22 @@ for sig in INT TERM HUP; do
 	cmp -s "$T/before.sums" "$T/after.sums" && ok || bad "load ($sig): the cache changed"
 done
 
-# run stopped in its load does not run its command, even with --allow-cold.
+# run stopped in its load does not run its command, even with --allow-cold. Its cache
+# folder does not exist yet: the load stages it whole beside it (3b).
 env $DFL "$BIN" run -q --allow-cold -b - -p "$PUB" --cache-dir "$T/run" -- touch "$T/ran" \
 	< "$T/fifo" 2>"$T/err" &
 pid=$!
 exec 7>"$T/fifo"
 head -c "$half" "$T/all.mcache" >&7
-wait_for "$T/run" '.*.tmp'
-[ -n "$(temps "$T/run")" ] && ok || bad "run (INT): nothing staged before the signal"
+wait_for "$T" '.run.mc*.tmp'
+[ -n "$(find "$T" -maxdepth 1 -name '.run.mc*.tmp')" ] && ok || bad "run (INT): nothing staged before the signal"
 kill -INT "$pid"
 reap "$pid"
 rc=$?
 exec 7>&-
 [ "$rc" = 130 ] && ok || bad "run (INT): exit $rc, expected 130: $(cat "$T/err")"
-[ ! -e "$T/ran" ] && [ ! -e "$T/run" ] && ok || bad "run (INT): ran its command or left the cache"
+[ ! -e "$T/ran" ] && [ ! -e "$T/run" ] && [ -z "$(find "$T" -maxdepth 1 -name '.run.mc*')" ] && ok ||
+	bad "run (INT): ran its command or left the cache: $(ls -A "$T")"
 
 # 2. pack and save: the signal comes while the first pass reads the caches (its progress
 # said on a FIFO); an older OUT stays as it was, and nothing is left beside it. A run
@@ -126,6 +128,22 @@ sums "$T/cache_cpu_cold" > "$T/after.sums"
 cmp -s "$T/src.sums" "$T/after.sums" && ok || bad "the packed cache changed"
 [ "$(ls -A "$T/dest" | wc -l)" = 3 ] && ok || bad "files left beside the outputs: $(ls -A "$T/dest")"
 
+# kill_load DIR NAME ARGS...: a load of - with ARGS from the FIFO, half the bundle
+# written, killed with -9 once NAME (PID standing for its pid) appears under DIR; $pid.
+kill_load() {
+	kd=$1 kn=$2
+	shift 2
+	env $DFL "$BIN" load -q - -p "$PUB" "$@" < "$T/fifo" 2>/dev/null &
+	pid=$!
+	exec 7>"$T/fifo"
+	head -c "$half" "$T/all.mcache" >&7
+	wait_for "$kd" "$(echo "$kn" | sed "s/PID/$pid/")"
+	sleep 0.2
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null
+	exec 7>&-
+}
+
 # 3. A load killed with -9 half way leaves temp files and folders; the next load into
 # the same folders removes them, but not one named for a live process (this shell) nor
 # a young one of another pid namespace (a container sharing the cache), nor what it did
@@ -133,15 +151,7 @@ cmp -s "$T/src.sums" "$T/after.sums" && ok || bad "the packed cache changed"
 # beside them: below).
 d="$T/killed"
 mkdir "$d"
-env $DFL "$BIN" load -q - -p "$PUB" --cache-dir "$d" < "$T/fifo" 2>/dev/null &
-pid=$!
-exec 7>"$T/fifo"
-head -c "$half" "$T/all.mcache" >&7
-wait_for "$d" '.*.tmp'
-sleep 0.2
-kill -9 "$pid"
-wait "$pid" 2>/dev/null
-exec 7>&-
+kill_load "$d" '.*.tmp' --cache-dir "$d"
 [ -n "$(find "$d" -name '.*.tmp' -type f)" ] && ok || bad "the killed load left no temp file"
 dir=$(find "$d" -name '.*.tmp' -type d | head -n 1)
 [ -n "$dir" ] && ok || bad "the killed load left no temp folder"
@@ -161,80 +171,94 @@ printf '%s\n' "$(echo "$dir" | sed "s/\.mc[0-9]*-/.mc$$-/")" "$foreign" "$live" 
 cmp -s "$T/left" "$T/spared" && ok || bad "after the next load: $(diff "$T/spared" "$T/left")"
 rm -rf "$(echo "$dir" | sed "s/\.mc[0-9]*-/.mc$$-/")" "$foreign" "$live" "$mine"
 
-# 3b. A load into tier roots that do not exist yet stages each whole in one hidden
-# staging folder beside it; killed with -9 half way, it leaves those folders and no
-# root; the next load removes them and installs the same tree as a load into existing
-# roots, derived files (Triton's group files) naming the final roots.
-f="$T/fresh"
-mkdir -p "$f" "$T/same/cache" "$T/same/triton"
-env $DFL "$BIN" load -q - -p "$PUB" --cache-dir "$f/cache" --triton-dir "$f/triton" \
-	< "$T/fifo" 2>/dev/null &
-pid=$!
-exec 7>"$T/fifo"
-head -c "$half" "$T/all.mcache" >&7
-wait_for "$f" ".cache.mc$pid-*.tmp"
-sleep 0.2
-kill -9 "$pid"
-wait "$pid" 2>/dev/null
-exec 7>&-
-stage=$(find "$f" -maxdepth 1 -name ".cache.mc$pid-*.tmp" -type d)
-[ -n "$stage" ] && ok || bad "the killed load left no staging folder"
-[ ! -e "$f/cache" ] && ok || bad "the killed load made the root"
-[ "$(stat -c %a "$stage")" = 700 ] && ok || bad "staging folder mode $(stat -c %a "$stage")"
-[ -z "$(find "$stage" -mindepth 1 -name '.*.tmp')" ] && ok || bad "temp names in the staging folder"
-run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$f/cache" --triton-dir "$f/triton"
-[ "$(ls -A "$f" | tr '\n' ' ')" = "cache triton " ] && ok ||
-	bad "left beside the roots: $(ls -A "$f")"
-run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/same/cache" --triton-dir "$T/same/triton"
-# Every file's bytes alike, the folder the derived files name aside.
+# 3b. A load into tier roots that do not exist yet stages them whole in one hidden
+# staging folder beside each outermost one (Triton's root inside torch's, by default);
+# killed with -9 half way, it leaves that folder and no root; the next load removes it
+# and installs the same tree as a load into existing roots, derived files (Triton's
+# group files) naming the final roots. Both with Triton's root apart and inside.
+# Every file's bytes and every mode alike, the folder the derived files name aside.
 bytes() { (cd "$1" && find . | LC_ALL=C sort | while read -r n; do
 	if [ -f "$n" ]; then
 		printf '%s %s %s\n' "$n" "$(stat -c %a "$n")" "$(sed "s|$1|ROOT|g" "$n" | cksum)"
 	else
 		printf '%s %s\n' "$n" "$(stat -c %a "$n")"
 	fi; done); }
-bytes "$T/same" > "$T/same.bytes"
-bytes "$f" > "$T/fresh.bytes"
-cmp -s "$T/same.bytes" "$T/fresh.bytes" && ok || bad "fresh tree: $(diff "$T/same.bytes" "$T/fresh.bytes")"
-[ -n "$(grep -rl "$f/triton/" "$f/triton")" ] && ok || bad "no group file names the root"
-[ -z "$(grep -rl '\.mc[0-9]' "$f")" ] && ok || bad "a file names a staging folder"
+for layout in apart inside; do
+	if [ "$layout" = apart ]; then
+		roots() { echo "--cache-dir $1/cache --triton-dir $1/triton"; }
+		beside="cache triton "
+	else
+		roots() { echo "--cache-dir $1/cache"; }
+		beside="cache "
+	fi
+	f="$T/fresh-$layout"
+	mkdir -p "$f" "$T/same-$layout/cache" "$T/same-$layout/triton"
+	# shellcheck disable=SC2046
+	kill_load "$f" ".cache.mcPID-*.tmp" $(roots "$f")
+	stage=$(find "$f" -maxdepth 1 -name ".cache.mc$pid-*.tmp" -type d)
+	[ -n "$stage" ] && [ "$(ls -A "$f" | wc -l)" = "$(echo $beside | wc -w)" ] && ok ||
+		bad "$layout: the killed load left $(ls -A "$f")"
+	[ ! -e "$f/cache" ] && ok || bad "$layout: the killed load made the root"
+	[ "$(stat -c %a "$stage")" = 700 ] && ok || bad "$layout: staging folder mode $(stat -c %a "$stage")"
+	[ -z "$(find "$stage" -mindepth 1 -name '.*.tmp')" ] && ok ||
+		bad "$layout: temp names in the staging folder"
+	# shellcheck disable=SC2046
+	run 0 "" load -q "$T/all.mcache" -p "$PUB" $(roots "$f")
+	[ "$(ls -A "$f" | tr '\n' ' ')" = "$beside" ] && ok ||
+		bad "$layout: left beside the roots: $(ls -A "$f")"
+	[ "$layout" = inside ] && rmdir "$T/same-$layout/triton"
+	# shellcheck disable=SC2046
+	run 0 "" load -q "$T/all.mcache" -p "$PUB" $(roots "$T/same-$layout")
+	bytes "$T/same-$layout" > "$T/same.bytes"
+	bytes "$f" > "$T/fresh.bytes"
+	cmp -s "$T/same.bytes" "$T/fresh.bytes" && ok ||
+		bad "$layout: fresh tree: $(diff "$T/same.bytes" "$T/fresh.bytes")"
+	[ -n "$(grep -rl "\"$f/[a-z]*/*triton/" "$f")" ] && ok || bad "$layout: no group file names the root"
+	[ -z "$(grep -rl '\.mc[0-9]' "$f")" ] && ok || bad "$layout: a file names a staging folder"
 
-# 3b'. Stopped by a signal instead, that load removes its staging folders: no root, nothing
-# beside where the roots would be.
-f="$T/stopped"
-mkdir -p "$f"
-env $DFL "$BIN" load -q - -p "$PUB" --cache-dir "$f/cache" --triton-dir "$f/triton" \
-	< "$T/fifo" 2>/dev/null &
-pid=$!
-exec 7>"$T/fifo"
-head -c "$half" "$T/all.mcache" >&7
-wait_for "$f" ".triton.mc$pid-*.tmp"
-[ -n "$(find "$f" -mindepth 2 -type f)" ] && ok || bad "stopped load: nothing staged before the signal"
-kill -TERM "$pid"
-reap "$pid"
-rc=$?
-exec 7>&-
-[ "$rc" = 143 ] && ok || bad "stopped load: exit $rc, expected 143"
-[ -z "$(ls -A "$f")" ] && ok || bad "the stopped load left: $(ls -A "$f")"
+	# 3b'. Stopped by a signal instead, that load removes its staging folder and the
+	# folder it made for it (new): no root, nothing beside where the roots would be.
+	f="$T/stopped-$layout"
+	mkdir -p "$f"
+	# shellcheck disable=SC2046
+	env $DFL "$BIN" load -q - -p "$PUB" $(roots "$f/new") < "$T/fifo" 2>/dev/null &
+	pid=$!
+	exec 7>"$T/fifo"
+	head -c "$half" "$T/all.mcache" >&7
+	n=0
+	while [ -z "$(find "$f" -mindepth 3 -type f 2>/dev/null | head -n 1)" ] && [ "$n" -lt 100 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	[ -n "$(find "$f" -mindepth 3 -type f)" ] && ok || bad "$layout: stopped load: nothing staged"
+	kill -TERM "$pid"
+	reap "$pid"
+	rc=$?
+	exec 7>&-
+	[ "$rc" = 143 ] && ok || bad "$layout: stopped load: exit $rc, expected 143"
+	[ -z "$(ls -A "$f")" ] && ok || bad "$layout: the stopped load left: $(ls -A "$f")"
 
-# 3c. Another loader installs the roots while a load stages them: that load moves its
-# files into those roots one by one instead, and the tree is the same.
-f="$T/raced"
-mkdir -p "$f"
-env $DFL "$BIN" load -q - -p "$PUB" --cache-dir "$f/cache" --triton-dir "$f/triton" \
-	< "$T/fifo" 2> "$T/raced.err" &
-pid=$!
-exec 7>"$T/fifo"
-head -c "$half" "$T/all.mcache" >&7
-wait_for "$f" ".cache.mc$pid-*.tmp"
-run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$f/cache" --triton-dir "$f/triton"
-tail -c +$((half + 1)) "$T/all.mcache" >&7
-exec 7>&-
-wait "$pid" && ok || bad "the raced load failed: $(cat "$T/raced.err")"
-[ "$(ls -A "$f" | tr '\n' ' ')" = "cache triton " ] && ok ||
-	bad "left beside the roots: $(ls -A "$f")"
-bytes "$f" > "$T/raced.bytes"
-cmp -s "$T/same.bytes" "$T/raced.bytes" && ok || bad "raced tree: $(diff "$T/same.bytes" "$T/raced.bytes")"
+	# 3c. Another loader installs the roots while a load stages them: that load moves its
+	# files into those roots one by one instead, and the tree is the same.
+	f="$T/raced-$layout"
+	mkdir -p "$f"
+	# shellcheck disable=SC2046
+	env $DFL "$BIN" load -q - -p "$PUB" $(roots "$f") < "$T/fifo" 2> "$T/raced.err" &
+	pid=$!
+	exec 7>"$T/fifo"
+	head -c "$half" "$T/all.mcache" >&7
+	wait_for "$f" ".cache.mc$pid-*.tmp"
+	# shellcheck disable=SC2046
+	run 0 "" load -q "$T/all.mcache" -p "$PUB" $(roots "$f")
+	tail -c +$((half + 1)) "$T/all.mcache" >&7
+	exec 7>&-
+	wait "$pid" && ok || bad "$layout: the raced load failed: $(cat "$T/raced.err")"
+	[ "$(ls -A "$f" | tr '\n' ' ')" = "$beside" ] && ok ||
+		bad "$layout: left beside the roots: $(ls -A "$f")"
+	bytes "$f" > "$T/raced.bytes"
+	cmp -s "$T/same.bytes" "$T/raced.bytes" && ok ||
+		bad "$layout: raced tree: $(diff "$T/same.bytes" "$T/raced.bytes")"
+done
 run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/ref"
 [ "$(sums "$d")" = "$(sums "$T/ref")" ] && ok || bad "the next load did not complete the tree"
 rm -rf "$T"/load-* "$d" "$T/ref" "$T/dest"

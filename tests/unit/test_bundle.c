@@ -1047,7 +1047,7 @@ START_TEST(folder_cursor_deep)
 		"a/b/c/d/e/f/g/h", "a/b/c/d/e/f/g/h/i", "a/b/c/d/e/f/g/h/i/j", "a/b/c/d/e/f/g/h",
 		"a/b/c/d/e/f/g/h/i2", "a/b/c/d/e/f/g/h/i/j/k/l/m", "a/b/c/d/e/f/g/h/i/j/k",
 		"a/b/c/x", "a/b/c/d/e/f/g/h/i/j/k/l/m/n", "a/b", "."};
-	struct tier_root t = {"inductor", NULL, 0, -1, NULL, NULL, 0, -1, NULL, MC_FRESH_NONE};
+	struct tier_root t = {"inductor", NULL, 0, -1, NULL, NULL, 0, -1, NULL, MC_FRESH_NONE, 0};
 	struct loader L;
 	struct dcur d;
 	char root[4096], p[8192];
