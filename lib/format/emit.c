@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,6 +36,8 @@ struct mc_emit {
 	int borrowed; /* fd is the caller's: written, never closed, renamed or removed */
 	unsigned char *buf; /* output buffer */
 	size_t len;
+	uint64_t out;    /* bytes written to fd */
+	uint64_t kicked; /* of them, those whose write-back to disk was started */
 #ifdef MC_WITH_LIBARCHIVE
 	int failed; /* the message of a failed write is on ctx, not on the archive */
 	struct archive *a;
@@ -54,11 +57,35 @@ emit_failed(mc_emit *e)
 	return mc__errno(e->ctx, MC_ERR_IO, "cannot write", e->path);
 }
 
+/* Bytes of a file of ours written since its write-back was last started: past this,
+ * the disk is given them while the rest is made, and the flush before the rename only
+ * waits for the last of them. */
+#define EMIT_KICK (8u << 20)
+
+static int
+emit_write(mc_emit *e, const void *buf, size_t n)
+{
+	if (mc__write_out(e->ctx, e->fd, buf, n) != 0)
+		return emit_failed(e);
+	e->out += n;
+#ifdef SYNC_FILE_RANGE_WRITE
+	if (!e->borrowed && e->out - e->kicked >= EMIT_KICK) {
+		/* A hint: where it fails, the flush writes it all. */
+		(void)sync_file_range(e->fd, (off_t)e->kicked, (off_t)(e->out - e->kicked),
+				      SYNC_FILE_RANGE_WRITE);
+		e->kicked = e->out;
+	}
+#endif
+	return MC_OK;
+}
+
 static int
 emit_flush(mc_emit *e)
 {
-	if (e->len > 0 && mc__write_out(e->ctx, e->fd, e->buf, e->len) != 0)
-		return emit_failed(e);
+	int rc;
+
+	if (e->len > 0 && (rc = emit_write(e, e->buf, e->len)) != MC_OK)
+		return rc;
 	e->len = 0;
 	return MC_OK;
 }
@@ -72,7 +99,7 @@ emit_put(mc_emit *e, const void *buf, size_t n)
 	if (e->len + n > MC_IO_CHUNK && (rc = emit_flush(e)) != MC_OK)
 		return rc;
 	if (n >= MC_IO_CHUNK)
-		return mc__write_out(e->ctx, e->fd, buf, n) != 0 ? emit_failed(e) : MC_OK;
+		return emit_write(e, buf, n);
 	memcpy(e->buf + e->len, buf, n);
 	e->len += n;
 	return MC_OK;
