@@ -97,7 +97,8 @@ host_ok(struct mc_ref *ref)
 		if (n == 0 || h[0] == '-' || h[0] == '.')
 			return 0;
 		for (i = 0; i < n; i++)
-			if (!lower_alnum(h[i] | 0x20) && h[i] != '.' && h[i] != '-')
+			if (!lower_alnum(h[i]) && !(h[i] >= 'A' && h[i] <= 'Z') && h[i] != '.' &&
+			    h[i] != '-')
 				return 0;
 		ref->loopback = (n == 9 && strncasecmp(h, "localhost", 9) == 0) ||
 				(strncmp(h, "127.", 4) == 0 && strspn(h, "0123456789.") >= n);
