@@ -296,7 +296,7 @@ have_blob(struct mc_oci *o, const char *digest, int *have)
 int
 mc__oci_put_blob(struct mc_oci *o, int fd, const void *mem, uint64_t size, const char *digest)
 {
-	char path[600], url[2300];
+	char path[600], url[MC_URL_MAX + 128];
 	struct mc_req q = {.method = "POST", .url = path, .body_fd = -1};
 	struct mc_resp r = {0};
 	int rc, have;
@@ -310,7 +310,7 @@ mc__oci_put_blob(struct mc_oci *o, int fd, const void *mem, uint64_t size, const
 		rc = mc__err(mc__oci_ctx(o), MC_ERR_REMOTE, "%s: the registry started an upload "
 			     "without saying where", mc__oci_ref(o)->text);
 	if (rc == MC_OK) {
-		snprintf(url, sizeof url, "%s%cdigest=%s", r.location,
+		snprintf(url, sizeof url, "%s%cdigest=%s", r.location, /* fits: digest < 128 */
 			 strchr(r.location, '?') ? '&' : '?', digest);
 		q = (struct mc_req){.method = "PUT", .url = url, .body = mem, .body_len = size,
 				    .body_fd = fd, .ctype = "application/octet-stream"};

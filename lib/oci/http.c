@@ -5,6 +5,7 @@
  * is bounded and no credential goes to another host. */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +91,8 @@ struct mc_oci {
 	const char *auth;     /* the header sent to the registry's host now, or NULL */
 	char errbuf[CURL_ERROR_SIZE];
 	char challenge[1024]; /* the last WWW-Authenticate */
-	char location[2048];  /* the last Location, as given */
+	char location[MC_URL_MAX]; /* the last Location, as given */
+	int location_cut;     /* it was longer */
 	const struct mc_req *req; /* of the transfer under way */
 	struct mc_resp *resp;
 	uint64_t sent;        /* of its body */
@@ -101,14 +103,15 @@ struct mc_oci {
 
 /* ---- one transfer ---- */
 
-/* Copies the value of header line h (of n bytes) if its name is name. */
-static void
+/* Copies the value of header line h (of n bytes) if its name is name; 1 when it was
+ * cut to fit. */
+static int
 header_value(const char *h, size_t n, const char *name, char *out, size_t cap)
 {
 	size_t k = strlen(name), len;
 
 	if (n <= k || strncasecmp(h, name, k) != 0 || h[k] != ':')
-		return;
+		return 0;
 	h += k + 1;
 	n -= k + 1;
 	while (n > 0 && (*h == ' ' || *h == '\t'))
@@ -118,6 +121,7 @@ header_value(const char *h, size_t n, const char *name, char *out, size_t cap)
 	len = n < cap - 1 ? n : cap - 1;
 	memcpy(out, h, len);
 	out[len] = '\0';
+	return len < n;
 }
 
 static size_t
@@ -132,13 +136,15 @@ on_header(char *h, size_t size, size_t nitems, void *ud)
 		const char *sp = memchr(h, ' ', n);
 		r->status = sp != NULL ? strtol(sp + 1, NULL, 10) : 0;
 		r->ctype[0] = r->digest[0] = o->challenge[0] = o->location[0] = '\0';
+		o->location_cut = 0;
 		r->length = UINT64_MAX;
 		return n;
 	}
 	header_value(h, n, "Content-Type", r->ctype, sizeof r->ctype);
 	header_value(h, n, "Docker-Content-Digest", r->digest, sizeof r->digest);
 	header_value(h, n, "WWW-Authenticate", o->challenge, sizeof o->challenge);
-	header_value(h, n, "Location", o->location, sizeof o->location);
+	if (header_value(h, n, "Location", o->location, sizeof o->location))
+		o->location_cut = 1;
 	header_value(h, n, "Content-Length", num, sizeof num);
 	if (num[0] >= '0' && num[0] <= '9')
 		r->length = strtoull(num, NULL, 10);
@@ -333,21 +339,46 @@ transfer_err(struct mc_oci *o, CURLcode e, const char *url)
 	}
 }
 
-/* r->location gets loc (an upload's Location) made absolute against url. */
-static void
-resolve(struct mc_resp *r, const char *url, const char *loc)
+/* The length of the scheme of URL reference s with its ':', or 0 when it has none. */
+static size_t
+scheme_len(const char *s)
 {
-	const char *host = strstr(url, "://"), *path;
-	int n;
+	size_t n;
 
-	if (loc[0] != '/' || host == NULL) {
-		snprintf(r->location, sizeof r->location, "%s", loc);
-		return;
+	if (!isalpha((unsigned char)s[0]))
+		return 0;
+	n = 1 + strspn(s + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+	return s[n] == ':' ? n + 1 : 0;
+}
+
+int
+mc__url_join(const char *base, const char *ref, char *out, size_t cap)
+{
+	size_t sl = scheme_len(base), keep;
+	const char *path = base + sl, *end, *seg, *sep = "";
+	int authority = strncmp(path, "//", 2) == 0;
+
+	if (authority)
+		path += 2 + strcspn(path + 2, "/?#");
+	end = path + strcspn(path, "?#");
+	if (scheme_len(ref) > 0 || sl == 0) { /* absolute, or nothing to join with */
+		keep = 0;
+	} else if (strncmp(ref, "//", 2) == 0) { /* network-path: the base's scheme */
+		keep = sl;
+	} else if (ref[0] == '/') { /* absolute-path: the base's authority */
+		keep = (size_t)(path - base);
+	} else if (ref[0] == '?' || ref[0] == '\0') { /* the base's path */
+		keep = (size_t)(end - base);
+	} else if (ref[0] == '#') { /* the base's path and query */
+		keep = (size_t)(path + strcspn(path, "#") - base);
+	} else { /* relative-path: in place of the base path's last segment */
+		for (seg = end; seg > path && seg[-1] != '/'; seg--)
+			;
+		keep = (size_t)(seg - base);
+		if (seg == path && authority) /* an authority and an empty path */
+			sep = "/";
 	}
-	path = strchr(host + 3, '/');
-	n = path != NULL ? (int)(path - url) : (int)strlen(url);
-	if (snprintf(r->location, sizeof r->location, "%.*s%s", n, url, loc) >= (int)sizeof r->location)
-		r->location[0] = '\0'; /* too long: taken as none */
+	return (size_t)snprintf(out, cap, "%.*s%s%s", (int)keep, base, sep, ref) >= cap ? -1 : 0;
 }
 
 /* One transfer, no redirect followed, no authentication retried. */
@@ -370,11 +401,15 @@ perform(struct mc_oci *o, const struct mc_req *q, const char *url, struct mc_res
 		o->code = e = cu.curl_easy_perform(o->curl);
 		if (e != CURLE_OK)
 			rc = transfer_err(o, e, url);
-		else if (cu.curl_easy_getinfo(o->curl, CURLINFO_REDIRECT_URL, &loc) == CURLE_OK &&
-			 loc != NULL)
-			snprintf(r->location, sizeof r->location, "%s", loc);
-		else
-			resolve(r, url, o->location);
+		else if (o->location_cut)
+			rc = mc__err(o->ctx, MC_ERR_REMOTE, "%s: the registry's Location is longer than "
+				     "%d bytes", o->ref.text, MC_URL_MAX - 1);
+		else if ((cu.curl_easy_getinfo(o->curl, CURLINFO_REDIRECT_URL, &loc) != CURLE_OK ||
+			  loc == NULL ? mc__url_join(url, o->location, r->location, sizeof r->location)
+				      : snprintf(r->location, sizeof r->location, "%s", loc) >=
+						(int)sizeof r->location ? -1 : 0) != 0)
+			rc = mc__err(o->ctx, MC_ERR_REMOTE, "%s: the registry's Location is longer than "
+				     "%d bytes once made absolute", o->ref.text, MC_URL_MAX - 1);
 	}
 	cu.curl_slist_free_all(hdrs);
 	return rc;
@@ -638,7 +673,7 @@ next_step(struct mc_oci *o, const struct mc_req *q, struct mc_resp *r, int *trie
 int
 mc__oci_request(struct mc_oci *o, const struct mc_req *q, struct mc_resp *r)
 {
-	char url[2048];
+	char url[MC_URL_MAX + 128]; /* a Location with a query added */
 	int rc, tried = 0, hops = 0, done = 0;
 
 	if (!o->scheme_known)

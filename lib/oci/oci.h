@@ -46,11 +46,15 @@ struct mc_req {
 	size_t max_body; /* without a sink: the most bytes of body kept (0: 64 KiB) */
 };
 /* The answer to one request. */
+/* The longest URL taken from a registry (a Location; a storage service's signed URL
+ * runs to a few thousand bytes). */
+#define MC_URL_MAX 8192
+
 struct mc_resp {
 	long status;
 	char ctype[128];      /* Content-Type */
 	char digest[80];      /* Docker-Content-Digest */
-	char location[2048];  /* Location, resolved to an absolute URL */
+	char location[MC_URL_MAX]; /* Location, resolved to an absolute URL */
 	uint64_t length;      /* Content-Length; UINT64_MAX when not given */
 	unsigned char *body;  /* without a sink: the body kept (NUL-ended), to free */
 	size_t body_len;
@@ -71,6 +75,9 @@ MC_HIDDEN void mc__oci_set_ctx(struct mc_oci *o, mc_ctx *ctx);
  * a 401 after the credentials were tried and too many redirects are errors. */
 MC_HIDDEN int mc__oci_request(struct mc_oci *o, const struct mc_req *req, struct mc_resp *resp);
 MC_HIDDEN void mc__resp_free(struct mc_resp *resp);
+/* Reference ref (a Location) resolved against the absolute URL base as RFC 3986 section
+ * 5.2 says, dot segments aside, into out (cap bytes); -1 when it does not fit. */
+MC_HIDDEN int mc__url_join(const char *base, const char *ref, char *out, size_t cap);
 /* Says on the session's context why a request answered status: the registry's own
  * error code and message when it gave them. what names what was asked for. */
 MC_HIDDEN int mc__oci_status_err(struct mc_oci *o, const struct mc_resp *resp, const char *what);

@@ -16,6 +16,9 @@ A and B, and the repository's name picks how it goes wrong:
   redirectloop   the blob answers 307 to itself, forever
   redirectok     the blob answers 307 to /storage/..., which serves it; whether an
                  Authorization header came there is logged
+  longredirect   as redirectok, to a 3,100-byte /storage/<padding>/<digest>; only
+                 a path ending in the blob's digest is served
+  hugeredirect   as longredirect, the Location 9,000 bytes long
   unauthloop     every request is 401, the realm's token refused again
   badtoken       every request is 401, the realm's token a line break and a header
   stall          the blob's headers, half its bytes, then nothing
@@ -93,6 +96,8 @@ class Handler(BaseHTTPRequestHandler):
         parts = self.path.split("?")[0].split("/")
         self.log("")
         if self.path.startswith("/storage/"):
+            if not self.path.endswith(digest(A)):
+                return self.answer(404, b"{}", "application/json")
             return self.answer(200, A)
         if self.path.startswith("/token/crlf"):
             return self.answer(200, b'{"token": "t\\r\\nX-Injected: yes"}', "application/json")
@@ -141,6 +146,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(307, headers=[("Location", self.path)])
         if mode == "redirectok":
             return self.answer(307, headers=[("Location", "/storage/" + ref)])
+        if mode in ("longredirect", "hugeredirect"):
+            pad = "p" * (3000 if mode == "longredirect" else 9000)
+            return self.answer(307, headers=[("Location", "/storage/%s/%s" % (pad, ref))])
         if mode in ("stall", "truncated"):
             self.send_response(200)
             self.send_header("Content-Length", str(len(data)))

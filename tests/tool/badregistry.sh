@@ -80,6 +80,7 @@ bad_load badtoken 2 remote "holds a character a header cannot carry"
 bad_load stall 2 remote "no data for 2 s" --timeout 2
 bad_load stallheaders 2 remote "no data for 2 s" --timeout 2
 bad_load truncated 2 remote "the registry ended the transfer early"
+bad_load hugeredirect 2 remote "the registry's Location is longer than 8191 bytes"
 
 # A manifest over 4 MiB: refused, without reading the 64 MiB that come, in little memory.
 /usr/bin/time -f "%M" -o "$T/rss" "$MEGACACHE" verify "$R/bigmanifest:t" -p "$PUB" >"$T/out" 2>"$T/err"
@@ -106,6 +107,12 @@ rc=$?
 	--triton-dir "$T/redir/triton" --vllm-dir "$T/redir/vllm" 2>"$T/err" &&
 	[ "$(find "$T/redir" -type f | wc -l)" = 154 ] && ok || bad "redirectok did not load: $(cat "$T/err")"
 grep -q '^GET /storage/sha256:[0-9a-f]* ' "$T/requests.log" && ok || bad "the storage was not asked"
+# A signed storage URL of a few thousand bytes is followed whole; one past 8 KiB is refused.
+"$MEGACACHE" load -q "$R/longredirect:t" -p "$PUB" --cache-dir "$T/longredir/inductor" \
+	--triton-dir "$T/longredir/triton" --vllm-dir "$T/longredir/vllm" 2>"$T/err" &&
+	[ "$(find "$T/longredir" -type f | wc -l)" = 154 ] && ok || bad "longredirect did not load: $(cat "$T/err")"
+grep -q '^GET /storage/p\{3000\}/sha256:[0-9a-f]* ' "$T/requests.log" && ok ||
+	bad "the long storage URL was not asked whole"
 
 # A tag that moves between the manifest's read and the blob's: the bundle the manifest
 # named, whole (A, not B, nor a mix).

@@ -28,7 +28,8 @@ START_TEST(references)
 		"oci://host/repo@sha256:abc", "oci://host/repo@sha512:" "0000000000000000000000000000000000000000000000000000000000000000",
 		"oci://host/repo@sha256:" "000000000000000000000000000000000000000000000000000000000000000G",
 		"oci://ho st/repo", "oci://host:/repo", "oci://host:123456/repo", "oci://[::1/repo",
-		"oci://host/a//b", "oci://host/a/../b", "http://host/repo", "oci://-host/repo"};
+		"oci://host/a//b", "oci://host/a/../b", "http://host/repo", "oci://-host/repo",
+		"oci://ho\x15st/repo", "oci://ho\x10st/repo", "oci://ho\x19st:5000/repo"};
 	size_t i;
 
 	ck_assert_int_eq(mc__ref_parse(ctx, "oci://registry.example.com/caches/llama", &r), MC_OK);
@@ -68,6 +69,33 @@ START_TEST(references)
 	ck_assert_int_eq(mc_is_reference("oci://x/y"), 1);
 	ck_assert_int_eq(mc_is_reference("./oci://x"), 0);
 	ck_assert_int_eq(mc_is_reference(NULL), 0);
+}
+END_TEST
+
+/* A registry's Location made absolute against the URL it answered. */
+START_TEST(locations)
+{
+	static const char *const cases[][3] = {
+		{"http://127.0.0.1:5000/v2/r/blobs/uploads/", "/v2/r/blobs/uploads/u?_state=x",
+		 "http://127.0.0.1:5000/v2/r/blobs/uploads/u?_state=x"},
+		{"https://h/v2/r/blobs/uploads/", "u1?s=1", "https://h/v2/r/blobs/uploads/u1?s=1"},
+		{"https://h/v2/r/blobs/uploads/?x=1", "u1", "https://h/v2/r/blobs/uploads/u1"},
+		{"https://h/a/b?x=1", "c", "https://h/a/c"},
+		{"https://h", "a", "https://h/a"},
+		{"https://h:443/v2/", "//other:5000/p", "https://other:5000/p"},
+		{"https://h/v2/", "https://s3.example.com/b?sig=1", "https://s3.example.com/b?sig=1"},
+		{"https://h/v2/x?a=1", "?q=1", "https://h/v2/x?q=1"},
+		{"https://h/v2/x?a=1", "", "https://h/v2/x"},
+		{"https://h/v2/x", "../y", "https://h/v2/../y"}};
+	char out[64];
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		ck_assert_int_eq(mc__url_join(cases[i][0], cases[i][1], out, sizeof out), 0);
+		ck_assert_str_eq(out, cases[i][2]);
+	}
+	ck_assert_int_eq(mc__url_join("https://h/v2/", "a-location-longer-than-the-room-left", out, 40),
+			 -1);
 }
 END_TEST
 
@@ -211,6 +239,7 @@ suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, references);
+	tcase_add_test(tc, locations);
 	tcase_add_test(tc, challenges);
 	tcase_add_test(tc, credentials);
 	suite_add_tcase(s, tc);
