@@ -217,22 +217,6 @@ commit_item(void *ud, unsigned worker, mc_ctx *ctx, size_t k)
 	return rc;
 }
 
-/* The umask, read without changing it (other threads create files meanwhile). */
-static mode_t
-process_umask(void)
-{
-	FILE *f = fopen("/proc/self/status", "re");
-	char line[256];
-	unsigned m = 022;
-
-	while (f != NULL && fgets(line, sizeof line, f) != NULL)
-		if (sscanf(line, "Umask: %o", &m) == 1)
-			break;
-	if (f != NULL)
-		fclose(f);
-	return (mode_t)m & 0777;
-}
-
 /* Renames folder from onto to in dfd unless to exists; -1 with errno EEXIST,
  * ENOTEMPTY or, where the file system cannot rename so, EINVAL or ENOSYS otherwise. A
  * plain rename would replace an empty folder another loader has just made and is
@@ -265,6 +249,34 @@ mark_placed(struct loader *L, size_t tier)
 			L->units[i].made = 0;
 }
 
+/* Folder rel beneath folder dfd, opened one part at a time through no link. */
+static int
+open_beneath(int dfd, const char *rel)
+{
+	char part[MC_PATH_MAX];
+	const char *c = rel;
+	int cur = dup(dfd), next;
+	size_t n;
+
+	while (cur >= 0 && *c != '\0') {
+		n = strcspn(c, "/");
+		if (n >= sizeof part) {
+			close(cur);
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(part, c, n);
+		part[n] = '\0';
+		c += n + strspn(c + n, "/");
+		if (n == 0 || strcmp(part, ".") == 0)
+			continue;
+		next = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(cur);
+		cur = next;
+	}
+	return cur;
+}
+
 /* Moves staged file s, or unit u's folder, from the staging folder sfd into the
  * root, the folders on the way made: a file replaces what is there, a unit whose
  * folder another writer installed first is lost (left in the staging folder). */
@@ -276,7 +288,7 @@ move_one(struct loader *L, struct dcur *dc, int sfd, size_t tier, const char *di
 
 	if ((rc = mc__dcur_open(L, L->ctx, dc, tier, dir, MC_DIR_MAKE, &to)) != MC_OK)
 		return rc;
-	if ((from = openat(sfd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	if ((from = open_beneath(sfd, dir)) < 0)
 		return mc__errno(L->ctx, MC_ERR_IO, "cannot open the staging folder", dir);
 	rc = renameat(from, name, to, name) == 0 ? 0 : -1;
 	err = errno;
@@ -360,23 +372,40 @@ remember_inner(struct loader *L, const char *p, size_t n)
 	return rc;
 }
 
-/* A fresh tier's staging folder given the root's mode (as a folder made: 0777 less
- * the umask) and renamed onto the root, with the roots made inside it; where the root
- * was made meanwhile, or the file system cannot rename without replacing, the content
- * of each is moved into its root instead. */
+/* The folders made in tier's staging folder, which goes with it, forgotten: the
+ * names of folders of the root are not theirs. */
+static void
+forget_made(struct loader *L, size_t tier)
+{
+	size_t i, k = 0, m;
+
+	for (i = 0; i < L->nmade; i++) {
+		m = L->made[i].tier;
+		if (m != MC_NO_INDEX && (m == tier || (L->tiers[m].fresh == MC_FRESH_INNER &&
+						       L->tiers[m].host == tier)))
+			free(L->made[i].path);
+		else
+			L->made[k++] = L->made[i];
+	}
+	L->nmade = k;
+}
+
+/* A fresh tier's root, made in its staging folder with the roots inside it, renamed
+ * into place; where the root was made meanwhile, or the file system cannot rename
+ * without replacing, the content of each is moved into its root instead. */
 static int
 commit_fresh(struct loader *L, size_t tier)
 {
 	struct tier_root *t = &L->tiers[tier];
-	char parent[MC_PATH_MAX];
+	char parent[MC_PATH_MAX], from[MC_PATH_MAX + 512];
 	const char *base;
 	size_t i;
 	int rc;
 
 	mc__split_dest(t->root, parent, sizeof parent, &base);
-	if (fchmod(t->fd, 0777 & ~process_umask()) != 0)
-		return mc__errno(L->ctx, MC_ERR_IO, "cannot set the mode of", t->root);
-	if (rename_noreplace(t->pfd, t->sname, base) == 0) {
+	snprintf(from, sizeof from, "%s/%s", t->sname, base);
+	if (rename_noreplace(t->pfd, from, base) == 0) {
+		unlinkat(t->pfd, t->sname, AT_REMOVEDIR); /* empty now */
 		rc = mc__remember_root(L, t->root);
 		for (i = 0; i < L->ntiers; i++)
 			if (i == tier || (L->tiers[i].fresh == MC_FRESH_INNER && L->tiers[i].host == tier)) {
@@ -389,6 +418,7 @@ commit_fresh(struct loader *L, size_t tier)
 	}
 	if (errno != EEXIST && errno != ENOTEMPTY && errno != EINVAL && errno != ENOSYS)
 		return mc__errno(L->ctx, MC_ERR_IO, "cannot rename into place", t->root);
+	forget_made(L, tier);
 	t->fresh = MC_FRESH_NONE;
 	rc = commit_into_root(L, tier);
 	for (i = 0; i < L->ntiers; i++)

@@ -568,8 +568,12 @@ temp_owner(const char *n, long *pid, uint32_t *key)
 	return *pid > 0 && *pid <= INT_MAX; /* a pid_t: none a process can have is read as one */
 }
 
-void
-mc__remove_tree(int dfd, const char *name)
+/* The deepest a tree a load removes goes: a load's own are a few folders deep; one planted
+ * among stale temp names (a shared /tmp) must not take the stack or the descriptors. */
+#define REMOVE_DEPTH 32
+
+static void
+remove_tree_at(int dfd, const char *name, int depth)
 {
 	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d;
@@ -579,19 +583,25 @@ mc__remove_tree(int dfd, const char *name)
 		unlinkat(dfd, name, 0);
 		return;
 	}
-	if ((d = fdopendir(fd)) == NULL) {
+	if (depth >= REMOVE_DEPTH || (d = fdopendir(fd)) == NULL) {
 		close(fd);
 		return;
 	}
 	while ((e = readdir(d)) != NULL)
 		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			mc__remove_tree(dirfd(d), e->d_name);
+			remove_tree_at(dirfd(d), e->d_name, depth + 1);
 	closedir(d);
 	unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
 void
-mc__clean_stale(int dfd, uint32_t key)
+mc__remove_tree(int dfd, const char *name)
+{
+	remove_tree_at(dfd, name, 0);
+}
+
+void
+mc__clean_stale(int dfd, uint32_t key, const char *prefix)
 {
 	int fd = dup(dfd);
 	DIR *d;
@@ -610,7 +620,8 @@ mc__clean_stale(int dfd, uint32_t key)
 		uint32_t ns;
 		long pid;
 
-		if (!temp_owner(n, &pid, &ns) || pid == self)
+		if ((prefix != NULL && strncmp(n, prefix, strlen(prefix)) != 0) ||
+		    !temp_owner(n, &pid, &ns) || pid == self)
 			continue;
 		if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 		    ((ns == 0 || ns != key) && now - st.st_mtime < STALE_SECONDS))

@@ -23,8 +23,8 @@ struct tier_root {
 	/* A root missing at load time: made whole in a private staging folder beside it,
 	 * renamed onto it once at commit (stage.c, commit.c). */
 	int pfd;      /* the root's parent, -1 when the root is not made so */
-	char *sname;  /* the staging folder's name in pfd; files in it take their final
-		       * names at once */
+	char *sname;  /* the staging folder's name in pfd: a private folder holding the
+		       * root under its own name, whose files take their final names at once */
 	int fresh;    /* MC_FRESH_* */
 	size_t host;  /* MC_FRESH_INNER: the tier whose staging folder holds this root
 		       * (Triton's in torch's, by default) */
@@ -200,17 +200,18 @@ MC_HIDDEN void mc__split_dest(const char *dest, char *dir, size_t dirlen, const 
 /* The key of this host's boot and this process's pid namespace that a load's temp
  * names carry (0: unknown), so that a later load knows which pids it can ask about. */
 MC_HIDDEN uint32_t mc__pid_ns_key(void);
-/* Removes the temp files and folders that killed loaders left in folder dfd: at once
- * those of a process gone that carry key, else once they are an hour old. */
-MC_HIDDEN void mc__clean_stale(int dfd, uint32_t key);
+/* Removes the temp files and folders that killed loaders left in folder dfd (those
+ * whose names start with prefix, when not NULL): at once those of a process gone that
+ * carry key, else once they are an hour old. */
+MC_HIDDEN void mc__clean_stale(int dfd, uint32_t key, const char *prefix);
 /* Folder path (as a tier root is named) counted among those the load made: removed by
  * the rollback, or at the end when left empty by the kernels left out. */
 MC_HIDDEN int mc__remember_root(struct loader *L, const char *path);
 /* The first n bytes of path p made as mkdir -p would, following links, the folders
  * made remembered for the rollback and given the owner. */
 MC_HIDDEN int mc__make_path(struct loader *L, char *p, size_t n);
-/* Removes name in folder dfd and, when a folder, all beneath it, following no link
- * (best effort). */
+/* Removes name in folder dfd and, when a folder, all beneath it to 32 levels, following
+ * no link (best effort). */
 MC_HIDDEN void mc__remove_tree(int dfd, const char *name);
 
 /* ---- what is staged (survey.c) ---- */

@@ -252,7 +252,7 @@ run_job(struct loader *L, mc_ctx *ctx, struct lworker *lw, struct fjob *j)
 		return mc__err(ctx, MC_ERR_IO, "%s/%s: folder vanished during the load",
 			       L->tiers[s->tier].root, dir);
 	if (j->clean)
-		mc__clean_stale(dfd, L->nskey);
+		mc__clean_stale(dfd, L->nskey, NULL);
 	return s->unit != NO_UNIT ? unit_mkdir(L, ctx, &L->units[s->unit], fdir, dfd) : MC_OK;
 }
 
@@ -363,17 +363,36 @@ within(const char *p, const char *r)
 	return p + n + strspn(p + n, "/");
 }
 
-/* Makes tier's staging folder beside its missing root, when the parent exists and
- * lies within what the root's setter named (torch's default torchinductor_<user> in
- * /tmp, made whole, is ours: a folder planted there first makes the rename fail).
- * Leaves the tier as it was when the folder cannot be made. */
+/* Whether root path p names its folders plainly: no empty, "." or ".." part (past a
+ * leading "/"), so that where one root lies within another can be told from the text. */
+static int
+plain_path(const char *p)
+{
+	const char *c = p + (p[0] == '/'), *end;
+
+	for (; ; c = end + 1) {
+		end = c + strcspn(c, "/");
+		if (end == c || (end - c == 1 && c[0] == '.') ||
+		    (end - c == 2 && c[0] == '.' && c[1] == '.'))
+			return 0;
+		if (*end == '\0')
+			return 1;
+	}
+}
+
+/* Makes tier's staging folder beside its missing root, when the parent exists (or is
+ * made) within what the root's setter named (torch's default torchinductor_<user> in
+ * /tmp, made whole, is ours: a folder planted there first makes the rename fail): a
+ * private folder (0700) holding the root under its own name, made as it would be beside
+ * it (the parent's group, set-group-ID bit and default ACL pass down through the private
+ * folder). Leaves the tier as it was when the folders cannot be made. */
 static int
 stage_root(struct loader *L, size_t tier)
 {
 	struct tier_root *t = &L->tiers[tier];
 	char parent[MC_PATH_MAX], name[512];
 	const char *base;
-	int pfd, fd, rc;
+	int pfd, wfd, fd = -1, rc;
 
 	mc__split_dest(t->root, parent, sizeof parent, &base);
 	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
@@ -384,19 +403,22 @@ stage_root(struct loader *L, size_t tier)
 		return rc;
 	if (pfd < 0 && (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return MC_OK;
-	mc__clean_stale(pfd, L->nskey);
+	mc__clean_stale(pfd, L->nskey, NULL);
 	temp_name(L, name, sizeof name, base, 0);
 	if (mkdirat(pfd, name, 0700) != 0) {
 		close(pfd);
 		return MC_OK;
 	}
-	if ((fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    (t->sname = mc__strdup(name)) == NULL) {
-		rc = fd < 0 ? mc__errno(L->ctx, MC_ERR_IO, "cannot open the staging folder", name)
-			    : mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
+	if ((wfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+		if (mkdirat(wfd, base, 0777) == 0) /* less the umask */
+			fd = openat(wfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(wfd);
+	}
+	if (fd < 0 || (t->sname = mc__strdup(name)) == NULL) {
+		rc = fd < 0 ? MC_OK : mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
 		if (fd >= 0)
 			close(fd);
-		unlinkat(pfd, name, AT_REMOVEDIR);
+		mc__remove_tree(pfd, name);
 		close(pfd);
 		return rc;
 	}
@@ -447,6 +469,26 @@ stage_inner(struct loader *L, size_t tier, size_t host)
 	return MC_OK;
 }
 
+/* A root that exists: the staging folders a killed load left beside it, which only a
+ * load staging it again would find, removed. */
+static void
+clean_beside(struct loader *L, size_t tier)
+{
+	const struct tier_root *t = &L->tiers[tier];
+	char parent[MC_PATH_MAX], prefix[512];
+	const char *base;
+	int pfd;
+
+	mc__split_dest(t->root, parent, sizeof parent, &base);
+	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
+	    (size_t)(base - t->root) > t->named + 1 ||
+	    (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;
+	snprintf(prefix, sizeof prefix, ".%.200s.mc", base);
+	mc__clean_stale(pfd, L->nskey, prefix);
+	close(pfd);
+}
+
 int
 mc__stage_fresh(struct loader *L)
 {
@@ -458,8 +500,15 @@ mc__stage_fresh(struct loader *L)
 		return mc__err(L->ctx, MC_ERR_NOMEM, "out of memory");
 	for (i = 0; i < L->njobs; i++) /* 1: files to make; 2: and a missing root */
 		jobs[L->st[L->jobs[i].st].tier] = 1;
-	for (i = 0; i < L->ntiers; i++)
+	for (i = 0; i < L->ntiers; i++) {
+		if (jobs[i] && L->tiers[i].fd >= 0 && plain_path(L->tiers[i].root))
+			clean_beside(L, i);
 		jobs[i] += jobs[i] && L->tiers[i].fd < 0;
+		if (jobs[i] == 2 && !plain_path(L->tiers[i].root))
+			break; /* how the roots nest is not plain: all made as ever */
+	}
+	if (i < L->ntiers)
+		memset(jobs, 0, L->ntiers);
 	/* The outermost missing roots first (of tiers of one root, the first), then those
 	 * within a staged one. */
 	for (i = 0; i < L->ntiers && rc == MC_OK; i++) {

@@ -72,6 +72,26 @@ for m in "022 755 755 644" "002 775 775 664" "077 700 700 600" "027 750 750 640"
 	cmp -s "$T/want" "$T/got" && ok || bad "umask $1: $(diff "$T/want" "$T/got" | tr '\n' ' ')"
 done
 
+# A cache folder that does not exist yet is made whole in a private folder beside it and
+# renamed once: in a set-group-ID parent it takes the parent's group and bit, as a folder
+# made there does, and so do the folders in it.
+G="$T/sgid"
+mkdir "$G" && chmod 2775 "$G" && { chgrp 1 "$G" 2>/dev/null || :; } && mkdir "$G/ref"
+(umask 022 && "$MEGACACHE" load -q "$T/b.mcache" -p "$PUB" --cache-dir "$G/cache" 2>"$T/err") &&
+	ok || bad "load into a set-group-ID parent: $(cat "$T/err")"
+[ "$(stat -c '%a %g' "$G/cache")" = "$(stat -c '%a %g' "$G/ref")" ] &&
+	[ "$(stat -c '%a %g' "$G/cache/triton/0")" = "$(stat -c '%a %g' "$G/ref")" ] && ok ||
+	bad "set-group-ID parent: the root $(stat -c '%a %g' "$G/cache"), a folder made there $(stat -c '%a %g' "$G/ref")"
+[ "$(ls -A "$G" | tr '\n' ' ')" = "cache ref " ] && ok || bad "left beside the root: $(ls -A "$G")"
+# Roots whose nesting their names do not tell plainly (a ".." in one) are made folder by
+# folder, as into folders that exist.
+P="$T/dots"
+mkdir "$P"
+(umask 022 && "$MEGACACHE" load -q "$T/b.mcache" -p "$PUB" --cache-dir "$P/cache" \
+	--triton-dir "$P/cache/../triton" 2>"$T/err") && ok || bad "load with a '..' root: $(cat "$T/err")"
+[ "$(ls -A "$P" | tr '\n' ' ')" = "cache triton " ] && [ -f "$P/triton/$H/k.json" ] && ok ||
+	bad "load with a '..' root: $(cd "$P" && find . | sort | tr '\n' ' ')"
+
 # An identical file whose execute bit differs is replaced; the others stay untouched.
 D="$T/c022"
 chmod 0644 "$D/triton/0/$H/cuda_utils.so"

@@ -259,6 +259,15 @@ for layout in apart inside; do
 	cmp -s "$T/same.bytes" "$T/raced.bytes" && ok ||
 		bad "$layout: raced tree: $(diff "$T/same.bytes" "$T/raced.bytes")"
 done
+# 3d. A killed load's staging folder beside a root that was made since is removed by the
+# next load into that root.
+f="$T/made-since"
+mkdir -p "$f"
+kill_load "$f" ".cache.mcPID-*.tmp" --cache-dir "$f/cache"
+[ -n "$(find "$f" -maxdepth 1 -name '.cache.mc*')" ] && ok || bad "made since: the kill left no staging folder"
+mkdir "$f/cache"
+run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$f/cache"
+[ "$(ls -A "$f" | tr '\n' ' ')" = "cache " ] && ok || bad "made since: left beside the root: $(ls -A "$f")"
 run 0 "" load -q "$T/all.mcache" -p "$PUB" --cache-dir "$T/ref"
 [ "$(sums "$d")" = "$(sums "$T/ref")" ] && ok || bad "the next load did not complete the tree"
 rm -rf "$T"/load-* "$d" "$T/ref" "$T/dest"
