@@ -380,6 +380,16 @@ plain_path(const char *p)
 	}
 }
 
+/* Splits t's root into its parent and last part: 1 when a folder of the load's may go
+ * beside it (the last part a name, the parent within what the root's setter named). */
+static int
+split_root(const struct tier_root *t, char *parent, size_t len, const char **base)
+{
+	mc__split_dest(t->root, parent, len, base);
+	return **base != '\0' && strcmp(*base, ".") != 0 && strcmp(*base, "..") != 0 &&
+	       (size_t)(*base - t->root) <= t->named + 1;
+}
+
 /* Makes tier's staging folder beside its missing root, when the parent exists (or is
  * made) within what the root's setter named (torch's default torchinductor_<user> in
  * /tmp, made whole, is ours: a folder planted there first makes the rename fail): a
@@ -394,9 +404,7 @@ stage_root(struct loader *L, size_t tier)
 	const char *base;
 	int pfd, wfd, fd = -1, rc;
 
-	mc__split_dest(t->root, parent, sizeof parent, &base);
-	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
-	    (size_t)(base - t->root) > t->named + 1)
+	if (!split_root(t, parent, sizeof parent, &base))
 		return MC_OK;
 	if ((pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 && errno == ENOENT &&
 	    parent[0] != '\0' && (rc = mc__make_path(L, parent, strlen(parent))) != MC_OK)
@@ -479,9 +487,7 @@ clean_beside(struct loader *L, size_t tier)
 	const char *base;
 	int pfd;
 
-	mc__split_dest(t->root, parent, sizeof parent, &base);
-	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
-	    (size_t)(base - t->root) > t->named + 1 ||
+	if (!split_root(t, parent, sizeof parent, &base) ||
 	    (pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return;
 	snprintf(prefix, sizeof prefix, ".%.200s.mc", base);
