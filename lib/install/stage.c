@@ -26,6 +26,18 @@ temp_name(const struct loader *L, char *buf, size_t len, const char *name, unsig
 		 (unsigned)(L->token + tries), (unsigned)L->nskey);
 }
 
+/* The name a file or unit folder of tier is staged under beside its place: name itself
+ * in a private, fresh tree, else a temp name. */
+static void
+stage_name(const struct loader *L, size_t tier, char *buf, size_t len, const char *name,
+	   unsigned tries)
+{
+	if (MC_IN_FRESH(&L->tiers[tier]))
+		snprintf(buf, len, "%s", name);
+	else
+		temp_name(L, buf, len, name, tries);
+}
+
 /* Artifact art's destination and its folder (relative to its tier root), computed
  * again from the artifact as read through c; *ap (may be NULL) gets the artifact,
  * valid until the next use of c. */
@@ -60,10 +72,7 @@ void
 mc__unit_names(const struct loader *L, const struct unit *u, const char *dir, struct unames *n)
 {
 	mc__split_dest(dir, n->parent, sizeof n->parent, &n->name);
-	if (MC_IN_FRESH(&L->tiers[u->tier])) /* a private, fresh tree */
-		snprintf(n->tmp, sizeof n->tmp, "%s", n->name);
-	else
-		temp_name(L, n->tmp, sizeof n->tmp, n->name, u->tries);
+	stage_name(L, u->tier, n->tmp, sizeof n->tmp, n->name, u->tries);
 	if (strcmp(n->parent, ".") == 0)
 		snprintf(n->stage, sizeof n->stage, "%s", n->tmp);
 	else
@@ -83,10 +92,7 @@ mc__staged_names(struct loader *L, mc_ctx *ctx, struct mc_acur *c, const struct 
 		return rc;
 	if (s->unit == NO_UNIT) {
 		snprintf(n->stage, sizeof n->stage, "%s", n->dir);
-		if (MC_IN_FRESH(&L->tiers[s->tier])) /* a private, fresh tree */
-			snprintf(n->tmp, sizeof n->tmp, "%s", n->base);
-		else
-			temp_name(L, n->tmp, sizeof n->tmp, n->base, s->tries);
+		stage_name(L, s->tier, n->tmp, sizeof n->tmp, n->base, s->tries);
 	} else {
 		/* A private, fresh folder: files take their final names at once. */
 		struct unames un;
@@ -454,8 +460,6 @@ stage_inner(struct loader *L, size_t tier, size_t host)
 		end = c + strcspn(c, "/");
 		if (*end != '\0')
 			*end++ = '\0';
-		if (strcmp(c, ".") == 0)
-			continue;
 		if (mkdirat(cur, c, 0777) != 0 && errno != EEXIST) /* less the umask */
 			rc = mc__err(L->ctx, MC_ERR_IO, "%s: cannot create folder %s: %s", t->root, c,
 				     strerror(errno));
